@@ -1,0 +1,52 @@
+# qjm: two commands set everything up on a fresh Debian machine (as root):
+#   make demo   - a local cluster you can watch
+#   make test   - the whole test suite
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+DEBIAN_PACKAGES := zookeeper default-jre-headless curl
+PROTO_DIR := src/qjm/protocol
+
+.PHONY: install test lint demo proto debian clean bench
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(MAKE) --no-print-directory debian
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $(STAMP)
+
+# Debian packages later parts need (ZooKeeper and a JRE); installed only when missing.
+debian:
+	@missing=""; for p in $(DEBIAN_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "need root to install:$$missing" >&2; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+proto: install
+	$(PY) -m grpc_tools.protoc -I src --python_out=src --pyi_out=src --grpc_python_out=src \
+	  $(PROTO_DIR)/qjournal.proto
+
+test: install
+	$(PY) -m pytest -q
+
+lint: install
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/mypy
+
+demo: install
+	$(PY) -m qjm.cluster.demo
+
+bench: install
+	$(PY) -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache

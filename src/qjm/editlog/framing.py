@@ -1,0 +1,241 @@
+"""HDFS edit-log framing (layout -64): the file header and the op frame, nothing of op bodies.
+
+An op is ``opcode:u8, length:i32, txid:i64, body, crc32:i32``, big-endian, where
+``length = 4 + 8 + len(body)`` and the CRC (zlib's) covers opcode through body.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from qjm.errors import CorruptOpError, EditLogError
+
+LAYOUT_VERSION = -64
+HEADER_LEN = 8
+HEADER = struct.pack(">ii", LAYOUT_VERSION, 0)
+OP_INVALID = 0xFF
+OP_END_LOG_SEGMENT = 23
+OP_START_LOG_SEGMENT = 24
+# A user of the journal that is not a NameNode carries opaque payloads in this op; it lies
+# outside HDFS's opcode table (0..52) so HDFS tools report it as unknown, not as a wrong op.
+OP_OPAQUE = 0x80
+MIN_OP_SIZE = 17  # opcode + length + txid + crc with an empty body
+MAX_OP_SIZE = 50 * 1024 * 1024  # HDFS's dfs.namenode.max.op.size
+# The oldest layout whose ops carry a length field (EDITLOG_LENGTH); newer ones are smaller.
+EDITLOG_LENGTH_LAYOUT = -56
+
+_HDR = struct.Struct(">ii")
+_FRAME = struct.Struct(">Biq")  # opcode, length, txid
+_CRC = struct.Struct(">I")
+
+
+def header(layout_version: int = LAYOUT_VERSION) -> bytes:
+    """The 8-byte edit-log file header for a layout version."""
+    return _HDR.pack(layout_version, 0)
+
+
+def read_header(data: bytes | memoryview) -> int:
+    """Validate an edit-log header and return its layout version."""
+    if len(data) < HEADER_LEN:
+        raise EditLogError(f"edit log too short for its header: {len(data)} of 8 bytes")
+    layout, flags = _HDR.unpack_from(data, 0)
+    if layout == -1 and flags == -1:
+        raise EditLogError("edit log header is 0xFF padding: the file holds no edits")
+    if layout >= 0 or layout > EDITLOG_LENGTH_LAYOUT:
+        raise EditLogError(
+            f"unsupported edit log layout version {layout}: ops carry a length field only "
+            f"from layout {EDITLOG_LENGTH_LAYOUT} on (newer layouts are smaller numbers)"
+        )
+    if flags != 0:
+        raise EditLogError(f"edit log header has layout flags {flags}; only 0 is understood")
+    return int(layout)
+
+
+def encode_op(opcode: int, txid: int, body: bytes = b"") -> bytes:
+    """Frame one op: opcode, length, txid, body and its CRC32."""
+    head = _FRAME.pack(opcode, 12 + len(body), txid)
+    crc = zlib.crc32(body, zlib.crc32(head))
+    return head + body + _CRC.pack(crc)
+
+
+def op_size(body_len: int) -> int:
+    """Bytes one framed op takes for a body of this length."""
+    return MIN_OP_SIZE + body_len
+
+
+@dataclass(frozen=True, slots=True)
+class RawOp:
+    """One framed op: its opcode, txid, body and where its frame starts."""
+
+    opcode: int
+    txid: int
+    body: bytes
+    offset: int
+
+    @property
+    def size(self) -> int:
+        """Bytes of the whole frame."""
+        return MIN_OP_SIZE + len(self.body)
+
+
+def _frame_at(data: bytes | memoryview, pos: int, end: int) -> tuple[int, int, int]:
+    """Check the frame at pos; return (opcode, txid, frame end) or raise CorruptOpError."""
+    if end - pos < 13:
+        raise CorruptOpError(
+            f"op at offset {pos} is cut short: {end - pos} bytes left, a frame needs at least "
+            f"{MIN_OP_SIZE}",
+            offset=pos,
+        )
+    opcode, length, txid = _FRAME.unpack_from(data, pos)
+    size = length + 5
+    if size < MIN_OP_SIZE or size > MAX_OP_SIZE:
+        raise CorruptOpError(
+            f"op at offset {pos} (txid {txid}?) has impossible length {length}",
+            offset=pos,
+            txid=txid,
+        )
+    stop = pos + size
+    if stop > end:
+        raise CorruptOpError(
+            f"op txid {txid} at offset {pos} is cut short: needs {size} bytes, "
+            f"{end - pos} left",
+            offset=pos,
+            txid=txid,
+        )
+    crc = zlib.crc32(data[pos : stop - 4])
+    (stored,) = _CRC.unpack_from(data, stop - 4)
+    if crc != stored:
+        raise CorruptOpError(
+            f"op txid {txid} at offset {pos} is corrupt: checksum {stored:#010x} "
+            f"stored, {crc:#010x} computed",
+            offset=pos,
+            txid=txid,
+        )
+    return opcode, txid, stop
+
+
+def iter_ops(data: bytes | memoryview, offset: int = HEADER_LEN) -> Iterator[RawOp]:
+    """Yield the ops from offset to the end or to 0xFF padding; raise on a bad frame."""
+    end = len(data)
+    pos = offset
+    expected: int | None = None
+    while pos < end and data[pos] != OP_INVALID:
+        opcode, txid, stop = _frame_at(data, pos, end)
+        if expected is not None and txid != expected:
+            raise CorruptOpError(
+                f"txid {txid} at offset {pos} breaks the sequence: expected {expected}",
+                offset=pos,
+                txid=txid,
+            )
+        yield RawOp(opcode, txid, bytes(data[pos + 13 : stop - 4]), pos)
+        expected = txid + 1
+        pos = stop
+
+
+def validate_batch(records: bytes | memoryview, first_txid: int, num_txns: int) -> list[int]:
+    """Check that records are exactly num_txns whole ops numbered from first_txid.
+
+    Returns the offset where each op starts, so callers can cut the batch at op boundaries.
+    """
+    end = len(records)
+    pos = 0
+    offsets: list[int] = []
+    expected = first_txid
+    while pos < end:
+        if len(offsets) == num_txns:
+            raise EditLogError(
+                f"batch from txid {first_txid} claims {num_txns} ops but has "
+                f"{end - pos} more bytes after them"
+            )
+        _, txid, stop = _frame_at(records, pos, end)
+        if txid != expected:
+            raise CorruptOpError(
+                f"batch op at offset {pos} has txid {txid}, expected {expected} "
+                f"(batch claims txids {first_txid}..{first_txid + num_txns - 1})",
+                offset=pos,
+                txid=txid,
+            )
+        offsets.append(pos)
+        expected += 1
+        pos = stop
+    if len(offsets) != num_txns:
+        raise EditLogError(
+            f"batch from txid {first_txid} claims {num_txns} ops but holds {len(offsets)}"
+        )
+    return offsets
+
+
+@dataclass(frozen=True, slots=True)
+class ScanResult:
+    """What a scan of one edit-log file found."""
+
+    layout_version: int | None
+    first_txid: int | None
+    last_txid: int | None
+    num_ops: int
+    valid_length: int  # bytes from the start of the file through the last good op
+    end: str  # "eof", "padding", "torn", "corrupt" or "no-header"
+    problem: str | None = None
+    problem_txid: int | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        """True when the file holds no whole op (absent in recovery, design 2.10.5)."""
+        return self.num_ops == 0
+
+
+def scan(data: bytes | memoryview) -> ScanResult:
+    """Find the last valid op of an edit-log file, stopping at padding or a bad frame.
+
+    A bad frame that runs to the end of the data (only 0xFF or nothing after it) is a torn
+    tail; one followed by other bytes is corruption. Either way the file is valid up to the
+    last good op.
+    """
+    try:
+        layout = read_header(data)
+    except EditLogError as e:
+        return ScanResult(None, None, None, 0, 0, "no-header", str(e))
+    end = len(data)
+    pos = HEADER_LEN
+    first: int | None = None
+    last: int | None = None
+    count = 0
+    while True:
+        if pos >= end:
+            return ScanResult(layout, first, last, count, pos, "eof")
+        if data[pos] == OP_INVALID:
+            return ScanResult(layout, first, last, count, pos, "padding")
+        try:
+            _, txid, stop = _frame_at(data, pos, end)
+            if last is not None and txid != last + 1:
+                raise CorruptOpError(
+                    f"txid {txid} at offset {pos} breaks the sequence: expected {last + 1}",
+                    offset=pos,
+                    txid=txid,
+                )
+        except CorruptOpError as e:
+            kind = "torn" if _rest_is_tail(data, pos, end) else "corrupt"
+            return ScanResult(layout, first, last, count, pos, kind, str(e), e.txid)
+        if first is None:
+            first = txid
+        last = txid
+        count += 1
+        pos = stop
+
+
+def _rest_is_tail(data: bytes | memoryview, pos: int, end: int) -> bool:
+    """True when a bad frame at pos is the file's last write (only padding may follow it)."""
+    if end - pos < 13:
+        return True
+    _, length, _ = _FRAME.unpack_from(data, pos)
+    size = length + 5
+    if size < MIN_OP_SIZE or size > MAX_OP_SIZE:
+        return False
+    stop = pos + size
+    if stop >= end:
+        return True
+    tail = bytes(data[stop:end])
+    return tail.count(OP_INVALID) == len(tail)

@@ -1,0 +1,148 @@
+"""Segment files as HDFS names them, and the writer that appends to an open one."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from qjm.editlog.framing import HEADER_LEN, OP_INVALID, ScanResult, header, scan
+
+PREALLOCATE_CHUNK = 1024 * 1024  # HDFS's MIN_PREALLOCATION_LENGTH
+_INPROGRESS = re.compile(r"^edits_inprogress_(\d{19})$")
+_FINALIZED = re.compile(r"^edits_(\d{19})-(\d{19})$")
+
+
+def inprogress_name(start: int) -> str:
+    """File name of the open segment starting at a txid."""
+    return f"edits_inprogress_{start:019d}"
+
+
+def finalized_name(start: int, end: int) -> str:
+    """File name of a finalized segment."""
+    return f"edits_{start:019d}-{end:019d}"
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class SegmentFile:
+    """One segment file in a directory: finalized (end known) or in progress."""
+
+    start: int
+    end: int | None
+    path: Path
+
+    @property
+    def in_progress(self) -> bool:
+        """True for an edits_inprogress_ file."""
+        return self.end is None
+
+
+def parse_segment_name(path: Path) -> SegmentFile | None:
+    """The segment a file name denotes, or None for any other file."""
+    m = _FINALIZED.match(path.name)
+    if m:
+        return SegmentFile(int(m.group(1)), int(m.group(2)), path)
+    m = _INPROGRESS.match(path.name)
+    if m:
+        return SegmentFile(int(m.group(1)), None, path)
+    return None
+
+
+def list_segments(directory: Path) -> list[SegmentFile]:
+    """Every segment file in a directory, ordered by start txid (finalized first on ties)."""
+    found = []
+    with os.scandir(directory) as it:
+        for entry in it:
+            seg = parse_segment_name(Path(entry.path))
+            if seg is not None:
+                found.append(seg)
+    found.sort(key=lambda s: (s.start, s.end is None, s.end or 0))
+    return found
+
+
+def scan_file(path: Path) -> ScanResult:
+    """Scan an edit-log file on disk for its valid ops."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return scan(b"")
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            return scan(memoryview(m))
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a directory's entries (creates, renames) durable."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class SegmentWriter:
+    """Appends framed ops to an in-progress segment file; blocking, one thread at a time.
+
+    Like HDFS, the file is pre-extended with 0xFF padding in 1 MiB steps so that a sync
+    need not update the file size, and the padding is cut when the segment is closed.
+    """
+
+    def __init__(self, path: Path, fd: int, position: int, allocated: int) -> None:
+        self.path = path
+        self._fd = fd
+        self.position = position
+        self._allocated = allocated
+
+    @classmethod
+    def create(cls, path: Path, layout_version: int) -> SegmentWriter:
+        """Create (or truncate) a segment file holding just the header, synced."""
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, header(layout_version))
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        fsync_dir(path.parent)
+        return cls(path, fd, HEADER_LEN, HEADER_LEN)
+
+    def write(self, records: bytes | memoryview) -> None:
+        """Append records at the current position (not yet durable)."""
+        n = len(records)
+        if self.position + n > self._allocated:
+            self._preallocate(self.position + n)
+        written = os.pwrite(self._fd, records, self.position)
+        while written < n:
+            written += os.pwrite(self._fd, records[written:], self.position + written)
+        self.position += n
+
+    def _preallocate(self, needed: int) -> None:
+        new_size = self._allocated
+        while new_size < needed:
+            new_size += PREALLOCATE_CHUNK
+        pad = bytes([OP_INVALID]) * (new_size - self._allocated)
+        os.pwrite(self._fd, pad, self._allocated)
+        self._allocated = new_size
+
+    def sync(self) -> None:
+        """Make everything written so far durable (fdatasync)."""
+        os.fdatasync(self._fd)
+
+    def close(self) -> None:
+        """Cut the padding after the last op, sync and close the file."""
+        if self._fd < 0:
+            return
+        try:
+            if self._allocated > self.position:
+                os.ftruncate(self._fd, self.position)
+            os.fsync(self._fd)
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+
+    def abort(self) -> None:
+        """Close the file without cutting padding (a reader stops at the padding)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1

@@ -1,0 +1,1 @@
+"""qjm.protocol."""
