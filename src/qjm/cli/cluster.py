@@ -1,0 +1,102 @@
+"""`qjm cluster up|status|down`: a local cluster on loopback."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from qjm.cli.journal import STATUS_HEADERS, status_rows
+from qjm.cli.table import render_table
+from qjm.client.admin import journal_status
+from qjm.client.uri import parse_qjournal_uri
+from qjm.cluster.launcher import cluster_down, cluster_up, daemons_of, read_cluster
+from qjm.cluster.process import pid_alive
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `qjm cluster` and its subcommands."""
+    p = sub.add_parser("cluster", help="run a local cluster on loopback")
+    csub = p.add_subparsers(dest="cluster_cmd", required=True, metavar="COMMAND")
+
+    up = csub.add_parser("up", help="start a local cluster in DIR")
+    up.add_argument("--dir", required=True, type=Path, help="cluster directory")
+    up.add_argument("--journalnodes", type=int, default=3, help="number of JournalNodes (3)")
+    up.add_argument("--namenodes", type=int, default=0, help="number of NameNodes (0)")
+    up.add_argument("--no-zookeeper", action="store_true", help="do not start ZooKeeper")
+    up.add_argument("--base-port", type=int, help="allocate ports upward from this one")
+    up.add_argument("--json", action="store_true", help="print cluster.json")
+    up.set_defaults(func=run_up)
+
+    st = csub.add_parser("status", help="show the daemons of the cluster in DIR")
+    st.add_argument("--dir", required=True, type=Path)
+    st.add_argument("--json", action="store_true", help="print JSON")
+    st.set_defaults(func=run_status)
+
+    down = csub.add_parser("down", help="stop the cluster in DIR")
+    down.add_argument("--dir", required=True, type=Path)
+    down.set_defaults(func=run_down)
+
+
+def run_up(args: argparse.Namespace) -> int:
+    """Start the cluster and print where everything is."""
+    cluster = cluster_up(
+        args.dir,
+        journalnodes=args.journalnodes,
+        namenodes=args.namenodes,
+        zookeeper=False if args.no_zookeeper else bool(args.namenodes),
+        base_port=args.base_port,
+    )
+    if args.json:
+        print(json.dumps(cluster, indent=2))
+        return 0
+    for name, d in daemons_of(cluster).items():
+        print(
+            f"{name:6} pid {d['pid']:<7} rpc {d['rpc']:<16} http http://{d['http']}/  "
+            f"log {d['log']}"
+        )
+    print(f"shared edits: {cluster['shared_edits']}")
+    print(f"config:       {cluster['config']}")
+    return 0
+
+
+def cluster_status(directory: Path) -> dict[str, Any]:
+    """Process and journal state of every daemon of a cluster."""
+    cluster = read_cluster(directory.resolve())
+    daemons = {
+        name: {**d, "running": pid_alive(d.get("pid"))} for name, d in daemons_of(cluster).items()
+    }
+    journal = asyncio.run(journal_status(parse_qjournal_uri(cluster["shared_edits"])))
+    return {"daemons": daemons, "journal": journal, "shared_edits": cluster["shared_edits"]}
+
+
+def run_status(args: argparse.Namespace) -> int:
+    """Print whether each daemon runs, and the journal on each JournalNode."""
+    st = cluster_status(args.dir)
+    if args.json:
+        print(json.dumps(st, indent=2))
+        return 0
+    rows = [
+        [
+            name,
+            "running" if d["running"] else "stopped",
+            str(d.get("pid") or "-"),
+            d.get("rpc", "-"),
+            d.get("http", "-"),
+        ]
+        for name, d in st["daemons"].items()
+    ]
+    print(render_table(["DAEMON", "STATE", "PID", "RPC", "HTTP"], rows))
+    print()
+    print(f"journal {st['shared_edits']}")
+    print(render_table(STATUS_HEADERS, status_rows(st["journal"])))
+    return 0 if all(d["running"] for d in st["daemons"].values()) else 3
+
+
+def run_down(args: argparse.Namespace) -> int:
+    """Stop every daemon."""
+    stopped = cluster_down(args.dir)
+    print(f"stopped {', '.join(stopped) if stopped else 'nothing (no daemon was running)'}")
+    return 0

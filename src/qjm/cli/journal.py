@@ -1,0 +1,110 @@
+"""`qjm journal ...`: operator commands on a quorum journal."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+
+from qjm.cli.table import render_table
+from qjm.client.admin import format_journal, journal_status, new_namespace_info
+from qjm.client.uri import QJournalUri, parse_qjournal_uri
+from qjm.config import load_config
+from qjm.errors import ConfigError
+from qjm.journalnode.status import describe_segments
+
+
+def add_uri_args(p: argparse.ArgumentParser) -> None:
+    """--uri or --config: where the journal is."""
+    p.add_argument("--uri", help="qjournal://host:port;host:port;.../journal-id")
+    p.add_argument("--config", help="cluster TOML file (its JournalNodes and journal id)")
+
+
+def resolve_uri(args: argparse.Namespace) -> QJournalUri:
+    """The journal URI from --uri or --config."""
+    if args.uri:
+        return parse_qjournal_uri(args.uri)
+    if args.config:
+        cfg = load_config(args.config)
+        if not cfg.journalnodes:
+            raise ConfigError(f"{args.config} configures no [journalnodes.*]")
+        return parse_qjournal_uri(cfg.shared_edits_uri())
+    raise ConfigError("give --uri qjournal://... or --config cluster.toml")
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `qjm journal` and its subcommands."""
+    p = sub.add_parser("journal", help="inspect and administer a quorum journal")
+    jsub = p.add_subparsers(dest="journal_cmd", required=True, metavar="COMMAND")
+
+    st = jsub.add_parser("status", help="the journal's state on every JournalNode")
+    add_uri_args(st)
+    st.add_argument("--json", action="store_true", help="print JSON")
+    st.set_defaults(func=run_status)
+
+    fm = jsub.add_parser("format", help="format the journal on every JournalNode")
+    add_uri_args(fm)
+    fm.add_argument("--force", action="store_true", help="wipe existing journal data")
+    fm.add_argument("--cluster-id", help="cluster id (default: a new CID-<uuid>)")
+    fm.add_argument("--namespace-id", type=int, help="namespace id (default: random)")
+    fm.set_defaults(func=run_format)
+
+
+def status_rows(nodes: list[dict[str, object]]) -> list[list[str]]:
+    """Table rows for journal status."""
+    rows = []
+    for n in nodes:
+        if not n["reachable"]:
+            rows.append([str(n["address"]), "no", "-", "-", "-", "-", "-", str(n.get("error"))])
+            continue
+        committed = n.get("committed_txid")
+        rows.append(
+            [
+                str(n["address"]),
+                "yes",
+                "yes" if n.get("formatted") else "no",
+                str(n.get("last_promised_epoch", "-")),
+                str(n.get("last_writer_epoch", "-")),
+                "-" if committed is None else str(committed),
+                str(n.get("highest_written_txid", "-")),
+                describe_segments(n.get("segments", [])),  # type: ignore[arg-type]
+            ]
+        )
+    return rows
+
+
+STATUS_HEADERS = [
+    "NODE",
+    "REACHABLE",
+    "FORMATTED",
+    "PROMISED",
+    "WRITER",
+    "COMMITTED",
+    "LAST TXID",
+    "SEGMENTS",
+]
+
+
+def run_status(args: argparse.Namespace) -> int:
+    """Print the journal's state per node; exit 2 when a majority is unreachable."""
+    uri = resolve_uri(args)
+    nodes = asyncio.run(journal_status(uri))
+    if args.json:
+        print(json.dumps({"jid": uri.jid, "uri": str(uri), "nodes": nodes}, indent=2))
+    else:
+        print(f"journal {uri.jid} on {len(nodes)} JournalNodes")
+        print(render_table(STATUS_HEADERS, status_rows(nodes)))
+    reachable = sum(1 for n in nodes if n["reachable"])
+    return 0 if reachable > len(nodes) // 2 else 2
+
+
+def run_format(args: argparse.Namespace) -> int:
+    """Format the journal on all nodes."""
+    uri = resolve_uri(args)
+    ns = new_namespace_info(args.cluster_id, args.namespace_id)
+    nodes = asyncio.run(format_journal(uri, ns, args.force))
+    print(
+        f"formatted journal {uri.jid} on {', '.join(nodes)} "
+        f"(namespaceID={ns.namespace_id}, clusterID={ns.cluster_id})"
+    )
+    return 0

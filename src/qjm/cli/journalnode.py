@@ -1,0 +1,61 @@
+"""`qjm journalnode`: run a JournalNode."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+from qjm.config import (
+    JN_HTTP_PORT,
+    JN_RPC_PORT,
+    JournalNodeSettings,
+    load_config,
+    parse_address,
+)
+from qjm.errors import ConfigError
+from qjm.journalnode.node import JournalNode, serve_forever
+from qjm.logs import setup_logging
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `qjm journalnode`."""
+    p = sub.add_parser(
+        "journalnode",
+        help="run a JournalNode",
+        description="Run a JournalNode: from --config and --name, or from the flags.",
+    )
+    p.add_argument("--config", help="cluster TOML file")
+    p.add_argument("--name", help="which [journalnodes.<name>] of --config to run")
+    p.add_argument("--edits-dir", help="absolute directory for journal storage")
+    p.add_argument("--rpc-address", default=f"0.0.0.0:{JN_RPC_PORT}", help="host:port for RPC")
+    p.add_argument("--http-address", default=f"0.0.0.0:{JN_HTTP_PORT}", help="host:port for HTTP")
+    p.add_argument("--ready-file", help="write {pid, rpc, http} JSON here once serving")
+    p.add_argument("--log-level", default="INFO")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the JournalNode and serve until SIGTERM."""
+    setup_logging(f"journalnode{'-' + args.name if args.name else ''}", args.log_level)
+    settings = JournalNodeSettings()
+    if args.config:
+        if not args.name:
+            raise ConfigError("--config needs --name to pick the JournalNode to run")
+        cfg = load_config(args.config)
+        jn = cfg.journalnode_named(args.name)
+        edits_dir, rpc, http = jn.edits_dir, jn.rpc_address, jn.http_address
+        settings = cfg.journalnode
+    else:
+        if not args.edits_dir:
+            raise ConfigError("give --edits-dir (or --config with --name)")
+        edits_dir, rpc, http = args.edits_dir, args.rpc_address, args.http_address
+    node = JournalNode(
+        edits_dir,
+        parse_address(rpc, "--rpc-address", JN_RPC_PORT),
+        parse_address(http, "--http-address", JN_HTTP_PORT),
+        settings,
+    )
+    ready = Path(args.ready_file) if args.ready_file else None
+    asyncio.run(serve_forever(node, ready))
+    return 0

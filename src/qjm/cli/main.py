@@ -1,0 +1,67 @@
+"""The `qjm` command."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import traceback
+
+from qjm import __version__
+from qjm.errors import QjmError
+
+# Subcommand modules, each with add_parser(subparsers); optional ones may be absent.
+COMMANDS = [
+    "qjm.cli.journalnode",
+    "qjm.cli.journal",
+    "qjm.cli.cluster",
+    "qjm.cli.oev",
+    "qjm.cli.oiv",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every available subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="qjm", description="HDFS-style NameNode high availability on a Quorum Journal"
+    )
+    parser.add_argument("--version", action="version", version=f"qjm {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name == name:
+                continue
+            raise
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the qjm command; errors are one line, never a bare traceback."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except QjmError as e:
+        print(f"qjm: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("qjm: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as e:
+        if os.environ.get("QJM_DEBUG"):
+            traceback.print_exc()
+        print(
+            f"qjm: internal error: {type(e).__name__}: {e} (set QJM_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 70
+
+
+if __name__ == "__main__":
+    sys.exit(main())

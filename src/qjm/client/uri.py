@@ -1,0 +1,46 @@
+"""qjournal://host1:port1;host2:port2;host3:port3/<jid> URIs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from qjm.config import JN_RPC_PORT, format_address, parse_address
+from qjm.errors import ConfigError
+from qjm.journalnode.storage import check_journal_id
+from qjm.protocol.errors import InvalidRequestError
+
+SCHEME = "qjournal://"
+
+
+@dataclass(frozen=True)
+class QJournalUri:
+    """The JournalNode addresses and journal id a qjournal URI names."""
+
+    addresses: tuple[str, ...]
+    jid: str
+
+    def __str__(self) -> str:
+        return f"{SCHEME}{';'.join(self.addresses)}/{self.jid}"
+
+
+def parse_qjournal_uri(uri: str) -> QJournalUri:
+    """Parse and validate a qjournal:// URI, naming what is wrong."""
+    if not uri.startswith(SCHEME):
+        raise ConfigError(f"{uri!r} is not a qjournal URI (qjournal://host:port;.../journal-id)")
+    rest = uri[len(SCHEME) :]
+    hosts, sep, jid = rest.partition("/")
+    if not sep or not jid:
+        raise ConfigError(f"{uri!r} names no journal id after the hosts")
+    try:
+        check_journal_id(jid)
+    except InvalidRequestError as e:
+        raise ConfigError(f"{uri!r}: {e}") from None
+    addresses = []
+    for part in hosts.split(";"):
+        if not part:
+            raise ConfigError(f"{uri!r} has an empty host entry")
+        host, port = parse_address(part, f"host {part!r} of {uri}", default_port=JN_RPC_PORT)
+        addresses.append(format_address(host, port))
+    if len(set(addresses)) != len(addresses):
+        raise ConfigError(f"{uri!r} names a JournalNode twice")
+    return QJournalUri(tuple(addresses), jid)

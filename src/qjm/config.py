@@ -1,0 +1,248 @@
+"""The cluster config: one TOML file, validated at start with errors that name the key.
+
+```toml
+[cluster]
+nameservice = "ns1"
+journal_id = "ns1"            # defaults to the nameservice
+
+[journalnode]                 # settings shared by every JournalNode
+sync_enabled = true
+sync_interval_ms = 120000
+
+[journalnodes.jn1]
+rpc_address = "127.0.0.1:8485"
+http_address = "127.0.0.1:8480"
+edits_dir = "/var/lib/qjm/jn1"
+
+[qjournal]                    # the writer's and readers' settings
+write_txns_timeout_ms = 20000
+```
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import MISSING, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from qjm.errors import ConfigError
+
+JN_RPC_PORT = 8485
+JN_HTTP_PORT = 8480
+
+
+def parse_address(value: str, key: str, default_port: int | None = None) -> tuple[str, int]:
+    """Split "host:port" (or "[v6]:port"), naming the key on error."""
+    host, sep, port_text = value.rpartition(":")
+    if not sep:
+        if default_port is None:
+            raise ConfigError(f"{key}: {value!r} is not host:port")
+        host, port_text = value, str(default_port)
+    host = host.strip("[]")
+    if not host:
+        raise ConfigError(f"{key}: {value!r} has no host")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ConfigError(f"{key}: port {port_text!r} in {value!r} is not a number") from None
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"{key}: port {port} in {value!r} is out of range 0-65535")
+    return host, port
+
+
+def format_address(host: str, port: int) -> str:
+    """Join host and port, bracketing IPv6 hosts."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+@dataclass(frozen=True)
+class JournalNodeSettings:
+    """Settings shared by every JournalNode ([journalnode])."""
+
+    sync_enabled: bool = True
+    sync_interval_ms: int = 120_000
+    edit_cache_size_bytes: int = 1_048_576
+
+
+@dataclass(frozen=True)
+class JournalNodeConfig:
+    """One JournalNode ([journalnodes.<name>])."""
+
+    name: str
+    rpc_address: str
+    http_address: str
+    edits_dir: str
+
+
+@dataclass(frozen=True)
+class QJournalSettings:
+    """The quorum journal client's settings ([qjournal]), with HDFS's defaults."""
+
+    queued_edits_limit_mb: int = 10
+    start_segment_timeout_ms: int = 20_000
+    prepare_recovery_timeout_ms: int = 120_000
+    accept_recovery_timeout_ms: int = 120_000
+    finalize_segment_timeout_ms: int = 120_000
+    select_input_streams_timeout_ms: int = 20_000
+    get_journal_state_timeout_ms: int = 120_000
+    new_epoch_timeout_ms: int = 120_000
+    write_txns_timeout_ms: int = 20_000
+    http_timeout_ms: int = 60_000
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """A whole cluster's config."""
+
+    nameservice: str = "ns1"
+    journal_id: str = "ns1"
+    journalnode: JournalNodeSettings = field(default_factory=JournalNodeSettings)
+    journalnodes: dict[str, JournalNodeConfig] = field(default_factory=dict)
+    qjournal: QJournalSettings = field(default_factory=QJournalSettings)
+    source: str = "<defaults>"
+
+    def shared_edits_uri(self) -> str:
+        """The qjournal:// URI of all configured JournalNodes."""
+        hosts = ";".join(jn.rpc_address for jn in self.journalnodes.values())
+        return f"qjournal://{hosts}/{self.journal_id}"
+
+    def journalnode_named(self, name: str) -> JournalNodeConfig:
+        """The JournalNode called name, or an error listing the known ones."""
+        try:
+            return self.journalnodes[name]
+        except KeyError:
+            known = ", ".join(self.journalnodes) or "none"
+            raise ConfigError(
+                f"{self.source}: no [journalnodes.{name}] section (known: {known})"
+            ) from None
+
+
+_SECTIONS = {"cluster", "journalnode", "journalnodes", "qjournal"}
+
+
+def _typed(section: str, key: str, value: Any, want: type) -> Any:
+    ok = isinstance(value, want) and not (want is int and isinstance(value, bool))
+    if not ok:
+        raise ConfigError(
+            f"{section}.{key}: expected {want.__name__}, got {type(value).__name__} {value!r}"
+        )
+    if want is int and value < 0:
+        raise ConfigError(f"{section}.{key}: must not be negative, got {value}")
+    return value
+
+
+def _build(cls: type, section: str, table: Any, extra: dict[str, Any] | None = None) -> Any:
+    if not isinstance(table, dict):
+        raise ConfigError(f"[{section}] must be a table, got {type(table).__name__}")
+    known = {f.name: f for f in fields(cls) if f.name not in (extra or {})}
+    values: dict[str, Any] = dict(extra or {})
+    for key, value in table.items():
+        f = known.get(key)
+        if f is None:
+            raise ConfigError(
+                f"unknown key {section}.{key} (known keys: {', '.join(sorted(known))})"
+            )
+        want = {"int": int, "bool": bool, "str": str}[str(f.type)]
+        values[key] = _typed(section, key, value, want)
+    missing = [
+        f.name
+        for f in fields(cls)
+        if f.name not in values and f.default is MISSING and f.default_factory is MISSING
+    ]
+    if missing:
+        raise ConfigError(f"[{section}] lacks the key {section}.{missing[0]}")
+    return cls(**values)
+
+
+def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> ClusterConfig:
+    """Validate a parsed TOML document into a ClusterConfig."""
+    for name in data:
+        if name not in _SECTIONS:
+            raise ConfigError(
+                f"{source}: unknown section [{name}] (known: {', '.join(sorted(_SECTIONS))})"
+            )
+    cluster = data.get("cluster", {})
+    if not isinstance(cluster, dict):
+        raise ConfigError(f"{source}: [cluster] must be a table")
+    for key in cluster:
+        if key not in ("nameservice", "journal_id"):
+            raise ConfigError(
+                f"{source}: unknown key cluster.{key} (known keys: journal_id, nameservice)"
+            )
+    nameservice = _typed("cluster", "nameservice", cluster.get("nameservice", "ns1"), str)
+    journal_id = _typed("cluster", "journal_id", cluster.get("journal_id", nameservice), str)
+    jns: dict[str, JournalNodeConfig] = {}
+    tables = data.get("journalnodes", {})
+    if not isinstance(tables, dict):
+        raise ConfigError(f"{source}: [journalnodes] must hold one table per JournalNode")
+    for name, table in tables.items():
+        jn = _build(JournalNodeConfig, f"journalnodes.{name}", table, {"name": name})
+        parse_address(jn.rpc_address, f"journalnodes.{name}.rpc_address")
+        parse_address(jn.http_address, f"journalnodes.{name}.http_address")
+        if not Path(jn.edits_dir).is_absolute():
+            raise ConfigError(
+                f"journalnodes.{name}.edits_dir: {jn.edits_dir!r} is not an absolute path"
+            )
+        jns[name] = jn
+    try:
+        return ClusterConfig(
+            nameservice=nameservice,
+            journal_id=journal_id,
+            journalnode=_build(JournalNodeSettings, "journalnode", data.get("journalnode", {})),
+            journalnodes=jns,
+            qjournal=_build(QJournalSettings, "qjournal", data.get("qjournal", {})),
+            source=source,
+        )
+    except ConfigError as e:
+        raise ConfigError(f"{source}: {e}") from None
+
+
+def load_config(path: str | Path) -> ClusterConfig:
+    """Read and validate a cluster TOML file."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ConfigError(f"cannot read config {p}: {e.strerror}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p} is not valid TOML: {e}") from None
+    return config_from_dict(data, str(p))
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    escaped = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def dump_config(cfg: ClusterConfig) -> str:
+    """Render a ClusterConfig as TOML that load_config reads back."""
+    lines = [
+        "# qjm cluster config",
+        "[cluster]",
+        f"nameservice = {_toml_value(cfg.nameservice)}",
+        f"journal_id = {_toml_value(cfg.journal_id)}",
+        "",
+        "[journalnode]",
+    ]
+    lines += [
+        f"{f.name} = {_toml_value(getattr(cfg.journalnode, f.name))}"
+        for f in fields(cfg.journalnode)
+    ]
+    for jn in cfg.journalnodes.values():
+        lines += ["", f"[journalnodes.{jn.name}]"]
+        lines += [
+            f"{k} = {_toml_value(getattr(jn, k))}"
+            for k in ("rpc_address", "http_address", "edits_dir")
+        ]
+    lines += ["", "[qjournal]"]
+    lines += [
+        f"{f.name} = {_toml_value(getattr(cfg.qjournal, f.name))}" for f in fields(cfg.qjournal)
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,151 @@
+"""The JournalNode's HTTP server: /getJournal, /status, /metrics and a status page."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import os
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from qjm.errors import QjmError
+from qjm.journalnode.status import describe_segments, node_status_dict
+from qjm.protocol.errors import InvalidRequestError, JournalNotFormattedError
+
+if TYPE_CHECKING:
+    from qjm.journalnode.node import JournalNode
+
+CHUNK = 1 << 20
+NODE_KEY = web.AppKey("node", object)
+
+
+def _int_param(request: web.Request, name: str) -> int:
+    raw = request.query.get(name)
+    if raw is None:
+        raise InvalidRequestError(f"missing query parameter {name}")
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidRequestError(f"query parameter {name}={raw!r} is not a number") from None
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+async def get_journal(request: web.Request) -> web.StreamResponse:
+    """Stream a segment: finalized, or in progress when inProgressOk=true."""
+    node: JournalNode = request.app[NODE_KEY]  # type: ignore[assignment]
+    jid = request.query.get("jid", "")
+    try:
+        if not jid:
+            raise InvalidRequestError("missing query parameter jid")
+        txid = _int_param(request, "segmentTxId")
+        in_progress_ok = request.query.get("inProgressOk", "false").lower() == "true"
+        found = await node.run(jid, lambda j: j.segment_path(txid, in_progress_ok))
+    except InvalidRequestError as e:
+        return _error(400, str(e))
+    except JournalNotFormattedError as e:
+        return _error(404, str(e))
+    except QjmError as e:
+        return _error(500, str(e))
+    if found is None:
+        kind = "segment" if in_progress_ok else "finalized segment"
+        return _error(404, f"no {kind} starting at txid {txid} in journal {jid!r}")
+    path, length = found
+    loop = asyncio.get_running_loop()
+    try:
+        fd = await loop.run_in_executor(None, os.open, path, os.O_RDONLY)
+    except FileNotFoundError:
+        return _error(404, f"segment {path.name} of journal {jid!r} went away; retry")
+    try:
+        resp = web.StreamResponse(
+            headers={
+                "Content-Type": "application/octet-stream",
+                "Content-Length": str(length),
+                "X-Qjm-Segment": path.name,
+            }
+        )
+        await resp.prepare(request)
+        offset = 0
+        while offset < length:
+            want = min(CHUNK, length - offset)
+            chunk = await loop.run_in_executor(None, os.pread, fd, want, offset)
+            if not chunk:
+                break
+            await resp.write(chunk)
+            offset += len(chunk)
+        await resp.write_eof()
+        return resp
+    finally:
+        os.close(fd)
+
+
+async def status_json(request: web.Request) -> web.Response:
+    """The node's status as JSON."""
+    node: JournalNode = request.app[NODE_KEY]  # type: ignore[assignment]
+    st = node_status_dict(await node.node_status())
+    return web.json_response(st, dumps=lambda o: json.dumps(o, indent=2))
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """Prometheus text exposition."""
+    node: JournalNode = request.app[NODE_KEY]  # type: ignore[assignment]
+    body = generate_latest(node.metrics.registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+async def status_page(request: web.Request) -> web.Response:
+    """A small human status page that refreshes itself."""
+    node: JournalNode = request.app[NODE_KEY]  # type: ignore[assignment]
+    st = node_status_dict(await node.node_status())
+    rows = []
+    for j in st["journals"].values():
+        cells = [
+            j["jid"],
+            "yes" if j["formatted"] else "no",
+            str(j.get("namespace_id", "-")),
+            str(j["last_promised_epoch"]),
+            str(j["last_writer_epoch"]),
+            str(j["committed_txid"] if j["committed_txid"] is not None else "-"),
+            str(j["highest_written_txid"]),
+            describe_segments(j["segments"]),
+        ]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    heads = [
+        "journal",
+        "formatted",
+        "namespace",
+        "promised epoch",
+        "writer epoch",
+        "committed txid",
+        "last written txid",
+        "segments",
+    ]
+    page = f"""<!doctype html>
+<html><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
+<title>JournalNode {html.escape(st["rpc_address"])}</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:4px 10px;text-align:left}}th{{background:#eee}}</style>
+</head><body>
+<h1>JournalNode {html.escape(st["rpc_address"])}</h1>
+<p>HTTP {html.escape(st["http_address"])} &middot; version {html.escape(st["version"])}
+&middot; <a href="/status">status JSON</a> &middot; <a href="/metrics">metrics</a></p>
+<table><tr>{"".join(f"<th>{h}</th>" for h in heads)}</tr>
+{"".join(rows) or '<tr><td colspan="8">no journals yet</td></tr>'}
+</table></body></html>"""
+    return web.Response(text=page, content_type="text/html")
+
+
+def make_app(node: JournalNode) -> web.Application:
+    """The aiohttp application of one JournalNode."""
+    app = web.Application()
+    app[NODE_KEY] = node
+    app.router.add_get("/getJournal", get_journal)
+    app.router.add_get("/status", status_json)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/", status_page)
+    return app

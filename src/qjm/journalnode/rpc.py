@@ -1,0 +1,237 @@
+"""The QJournal gRPC service: decodes requests, runs them on the journal, maps errors."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import grpc
+
+from qjm.errors import QjmError
+from qjm.journalnode.journal import Journal
+from qjm.journalnode.storage import NsInfo
+from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol import qjournal_pb2_grpc as pb_grpc
+from qjm.protocol.errors import (
+    ERROR_METADATA_KEY,
+    InvalidRequestError,
+    JournalError,
+    JournalNotFormattedError,
+    StorageError,
+)
+
+if TYPE_CHECKING:
+    from qjm.journalnode.node import JournalNode
+
+log = logging.getLogger("qjm.journalnode.rpc")
+T = TypeVar("T")
+
+_STATUS = {
+    InvalidRequestError: grpc.StatusCode.INVALID_ARGUMENT,
+    JournalNotFormattedError: grpc.StatusCode.FAILED_PRECONDITION,
+    StorageError: grpc.StatusCode.INTERNAL,
+}
+
+
+async def _guard(context: grpc.aio.ServicerContext, call: Awaitable[T]) -> T:
+    """Await a journal call; turn our errors into a gRPC status naming the rule."""
+    try:
+        return await call
+    except JournalError as e:
+        code = _STATUS.get(type(e), grpc.StatusCode.FAILED_PRECONDITION)
+        await context.abort(code, str(e), trailing_metadata=((ERROR_METADATA_KEY, e.code),))
+    except QjmError as e:
+        await context.abort(
+            grpc.StatusCode.FAILED_PRECONDITION,
+            str(e),
+            trailing_metadata=((ERROR_METADATA_KEY, JournalError.code),),
+        )
+    except Exception as e:
+        log.exception("internal error serving a request")
+        await context.abort(
+            grpc.StatusCode.INTERNAL,
+            f"internal error in JournalNode: {type(e).__name__}: {e}",
+            trailing_metadata=((ERROR_METADATA_KEY, StorageError.code),),
+        )
+    raise AssertionError("unreachable")  # context.abort always raises
+
+
+def _jid(req: pb.RequestInfo) -> str:
+    if not req.jid:
+        raise InvalidRequestError("request has no journal id (RequestInfo.jid is empty)")
+    return req.jid
+
+
+class JournalNodeService(pb_grpc.QJournalServiceServicer):
+    """Serves every QJournal RPC of one JournalNode."""
+
+    def __init__(self, node: JournalNode) -> None:
+        self.node = node
+
+    async def _on(
+        self,
+        context: grpc.aio.ServicerContext,
+        jid: str,
+        fn: Callable[[Journal], T],
+        create: bool = False,
+    ) -> T:
+        async def call() -> T:
+            if not jid:
+                raise InvalidRequestError("request has no journal id")
+            return await self.node.run(jid, fn, create=create)
+
+        return await _guard(context, call())
+
+    async def IsFormatted(self, request: pb.JournalIdRequest, context: Any) -> Any:
+        """Whether the journal has formatted storage here."""
+
+        async def call() -> pb.IsFormattedResponse:
+            if not request.jid:
+                raise InvalidRequestError("request has no journal id")
+            return pb.IsFormattedResponse(is_formatted=await self.node.is_formatted(request.jid))
+
+        return await _guard(context, call())
+
+    async def Format(self, request: pb.FormatRequest, context: Any) -> Any:
+        """Format the journal's storage for a namespace."""
+
+        async def call() -> pb.Empty:
+            ns = NsInfo.from_proto(request.ns_info)
+            await self.node.run(request.jid, lambda j: j.format(ns, request.force), create=True)
+            return pb.Empty()
+
+        if not request.jid:
+            return await _guard(context, _fail(InvalidRequestError("request has no journal id")))
+        return await _guard(context, call())
+
+    async def GetJournalState(self, request: pb.JournalIdRequest, context: Any) -> Any:
+        """The last promised epoch and where to fetch segments."""
+        epoch = await self._on(context, request.jid, lambda j: j.get_journal_state())
+        return pb.GetJournalStateResponse(
+            last_promised_epoch=epoch,
+            http_port=self.node.http_port,
+            from_url=self.node.http_url(),
+        )
+
+    async def NewEpoch(self, request: pb.NewEpochRequest, context: Any) -> Any:
+        """Promise an epoch."""
+
+        async def call() -> pb.NewEpochResponse:
+            ns = NsInfo.from_proto(request.ns_info)
+            last = await self.node.run(request.jid, lambda j: j.new_epoch(ns, request.epoch))
+            resp = pb.NewEpochResponse()
+            if last is not None:
+                resp.last_segment_txid = last
+            return resp
+
+        if not request.jid:
+            return await _guard(context, _fail(InvalidRequestError("request has no journal id")))
+        return await _guard(context, call())
+
+    async def StartLogSegment(self, request: pb.StartLogSegmentRequest, context: Any) -> Any:
+        """Open a new segment."""
+        await self._on(
+            context,
+            request.req.jid,
+            lambda j: j.start_log_segment(request.req, request.txid, request.layout_version),
+        )
+        return pb.Empty()
+
+    async def Journal(self, request: pb.JournalRequest, context: Any) -> Any:
+        """Append and sync a batch."""
+        await self._on(
+            context,
+            request.req.jid,
+            lambda j: j.journal(
+                request.req,
+                request.segment_txid,
+                request.first_txid,
+                request.num_txns,
+                request.records,
+            ),
+        )
+        return pb.Empty()
+
+    async def Heartbeat(self, request: pb.HeartbeatRequest, context: Any) -> Any:
+        """Check epoch and serial; record the committed txid."""
+        await self._on(context, request.req.jid, lambda j: j.heartbeat(request.req))
+        return pb.Empty()
+
+    async def FinalizeLogSegment(self, request: pb.FinalizeLogSegmentRequest, context: Any) -> Any:
+        """Finalize a segment."""
+        await self._on(
+            context,
+            request.req.jid,
+            lambda j: j.finalize_log_segment(request.req, request.start_txid, request.end_txid),
+        )
+        return pb.Empty()
+
+    async def PurgeLogs(self, request: pb.PurgeLogsRequest, context: Any) -> Any:
+        """Delete segments below a txid."""
+        await self._on(
+            context,
+            request.req.jid,
+            lambda j: j.purge_logs_older_than(request.req, request.min_txid_to_keep),
+        )
+        return pb.Empty()
+
+    async def GetEditLogManifest(self, request: pb.GetEditLogManifestRequest, context: Any) -> Any:
+        """The segments at or after a txid, and the committed txid."""
+
+        def manifest(j: Journal) -> pb.GetEditLogManifestResponse:
+            resp = pb.GetEditLogManifestResponse(
+                http_port=self.node.http_port, from_url=self.node.http_url()
+            )
+            for seg in j.get_edit_log_manifest(request.since_txid, request.in_progress_ok):
+                resp.logs.add(
+                    start_txid=seg.start_txid,
+                    end_txid=seg.end_txid,
+                    is_in_progress=seg.is_in_progress,
+                )
+            if j.committed_txid is not None:
+                resp.committed_txid = j.committed_txid
+            return resp
+
+        return await self._on(context, request.jid, manifest)
+
+    async def PrepareRecovery(self, request: pb.PrepareRecoveryRequest, context: Any) -> Any:
+        """Paxos phase 1 for a segment."""
+        return await self._on(
+            context,
+            request.req.jid,
+            lambda j: j.prepare_recovery(request.req, request.segment_txid),
+        )
+
+    async def AcceptRecovery(self, request: pb.AcceptRecoveryRequest, context: Any) -> Any:
+        """Paxos phase 2 for a segment."""
+        await self._on(
+            context,
+            request.req.jid,
+            lambda j: j.accept_recovery(request.req, request.state_to_accept, request.from_url),
+        )
+        return pb.Empty()
+
+    async def GetJournaledEdits(self, request: pb.GetJournaledEditsRequest, context: Any) -> Any:
+        """Recent committed edits from memory (the reading issue fills this in)."""
+        return await _guard(
+            context,
+            _fail(
+                JournalError(
+                    "the journaled-edits cache is not enabled on this JournalNode; "
+                    "read finalized segments over HTTP"
+                )
+            ),
+        )
+
+    async def GetJournalStatus(self, request: pb.JournalIdRequest, context: Any) -> Any:
+        """One journal's status."""
+        return await self._on(context, request.jid, lambda j: j.status())
+
+    async def GetNodeStatus(self, request: pb.GetNodeStatusRequest, context: Any) -> Any:
+        """The node's status with every journal."""
+        return await _guard(context, self.node.node_status())
+
+
+async def _fail(error: Exception) -> Any:
+    raise error

@@ -1,0 +1,48 @@
+"""Plain-dict views of JournalNode status, shared by /status, the CLI and the launcher."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from qjm.protocol import qjournal_pb2 as pb
+
+
+def journal_status_dict(st: pb.JournalStatus) -> dict[str, Any]:
+    """One journal's status as JSON-ready values."""
+    out: dict[str, Any] = {
+        "jid": st.jid,
+        "formatted": st.is_formatted,
+        "last_promised_epoch": st.last_promised_epoch,
+        "last_writer_epoch": st.last_writer_epoch,
+        "committed_txid": st.committed_txid if st.HasField("committed_txid") else None,
+        "highest_written_txid": st.highest_written_txid,
+        "current_segment": (
+            st.current_segment_txid if st.HasField("current_segment_txid") else None
+        ),
+        "segments": [
+            {"start": s.start_txid, "end": s.end_txid, "in_progress": s.is_in_progress}
+            for s in st.segments
+        ],
+    }
+    if st.is_formatted:
+        out["namespace_id"] = st.ns_info.namespace_id
+        out["cluster_id"] = st.ns_info.cluster_id
+    return out
+
+
+def node_status_dict(st: pb.NodeStatus) -> dict[str, Any]:
+    """A whole node's status as JSON-ready values."""
+    return {
+        "rpc_address": st.rpc_address,
+        "http_address": st.http_address,
+        "version": st.version,
+        "journals": {j.jid: journal_status_dict(j) for j in st.journals},
+    }
+
+
+def describe_segments(segments: list[dict[str, Any]], limit: int = 4) -> str:
+    """Short text for a segment list: "1-10, 11-20, 21-25 (open)"."""
+    parts = [f"{s['start']}-{s['end']}" + (" (open)" if s["in_progress"] else "") for s in segments]
+    if len(parts) > limit:
+        parts = [f"... {len(parts) - limit} more", *parts[-limit:]]
+    return ", ".join(parts) or "-"

@@ -1,0 +1,309 @@
+"""On-disk storage of one journal on a JournalNode: <edits_dir>/<jid>/{in_use.lock, current/}.
+
+Every metadata file but committed-txid is written temp + fsync + rename + fsync(dir).
+committed-txid is rewritten in place on every batch without its own fsync, as HDFS's
+BestEffortLongFile does: a stale value only makes recovery's sanity check and readers
+more conservative, never unsafe.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import re
+import shutil
+import struct
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from qjm.editlog.segments import SegmentFile, fsync_dir, list_segments
+from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.errors import InvalidRequestError, StorageError
+
+LAST_PROMISED_EPOCH = "last-promised-epoch"
+LAST_WRITER_EPOCH = "last-writer-epoch"
+COMMITTED_TXID = "committed-txid"
+VERSION = "VERSION"
+LOCK_FILE = "in_use.lock"
+STORAGE_TYPE = "JOURNAL_NODE"
+_JID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+
+
+def check_journal_id(jid: str) -> str:
+    """Return jid if it is a valid journal id, else raise naming it."""
+    if not _JID.match(jid):
+        raise InvalidRequestError(
+            f"invalid journal id {jid!r}: use 1-128 letters, digits, '_', '-' or '.', "
+            "not starting with '.' or '-'"
+        )
+    return jid
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace a file's contents durably: temp + fsync + rename + fsync(dir)."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+@dataclass(frozen=True, slots=True)
+class NsInfo:
+    """The namespace a journal is formatted for."""
+
+    namespace_id: int
+    cluster_id: str
+    block_pool_id: str = ""
+    ctime: int = 0
+    layout_version: int = -64
+
+    @classmethod
+    def from_proto(cls, msg: pb.NamespaceInfo) -> NsInfo:
+        """Build from the wire message, rejecting an empty identity."""
+        if msg.namespace_id == 0 or not msg.cluster_id:
+            raise InvalidRequestError(
+                f"namespace info needs a non-zero namespace id and a cluster id, got "
+                f"namespace id {msg.namespace_id} and cluster id {msg.cluster_id!r}"
+            )
+        return cls(
+            msg.namespace_id, msg.cluster_id, msg.block_pool_id, msg.ctime, msg.layout_version
+        )
+
+    def to_proto(self) -> pb.NamespaceInfo:
+        """The wire message."""
+        return pb.NamespaceInfo(
+            namespace_id=self.namespace_id,
+            cluster_id=self.cluster_id,
+            block_pool_id=self.block_pool_id,
+            ctime=self.ctime,
+            layout_version=self.layout_version,
+        )
+
+    def describe(self) -> str:
+        """Short form for messages: namespace id and cluster id."""
+        return f"namespaceID={self.namespace_id}, clusterID={self.cluster_id}"
+
+
+class JNStorage:
+    """The directories and metadata files of one journal; not thread-safe."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.current = root / "current"
+        self.paxos_dir = self.current / "paxos"
+        self.sync_dir = root / "edits.sync"
+        self._lock_fd = -1
+
+    # -- lock ---------------------------------------------------------------------------
+    def lock(self) -> None:
+        """Take the exclusive storage lock, or raise naming the holder."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        path = self.root / LOCK_FILE
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise StorageError(
+                    f"cannot lock storage {self.root}: it is in use by another process "
+                    f"(pid {holder})"
+                ) from None
+            raise StorageError(f"cannot lock storage {self.root}: {e.strerror}") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        """Release the storage lock."""
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
+
+    # -- format and VERSION ---------------------------------------------------------------
+    def is_formatted(self) -> bool:
+        """True when current/VERSION exists."""
+        return (self.current / VERSION).is_file()
+
+    def has_data(self) -> bool:
+        """True when current/ holds anything."""
+        return self.current.is_dir() and any(self.current.iterdir())
+
+    def format(self, ns: NsInfo) -> None:
+        """Empty current/ and write a new VERSION and paxos/."""
+        if self.current.exists():
+            shutil.rmtree(self.current)
+        if self.sync_dir.exists():
+            shutil.rmtree(self.sync_dir)
+        self.current.mkdir(parents=True)
+        self.paxos_dir.mkdir()
+        self.write_version(ns)
+        fsync_dir(self.root)
+
+    def write_version(self, ns: NsInfo) -> None:
+        """Write current/VERSION as a Java properties file, like HDFS."""
+        stamp = time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime())
+        text = (
+            f"#{stamp}\n"
+            f"namespaceID={ns.namespace_id}\n"
+            f"clusterID={ns.cluster_id}\n"
+            f"blockpoolID={ns.block_pool_id}\n"
+            f"cTime={ns.ctime}\n"
+            f"storageType={STORAGE_TYPE}\n"
+            f"layoutVersion={ns.layout_version}\n"
+        )
+        self.current.mkdir(parents=True, exist_ok=True)
+        self.paxos_dir.mkdir(exist_ok=True)
+        atomic_write(self.current / VERSION, text.encode())
+
+    def read_version(self) -> NsInfo:
+        """Parse current/VERSION, naming the file and key on any problem."""
+        path = self.current / VERSION
+        props: dict[str, str] = {}
+        for line in path.read_text().splitlines():
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            key, sep, value = line.partition("=")
+            if sep:
+                props[key.strip()] = value.strip()
+        try:
+            if props.get("storageType", STORAGE_TYPE) != STORAGE_TYPE:
+                raise StorageError(
+                    f"{path}: storageType is {props['storageType']}, expected {STORAGE_TYPE}"
+                )
+            return NsInfo(
+                namespace_id=int(props["namespaceID"]),
+                cluster_id=props["clusterID"],
+                block_pool_id=props.get("blockpoolID", ""),
+                ctime=int(props.get("cTime", "0")),
+                layout_version=int(props.get("layoutVersion", "-64")),
+            )
+        except KeyError as e:
+            raise StorageError(f"{path} lacks the key {e.args[0]}") from None
+        except ValueError as e:
+            raise StorageError(f"{path} has a malformed value: {e}") from None
+
+    # -- persistent numbers ---------------------------------------------------------------
+    def read_long(self, name: str, default: int) -> int:
+        """Read a number file (ASCII decimal), or default when absent."""
+        path = self.current / name
+        try:
+            text = path.read_text().strip()
+        except FileNotFoundError:
+            return default
+        try:
+            return int(text)
+        except ValueError:
+            raise StorageError(f"{path} holds {text!r}, not a number") from None
+
+    def write_long(self, name: str, value: int) -> None:
+        """Durably replace a number file."""
+        atomic_write(self.current / name, f"{value}\n".encode())
+
+    def read_committed_txid(self) -> int | None:
+        """The committed txid (8 bytes big-endian), or None when never written."""
+        path = self.current / COMMITTED_TXID
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        if not data:
+            return None
+        if len(data) != 8:
+            raise StorageError(f"{path} has invalid length {len(data)} (expected 8 bytes)")
+        (value,) = struct.unpack(">q", data)
+        return int(value)
+
+    def open_committed_txid(self) -> int:
+        """Open committed-txid for in-place updates; return its descriptor."""
+        return os.open(self.current / COMMITTED_TXID, os.O_RDWR | os.O_CREAT, 0o644)
+
+    # -- paxos ----------------------------------------------------------------------------
+    def paxos_file(self, segment_txid: int) -> Path:
+        """Where the accepted recovery of a segment is persisted."""
+        return self.paxos_dir / str(segment_txid)
+
+    def read_paxos(self, segment_txid: int) -> pb.PersistedRecoveryPaxosData | None:
+        """The persisted recovery decision for a segment, if any."""
+        path = self.paxos_file(segment_txid)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        size, pos = _read_varint(data, path)
+        msg = pb.PersistedRecoveryPaxosData()
+        try:
+            msg.ParseFromString(data[pos : pos + size])
+        except Exception as e:
+            raise StorageError(f"{path} is not a valid paxos record: {e}") from None
+        return msg
+
+    def write_paxos(self, segment_txid: int, data: pb.PersistedRecoveryPaxosData) -> None:
+        """Persist a recovery decision: delimited protobuf, then a readable dump."""
+        body = data.SerializeToString()
+        seg = data.segment_state
+        text = (
+            f"\nsegment {seg.start_txid}-{seg.end_txid} "
+            f"{'in progress' if seg.is_in_progress else 'finalized'}, "
+            f"accepted in epoch {data.accepted_in_epoch}\n"
+        )
+        atomic_write(self.paxos_file(segment_txid), _varint(len(body)) + body + text.encode())
+
+    def purge_paxos(self, segment_txid: int) -> None:
+        """Forget the recovery decision for a segment."""
+        path = self.paxos_file(segment_txid)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return
+        fsync_dir(self.paxos_dir)
+
+    def paxos_txids(self) -> list[int]:
+        """Segment txids with a persisted recovery decision."""
+        if not self.paxos_dir.is_dir():
+            return []
+        return sorted(int(p.name) for p in self.paxos_dir.iterdir() if p.name.isdigit())
+
+    # -- segments -------------------------------------------------------------------------
+    def segments(self) -> list[SegmentFile]:
+        """The segment files in current/, ordered by start txid."""
+        return list_segments(self.current)
+
+    def sync_temp_file(self, segment_txid: int, epoch: int) -> Path:
+        """Where accept_recovery downloads a segment before it is swapped in."""
+        return self.current / f"edits_inprogress_{segment_txid:019d}.epoch={epoch}"
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _read_varint(data: bytes, path: Path) -> tuple[int, int]:
+    value = shift = pos = 0
+    while pos < len(data) and pos < 10:
+        b = data[pos]
+        value |= (b & 0x7F) << shift
+        pos += 1
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+    raise StorageError(f"{path} is not a valid paxos record: bad length prefix")
