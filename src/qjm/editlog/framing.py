@@ -100,8 +100,7 @@ def _frame_at(data: bytes | memoryview, pos: int, end: int) -> tuple[int, int, i
     stop = pos + size
     if stop > end:
         raise CorruptOpError(
-            f"op txid {txid} at offset {pos} is cut short: needs {size} bytes, "
-            f"{end - pos} left",
+            f"op txid {txid} at offset {pos} is cut short: needs {size} bytes, {end - pos} left",
             offset=pos,
             txid=txid,
         )

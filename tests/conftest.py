@@ -1,0 +1,133 @@
+"""Shared fixtures: fixture paths, real JournalNode processes, disk snapshots."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from qjm.cluster.process import Daemon, spawn, stop_pid, wait_ready
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO.parent / "shared" / "fixtures" / "hadoop"
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    """The folder of real HDFS files; skips when it is not beside the checkout."""
+    if not FIXTURES.is_dir():
+        pytest.skip(f"HDFS fixtures not found at {FIXTURES}")
+    return FIXTURES
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every file under root with a digest of its contents (lock files excluded)."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and path.name != "in_use.lock":
+            out[str(path.relative_to(root))] = hashlib.sha256(path.read_bytes()).hexdigest()
+        elif path.is_dir():
+            out[str(path.relative_to(root)) + "/"] = "dir"
+    return out
+
+
+def run_qjm(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run the qjm command in a subprocess and capture its output."""
+    return subprocess.run(
+        [sys.executable, "-m", "qjm", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+@dataclass
+class JNProcess:
+    """A JournalNode running as a real process."""
+
+    name: str
+    edits_dir: Path
+    daemon: Daemon
+    rpc: str
+    http: str
+    log: Path
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def pid(self) -> int:
+        """Its pid."""
+        return self.daemon.pid
+
+
+class JNFactory:
+    """Starts JournalNode processes on free loopback ports and stops them at the end."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.running: list[JNProcess] = []
+
+    def start(self, name: str, rpc: str = "127.0.0.1:0", http: str = "127.0.0.1:0") -> JNProcess:
+        """Start (or restart on the same ports) the JournalNode called name."""
+        edits = self.root / name
+        log = self.root / "logs" / f"{name}.log"
+        daemon = spawn(
+            name,
+            [
+                "journalnode",
+                "--edits-dir",
+                str(edits),
+                "--rpc-address",
+                rpc,
+                "--http-address",
+                http,
+            ],
+            log,
+            self.root / "run" / f"{name}.ready",
+        )
+        info = wait_ready([daemon])[name]
+        jn = JNProcess(name, edits, daemon, info["rpc"], info["http"], log)
+        self.running.append(jn)
+        return jn
+
+    def stop(self, jn: JNProcess) -> None:
+        """SIGTERM and reap."""
+        stop_pid(jn.pid)
+        jn.daemon.process.wait(timeout=10)
+        self.running.remove(jn)
+
+    def restart(self, jn: JNProcess) -> JNProcess:
+        """Stop and start again on the same ports and storage."""
+        self.stop(jn)
+        return self.start(jn.name, jn.rpc, jn.http)
+
+    def close(self) -> None:
+        """Stop everything still running."""
+        for jn in list(self.running):
+            self.stop(jn)
+
+
+@pytest.fixture
+def jn_factory(tmp_path: Path) -> Iterator[JNFactory]:
+    """A factory of real JournalNode processes, all stopped after the test."""
+    factory = JNFactory(tmp_path)
+    try:
+        yield factory
+    finally:
+        factory.close()
+
+
+def read_json(text: str) -> dict[str, object]:
+    """Parse JSON output with a readable failure."""
+    try:
+        data: dict[str, object] = json.loads(text)
+    except json.JSONDecodeError as e:  # pragma: no cover - shows the output on failure
+        raise AssertionError(f"not JSON: {e}\n{text}") from None
+    return data

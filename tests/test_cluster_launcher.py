@@ -1,0 +1,91 @@
+"""`qjm cluster up|status|down` with real JournalNode processes."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from conftest import read_json, run_qjm
+from qjm.cluster.process import pid_alive
+from qjm.config import load_config
+
+
+def free_port_block(n: int) -> int:
+    """A base port with n free ports above it (checked, not reserved)."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + n > 65535:
+            continue
+        ok = True
+        for p in range(base, base + n):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", p))
+                except OSError:
+                    ok = False
+                    break
+        if ok:
+            return base
+    raise AssertionError("no block of free ports found")
+
+
+def test_cluster_up_status_down(tmp_path: Path) -> None:
+    d = tmp_path / "cluster"
+    base = free_port_block(6)
+    up = run_qjm(
+        "cluster", "up", "--dir", str(d), "--journalnodes", "3", "--base-port", str(base), "--json"
+    )
+    try:
+        assert up.returncode == 0, up.stderr
+        cluster = read_json(up.stdout)
+        on_disk = read_json((d / "cluster.json").read_text())
+        assert cluster == on_disk
+        for i, name in enumerate(("jn1", "jn2", "jn3")):
+            entry = cluster[name]
+            assert entry["rpc"] == f"127.0.0.1:{base + 2 * i}"  # type: ignore[index]
+            assert entry["http"] == f"127.0.0.1:{base + 2 * i + 1}"  # type: ignore[index]
+            assert pid_alive(entry["pid"])  # type: ignore[index]
+            assert Path(entry["log"]).exists()  # type: ignore[index]
+        rpcs = ";".join(cluster[n]["rpc"] for n in ("jn1", "jn2", "jn3"))  # type: ignore[index]
+        assert cluster["shared_edits"] == f"qjournal://{rpcs}/ns1"
+        cfg = load_config(d / "cluster.toml")
+        assert cfg.shared_edits_uri() == cluster["shared_edits"]
+
+        again = run_qjm("cluster", "up", "--dir", str(d), "--base-port", str(base))
+        assert again.returncode == 1 and "is running" in again.stderr
+
+        fmt = run_qjm("journal", "format", "--config", str(d / "cluster.toml"))
+        assert fmt.returncode == 0, fmt.stderr
+        st = run_qjm("cluster", "status", "--dir", str(d), "--json")
+        assert st.returncode == 0, st.stderr
+        status = read_json(st.stdout)
+        assert all(x["running"] for x in status["daemons"].values())  # type: ignore[union-attr]
+        assert all(n["formatted"] for n in status["journal"])  # type: ignore[union-attr]
+        table = run_qjm("cluster", "status", "--dir", str(d))
+        assert "jn3" in table.stdout and "running" in table.stdout
+    finally:
+        down = run_qjm("cluster", "down", "--dir", str(d))
+    assert down.returncode == 0, down.stderr
+    assert "stopped jn1, jn2, jn3" in down.stdout
+    for name in ("jn1", "jn2", "jn3"):
+        assert not pid_alive(cluster[name]["pid"])  # type: ignore[index]
+    st = run_qjm("cluster", "status", "--dir", str(d))
+    assert st.returncode == 3 and "stopped" in st.stdout
+
+
+def test_cluster_up_refuses_a_busy_port(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = run_qjm("cluster", "up", "--dir", str(tmp_path / "c"), "--base-port", str(port))
+    assert r.returncode == 1
+    assert f"port {port} for jn1 on 127.0.0.1 is in use" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_cluster_status_without_a_cluster(tmp_path: Path) -> None:
+    r = run_qjm("cluster", "status", "--dir", str(tmp_path))
+    assert r.returncode == 1 and "no cluster in" in r.stderr

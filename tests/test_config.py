@@ -1,0 +1,101 @@
+"""Cluster config: validation errors name the key; dump and load agree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from qjm.client.uri import parse_qjournal_uri
+from qjm.config import (
+    ClusterConfig,
+    JournalNodeConfig,
+    config_from_dict,
+    dump_config,
+    load_config,
+    parse_address,
+)
+from qjm.errors import ConfigError
+
+
+def test_defaults_follow_hdfs() -> None:
+    cfg = config_from_dict({})
+    assert cfg.qjournal.write_txns_timeout_ms == 20_000
+    assert cfg.qjournal.queued_edits_limit_mb == 10
+    assert cfg.journalnode.sync_interval_ms == 120_000
+    assert cfg.journal_id == cfg.nameservice == "ns1"
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"bogus": {}}, r"unknown section \[bogus\]"),
+        ({"qjournal": {"write_timeout": 1}}, "unknown key qjournal.write_timeout"),
+        (
+            {"qjournal": {"write_txns_timeout_ms": "1"}},
+            "qjournal.write_txns_timeout_ms: expected int",
+        ),
+        ({"qjournal": {"write_txns_timeout_ms": -5}}, "must not be negative"),
+        ({"journalnode": {"sync_enabled": 1}}, "journalnode.sync_enabled: expected bool"),
+        ({"cluster": {"name": "x"}}, "unknown key cluster.name"),
+        (
+            {"journalnodes": {"jn1": {"rpc_address": "h:1", "http_address": "h:2"}}},
+            "lacks the key journalnodes.jn1.edits_dir",
+        ),
+        (
+            {
+                "journalnodes": {
+                    "jn1": {"rpc_address": "h", "http_address": "h:2", "edits_dir": "/x"}
+                }
+            },
+            "journalnodes.jn1.rpc_address: 'h' is not host:port",
+        ),
+        (
+            {
+                "journalnodes": {
+                    "jn1": {"rpc_address": "h:1", "http_address": "h:2", "edits_dir": "x"}
+                }
+            },
+            "journalnodes.jn1.edits_dir: 'x' is not an absolute path",
+        ),
+    ],
+)
+def test_errors_name_the_key(data: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        config_from_dict(data)
+
+
+def test_dump_and_load_round_trip(tmp_path: Path) -> None:
+    jn = JournalNodeConfig("jn1", "127.0.0.1:8485", "127.0.0.1:8480", str(tmp_path / "a b"))
+    cfg = ClusterConfig(journalnodes={"jn1": jn})
+    path = tmp_path / "c.toml"
+    path.write_text(dump_config(cfg))
+    back = load_config(path)
+    assert back.journalnodes == {"jn1": jn}
+    assert back.shared_edits_uri() == "qjournal://127.0.0.1:8485/ns1"
+
+
+def test_bad_toml_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text("[cluster\n")
+    with pytest.raises(ConfigError, match="is not valid TOML"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="cannot read config"):
+        load_config(tmp_path / "missing.toml")
+
+
+def test_addresses_and_uris() -> None:
+    assert parse_address("[::1]:80", "k") == ("::1", 80)
+    with pytest.raises(ConfigError, match="out of range"):
+        parse_address("h:70000", "k")
+    uri = parse_qjournal_uri("qjournal://a:1;b:2;c/ns1")
+    assert uri.addresses == ("a:1", "b:2", "c:8485") and uri.jid == "ns1"
+    for bad, message in [
+        ("http://a:1/ns1", "not a qjournal URI"),
+        ("qjournal://a:1", "names no journal id"),
+        ("qjournal://a:1;;b:2/ns1", "empty host"),
+        ("qjournal://a:1;a:1/ns1", "twice"),
+        ("qjournal://a:1/.hidden", "invalid journal id"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            parse_qjournal_uri(bad)

@@ -1,0 +1,167 @@
+"""HDFS edit-log framing: the fixture, torn tails, bit flips, padding, batches."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from qjm.editlog.framing import (
+    HEADER,
+    OP_INVALID,
+    OP_OPAQUE,
+    encode_op,
+    iter_ops,
+    read_header,
+    scan,
+    validate_batch,
+)
+from qjm.editlog.segments import (
+    PREALLOCATE_CHUNK,
+    SegmentWriter,
+    finalized_name,
+    inprogress_name,
+    list_segments,
+    parse_segment_name,
+    scan_file,
+)
+from qjm.errors import CorruptOpError, EditLogError
+
+
+def ops(first: int, n: int, size: int = 20) -> bytes:
+    """n opaque ops numbered from first."""
+    return b"".join(
+        encode_op(OP_OPAQUE, t, bytes([t % 251]) * size) for t in range(first, first + n)
+    )
+
+
+def test_edits_stored_fixture_scans_clean(fixtures_dir: Path) -> None:
+    data = (fixtures_dir / "editsStored").read_bytes()
+    result = scan(data)
+    assert result.layout_version == -64
+    assert (result.first_txid, result.last_txid, result.num_ops) == (1, 121, 121)
+    assert result.end == "eof" and result.problem is None
+    assert result.valid_length == len(data)
+    parsed = list(iter_ops(data))
+    assert [op.txid for op in parsed] == list(range(1, 122))
+    assert len({op.opcode for op in parsed}) == 45
+    assert parsed[0].opcode == 24 and parsed[-1].opcode == 23  # start and end of segment
+
+
+def test_encode_matches_hdfs_frame_layout() -> None:
+    frame = encode_op(24, 7, b"")
+    assert len(frame) == 17
+    opcode, length, txid = struct.unpack(">Biq", frame[:13])
+    assert (opcode, length, txid) == (24, 12, 7)
+
+
+def test_reencoding_fixture_ops_is_byte_identical(fixtures_dir: Path) -> None:
+    data = (fixtures_dir / "editsStored").read_bytes()
+    rebuilt = HEADER + b"".join(encode_op(o.opcode, o.txid, o.body) for o in iter_ops(data))
+    assert rebuilt == data
+
+
+@pytest.mark.parametrize("cut", [1, 5, 13, 16])
+def test_torn_tail_is_cut_at_last_whole_op(cut: int) -> None:
+    data = HEADER + ops(1, 5)
+    torn = data[: len(data) - cut]
+    result = scan(torn)
+    assert result.end == "torn"
+    assert result.last_txid == 4
+    assert result.problem_txid in (5, None)
+    assert result.valid_length == len(HEADER + ops(1, 4))
+
+
+def test_padding_ends_the_log() -> None:
+    data = HEADER + ops(1, 3) + bytes([OP_INVALID]) * 4096
+    result = scan(data)
+    assert (result.end, result.last_txid, result.valid_length) == (
+        "padding",
+        3,
+        len(HEADER + ops(1, 3)),
+    )
+
+
+def test_torn_op_followed_by_padding_is_a_torn_tail() -> None:
+    whole = ops(1, 3)
+    last = encode_op(OP_OPAQUE, 4, b"x" * 50)
+    data = HEADER + whole + last[:30] + bytes([OP_INVALID]) * 200
+    result = scan(data)
+    assert result.end == "torn" and result.last_txid == 3
+
+
+def test_bit_flip_in_the_middle_is_corruption_named_by_txid() -> None:
+    data = bytearray(HEADER + ops(1, 10))
+    op5 = len(HEADER) + 4 * len(ops(1, 1))
+    data[op5 + 20] ^= 0x01  # inside the body of txid 5
+    result = scan(bytes(data))
+    assert result.end == "corrupt"
+    assert result.last_txid == 4
+    assert result.problem_txid == 5
+    assert "txid 5" in (result.problem or "")
+    with pytest.raises(CorruptOpError, match="txid 5") as info:
+        list(iter_ops(bytes(data)))
+    assert info.value.offset == op5
+
+
+def test_every_single_bit_flip_is_detected() -> None:
+    clean = HEADER + ops(1, 3, size=8)
+    for pos in range(len(HEADER), len(clean)):
+        for bit in (0x01, 0x80):
+            data = bytearray(clean)
+            data[pos] ^= bit
+            result = scan(bytes(data))
+            assert result.num_ops < 3, (pos, bit)
+            assert result.problem is not None, (pos, bit)
+
+
+def test_header_checks() -> None:
+    assert read_header(HEADER) == -64
+    with pytest.raises(EditLogError, match="padding"):
+        read_header(b"\xff" * 8)
+    with pytest.raises(EditLogError, match="layout version -40"):
+        read_header(struct.pack(">ii", -40, 0))
+    with pytest.raises(EditLogError, match="flags"):
+        read_header(struct.pack(">ii", -64, 1))
+    assert scan(b"\xff" * 100).end == "no-header"
+    assert scan(b"").end == "no-header"
+
+
+def test_validate_batch() -> None:
+    batch = ops(10, 3)
+    assert len(validate_batch(batch, 10, 3)) == 3
+    with pytest.raises(EditLogError, match="expected 11"):
+        validate_batch(batch, 11, 3)
+    with pytest.raises(EditLogError, match="claims 2 ops"):
+        validate_batch(batch, 10, 2)
+    with pytest.raises(EditLogError, match="holds 3"):
+        validate_batch(batch, 10, 4)
+    with pytest.raises(EditLogError, match="cut short"):
+        validate_batch(batch[:-3], 10, 3)
+    gap = ops(10, 1) + ops(12, 1)
+    with pytest.raises(EditLogError, match="txid 12, expected 11"):
+        validate_batch(gap, 10, 2)
+
+
+def test_segment_names_round_trip(tmp_path: Path) -> None:
+    assert inprogress_name(5) == "edits_inprogress_0000000000000000005"
+    assert finalized_name(1, 121) == "edits_0000000000000000001-0000000000000000121"
+    for name in (inprogress_name(9), finalized_name(1, 8), "VERSION", "edits_1-2"):
+        (tmp_path / name).touch()
+    segs = list_segments(tmp_path)
+    assert [(s.start, s.end) for s in segs] == [(1, 8), (9, None)]
+    assert parse_segment_name(tmp_path / "edits_1-2") is None
+
+
+def test_segment_writer_preallocates_and_close_cuts_padding(tmp_path: Path) -> None:
+    path = tmp_path / inprogress_name(1)
+    w = SegmentWriter.create(path, -64)
+    w.write(ops(1, 100))
+    w.sync()
+    assert path.stat().st_size == PREALLOCATE_CHUNK + len(HEADER)
+    mid = scan_file(path)
+    assert (mid.end, mid.last_txid) == ("padding", 100)
+    w.close()
+    assert path.stat().st_size == len(HEADER) + len(ops(1, 100))
+    assert scan_file(path).end == "eof"

@@ -1,0 +1,636 @@
+"""The acceptor rules of one journal (Journal class on real storage, no network)."""
+
+from __future__ import annotations
+
+import errno
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import snapshot
+from qjm.editlog.framing import HEADER, OP_INVALID, OP_OPAQUE, encode_op, scan
+from qjm.editlog.segments import SegmentWriter, finalized_name, inprogress_name, scan_file
+from qjm.journalnode.journal import FaultInjector, Journal
+from qjm.journalnode.storage import JNStorage, NsInfo
+from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.errors import (
+    EpochError,
+    InvalidRequestError,
+    JournalNotFormattedError,
+    JournalOutOfSyncError,
+    NamespaceMismatchError,
+    SegmentStateError,
+    StorageError,
+)
+
+NS = NsInfo(12345, "CID-test")
+
+
+def txns(first: int, n: int) -> bytes:
+    """n ops numbered from first, like QJMTestUtil.createTxnData."""
+    return b"".join(encode_op(OP_OPAQUE, t, f"tx {t}".encode()) for t in range(first, first + n))
+
+
+class Writer:
+    """Builds RequestInfos with increasing serials for one epoch."""
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.serial = 0
+        self.committed: int | None = None
+
+    def req(self, epoch: int | None = None) -> pb.RequestInfo:
+        """The next request of this writer."""
+        self.serial += 1
+        r = pb.RequestInfo(jid="test", epoch=epoch or self.epoch, ipc_serial=self.serial)
+        if self.committed is not None:
+            r.committed_txid = self.committed
+        return r
+
+
+def open_journal(root: Path, **kw: object) -> Journal:
+    """A journal on root/test."""
+    return Journal("test", JNStorage(root / "test"), **kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> Iterator[Journal]:
+    """A formatted journal."""
+    j = open_journal(tmp_path)
+    j.format(NS, force=False)
+    yield j
+    j.close()
+
+
+def write(j: Journal, w: Writer, seg: int, first: int, n: int) -> None:
+    """journal() a batch of n txns."""
+    j.journal(w.req(), seg, first, n, txns(first, n))
+
+
+def current(j: Journal) -> Path:
+    """The journal's current/ dir."""
+    return j.storage.current
+
+
+def test_unformatted_journal_refuses_everything(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    try:
+        assert not j.is_formatted()
+        with pytest.raises(JournalNotFormattedError, match="not formatted"):
+            j.get_journal_state()
+        with pytest.raises(JournalNotFormattedError):
+            j.new_epoch(NS, 1)
+    finally:
+        j.close()
+
+
+def test_epoch_handling(journal: Journal) -> None:
+    assert journal.get_journal_state() == 0
+    assert journal.new_epoch(NS, 1) is None
+    assert journal.get_journal_state() == 1
+    journal.new_epoch(NS, 3)
+    with pytest.raises(EpochError, match="proposed epoch 3 <= last promise 3"):
+        journal.new_epoch(NS, 3)
+    with pytest.raises(EpochError, match="IPC's epoch 1 is less than the last promised epoch 3"):
+        journal.start_log_segment(Writer(1).req(), 1, -64)
+    assert journal.last_promised_epoch == 3
+
+
+def test_request_without_epoch_is_refused(journal: Journal) -> None:
+    with pytest.raises(InvalidRequestError, match="carries no epoch"):
+        journal.heartbeat(pb.RequestInfo(jid="test", epoch=0, ipc_serial=1))
+
+
+def test_higher_epoch_in_a_request_raises_the_promise(journal: Journal) -> None:
+    journal.new_epoch(NS, 1)
+    journal.heartbeat(Writer(5).req())
+    assert journal.last_promised_epoch == 5
+    assert journal.storage.read_long("last-promised-epoch", 0) == 5
+
+
+def test_ipc_serial_must_increase(journal: Journal) -> None:
+    journal.new_epoch(NS, 1)
+    w = Writer(1)
+    journal.heartbeat(w.req())
+    w.serial -= 1
+    with pytest.raises(JournalOutOfSyncError, match="not higher than the prior serial"):
+        journal.heartbeat(w.req())
+
+
+def test_maintain_committed_txid(journal: Journal) -> None:
+    journal.new_epoch(NS, 1)
+    w = Writer(1)
+    w.committed = 0
+    journal.start_log_segment(w.req(), 1, -64)
+    assert journal.committed_txid == 0
+    write(journal, w, 1, 1, 3)
+    w.committed = 3
+    journal.heartbeat(w.req())
+    assert journal.committed_txid == 3
+    w.committed = 2
+    with pytest.raises(InvalidRequestError, match="backward from 3 to 2"):
+        journal.heartbeat(w.req())
+
+
+def test_restart_keeps_epochs_and_committed_txid(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    j.format(NS, force=False)
+    j.new_epoch(NS, 2)
+    w = Writer(2)
+    j.start_log_segment(w.req(), 1, -64)
+    write(j, w, 1, 1, 5)
+    w.committed = 5
+    j.heartbeat(w.req())
+    j.close()
+    j = open_journal(tmp_path)
+    try:
+        assert j.ns_info == NS
+        assert (j.last_promised_epoch, j.last_writer_epoch, j.committed_txid) == (2, 2, 5)
+        assert j.highest_written_txid == 5
+        assert j.new_epoch(NS, 3) == 1  # the unfinalized segment
+    finally:
+        j.close()
+
+
+def test_format_resets_cached_values(journal: Journal) -> None:
+    journal.new_epoch(NS, 1)
+    w = Writer(1)
+    journal.start_log_segment(w.req(), 1, -64)
+    write(journal, w, 1, 1, 2)
+    with pytest.raises(StorageError, match="not empty"):
+        journal.format(NsInfo(999, "CID-other"), force=False)
+    journal.format(NsInfo(999, "CID-other"), force=True)
+    assert (journal.last_promised_epoch, journal.last_writer_epoch) == (0, 0)
+    assert journal.highest_written_txid == 0
+    assert journal.storage.segments() == []
+    assert journal.storage.read_version().namespace_id == 999
+
+
+def test_namespace_verification(journal: Journal) -> None:
+    with pytest.raises(NamespaceMismatchError, match="namespaceID=999.*namespaceID=12345"):
+        journal.new_epoch(NsInfo(999, "CID-test"), 1)
+    with pytest.raises(NamespaceMismatchError, match="clusterID=CID-x"):
+        journal.new_epoch(NsInfo(12345, "CID-x"), 1)
+    assert journal.last_promised_epoch == 0
+
+
+def test_journal_locking(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    assert (tmp_path / "test" / "in_use.lock").exists()
+    with pytest.raises(StorageError, match="in use by another process"):
+        open_journal(tmp_path)
+    j.close()
+    open_journal(tmp_path).close()
+
+
+def test_new_epoch_at_beginning_of_segment(journal: Journal) -> None:
+    journal.new_epoch(NS, 1)
+    w = Writer(1)
+    journal.start_log_segment(w.req(), 1, -64)
+    write(journal, w, 1, 1, 2)
+    journal.finalize_log_segment(w.req(), 1, 2)
+    journal.start_log_segment(w.req(), 3, -64)
+    assert journal.new_epoch(NS, 2) == 1  # the empty segment 3 does not count
+    assert not (current(journal) / inprogress_name(3)).exists()
+    assert (current(journal) / (inprogress_name(3) + ".empty")).exists()
+
+
+def test_finalize_when_edits_are_missed(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    j.format(NS, force=False)
+    j.new_epoch(NS, 1)
+    w = Writer(1)
+    j.start_log_segment(w.req(), 1, -64)
+    write(j, w, 1, 1, 3)
+    with pytest.raises(SegmentStateError, match="only written up to txid 3"):
+        j.finalize_log_segment(w.req(), 1, 6)
+    j.close()
+    j = open_journal(tmp_path)
+    try:
+        with pytest.raises(SegmentStateError, match="disk only contains up to txid 3"):
+            j.finalize_log_segment(Writer(1).req(), 1, 6)
+    finally:
+        j.close()
+
+
+def test_finalize_missing_segment(journal: Journal) -> None:
+    journal.new_epoch(NS, 1)
+    with pytest.raises(SegmentStateError, match="no log file to finalize at transaction id 1000"):
+        journal.finalize_log_segment(Writer(1).req(), 1000, 1001)
+
+
+def test_finalize_is_idempotent_and_checks_the_end(journal: Journal) -> None:
+    journal.new_epoch(NS, 1)
+    w = Writer(1)
+    journal.start_log_segment(w.req(), 1, -64)
+    write(journal, w, 1, 1, 3)
+    journal.finalize_log_segment(w.req(), 1, 3)
+    journal.finalize_log_segment(w.req(), 1, 3)
+    with pytest.raises(SegmentStateError, match="different end txid 4"):
+        journal.finalize_log_segment(w.req(), 1, 4)
+    final = current(journal) / finalized_name(1, 3)
+    assert final.stat().st_size == len(HEADER) + len(txns(1, 3))  # padding cut
+    assert scan_file(final).end == "eof"
+
+
+def test_abort_old_segment_if_finalize_is_missed(journal: Journal) -> None:
+    journal.new_epoch(NS, 1)
+    w = Writer(1)
+    journal.start_log_segment(w.req(), 1, -64)
+    write(journal, w, 1, 1, 5)
+    journal.start_log_segment(w.req(), 6, -64)
+    write(journal, w, 6, 6, 1)
+    assert (current(journal) / inprogress_name(1)).exists()
+    assert (current(journal) / inprogress_name(6)).exists()
+
+
+def test_start_segment_when_already_exists(journal: Journal) -> None:
+    journal.new_epoch(NS, 1)
+    w = Writer(1)
+    journal.start_log_segment(w.req(), 1, -64)
+    write(journal, w, 1, 1, 1)
+    journal.start_log_segment(w.req(), 1, -64)  # one txn: may restart
+    write(journal, w, 1, 1, 2)
+    before = snapshot(current(journal))
+    with pytest.raises(SegmentStateError, match="holds valid transactions up to 2"):
+        journal.start_log_segment(w.req(), 1, -64)
+    assert snapshot(current(journal)) == before
+    journal.finalize_log_segment(w.req(), 1, 2)
+    with pytest.raises(SegmentStateError, match="already have a finalized segment"):
+        journal.start_log_segment(w.req(), 1, -64)
+
+
+def test_empty_in_progress_segment_is_moved_aside_at_restart(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    j.format(NS, force=False)
+    j.new_epoch(NS, 1)
+    w = Writer(1)
+    j.start_log_segment(w.req(), 1, -64)
+    write(j, w, 1, 1, 2)
+    j.finalize_log_segment(w.req(), 1, 2)
+    j.start_log_segment(w.req(), 3, -64)
+    j.close()
+    path = tmp_path / "test" / "current" / inprogress_name(3)
+    path.write_bytes(bytes([OP_INVALID]) * 4096)  # only padding, header included
+    j = open_journal(tmp_path)
+    try:
+        assert not path.exists()
+        assert path.with_name(path.name + ".empty").exists()
+        assert j.highest_written_txid == 2
+    finally:
+        j.close()
+
+
+def test_write_rules_change_nothing_on_disk(journal: Journal) -> None:
+    journal.new_epoch(NS, 2)
+    w = Writer(2)
+    journal.start_log_segment(w.req(), 1, -64)
+    write(journal, w, 1, 1, 3)
+    before = snapshot(journal.storage.root)
+    state = (journal.last_promised_epoch, journal.committed_txid, journal.highest_written_txid)
+    stale = Writer(1)
+    stale.committed = 3
+    with pytest.raises(EpochError, match="IPC's epoch 1 is less than the last promised epoch 2"):
+        journal.journal(stale.req(), 1, 4, 1, txns(4, 1))
+    with pytest.raises(JournalOutOfSyncError, match="can't write txid 6: expecting next txid 4"):
+        journal.journal(w.req(), 1, 6, 1, txns(6, 1))
+    with pytest.raises(JournalOutOfSyncError, match="expecting next txid 4"):
+        journal.journal(w.req(), 1, 2, 1, txns(2, 1))  # reordering / overwrite
+    with pytest.raises(JournalOutOfSyncError, match="writes segment 9"):
+        journal.journal(w.req(), 9, 4, 1, txns(4, 1))
+    bad = bytearray(txns(4, 2))
+    bad[20] ^= 0xFF
+    with pytest.raises(InvalidRequestError, match="malformed batch.*txid 4"):
+        journal.journal(w.req(), 1, 4, 2, bytes(bad))
+    with pytest.raises(InvalidRequestError, match="claims 3 ops but holds 2"):
+        journal.journal(w.req(), 1, 4, 3, txns(4, 2))
+    with pytest.raises(InvalidRequestError, match="txid 5, expected 4"):
+        journal.journal(w.req(), 1, 4, 1, txns(5, 1))
+    assert snapshot(journal.storage.root) == before
+    assert state == (
+        journal.last_promised_epoch,
+        journal.committed_txid,
+        journal.highest_written_txid,
+    )
+    write(journal, w, 1, 4, 1)  # the writer carries on unharmed
+    assert journal.highest_written_txid == 4
+
+
+def test_journal_needs_the_writer_epoch(journal: Journal) -> None:
+    journal.new_epoch(NS, 1)
+    w = Writer(1)
+    journal.start_log_segment(w.req(), 1, -64)
+    write(journal, w, 1, 1, 1)
+    journal.new_epoch(NS, 2)
+    with pytest.raises(EpochError, match="epoch 1 is less than the last promised epoch 2"):
+        write(journal, w, 1, 2, 1)
+    w2 = Writer(2)
+    with pytest.raises(EpochError, match="not the current writer epoch 1"):
+        write(journal, w2, 1, 2, 1)
+
+
+def test_lagging_batches_are_not_synced(journal: Journal) -> None:
+    journal.new_epoch(NS, 1)
+    w = Writer(1)
+    w.committed = 100
+    journal.start_log_segment(w.req(), 1, -64)
+    syncs: list[float] = []
+    journal.counters.observe_sync = syncs.append
+    write(journal, w, 1, 1, 2)
+    assert journal.counters.batches_written == 1
+    assert journal.counters.batches_written_while_lagging == 1
+    assert syncs == []
+    assert journal.committed_txid == 100 and journal.highest_written_txid == 2
+
+
+def test_disk_full_fails_the_batch_and_keeps_acknowledged_data(
+    journal: Journal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal.new_epoch(NS, 1)
+    w = Writer(1)
+    journal.start_log_segment(w.req(), 1, -64)
+    write(journal, w, 1, 1, 3)
+
+    def full(self: SegmentWriter, records: bytes) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(SegmentWriter, "write", full)
+        with pytest.raises(StorageError, match="txids 4-5 .*No space left on device"):
+            write(journal, w, 1, 4, 2)
+    with pytest.raises(JournalOutOfSyncError, match="no segment is open"):
+        write(journal, w, 1, 4, 2)
+    assert journal.highest_written_txid == 3
+    assert scan_file(current(journal) / inprogress_name(1)).last_txid == 3
+
+
+def test_torn_tail_is_cut_when_finalizing_after_restart(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    j.format(NS, force=False)
+    j.new_epoch(NS, 1)
+    w = Writer(1)
+    j.start_log_segment(w.req(), 1, -64)
+    write(j, w, 1, 1, 5)
+    j.close()
+    path = tmp_path / "test" / "current" / inprogress_name(1)
+    found = scan_file(path)
+    with open(path, "r+b") as f:  # a half-written sixth op where the padding was
+        f.seek(found.valid_length)
+        f.write(txns(6, 1)[:10])
+    j = open_journal(tmp_path)
+    try:
+        assert j.highest_written_txid == 5
+        j.finalize_log_segment(Writer(2).req(), 1, 5)
+        final = current(j) / finalized_name(1, 5)
+        assert final.read_bytes() == HEADER + txns(1, 5)
+    finally:
+        j.close()
+
+
+def test_bit_flip_in_an_open_segment_ends_the_valid_range(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    j.format(NS, force=False)
+    j.new_epoch(NS, 1)
+    w = Writer(1)
+    j.start_log_segment(w.req(), 1, -64)
+    write(j, w, 1, 1, 6)
+    j.close()
+    path = tmp_path / "test" / "current" / inprogress_name(1)
+    data = bytearray(path.read_bytes())
+    off = len(HEADER) + len(txns(1, 3)) + 15  # in the body of txid 4
+    data[off] ^= 0x10
+    path.write_bytes(bytes(data))
+    result = scan(bytes(data))
+    assert (result.end, result.last_txid, result.problem_txid) == ("corrupt", 3, 4)
+    j = open_journal(tmp_path)
+    try:
+        assert j.highest_written_txid == 3
+        resp = j.prepare_recovery(Writer(2).req(), 1)
+        assert resp.segment_state.end_txid == 3
+    finally:
+        j.close()
+
+
+def test_purge_keeps_what_it_must(journal: Journal) -> None:
+    journal.new_epoch(NS, 1)
+    w = Writer(1)
+    for start in (1, 3, 5):
+        journal.start_log_segment(w.req(), start, -64)
+        write(journal, w, start, start, 2)
+        journal.finalize_log_segment(w.req(), start, start + 1)
+    journal.start_log_segment(w.req(), 7, -64)
+    write(journal, w, 7, 7, 1)
+    for t in (1, 2, 3, 4):
+        journal.storage.write_paxos(t, pb.PersistedRecoveryPaxosData(accepted_in_epoch=1))
+    with pytest.raises(SegmentStateError, match="open segment starts at 7"):
+        journal.purge_logs_older_than(w.req(), 8)
+    assert journal.purge_logs_older_than(w.req(), 3) == 1
+    names = sorted(p.name for p in current(journal).glob("edits_*"))
+    assert names == [finalized_name(3, 4), finalized_name(5, 6), inprogress_name(7)]
+    assert journal.storage.paxos_txids() == [3, 4]
+
+
+def test_manifest(journal: Journal) -> None:
+    journal.new_epoch(NS, 1)
+    w = Writer(1)
+    journal.start_log_segment(w.req(), 1, -64)
+    write(journal, w, 1, 1, 3)
+    journal.finalize_log_segment(w.req(), 1, 3)
+    journal.start_log_segment(w.req(), 4, -64)
+    write(journal, w, 4, 4, 2)
+    finalized = journal.get_edit_log_manifest(1, False)
+    assert [(s.start_txid, s.end_txid, s.is_in_progress) for s in finalized] == [(1, 3, False)]
+    every = journal.get_edit_log_manifest(2, True)
+    assert [(s.start_txid, s.end_txid, s.is_in_progress) for s in every] == [
+        (1, 3, False),
+        (4, 5, True),
+    ]
+    assert [s.start_txid for s in journal.get_edit_log_manifest(4, True)] == [4]
+
+
+# -- recovery (acceptor side) ---------------------------------------------------------------
+
+
+def copy_fetch(source: Path) -> object:
+    """A fetch function serving one file, standing in for HTTP in these unit tests."""
+
+    def fetch(url: str, dest: Path) -> None:
+        shutil.copyfile(source, dest)
+
+    return fetch
+
+
+def test_accept_recovery_behavior(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    j.format(NS, force=False)
+    try:
+        j.new_epoch(NS, 1)
+        w = Writer(1)
+        assert not j.prepare_recovery(w.req(), 1).HasField("segment_state")
+        j.start_log_segment(w.req(), 1, -64)
+        write(j, w, 1, 1, 3)
+        prep = j.prepare_recovery(w.req(), 1)
+        assert prep.segment_state == pb.SegmentState(start_txid=1, end_txid=3, is_in_progress=True)
+        assert prep.last_writer_epoch == 1 and not prep.HasField("accepted_in_epoch")
+        j.accept_recovery(w.req(), prep.segment_state, "http://unused")  # same length: no fetch
+        j.new_epoch(NS, 2)
+        w2 = Writer(2)
+        prep2 = j.prepare_recovery(w2.req(), 1)
+        assert prep2.accepted_in_epoch == 1
+        assert prep2.segment_state.end_txid == 3
+        with pytest.raises(EpochError, match="epoch 1 is less than the last promised epoch 2"):
+            j.prepare_recovery(w.req(), 1)
+        with pytest.raises(EpochError, match="epoch 1 is less than the last promised epoch 2"):
+            j.accept_recovery(w.req(), prep.segment_state, "http://unused")
+        with pytest.raises(InvalidRequestError, match="bad recovery state"):
+            j.accept_recovery(w2.req(), pb.SegmentState(start_txid=1, end_txid=0), "x")
+    finally:
+        j.close()
+
+
+def test_accept_recovery_downloads_a_longer_segment(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    source.write_bytes(HEADER + txns(1, 5))
+    j = open_journal(tmp_path, fetch=copy_fetch(source))
+    j.format(NS, force=False)
+    try:
+        j.new_epoch(NS, 1)
+        w = Writer(1)
+        j.start_log_segment(w.req(), 1, -64)
+        write(j, w, 1, 1, 3)
+        j.new_epoch(NS, 2)
+        w2 = Writer(2)
+        j.prepare_recovery(w2.req(), 1)
+        j.accept_recovery(
+            w2.req(), pb.SegmentState(start_txid=1, end_txid=5, is_in_progress=True), "u"
+        )
+        assert scan_file(current(j) / inprogress_name(1)).last_txid == 5
+        assert j.storage.read_paxos(1).accepted_in_epoch == 2  # type: ignore[union-attr]
+        assert j.highest_written_txid == 5
+        j.finalize_log_segment(w2.req(), 1, 5)
+        assert (current(j) / finalized_name(1, 5)).read_bytes() == HEADER + txns(1, 5)
+        assert j.storage.read_paxos(1) is None
+    finally:
+        j.close()
+
+
+def test_accept_recovery_refuses_a_download_of_the_wrong_range(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    source.write_bytes(HEADER + txns(1, 2))
+    j = open_journal(tmp_path, fetch=copy_fetch(source))
+    j.format(NS, force=False)
+    try:
+        j.new_epoch(NS, 1)
+        w = Writer(1)
+        with pytest.raises(SegmentStateError, match="holds txids 1-2, not 1-4"):
+            j.accept_recovery(
+                w.req(), pb.SegmentState(start_txid=1, end_txid=4, is_in_progress=True), "u"
+            )
+        assert j.storage.read_paxos(1) is None
+        assert list(current(j).glob("edits_*")) == []
+    finally:
+        j.close()
+
+
+def test_accept_recovery_never_discards_a_committed_txid(journal: Journal) -> None:
+    journal.new_epoch(NS, 1)
+    w = Writer(1)
+    journal.start_log_segment(w.req(), 1, -64)
+    write(journal, w, 1, 1, 5)
+    w.committed = 5
+    journal.heartbeat(w.req())
+    journal.new_epoch(NS, 2)
+    w2 = Writer(2)
+    journal.prepare_recovery(w2.req(), 1)
+    with pytest.raises(SegmentStateError, match="discard committed txid 5"):
+        journal.accept_recovery(
+            w2.req(), pb.SegmentState(start_txid=1, end_txid=3, is_in_progress=True), "u"
+        )
+    assert scan_file(current(journal) / inprogress_name(1)).last_txid == 5
+
+
+def test_accept_recovery_refuses_to_replace_a_finalized_segment(journal: Journal) -> None:
+    journal.new_epoch(NS, 1)
+    w = Writer(1)
+    journal.start_log_segment(w.req(), 1, -64)
+    write(journal, w, 1, 1, 3)
+    journal.finalize_log_segment(w.req(), 1, 3)
+    journal.new_epoch(NS, 2)
+    with pytest.raises(SegmentStateError, match="replace finalized segment 1-3"):
+        journal.accept_recovery(
+            Writer(2).req(), pb.SegmentState(start_txid=1, end_txid=4, is_in_progress=True), "u"
+        )
+
+
+def test_crash_after_persisting_paxos_data_rolls_forward(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    source.write_bytes(HEADER + txns(1, 4))
+
+    class Crash(Exception):
+        pass
+
+    def crash() -> None:
+        raise Crash
+
+    j = open_journal(
+        tmp_path, fetch=copy_fetch(source), faults=FaultInjector(after_persist_paxos_data=crash)
+    )
+    j.format(NS, force=False)
+    j.new_epoch(NS, 1)
+    w = Writer(1)
+    j.start_log_segment(w.req(), 1, -64)
+    write(j, w, 1, 1, 2)
+    j.new_epoch(NS, 2)
+    w2 = Writer(2)
+    j.prepare_recovery(w2.req(), 1)
+    with pytest.raises(Crash):
+        j.accept_recovery(
+            w2.req(), pb.SegmentState(start_txid=1, end_txid=4, is_in_progress=True), "u"
+        )
+    j.close()
+    assert scan_file(tmp_path / "test" / "current" / inprogress_name(1)).last_txid == 2
+    j = open_journal(tmp_path)
+    try:
+        j.new_epoch(NS, 3)
+        prep = j.prepare_recovery(Writer(3).req(), 1)
+        assert (prep.accepted_in_epoch, prep.segment_state.end_txid) == (2, 4)
+        assert scan_file(current(j) / inprogress_name(1)).last_txid == 4
+    finally:
+        j.close()
+
+
+def test_crash_before_persisting_paxos_data_leaves_the_old_log(tmp_path: Path) -> None:
+    source = tmp_path / "source"
+    source.write_bytes(HEADER + txns(1, 4))
+
+    class Crash(Exception):
+        pass
+
+    def crash() -> None:
+        raise Crash
+
+    j = open_journal(
+        tmp_path, fetch=copy_fetch(source), faults=FaultInjector(before_persist_paxos_data=crash)
+    )
+    j.format(NS, force=False)
+    j.new_epoch(NS, 1)
+    w = Writer(1)
+    j.start_log_segment(w.req(), 1, -64)
+    write(j, w, 1, 1, 2)
+    j.new_epoch(NS, 2)
+    w2 = Writer(2)
+    with pytest.raises(Crash):
+        j.accept_recovery(
+            w2.req(), pb.SegmentState(start_txid=1, end_txid=4, is_in_progress=True), "u"
+        )
+    j.close()
+    j = open_journal(tmp_path)
+    try:
+        j.new_epoch(NS, 3)
+        prep = j.prepare_recovery(Writer(3).req(), 1)
+        assert not prep.HasField("accepted_in_epoch")
+        assert prep.segment_state.end_txid == 2
+    finally:
+        j.close()
