@@ -7,6 +7,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import grpc
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -392,3 +393,45 @@ async def test_unreachable_node_is_a_clear_error(tmp_path: Path) -> None:
             await client.call("GetJournalState", pb.JournalIdRequest(jid=JID), 2.0)
     finally:
         await client.close()
+
+
+async def test_garbage_request_bytes_are_refused(jn_factory: JNFactory) -> None:
+    jn = jn_factory.start("jn1")
+    w = RawWriter(jn, epoch=1)
+    try:
+        await w.format()
+        before = snapshot(jn.edits_dir)
+        raw = w.client.channel.unary_unary(
+            "/qjm.qjournal.QJournalService/Journal",
+            request_serializer=None,
+            response_deserializer=None,
+        )
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await raw(b"\xff\xff\xff\xff not a protobuf", timeout=T)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "malformed JournalRequest" in (info.value.details() or "")
+        assert snapshot(jn.edits_dir) == before
+        assert (await w.new_epoch()).HasField("last_segment_txid") is False  # still serving
+    finally:
+        await w.close()
+
+
+async def test_several_journals_on_one_node_are_independent(jn_factory: JNFactory) -> None:
+    jn = jn_factory.start("jn1")
+    client = JournalNodeClient(jn.rpc)
+    try:
+        for jid, epoch in (("alpha", 3), ("beta", 7)):
+            ns = pb.NamespaceInfo(namespace_id=epoch, cluster_id=f"CID-{jid}")
+            await client.call("Format", pb.FormatRequest(jid=jid, ns_info=ns), T)
+            await client.call("NewEpoch", pb.NewEpochRequest(jid=jid, ns_info=ns, epoch=epoch), T)
+        a = await client.call("GetJournalState", pb.JournalIdRequest(jid="alpha"), T)
+        b = await client.call("GetJournalState", pb.JournalIdRequest(jid="beta"), T)
+        assert (a.last_promised_epoch, b.last_promised_epoch) == (3, 7)
+        assert sorted(p.name for p in jn.edits_dir.iterdir() if p.is_dir()) == ["alpha", "beta"]
+    finally:
+        await client.close()
+    jn = jn_factory.restart(jn)
+    status, body = http_get(f"http://{jn.http}/status")
+    assert status == 200
+    journals = json.loads(body)["journals"]
+    assert {j: journals[j]["last_promised_epoch"] for j in journals} == {"alpha": 3, "beta": 7}

@@ -25,7 +25,6 @@ from qjm.journalnode.journal import FaultInjector, Journal
 from qjm.journalnode.metrics import JournalNodeMetrics
 from qjm.journalnode.storage import JNStorage, check_journal_id
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol import qjournal_pb2_grpc as pb_grpc
 from qjm.protocol.errors import JournalNotFormattedError, StorageError
 
 log = logging.getLogger("qjm.journalnode")
@@ -197,7 +196,7 @@ class JournalNode:
     async def start(self) -> None:
         """Check storage, open the existing journals, start both servers."""
         from qjm.journalnode.http import make_app
-        from qjm.journalnode.rpc import JournalNodeService
+        from qjm.journalnode.rpc import JournalNodeService, register_service
 
         check_edits_dir(self.edits_dir)
         self._lock_node()
@@ -207,9 +206,7 @@ class JournalNode:
             _check_bindable(self.rpc_host, self.rpc_port, "RPC")
             _check_bindable(self.http_host, self.http_port, "HTTP")
             server = grpc.aio.server(options=GRPC_OPTIONS)
-            pb_grpc.add_QJournalServiceServicer_to_server(  # type: ignore[no-untyped-call]
-                JournalNodeService(self), server
-            )
+            register_service(JournalNodeService(self), server)
             where = format_address(self.rpc_host, self.rpc_port)
             try:
                 port = server.add_insecure_port(where)

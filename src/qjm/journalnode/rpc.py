@@ -235,3 +235,50 @@ class JournalNodeService(pb_grpc.QJournalServiceServicer):
 
 async def _fail(error: Exception) -> Any:
     raise error
+
+
+class _Malformed:
+    """Stands in for a request whose bytes did not parse."""
+
+    def __init__(self, type_name: str, error: Exception) -> None:
+        self.message = f"malformed {type_name}: {error}"
+
+
+def _lenient_parser(cls: Any) -> Callable[[bytes], Any]:
+    def parse(data: bytes) -> Any:
+        try:
+            return cls.FromString(data)
+        except Exception as e:  # protobuf raises DecodeError and others
+            return _Malformed(cls.DESCRIPTOR.name, e)
+
+    return parse
+
+
+def _checked(method: Callable[[Any, Any], Awaitable[Any]]) -> Callable[[Any, Any], Awaitable[Any]]:
+    async def handler(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        if isinstance(request, _Malformed):
+            log.warning("refused a request: %s", request.message)
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                request.message,
+                trailing_metadata=((ERROR_METADATA_KEY, InvalidRequestError.code),),
+            )
+        return await method(request, context)
+
+    return handler
+
+
+def register_service(service: JournalNodeService, server: grpc.aio.Server) -> None:
+    """Add the QJournal service to a server; unparseable requests get INVALID_ARGUMENT."""
+    descriptor = pb.DESCRIPTOR.services_by_name["QJournalService"]
+    handlers = {
+        m.name: grpc.unary_unary_rpc_method_handler(
+            _checked(getattr(service, m.name)),
+            request_deserializer=_lenient_parser(getattr(pb, m.input_type.name)),
+            response_serializer=lambda msg: msg.SerializeToString(),
+        )
+        for m in descriptor.methods
+    }
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(descriptor.full_name, handlers),)
+    )
