@@ -1,0 +1,152 @@
+"""A call sent to every JournalNode whose outcome is decided by a majority.
+
+The futures keep running after the quorum is decided; late answers are still recorded
+(and their errors retrieved, so asyncio never warns about them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Mapping
+from typing import Generic, TypeVar
+
+from qjm.errors import QjmError
+from qjm.protocol.errors import EpochError
+
+K = TypeVar("K")
+T = TypeVar("T")
+
+
+class QuorumError(QjmError):
+    """A quorum call failed: too many nodes refused, or not enough answered in time."""
+
+    def __init__(self, message: str, errors: Mapping[str, BaseException]) -> None:
+        super().__init__(message)
+        self.errors = dict(errors)
+
+    @property
+    def epoch_error(self) -> EpochError | None:
+        """The first refusal because of a newer epoch: this writer has been fenced."""
+        for e in self.errors.values():
+            if isinstance(e, EpochError):
+                return e
+        return None
+
+
+class QuorumTimeout(QuorumError):
+    """Not enough nodes answered before the deadline."""
+
+
+def majority_of(n: int) -> int:
+    """The smallest majority of n nodes."""
+    return n // 2 + 1
+
+
+def _short(e: BaseException) -> str:
+    text = str(e) or type(e).__name__
+    return text if isinstance(e, QjmError) else f"{type(e).__name__}: {text}"
+
+
+class QuorumCall(Generic[K, T]):
+    """The answers of one call to many nodes, keyed by node, as they arrive."""
+
+    def __init__(self, operation: str, calls: Mapping[K, Awaitable[T]]) -> None:
+        self.operation = operation
+        self.keys = list(calls)
+        self.successes: dict[K, T] = {}
+        self.errors: dict[K, BaseException] = {}
+        self._changed = asyncio.Event()
+        self.futures: dict[K, asyncio.Future[T]] = {}
+        for key, aw in calls.items():
+            fut = asyncio.ensure_future(aw)
+            self.futures[key] = fut
+            fut.add_done_callback(lambda f, k=key: self._on_done(k, f))  # type: ignore[misc]
+
+    def _on_done(self, key: K, fut: asyncio.Future[T]) -> None:
+        if key in self.successes or key in self.errors:
+            return
+        if fut.cancelled():
+            self.errors[key] = QjmError(f"{key}: {self.operation} was cancelled")
+        elif (exc := fut.exception()) is not None:
+            self.errors[key] = exc
+        else:
+            self.successes[key] = fut.result()
+        self._changed.set()
+
+    @property
+    def responses(self) -> int:
+        """How many nodes answered, either way."""
+        return len(self.successes) + len(self.errors)
+
+    def describe(self) -> str:
+        """What every node answered so far, in node order."""
+        parts = []
+        for key in self.keys:
+            if key in self.successes:
+                parts.append(f"{key}: ok")
+            elif key in self.errors:
+                parts.append(f"{key}: {_short(self.errors[key])}")
+            else:
+                parts.append(f"{key}: no answer yet")
+        return "; ".join(parts)
+
+    def _error_map(self) -> dict[str, BaseException]:
+        return {str(k): e for k, e in self.errors.items()}
+
+    async def wait_for(
+        self, min_responses: int, min_successes: int, max_errors: int, wait_s: float
+    ) -> None:
+        """Wait until enough nodes answered, enough succeeded, or too many failed.
+
+        Returns when responses >= min_responses, successes >= min_successes or
+        errors > max_errors (whichever comes first); raises QuorumTimeout otherwise.
+        """
+        deadline = time.monotonic() + wait_s
+        while True:
+            for key, fut in self.futures.items():
+                if fut.done():  # done callbacks may not have run yet
+                    self._on_done(key, fut)
+            if (
+                self.responses >= min_responses
+                or len(self.successes) >= min_successes
+                or len(self.errors) > max_errors
+            ):
+                return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise QuorumTimeout(
+                    f"timed out after {wait_s * 1000:.0f} ms waiting for a quorum of "
+                    f"{min_successes}/{len(self.keys)} nodes to answer {self.operation}: "
+                    f"{self.describe()}",
+                    self._error_map(),
+                )
+            self._changed.clear()
+            # On timeout, loop to re-check: answers may have arrived as the wait ended.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), left)
+
+    async def wait_for_quorum(self, wait_s: float) -> dict[K, T]:
+        """The successes once a majority succeeded; fail as soon as a majority cannot."""
+        n = len(self.keys)
+        need = majority_of(n)
+        await self.wait_for(n, need, n - need, wait_s)
+        if len(self.successes) < need:
+            raise QuorumError(
+                f"{self.operation}: got too many exceptions to achieve quorum size "
+                f"{need}/{n}: {self.describe()}",
+                self._error_map(),
+            )
+        return dict(self.successes)
+
+    async def wait_for_all(self, wait_s: float) -> dict[K, T]:
+        """The successes once every node answered; fail if any node failed or was late."""
+        n = len(self.keys)
+        await self.wait_for(n, n, 0, wait_s)
+        if self.errors or len(self.successes) < n:
+            raise QuorumError(
+                f"{self.operation}: needs all {n} nodes to succeed: {self.describe()}",
+                self._error_map(),
+            )
+        return dict(self.successes)

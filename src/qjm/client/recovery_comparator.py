@@ -1,0 +1,100 @@
+"""Choosing the source of a segment recovery among prepare_recovery answers (design 2.9).
+
+Pure functions over PrepareRecoveryResponse messages; no I/O. The rules, best first:
+
+1. a node that has no segment starting at the txid can never be the source;
+2. a finalized segment beats any in-progress one (a previous recovery was committed);
+   two finalized segments of different lengths break the protocol's invariant;
+3. between in-progress segments, the higher "seen epoch" wins, where the seen epoch is
+   max(last_writer_epoch, accepted_in_epoch) (design 2.10.6 and 2.10.7);
+4. with equal seen epochs, the segment with more transactions wins (design 2.10.1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TypeVar
+
+from qjm.errors import QjmError
+from qjm.protocol import qjournal_pb2 as pb
+
+K = TypeVar("K")
+
+
+class RecoveryInvariantError(QjmError):
+    """The answers contradict an invariant of the protocol; recovery must not go on."""
+
+
+def describe_response(resp: pb.PrepareRecoveryResponse) -> str:
+    """A one-line summary of a prepare_recovery answer, for logs and errors."""
+    if not resp.HasField("segment_state"):
+        seg = "no segment"
+    else:
+        s = resp.segment_state
+        kind = "in progress" if s.is_in_progress else "finalized"
+        seg = f"segment {s.start_txid}-{s.end_txid} ({kind})"
+    parts = [seg, f"last writer epoch {resp.last_writer_epoch}"]
+    if resp.HasField("accepted_in_epoch"):
+        parts.append(f"accepted in epoch {resp.accepted_in_epoch}")
+    if resp.HasField("last_committed_txid"):
+        parts.append(f"committed txid {resp.last_committed_txid}")
+    return ", ".join(parts)
+
+
+def seen_epoch(resp: pb.PrepareRecoveryResponse) -> int:
+    """The newest epoch that wrote or decided this node's copy of the segment (rule 3)."""
+    accepted = resp.accepted_in_epoch if resp.HasField("accepted_in_epoch") else 0
+    return max(accepted, resp.last_writer_epoch)
+
+
+def compare_responses(a: pb.PrepareRecoveryResponse, b: pb.PrepareRecoveryResponse) -> int:
+    """-1, 0 or 1 as a is a worse, equally good or better recovery source than b."""
+    a_has, b_has = a.HasField("segment_state"), b.HasField("segment_state")
+    if a_has != b_has:
+        return 1 if a_has else -1
+    if not a_has:
+        return 0
+    sa, sb = a.segment_state, b.segment_state
+    if sa.start_txid != sb.start_txid:
+        raise ValueError(
+            f"can only compare answers about one segment, got segments starting at "
+            f"{sa.start_txid} and {sb.start_txid}"
+        )
+    a_final, b_final = not sa.is_in_progress, not sb.is_in_progress
+    if a_final != b_final:
+        return 1 if a_final else -1
+    if a_final:
+        if sa.end_txid != sb.end_txid:
+            raise RecoveryInvariantError(
+                f"two finalized copies of segment {sa.start_txid} end at different txids "
+                f"({sa.end_txid} and {sb.end_txid})"
+            )
+        return 0
+    ka = (seen_epoch(a), sa.end_txid)
+    kb = (seen_epoch(b), sb.end_txid)
+    return (ka > kb) - (ka < kb)
+
+
+def choose_recovery_source(
+    responses: Iterable[tuple[K, pb.PrepareRecoveryResponse]],
+) -> tuple[K, pb.PrepareRecoveryResponse] | None:
+    """The best answer (the first of equally good ones), or None when no node has the segment.
+
+    Every pair of finalized answers is checked for equal length, not only the winner's.
+    """
+    best: tuple[K, pb.PrepareRecoveryResponse] | None = None
+    finalized_end: int | None = None
+    for key, resp in responses:
+        if resp.HasField("segment_state") and not resp.segment_state.is_in_progress:
+            end = resp.segment_state.end_txid
+            if finalized_end is not None and end != finalized_end:
+                raise RecoveryInvariantError(
+                    f"two finalized copies of segment {resp.segment_state.start_txid} end at "
+                    f"different txids ({finalized_end} and {end})"
+                )
+            finalized_end = end
+        if best is None or compare_responses(resp, best[1]) > 0:
+            best = (key, resp)
+    if best is None or not best[1].HasField("segment_state"):
+        return None
+    return best

@@ -1,0 +1,133 @@
+"""The recovery source rules of design 2.9 as a table (Hadoop's TestSegmentRecoveryComparator)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from qjm.client.recovery_comparator import (
+    RecoveryInvariantError,
+    choose_recovery_source,
+    compare_responses,
+    describe_response,
+    seen_epoch,
+)
+from qjm.protocol import qjournal_pb2 as pb
+
+
+def resp(
+    end: int | None,
+    *,
+    in_progress: bool = True,
+    writer: int = 1,
+    accepted: int | None = None,
+    committed: int | None = None,
+    start: int = 1,
+) -> pb.PrepareRecoveryResponse:
+    r = pb.PrepareRecoveryResponse(last_writer_epoch=writer)
+    if end is not None:
+        r.segment_state.CopyFrom(
+            pb.SegmentState(start_txid=start, end_txid=end, is_in_progress=in_progress)
+        )
+    if accepted is not None:
+        r.accepted_in_epoch = accepted
+    if committed is not None:
+        r.last_committed_txid = committed
+    return r
+
+
+NONE = resp(None)
+INPROG_3 = resp(3)
+INPROG_4 = resp(4)
+FINAL_3 = resp(3, in_progress=False)
+INPROG_5_ACCEPTED_2 = resp(5, accepted=2)
+INPROG_4_WRITER_3 = resp(4, writer=3)
+INPROG_9_ACCEPTED_2 = resp(9, accepted=2, writer=1)
+
+# (better, worse): the first must beat the second, and lose the other way round.
+ORDERED = [
+    (INPROG_3, NONE),  # rule 1: a segment beats no segment
+    (FINAL_3, NONE),
+    (FINAL_3, INPROG_4),  # rule 2: finalized beats a longer in-progress log
+    (FINAL_3, INPROG_5_ACCEPTED_2),  # ... even one with an accepted proposal
+    (FINAL_3, INPROG_4_WRITER_3),  # ... and one from a newer writer
+    (INPROG_4, INPROG_3),  # rule 3c: more txns wins at equal epochs
+    (INPROG_5_ACCEPTED_2, INPROG_4),  # rule 3b: accepted epoch counts as seen
+    (resp(3, accepted=2), resp(9)),  # 2.10.7: an accepted shorter log beats a longer one
+    (INPROG_4_WRITER_3, INPROG_9_ACCEPTED_2),  # 2.10.6: a newer writer beats a stale accept
+    (resp(3, writer=2), resp(5, writer=1)),  # 2.10.6: newer writer epoch beats longer log
+    (resp(4, accepted=3, writer=1), resp(6, accepted=2, writer=2)),  # seen 3 beats seen 2
+]
+
+
+@pytest.mark.parametrize(("better", "worse"), ORDERED, ids=range(len(ORDERED)))
+def test_ordered_pairs(
+    better: pb.PrepareRecoveryResponse, worse: pb.PrepareRecoveryResponse
+) -> None:
+    assert compare_responses(better, worse) == 1
+    assert compare_responses(worse, better) == -1
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (NONE, NONE),
+        (NONE, resp(None, writer=7)),
+        (INPROG_3, resp(3)),
+        (FINAL_3, resp(3, in_progress=False, writer=5)),
+        (resp(4, writer=2), resp(4, accepted=2)),  # seen epoch is the max of both
+    ],
+)
+def test_equal_pairs(a: pb.PrepareRecoveryResponse, b: pb.PrepareRecoveryResponse) -> None:
+    assert compare_responses(a, b) == 0
+    assert compare_responses(b, a) == 0
+    assert compare_responses(a, a) == 0
+
+
+def test_seen_epoch() -> None:
+    assert seen_epoch(resp(3, writer=4)) == 4
+    assert seen_epoch(resp(3, writer=4, accepted=6)) == 6
+    assert seen_epoch(resp(3, writer=4, accepted=2)) == 4
+
+
+def test_finalized_of_different_length_is_an_invariant_violation() -> None:
+    with pytest.raises(RecoveryInvariantError, match="finalized copies of segment 1"):
+        compare_responses(FINAL_3, resp(4, in_progress=False))
+
+
+def test_different_segments_cannot_be_compared() -> None:
+    with pytest.raises(ValueError, match="starting at 1 and 5"):
+        compare_responses(INPROG_3, resp(7, start=5))
+
+
+def test_choose_none_when_no_node_has_the_segment() -> None:
+    assert choose_recovery_source([]) is None
+    assert choose_recovery_source([("a", NONE), ("b", resp(None, writer=3))]) is None
+
+
+def test_choose_is_order_independent_for_strict_winners() -> None:
+    nodes = [("jn1", resp(150)), ("jn2", resp(153)), ("jn3", resp(125))]
+    for perm in itertools.permutations(nodes):
+        best = choose_recovery_source(perm)
+        assert best is not None and best[0] == "jn2"
+
+
+def test_choose_first_of_equals() -> None:
+    best = choose_recovery_source([("jn2", resp(153)), ("jn3", resp(153))])
+    assert best is not None and best[0] == "jn2"
+
+
+def test_choose_checks_every_finalized_pair() -> None:
+    # The in-progress answer in the middle must not hide the mismatch of the finalized ones.
+    answers = [("a", FINAL_3), ("b", INPROG_4), ("c", resp(5, in_progress=False))]
+    with pytest.raises(RecoveryInvariantError):
+        choose_recovery_source(answers)
+
+
+def test_describe() -> None:
+    text = describe_response(resp(5, accepted=2, committed=4))
+    assert text == (
+        "segment 1-5 (in progress), last writer epoch 1, accepted in epoch 2, committed txid 4"
+    )
+    assert describe_response(NONE) == "no segment, last writer epoch 1"
