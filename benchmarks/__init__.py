@@ -1,0 +1,1 @@
+"""Benchmarks: run with `make bench`; results go to docs/benchmarks.md."""
