@@ -101,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
             for chunk in chunks:
                 out.write(chunk.encode("utf-8"))
         out.flush()
+    except BrokenPipeError:
+        raise
     except OSError as e:
         raise OevError(f"cannot write {args.output}: {e.strerror or e}") from None
     finally:
