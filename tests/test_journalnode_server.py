@@ -17,6 +17,7 @@ from qjm.editlog.framing import HEADER, OP_OPAQUE, encode_op
 from qjm.editlog.segments import finalized_name, inprogress_name
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
+    CacheMissError,
     EpochError,
     InvalidRequestError,
     JournalNotFormattedError,
@@ -435,3 +436,37 @@ async def test_several_journals_on_one_node_are_independent(jn_factory: JNFactor
     assert status == 200
     journals = json.loads(body)["journals"]
     assert {j: journals[j]["last_promised_epoch"] for j in journals} == {"alpha": 3, "beta": 7}
+
+
+async def test_get_journaled_edits_over_rpc(jn_factory: JNFactory) -> None:
+    jn = jn_factory.start("jn1")
+    w = RawWriter(jn, epoch=1)
+    try:
+        await w.format()
+        await w.new_epoch()
+        await w.start(1)
+        await w.write(1, 1, 4)
+        await w.write(1, 5, 4, committed=4)
+        resp = await w.call(
+            "GetJournaledEdits", pb.GetJournaledEditsRequest(jid=JID, since_txid=3, max_txns=4)
+        )
+        assert resp.txn_count == 4  # type: ignore[attr-defined]
+        assert resp.edit_log == HEADER + txns(3, 4)  # type: ignore[attr-defined]
+        assert resp.committed_txid == 4 and resp.highest_written_txid == 8  # type: ignore[attr-defined]
+        empty = await w.call(
+            "GetJournaledEdits", pb.GetJournaledEditsRequest(jid=JID, since_txid=9, max_txns=4)
+        )
+        assert empty.txn_count == 0  # type: ignore[attr-defined]
+    finally:
+        await w.close()
+    jn = jn_factory.restart(jn)  # the cache is memory only
+    client = JournalNodeClient(jn.rpc)
+    try:
+        with pytest.raises(CacheMissError, match="txid 1 is not in the edits cache"):
+            await client.call(
+                "GetJournaledEdits",
+                pb.GetJournaledEditsRequest(jid=JID, since_txid=1, max_txns=4),
+                T,
+            )
+    finally:
+        await client.close()

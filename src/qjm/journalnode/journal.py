@@ -34,6 +34,7 @@ from qjm.editlog.segments import (
     scan_file,
 )
 from qjm.errors import EditLogError
+from qjm.journalnode.edits_cache import JournaledEditsCache
 from qjm.journalnode.storage import (
     LAST_PROMISED_EPOCH,
     LAST_WRITER_EPOCH,
@@ -42,6 +43,7 @@ from qjm.journalnode.storage import (
 )
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
+    CacheMissError,
     EpochError,
     InvalidRequestError,
     JournalNotFormattedError,
@@ -54,6 +56,7 @@ from qjm.protocol.errors import (
 log = logging.getLogger("qjm.journalnode.journal")
 T = TypeVar("T")
 SLOW_SYNC_SECONDS = 1.0
+DEFAULT_CACHE_BYTES = 1024 * 1024  # HDFS's dfs.journalnode.edit-cache-size.bytes
 DOWNLOAD_TIMEOUT_SECONDS = 30.0  # HDFS's dfs.edit.log.transfer.timeout
 
 
@@ -74,6 +77,10 @@ class JournalCounters:
     txns_written: int = 0
     bytes_written: int = 0
     last_journal_timestamp: float = 0.0
+    txns_served_via_rpc: int = 0
+    bytes_served_via_rpc: int = 0
+    rpc_empty_responses: int = 0
+    rpc_cache_misses: int = 0
     observe_sync: Callable[[float], None] = lambda seconds: None  # set by the metrics
 
 
@@ -109,6 +116,7 @@ class Journal:
         *,
         fetch: Callable[[str, Path], None] | None = None,
         faults: FaultInjector | None = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         self.jid = jid
         self.storage = storage
@@ -124,7 +132,9 @@ class Journal:
         self._writer: SegmentWriter | None = None
         self.cur_segment_txid: int | None = None
         self._next_txid = 0
+        self._cur_layout = LAYOUT_VERSION
         self._committed_fd = -1
+        self.cache = JournaledEditsCache(cache_bytes)
         storage.lock()
         try:
             self._load()
@@ -251,6 +261,7 @@ class Journal:
             os.close(self._committed_fd)
             self._committed_fd = -1
         self.storage.format(ns)
+        self.cache.clear()
         self.ns_info = ns
         self.last_promised_epoch = 0
         self.last_writer_epoch = 0
@@ -275,6 +286,7 @@ class Journal:
             )
         self._set_promised_epoch(epoch)
         self._abort_cur_segment()
+        self.cache.clear()  # a new writer may recover a shorter log; never serve the old tail
         latest = self._scan_for_latest_edits()
         log.info("journal %s: promised epoch %d; latest segment %s", self.jid, epoch, latest)
         return latest.start_txid if latest else None
@@ -322,6 +334,7 @@ class Journal:
         self._writer = self._io(lambda: SegmentWriter.create(path, layout_version), path)
         self.cur_segment_txid = txid
         self._next_txid = txid
+        self._cur_layout = layout_version
         log.info("journal %s: started segment %d in epoch %d", self.jid, txid, req.epoch)
 
     def journal(
@@ -351,9 +364,10 @@ class Journal:
             )
         if num_txns < 0:
             raise InvalidRequestError(f"num_txns must not be negative, got {num_txns}")
+        offsets: list[int] = []
         if num_txns:
             try:
-                validate_batch(records, first_txid, num_txns)
+                offsets = validate_batch(records, first_txid, num_txns)
             except EditLogError as e:
                 raise InvalidRequestError(
                     f"malformed batch for journal {self.jid!r}: {e}"
@@ -382,6 +396,7 @@ class Journal:
                 f"writing txids {first_txid}-{last_txid} to {writer.path} failed: "
                 f"{e.strerror or e}; the segment is closed until the writer starts a new one"
             ) from None
+        self.cache.store(records, first_txid, offsets, self._cur_layout)
         self._next_txid = last_txid + 1
         self.highest_written_txid = last_txid
         c = self.counters
@@ -548,6 +563,7 @@ class Journal:
             )
         self._apply_request(req)
         self._abort_cur_segment()
+        self.cache.clear()
         current = self._segment_info(start)
         synced: Path | None = None
         if current is None or current.end_txid != end:
@@ -585,6 +601,32 @@ class Journal:
             _describe(segment),
             req.epoch,
         )
+
+    def get_journaled_edits(self, since_txid: int, max_txns: int) -> pb.GetJournaledEditsResponse:
+        """Recent edits from memory; thread-safe, so callers need not use the journal thread."""
+        self._check_formatted()
+        if since_txid <= 0 or max_txns <= 0:
+            raise InvalidRequestError(
+                f"since_txid and max_txns must be positive, got {since_txid} and {max_txns}"
+            )
+        resp = pb.GetJournaledEditsResponse(highest_written_txid=self.highest_written_txid)
+        committed = self.committed_txid
+        if committed is not None:
+            resp.committed_txid = committed
+        c = self.counters
+        if since_txid > self.highest_written_txid:
+            c.rpc_empty_responses += 1
+            return resp
+        try:
+            count, data = self.cache.retrieve(since_txid, max_txns)
+        except CacheMissError:
+            c.rpc_cache_misses += 1
+            raise
+        resp.txn_count = count
+        resp.edit_log = data
+        c.txns_served_via_rpc += count
+        c.bytes_served_via_rpc += len(data)
+        return resp
 
     # -- status ------------------------------------------------------------------------------
     def status(self) -> pb.JournalStatus:

@@ -27,6 +27,10 @@ class JournalCollector(Collector):
             "batches_written_while_lagging": "Batches written behind the committed txid",
             "txns_written": "Transactions written (HDFS TxnsWritten)",
             "bytes_written": "Bytes of edits written (HDFS BytesWritten)",
+            "txns_served_via_rpc": "Txns served from the edits cache (HDFS TxnsServedViaRpc)",
+            "bytes_served_via_rpc": "Bytes served from the edits cache",
+            "rpc_empty_responses": "Cache reads with nothing new (HDFS RpcEmptyResponses)",
+            "rpc_cache_misses": "Cache reads older than the cache holds",
         }
         gauges = {
             "last_promised_epoch": "Highest epoch this node promised (HDFS LastPromisedEpoch)",

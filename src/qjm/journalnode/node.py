@@ -126,7 +126,13 @@ class JournalNode:
             loop = asyncio.get_running_loop()
             try:
                 journal = await loop.run_in_executor(
-                    executor, lambda: Journal(jid, JNStorage(root), faults=self.faults)
+                    executor,
+                    lambda: Journal(
+                        jid,
+                        JNStorage(root),
+                        faults=self.faults,
+                        cache_bytes=self.settings.edit_cache_size_bytes,
+                    ),
                 )
             except BaseException:
                 executor.shutdown(wait=False)
@@ -141,6 +147,10 @@ class JournalNode:
         opened = await self._get(jid, create)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(opened.executor, fn, opened.journal)
+
+    async def journal(self, jid: str) -> Journal:
+        """The open journal jid (opened if its storage exists); for thread-safe calls only."""
+        return (await self._get(jid, create=False)).journal
 
     async def is_formatted(self, jid: str) -> bool:
         """True when jid has formatted storage here; creates nothing."""

@@ -213,16 +213,20 @@ class JournalNodeService(pb_grpc.QJournalServiceServicer):
         return pb.Empty()
 
     async def GetJournaledEdits(self, request: pb.GetJournaledEditsRequest, context: Any) -> Any:
-        """Recent committed edits from memory (the reading issue fills this in)."""
-        return await _guard(
-            context,
-            _fail(
-                JournalError(
-                    "the journaled-edits cache is not enabled on this JournalNode; "
-                    "read finalized segments over HTTP"
+        """Recent edits from the node's memory cache, without queueing behind writes."""
+
+        async def call() -> pb.GetJournaledEditsResponse:
+            if not request.jid:
+                raise InvalidRequestError("request has no journal id")
+            journal = await self.node.journal(request.jid)
+            if not journal.cache.enabled:
+                raise JournalError(
+                    "the journaled-edits cache is disabled on this JournalNode "
+                    "(journalnode.edit_cache_size_bytes = 0); read segments over HTTP"
                 )
-            ),
-        )
+            return journal.get_journaled_edits(request.since_txid, request.max_txns)
+
+        return await _guard(context, call())
 
     async def GetJournalStatus(self, request: pb.JournalIdRequest, context: Any) -> Any:
         """One journal's status."""

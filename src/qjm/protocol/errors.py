@@ -53,6 +53,12 @@ class StorageError(JournalError):
     code = "STORAGE"
 
 
+class CacheMissError(JournalError):
+    """The edits asked for are no longer (or not yet) in the node's memory cache."""
+
+    code = "CACHE_MISS"
+
+
 ERROR_CLASSES: dict[str, type[JournalError]] = {
     cls.code: cls
     for cls in (
@@ -64,6 +70,7 @@ ERROR_CLASSES: dict[str, type[JournalError]] = {
         InvalidRequestError,
         SegmentStateError,
         StorageError,
+        CacheMissError,
     )
 }
 ERROR_METADATA_KEY = "qjm-error"

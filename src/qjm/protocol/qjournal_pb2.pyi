@@ -223,12 +223,16 @@ class GetJournaledEditsRequest(_message.Message):
     def __init__(self, jid: _Optional[str] = ..., since_txid: _Optional[int] = ..., max_txns: _Optional[int] = ...) -> None: ...
 
 class GetJournaledEditsResponse(_message.Message):
-    __slots__ = ("txn_count", "edit_log")
+    __slots__ = ("txn_count", "edit_log", "committed_txid", "highest_written_txid")
     TXN_COUNT_FIELD_NUMBER: _ClassVar[int]
     EDIT_LOG_FIELD_NUMBER: _ClassVar[int]
+    COMMITTED_TXID_FIELD_NUMBER: _ClassVar[int]
+    HIGHEST_WRITTEN_TXID_FIELD_NUMBER: _ClassVar[int]
     txn_count: int
     edit_log: bytes
-    def __init__(self, txn_count: _Optional[int] = ..., edit_log: _Optional[bytes] = ...) -> None: ...
+    committed_txid: int
+    highest_written_txid: int
+    def __init__(self, txn_count: _Optional[int] = ..., edit_log: _Optional[bytes] = ..., committed_txid: _Optional[int] = ..., highest_written_txid: _Optional[int] = ...) -> None: ...
 
 class JournalStatus(_message.Message):
     __slots__ = ("jid", "is_formatted", "ns_info", "last_promised_epoch", "last_writer_epoch", "committed_txid", "highest_written_txid", "current_segment_txid", "segments")
