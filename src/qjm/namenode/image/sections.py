@@ -202,7 +202,10 @@ def inode_from_proto(m: Any, strings: dict[int, str]) -> Inode:
             atime=f.accessTime,
             replication=f.replication,
             preferred_block_size=f.preferredBlockSize,
-            blocks=tuple(Block(b.blockId, b.numBytes, b.genStamp) for b in f.blocks),
+            blocks=tuple(
+                Block(signed64(b.blockId), signed64(b.numBytes), signed64(b.genStamp))
+                for b in f.blocks
+            ),
             client_name=f.fileUC.clientName if f.HasField("fileUC") else None,
             client_machine=f.fileUC.clientMachine if f.HasField("fileUC") else None,
             storage_policy_id=f.storagePolicyID,

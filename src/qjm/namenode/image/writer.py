@@ -107,7 +107,11 @@ def inode_proto(node: Inode, strings: _Strings) -> Any:
         f.preferredBlockSize = node.preferred_block_size
         f.permission = _perm(node, strings)
         for b in node.blocks:
-            f.blocks.add(blockId=b.block_id, genStamp=b.genstamp, numBytes=b.num_bytes)
+            f.blocks.add(
+                blockId=unsigned64(b.block_id),
+                genStamp=unsigned64(b.genstamp),
+                numBytes=unsigned64(b.num_bytes),
+            )
         if node.client_name is not None:
             f.fileUC.clientName = node.client_name
             f.fileUC.clientMachine = node.client_machine or ""
