@@ -59,7 +59,7 @@ class JNProcess:
     rpc: str
     http: str
     log: Path
-    extra: dict[str, str] = field(default_factory=dict)
+    extra: list[str] = field(default_factory=list)
 
     @property
     def pid(self) -> int:
@@ -74,7 +74,9 @@ class JNFactory:
         self.root = root
         self.running: list[JNProcess] = []
 
-    def start(self, name: str, rpc: str = "127.0.0.1:0", http: str = "127.0.0.1:0") -> JNProcess:
+    def start(
+        self, name: str, rpc: str = "127.0.0.1:0", http: str = "127.0.0.1:0", *extra: str
+    ) -> JNProcess:
         """Start (or restart on the same ports) the JournalNode called name."""
         edits = self.root / name
         log = self.root / "logs" / f"{name}.log"
@@ -88,12 +90,13 @@ class JNFactory:
                 rpc,
                 "--http-address",
                 http,
+                *extra,
             ],
             log,
             self.root / "run" / f"{name}.ready",
         )
         info = wait_ready([daemon])[name]
-        jn = JNProcess(name, edits, daemon, info["rpc"], info["http"], log)
+        jn = JNProcess(name, edits, daemon, info["rpc"], info["http"], log, list(extra))
         self.running.append(jn)
         return jn
 
@@ -106,7 +109,7 @@ class JNFactory:
     def restart(self, jn: JNProcess) -> JNProcess:
         """Stop and start again on the same ports and storage."""
         self.stop(jn)
-        return self.start(jn.name, jn.rpc, jn.http)
+        return self.start(jn.name, jn.rpc, jn.http, *jn.extra)
 
     def close(self) -> None:
         """Stop everything still running."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 from qjm.config import (
@@ -30,6 +31,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--edits-dir", help="absolute directory for journal storage")
     p.add_argument("--rpc-address", default=f"0.0.0.0:{JN_RPC_PORT}", help="host:port for RPC")
     p.add_argument("--http-address", default=f"0.0.0.0:{JN_HTTP_PORT}", help="host:port for HTTP")
+    p.add_argument("--peers", help="comma-separated RPC addresses of the other JournalNodes")
+    p.add_argument("--sync-interval-ms", type=int, help="how often to sync from peers")
     p.add_argument("--ready-file", help="write {pid, rpc, http} JSON here once serving")
     p.add_argument("--log-level", default="INFO")
     p.set_defaults(func=run)
@@ -39,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     """Start the JournalNode and serve until SIGTERM."""
     setup_logging(f"journalnode{'-' + args.name if args.name else ''}", args.log_level)
     settings = JournalNodeSettings()
+    peers: list[str] = []
     if args.config:
         if not args.name:
             raise ConfigError("--config needs --name to pick the JournalNode to run")
@@ -46,15 +50,25 @@ def run(args: argparse.Namespace) -> int:
         jn = cfg.journalnode_named(args.name)
         edits_dir, rpc, http = jn.edits_dir, jn.rpc_address, jn.http_address
         settings = cfg.journalnode
+        peers = [o.rpc_address for o in cfg.journalnodes.values() if o.name != jn.name]
     else:
         if not args.edits_dir:
             raise ConfigError("give --edits-dir (or --config with --name)")
         edits_dir, rpc, http = args.edits_dir, args.rpc_address, args.http_address
+    if args.peers:
+        peers = [p for p in args.peers.split(",") if p]
+        for p in peers:
+            parse_address(p, "--peers")
+    if args.sync_interval_ms is not None:
+        if args.sync_interval_ms <= 0:
+            raise ConfigError(f"--sync-interval-ms must be positive, got {args.sync_interval_ms}")
+        settings = replace(settings, sync_interval_ms=args.sync_interval_ms)
     node = JournalNode(
         edits_dir,
         parse_address(rpc, "--rpc-address", JN_RPC_PORT),
         parse_address(http, "--http-address", JN_HTTP_PORT),
         settings,
+        peers=peers,
     )
     ready = Path(args.ready_file) if args.ready_file else None
     asyncio.run(serve_forever(node, ready))

@@ -81,6 +81,8 @@ class JournalCounters:
     bytes_served_via_rpc: int = 0
     rpc_empty_responses: int = 0
     rpc_cache_misses: int = 0
+    segments_synced: int = 0
+    last_sync_timestamp: float = 0.0
     observe_sync: Callable[[float], None] = lambda seconds: None  # set by the metrics
 
 
@@ -504,7 +506,11 @@ class Journal:
             if seg.end is not None:
                 if seg.end >= since_txid:
                     out.append(SegmentInfo(seg.start, seg.end, False))
-            elif in_progress_ok and self._is_latest_inprogress(seg, segments):
+            elif (
+                in_progress_ok
+                and self._is_latest_inprogress(seg, segments)
+                and not any(o.start == seg.start and o.end is not None for o in segments)
+            ):
                 if seg.start == self.cur_segment_txid:
                     end = self._next_txid - 1
                 else:
@@ -627,6 +633,53 @@ class Journal:
         c.txns_served_via_rpc += count
         c.bytes_served_via_rpc += len(data)
         return resp
+
+    # -- syncer ------------------------------------------------------------------------------
+    def restore_version(self, ns: NsInfo, promised_epoch: int) -> bool:
+        """Re-create a lost VERSION from a peer's namespace; False if already formatted."""
+        if self.ns_info is not None:
+            return False
+        self.storage.write_version(ns)
+        if promised_epoch > self.storage.read_long(LAST_PROMISED_EPOCH, 0):
+            self.storage.write_long(LAST_PROMISED_EPOCH, promised_epoch)
+        self._load()
+        log.warning(
+            "journal %s: re-created VERSION from a peer (%s), promised epoch %d",
+            self.jid,
+            ns.describe(),
+            self.last_promised_epoch,
+        )
+        return True
+
+    def missing_segments(
+        self, peer_segments: list[tuple[int, int]], peer_committed: int | None
+    ) -> list[tuple[int, int]]:
+        """Finalized (start, end) ranges a peer has that this node lacks and may take."""
+        self._check_formatted()
+        bound = max(self.committed_txid or 0, peer_committed or 0)
+        local = [(s.start, s.end) for s in self.storage.segments() if s.end is not None]
+        out = []
+        for start, end in peer_segments:
+            overlaps = any(not (end < a or start > b) for a, b in local)
+            if not overlaps and end <= bound and start != self.cur_segment_txid:
+                out.append((start, end))
+        return out
+
+    def install_synced_segment(self, tmp: Path, start: int, end: int) -> bool:
+        """Move a downloaded, checked segment into current/; False if no longer missing."""
+        self._check_formatted()
+        for seg in self.storage.segments():
+            if seg.end is not None and not (end < seg.start or start > seg.end):
+                tmp.unlink(missing_ok=True)
+                return False
+        final = self.storage.current / finalized_name(start, end)
+        os.replace(tmp, final)
+        fsync_dir(final.parent)
+        self.highest_written_txid = max(self.highest_written_txid, end)
+        self.counters.segments_synced += 1
+        self.counters.last_sync_timestamp = time.time()
+        log.info("journal %s: synced segment %s from a peer", self.jid, final.name)
+        return True
 
     # -- status ------------------------------------------------------------------------------
     def status(self) -> pb.JournalStatus:

@@ -17,8 +17,13 @@ SYNC_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05,
 class JournalCollector(Collector):
     """Reads counters and state of every open journal at scrape time."""
 
-    def __init__(self, journals: Callable[[], Iterable[Journal]]) -> None:
+    def __init__(
+        self,
+        journals: Callable[[], Iterable[Journal]],
+        syncer_running: Callable[[], bool] = lambda: False,
+    ) -> None:
         self._journals = journals
+        self._syncer_running = syncer_running
 
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
         """Yield one family per metric, one sample per journal id."""
@@ -31,6 +36,7 @@ class JournalCollector(Collector):
             "bytes_served_via_rpc": "Bytes served from the edits cache",
             "rpc_empty_responses": "Cache reads with nothing new (HDFS RpcEmptyResponses)",
             "rpc_cache_misses": "Cache reads older than the cache holds",
+            "segments_synced": "Finalized segments fetched from peers (HDFS NumEditLogsSynced)",
         }
         gauges = {
             "last_promised_epoch": "Highest epoch this node promised (HDFS LastPromisedEpoch)",
@@ -39,6 +45,7 @@ class JournalCollector(Collector):
             "committed_txid": "Highest txid the writer reported committed by a quorum",
             "current_lag_txns": "Committed txns this node has not written (HDFS CurrentLagTxns)",
             "last_journal_timestamp_seconds": "Unix time of the last batch written",
+            "last_sync_timestamp_seconds": "Unix time a segment was last fetched from a peer",
         }
         cfam = {
             k: CounterMetricFamily(f"qjm_journal_{k}", h, labels=["jid"])
@@ -60,6 +67,7 @@ class JournalCollector(Collector):
                 "committed_txid": committed,
                 "current_lag_txns": max(committed - j.highest_written_txid, 0),
                 "last_journal_timestamp_seconds": c.last_journal_timestamp,
+                "last_sync_timestamp_seconds": c.last_sync_timestamp,
             }
             for k, v in values.items():
                 gfam[k].add_metric([j.jid], v)
@@ -68,6 +76,11 @@ class JournalCollector(Collector):
         n = GaugeMetricFamily("qjm_journalnode_journals", "Journals open on this node")
         n.add_metric([], len(journals))
         yield n
+        running = GaugeMetricFamily(
+            "qjm_journalnode_syncer_running", "1 while the segment syncer runs"
+        )
+        running.add_metric([], 1 if self._syncer_running() else 0)
+        yield running
         info = GaugeMetricFamily("qjm_journalnode_info", "Version of this node", labels=["version"])
         info.add_metric([__version__], 1)
         yield info
@@ -76,9 +89,13 @@ class JournalCollector(Collector):
 class JournalNodeMetrics:
     """The registry of one JournalNode process."""
 
-    def __init__(self, journals: Callable[[], Iterable[Journal]]) -> None:
+    def __init__(
+        self,
+        journals: Callable[[], Iterable[Journal]],
+        syncer_running: Callable[[], bool] = lambda: False,
+    ) -> None:
         self.registry = CollectorRegistry()
-        self.registry.register(JournalCollector(journals))
+        self.registry.register(JournalCollector(journals, syncer_running))
         self.sync_seconds = Histogram(
             "qjm_journal_sync_seconds",
             "Latency of fsync after a batch (HDFS Syncs...LatencyMicros)",

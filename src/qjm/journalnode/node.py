@@ -24,6 +24,7 @@ from qjm.errors import QjmError
 from qjm.journalnode.journal import FaultInjector, Journal
 from qjm.journalnode.metrics import JournalNodeMetrics
 from qjm.journalnode.storage import JNStorage, check_journal_id
+from qjm.journalnode.syncer import JournalSyncer
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import JournalNotFormattedError, StorageError
 
@@ -88,6 +89,7 @@ class JournalNode:
         http_address: tuple[str, int],
         settings: JournalNodeSettings | None = None,
         faults: FaultInjector | None = None,
+        peers: list[str] | None = None,
     ) -> None:
         self.edits_dir = Path(edits_dir)
         self.rpc_host, self.rpc_port = rpc_address
@@ -96,11 +98,17 @@ class JournalNode:
         self.faults = faults
         self._journals: dict[str, _Open] = {}
         self._open_lock = asyncio.Lock()
-        self.metrics = JournalNodeMetrics(self.journals)
+        self.metrics = JournalNodeMetrics(
+            self.journals, lambda: self.syncer is not None and self.syncer.running
+        )
         self._lock_fd = -1
         self._grpc: grpc.aio.Server | None = None
         self._http: web.AppRunner | None = None
         self.stopped = asyncio.Event()
+        self.peers = list(peers or [])
+        self.syncer: JournalSyncer | None = None
+        self._sync_stop = asyncio.Event()
+        self._sync_task: asyncio.Task[None] | None = None
 
     # -- journals ------------------------------------------------------------------------------
     def journals(self) -> list[Journal]:
@@ -245,6 +253,9 @@ class JournalNode:
         except BaseException:
             await self.stop()
             raise
+        if self.settings.sync_enabled and self.peers:
+            self.syncer = JournalSyncer(self, self.peers, self.settings.sync_interval_ms / 1000)
+            self._sync_task = asyncio.create_task(self.syncer.run(self._sync_stop))
         log.info(
             "JournalNode started: rpc=%s http=%s edits_dir=%s journals=%s",
             format_address(self.rpc_host, self.rpc_port),
@@ -255,6 +266,10 @@ class JournalNode:
 
     async def stop(self) -> None:
         """Stop serving, close every journal, release the locks."""
+        if self._sync_task is not None:
+            self._sync_stop.set()
+            await self._sync_task
+            self._sync_task = None
         if self._grpc is not None:
             await self._grpc.stop(grace=1.0)
             self._grpc = None

@@ -1,0 +1,113 @@
+"""JournalNodeSyncer with real processes: deleted segments and a wiped node come back."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from conftest import JNFactory, JNProcess
+from qjm.editlog.segments import finalized_name
+from test_journalnode_server import JID, RawWriter, http_get
+
+SYNC_MS = "150"
+DEADLINE = 20.0
+
+
+def wait_until(what: str, check: Callable[[], bool], timeout: float = DEADLINE) -> None:
+    """Poll check until it holds; fail naming what did not happen."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:.0f}s: {what}")
+        time.sleep(0.02)
+
+
+def seg_path(jn: JNProcess, start: int, end: int) -> Path:
+    """A finalized segment file of jn."""
+    return jn.edits_dir / JID / "current" / finalized_name(start, end)
+
+
+def start_synced_trio(jn_factory: JNFactory) -> list[JNProcess]:
+    """Three JournalNodes that know each other as peers."""
+    first = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
+    rpcs = [jn.rpc for jn in first]
+    out = []
+    for jn in first:
+        jn_factory.stop(jn)
+    for i, jn in enumerate(first):
+        peers = ",".join(r for k, r in enumerate(rpcs) if k != i)
+        out.append(
+            jn_factory.start(
+                jn.name, jn.rpc, jn.http, "--peers", peers, "--sync-interval-ms", SYNC_MS
+            )
+        )
+    return out
+
+
+async def write_segments(jns: list[JNProcess], segments: list[tuple[int, int]]) -> None:
+    """Format the trio and write finalized segments on all, then open one more."""
+    writers = [RawWriter(jn, epoch=1) for jn in jns]
+    try:
+        for w in writers:
+            await w.format()
+            await w.new_epoch()
+        for start, end in segments:
+            for w in writers:
+                await w.start(start)
+                await w.write(start, start, end - start + 1, committed=start - 1)
+                await w.finalize(start, end)
+        nxt = segments[-1][1] + 1
+        for w in writers:
+            await w.start(nxt)
+            await w.write(nxt, nxt, 1, committed=nxt - 1)
+    finally:
+        for w in writers:
+            await w.close()
+
+
+SEGMENTS = [(1, 3), (4, 6), (7, 9), (10, 12)]
+
+
+async def test_deleted_segments_come_back(jn_factory: JNFactory) -> None:
+    jn1, jn2, jn3 = jns = start_synced_trio(jn_factory)
+    await write_segments(jns, SEGMENTS)
+    original = seg_path(jn3, 4, 6).read_bytes()
+    # one segment on one node
+    seg_path(jn1, 4, 6).unlink()
+    wait_until("4-6 back on jn1", lambda: seg_path(jn1, 4, 6).exists())
+    assert seg_path(jn1, 4, 6).read_bytes() == original
+    # several non-adjacent segments, and the same segment on two nodes
+    for path in (seg_path(jn1, 1, 3), seg_path(jn1, 7, 9), seg_path(jn2, 7, 9)):
+        path.unlink()
+    wait_until(
+        "1-3 and 7-9 back on jn1 and 7-9 on jn2",
+        lambda: all(
+            p.exists() for p in (seg_path(jn1, 1, 3), seg_path(jn1, 7, 9), seg_path(jn2, 7, 9))
+        ),
+    )
+    assert seg_path(jn2, 7, 9).read_bytes() == seg_path(jn3, 7, 9).read_bytes()
+    status, body = http_get(f"http://{jn1.http}/metrics")
+    text = body.decode()
+    assert status == 200
+    assert f'qjm_journal_segments_synced_total{{jid="{JID}"}} 3.0' in text
+    assert "qjm_journalnode_syncer_running 1.0" in text
+    assert not list((jn1.edits_dir / JID / "edits.sync").iterdir())  # staging is emptied
+
+
+async def test_a_wiped_node_recreates_its_version_and_catches_up(jn_factory: JNFactory) -> None:
+    jn1, _, jn3 = jns = start_synced_trio(jn_factory)
+    await write_segments(jns, SEGMENTS)
+    jn_factory.stop(jn3)
+    shutil.rmtree(jn3.edits_dir / JID)
+    jn3 = jn_factory.start(jn3.name, jn3.rpc, jn3.http, *jn3.extra)
+    wait_until(
+        "every finalized segment back on the wiped jn3",
+        lambda: all(seg_path(jn3, s, e).exists() for s, e in SEGMENTS),
+    )
+    version = (jn3.edits_dir / JID / "current" / "VERSION").read_text()
+    assert "namespaceID=4242" in version and "clusterID=CID-server-test" in version
+    assert (jn3.edits_dir / JID / "current" / "last-promised-epoch").read_text().strip() == "1"
+    for s, e in SEGMENTS:
+        assert seg_path(jn3, s, e).read_bytes() == seg_path(jn1, s, e).read_bytes()
