@@ -564,30 +564,31 @@ def test_accept_recovery_refuses_to_replace_a_finalized_segment(journal: Journal
         )
 
 
-def test_crash_after_persisting_paxos_data_rolls_forward(tmp_path: Path) -> None:
+class Crash(Exception):
+    """A simulated process crash at a fault point."""
+
+
+def crash() -> None:
+    """Fault hook that crashes."""
+    raise Crash
+
+
+def crash_during_accept(
+    tmp_path: Path, faults: FaultInjector
+) -> tuple[pb.PrepareRecoveryResponse, int | None]:
+    """Log 1-2, crash while accepting 1-4 in epoch 2, reopen and prepare in epoch 3."""
     source = tmp_path / "source"
     source.write_bytes(HEADER + txns(1, 4))
-
-    class Crash(Exception):
-        pass
-
-    def crash() -> None:
-        raise Crash
-
-    j = open_journal(
-        tmp_path, fetch=copy_fetch(source), faults=FaultInjector(after_persist_paxos_data=crash)
-    )
+    j = open_journal(tmp_path, fetch=copy_fetch(source), faults=faults)
     j.format(NS, force=False)
     j.new_epoch(NS, 1)
     w = Writer(1)
     j.start_log_segment(w.req(), 1, -64)
     write(j, w, 1, 1, 2)
     j.new_epoch(NS, 2)
-    w2 = Writer(2)
-    j.prepare_recovery(w2.req(), 1)
     with pytest.raises(Crash):
         j.accept_recovery(
-            w2.req(), pb.SegmentState(start_txid=1, end_txid=4, is_in_progress=True), "u"
+            Writer(2).req(), pb.SegmentState(start_txid=1, end_txid=4, is_in_progress=True), "u"
         )
     j.close()
     assert scan_file(tmp_path / "test" / "current" / inprogress_name(1)).last_txid == 2
@@ -595,42 +596,18 @@ def test_crash_after_persisting_paxos_data_rolls_forward(tmp_path: Path) -> None
     try:
         j.new_epoch(NS, 3)
         prep = j.prepare_recovery(Writer(3).req(), 1)
-        assert (prep.accepted_in_epoch, prep.segment_state.end_txid) == (2, 4)
-        assert scan_file(current(j) / inprogress_name(1)).last_txid == 4
+        return prep, scan_file(current(j) / inprogress_name(1)).last_txid
     finally:
         j.close()
+
+
+def test_crash_after_persisting_paxos_data_rolls_forward(tmp_path: Path) -> None:
+    prep, on_disk = crash_during_accept(tmp_path, FaultInjector(after_persist_paxos_data=crash))
+    assert (prep.accepted_in_epoch, prep.segment_state.end_txid) == (2, 4)
+    assert on_disk == 4  # prepare rolled the downloaded file forward
 
 
 def test_crash_before_persisting_paxos_data_leaves_the_old_log(tmp_path: Path) -> None:
-    source = tmp_path / "source"
-    source.write_bytes(HEADER + txns(1, 4))
-
-    class Crash(Exception):
-        pass
-
-    def crash() -> None:
-        raise Crash
-
-    j = open_journal(
-        tmp_path, fetch=copy_fetch(source), faults=FaultInjector(before_persist_paxos_data=crash)
-    )
-    j.format(NS, force=False)
-    j.new_epoch(NS, 1)
-    w = Writer(1)
-    j.start_log_segment(w.req(), 1, -64)
-    write(j, w, 1, 1, 2)
-    j.new_epoch(NS, 2)
-    w2 = Writer(2)
-    with pytest.raises(Crash):
-        j.accept_recovery(
-            w2.req(), pb.SegmentState(start_txid=1, end_txid=4, is_in_progress=True), "u"
-        )
-    j.close()
-    j = open_journal(tmp_path)
-    try:
-        j.new_epoch(NS, 3)
-        prep = j.prepare_recovery(Writer(3).req(), 1)
-        assert not prep.HasField("accepted_in_epoch")
-        assert prep.segment_state.end_txid == 2
-    finally:
-        j.close()
+    prep, on_disk = crash_during_accept(tmp_path, FaultInjector(before_persist_paxos_data=crash))
+    assert not prep.HasField("accepted_in_epoch")
+    assert prep.segment_state.end_txid == 2 and on_disk == 2

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import errno
-import fcntl
 import logging
 import os
 import signal
@@ -23,7 +21,7 @@ from qjm.config import JournalNodeSettings, format_address
 from qjm.errors import QjmError
 from qjm.journalnode.journal import FaultInjector, Journal
 from qjm.journalnode.metrics import JournalNodeMetrics
-from qjm.journalnode.storage import JNStorage, check_journal_id
+from qjm.journalnode.storage import JNStorage, check_journal_id, lock_file
 from qjm.journalnode.syncer import JournalSyncer
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import JournalNotFormattedError, StorageError
@@ -195,21 +193,13 @@ class JournalNode:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def _lock_node(self) -> None:
-        path = self.edits_dir / NODE_LOCK
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise StartupError(
-                    f"edits dir {self.edits_dir} is in use by another JournalNode (pid {holder})"
-                ) from None
-            raise StartupError(f"cannot lock {path}: {e.strerror}") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._lock_fd = fd
+            self._lock_fd = lock_file(
+                self.edits_dir / NODE_LOCK,
+                f"edits dir {self.edits_dir} is in use by another JournalNode",
+            )
+        except StorageError as e:
+            raise StartupError(str(e)) from None
 
     async def start(self) -> None:
         """Check storage, open the existing journals, start both servers."""

@@ -41,6 +41,26 @@ def check_journal_id(jid: str) -> str:
     return jid
 
 
+class LockHeld(StorageError):
+    """Another process holds a lock file."""
+
+
+def lock_file(path: Path, busy_message: str) -> int:
+    """Hold an exclusive flock on path (recording our pid); raise naming the holder's pid."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise LockHeld(f"{busy_message} (pid {holder})") from None
+        raise StorageError(f"cannot lock {path}: {e.strerror}") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Replace a file's contents durably: temp + fsync + rename + fsync(dir)."""
     tmp = path.with_name(path.name + ".tmp")
@@ -107,22 +127,10 @@ class JNStorage:
     def lock(self) -> None:
         """Take the exclusive storage lock, or raise naming the holder."""
         self.root.mkdir(parents=True, exist_ok=True)
-        path = self.root / LOCK_FILE
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-            os.close(fd)
-            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-                raise StorageError(
-                    f"cannot lock storage {self.root}: it is in use by another process "
-                    f"(pid {holder})"
-                ) from None
-            raise StorageError(f"cannot lock storage {self.root}: {e.strerror}") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._lock_fd = fd
+        self._lock_fd = lock_file(
+            self.root / LOCK_FILE,
+            f"cannot lock storage {self.root}: it is in use by another process",
+        )
 
     def unlock(self) -> None:
         """Release the storage lock."""
