@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from ports import free_address
 from qjm.cluster.process import Daemon, spawn, stop_pid, wait_ready
 
 REPO = Path(__file__).resolve().parents[1]
@@ -75,9 +76,11 @@ class JNFactory:
         self.running: list[JNProcess] = []
 
     def start(
-        self, name: str, rpc: str = "127.0.0.1:0", http: str = "127.0.0.1:0", *extra: str
+        self, name: str, rpc: str | None = None, http: str | None = None, *extra: str
     ) -> JNProcess:
         """Start (or restart on the same ports) the JournalNode called name."""
+        rpc = rpc or free_address()
+        http = http or free_address()
         edits = self.root / name
         log = self.root / "logs" / f"{name}.log"
         daemon = spawn(

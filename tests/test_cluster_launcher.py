@@ -6,29 +6,9 @@ import socket
 from pathlib import Path
 
 from conftest import read_json, run_qjm
+from ports import free_port_block
 from qjm.cluster.process import pid_alive
 from qjm.config import load_config
-
-
-def free_port_block(n: int) -> int:
-    """A base port with n free ports above it (checked, not reserved)."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base = s.getsockname()[1]
-        if base + n > 65535:
-            continue
-        ok = True
-        for p in range(base, base + n):
-            with socket.socket() as s:
-                try:
-                    s.bind(("127.0.0.1", p))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
-    raise AssertionError("no block of free ports found")
 
 
 def test_cluster_up_status_down(tmp_path: Path) -> None:

@@ -1,0 +1,48 @@
+"""Loopback ports for test servers, taken below the kernel's ephemeral range.
+
+A server restarted on its old port must find it free. Ports from the ephemeral range
+(where port 0 and outgoing connections draw from) can be taken in between by any client
+socket, so test servers get ports from a range the kernel never hands out by itself.
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+
+LOW, HIGH = 20000, 32000  # below /proc/sys/net/ipv4/ip_local_port_range (32768-60999)
+_given: set[int] = set()
+_rng = random.Random()
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port_block(n: int = 1) -> int:
+    """The first of n consecutive free ports not handed out before in this run."""
+    for _ in range(1000):
+        base = _rng.randrange(LOW, HIGH - n)
+        block = range(base, base + n)
+        if any(p in _given for p in block):
+            continue
+        if all(_bindable(p) for p in block):
+            _given.update(block)
+            return base
+    raise RuntimeError(f"no {n} consecutive free ports in {LOW}-{HIGH}")
+
+
+def free_port() -> int:
+    """One free port not handed out before in this run."""
+    return free_port_block(1)
+
+
+def free_address() -> str:
+    """127.0.0.1:<free port>."""
+    return f"127.0.0.1:{free_port()}"
