@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import urllib.error
 import urllib.request
@@ -470,3 +471,32 @@ async def test_get_journaled_edits_over_rpc(jn_factory: JNFactory) -> None:
             )
     finally:
         await client.close()
+
+
+async def test_get_journaled_edits_long_poll_waits_for_committed_edits(
+    jn_factory: JNFactory,
+) -> None:
+    jn = jn_factory.start("jn1")
+    w = RawWriter(jn, epoch=1)
+    reader = JournalNodeClient(jn.rpc)
+    try:
+        await w.format()
+        await w.new_epoch()
+        await w.start(1)
+        await w.write(1, 1, 8, committed=0)
+        poll = asyncio.ensure_future(
+            reader.call(
+                "GetJournaledEdits",
+                pb.GetJournaledEditsRequest(jid=JID, since_txid=9, max_txns=100, wait_ms=20_000),
+                30,
+            )
+        )
+        await w.write(1, 9, 2, committed=8)  # written, but not yet reported committed
+        assert not poll.done()
+        await w.call("Heartbeat", pb.HeartbeatRequest(req=w.req(committed=10)))
+        resp = await asyncio.wait_for(poll, 10)  # well before the 20 s long poll ends
+        assert resp.txn_count == 2 and resp.committed_txid == 10
+        assert resp.edit_log == HEADER + txns(9, 2)
+    finally:
+        await w.close()
+        await reader.close()

@@ -137,6 +137,8 @@ class Journal:
         self._cur_layout = LAYOUT_VERSION
         self._committed_fd = -1
         self.cache = JournaledEditsCache(cache_bytes)
+        # Called on the journal thread after new edits or a new committed txid (long polls).
+        self.on_progress: Callable[[], None] = lambda: None
         storage.lock()
         try:
             self._load()
@@ -228,6 +230,7 @@ class Journal:
         self.current_epoch_ipc_serial = req.ipc_serial
         if req.HasField("committed_txid") and req.committed_txid != self.committed_txid:
             self._set_committed_txid(req.committed_txid)
+            self.on_progress()
 
     def _check_writer_epoch(self, req: pb.RequestInfo) -> None:
         if req.epoch != self.last_writer_epoch:
@@ -408,6 +411,7 @@ class Journal:
         c.last_journal_timestamp = time.time()
         if lagging:
             c.batches_written_while_lagging += 1
+        self.on_progress()
 
     def heartbeat(self, req: pb.RequestInfo) -> None:
         """Check and record a request that carries no edits."""

@@ -63,6 +63,22 @@ def check_edits_dir(path: str | Path) -> Path:
     return p
 
 
+class Progress:
+    """Wakes long polls of one journal when it has new edits or a new committed txid."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+
+    def current(self) -> asyncio.Event:
+        """The event the next notify sets; take it before checking the condition."""
+        return self._event
+
+    def notify(self) -> None:
+        """Wake every waiter and arm a fresh event."""
+        self._event.set()
+        self._event = asyncio.Event()
+
+
 def _check_bindable(host: str, port: int, what: str) -> None:
     """Fail with one clear line when host:port cannot be listened on."""
     if port == 0:
@@ -95,6 +111,7 @@ class JournalNode:
         self.settings = settings or JournalNodeSettings()
         self.faults = faults
         self._journals: dict[str, _Open] = {}
+        self.progress: dict[str, Progress] = {}
         self._open_lock = asyncio.Lock()
         self.metrics = JournalNodeMetrics(
             self.journals, lambda: self.syncer is not None and self.syncer.running
@@ -144,6 +161,13 @@ class JournalNode:
                 executor.shutdown(wait=False)
                 raise
             self.metrics.attach(journal)
+            progress = Progress()
+
+            def wake(progress: Progress = progress) -> None:
+                loop.call_soon_threadsafe(progress.notify)
+
+            journal.on_progress = wake
+            self.progress[jid] = progress
             opened = _Open(journal, executor)
             self._journals[jid] = opened
             return opened

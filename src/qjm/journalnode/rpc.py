@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -25,6 +28,7 @@ if TYPE_CHECKING:
     from qjm.journalnode.node import JournalNode
 
 log = logging.getLogger("qjm.journalnode.rpc")
+MAX_LONG_POLL_MS = 30_000
 T = TypeVar("T")
 
 _STATUS = {
@@ -224,7 +228,22 @@ class JournalNodeService(pb_grpc.QJournalServiceServicer):
                     "the journaled-edits cache is disabled on this JournalNode "
                     "(journalnode.edit_cache_size_bytes = 0); read segments over HTTP"
                 )
-            return journal.get_journaled_edits(request.since_txid, request.max_txns)
+            wait_s = min(max(request.wait_ms, 0), MAX_LONG_POLL_MS) / 1000
+            deadline = time.monotonic() + wait_s
+            progress = self.node.progress[request.jid]
+            while True:
+                woken = progress.current()
+                resp = journal.get_journaled_edits(request.since_txid, request.max_txns)
+                visible = (
+                    resp.txn_count > 0
+                    and resp.HasField("committed_txid")
+                    and resp.committed_txid >= request.since_txid
+                )
+                left = deadline - time.monotonic()
+                if visible or left <= 0:
+                    return resp
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woken.wait(), left)
 
         return await _guard(context, call())
 

@@ -213,14 +213,16 @@ class AcceptRecoveryRequest(_message.Message):
     def __init__(self, req: _Optional[_Union[RequestInfo, _Mapping]] = ..., state_to_accept: _Optional[_Union[SegmentState, _Mapping]] = ..., from_url: _Optional[str] = ...) -> None: ...
 
 class GetJournaledEditsRequest(_message.Message):
-    __slots__ = ("jid", "since_txid", "max_txns")
+    __slots__ = ("jid", "since_txid", "max_txns", "wait_ms")
     JID_FIELD_NUMBER: _ClassVar[int]
     SINCE_TXID_FIELD_NUMBER: _ClassVar[int]
     MAX_TXNS_FIELD_NUMBER: _ClassVar[int]
+    WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     jid: str
     since_txid: int
     max_txns: int
-    def __init__(self, jid: _Optional[str] = ..., since_txid: _Optional[int] = ..., max_txns: _Optional[int] = ...) -> None: ...
+    wait_ms: int
+    def __init__(self, jid: _Optional[str] = ..., since_txid: _Optional[int] = ..., max_txns: _Optional[int] = ..., wait_ms: _Optional[int] = ...) -> None: ...
 
 class GetJournaledEditsResponse(_message.Message):
     __slots__ = ("txn_count", "edit_log", "committed_txid", "highest_written_txid")
