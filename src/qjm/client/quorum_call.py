@@ -44,8 +44,12 @@ def majority_of(n: int) -> int:
     return n // 2 + 1
 
 
-def _short(e: BaseException) -> str:
-    text = str(e) or type(e).__name__
+def _short(key: object, e: BaseException) -> str:
+    """An error on one line, without the node address the caller already shows."""
+    text = " ".join((str(e) or type(e).__name__).split())
+    prefix = f"{key}: "
+    if text.startswith(prefix):
+        text = text[len(prefix) :]
     return text if isinstance(e, QjmError) else f"{type(e).__name__}: {text}"
 
 
@@ -87,7 +91,7 @@ class QuorumCall(Generic[K, T]):
             if key in self.successes:
                 parts.append(f"{key}: ok")
             elif key in self.errors:
-                parts.append(f"{key}: {_short(self.errors[key])}")
+                parts.append(f"{key}: {_short(key, self.errors[key])}")
             else:
                 parts.append(f"{key}: no answer yet")
         return "; ".join(parts)

@@ -1,0 +1,143 @@
+"""The channels to every JournalNode of a journal, called together as quorum calls."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from qjm.client.logger_channel import ChannelMetrics, IPCLoggerChannel
+from qjm.client.quorum_call import QuorumCall, majority_of
+from qjm.protocol import qjournal_pb2 as pb
+
+T = TypeVar("T")
+
+
+class AsyncLoggerSet:
+    """Fans each call out to all channels and waits for a majority (HDFS's AsyncLoggerSet)."""
+
+    def __init__(self, channels: Sequence[IPCLoggerChannel]) -> None:
+        if not channels:
+            raise ValueError("a logger set needs at least one JournalNode")
+        self.channels = list(channels)
+        self.epoch: int | None = None
+
+    def __str__(self) -> str:
+        return "[" + ", ".join(ch.address for ch in self.channels) + "]"
+
+    @property
+    def majority(self) -> int:
+        """How many nodes make a quorum."""
+        return majority_of(len(self.channels))
+
+    def set_epoch(self, epoch: int) -> None:
+        """Use this epoch on every later call of every channel."""
+        self.epoch = epoch
+        for ch in self.channels:
+            ch.epoch = epoch
+
+    def set_committed_txid(self, txid: int) -> None:
+        """Piggyback a quorum-acknowledged txid on every later request."""
+        for ch in self.channels:
+            ch.set_committed_txid(txid)
+
+    def _call(
+        self, operation: str, fn: Callable[[IPCLoggerChannel], asyncio.Future[T]]
+    ) -> QuorumCall[IPCLoggerChannel, T]:
+        return QuorumCall(operation, {ch: fn(ch) for ch in self.channels})
+
+    async def wait_for_write_quorum(
+        self, call: QuorumCall[IPCLoggerChannel, T], wait_s: float
+    ) -> dict[IPCLoggerChannel, T]:
+        """The answers once a majority succeeded; raise once a majority cannot."""
+        return await call.wait_for_quorum(wait_s)
+
+    # -- fan-outs ------------------------------------------------------------------------------
+    def is_formatted(self) -> QuorumCall[IPCLoggerChannel, bool]:
+        """is_formatted on every node."""
+        return self._call("isFormatted()", lambda ch: ch.is_formatted())
+
+    def format(self, ns_info: pb.NamespaceInfo, force: bool) -> QuorumCall[IPCLoggerChannel, None]:
+        """format on every node."""
+        return self._call("format()", lambda ch: ch.format(ns_info, force))
+
+    def get_journal_status(self) -> QuorumCall[IPCLoggerChannel, pb.JournalStatus]:
+        """get_journal_status on every node."""
+        return self._call("getJournalStatus()", lambda ch: ch.get_journal_status())
+
+    def get_journal_state(self) -> QuorumCall[IPCLoggerChannel, pb.GetJournalStateResponse]:
+        """get_journal_state on every node."""
+        return self._call("getJournalState()", lambda ch: ch.get_journal_state())
+
+    def new_epoch(
+        self, ns_info: pb.NamespaceInfo, epoch: int
+    ) -> QuorumCall[IPCLoggerChannel, pb.NewEpochResponse]:
+        """new_epoch on every node."""
+        return self._call(f"newEpoch({epoch})", lambda ch: ch.new_epoch(ns_info, epoch))
+
+    def start_log_segment(
+        self, txid: int, layout_version: int
+    ) -> QuorumCall[IPCLoggerChannel, None]:
+        """start_log_segment on every node."""
+        return self._call(
+            f"startLogSegment({txid})", lambda ch: ch.start_log_segment(txid, layout_version)
+        )
+
+    def send_edits(
+        self, segment_txid: int, first_txid: int, num_txns: int, records: bytes
+    ) -> QuorumCall[IPCLoggerChannel, None]:
+        """journal() of one batch on every node."""
+        last = first_txid + num_txns - 1
+        return self._call(
+            f"journal({first_txid}-{last})",
+            lambda ch: ch.send_edits(segment_txid, first_txid, num_txns, records),
+        )
+
+    def finalize_log_segment(self, start: int, end: int) -> QuorumCall[IPCLoggerChannel, None]:
+        """finalize_log_segment on every node."""
+        return self._call(
+            f"finalizeLogSegment({start}-{end})", lambda ch: ch.finalize_log_segment(start, end)
+        )
+
+    def purge_logs_older_than(self, min_txid: int) -> QuorumCall[IPCLoggerChannel, None]:
+        """purge_logs_older_than on every node."""
+        return self._call(
+            f"purgeLogsOlderThan({min_txid})", lambda ch: ch.purge_logs_older_than(min_txid)
+        )
+
+    def prepare_recovery(
+        self, segment_txid: int
+    ) -> QuorumCall[IPCLoggerChannel, pb.PrepareRecoveryResponse]:
+        """prepare_recovery on every node."""
+        return self._call(
+            f"prepareRecovery({segment_txid})", lambda ch: ch.prepare_recovery(segment_txid)
+        )
+
+    def accept_recovery(
+        self, state: pb.SegmentState, from_url: str
+    ) -> QuorumCall[IPCLoggerChannel, None]:
+        """accept_recovery on every node."""
+        desc = f"{state.start_txid}-{state.end_txid}"
+        return self._call(f"acceptRecovery({desc})", lambda ch: ch.accept_recovery(state, from_url))
+
+    def get_edit_log_manifest(
+        self, since_txid: int, in_progress_ok: bool
+    ) -> QuorumCall[IPCLoggerChannel, pb.GetEditLogManifestResponse]:
+        """get_edit_log_manifest on every node."""
+        return self._call(
+            f"getEditLogManifest({since_txid})",
+            lambda ch: ch.get_edit_log_manifest(since_txid, in_progress_ok),
+        )
+
+    # -- state ---------------------------------------------------------------------------------
+    def metrics(self) -> list[ChannelMetrics]:
+        """Every channel's metrics."""
+        return [ch.metrics() for ch in self.channels]
+
+    async def wait_idle(self) -> None:
+        """Return once every channel answered every call queued so far."""
+        await asyncio.gather(*(ch.wait_idle() for ch in self.channels), return_exceptions=True)
+
+    async def close(self) -> None:
+        """Close every channel."""
+        await asyncio.gather(*(ch.close() for ch in self.channels))

@@ -1,0 +1,250 @@
+"""The writer's side of a quorum journal: fencing by epoch, recovery, segments (design 2.2-2.10).
+
+Becoming the writer: create_new_unique_epoch (get_journal_state from a majority, then
+new_epoch(max+1) on a majority) fences every older writer; recover_unfinalized_segments
+then settles the newest segment by a single Paxos round (prepare_recovery, choose the
+source by design 2.9, accept_recovery with the source's URL, finalize). Only then may
+the writer start segments and write.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from qjm.client.logger_channel import IPCLoggerChannel, RpcClient
+from qjm.client.logger_set import AsyncLoggerSet
+from qjm.client.output_stream import DEFAULT_MAX_IN_FLIGHT, QuorumOutputStream
+from qjm.client.quorum_call import QuorumError
+from qjm.client.recovery_comparator import (
+    RecoveryInvariantError,
+    choose_recovery_source,
+    describe_response,
+)
+from qjm.client.rpc import JournalNodeClient
+from qjm.client.uri import QJournalUri, parse_qjournal_uri
+from qjm.config import QJournalSettings
+from qjm.editlog.framing import LAYOUT_VERSION
+from qjm.errors import QjmError
+from qjm.protocol import qjournal_pb2 as pb
+
+log = logging.getLogger("qjm.client.qjm")
+
+FORMAT_TIMEOUT_S = 60.0  # HDFS's dfs.qjm.operations.timeout
+
+
+class NotWriterError(QjmError):
+    """A write operation before this manager became the writer (or after it closed)."""
+
+
+class QuorumJournalManager:
+    """One writer's (or reader's) handle on a journal replicated over JournalNodes."""
+
+    def __init__(
+        self,
+        uri: QJournalUri | str,
+        ns_info: pb.NamespaceInfo | None = None,
+        settings: QJournalSettings | None = None,
+        *,
+        client_factory: Callable[[str], RpcClient] = JournalNodeClient,
+        layout_version: int = LAYOUT_VERSION,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    ) -> None:
+        self.uri = parse_qjournal_uri(uri) if isinstance(uri, str) else uri
+        self.ns_info = ns_info
+        self.settings = settings or QJournalSettings()
+        self.layout_version = layout_version
+        self.max_in_flight = max_in_flight
+        self.loggers = AsyncLoggerSet(
+            [
+                IPCLoggerChannel(addr, self.uri.jid, self.settings, client_factory(addr))
+                for addr in self.uri.addresses
+            ]
+        )
+        self.is_active_writer = False
+        self.last_recovered_txid: int | None = None
+        self._closed = False
+
+    def __str__(self) -> str:
+        return f"QJM to {self.loggers}"
+
+    @property
+    def epoch(self) -> int | None:
+        """The writer epoch this manager won, or None before new_epoch succeeded."""
+        return self.loggers.epoch
+
+    def _s(self, ms: int) -> float:
+        return ms / 1000.0
+
+    # -- administration ------------------------------------------------------------------
+    async def format(self, ns_info: pb.NamespaceInfo, force: bool = False) -> None:
+        """Format the journal on every node; all nodes must succeed."""
+        await self.loggers.format(ns_info, force).wait_for_all(FORMAT_TIMEOUT_S)
+        self.ns_info = ns_info
+
+    async def has_some_data(self) -> bool:
+        """True when any node that answers has formatted storage for the journal."""
+        call = self.loggers.is_formatted()
+        try:
+            answers = await call.wait_for_all(FORMAT_TIMEOUT_S)
+        except QuorumError:
+            answers = call.successes
+            if not answers:
+                raise
+        return any(answers.values())
+
+    async def discover_namespace(self) -> pb.NamespaceInfo:
+        """The namespace the journal is formatted for, as a majority of nodes report it."""
+        call = self.loggers.get_journal_status()
+        answers = await self.loggers.wait_for_write_quorum(
+            call, self._s(self.settings.get_journal_state_timeout_ms)
+        )
+        formatted = {ch: st for ch, st in answers.items() if st.is_formatted}
+        if len(formatted) < self.loggers.majority:
+            raise QjmError(
+                f"journal {self.uri.jid!r} is formatted on only {len(formatted)} of the "
+                f"{len(answers)} JournalNodes that answered; a majority is needed "
+                "(run `qjm journal format`)"
+            )
+        identities = {(st.ns_info.namespace_id, st.ns_info.cluster_id) for st in formatted.values()}
+        if len(identities) > 1:
+            seen = "; ".join(
+                f"{ch}: namespace {st.ns_info.namespace_id} cluster {st.ns_info.cluster_id}"
+                for ch, st in formatted.items()
+            )
+            raise QjmError(f"JournalNodes disagree on the namespace of {self.uri.jid!r}: {seen}")
+        ns = pb.NamespaceInfo()
+        ns.CopyFrom(next(iter(formatted.values())).ns_info)
+        self.ns_info = ns
+        return ns
+
+    # -- becoming the writer ---------------------------------------------------------------
+    async def create_new_unique_epoch(self) -> dict[IPCLoggerChannel, pb.NewEpochResponse]:
+        """Fence older writers: promise max(last promised)+1 on a majority (design 2.5)."""
+        if self.loggers.epoch is not None:
+            raise QjmError(f"{self}: epoch {self.loggers.epoch} already established")
+        if self.ns_info is None:
+            await self.discover_namespace()
+        assert self.ns_info is not None
+        states = await self.loggers.wait_for_write_quorum(
+            self.loggers.get_journal_state(),
+            self._s(self.settings.get_journal_state_timeout_ms),
+        )
+        my_epoch = max(st.last_promised_epoch for st in states.values()) + 1
+        answers = await self.loggers.wait_for_write_quorum(
+            self.loggers.new_epoch(self.ns_info, my_epoch),
+            self._s(self.settings.new_epoch_timeout_ms),
+        )
+        self.loggers.set_epoch(my_epoch)
+        log.info("%s: successfully started new epoch %d", self, my_epoch)
+        return answers
+
+    async def recover_unfinalized_segments(self) -> int:
+        """Fence, then finalize the newest segment; returns the last txid of the journal."""
+        if self.is_active_writer:
+            raise QjmError(f"{self}: already the active writer")
+        answers = await self.create_new_unique_epoch()
+        newest = [r.last_segment_txid for r in answers.values() if r.HasField("last_segment_txid")]
+        last = 0
+        if newest:
+            last = await self._recover_unclosed_segment(max(newest))
+        if last > 0:
+            self.loggers.set_committed_txid(last)
+        self.last_recovered_txid = last
+        self.is_active_writer = True
+        return last
+
+    async def _recover_unclosed_segment(self, segment_txid: int) -> int:
+        """One Paxos round over a segment; returns its agreed last txid (design 2.8)."""
+        log.info("%s: beginning recovery of the segment starting at txid %d", self, segment_txid)
+        prepared = await self.loggers.wait_for_write_quorum(
+            self.loggers.prepare_recovery(segment_txid),
+            self._s(self.settings.prepare_recovery_timeout_ms),
+        )
+        for ch, resp in prepared.items():
+            log.info("%s: prepare_recovery(%d): %s", ch, segment_txid, describe_response(resp))
+        chosen = choose_recovery_source(prepared.items())
+        if chosen is None:
+            # None of a majority has it, so none of its txns was committed; by invariant 2
+            # of the design a majority finalized the previous segment at segment_txid - 1.
+            log.info("%s: no responder has a segment at txid %d to recover", self, segment_txid)
+            return segment_txid - 1
+        source, best = chosen
+        state = best.segment_state
+        for ch, resp in prepared.items():
+            if resp.HasField("last_committed_txid") and resp.last_committed_txid > state.end_txid:
+                raise RecoveryInvariantError(
+                    f"recovery of segment {state.start_txid} chose {source} ending at txid "
+                    f"{state.end_txid}, but {ch} reports txid {resp.last_committed_txid} as "
+                    "committed; refusing to truncate below it"
+                )
+        if best.HasField("accepted_in_epoch"):
+            how = f"the recovery already accepted in epoch {best.accepted_in_epoch}"
+        elif state.is_in_progress:
+            how = "the longest log of the newest writer"
+        else:
+            how = "the finalized copy"
+        log.info(
+            "%s: recovering segment %d-%d from %s (%s)",
+            self,
+            state.start_txid,
+            state.end_txid,
+            source,
+            how,
+        )
+        url = await source.fetch_url(segment_txid)
+        await self.loggers.wait_for_write_quorum(
+            self.loggers.accept_recovery(state, url),
+            self._s(self.settings.accept_recovery_timeout_ms),
+        )
+        await self.loggers.wait_for_write_quorum(
+            self.loggers.finalize_log_segment(state.start_txid, state.end_txid),
+            self._s(self.settings.finalize_segment_timeout_ms),
+        )
+        return int(state.end_txid)
+
+    # -- writing ---------------------------------------------------------------------------
+    def _check_writer(self) -> None:
+        if self._closed:
+            raise NotWriterError(f"{self} is closed")
+        if not self.is_active_writer:
+            raise NotWriterError(
+                f"{self}: not the active writer; call recover_unfinalized_segments first"
+            )
+
+    async def start_log_segment(self, txid: int) -> QuorumOutputStream:
+        """Open a segment at txid on a majority and return its output stream."""
+        self._check_writer()
+        await self.loggers.wait_for_write_quorum(
+            self.loggers.start_log_segment(txid, self.layout_version),
+            self._s(self.settings.start_segment_timeout_ms),
+        )
+        return QuorumOutputStream(
+            self.loggers,
+            txid,
+            self._s(self.settings.write_txns_timeout_ms),
+            max_in_flight=self.max_in_flight,
+        )
+
+    async def finalize_log_segment(self, start_txid: int, end_txid: int) -> None:
+        """Finalize a segment on a majority."""
+        self._check_writer()
+        await self.loggers.wait_for_write_quorum(
+            self.loggers.finalize_log_segment(start_txid, end_txid),
+            self._s(self.settings.finalize_segment_timeout_ms),
+        )
+
+    async def purge_logs_older_than(self, min_txid_to_keep: int, wait: bool = False) -> None:
+        """Ask every node to delete segments below a txid; by default does not wait."""
+        self._check_writer()
+        call = self.loggers.purge_logs_older_than(min_txid_to_keep)
+        if wait:
+            await self.loggers.wait_for_write_quorum(
+                call, self._s(self.settings.finalize_segment_timeout_ms)
+            )
+
+    async def close(self) -> None:
+        """Stop being the writer and close every channel (calls in flight are abandoned)."""
+        self._closed = True
+        self.is_active_writer = False
+        await self.loggers.close()

@@ -1,0 +1,348 @@
+"""Test harness for the quorum journal client: in-process JournalNodes and fault injection.
+
+JNCluster runs real JournalNode servers (gRPC + HTTP on 127.0.0.1) in the test's event
+loop; a node can be stopped and restarted on the same ports and storage. FaultyClient
+wraps a JournalNodeClient so a test can make a node look down, fail chosen RPCs before
+they reach the node, or hang them; the nodes' FaultInjector crashes accept_recovery
+before or after it persists paxos data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from qjm.client.admin import new_namespace_info
+from qjm.client.output_stream import QuorumOutputStream
+from qjm.client.quorum_journal_manager import QuorumJournalManager
+from qjm.client.rpc import JournalNodeClient, JournalNodeUnavailable
+from qjm.config import QJournalSettings
+from qjm.editlog.framing import OP_OPAQUE, iter_ops, read_header
+from qjm.editlog.segments import list_segments
+from qjm.journalnode.journal import FaultInjector
+from qjm.journalnode.node import JournalNode
+from qjm.protocol import qjournal_pb2 as pb
+
+# Short timeouts: in-process nodes answer in milliseconds, and a test waiting on a
+# stopped node should fail within seconds, not HDFS's minutes.
+FAST_SETTINGS = QJournalSettings(
+    start_segment_timeout_ms=5_000,
+    prepare_recovery_timeout_ms=5_000,
+    accept_recovery_timeout_ms=5_000,
+    finalize_segment_timeout_ms=5_000,
+    select_input_streams_timeout_ms=5_000,
+    get_journal_state_timeout_ms=5_000,
+    new_epoch_timeout_ms=5_000,
+    write_txns_timeout_ms=5_000,
+)
+_jids = itertools.count(1)
+
+
+class InjectedFault(JournalNodeUnavailable):
+    """A failure the test made up; the node never saw the request."""
+
+
+def payload(txid: int, tag: str = "") -> bytes:
+    """The body a test op carries: names its txid, so every txid has a checkable value."""
+    return f"tx {txid} {tag}".encode()
+
+
+@dataclass
+class NodeFaults:
+    """What the client-side wrapper does to one node's RPCs."""
+
+    down: bool = False
+    rpc_count: int = 0
+    fail_rpc_numbers: set[int] = field(default_factory=set)
+    # (method, request) -> an exception to raise instead of sending, or None to send.
+    rules: list[Callable[[str, Any], BaseException | None]] = field(default_factory=list)
+    hang: asyncio.Event | None = None  # set: calls hang until this event is set
+    log: list[str] = field(default_factory=list)
+    before: Callable[[str, Any], None] | None = None
+    after: Callable[[str, Any], None] | None = None
+
+    def fail_method(self, method: str, when: Callable[[Any], bool] = lambda r: True) -> None:
+        """Fail every call of a method whose request matches."""
+
+        def rule(m: str, req: Any) -> BaseException | None:
+            if m == method and when(req):
+                return InjectedFault(f"Injected failure of {method}")
+            return None
+
+        self.rules.append(rule)
+
+    def fail_from_txn(self, txid: int) -> None:
+        """Fail every journal() that holds txid or later (like HDFS's failLoggerAtTxn)."""
+        self.fail_method(
+            "Journal", lambda r: r.num_txns > 0 and r.first_txid + r.num_txns - 1 >= txid
+        )
+
+
+class FaultyClient:
+    """A JournalNodeClient whose calls pass through a NodeFaults first."""
+
+    def __init__(self, inner: JournalNodeClient, faults: NodeFaults) -> None:
+        self.inner = inner
+        self.faults = faults
+        self.address = inner.address
+
+    async def call(self, method: str, request: Any, deadline: float) -> Any:
+        """Count the call, maybe fail or hang it, else forward it."""
+        f = self.faults
+        f.rpc_count += 1
+        f.log.append(method)
+        if f.before is not None:
+            f.before(method, request)
+        if f.rpc_count in f.fail_rpc_numbers:
+            raise InjectedFault(
+                f"{self.address}: Injected failure of RPC #{f.rpc_count} ({method})"
+            )
+        if f.down:
+            raise InjectedFault(f"{self.address}: Injected - faking being down")
+        for rule in f.rules:
+            err = rule(method, request)
+            if err is not None:
+                raise err
+        if f.hang is not None and not f.hang.is_set():
+            try:
+                await asyncio.wait_for(f.hang.wait(), deadline)
+            except TimeoutError:
+                raise JournalNodeUnavailable(f"{self.address}: {method} timed out") from None
+        try:
+            return await self.inner.call(method, request, deadline)
+        finally:
+            if f.after is not None:
+                f.after(method, request)
+
+    async def close(self) -> None:
+        """Close the real client."""
+        await self.inner.close()
+
+
+class JNCluster:
+    """N real JournalNodes in this process, each restartable on its ports and storage."""
+
+    def __init__(self, root: Path, n: int = 3) -> None:
+        self.root = root
+        self.n = n
+        self.nodes: list[JournalNode | None] = [None] * n
+        self.injectors = [FaultInjector() for _ in range(n)]
+        self.rpc_ports = [0] * n
+        self.http_ports = [0] * n
+
+    async def __aenter__(self) -> JNCluster:
+        for i in range(self.n):
+            await self.start_node(i)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    def edits_dir(self, i: int) -> Path:
+        """Node i's edits dir."""
+        return self.root / f"jn{i}"
+
+    def current_dir(self, i: int, jid: str) -> Path:
+        """Node i's current/ of a journal."""
+        return self.edits_dir(i) / jid / "current"
+
+    async def start_node(self, i: int) -> None:
+        """Start (or restart) node i on its ports."""
+        assert self.nodes[i] is None, f"jn{i} is running"
+        node = JournalNode(
+            self.edits_dir(i),
+            ("127.0.0.1", self.rpc_ports[i]),
+            ("127.0.0.1", self.http_ports[i]),
+            faults=self.injectors[i],
+        )
+        await node.start()
+        self.rpc_ports[i] = node.rpc_port
+        self.http_ports[i] = node.http_port
+        self.nodes[i] = node
+
+    async def stop_node(self, i: int) -> None:
+        """Stop node i (its storage stays)."""
+        node = self.nodes[i]
+        assert node is not None, f"jn{i} is not running"
+        self.nodes[i] = None
+        await node.stop()
+
+    async def restart_node(self, i: int) -> None:
+        """Stop node i if it runs, then start it again."""
+        if self.nodes[i] is not None:
+            await self.stop_node(i)
+        await self.start_node(i)
+
+    async def shutdown(self) -> None:
+        """Stop every running node."""
+        for i in range(self.n):
+            if self.nodes[i] is not None:
+                await self.stop_node(i)
+
+    def address(self, i: int) -> str:
+        """Node i's RPC address."""
+        return f"127.0.0.1:{self.rpc_ports[i]}"
+
+    def uri(self, jid: str) -> str:
+        """The qjournal URI of all nodes."""
+        return f"qjournal://{';'.join(self.address(i) for i in range(self.n))}/{jid}"
+
+    def new_jid(self) -> str:
+        """A fresh journal id (a new journal on the same running nodes)."""
+        return f"j{next(_jids)}"
+
+    def qjm(
+        self,
+        jid: str,
+        faults: list[NodeFaults] | None = None,
+        ns_info: pb.NamespaceInfo | None = None,
+        settings: QJournalSettings = FAST_SETTINGS,
+        **kw: Any,
+    ) -> QuorumJournalManager:
+        """A QJM on this cluster whose RPCs pass through per-node faults."""
+        plans = faults if faults is not None else [NodeFaults() for _ in range(self.n)]
+        by_addr = {self.address(i): plans[i] for i in range(self.n)}
+
+        def factory(addr: str) -> FaultyClient:
+            return FaultyClient(JournalNodeClient(addr), by_addr[addr])
+
+        return QuorumJournalManager(self.uri(jid), ns_info, settings, client_factory=factory, **kw)
+
+    async def format(self, jid: str, ns: pb.NamespaceInfo | None = None) -> pb.NamespaceInfo:
+        """Format a journal on every node."""
+        ns = ns or new_namespace_info(cluster_id="CID-test", namespace_id=12345)
+        q = self.qjm(jid)
+        try:
+            await q.format(ns)
+        finally:
+            await q.close()
+        return ns
+
+    # -- reading what the nodes hold, straight from disk -------------------------------------
+    def segment_files(self, i: int, jid: str) -> list[str]:
+        """Names of node i's segment files."""
+        return [s.path.name for s in list_segments(self.current_dir(i, jid))]
+
+    def read_segments(
+        self, i: int, jid: str, finalized_only: bool = True
+    ) -> dict[tuple[int, int | None], dict[int, bytes]]:
+        """Node i's segments: (start, end or None) -> {txid: body}."""
+        out: dict[tuple[int, int | None], dict[int, bytes]] = {}
+        for seg in list_segments(self.current_dir(i, jid)):
+            if finalized_only and seg.end is None:
+                continue
+            data = seg.path.read_bytes()
+            if len(data) < 8:
+                continue
+            try:
+                read_header(data)
+            except Exception:
+                continue
+            ops = {}
+            for op in iter_ops(data):
+                ops[op.txid] = op.body
+            out[(seg.start, seg.end)] = ops
+        return out
+
+    def finalized_txids(self, i: int, jid: str) -> dict[int, bytes]:
+        """Every txid in node i's finalized segments with its body."""
+        merged: dict[int, bytes] = {}
+        for ops in self.read_segments(i, jid).values():
+            merged.update(ops)
+        return merged
+
+
+def check_one_value_per_txid(cluster: JNCluster, jid: str) -> dict[int, bytes]:
+    """Every txid has one value on every node holding it in a finalized segment."""
+    seen: dict[int, tuple[int, bytes]] = {}
+    for i in range(cluster.n):
+        for (start, end), ops in cluster.read_segments(i, jid).items():
+            assert end is not None
+            assert sorted(ops) == list(range(start, end + 1)), (
+                f"jn{i} finalized segment {start}-{end} holds txids {min(ops, default=None)}-"
+                f"{max(ops, default=None)}"
+            )
+            for txid, body in ops.items():
+                if txid in seen:
+                    other, value = seen[txid]
+                    assert value == body, (
+                        f"txid {txid} differs: jn{other} has {value!r}, jn{i} has {body!r}"
+                    )
+                else:
+                    seen[txid] = (i, body)
+    return {t: v for t, (_, v) in seen.items()}
+
+
+def check_finalized_on_quorum(cluster: JNCluster, jid: str, start: int, end: int) -> None:
+    """A majority of nodes hold edits_<start>-<end>."""
+    holders = [i for i in range(cluster.n) if (start, end) in cluster.read_segments(i, jid)]
+    assert len(holders) > cluster.n // 2, (
+        f"segment {start}-{end} finalized only on {holders}: "
+        + "; ".join(f"jn{i}: {cluster.segment_files(i, jid)}" for i in range(cluster.n))
+    )
+
+
+async def write_txns(stream: QuorumOutputStream, first: int, n: int, tag: str = "") -> int:
+    """Write n opaque ops from txid first and sync them as one batch; returns the last."""
+    for txid in range(first, first + n):
+        got = stream.write_op(OP_OPAQUE, payload(txid, tag))
+        assert got == txid, f"stream gave txid {got}, expected {txid}"
+    return await stream.flush()
+
+
+async def write_segment(
+    q: QuorumJournalManager, first: int, n: int, finalize: bool = True, tag: str = ""
+) -> QuorumOutputStream:
+    """Start a segment at first, write n txns in one batch, optionally finalize it."""
+    stream = await q.start_log_segment(first)
+    await write_txns(stream, first, n, tag)
+    if finalize:
+        await stream.close()
+        await q.finalize_log_segment(first, first + n - 1)
+    return stream
+
+
+async def settle(q: QuorumJournalManager, wait_s: float = 10.0) -> None:
+    """Let every call already sent reach its node, then close the writer.
+
+    A quorum call returns after a majority answered; closing right away would cancel
+    the calls still on their way to the other nodes and make their state depend on
+    timing. Scenario tests settle; the randomized test also crashes writers mid-call.
+    """
+    try:
+        await asyncio.wait_for(q.loggers.wait_idle(), wait_s)
+    finally:
+        await q.close()
+
+
+async def wait_reachable(q: QuorumJournalManager, node: int, wait_s: float = 10.0) -> None:
+    """Wait until the writer's connection to a (re)started node answers."""
+    ch = q.loggers.channels[node]
+    deadline = asyncio.get_running_loop().time() + wait_s
+    while True:
+        try:
+            await ch.client.call("IsFormatted", pb.JournalIdRequest(jid=ch.jid), 1.0)
+            return
+        except JournalNodeUnavailable:
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.05)
+
+
+async def recover(cluster: JNCluster, jid: str, faults: list[NodeFaults] | None = None) -> int:
+    """A new writer fences and recovers, and settles; returns the recovered last txid."""
+    q = cluster.qjm(jid, faults)
+    try:
+        return await q.recover_unfinalized_segments()
+    finally:
+        await settle(q)
+
+
+def rng(seed: int) -> random.Random:
+    """A seeded random generator."""
+    return random.Random(seed)

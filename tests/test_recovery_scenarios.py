@@ -1,0 +1,503 @@
+"""Recovery of unfinalized segments with real JournalNodes: design 2.10.1-2.10.7 and SPEC §8.
+
+Each test builds the state the design describes with a real writer whose RPCs to chosen
+nodes fail (client-side faults, like Hadoop's spies) or with nodes really stopped, then
+runs a new writer's recovery and checks where it ends and what every node holds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from qjm.client.quorum_call import QuorumError
+from qjm.client.quorum_journal_manager import QuorumJournalManager
+from qjm_cluster import (
+    JNCluster,
+    NodeFaults,
+    check_finalized_on_quorum,
+    check_one_value_per_txid,
+    payload,
+    recover,
+    settle,
+    wait_reachable,
+    write_segment,
+    write_txns,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def faults3() -> list[NodeFaults]:
+    return [NodeFaults() for _ in range(3)]
+
+
+async def new_journal(cluster: JNCluster) -> str:
+    jid = cluster.new_jid()
+    await cluster.format(jid)
+    return jid
+
+
+async def writer_with_first_segment(
+    cluster: JNCluster, jid: str, faults: list[NodeFaults], end: int = 100
+) -> QuorumJournalManager:
+    """A writer at epoch 1 that wrote and finalized segment 1-<end> on every node."""
+    q = cluster.qjm(jid, faults)
+    assert await q.recover_unfinalized_segments() == 0
+    assert q.epoch == 1
+    await write_segment(q, 1, end)
+    return q
+
+
+async def setup_inprogress_150_153_125(cluster: JNCluster, jid: str) -> None:
+    """Design 2.10.2's state: segment 101 in progress ending 150 / 153 / 125, epoch 1."""
+    f = faults3()
+    q = await writer_with_first_segment(cluster, jid, f)
+    stream = await q.start_log_segment(101)
+    await write_txns(stream, 101, 25)  # 101-125 everywhere
+    f[2].fail_from_txn(126)
+    await write_txns(stream, 126, 25)  # 126-150 on JN1 and JN2 (acknowledged)
+    f[0].fail_from_txn(151)
+    with pytest.raises(QuorumError, match="too many exceptions"):
+        await write_txns(stream, 151, 3)  # 151-153 on JN2 only
+    await settle(q)
+
+
+def assert_ends(cluster: JNCluster, jid: str, node: int, txid: int) -> None:
+    """Node holds a finalized segment 101-txid whose ops are the written ones."""
+    segs = cluster.read_segments(node, jid)
+    assert (101, txid) in segs, f"jn{node}: {cluster.segment_files(node, jid)}"
+    assert segs[(101, txid)][txid] == payload(txid)
+
+
+# -- design 2.10.1 ---------------------------------------------------------------------------
+@pytest.mark.parametrize("away", [None, 0, 1, 2])
+async def test_2_10_1_inprogress_inconsistent_majority_succeeded(
+    tmp_path: Path, away: int | None
+) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = await new_journal(cluster)
+        f = faults3()
+        q = await writer_with_first_segment(cluster, jid, f)
+        stream = await q.start_log_segment(101)
+        await write_txns(stream, 101, 50)
+        f[0].fail_from_txn(151)
+        assert await write_txns(stream, 151, 3) == 153  # acked by JN2 and JN3
+        await settle(q)
+        if away is not None:
+            await cluster.stop_node(away)
+        # Any majority must recover through 153, the acknowledged txid (rule 3c).
+        assert await recover(cluster, jid) == 153
+        for i in range(3):
+            if i != away:
+                assert_ends(cluster, jid, i, 153)
+        check_finalized_on_quorum(cluster, jid, 101, 153)
+        check_one_value_per_txid(cluster, jid)
+
+
+# -- design 2.10.2 ---------------------------------------------------------------------------
+@pytest.mark.parametrize(("away", "expected"), [(2, 153), (1, 150), (0, 153)])
+async def test_2_10_2_inprogress_inconsistent_no_majority(
+    tmp_path: Path, away: int, expected: int
+) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = await new_journal(cluster)
+        await setup_inprogress_150_153_125(cluster, jid)
+        await cluster.stop_node(away)
+        # {JN1,JN2} -> 153, {JN1,JN3} -> 150, {JN2,JN3} -> 153; never 125 (150 was acked).
+        assert await recover(cluster, jid) == expected
+        for i in range(3):
+            if i != away:
+                assert_ends(cluster, jid, i, expected)
+        await cluster.start_node(away)
+        check_one_value_per_txid(cluster, jid)
+
+
+# -- design 2.10.3 ---------------------------------------------------------------------------
+@pytest.mark.parametrize("away", [None, 0, 1])
+async def test_2_10_3_finalized_inconsistent_majority_succeeded(
+    tmp_path: Path, away: int | None
+) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = await new_journal(cluster)
+        f = faults3()
+        q = await writer_with_first_segment(cluster, jid, f)
+        stream = await q.start_log_segment(101)
+        await write_txns(stream, 101, 45)
+        f[2].fail_from_txn(146)
+        await write_txns(stream, 146, 5)
+        await stream.close()
+        await q.finalize_log_segment(101, 150)  # JN3 cannot: it holds only up to 145
+        await settle(q)
+        assert cluster.segment_files(2, jid)[-1] == "edits_inprogress_0000000000000000101"
+        if away is not None:
+            await cluster.stop_node(away)
+        # Every majority sees a finalized copy and picks it (rule 2); JN3 syncs from it.
+        assert await recover(cluster, jid) == 150
+        for i in range(3):
+            if i != away:
+                assert_ends(cluster, jid, i, 150)
+        check_one_value_per_txid(cluster, jid)
+
+
+# -- design 2.10.4 ---------------------------------------------------------------------------
+@pytest.mark.parametrize("away", [None, 0, 1, 2])
+async def test_2_10_4_finalized_inconsistent_no_majority(tmp_path: Path, away: int | None) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = await new_journal(cluster)
+        f = faults3()
+        q = await writer_with_first_segment(cluster, jid, f)
+        stream = await q.start_log_segment(101)
+        await write_txns(stream, 101, 25)
+        f[2].fail_from_txn(126)
+        await write_txns(stream, 126, 25)
+        await stream.close()
+        f[1].fail_method("FinalizeLogSegment")
+        with pytest.raises(QuorumError):
+            await q.finalize_log_segment(101, 150)  # reaches JN1 only
+        await settle(q)
+        assert "edits_0000000000000000101-0000000000000000150" in cluster.segment_files(0, jid)
+        if away is not None:
+            await cluster.stop_node(away)
+        # With JN1: its finalized copy (rule 2). Without: JN2's 150 beats JN3's 125 (rule 3).
+        assert await recover(cluster, jid) == 150
+        for i in range(3):
+            if i != away:
+                assert_ends(cluster, jid, i, 150)
+        check_one_value_per_txid(cluster, jid)
+
+
+# -- design 2.10.5 ---------------------------------------------------------------------------
+async def test_2_10_5_start_inconsistent_majority_not_started(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = await new_journal(cluster)
+        f = faults3()
+        q = await writer_with_first_segment(cluster, jid, f, end=150)
+        f[1].fail_method("StartLogSegment")
+        f[2].fail_method("StartLogSegment")
+        with pytest.raises(QuorumError):
+            await q.start_log_segment(151)  # reaches JN1 only
+        await settle(q)
+        assert cluster.segment_files(0, jid)[-1] == "edits_inprogress_0000000000000000151"
+        # The empty segment counts as absent: nothing to recover beyond 150.
+        q2 = cluster.qjm(jid)
+        assert await q2.recover_unfinalized_segments() == 150
+        await q2.loggers.wait_idle()
+        assert (cluster.current_dir(0, jid) / "edits_inprogress_0000000000000000151.empty").exists()
+        await write_segment(q2, 151, 3)
+        await settle(q2)
+        for i in range(3):
+            assert "edits_0000000000000000151-0000000000000000153" in cluster.segment_files(i, jid)
+        check_one_value_per_txid(cluster, jid)
+
+
+# -- design 2.10.6 ---------------------------------------------------------------------------
+async def test_2_10_6_first_batch_inconsistent_newer_writer_wins(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = await new_journal(cluster)
+        f = faults3()
+        q = await writer_with_first_segment(cluster, jid, f, end=150)
+        stream = await q.start_log_segment(151)
+        f[1].fail_from_txn(151)
+        f[2].fail_from_txn(151)
+        with pytest.raises(QuorumError):
+            await write_txns(stream, 151, 3, tag="epoch1")  # JN1 only
+        await settle(q)
+        # A new writer talks to JN2 and JN3 only: no segment to recover, it writes txn 151.
+        await cluster.stop_node(0)
+        q2 = cluster.qjm(jid)
+        assert await q2.recover_unfinalized_segments() == 150
+        assert q2.epoch == 2
+        s2 = await q2.start_log_segment(151)
+        await write_txns(s2, 151, 1, tag="epoch2")
+        await settle(q2)
+        await cluster.start_node(0)
+        # JN1: 151-153 written in epoch 1; JN2, JN3: 151-151 in epoch 2. Rule 3b: epoch 2 wins.
+        assert await recover(cluster, jid) == 151
+        for i in range(3):
+            segs = cluster.read_segments(i, jid)
+            assert segs[(151, 151)] == {151: payload(151, "epoch2")}, f"jn{i}"
+        check_one_value_per_txid(cluster, jid)
+
+
+# -- design 2.10.7 ---------------------------------------------------------------------------
+async def test_2_10_7_multiple_recoveries_first_failed(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = await new_journal(cluster)
+        await setup_inprogress_150_153_125(cluster, jid)
+        # First recovery sees JN1 and JN3 only, decides 150, accepts on both, but its
+        # finalize reaches only JN3.
+        await cluster.stop_node(1)
+        f = faults3()
+        f[0].fail_method("FinalizeLogSegment")
+        q = cluster.qjm(jid, f)
+        with pytest.raises(QuorumError):
+            await q.recover_unfinalized_segments()
+        await settle(q)
+        assert "edits_0000000000000000101-0000000000000000150" in cluster.segment_files(2, jid)
+        # Second recovery sees JN1 (accepted 150 in epoch 2) and JN2 (153, writer epoch 1):
+        # the accepted value wins, so the segment ends at 150 like JN3's finalized copy.
+        await cluster.start_node(1)
+        await cluster.stop_node(2)
+        assert await recover(cluster, jid) == 150
+        await cluster.start_node(2)
+        for i in range(3):
+            assert_ends(cluster, jid, i, 150)
+        check_one_value_per_txid(cluster, jid)
+
+
+# -- SPEC §8 extras (Hadoop's TestQuorumJournalManager) -----------------------------------
+async def setup_loggers_345(cluster: JNCluster, jid: str) -> None:
+    """JN0: 1-3, JN1: 1-4, JN2: 1-5, all in progress; txn 4 acknowledged, 5 not."""
+    f = faults3()
+    q = cluster.qjm(jid, f)
+    await q.recover_unfinalized_segments()
+    stream = await q.start_log_segment(1)
+    f[0].fail_from_txn(4)
+    f[1].fail_from_txn(5)
+    await write_txns(stream, 1, 3)
+    assert await write_txns(stream, 4, 1) == 4
+    with pytest.raises(QuorumError, match="too many exceptions to achieve quorum size 2/3"):
+        await write_txns(stream, 5, 1)
+    await settle(q)
+
+
+@pytest.mark.parametrize(("away", "expected"), [(0, 5), (1, 5), (2, 4)])
+async def test_change_writers_logs_out_of_sync(tmp_path: Path, away: int, expected: int) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = await new_journal(cluster)
+        await setup_loggers_345(cluster, jid)
+        await cluster.stop_node(away)
+        assert await recover(cluster, jid) == expected
+        check_finalized_on_quorum(cluster, jid, 1, expected)
+        check_one_value_per_txid(cluster, jid)
+
+
+async def test_change_writers_logs_in_sync(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = await new_journal(cluster)
+        q = cluster.qjm(jid)
+        await q.recover_unfinalized_segments()
+        await write_segment(q, 1, 3, finalize=False)
+        await settle(q)
+        assert await recover(cluster, jid) == 3
+        for i in range(3):
+            assert cluster.segment_files(i, jid) == [
+                "edits_0000000000000000001-0000000000000000003"
+            ]
+
+
+async def test_crash_at_beginning_of_segment(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = await new_journal(cluster)
+        q = cluster.qjm(jid)
+        await q.recover_unfinalized_segments()
+        await write_segment(q, 1, 3)
+        await q.start_log_segment(4)  # on every node, then the writer dies
+        await settle(q)
+        q2 = cluster.qjm(jid)
+        assert await q2.recover_unfinalized_segments() == 3
+        await write_segment(q2, 4, 3)  # restarts at the same txid
+        await settle(q2)
+        check_finalized_on_quorum(cluster, jid, 4, 6)
+        check_one_value_per_txid(cluster, jid)
+
+
+@pytest.mark.parametrize("node_with_one_txn", [0, 1, 2])
+async def test_out_of_sync_at_beginning_of_segment(tmp_path: Path, node_with_one_txn: int) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = await new_journal(cluster)
+        node_with_empty_segment = (node_with_one_txn + 1) % 3
+        node_missing_segment = (node_with_one_txn + 2) % 3
+        f = faults3()
+        q = cluster.qjm(jid, f)
+        await q.recover_unfinalized_segments()
+        await write_segment(q, 1, 3)
+        await cluster.stop_node(node_missing_segment)
+        stream = await q.start_log_segment(4)  # on 2 of 3
+        f[node_with_empty_segment].fail_from_txn(4)
+        with pytest.raises(QuorumError):
+            await write_txns(stream, 4, 1)  # on node_with_one_txn only
+        await settle(q)
+        await cluster.start_node(node_missing_segment)
+        # Recovery without node 2: txn 4 survives exactly when its holder took part.
+        await cluster.stop_node(2)
+        q2 = cluster.qjm(jid)
+        last = await q2.recover_unfinalized_segments()
+        expected = 4 if node_with_one_txn in (0, 1) else 3
+        assert last == expected
+        await write_segment(q2, expected + 1, 3)
+        await settle(q2)
+        check_one_value_per_txid(cluster, jid)
+
+
+async def test_miss_finalize_and_next_start(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = await new_journal(cluster)
+        f = faults3()
+        f[0].fail_method("FinalizeLogSegment", lambda r: (r.start_txid, r.end_txid) == (1, 3))
+        f[0].fail_method("StartLogSegment", lambda r: r.txid == 4)
+        f[1].fail_from_txn(4)
+        q = cluster.qjm(jid, f)
+        await q.recover_unfinalized_segments()
+        await write_segment(q, 1, 3)
+        stream = await q.start_log_segment(4)
+        with pytest.raises(QuorumError, match="out of sync"):
+            await write_txns(stream, 4, 1)
+        await settle(q)
+        # JN0: 1-3 in progress; JN1: 1-3 finalized; JN2: 1-3 finalized, 4 in progress (1 txn).
+        assert cluster.segment_files(0, jid) == ["edits_inprogress_0000000000000000001"]
+        await cluster.stop_node(2)
+        assert await recover(cluster, jid) == 3
+        check_one_value_per_txid(cluster, jid)
+
+
+async def test_recover_after_incomplete_recovery(tmp_path: Path) -> None:
+    """An accepted but unfinalized recovery wins over a longer log seen later."""
+    async with JNCluster(tmp_path) as cluster:
+        jid = await new_journal(cluster)
+        await setup_loggers_345(cluster, jid)
+        await cluster.stop_node(2)  # the one with 5
+        f = faults3()
+        for x in f:
+            x.fail_method("FinalizeLogSegment")
+        q = cluster.qjm(jid, f)
+        with pytest.raises(QuorumError, match="Injected"):
+            await q.recover_unfinalized_segments()  # accepts 1-4 on JN0 and JN1
+        await settle(q)
+        await cluster.stop_node(0)
+        await cluster.start_node(2)
+        # Sees JN1 (accepted 1-4) and JN2 (1-5, never accepted): must keep 4.
+        assert await recover(cluster, jid) == 4
+        await cluster.start_node(0)
+        check_finalized_on_quorum(cluster, jid, 1, 4)
+        check_one_value_per_txid(cluster, jid)
+
+
+async def setup_one_jn_has_segment_with_accepted_recovery(cluster: JNCluster, jid: str) -> None:
+    """JN0: 1-100 finalized, 101 in progress with accepted recovery 101-101; others 1-100."""
+    f = faults3()
+    q = await writer_with_first_segment(cluster, jid, f)
+    f[1].fail_from_txn(101)
+    f[2].fail_from_txn(101)
+    with pytest.raises(QuorumError):
+        await write_segment(q, 101, 1)
+    await settle(q)
+    # Recovery 1 sees JN0 and JN1 (JN2 is away, so the newest segment 101 is seen),
+    # chooses JN0's 101-101, and only JN0 accepts it.
+    f = faults3()
+    f[1].fail_method("AcceptRecovery")
+    f[2].down = True
+    q = cluster.qjm(jid, f)
+    with pytest.raises(QuorumError, match="Injected"):
+        await q.recover_unfinalized_segments()
+    await settle(q)
+    assert cluster.segment_files(0, jid)[-1] == "edits_inprogress_0000000000000000101"
+    assert (cluster.current_dir(0, jid) / "paxos" / "101").exists()
+    for i in (1, 2):
+        assert not (cluster.current_dir(i, jid) / "paxos" / "101").exists()
+
+
+async def test_newer_version_of_segment_wins(tmp_path: Path) -> None:
+    """A newer writer epoch beats a stale accepted proposal (JN0 away while writing)."""
+    async with JNCluster(tmp_path) as cluster:
+        jid = await new_journal(cluster)
+        await setup_one_jn_has_segment_with_accepted_recovery(cluster, jid)
+        await cluster.stop_node(0)
+        q = cluster.qjm(jid)
+        assert await q.recover_unfinalized_segments() == 100
+        await write_segment(q, 101, 50, finalize=False)
+        await settle(q)
+        await cluster.start_node(0)
+        assert await recover(cluster, jid) == 150
+        check_finalized_on_quorum(cluster, jid, 101, 150)
+        check_one_value_per_txid(cluster, jid)
+
+
+async def test_newer_version_of_segment_wins_other_crash_order(tmp_path: Path) -> None:
+    """The same with JN0 back and JN1 away while the newer writer writes."""
+    async with JNCluster(tmp_path) as cluster:
+        jid = await new_journal(cluster)
+        await setup_one_jn_has_segment_with_accepted_recovery(cluster, jid)
+        await cluster.stop_node(0)
+        q = cluster.qjm(jid)
+        assert await q.recover_unfinalized_segments() == 100
+        await cluster.start_node(0)
+        await cluster.stop_node(1)
+        await wait_reachable(q, 0)
+        await write_segment(q, 101, 50, finalize=False)
+        await settle(q)
+        # JN0: 101-150 in progress (paxos 101-101 purged by start); JN2: 101-150; JN1: 1-100.
+        await cluster.start_node(1)
+        await cluster.stop_node(2)
+        assert await recover(cluster, jid) == 150
+        check_finalized_on_quorum(cluster, jid, 101, 150)
+        check_one_value_per_txid(cluster, jid)
+
+
+async def test_crash_between_sync_log_and_persist_paxos_data(tmp_path: Path) -> None:
+    """A node whose log is newer than its persisted paxos data still recovers >= acked."""
+    async with JNCluster(tmp_path) as cluster:
+        jid = await new_journal(cluster)
+        await setup_loggers_345(cluster, jid)
+        # Recovery with JN0, JN1 only, decides 4; only JN0 accepts.
+        await cluster.stop_node(2)
+        f = faults3()
+        f[1].fail_method("AcceptRecovery")
+        q = cluster.qjm(jid, f)
+        with pytest.raises(QuorumError, match="Injected"):
+            await q.recover_unfinalized_segments()
+        await settle(q)
+        await cluster.start_node(2)
+        # Recovery again without JN0's prepare: decides 5; every node crashes before it
+        # persists the paxos data (after downloading).
+        f = faults3()
+        f[0].fail_method("PrepareRecovery")
+
+        def crash() -> None:
+            raise OSError("Injected - crash before persisting paxos data")
+
+        for inj in cluster.injectors:
+            inj.before_persist_paxos_data = crash
+        q = cluster.qjm(jid, f)
+        with pytest.raises(QuorumError, match="Injected"):
+            await q.recover_unfinalized_segments()
+        await settle(q)
+        for inj in cluster.injectors:
+            inj.before_persist_paxos_data = lambda: None
+        await cluster.stop_node(2)
+        last = await recover(cluster, jid)
+        assert last >= 4  # 4 was acknowledged by a quorum
+        await cluster.start_node(2)
+        check_one_value_per_txid(cluster, jid)
+
+
+async def test_crash_after_persisting_paxos_data_rolls_forward(tmp_path: Path) -> None:
+    """A crash between persisting paxos data and swapping the log in is completed later."""
+    async with JNCluster(tmp_path) as cluster:
+        jid = await new_journal(cluster)
+        await setup_loggers_345(cluster, jid)
+
+        def crash() -> None:
+            raise OSError("Injected - crash after persisting paxos data")
+
+        # JN1's prepare fails, so the source is JN2 (5). JN0 downloads, persists the paxos
+        # data and crashes before swapping the file in; JN1's accept fails too.
+        cluster.injectors[0].after_persist_paxos_data = crash
+        f = faults3()
+        f[1].fail_method("PrepareRecovery")
+        f[1].fail_method("AcceptRecovery")
+        q = cluster.qjm(jid, f)
+        with pytest.raises(QuorumError, match="Injected"):
+            await q.recover_unfinalized_segments()
+        await settle(q)
+        cluster.injectors[0].after_persist_paxos_data = lambda: None
+        assert cluster.segment_files(0, jid) == ["edits_inprogress_0000000000000000001"]
+        assert (cluster.current_dir(0, jid) / "paxos" / "1").exists()
+        # JN0 (accepted 1-5; prepare rolls the download forward) and JN1 (1-4): JN0 wins.
+        await cluster.stop_node(2)
+        assert await recover(cluster, jid) == 5
+        await cluster.start_node(2)
+        check_finalized_on_quorum(cluster, jid, 1, 5)
+        check_one_value_per_txid(cluster, jid)
