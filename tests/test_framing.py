@@ -13,6 +13,7 @@ from qjm.editlog.framing import (
     OP_OPAQUE,
     encode_op,
     iter_ops,
+    parse_available,
     read_header,
     scan,
     validate_batch,
@@ -165,3 +166,29 @@ def test_segment_writer_preallocates_and_close_cuts_padding(tmp_path: Path) -> N
     w.close()
     assert path.stat().st_size == len(HEADER) + len(ops(1, 100))
     assert scan_file(path).end == "eof"
+
+
+def test_parse_available_handles_data_arriving_in_pieces() -> None:
+    data = HEADER + ops(1, 4) + bytes([OP_INVALID]) * 10
+    buf = bytearray()
+    pos = len(HEADER)
+    got: list[int] = []
+    padded = False
+    for i in range(len(data)):
+        buf.append(data[i])
+        if len(buf) <= len(HEADER):
+            continue
+        found, pos, padded, problem = parse_available(buf, pos)
+        assert problem is None
+        got.extend(op.txid for op in found)
+        if padded:
+            break
+    assert got == [1, 2, 3, 4] and padded
+
+
+def test_parse_available_returns_the_ops_before_a_bad_frame() -> None:
+    data = bytearray(HEADER + ops(1, 4))
+    data[len(HEADER) + 2 * len(ops(1, 1)) + 15] ^= 1  # inside txid 3
+    found, pos, padded, problem = parse_available(data, len(HEADER))
+    assert [op.txid for op in found] == [1, 2] and not padded
+    assert problem is not None and problem.txid == 3 and problem.offset == pos

@@ -27,6 +27,7 @@ MAX_OP_SIZE = 50 * 1024 * 1024  # HDFS's dfs.namenode.max.op.size
 # The oldest layout whose ops carry a length field (EDITLOG_LENGTH); newer ones are smaller.
 EDITLOG_LENGTH_LAYOUT = -56
 
+Buffer = bytes | bytearray | memoryview  # anything the parsers read from
 _HDR = struct.Struct(">ii")
 _FRAME = struct.Struct(">Biq")  # opcode, length, txid
 _CRC = struct.Struct(">I")
@@ -37,7 +38,7 @@ def header(layout_version: int = LAYOUT_VERSION) -> bytes:
     return _HDR.pack(layout_version, 0)
 
 
-def read_header(data: bytes | memoryview) -> int:
+def read_header(data: Buffer) -> int:
     """Validate an edit-log header and return its layout version."""
     if len(data) < HEADER_LEN:
         raise EditLogError(f"edit log too short for its header: {len(data)} of 8 bytes")
@@ -81,7 +82,7 @@ class RawOp:
         return MIN_OP_SIZE + len(self.body)
 
 
-def _frame_at(data: bytes | memoryview, pos: int, end: int) -> tuple[int, int, int]:
+def _frame_at(data: Buffer, pos: int, end: int) -> tuple[int, int, int]:
     """Check the frame at pos; return (opcode, txid, frame end) or raise CorruptOpError."""
     if end - pos < 13:
         raise CorruptOpError(
@@ -116,7 +117,7 @@ def _frame_at(data: bytes | memoryview, pos: int, end: int) -> tuple[int, int, i
     return opcode, txid, stop
 
 
-def iter_ops(data: bytes | memoryview, offset: int = HEADER_LEN) -> Iterator[RawOp]:
+def iter_ops(data: Buffer, offset: int = HEADER_LEN) -> Iterator[RawOp]:
     """Yield the ops from offset to the end or to 0xFF padding; raise on a bad frame."""
     end = len(data)
     pos = offset
@@ -134,7 +135,7 @@ def iter_ops(data: bytes | memoryview, offset: int = HEADER_LEN) -> Iterator[Raw
         pos = stop
 
 
-def validate_batch(records: bytes | memoryview, first_txid: int, num_txns: int) -> list[int]:
+def validate_batch(records: Buffer, first_txid: int, num_txns: int) -> list[int]:
     """Check that records are exactly num_txns whole ops numbered from first_txid.
 
     Returns the offset where each op starts, so callers can cut the batch at op boundaries.
@@ -186,7 +187,7 @@ class ScanResult:
         return self.num_ops == 0
 
 
-def scan(data: bytes | memoryview) -> ScanResult:
+def scan(data: Buffer) -> ScanResult:
     """Find the last valid op of an edit-log file, stopping at padding or a bad frame.
 
     A bad frame that runs to the end of the data (only 0xFF or nothing after it) is a torn
@@ -225,7 +226,7 @@ def scan(data: bytes | memoryview) -> ScanResult:
         pos = stop
 
 
-def _rest_is_tail(data: bytes | memoryview, pos: int, end: int) -> bool:
+def _rest_is_tail(data: Buffer, pos: int, end: int) -> bool:
     """True when a bad frame at pos is the file's last write (only padding may follow it)."""
     if end - pos < 13:
         return True
@@ -238,3 +239,30 @@ def _rest_is_tail(data: bytes | memoryview, pos: int, end: int) -> bool:
         return True
     tail = bytes(data[stop:end])
     return tail.count(OP_INVALID) == len(tail)
+
+
+def parse_available(data: Buffer, pos: int) -> tuple[list[RawOp], int, bool, CorruptOpError | None]:
+    """Parse the whole ops from pos on, for data that arrives in pieces.
+
+    Returns (ops, position after the last whole op, whether 0xFF padding was reached, the
+    error of a bad frame after those ops or None). A frame cut off at the end of data is
+    left for the next call.
+    """
+    ops: list[RawOp] = []
+    end = len(data)
+    while pos < end:
+        if data[pos] == OP_INVALID:
+            return ops, pos, True, None
+        if end - pos < 13:
+            break
+        _, length, _ = _FRAME.unpack_from(data, pos)
+        size = length + 5
+        if MIN_OP_SIZE <= size <= MAX_OP_SIZE and pos + size > end:
+            break  # the rest of this op has not arrived yet
+        try:
+            opcode, txid, stop = _frame_at(data, pos, end)
+        except CorruptOpError as e:
+            return ops, pos, False, e
+        ops.append(RawOp(opcode, txid, bytes(data[pos + 13 : stop - 4]), pos))
+        pos = stop
+    return ops, pos, False, None

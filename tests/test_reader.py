@@ -1,0 +1,176 @@
+"""Reading the journal from real JournalNode processes: manifests, redundant streams, tailing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from conftest import JNFactory, JNProcess
+from qjm.client.edit_streams import ReadError, SegmentSource, read_segment
+from qjm.client.quorum_call import QuorumError
+from qjm.client.reader import QuorumJournalReader
+from qjm.client.uri import parse_qjournal_uri
+from qjm.editlog.framing import HEADER_LEN, iter_ops
+from qjm.editlog.segments import finalized_name
+from qjm.protocol import qjournal_pb2 as pb
+from test_journalnode_server import JID, RawWriter, txns
+
+
+def seg_file(jn: JNProcess, start: int, end: int) -> Path:
+    """A finalized segment file."""
+    return jn.edits_dir / JID / "current" / finalized_name(start, end)
+
+
+async def setup_writers(jns: list[JNProcess]) -> list[RawWriter]:
+    """Format all nodes and win epoch 1 on each."""
+    writers = [RawWriter(jn, epoch=1) for jn in jns]
+    for w in writers:
+        await w.format()
+        await w.new_epoch()
+    return writers
+
+
+async def finalized_segments(writers: list[RawWriter], segments: list[tuple[int, int]]) -> None:
+    """Write and finalize segments on every node."""
+    for start, end in segments:
+        for w in writers:
+            await w.start(start)
+            await w.write(start, start, end - start + 1, committed=start - 1)
+            await w.finalize(start, end)
+
+
+def reader_for(jns: list[JNProcess]) -> QuorumJournalReader:
+    """A reader of the trio."""
+    return QuorumJournalReader(
+        parse_qjournal_uri(f"qjournal://{';'.join(j.rpc for j in jns)}/{JID}")
+    )
+
+
+async def read_all(
+    reader: QuorumJournalReader, from_txid: int = 1, in_progress: bool = False
+) -> list[tuple[int, bytes]]:
+    """(txid, body) of every op read."""
+    return [(op.txid, op.body) async for op in reader.read(from_txid, in_progress)]
+
+
+def expected(first: int, last: int) -> list[tuple[int, bytes]]:
+    """What read_all returns for txids first..last."""
+    return [
+        (op.txid, op.body) for op in iter_ops(b"\0" * HEADER_LEN + txns(first, last - first + 1))
+    ]
+
+
+SEGMENTS = [(1, 3), (4, 6), (7, 9)]
+
+
+async def test_reads_across_nodes_each_missing_different_segments(jn_factory: JNFactory) -> None:
+    jns = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
+    writers = await setup_writers(jns)
+    try:
+        await finalized_segments(writers, SEGMENTS)
+    finally:
+        for w in writers:
+            await w.close()
+    seg_file(jns[0], 4, 6).unlink()
+    seg_file(jns[1], 7, 9).unlink()
+    seg_file(jns[2], 1, 3).unlink()
+    async with reader_for(jns) as reader:
+        assert await read_all(reader) == expected(1, 9)
+        assert await read_all(reader, 5) == expected(5, 9)  # from inside a segment
+        manifest = await reader.manifest(1)
+        assert [(s.start, s.end) for s in manifest.segments] == SEGMENTS
+        assert all(s.urls for s in manifest.segments)  # from the majority that answered first
+
+
+async def test_read_fails_clearly_when_a_majority_is_down(jn_factory: JNFactory) -> None:
+    jns = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
+    writers = await setup_writers(jns)
+    try:
+        await finalized_segments(writers, SEGMENTS[:1])
+    finally:
+        for w in writers:
+            await w.close()
+    jn_factory.stop(jns[1])
+    jn_factory.stop(jns[2])
+    async with reader_for(jns) as reader:
+        with pytest.raises(QuorumError, match="quorum size 2/3") as info:
+            await read_all(reader)
+        assert jns[1].rpc in str(info.value) and "unreachable" in str(info.value)
+
+
+async def test_in_progress_reads_return_only_what_a_quorum_holds(jn_factory: JNFactory) -> None:
+    jns = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
+    writers = await setup_writers(jns)
+    try:
+        await finalized_segments(writers, SEGMENTS[:1])
+        for w, n in zip(writers, (5, 3, 2), strict=True):  # 4-8, 4-6, 4-5
+            await w.start(4)
+            await w.write(4, 4, n, committed=3)
+        async with reader_for(jns) as reader:
+            # committed is still 3: nothing of the open segment is visible
+            assert await read_all(reader, 1, in_progress=True) == expected(1, 3)
+            for w in writers:
+                await w.call("Heartbeat", pb.HeartbeatRequest(req=w.req(committed=8)))
+            # a majority holds 4-6 (jn1 and jn2); 7-8 only jn1
+            assert await read_all(reader, 1, in_progress=True) == expected(1, 6)
+            assert await reader.read_journaled(4) == [
+                op for op in iter_ops(b"\0" * HEADER_LEN + txns(4, 3))
+            ]
+            assert await reader.read_journaled(7) == []
+    finally:
+        for w in writers:
+            await w.close()
+
+
+async def test_redundant_stream_switches_node_mid_segment(jn_factory: JNFactory) -> None:
+    jns = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
+    writers = await setup_writers(jns)
+    try:
+        await finalized_segments(writers, [(1, 10)])
+    finally:
+        for w in writers:
+            await w.close()
+    op_size = len(txns(1, 1))
+    for jn, bad_txid in ((jns[0], 4), (jns[1], 8)):  # jn3 keeps a good copy
+        path = seg_file(jn, 1, 10)
+        data = bytearray(path.read_bytes())
+        data[HEADER_LEN + (bad_txid - 1) * op_size + 20] ^= 0x40
+        path.write_bytes(bytes(data))
+    urls = tuple(f"http://{jn.http}/getJournal?jid={JID}&segmentTxId=1" for jn in jns)
+    async with aiohttp.ClientSession() as session:
+        got = [
+            (op.txid, op.body)
+            async for op in read_segment(session, SegmentSource(1, 10, False, urls), 2)
+        ]
+        assert got == expected(2, 10)  # 2-3 from jn1, 4-7 from jn2, 8-10 from jn3
+        with pytest.raises(
+            ReadError, match="could not read txids 4-10 of segment 1-10 from any JournalNode"
+        ) as info:
+            _ = [op async for op in read_segment(session, SegmentSource(1, 10, False, urls[:1]), 1)]
+        assert "txid 4" in str(info.value)
+
+
+async def test_tail_follows_committed_edits(jn_factory: JNFactory) -> None:
+    jns = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
+    writers = await setup_writers(jns)
+    try:
+        for w in writers:
+            await w.start(1)
+        async with reader_for(jns) as reader:
+            tail = reader.tail(1, wait_ms=200)
+            seen: list[int] = []
+            for first in range(1, 31, 5):
+                for w in writers:
+                    await w.write(1, first, 5, committed=first - 1)
+                for w in writers:  # the writer reports the commit of this batch
+                    await w.call("Heartbeat", pb.HeartbeatRequest(req=w.req(committed=first + 4)))
+                while len(seen) < first + 4:
+                    batch = await tail.__anext__()
+                    seen.extend(op.txid for op in batch)
+            assert seen == list(range(1, 31))
+            await tail.aclose()
+    finally:
+        for w in writers:
+            await w.close()
