@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import aiohttp
 import pytest
 
-from conftest import JNFactory, JNProcess
+from conftest import JNFactory, JNProcess, run_qjm
 from qjm.client.edit_streams import ReadError, SegmentSource, read_segment
 from qjm.client.quorum_call import QuorumError
 from qjm.client.reader import QuorumJournalReader
 from qjm.client.uri import parse_qjournal_uri
-from qjm.editlog.framing import HEADER_LEN, iter_ops
+from qjm.editlog.framing import HEADER_LEN, encode_op, iter_ops
+from qjm.editlog.ops import MkdirOp
+from qjm.editlog.ops import encode_op as encode_hdfs_op
+from qjm.editlog.ops.types import PermissionStatus
 from qjm.editlog.segments import finalized_name
 from qjm.protocol import qjournal_pb2 as pb
 from test_journalnode_server import JID, RawWriter, txns
@@ -174,3 +180,52 @@ async def test_tail_follows_committed_edits(jn_factory: JNFactory) -> None:
     finally:
         for w in writers:
             await w.close()
+
+
+async def test_read_and_tail_commands_print_json_lines_and_xml(jn_factory: JNFactory) -> None:
+
+    jns = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
+    writers = await setup_writers(jns)
+    try:
+        await finalized_segments(writers, [(1, 4)])
+        mkdir = MkdirOp(
+            inode_id=16386,
+            path="/user/qjm",
+            timestamp=1,
+            permission_status=PermissionStatus("hdfs", "supergroup", 0o755),
+        )
+        records = encode_hdfs_op(mkdir, 5) + encode_op(0x80, 6, b"opaque")
+        for w in writers:
+            await w.start(5)
+            await w.call(
+                "Journal",
+                pb.JournalRequest(
+                    req=w.req(committed=4),
+                    segment_txid=5,
+                    first_txid=5,
+                    num_txns=2,
+                    records=records,
+                ),
+            )
+            await w.call("Heartbeat", pb.HeartbeatRequest(req=w.req(committed=6)))
+    finally:
+        for w in writers:
+            await w.close()
+    uri = f"qjournal://{';'.join(j.rpc for j in jns)}/{JID}"
+    r = await asyncio.to_thread(run_qjm, "journal", "read", "--uri", uri, "--from", "3")
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [d["txid"] for d in lines] == [3, 4, 5, 6]
+    assert lines[2]["opcode"] == "OP_MKDIR" and lines[2]["path"] == "/user/qjm"
+    assert all("opcode" in d for d in lines)
+    r = await asyncio.to_thread(
+        run_qjm, "journal", "read", "--uri", uri, "--format", "xml", "--finalized-only"
+    )
+    assert r.returncode == 0, r.stderr
+    records = ET.fromstring(r.stdout).findall("RECORD")
+    assert [rec.findtext("DATA/TXID") for rec in records] == ["1", "2", "3", "4"]
+    r = await asyncio.to_thread(
+        run_qjm, "journal", "tail", "--uri", uri, "--from", "5", "--count", "2"
+    )
+    assert r.returncode == 0, r.stderr
+    assert [json.loads(line)["txid"] for line in r.stdout.splitlines()] == [5, 6]

@@ -49,6 +49,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     fm.add_argument("--namespace-id", type=int, help="namespace id (default: random)")
     fm.set_defaults(func=run_format)
 
+    from qjm.cli.journal_read import add_read_commands
+
+    add_read_commands(jsub, add_uri_args)
+
+    from qjm.cli.journal_write import add_parsers as add_writer_parsers
+
+    add_writer_parsers(jsub, add_uri_args)
+
 
 def status_rows(nodes: list[dict[str, object]]) -> list[list[str]]:
     """Table rows for journal status."""

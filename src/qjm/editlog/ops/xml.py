@@ -744,13 +744,23 @@ def _write_node(out: list[str], node: Node, depth: int) -> None:
 XML_HEAD = '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
 
 
+def xml_head(layout_version: int = -64) -> str:
+    """The start of an oev XML document, up to the first record."""
+    return f"{XML_HEAD}<EDITS>\n  <EDITS_VERSION>{layout_version}</EDITS_VERSION>\n"
+
+
+def record_xml(txid: int, op: Op) -> str:
+    """One <RECORD> element, indented as in an oev document, ending in a newline."""
+    out: list[str] = []
+    _write_node(out, op_nodes(txid, op), 1)
+    return "".join(out)
+
+
 def iter_xml(ops: Iterable[tuple[int, Op]], layout_version: int = -64) -> Iterator[str]:
     """The oev XML document, in chunks (one per record)."""
-    yield f"{XML_HEAD}<EDITS>\n  <EDITS_VERSION>{layout_version}</EDITS_VERSION>\n"
+    yield xml_head(layout_version)
     for txid, op in ops:
-        out: list[str] = []
-        _write_node(out, op_nodes(txid, op), 1)
-        yield "".join(out)
+        yield record_xml(txid, op)
     yield "</EDITS>\n"
 
 
