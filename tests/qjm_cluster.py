@@ -232,22 +232,7 @@ class JNCluster:
         self, i: int, jid: str, finalized_only: bool = True
     ) -> dict[tuple[int, int | None], dict[int, bytes]]:
         """Node i's segments: (start, end or None) -> {txid: body}."""
-        out: dict[tuple[int, int | None], dict[int, bytes]] = {}
-        for seg in list_segments(self.current_dir(i, jid)):
-            if finalized_only and seg.end is None:
-                continue
-            data = seg.path.read_bytes()
-            if len(data) < 8:
-                continue
-            try:
-                read_header(data)
-            except Exception:
-                continue
-            ops = {}
-            for op in iter_ops(data):
-                ops[op.txid] = op.body
-            out[(seg.start, seg.end)] = ops
-        return out
+        return read_dir_segments(self.current_dir(i, jid), finalized_only)
 
     def finalized_txids(self, i: int, jid: str) -> dict[int, bytes]:
         """Every txid in node i's finalized segments with its body."""
@@ -257,11 +242,33 @@ class JNCluster:
         return merged
 
 
+def read_dir_segments(
+    current: Path, finalized_only: bool = True
+) -> dict[tuple[int, int | None], dict[int, bytes]]:
+    """The segments in a JournalNode's current/ dir: (start, end or None) -> {txid: body}."""
+    out: dict[tuple[int, int | None], dict[int, bytes]] = {}
+    for seg in list_segments(current):
+        if finalized_only and seg.end is None:
+            continue
+        data = seg.path.read_bytes()
+        try:
+            read_header(data)
+        except Exception:
+            continue  # an empty or padding-only in-progress file
+        out[(seg.start, seg.end)] = {op.txid: op.body for op in iter_ops(data)}
+    return out
+
+
 def check_one_value_per_txid(cluster: JNCluster, jid: str) -> dict[int, bytes]:
     """Every txid has one value on every node holding it in a finalized segment."""
+    return check_dirs_agree([cluster.current_dir(i, jid) for i in range(cluster.n)])
+
+
+def check_dirs_agree(currents: list[Path]) -> dict[int, bytes]:
+    """Every finalized segment is whole, and each txid has one value across these dirs."""
     seen: dict[int, tuple[int, bytes]] = {}
-    for i in range(cluster.n):
-        for (start, end), ops in cluster.read_segments(i, jid).items():
+    for i, current in enumerate(currents):
+        for (start, end), ops in read_dir_segments(current).items():
             assert end is not None
             assert sorted(ops) == list(range(start, end + 1)), (
                 f"jn{i} finalized segment {start}-{end} holds txids {min(ops, default=None)}-"

@@ -1,0 +1,161 @@
+"""`qjm journal write` and `qjm journal recover`: become the writer of a journal.
+
+Both fence every older writer (a new epoch on a majority) and recover the newest segment.
+`write` then opens a segment and writes opaque ops in batches, printing the last txid of
+each batch on its own line as soon as a majority acknowledged it (so a script that kills
+the writer knows what must survive); `recover` prints the journal's last txid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+from qjm.client.quorum_journal_manager import QuorumJournalManager
+from qjm.client.uri import QJournalUri
+from qjm.config import QJournalSettings, load_config
+from qjm.editlog.framing import OP_END_LOG_SEGMENT, OP_OPAQUE, OP_START_LOG_SEGMENT
+from qjm.errors import ConfigError
+
+
+def _settings(args: argparse.Namespace) -> QJournalSettings:
+    if getattr(args, "config", None):
+        return load_config(args.config).qjournal
+    return QJournalSettings()
+
+
+def add_parsers(
+    jsub: argparse._SubParsersAction[argparse.ArgumentParser],
+    add_uri_args: Callable[[argparse.ArgumentParser], None],
+) -> None:
+    """Register `journal write` and `journal recover` under `qjm journal`."""
+    wr = jsub.add_parser(
+        "write",
+        help="become the writer (fence + recover) and write ops; prints each acked txid",
+    )
+    add_uri_args(wr)
+    wr.add_argument("--count", type=int, required=True, help="number of ops to write")
+    wr.add_argument("--batch", type=int, default=10, help="ops per acknowledged batch")
+    wr.add_argument("--size", type=int, default=100, help="payload bytes per op")
+    wr.add_argument(
+        "--finalize", action="store_true", help="end and finalize the segment at the end"
+    )
+    wr.set_defaults(func=run_write)
+
+    rc = jsub.add_parser(
+        "recover", help="fence older writers, recover the last segment, print the last txid"
+    )
+    add_uri_args(rc)
+    rc.set_defaults(func=run_recover)
+
+
+def _payload(epoch: int, txid: int, size: int) -> bytes:
+    head = f"qjm-write epoch={epoch} txid={txid} ".encode()
+    if len(head) >= size:
+        return head[:size]
+    return head + b"." * (size - len(head))
+
+
+async def write_ops(
+    uri: QJournalUri,
+    settings: QJournalSettings,
+    count: int,
+    batch: int,
+    size: int,
+    finalize: bool,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """Fence, recover, write count ops in batches; print each acked txid. Returns the last."""
+    qjm = QuorumJournalManager(uri, None, settings)
+    try:
+        last = await qjm.recover_unfinalized_segments()
+        epoch = qjm.epoch or 0
+        print(f"writer epoch {epoch}: journal {uri.jid} recovered to txid {last}", file=err)
+        first = last + 1
+        stream = await qjm.start_log_segment(first)
+        started = time.perf_counter()
+        stream.write_op(OP_START_LOG_SEGMENT)
+        acked = await stream.flush()
+        out.write(f"{acked}\n")
+        out.flush()
+        written = 0
+        while written < count:
+            n = min(batch, count - written)
+            for _ in range(n):
+                stream.write_op(OP_OPAQUE, _payload(epoch, stream.next_txid, size))
+            written += n
+            acked = await stream.flush()
+            out.write(f"{acked}\n")
+            out.flush()
+        if finalize:
+            stream.write_op(OP_END_LOG_SEGMENT)
+            acked = await stream.close()
+            out.write(f"{acked}\n")
+            out.flush()
+            await qjm.finalize_log_segment(first, acked)
+        took = time.perf_counter() - started
+        # Let the nodes outside the last quorum finish too (not required for safety).
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(qjm.loggers.wait_idle(), 5.0)
+        rate = count / took if took > 0 else 0.0
+        state = f"finalized segment {first}-{acked}" if finalize else f"segment {first} open"
+        print(
+            f"wrote {count} ops (txids {first}-{acked}, {stream.batches_sent} batches) in epoch "
+            f"{epoch} in {took:.2f}s ({rate:.0f} ops/s); {state}",
+            file=err,
+        )
+        return acked
+    finally:
+        await qjm.close()
+
+
+async def recover_journal(uri: QJournalUri, settings: QJournalSettings) -> tuple[int, int]:
+    """Fence and recover; returns (epoch, last txid)."""
+    qjm = QuorumJournalManager(uri, None, settings)
+    try:
+        last = await qjm.recover_unfinalized_segments()
+        # Give the nodes outside the quorum a moment to finish too (not required).
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(qjm.loggers.wait_idle(), 5.0)
+        return qjm.epoch or 0, last
+    finally:
+        await qjm.close()
+
+
+def run_write(args: argparse.Namespace) -> int:
+    """`qjm journal write`."""
+    from qjm.cli.journal import resolve_uri
+
+    if args.count < 0 or args.batch < 1 or args.size < 0:
+        raise ConfigError("--count must be >= 0, --batch >= 1 and --size >= 0")
+    uri = resolve_uri(args)
+    asyncio.run(
+        write_ops(
+            uri,
+            _settings(args),
+            args.count,
+            args.batch,
+            args.size,
+            args.finalize,
+            sys.stdout,
+            sys.stderr,
+        )
+    )
+    return 0
+
+
+def run_recover(args: argparse.Namespace) -> int:
+    """`qjm journal recover`."""
+    from qjm.cli.journal import resolve_uri
+
+    uri = resolve_uri(args)
+    epoch, last = asyncio.run(recover_journal(uri, _settings(args)))
+    print(last)
+    print(f"writer epoch {epoch}: journal {uri.jid} recovered to txid {last}", file=sys.stderr)
+    return 0

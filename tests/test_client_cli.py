@@ -1,0 +1,182 @@
+"""The writer with real JournalNode processes: `qjm journal write|recover`, kill -9, SIGSTOP."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import JNFactory, JNProcess, run_qjm
+from qjm.client.quorum_journal_manager import QuorumJournalManager
+from qjm.config import QJournalSettings
+from qjm.editlog.framing import OP_OPAQUE
+from qjm_cluster import check_dirs_agree, read_dir_segments
+
+pytestmark = pytest.mark.timeout(120)
+JID = "clitest"
+
+
+def start3(jn_factory: JNFactory) -> tuple[list[JNProcess], str]:
+    jns = [jn_factory.start(f"jn{i}") for i in range(3)]
+    uri = f"qjournal://{';'.join(jn.rpc for jn in jns)}/{JID}"
+    done = run_qjm("journal", "format", "--uri", uri)
+    assert done.returncode == 0, done.stderr
+    return jns, uri
+
+
+def currents(jns: list[JNProcess]) -> list[Path]:
+    return [jn.edits_dir / JID / "current" for jn in jns]
+
+
+def read_lines_until(proc: subprocess.Popen[str], want: int, wait_s: float = 60.0) -> list[str]:
+    """Read stdout lines until `want` of them arrived (or the process ended)."""
+    assert proc.stdout is not None
+    lines: list[str] = []
+    sel = selectors.DefaultSelector()
+    sel.register(proc.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + wait_s
+    while len(lines) < want:
+        left = deadline - time.monotonic()
+        assert left > 0, f"only {len(lines)} lines after {wait_s}s"
+        if not sel.select(left):
+            continue
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line.strip())
+    sel.close()
+    return lines
+
+
+def test_write_prints_each_acked_txid_and_finalizes(jn_factory: JNFactory) -> None:
+    jns, uri = start3(jn_factory)
+    done = run_qjm("journal", "write", "--uri", uri, "--count", "25", "--batch", "10", "--finalize")
+    assert done.returncode == 0, done.stderr
+    # START op alone, then batches ending at 11, 21, 26, then the END op.
+    assert done.stdout.split() == ["1", "11", "21", "26", "27"]
+    assert "wrote 25 ops (txids 1-27" in done.stderr and "epoch 1" in done.stderr
+    for cur in currents(jns):
+        assert list(read_dir_segments(cur)) == [(1, 27)]
+    again = run_qjm("journal", "recover", "--uri", uri)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == "27"
+    assert "writer epoch 2" in again.stderr
+
+
+def test_kill_9_writer_then_recover_keeps_every_printed_txid(jn_factory: JNFactory) -> None:
+    jns, uri = start3(jn_factory)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "qjm",
+            "journal",
+            "write",
+            "--uri",
+            uri,
+            "--count",
+            "1000",
+            "--batch",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        lines = read_lines_until(proc, 100)
+        os.kill(proc.pid, signal.SIGKILL)
+        rest, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == -signal.SIGKILL
+    printed = [int(x) for x in lines + rest.split()]
+    assert printed == sorted(printed)
+    last_printed = printed[-1]
+    assert last_printed < 1001, "the writer finished before it was killed"
+    done = run_qjm("journal", "recover", "--uri", uri)
+    assert done.returncode == 0, done.stderr
+    recovered = int(done.stdout.strip())
+    assert recovered >= last_printed
+    values = check_dirs_agree(currents(jns))
+    assert set(range(1, recovered + 1)) <= set(values)
+
+
+def test_no_quorum_is_one_clear_line(jn_factory: JNFactory) -> None:
+    jns, uri = start3(jn_factory)
+    jn_factory.stop(jns[0])
+    jn_factory.stop(jns[1])
+    for args in (["write", "--count", "5"], ["recover"]):
+        done = run_qjm("journal", *args, "--uri", uri)
+        assert done.returncode == 1
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1, done.stderr
+        assert lines[0].startswith("qjm: error: ")
+        assert "quorum size 2/3" in lines[0]
+        assert f"{jns[0].rpc}: unreachable" in lines[0]
+
+
+async def test_sigstopped_journalnode_adds_no_latency_and_rejoins_next_segment(
+    jn_factory: JNFactory,
+) -> None:
+    jns, uri = start3(jn_factory)
+    settings = QJournalSettings(write_txns_timeout_ms=1_000, start_segment_timeout_ms=1_000)
+    q = QuorumJournalManager(uri, None, settings)
+    stopped = jns[2]
+    try:
+        assert await q.recover_unfinalized_segments() == 0
+        stream = await q.start_log_segment(1)
+        for _ in range(20):
+            stream.write_op(OP_OPAQUE, b"before")
+            await stream.flush()
+        os.kill(stopped.pid, signal.SIGSTOP)
+        try:
+            # Writes go on at the speed of the other two: 200 batches well inside the
+            # stopped node's 1 s write timeout would be impossible if we waited for it.
+            started = time.monotonic()
+            for _ in range(200):
+                stream.write_op(OP_OPAQUE, b"while stopped")
+                await stream.flush()
+            took = time.monotonic() - started
+            assert took < 20, f"200 batches took {took:.1f}s with one node stopped"
+            ch = q.loggers.channels[2]
+            # Its first call times out after 1 s; from then on it is out of sync.
+            deadline = time.monotonic() + 10
+            while not ch.out_of_sync:
+                assert time.monotonic() < deadline, "stopped node never marked out of sync"
+                stream.write_op(OP_OPAQUE, b"while stopped")
+                await stream.flush()
+            assert ch.metrics().out_of_sync
+        finally:
+            os.kill(stopped.pid, signal.SIGCONT)
+        end = await stream.close()
+        await q.finalize_log_segment(1, end)  # the revived node cannot: it missed txns
+        # The next segment brings it back.
+        seg2 = end + 1
+        stream = await q.start_log_segment(seg2)
+        deadline = time.monotonic() + 30
+        while q.loggers.channels[2].out_of_sync:
+            assert time.monotonic() < deadline, "node never rejoined"
+            await asyncio.sleep(0.05)
+        for _ in range(10):
+            stream.write_op(OP_OPAQUE, b"after")
+            await stream.flush()
+        end2 = await stream.close()
+        await q.finalize_log_segment(seg2, end2)
+        await asyncio.wait_for(q.loggers.wait_idle(), 30)
+    finally:
+        await q.close()
+    segs = read_dir_segments(currents(jns)[2])
+    assert (seg2, end2) in segs, f"{stopped.name} did not rejoin: {sorted(segs)}"
+    assert (1, end) not in segs
+    check_dirs_agree(currents(jns))
