@@ -474,7 +474,7 @@ def test_accept_recovery_behavior(tmp_path: Path) -> None:
         prep = j.prepare_recovery(w.req(), 1)
         assert prep.segment_state == pb.SegmentState(start_txid=1, end_txid=3, is_in_progress=True)
         assert prep.last_writer_epoch == 1 and not prep.HasField("accepted_in_epoch")
-        j.accept_recovery(w.req(), prep.segment_state, "http://unused")  # same length: no fetch
+        j.accept_recovery(w.req(), prep.segment_state, "")  # the source itself: no URL, no fetch
         j.new_epoch(NS, 2)
         w2 = Writer(2)
         prep2 = j.prepare_recovery(w2.req(), 1)

@@ -594,6 +594,23 @@ class Journal:
                         f"{current.end_txid} with {_describe(segment)}"
                     )
             synced = self._sync_log(req.epoch, segment, from_url)
+        elif current.is_in_progress and from_url:
+            # The same length is not the same log: a node that refused a newer writer's
+            # start_log_segment keeps an older writer's ops, which may end at the same txid.
+            # Only the source itself is sent no URL: its copy is the chosen one.
+            synced = self._sync_log(req.epoch, segment, from_url)
+            local = self.storage.current / inprogress_name(start)
+            if _same_log(synced, local):
+                synced.unlink()
+                synced = None
+            else:
+                log.warning(
+                    "journal %s: segment %s here differs from the accepted one at %s although "
+                    "it ends at the same txid; replacing it",
+                    self.jid,
+                    _describe(segment),
+                    from_url,
+                )
         self.faults.before_persist_paxos_data()
         self.storage.write_paxos(
             start, pb.PersistedRecoveryPaxosData(segment_state=segment, accepted_in_epoch=req.epoch)
@@ -831,6 +848,14 @@ class Journal:
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         return tmp
+
+
+def _same_log(synced: Path, local: Path) -> bool:
+    """True when a downloaded segment holds exactly the ops of the local file."""
+    found = scan_file(local)
+    with open(local, "rb") as f:
+        mine = f.read(found.valid_length)
+    return synced.read_bytes() == mine
 
 
 def _truncate_after(path: Path, end_txid: int) -> None:
