@@ -501,3 +501,53 @@ async def test_crash_after_persisting_paxos_data_rolls_forward(tmp_path: Path) -
         await cluster.start_node(2)
         check_finalized_on_quorum(cluster, jid, 1, 5)
         check_one_value_per_txid(cluster, jid)
+
+
+async def setup_stale_same_length_log(cluster: JNCluster, jid: str) -> QuorumJournalManager:
+    """JN0 holds 4-7 written in epoch 1 only to it; JN1 and JN2 get 4-7 from epoch 2.
+
+    Returns writer 2 after it started segment 4 and wrote 4-7 (acknowledged), unfinalized.
+    """
+    f = faults3()
+    q = await writer_with_first_segment(cluster, jid, f, end=3)
+    stream = await q.start_log_segment(4)
+    f[1].fail_from_txn(4)
+    f[2].fail_from_txn(4)
+    with pytest.raises(QuorumError):
+        await write_txns(stream, 4, 4, tag="epoch1")  # JN0 only
+    await settle(q)
+    await cluster.stop_node(0)
+    q2 = cluster.qjm(jid)
+    assert await q2.recover_unfinalized_segments() == 3
+    await cluster.start_node(0)
+    await wait_reachable(q2, 0)
+    stream = await q2.start_log_segment(4)  # JN0 refuses: it holds 4 txns of segment 4
+    assert await write_txns(stream, 4, 4, tag="epoch2") == 7
+    await stream.close()
+    return q2
+
+
+async def test_stale_log_of_the_same_length_is_not_finalized(tmp_path: Path) -> None:
+    """The writer's finalize must not turn JN0's epoch-1 log into a finalized 4-7."""
+    async with JNCluster(tmp_path) as cluster:
+        jid = await new_journal(cluster)
+        q2 = await setup_stale_same_length_log(cluster, jid)
+        await q2.finalize_log_segment(4, 7)
+        await settle(q2)
+        check_one_value_per_txid(cluster, jid)
+        assert await recover(cluster, jid) == 7
+        check_one_value_per_txid(cluster, jid)
+
+
+async def test_stale_log_of_the_same_length_is_replaced_in_recovery(tmp_path: Path) -> None:
+    """Recovery chooses epoch 2's 4-7; JN0's same-length epoch-1 copy must be replaced."""
+    async with JNCluster(tmp_path) as cluster:
+        jid = await new_journal(cluster)
+        q2 = await setup_stale_same_length_log(cluster, jid)
+        await settle(q2)  # writer 2 dies before finalizing
+        await cluster.stop_node(2)
+        assert await recover(cluster, jid) == 7  # JN0 (epoch 1) and JN1 (epoch 2)
+        await cluster.start_node(2)
+        values = check_one_value_per_txid(cluster, jid)
+        assert values[4] == payload(4, "epoch2")
+        assert cluster.read_segments(0, jid)[(4, 7)][4] == payload(4, "epoch2")

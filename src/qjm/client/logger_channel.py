@@ -419,6 +419,14 @@ class IPCLoggerChannel:
         """Finalize a segment on the node."""
 
         async def run() -> None:
+            if self.out_of_sync:
+                # It missed writes or refused the segment's start, so what it holds at
+                # start_txid is not this segment: it may be an older writer's log of the
+                # same length, which finalizing would make permanent.
+                raise OutOfSyncError(
+                    f"{self.address}: out of sync, not finalizing segment "
+                    f"{start_txid}-{end_txid} on it"
+                )
             req = pb.FinalizeLogSegmentRequest(
                 req=self._req(), start_txid=start_txid, end_txid=end_txid
             )
@@ -456,7 +464,11 @@ class IPCLoggerChannel:
                 req=self._req(), state_to_accept=state, from_url=from_url
             )
             timeout = self._s(self.settings.accept_recovery_timeout_ms)
-            await self._rpc("AcceptRecovery", req, timeout)
+            try:
+                await self._rpc("AcceptRecovery", req, timeout)
+            except Exception:
+                self.out_of_sync = True  # it did not take the chosen log: do not finalize it
+                raise
 
         return self._submit(run)
 

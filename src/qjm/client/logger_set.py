@@ -114,11 +114,14 @@ class AsyncLoggerSet:
         )
 
     def accept_recovery(
-        self, state: pb.SegmentState, from_url: str
+        self, state: pb.SegmentState, source: IPCLoggerChannel, from_url: str
     ) -> QuorumCall[IPCLoggerChannel, None]:
-        """accept_recovery on every node."""
+        """accept_recovery on every node; the source gets no URL: it holds the chosen log."""
         desc = f"{state.start_txid}-{state.end_txid}"
-        return self._call(f"acceptRecovery({desc})", lambda ch: ch.accept_recovery(state, from_url))
+        return self._call(
+            f"acceptRecovery({desc})",
+            lambda ch: ch.accept_recovery(state, "" if ch is source else from_url),
+        )
 
     def get_edit_log_manifest(
         self, since_txid: int, in_progress_ok: bool

@@ -194,7 +194,7 @@ class QuorumJournalManager:
         )
         url = await source.fetch_url(segment_txid)
         await self.loggers.wait_for_write_quorum(
-            self.loggers.accept_recovery(state, url),
+            self.loggers.accept_recovery(state, source, url),
             self._s(self.settings.accept_recovery_timeout_ms),
         )
         await self.loggers.wait_for_write_quorum(
