@@ -1,0 +1,237 @@
+"""Fault sweeps over a real 3-node journal (Hadoop's TestQJMWithFaults).
+
+* Every pair of single-RPC failures (one on each of two nodes) across a two-segment
+  workload: a new writer then recovers at least to the last acknowledged txid.
+* A seeded randomized schedule: every RPC flips its node up or down with p=0.1, and
+  accept_recovery crashes before or after persisting paxos data with p=0.1, over many
+  writer generations. QJM_FAULT_GENERATIONS (default 200) and QJM_FAULT_SEED choose
+  how many and which; e.g. QJM_FAULT_GENERATIONS=5000 for a long run.
+
+The invariant everywhere: recovery never ends below the last acknowledged txid, every
+acknowledged txid keeps the value written, and every txid has one value on every node.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from qjm.client.quorum_call import QuorumError
+from qjm.client.recovery_comparator import RecoveryInvariantError
+from qjm.editlog.framing import OP_OPAQUE
+from qjm.errors import QjmError
+from qjm.journalnode.journal import FaultInjector
+from qjm_cluster import (
+    InjectedFault,
+    JNCluster,
+    NodeFaults,
+    check_one_value_per_txid,
+    payload,
+    settle,
+    write_segment,
+)
+
+GENERATIONS = int(os.environ.get("QJM_FAULT_GENERATIONS", "200"))
+SEED = int(os.environ.get("QJM_FAULT_SEED", "3077"))  # HDFS-3077, the QJM design's JIRA
+TXNS_PER_SEGMENT = 4
+SEGMENTS_PER_WRITER = 2
+
+# Messages that mean a broken invariant, never an ordinary consequence of a fault.
+FORBIDDEN = (
+    "discard committed",
+    "already accepted in epoch",
+    "accepted recovery is",
+    "finalized copies",
+    "refusing to truncate",
+)
+
+
+def check_fault(e: BaseException, where: str) -> None:
+    """A failure under faults must be an ordinary one, never a broken invariant."""
+    assert not isinstance(e, RecoveryInvariantError), f"{where}: {e}"
+    assert isinstance(e, QjmError), f"{where}: unexpected {type(e).__name__}: {e}"
+    causes: list[BaseException] = list(e.errors.values()) if isinstance(e, QuorumError) else [e]
+    for cause in causes:
+        text = str(cause)
+        for bad in FORBIDDEN:
+            assert bad not in text, f"{where}: {text}"
+        if "internal error" in text:
+            assert "Injected" in text, f"{where}: {text}"
+
+
+async def workload(cluster: JNCluster, jid: str, faults: list[NodeFaults]) -> int:
+    """Become the writer and write segments 1-3 and 4-6; returns the last acked txid."""
+    q = cluster.qjm(jid, faults)
+    last_acked = 0
+    try:
+        await q.recover_unfinalized_segments()
+        for first in (1, 4):
+            stream = await q.start_log_segment(first)
+            stream.write_op(OP_OPAQUE, payload(first))
+            last_acked = await stream.flush()
+            stream.write_op(OP_OPAQUE, payload(first + 1))
+            stream.write_op(OP_OPAQUE, payload(first + 2))
+            last_acked = await stream.flush()
+            await stream.close()
+            await q.finalize_log_segment(first, first + 2)
+    except QjmError as e:
+        check_fault(e, "workload")
+    finally:
+        await settle(q)
+    return last_acked
+
+
+@pytest.mark.timeout(240)
+async def test_recover_after_every_pair_of_single_rpc_failures(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        clean = [NodeFaults() for _ in range(3)]
+        assert await workload(cluster, jid, clean) == 6
+        counts = {f.rpc_count for f in clean}
+        assert len(counts) == 1, f"nodes got different numbers of RPCs: {counts}"
+        max_rpc = counts.pop()
+        assert max_rpc >= 10, clean[0].log
+        for fail_a in range(1, max_rpc + 1):
+            for fail_b in range(1, max_rpc + 1):
+                where = f"failing RPC #{fail_a} on jn0 and #{fail_b} on jn1"
+                jid = cluster.new_jid()
+                await cluster.format(jid)
+                faults = [NodeFaults() for _ in range(3)]
+                faults[0].fail_rpc_numbers.add(fail_a)
+                faults[1].fail_rpc_numbers.add(fail_b)
+                last_acked = await workload(cluster, jid, faults)
+                q = cluster.qjm(jid)
+                try:
+                    recovered = await q.recover_unfinalized_segments()
+                    assert recovered >= last_acked, f"{where}: {recovered} < {last_acked}"
+                    await write_segment(q, recovered + 1, 3)
+                finally:
+                    await settle(q)
+                values = check_one_value_per_txid(cluster, jid)
+                for txid in range(1, last_acked + 1):
+                    assert values.get(txid) == payload(txid), f"{where}: txid {txid}"
+
+
+class RandomNode(NodeFaults):
+    """A node that flips up or down on every RPC with p=0.1 and crashes accepts."""
+
+    def __init__(self, seed: int, injector: FaultInjector) -> None:
+        super().__init__()
+        self.random = random.Random(seed)
+        self.injector = injector
+        self.up = True
+        self.before = self._before
+        self.after = self._after
+
+    def _before(self, method: str, request: Any) -> None:
+        if self.random.random() < 0.1:
+            self.up = not self.up
+        if not self.up:
+            raise InjectedFault("Injected - faking being down")
+        if method == "AcceptRecovery":
+            if self.random.random() < 0.1:
+                self.injector.before_persist_paxos_data = _crash("before")
+            elif self.random.random() < 0.1:
+                self.injector.after_persist_paxos_data = _crash("after")
+
+    def _after(self, method: str, request: Any) -> None:
+        self.injector.before_persist_paxos_data = _nothing
+        self.injector.after_persist_paxos_data = _nothing
+
+
+def _nothing() -> None:
+    return None
+
+
+def _crash(when: str) -> Any:
+    def crash() -> None:
+        raise OSError(f"Injected - faking fault {when} persisting paxos data")
+
+    return crash
+
+
+@pytest.mark.timeout(max(120, GENERATIONS))
+async def test_randomized_writer_generations(tmp_path: Path) -> None:
+    r = random.Random(SEED)
+    acked: dict[int, bytes] = {}
+    last_acked = 0
+    successes = recoveries = 0
+    purged_below = 0
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        for gen in range(GENERATIONS):
+            where = f"seed {SEED} generation {gen}"
+            faults: list[NodeFaults] = [
+                RandomNode(r.getrandbits(64), cluster.injectors[i]) for i in range(3)
+            ]
+            q = cluster.qjm(jid, faults)
+            try:
+                try:
+                    recovered = await q.recover_unfinalized_segments()
+                except QjmError as e:
+                    check_fault(e, f"{where}: recovery")
+                    continue
+                recoveries += 1
+                assert recovered >= last_acked, (
+                    f"{where}: recovered only to {recovered}, but {last_acked} was acked"
+                )
+                txid = recovered + 1
+                if txid > 100 and gen % 10 == 1:
+                    await q.purge_logs_older_than(txid - 100)
+                    purged_below = max(purged_below, txid - 100)
+                for _ in range(SEGMENTS_PER_WRITER):
+                    first = txid
+                    try:
+                        stream = await q.start_log_segment(first)
+                        for _ in range(TXNS_PER_SEGMENT):
+                            body = payload(txid, f"g{gen}")
+                            stream.write_op(OP_OPAQUE, body)
+                            await stream.flush()
+                            acked[txid] = body
+                            last_acked = txid
+                            txid += 1
+                        await stream.close()
+                        await q.finalize_log_segment(first, txid - 1)
+                        successes += 1
+                    except QjmError as e:
+                        check_fault(e, f"{where}: writing")
+                        break
+            finally:
+                await q.close()  # the writer crashes: calls in flight are abandoned
+            if gen % 50 == 49:
+                check_acked(cluster, jid, acked, where)
+        # A last writer without faults recovers everything acknowledged.
+        for i in range(3):
+            cluster.injectors[i].before_persist_paxos_data = _nothing
+            cluster.injectors[i].after_persist_paxos_data = _nothing
+        q = cluster.qjm(jid)
+        try:
+            final = await q.recover_unfinalized_segments()
+        finally:
+            await settle(q)
+        assert final >= last_acked
+        values = check_acked(cluster, jid, acked, f"seed {SEED} at the end")
+        # Below the highest purge asked for, a node that got the purge may hold nothing.
+        missing = [t for t in acked if t >= purged_below and t not in values]
+        assert not missing, f"seed {SEED}: acknowledged txids lost: {missing[:10]}"
+    # The schedule must have exercised both success and failure.
+    # (About 40% of recoveries and 20% of segments get through at these fault rates.)
+    assert recoveries > GENERATIONS // 5 and successes > GENERATIONS // 10, (recoveries, successes)
+    assert last_acked > GENERATIONS // 2, last_acked
+
+
+def check_acked(
+    cluster: JNCluster, jid: str, acked: dict[int, bytes], where: str
+) -> dict[int, bytes]:
+    """One value per txid on every node, and each acknowledged txid holds what was written."""
+    values = check_one_value_per_txid(cluster, jid)
+    for txid, value in values.items():
+        if txid in acked:
+            assert value == acked[txid], f"{where}: txid {txid} is {value!r}, acked {acked[txid]!r}"
+    return values
