@@ -119,7 +119,7 @@ class IPCLoggerChannel:
         self._ipc_serial = -1
         self._last_heartbeat: float | None = None
         self._last_commit_time = 0.0
-        self._last_ack_submit_time = 0.0
+        self._last_ack_submit_time = time.monotonic()  # lag counts from the start
         self._rpc_stats: dict[str, RpcStats] = {}
         self._queue: deque[tuple[Callable[[], Awaitable[Any]], asyncio.Future[Any]]] = deque()
         self._wake: asyncio.Event | None = None

@@ -1,0 +1,245 @@
+"""Writing through the quorum (design 2.11) and the per-node channel (TestIPCLoggerChannel)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from qjm.client.logger_channel import HEARTBEAT_INTERVAL_S, LoggerTooFarBehindError
+from qjm.client.quorum_call import QuorumError
+from qjm.config import QJournalSettings
+from qjm.editlog.framing import OP_OPAQUE
+from qjm_cluster import (
+    FAST_SETTINGS,
+    JNCluster,
+    NodeFaults,
+    check_one_value_per_txid,
+    payload,
+    settle,
+    write_segment,
+    write_txns,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+
+async def started(cluster: JNCluster, faults: list[NodeFaults] | None = None, **kw: object):  # type: ignore[no-untyped-def]
+    jid = cluster.new_jid()
+    await cluster.format(jid)
+    q = cluster.qjm(jid, faults, **kw)  # type: ignore[arg-type]
+    await q.recover_unfinalized_segments()
+    return jid, q
+
+
+async def test_single_writer_segments_are_finalized_on_every_node(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid, q = await started(cluster)
+        try:
+            await write_segment(q, 1, 3)
+            await write_segment(q, 4, 1)
+        finally:
+            await settle(q)
+        for i in range(3):
+            assert sorted(cluster.read_segments(i, jid)) == [(1, 3), (4, 4)]
+        assert str(q).startswith("QJM to [127.0.0.1:")
+
+
+async def test_a_quorum_of_two_suffices(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        await cluster.stop_node(1)
+        q = cluster.qjm(jid)
+        try:
+            await q.recover_unfinalized_segments()
+            await write_segment(q, 1, 10)
+        finally:
+            await settle(q)
+        for i in (0, 2):
+            assert (1, 10) in cluster.read_segments(i, jid)
+
+
+async def test_writes_fail_without_a_quorum(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        faults = [NodeFaults() for _ in range(3)]
+        _jid, q = await started(cluster, faults)
+        try:
+            stream = await q.start_log_segment(1)
+            await write_txns(stream, 1, 2)
+            faults[0].down = faults[1].down = True
+            with pytest.raises(QuorumError, match="quorum size 2/3"):
+                await write_txns(stream, 3, 1)
+            assert stream.failed is not None
+            with pytest.raises(QuorumError):
+                stream.write_op(OP_OPAQUE, b"no")  # a broken stream takes nothing more
+        finally:
+            await settle(q)
+
+
+async def test_one_hanging_node_adds_no_latency(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        hang = asyncio.Event()
+        faults = [NodeFaults(), NodeFaults(), NodeFaults(hang=hang)]
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        faults[2].hang = None  # answer the epoch calls, then hang from the segment on
+        q = cluster.qjm(jid, faults)
+        try:
+            await q.recover_unfinalized_segments()
+            faults[2].hang = hang
+            stream = await q.start_log_segment(1)
+            for txid in range(1, 51):
+                stream.write_op(OP_OPAQUE, payload(txid))
+                await stream.flush()
+            # 50 acknowledged batches while the hanging node has not answered once.
+            ch = q.loggers.channels[2]
+            assert ch.highest_acked_txid == 0
+            assert ch.queued_bytes > 0
+            assert ch.metrics().lag_txns == 50  # a quorum acked 50, this node nothing
+            assert ch.metrics().lag_ms > 0
+        finally:
+            hang.set()
+            await settle(q)
+
+
+async def test_failed_node_is_out_of_sync_until_the_next_segment(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        faults = [NodeFaults() for _ in range(3)]
+        jid, q = await started(cluster, faults)
+        try:
+            stream = await q.start_log_segment(1)
+            await write_txns(stream, 1, 2)
+            faults[2].fail_method("Journal", lambda r: r.first_txid == 3)
+            await write_txns(stream, 3, 1)  # fails on JN2 only
+            ch = q.loggers.channels[2]
+            assert ch.out_of_sync and ch.metrics().out_of_sync
+            journals_before = faults[2].log.count("Journal")
+            started_at = time.monotonic()
+            for txid in range(4, 24):
+                await write_txns(stream, txid, 1)
+            took = time.monotonic() - started_at
+            await asyncio.wait_for(q.loggers.wait_idle(), 10)
+            # No journal() reached it again; heartbeats at most once a second.
+            assert faults[2].log.count("Journal") == journals_before
+            assert 1 <= faults[2].log.count("Heartbeat") <= 1 + int(took / HEARTBEAT_INTERVAL_S)
+            end = await stream.close()
+            await q.finalize_log_segment(1, end)
+            await write_segment(q, end + 1, 3)
+            assert not ch.out_of_sync
+        finally:
+            await settle(q)
+        assert (24, 26) in cluster.read_segments(2, jid)
+        assert (1, 23) not in cluster.read_segments(2, jid)
+        check_one_value_per_txid(cluster, jid)
+
+
+async def test_queue_bound_drops_edits_for_a_stuck_node(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        hang = asyncio.Event()
+        faults = [NodeFaults() for _ in range(3)]
+        settings = QJournalSettings(**{**vars(FAST_SETTINGS), "queued_edits_limit_mb": 1})
+        _jid, q = await started(cluster, faults, settings=settings)
+        try:
+            stream = await q.start_log_segment(1)
+            faults[2].hang = hang
+            body = b"x" * 100_000
+            for _ in range(30):  # 3 MB, three times the bound
+                stream.write_op(OP_OPAQUE, body)
+                await stream.flush()
+            ch = q.loggers.channels[2]
+            assert ch.queued_bytes <= 1024 * 1024 + 200_000
+            fut = ch.send_edits(1, stream.next_txid, 1, b"x" * 2_000_000)
+            with pytest.raises(LoggerTooFarBehindError, match="too far behind"):
+                await fut
+            stream.write_op(OP_OPAQUE, body)
+            assert await stream.flush() == 31  # the other two keep going
+            hang.set()
+            await asyncio.wait_for(q.loggers.wait_idle(), 10)
+            assert ch.out_of_sync  # batches were dropped for it: it waits for the next segment
+            assert ch.queued_bytes == 0
+        finally:
+            hang.set()
+            await settle(q)
+
+
+async def test_ipc_serials_ascend_and_committed_txid_is_piggybacked(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        seen: list[tuple[str, int, int | None]] = []
+        faults = [NodeFaults() for _ in range(3)]
+
+        def record(method: str, request: object) -> None:
+            req = getattr(request, "req", None)
+            if req is not None:
+                committed = req.committed_txid if req.HasField("committed_txid") else None
+                seen.append((method, req.ipc_serial, committed))
+
+        faults[0].before = record
+        _jid, q = await started(cluster, faults)
+        try:
+            stream = await q.start_log_segment(1)
+            await write_txns(stream, 1, 2)
+            await write_txns(stream, 3, 2)
+            await stream.close()
+            await q.finalize_log_segment(1, 4)
+        finally:
+            await settle(q)
+        serials = [s for _, s, _ in seen]
+        assert serials == sorted(serials) and len(set(serials)) == len(serials)
+        assert seen[-1] == ("FinalizeLogSegment", serials[-1], 4)
+        journal_commits = [c for m, _, c in seen if m == "Journal"]
+        assert journal_commits == [None, 2]
+
+
+async def test_group_commit_with_64_concurrent_writers(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid, q = await started(cluster)
+        try:
+            stream = await q.start_log_segment(1)
+
+            async def writer(w: int) -> list[int]:
+                mine = []
+                for k in range(20):
+                    txid = stream.write_op(OP_OPAQUE, f"w{w} k{k}".encode())
+                    await stream.sync(txid)
+                    assert stream.acked_txid >= txid
+                    mine.append(txid)
+                return mine
+
+            results = await asyncio.gather(*(writer(w) for w in range(64)))
+            end = await stream.close()
+            assert end == 64 * 20
+            assert sorted(t for r in results for t in r) == list(range(1, end + 1))
+            assert stream.batches_sent < end / 4  # ops shared round trips
+            await q.finalize_log_segment(1, end)
+        finally:
+            await settle(q)
+        values = check_one_value_per_txid(cluster, jid)
+        assert len(values) == 64 * 20
+
+
+async def test_metrics_and_format_helpers(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        q = cluster.qjm(jid)
+        try:
+            assert not await q.has_some_data()
+        finally:
+            await settle(q)
+        ns = await cluster.format(jid)
+        q = cluster.qjm(jid)
+        try:
+            assert await q.has_some_data()
+            found = await q.discover_namespace()
+            assert (found.namespace_id, found.cluster_id) == (ns.namespace_id, ns.cluster_id)
+            await q.recover_unfinalized_segments()
+            await write_segment(q, 1, 5)
+            await asyncio.wait_for(q.loggers.wait_idle(), 10)
+            for m in q.loggers.metrics():
+                assert not m.out_of_sync and m.lag_txns == 0 and m.queued_bytes == 0
+                assert m.highest_acked_txid == 5
+                assert m.rpc["Journal"].calls == 1 and m.rpc["Journal"].mean_s > 0
+        finally:
+            await settle(q)
