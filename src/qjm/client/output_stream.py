@@ -190,6 +190,15 @@ class QuorumOutputStream:
                     break
             if waiting is None:
                 if self._buf and len(self._inflight) < self.max_in_flight:
+                    # Let the writers woken with us append their ops first, so one batch
+                    # carries them all (group commit); then look again.
+                    await asyncio.sleep(0)
+                    if self._acked_txid >= txid or self._error is not None:
+                        continue
+                    if any(b.last_txid >= txid for b in self._inflight):
+                        continue
+                    if not (self._buf and len(self._inflight) < self.max_in_flight):
+                        continue
                     waiting = self._cut()
                 elif self._inflight:
                     waiting = self._inflight[0]
