@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ports import free_port
 from qjm.client.admin import new_namespace_info
 from qjm.client.output_stream import QuorumOutputStream
 from qjm.client.quorum_journal_manager import QuorumJournalManager
@@ -62,6 +63,7 @@ class NodeFaults:
     # (method, request) -> an exception to raise instead of sending, or None to send.
     rules: list[Callable[[str, Any], BaseException | None]] = field(default_factory=list)
     hang: asyncio.Event | None = None  # set: calls hang until this event is set
+    delay_s: float = 0.0  # every call takes this much longer (a slow node or link)
     log: list[str] = field(default_factory=list)
     before: Callable[[str, Any], None] | None = None
     after: Callable[[str, Any], None] | None = None
@@ -108,6 +110,8 @@ class FaultyClient:
             err = rule(method, request)
             if err is not None:
                 raise err
+        if f.delay_s:
+            await asyncio.sleep(f.delay_s)  # injected latency, not synchronization
         if f.hang is not None and not f.hang.is_set():
             try:
                 await asyncio.wait_for(f.hang.wait(), deadline)
@@ -132,8 +136,9 @@ class JNCluster:
         self.n = n
         self.nodes: list[JournalNode | None] = [None] * n
         self.injectors = [FaultInjector() for _ in range(n)]
-        self.rpc_ports = [0] * n
-        self.http_ports = [0] * n
+        # Ports below the ephemeral range, so a restart finds its port free.
+        self.rpc_ports = [free_port() for _ in range(n)]
+        self.http_ports = [free_port() for _ in range(n)]
 
     async def __aenter__(self) -> JNCluster:
         for i in range(self.n):

@@ -125,6 +125,8 @@ class IPCLoggerChannel:
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self._closed = False
+        self._sent_committed: int | None = None
+        self._report_pending = False
 
     def __str__(self) -> str:
         return self.address
@@ -185,6 +187,7 @@ class IPCLoggerChannel:
         req = pb.RequestInfo(jid=self.jid, epoch=self.epoch, ipc_serial=self._ipc_serial)
         if self.committed_txid is not None:
             req.committed_txid = self.committed_txid
+            self._sent_committed = self.committed_txid
         return req
 
     async def _rpc(self, method: str, request: Any, deadline_s: float) -> Any:
@@ -405,6 +408,32 @@ class IPCLoggerChannel:
             await self._rpc("Heartbeat", req, self._s(self.settings.write_txns_timeout_ms))
         except QjmError as e:
             log.debug("%s: heartbeat failed: %s", self.address, e)
+
+    def report_committed(self) -> None:
+        """Tell the node the committed txid now if no queued call will carry it soon.
+
+        Readers see an edit only once the writer reported it committed; when the writer
+        goes idle after a batch, this heartbeat makes that batch visible at once. At most
+        one such heartbeat waits in the queue, so a hanging node collects no backlog.
+        """
+        if (
+            self._closed
+            or self.out_of_sync  # it gets its rate-limited heartbeats instead
+            or self._report_pending
+            or self._queue
+            or self.committed_txid is None
+            or self.committed_txid == self._sent_committed
+        ):
+            return
+        self._report_pending = True
+
+        async def run() -> None:
+            self._report_pending = False
+            if self.committed_txid != self._sent_committed:
+                req = pb.HeartbeatRequest(req=self._req())
+                await self._rpc("Heartbeat", req, self._s(self.settings.write_txns_timeout_ms))
+
+        self._submit(run)
 
     def heartbeat(self) -> asyncio.Future[None]:
         """Send a heartbeat (epoch and committed txid, no edits)."""

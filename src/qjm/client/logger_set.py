@@ -41,6 +41,11 @@ class AsyncLoggerSet:
         for ch in self.channels:
             ch.set_committed_txid(txid)
 
+    def report_committed(self) -> None:
+        """Send the committed txid to every node that has no call queued to carry it."""
+        for ch in self.channels:
+            ch.report_committed()
+
     def _call(
         self, operation: str, fn: Callable[[IPCLoggerChannel], asyncio.Future[T]]
     ) -> QuorumCall[IPCLoggerChannel, T]:

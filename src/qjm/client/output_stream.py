@@ -172,6 +172,8 @@ class QuorumOutputStream:
                 self._acked_txid = last
                 self.loggers.set_committed_txid(last)
                 batch.done.set_result(last)
+                if not self._buf and self._inflight[-1] is batch:
+                    self.loggers.report_committed()  # idle: make this batch readable now
             finally:
                 self._inflight.remove(batch)
 
