@@ -9,25 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
+from benchmarks.common import BODY, RECORD, journalnodes
 from qjm.client.rpc import JournalNodeClient
-from qjm.cluster.process import spawn, stop_pid, wait_ready
 from qjm.editlog.framing import OP_OPAQUE, encode_op
 from qjm.protocol import qjournal_pb2 as pb
 
-RECORD = 200
 JID = "bench"
 NS = pb.NamespaceInfo(namespace_id=1, cluster_id="CID-bench")
 BATCHES = (1, 8, 32, 128, 512)
 SECONDS = 3.0
-
-
-def body_size() -> int:
-    """Body bytes that make a framed op of RECORD bytes."""
-    return RECORD - 17
 
 
 async def _run(addresses: list[str]) -> list[dict[str, float]]:
@@ -45,7 +37,7 @@ async def _run(addresses: list[str]) -> list[dict[str, float]]:
             await c.call("NewEpoch", pb.NewEpochRequest(jid=JID, ns_info=NS, epoch=1), 10)
         txid = 1
         rows = []
-        payload = b"x" * body_size()
+        payload = b"x" * BODY
         for batch in BATCHES:
             seg = txid
             for c in clients:
@@ -96,33 +88,8 @@ async def _run(addresses: list[str]) -> list[dict[str, float]]:
 
 def run() -> str:
     """Start 3 JournalNodes, measure, stop them; return a markdown section."""
-    with tempfile.TemporaryDirectory(prefix="qjm-bench-") as tmp:
-        root = Path(tmp)
-        daemons = [
-            spawn(
-                f"jn{i}",
-                [
-                    "journalnode",
-                    "--edits-dir",
-                    str(root / f"jn{i}"),
-                    "--rpc-address",
-                    "127.0.0.1:0",
-                    "--http-address",
-                    "127.0.0.1:0",
-                    "--log-level",
-                    "WARNING",
-                ],
-                root / f"jn{i}.log",
-                root / f"jn{i}.ready",
-            )
-            for i in (1, 2, 3)
-        ]
-        try:
-            ready = wait_ready(daemons)
-            rows = asyncio.run(_run([ready[d.name]["rpc"] for d in daemons]))
-        finally:
-            for d in daemons:
-                stop_pid(d.pid)
+    with journalnodes(3) as addrs:
+        rows = asyncio.run(_run(addrs))
     lines = [
         "## JournalNode ingest (3 JournalNode processes, one writer, quorum 2 of 3)",
         "",

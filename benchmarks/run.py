@@ -9,7 +9,7 @@ import platform
 import sys
 from pathlib import Path
 
-BENCHMARKS = ["benchmarks.jn_ingest"]
+BENCHMARKS = ["benchmarks.jn_ingest", "benchmarks.qjm_write", "benchmarks.tail_lag"]
 OUT = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 
 
