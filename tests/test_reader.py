@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -233,3 +234,41 @@ async def test_read_and_tail_commands_print_json_lines_and_xml(jn_factory: JNFac
     )
     assert r.returncode == 0, r.stderr
     assert [json.loads(line)["txid"] for line in r.stdout.splitlines()] == [5, 6]
+
+
+async def test_tail_command_follows_the_write_command(jn_factory: JNFactory) -> None:
+    jns = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
+    uri = f"qjournal://{';'.join(j.rpc for j in jns)}/{JID}"
+    fmt = await asyncio.to_thread(run_qjm, "journal", "format", "--uri", uri)
+    assert fmt.returncode == 0, fmt.stderr
+    count = 500
+    tail = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "qjm",
+        "journal",
+        "tail",
+        "--uri",
+        uri,
+        "--from",
+        "1",
+        "--count",
+        str(count + 1),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        write = await asyncio.to_thread(
+            run_qjm, "journal", "write", "--uri", uri, "--count", str(count), "--batch", "10"
+        )
+        assert write.returncode == 0, write.stderr
+        acked = [int(line) for line in write.stdout.split()]
+        assert acked[-1] == count + 1  # OP_START_LOG_SEGMENT, then the ops
+        out, err = await asyncio.wait_for(tail.communicate(), 30)
+    finally:
+        if tail.returncode is None:
+            tail.kill()
+            await tail.wait()
+    assert tail.returncode == 0, err.decode()
+    seen = [json.loads(line)["txid"] for line in out.decode().splitlines()]
+    assert seen == list(range(1, acked[-1] + 1))  # every acknowledged txid, nothing more
