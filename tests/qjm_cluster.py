@@ -343,7 +343,7 @@ async def wait_reachable(q: QuorumJournalManager, node: int, wait_s: float = 10.
         except JournalNodeUnavailable:
             if asyncio.get_running_loop().time() > deadline:
                 raise
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # poll interval of a wait bounded by the deadline
 
 
 async def recover(cluster: JNCluster, jid: str, faults: list[NodeFaults] | None = None) -> int:

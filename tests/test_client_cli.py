@@ -167,7 +167,7 @@ async def test_sigstopped_journalnode_adds_no_latency_and_rejoins_next_segment(
         deadline = time.monotonic() + 30
         while q.loggers.channels[2].out_of_sync:
             assert time.monotonic() < deadline, "node never rejoined"
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.05)  # poll interval of a wait bounded by the deadline
         for _ in range(10):
             stream.write_op(OP_OPAQUE, b"after")
             await stream.flush()

@@ -27,7 +27,7 @@ async def test_quorum_of_two_successes_is_enough() -> None:
     assert await call.wait_for_quorum(5.0) == {"jn1": 1, "jn3": 3}
     # a late answer is still recorded
     fs["jn2"].set_exception(JournalError("late"))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one loop turn: until the done callbacks (call_soon) have run
     assert "jn2" in call.errors
 
 
@@ -51,7 +51,7 @@ async def test_success_and_failure_mixed() -> None:
     fs["jn1"].set_exception(JournalError("x"))
     fs["jn2"].set_result(2)
     waiter = asyncio.ensure_future(call.wait_for_quorum(5.0))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one loop turn: until the waiter has checked the answers
     assert not waiter.done()
     fs["jn3"].set_result(3)
     assert await waiter == {"jn2": 2, "jn3": 3}

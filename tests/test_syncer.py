@@ -21,7 +21,7 @@ def wait_until(what: str, check: Callable[[], bool], timeout: float = DEADLINE) 
     while not check():
         if time.monotonic() > deadline:
             raise AssertionError(f"not within {timeout:.0f}s: {what}")
-        time.sleep(0.02)
+        time.sleep(0.02)  # poll interval of a wait bounded by the deadline
 
 
 def seg_path(jn: JNProcess, start: int, end: int) -> Path:
