@@ -42,6 +42,15 @@ class _Batch:
     first_txid: int
     last_txid: int
     done: asyncio.Future[int] = field(repr=False)
+    waiters: list[asyncio.Future[None]] = field(default_factory=list, repr=False)
+
+
+def _wake(waiters: list[asyncio.Future[None]]) -> None:
+    """Resume every sync waiting on these futures; each then re-checks the stream."""
+    for w in waiters:
+        if not w.done():
+            w.set_result(None)
+    waiters.clear()
 
 
 class QuorumOutputStream:
@@ -69,6 +78,7 @@ class QuorumOutputStream:
         self._buf_first = segment_txid
         self._buf_bytes = 0
         self._inflight: deque[_Batch] = deque()
+        self._cut_waiters: list[asyncio.Future[None]] | None = None  # a cut is scheduled
         self._error: BaseException | None = None
         self._closed = False
         self.batches_sent = 0
@@ -160,6 +170,8 @@ class QuorumOutputStream:
                 await self.loggers.wait_for_write_quorum(call, self.write_timeout_s)
             except asyncio.CancelledError:
                 batch.done.cancel()
+                for w in batch.waiters:
+                    w.cancel()
                 raise
             except Exception as e:
                 if self._error is None:
@@ -172,49 +184,60 @@ class QuorumOutputStream:
                 self._acked_txid = last
                 self.loggers.set_committed_txid(last)
                 batch.done.set_result(last)
-                if not self._buf and self._inflight[-1] is batch:
-                    self.loggers.report_committed()  # idle: make this batch readable now
             finally:
                 self._inflight.remove(batch)
+                _wake(batch.waiters)
+            # Queued after the writers just woken, so it sees whether they wrote again.
+            asyncio.get_running_loop().call_soon(self._report_if_idle)
 
         asyncio.get_running_loop().create_task(finish(), name=f"qjm-batch-{first}-{last}")
         return batch
+
+    def _scheduled_cut(self) -> list[asyncio.Future[None]]:
+        """The waiters of the next cut, which runs once the writers woken with us appended."""
+        if self._cut_waiters is None:
+            self._cut_waiters = []
+            asyncio.get_running_loop().call_soon(self._cut_now)
+        return self._cut_waiters
+
+    def _cut_now(self) -> None:
+        """Cut the scheduled batch; its waiters then wait for that batch's quorum."""
+        waiters, self._cut_waiters = self._cut_waiters or [], None
+        if self._error is None and self._buf and len(self._inflight) < self.max_in_flight:
+            self._cut().waiters.extend(waiters)
+        else:
+            _wake(waiters)  # nothing to send now: let them look again
+
+    def _report_if_idle(self) -> None:
+        """Send the committed txid at once if no batch will carry it soon (readers see it)."""
+        if not (self._buf or self._inflight or self._error or self._cut_waiters is not None):
+            self.loggers.report_committed()
 
     async def sync(self, txid: int) -> None:
         """Return once a majority acknowledged every op up to txid (group commit)."""
         while self._acked_txid < txid:
             if self._error is not None:
                 raise self._error
-            waiting = None
+            waiters = None
             for b in self._inflight:
                 if b.last_txid >= txid:
-                    waiting = b
+                    waiters = b.waiters
                     break
-            if waiting is None:
+            if waiters is None:
                 if self._buf and len(self._inflight) < self.max_in_flight:
                     # Let the writers woken with us append their ops first, so one batch
-                    # carries them all (group commit); then look again.
-                    await asyncio.sleep(0)
-                    if self._acked_txid >= txid or self._error is not None:
-                        continue
-                    if any(b.last_txid >= txid for b in self._inflight):
-                        continue
-                    if not (self._buf and len(self._inflight) < self.max_in_flight):
-                        continue
-                    waiting = self._cut()
+                    # carries them all (group commit).
+                    waiters = self._scheduled_cut()
                 elif self._inflight:
-                    waiting = self._inflight[0]
+                    waiters = self._inflight[0].waiters
                 else:
                     raise StreamClosedError(
                         f"txid {txid} was never written to segment {self.segment_txid} "
                         f"(last written {self.last_written_txid})"
                     )
-            try:
-                await asyncio.shield(waiting.done)
-            except BaseException:
-                if self._error is None:
-                    raise
-                raise self._error from None
+            woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            waiters.append(woken)
+            await woken  # cancelling this sync cancels only its own future
 
     async def flush(self) -> int:
         """Sync everything written so far; returns the highest acknowledged txid."""
