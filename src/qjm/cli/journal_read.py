@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TextIO
 from xml.sax.saxutils import escape
 
@@ -20,11 +20,11 @@ from qjm.errors import EditLogError
 
 def add_read_commands(
     jsub: argparse._SubParsersAction[argparse.ArgumentParser],
-    add_uri_args: object,
+    add_uri_args: Callable[[argparse.ArgumentParser], None],
 ) -> None:
     """Register `journal read` and `journal tail` under `qjm journal`."""
     rd = jsub.add_parser("read", help="print the journal's durable edits")
-    add_uri_args(rd)  # type: ignore[operator]
+    add_uri_args(rd)
     rd.add_argument("--from", dest="from_txid", type=int, default=1, help="first txid (1)")
     rd.add_argument("--to", dest="to_txid", type=int, help="last txid (default: the end)")
     rd.add_argument("--format", choices=["jsonl", "xml"], default="jsonl")
@@ -34,7 +34,7 @@ def add_read_commands(
     rd.set_defaults(func=run_read)
 
     tl = jsub.add_parser("tail", help="follow committed edits as they arrive")
-    add_uri_args(tl)  # type: ignore[operator]
+    add_uri_args(tl)
     tl.add_argument("--from", dest="from_txid", type=int, help="first txid (default: the end)")
     tl.add_argument("--format", choices=["jsonl", "xml"], default="jsonl")
     tl.add_argument("--count", type=int, help="stop after this many ops")

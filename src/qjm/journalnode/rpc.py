@@ -61,12 +61,6 @@ async def _guard(context: grpc.aio.ServicerContext, call: Awaitable[T]) -> T:
     raise AssertionError("unreachable")  # context.abort always raises
 
 
-def _jid(req: pb.RequestInfo) -> str:
-    if not req.jid:
-        raise InvalidRequestError("request has no journal id (RequestInfo.jid is empty)")
-    return req.jid
-
-
 class JournalNodeService(pb_grpc.QJournalServiceServicer):
     """Serves every QJournal RPC of one JournalNode."""
 
@@ -80,19 +74,12 @@ class JournalNodeService(pb_grpc.QJournalServiceServicer):
         fn: Callable[[Journal], T],
         create: bool = False,
     ) -> T:
-        async def call() -> T:
-            if not jid:
-                raise InvalidRequestError("request has no journal id")
-            return await self.node.run(jid, fn, create=create)
-
-        return await _guard(context, call())
+        return await _guard(context, self.node.run(jid, fn, create=create))
 
     async def IsFormatted(self, request: pb.JournalIdRequest, context: Any) -> Any:
         """Whether the journal has formatted storage here."""
 
         async def call() -> pb.IsFormattedResponse:
-            if not request.jid:
-                raise InvalidRequestError("request has no journal id")
             return pb.IsFormattedResponse(is_formatted=await self.node.is_formatted(request.jid))
 
         return await _guard(context, call())
@@ -105,8 +92,6 @@ class JournalNodeService(pb_grpc.QJournalServiceServicer):
             await self.node.run(request.jid, lambda j: j.format(ns, request.force), create=True)
             return pb.Empty()
 
-        if not request.jid:
-            return await _guard(context, _fail(InvalidRequestError("request has no journal id")))
         return await _guard(context, call())
 
     async def GetJournalState(self, request: pb.JournalIdRequest, context: Any) -> Any:
@@ -129,8 +114,6 @@ class JournalNodeService(pb_grpc.QJournalServiceServicer):
                 resp.last_segment_txid = last
             return resp
 
-        if not request.jid:
-            return await _guard(context, _fail(InvalidRequestError("request has no journal id")))
         return await _guard(context, call())
 
     async def StartLogSegment(self, request: pb.StartLogSegmentRequest, context: Any) -> Any:
@@ -220,8 +203,6 @@ class JournalNodeService(pb_grpc.QJournalServiceServicer):
         """Recent edits from the node's memory cache, without queueing behind writes."""
 
         async def call() -> pb.GetJournaledEditsResponse:
-            if not request.jid:
-                raise InvalidRequestError("request has no journal id")
             journal = await self.node.journal(request.jid)
             if not journal.cache.enabled:
                 raise JournalError(
@@ -254,10 +235,6 @@ class JournalNodeService(pb_grpc.QJournalServiceServicer):
     async def GetNodeStatus(self, request: pb.GetNodeStatusRequest, context: Any) -> Any:
         """The node's status with every journal."""
         return await _guard(context, self.node.node_status())
-
-
-async def _fail(error: Exception) -> Any:
-    raise error
 
 
 class _Malformed:

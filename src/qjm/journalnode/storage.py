@@ -33,6 +33,8 @@ _JID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 
 def check_journal_id(jid: str) -> str:
     """Return jid if it is a valid journal id, else raise naming it."""
+    if not jid:
+        raise InvalidRequestError("request has no journal id")
     if not _JID.match(jid):
         raise InvalidRequestError(
             f"invalid journal id {jid!r}: use 1-128 letters, digits, '_', '-' or '.', "
