@@ -33,14 +33,16 @@ class RequestInfo(_message.Message):
     def __init__(self, jid: _Optional[str] = ..., epoch: _Optional[int] = ..., ipc_serial: _Optional[int] = ..., committed_txid: _Optional[int] = ...) -> None: ...
 
 class SegmentState(_message.Message):
-    __slots__ = ("start_txid", "end_txid", "is_in_progress")
+    __slots__ = ("start_txid", "end_txid", "is_in_progress", "byte_length")
     START_TXID_FIELD_NUMBER: _ClassVar[int]
     END_TXID_FIELD_NUMBER: _ClassVar[int]
     IS_IN_PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    BYTE_LENGTH_FIELD_NUMBER: _ClassVar[int]
     start_txid: int
     end_txid: int
     is_in_progress: bool
-    def __init__(self, start_txid: _Optional[int] = ..., end_txid: _Optional[int] = ..., is_in_progress: _Optional[bool] = ...) -> None: ...
+    byte_length: int
+    def __init__(self, start_txid: _Optional[int] = ..., end_txid: _Optional[int] = ..., is_in_progress: _Optional[bool] = ..., byte_length: _Optional[int] = ...) -> None: ...
 
 class PersistedRecoveryPaxosData(_message.Message):
     __slots__ = ("segment_state", "accepted_in_epoch")
@@ -63,38 +65,46 @@ class IsFormattedResponse(_message.Message):
     def __init__(self, is_formatted: _Optional[bool] = ...) -> None: ...
 
 class FormatRequest(_message.Message):
-    __slots__ = ("jid", "ns_info", "force")
+    __slots__ = ("jid", "ns_info", "force", "members")
     JID_FIELD_NUMBER: _ClassVar[int]
     NS_INFO_FIELD_NUMBER: _ClassVar[int]
     FORCE_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
     jid: str
     ns_info: NamespaceInfo
     force: bool
-    def __init__(self, jid: _Optional[str] = ..., ns_info: _Optional[_Union[NamespaceInfo, _Mapping]] = ..., force: _Optional[bool] = ...) -> None: ...
+    members: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, jid: _Optional[str] = ..., ns_info: _Optional[_Union[NamespaceInfo, _Mapping]] = ..., force: _Optional[bool] = ..., members: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class Empty(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class GetJournalStateResponse(_message.Message):
-    __slots__ = ("last_promised_epoch", "http_port", "from_url")
+    __slots__ = ("last_promised_epoch", "http_port", "from_url", "node_id", "last_writer_epoch")
     LAST_PROMISED_EPOCH_FIELD_NUMBER: _ClassVar[int]
     HTTP_PORT_FIELD_NUMBER: _ClassVar[int]
     FROM_URL_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_WRITER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     last_promised_epoch: int
     http_port: int
     from_url: str
-    def __init__(self, last_promised_epoch: _Optional[int] = ..., http_port: _Optional[int] = ..., from_url: _Optional[str] = ...) -> None: ...
+    node_id: str
+    last_writer_epoch: int
+    def __init__(self, last_promised_epoch: _Optional[int] = ..., http_port: _Optional[int] = ..., from_url: _Optional[str] = ..., node_id: _Optional[str] = ..., last_writer_epoch: _Optional[int] = ...) -> None: ...
 
 class NewEpochRequest(_message.Message):
-    __slots__ = ("jid", "ns_info", "epoch")
+    __slots__ = ("jid", "ns_info", "epoch", "members")
     JID_FIELD_NUMBER: _ClassVar[int]
     NS_INFO_FIELD_NUMBER: _ClassVar[int]
     EPOCH_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
     jid: str
     ns_info: NamespaceInfo
     epoch: int
-    def __init__(self, jid: _Optional[str] = ..., ns_info: _Optional[_Union[NamespaceInfo, _Mapping]] = ..., epoch: _Optional[int] = ...) -> None: ...
+    members: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, jid: _Optional[str] = ..., ns_info: _Optional[_Union[NamespaceInfo, _Mapping]] = ..., epoch: _Optional[int] = ..., members: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class NewEpochResponse(_message.Message):
     __slots__ = ("last_segment_txid",)
@@ -171,16 +181,20 @@ class RemoteEditLog(_message.Message):
     def __init__(self, start_txid: _Optional[int] = ..., end_txid: _Optional[int] = ..., is_in_progress: _Optional[bool] = ...) -> None: ...
 
 class GetEditLogManifestResponse(_message.Message):
-    __slots__ = ("logs", "committed_txid", "http_port", "from_url")
+    __slots__ = ("logs", "committed_txid", "http_port", "from_url", "last_writer_epoch", "last_promised_epoch")
     LOGS_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_TXID_FIELD_NUMBER: _ClassVar[int]
     HTTP_PORT_FIELD_NUMBER: _ClassVar[int]
     FROM_URL_FIELD_NUMBER: _ClassVar[int]
+    LAST_WRITER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    LAST_PROMISED_EPOCH_FIELD_NUMBER: _ClassVar[int]
     logs: _containers.RepeatedCompositeFieldContainer[RemoteEditLog]
     committed_txid: int
     http_port: int
     from_url: str
-    def __init__(self, logs: _Optional[_Iterable[_Union[RemoteEditLog, _Mapping]]] = ..., committed_txid: _Optional[int] = ..., http_port: _Optional[int] = ..., from_url: _Optional[str] = ...) -> None: ...
+    last_writer_epoch: int
+    last_promised_epoch: int
+    def __init__(self, logs: _Optional[_Iterable[_Union[RemoteEditLog, _Mapping]]] = ..., committed_txid: _Optional[int] = ..., http_port: _Optional[int] = ..., from_url: _Optional[str] = ..., last_writer_epoch: _Optional[int] = ..., last_promised_epoch: _Optional[int] = ...) -> None: ...
 
 class PrepareRecoveryRequest(_message.Message):
     __slots__ = ("req", "segment_txid")
@@ -225,19 +239,23 @@ class GetJournaledEditsRequest(_message.Message):
     def __init__(self, jid: _Optional[str] = ..., since_txid: _Optional[int] = ..., max_txns: _Optional[int] = ..., wait_ms: _Optional[int] = ...) -> None: ...
 
 class GetJournaledEditsResponse(_message.Message):
-    __slots__ = ("txn_count", "edit_log", "committed_txid", "highest_written_txid")
+    __slots__ = ("txn_count", "edit_log", "committed_txid", "highest_written_txid", "last_writer_epoch", "last_promised_epoch")
     TXN_COUNT_FIELD_NUMBER: _ClassVar[int]
     EDIT_LOG_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_TXID_FIELD_NUMBER: _ClassVar[int]
     HIGHEST_WRITTEN_TXID_FIELD_NUMBER: _ClassVar[int]
+    LAST_WRITER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    LAST_PROMISED_EPOCH_FIELD_NUMBER: _ClassVar[int]
     txn_count: int
     edit_log: bytes
     committed_txid: int
     highest_written_txid: int
-    def __init__(self, txn_count: _Optional[int] = ..., edit_log: _Optional[bytes] = ..., committed_txid: _Optional[int] = ..., highest_written_txid: _Optional[int] = ...) -> None: ...
+    last_writer_epoch: int
+    last_promised_epoch: int
+    def __init__(self, txn_count: _Optional[int] = ..., edit_log: _Optional[bytes] = ..., committed_txid: _Optional[int] = ..., highest_written_txid: _Optional[int] = ..., last_writer_epoch: _Optional[int] = ..., last_promised_epoch: _Optional[int] = ...) -> None: ...
 
 class JournalStatus(_message.Message):
-    __slots__ = ("jid", "is_formatted", "ns_info", "last_promised_epoch", "last_writer_epoch", "committed_txid", "highest_written_txid", "current_segment_txid", "segments")
+    __slots__ = ("jid", "is_formatted", "ns_info", "last_promised_epoch", "last_writer_epoch", "committed_txid", "highest_written_txid", "current_segment_txid", "segments", "members", "problems")
     JID_FIELD_NUMBER: _ClassVar[int]
     IS_FORMATTED_FIELD_NUMBER: _ClassVar[int]
     NS_INFO_FIELD_NUMBER: _ClassVar[int]
@@ -247,6 +265,8 @@ class JournalStatus(_message.Message):
     HIGHEST_WRITTEN_TXID_FIELD_NUMBER: _ClassVar[int]
     CURRENT_SEGMENT_TXID_FIELD_NUMBER: _ClassVar[int]
     SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    PROBLEMS_FIELD_NUMBER: _ClassVar[int]
     jid: str
     is_formatted: bool
     ns_info: NamespaceInfo
@@ -256,20 +276,26 @@ class JournalStatus(_message.Message):
     highest_written_txid: int
     current_segment_txid: int
     segments: _containers.RepeatedCompositeFieldContainer[RemoteEditLog]
-    def __init__(self, jid: _Optional[str] = ..., is_formatted: _Optional[bool] = ..., ns_info: _Optional[_Union[NamespaceInfo, _Mapping]] = ..., last_promised_epoch: _Optional[int] = ..., last_writer_epoch: _Optional[int] = ..., committed_txid: _Optional[int] = ..., highest_written_txid: _Optional[int] = ..., current_segment_txid: _Optional[int] = ..., segments: _Optional[_Iterable[_Union[RemoteEditLog, _Mapping]]] = ...) -> None: ...
+    members: _containers.RepeatedScalarFieldContainer[str]
+    problems: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, jid: _Optional[str] = ..., is_formatted: _Optional[bool] = ..., ns_info: _Optional[_Union[NamespaceInfo, _Mapping]] = ..., last_promised_epoch: _Optional[int] = ..., last_writer_epoch: _Optional[int] = ..., committed_txid: _Optional[int] = ..., highest_written_txid: _Optional[int] = ..., current_segment_txid: _Optional[int] = ..., segments: _Optional[_Iterable[_Union[RemoteEditLog, _Mapping]]] = ..., members: _Optional[_Iterable[str]] = ..., problems: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetNodeStatusRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class NodeStatus(_message.Message):
-    __slots__ = ("rpc_address", "http_address", "journals", "version")
+    __slots__ = ("rpc_address", "http_address", "journals", "version", "node_id", "problems")
     RPC_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     HTTP_ADDRESS_FIELD_NUMBER: _ClassVar[int]
     JOURNALS_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    PROBLEMS_FIELD_NUMBER: _ClassVar[int]
     rpc_address: str
     http_address: str
     journals: _containers.RepeatedCompositeFieldContainer[JournalStatus]
     version: str
-    def __init__(self, rpc_address: _Optional[str] = ..., http_address: _Optional[str] = ..., journals: _Optional[_Iterable[_Union[JournalStatus, _Mapping]]] = ..., version: _Optional[str] = ...) -> None: ...
+    node_id: str
+    problems: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, rpc_address: _Optional[str] = ..., http_address: _Optional[str] = ..., journals: _Optional[_Iterable[_Union[JournalStatus, _Mapping]]] = ..., version: _Optional[str] = ..., node_id: _Optional[str] = ..., problems: _Optional[_Iterable[str]] = ...) -> None: ...
