@@ -106,8 +106,9 @@ def test_journal_serves_synced_batches_from_memory(tmp_path: Path) -> None:
         with pytest.raises(InvalidRequestError, match="must be positive"):
             j.get_journaled_edits(0, 5)
         j.new_epoch(ns, 2)  # a new writer: the old tail must not be served
-        with pytest.raises(CacheMissError):
-            j.get_journaled_edits(2, 3)
-        assert j.counters.rpc_cache_misses == 1
+        old = j.get_journaled_edits(2, 3)
+        assert old.txn_count == 0 and old.edit_log == b""
+        assert (old.last_writer_epoch, old.last_promised_epoch) == (1, 2)
+        assert j.counters.rpc_empty_responses == 2
     finally:
         j.close()

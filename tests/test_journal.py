@@ -162,7 +162,8 @@ def test_format_resets_cached_values(journal: Journal) -> None:
     with pytest.raises(StorageError, match="not empty"):
         journal.format(NsInfo(999, "CID-other"), force=False)
     journal.format(NsInfo(999, "CID-other"), force=True)
-    assert (journal.last_promised_epoch, journal.last_writer_epoch) == (0, 0)
+    # epochs never go back: a live writer of the old namespace must not write here
+    assert (journal.last_promised_epoch, journal.last_writer_epoch) == (1, 0)
     assert journal.highest_written_txid == 0
     assert journal.storage.segments() == []
     assert journal.storage.read_version().namespace_id == 999
@@ -331,7 +332,9 @@ def test_journal_needs_the_writer_epoch(journal: Journal) -> None:
         write(journal, w2, 1, 2, 1)
 
 
-def test_lagging_batches_are_not_synced(journal: Journal) -> None:
+def test_a_committed_claim_above_the_batch_neither_skips_sync_nor_is_stored(
+    journal: Journal,
+) -> None:
     journal.new_epoch(NS, 1)
     w = Writer(1)
     w.committed = 100
@@ -340,9 +343,9 @@ def test_lagging_batches_are_not_synced(journal: Journal) -> None:
     journal.counters.observe_sync = syncs.append
     write(journal, w, 1, 1, 2)
     assert journal.counters.batches_written == 1
-    assert journal.counters.batches_written_while_lagging == 1
-    assert syncs == []
-    assert journal.committed_txid == 100 and journal.highest_written_txid == 2
+    assert journal.counters.batches_written_while_lagging == 0
+    assert len(syncs) == 1
+    assert journal.committed_txid is None and journal.highest_written_txid == 2
 
 
 def test_disk_full_fails_the_batch_and_keeps_acknowledged_data(
@@ -382,7 +385,7 @@ def test_torn_tail_is_cut_when_finalizing_after_restart(tmp_path: Path) -> None:
     j = open_journal(tmp_path)
     try:
         assert j.highest_written_txid == 5
-        j.finalize_log_segment(Writer(2).req(), 1, 5)
+        j.finalize_log_segment(Writer(1).req(), 1, 5)
         final = current(j) / finalized_name(1, 5)
         assert final.read_bytes() == HEADER + txns(1, 5)
     finally:

@@ -12,6 +12,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from qjm.errors import QjmError
+from qjm.journalnode.journal import RECOVERY_EPOCH_PARAM
 from qjm.journalnode.status import describe_segments, node_status_dict
 from qjm.protocol.errors import InvalidRequestError, JournalNotFormattedError
 
@@ -45,7 +46,12 @@ async def get_journal(request: web.Request) -> web.StreamResponse:
             raise InvalidRequestError("missing query parameter jid")
         txid = _int_param(request, "segmentTxId")
         in_progress_ok = request.query.get("inProgressOk", "false").lower() == "true"
-        found = await node.run(jid, lambda j: j.segment_path(txid, in_progress_ok))
+        recovery_epoch = (
+            _int_param(request, RECOVERY_EPOCH_PARAM)
+            if RECOVERY_EPOCH_PARAM in request.query
+            else 0
+        )
+        found = await node.run(jid, lambda j: j.segment_path(txid, in_progress_ok, recovery_epoch))
     except InvalidRequestError as e:
         return _error(400, str(e))
     except JournalNotFormattedError as e:

@@ -12,8 +12,9 @@ import os
 import struct
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -58,6 +59,13 @@ T = TypeVar("T")
 SLOW_SYNC_SECONDS = 1.0
 DEFAULT_CACHE_BYTES = 1024 * 1024  # HDFS's dfs.journalnode.edit-cache-size.bytes
 DOWNLOAD_TIMEOUT_SECONDS = 30.0  # HDFS's dfs.edit.log.transfer.timeout
+# A proposed epoch may be at most this far above the last promise, and below MAX_EPOCH:
+# one new_epoch must never use up the epochs every later writer needs (HDFS has no limit).
+MAX_EPOCH_STEP = 1_000_000
+MAX_EPOCH = 2**62
+# The query parameter with which accept_recovery fetches an in-progress segment that
+# readers may not see: the recovering writer's epoch, which must be the source's promise.
+RECOVERY_EPOCH_PARAM = "recoveryEpoch"
 
 
 @dataclass
@@ -126,6 +134,8 @@ class Journal:
         self.faults = faults or FaultInjector()
         self._fetch = fetch or download_segment
         self.ns_info: NsInfo | None = None
+        self.members: list[str] | None = None
+        self.awaiting_new_epoch: str | None = None  # why writers wait for a new_epoch
         self.last_promised_epoch = 0
         self.last_writer_epoch = 0
         self.committed_txid: int | None = None
@@ -155,6 +165,8 @@ class Journal:
         self.last_promised_epoch = self.storage.read_long(LAST_PROMISED_EPOCH, 0)
         self.last_writer_epoch = self.storage.read_long(LAST_WRITER_EPOCH, 0)
         self.committed_txid = self.storage.read_committed_txid()
+        self.members = self.storage.read_members()
+        self.awaiting_new_epoch = self.storage.awaiting_new_epoch()
         self._committed_fd = self.storage.open_committed_txid()
         latest = self._scan_for_latest_edits()
         if latest is not None:
@@ -217,7 +229,18 @@ class Journal:
                 f"{self.committed_txid} to {req.committed_txid} (journal {self.jid!r})"
             )
 
-    def _apply_request(self, req: pb.RequestInfo) -> None:
+    def _check_writer_call(self, req: pb.RequestInfo) -> None:
+        """Refuse every writer call while the journal awaits a new_epoch, then check req."""
+        self._check_formatted()
+        if self.awaiting_new_epoch is not None and req.epoch > 0:
+            raise EpochError(
+                f"journal {self.jid!r} {self.awaiting_new_epoch} and awaits a new writer's "
+                f"new_epoch (last promise {self.last_promised_epoch}): the writer of epoch "
+                f"{req.epoch} may not write or vote here until then"
+            )
+        self._check_request(req)
+
+    def _apply_request(self, req: pb.RequestInfo, written_through: int | None = None) -> None:
         """Record what a checked request tells: a newer epoch, its serial, committed txid."""
         if req.epoch > self.last_promised_epoch:
             log.info(
@@ -229,8 +252,26 @@ class Journal:
             self._set_promised_epoch(req.epoch)
         self.current_epoch_ipc_serial = req.ipc_serial
         if req.HasField("committed_txid") and req.committed_txid != self.committed_txid:
-            self._set_committed_txid(req.committed_txid)
-            self.on_progress()
+            self._learn_committed_txid(req.committed_txid, written_through)
+
+    def _learn_committed_txid(self, txid: int, written_through: int | None) -> None:
+        """Record a writer's committed txid unless it is above what this node holds.
+
+        A claim above the highest written txid (plus the batch of the same request) proves
+        nothing about this node's data, so it is not stored; the request still succeeds,
+        because a lagging node is legitimately told a committed txid above its batch.
+        """
+        bound = max(self.highest_written_txid, written_through or 0)
+        if txid > bound:
+            log.debug(
+                "journal %s: not recording committed txid %d above the highest txid %d here",
+                self.jid,
+                txid,
+                bound,
+            )
+            return
+        self._set_committed_txid(txid)
+        self.on_progress()
 
     def _check_writer_epoch(self, req: pb.RequestInfo) -> None:
         if req.epoch != self.last_writer_epoch:
@@ -239,8 +280,31 @@ class Journal:
                 f"{self.last_writer_epoch} (journal {self.jid!r}): start a segment first"
             )
 
+    def _is_current_writers(
+        self, start_txid: int, segments: list[SegmentFile] | None = None
+    ) -> bool:
+        """True when the in-progress segment at start_txid is the current writer's (D3).
+
+        That is: the writer epoch equals the promise and the segment is the newest one,
+        started in that epoch (start_log_segment only opens a segment above every txid
+        written before) or accepted in a recovery of that epoch.
+        """
+        writer = self.last_writer_epoch
+        if self.awaiting_new_epoch is not None or writer <= 0 or writer != self.last_promised_epoch:
+            return False
+        if start_txid == self.cur_segment_txid and self._writer is not None:
+            return True
+        segments = segments if segments is not None else self.storage.segments()
+        if any(
+            s.start > start_txid or (s.start == start_txid and not s.in_progress) for s in segments
+        ):
+            return False
+        accepted = self.storage.read_paxos(start_txid)
+        return accepted is None or accepted.accepted_in_epoch == writer
+
     # -- persisted setters ------------------------------------------------------------------
     def _set_promised_epoch(self, epoch: int) -> None:
+        self.cache.clear()  # the cache holds the old writer's edits: never serve them again
         self.storage.write_long(LAST_PROMISED_EPOCH, epoch)
         self.last_promised_epoch = epoch
         self.current_epoch_ipc_serial = -1
@@ -254,8 +318,8 @@ class Journal:
         """True when the journal has formatted storage."""
         return self.ns_info is not None
 
-    def format(self, ns: NsInfo, force: bool) -> None:
-        """Format the storage for a namespace; refuse a non-empty one without force."""
+    def format(self, ns: NsInfo, force: bool, members: Sequence[str] = ()) -> None:
+        """Format the storage for a namespace and membership; writers wait for new_epoch."""
         if self.storage.has_data() and not force:
             raise StorageError(
                 f"can't format the storage directory {self.storage.current} because it is "
@@ -265,10 +329,17 @@ class Journal:
         if self._committed_fd >= 0:
             os.close(self._committed_fd)
             self._committed_fd = -1
-        self.storage.format(ns)
+        # Epochs never go back (HDFS resets them to 0, which lets a live writer of the old
+        # namespace write into the new journal): the promise is kept, and the marker makes
+        # every writer call wait for a new_epoch, which checks the namespace.
+        kept = self.last_promised_epoch
+        new_members = sorted(members) if members else None
+        self.storage.format(ns, kept, new_members)
         self.cache.clear()
         self.ns_info = ns
-        self.last_promised_epoch = 0
+        self.members = new_members
+        self.awaiting_new_epoch = self.storage.awaiting_new_epoch()
+        self.last_promised_epoch = kept
         self.last_writer_epoch = 0
         self.committed_txid = None
         self.highest_written_txid = 0
@@ -281,24 +352,45 @@ class Journal:
         self._check_formatted()
         return self.last_promised_epoch
 
-    def new_epoch(self, ns: NsInfo, epoch: int) -> int | None:
+    def new_epoch(self, ns: NsInfo, epoch: int, members: Sequence[str] = ()) -> int | None:
         """Promise an epoch (Paxos phase 1) and return the newest non-empty segment's txid."""
         self._check_ns(ns)
+        self._check_members(members)
         if epoch <= self.last_promised_epoch:
             raise EpochError(
                 f"proposed epoch {epoch} <= last promise {self.last_promised_epoch} "
                 f"(journal {self.jid!r})"
             )
+        limit = min(self.last_promised_epoch + MAX_EPOCH_STEP, MAX_EPOCH - 1)
+        if epoch > limit:
+            raise InvalidRequestError(
+                f"proposed epoch {epoch} is above the limit {limit} of journal {self.jid!r}: "
+                f"at most {MAX_EPOCH_STEP} above the last promise {self.last_promised_epoch} "
+                "and below 2**62, so that epochs never run out"
+            )
         self._set_promised_epoch(epoch)
+        if self.awaiting_new_epoch is not None:
+            self.storage.set_awaiting_new_epoch(None)
+            self.awaiting_new_epoch = None
         self._abort_cur_segment()
         self.cache.clear()  # a new writer may recover a shorter log; never serve the old tail
         latest = self._scan_for_latest_edits()
         log.info("journal %s: promised epoch %d; latest segment %s", self.jid, epoch, latest)
         return latest.start_txid if latest else None
 
+    def _check_members(self, members: Sequence[str]) -> None:
+        """Refuse a writer whose URI names another member set than format stored (D2)."""
+        if not members or self.members is None:
+            return  # an old writer or old storage: nothing to compare
+        if sorted(members) != self.members:
+            raise NamespaceMismatchError(
+                f"writer's URI names {sorted(members)} but journal {self.jid!r} was "
+                f"formatted for {self.members}"
+            )
+
     def start_log_segment(self, req: pb.RequestInfo, txid: int, layout_version: int) -> None:
         """Open edits_inprogress_<txid> for the writer of req's epoch."""
-        self._check_request(req)
+        self._check_writer_call(req)
         if txid <= 0:
             raise InvalidRequestError(f"segment start txid must be positive, got {txid}")
         if layout_version == 0:
@@ -322,6 +414,7 @@ class Journal:
                     f"txid {txid} which holds valid transactions up to {found.last_txid}; "
                     "refusing to overwrite it"
                 )
+        self._check_segment_start(txid, restart=existing is not None)
         self._apply_request(req)
         if self._writer is not None:
             log.warning(
@@ -342,6 +435,27 @@ class Journal:
         self._cur_layout = layout_version
         log.info("journal %s: started segment %d in epoch %d", self.jid, txid, req.epoch)
 
+    def _check_segment_start(self, txid: int, restart: bool) -> None:
+        """A new segment must start right after the highest txid written, above committed."""
+        committed, written = self.committed_txid, self.highest_written_txid
+        where = f"can't start a segment at txid {txid} in journal {self.jid!r}"
+        if committed is not None and txid <= committed:
+            raise SegmentStateError(
+                f"{where}: txid {txid} is not above the committed txid {committed}"
+            )
+        # Re-starting the newest in-progress segment that holds at most one txn is allowed,
+        # as in HDFS (the writer may have crashed right after its first batch).
+        if txid <= written and not (restart and written <= txid):
+            raise SegmentStateError(
+                f"{where}: txid {txid} is not above the highest written txid {written}"
+            )
+        if written > 0 and txid > written + 1:
+            raise SegmentStateError(
+                f"{where}: it would leave a gap after the highest written txid {written} "
+                f"(txids {written + 1}-{txid - 1} are missing here); this node stays out of "
+                "sync until the syncer or a recovery fills the gap"
+            )
+
     def journal(
         self,
         req: pb.RequestInfo,
@@ -351,7 +465,7 @@ class Journal:
         records: bytes,
     ) -> None:
         """Append a batch to the open segment and fsync it before returning."""
-        self._check_request(req)
+        self._check_writer_call(req)
         self._check_writer_epoch(req)
         if self._writer is None or self.cur_segment_txid is None:
             raise JournalOutOfSyncError(
@@ -379,12 +493,14 @@ class Journal:
                 ) from None
         elif records:
             raise InvalidRequestError("a batch of 0 txns must carry no records")
-        self._apply_request(req)
+        last_txid = first_txid + num_txns - 1
+        # Lagging (no fsync) only behind a committed txid recorded before this request, and
+        # only one this node could check against its own data (_learn_committed_txid).
+        lagging = self.committed_txid is not None and last_txid <= self.committed_txid
+        self._apply_request(req, written_through=last_txid if num_txns else None)
         if not num_txns:
             return
         writer = self._writer
-        last_txid = first_txid + num_txns - 1
-        lagging = self.committed_txid is not None and last_txid <= self.committed_txid
         try:
             writer.write(records)
             if not lagging:
@@ -415,15 +531,18 @@ class Journal:
 
     def heartbeat(self, req: pb.RequestInfo) -> None:
         """Check and record a request that carries no edits."""
-        self._check_request(req)
+        self._check_writer_call(req)
         self._apply_request(req)
 
     def finalize_log_segment(self, req: pb.RequestInfo, start_txid: int, end_txid: int) -> None:
         """Close a segment at end_txid and rename it edits_<start>-<end>."""
-        self._check_request(req)
-        if end_txid < start_txid - 1:
+        self._check_writer_call(req)
+        # HDFS allows end = start - 1 (an empty segment); an edits_6-5 then fails every
+        # later recovery, so an empty segment is never finalized here.
+        if end_txid < start_txid:
             raise InvalidRequestError(
-                f"can't finalize segment {start_txid} at end {end_txid}: end before start"
+                f"can't finalize segment {start_txid} of journal {self.jid!r}: its end "
+                f"{end_txid} is before its start {start_txid}"
             )
         existing = self._find_segment(start_txid)
         if existing is None:
@@ -439,6 +558,7 @@ class Journal:
             self._apply_request(req)
             self.storage.purge_paxos(start_txid)
             return
+        self._check_may_finalize(req, start_txid)
         if self.cur_segment_txid == start_txid and self._writer is not None:
             if self._next_txid != end_txid + 1:
                 raise SegmentStateError(
@@ -474,9 +594,25 @@ class Journal:
         self.storage.purge_paxos(start_txid)
         log.info("journal %s: finalized segment %d-%d", self.jid, start_txid, end_txid)
 
+    def _check_may_finalize(self, req: pb.RequestInfo, start_txid: int) -> None:
+        """Only the writer that wrote an in-progress segment, or a recovery that accepted it
+        in the request's epoch, may finalize it (else a deposed writer's unacknowledged tail
+        becomes a finalized segment that wins later recoveries)."""
+        accepted = self.storage.read_paxos(start_txid)
+        if accepted is not None and accepted.accepted_in_epoch == req.epoch:
+            return
+        if req.epoch == self.last_writer_epoch and self._is_current_writers(start_txid):
+            return
+        raise SegmentStateError(
+            f"can't finalize in-progress segment {start_txid} of journal {self.jid!r}: it was "
+            f"neither written by the writer of epoch {req.epoch} (writer epoch here "
+            f"{self.last_writer_epoch}, promise {self.last_promised_epoch}) nor accepted in a "
+            f"recovery in epoch {req.epoch}"
+        )
+
     def purge_logs_older_than(self, req: pb.RequestInfo, min_txid_to_keep: int) -> int:
         """Delete finalized segments and paxos files wholly below a txid; return the count."""
-        self._check_request(req)
+        self._check_writer_call(req)
         if self.cur_segment_txid is not None and self.cur_segment_txid < min_txid_to_keep:
             raise SegmentStateError(
                 f"can't purge below txid {min_txid_to_keep}: the open segment starts at "
@@ -501,8 +637,10 @@ class Journal:
         )
         return removed
 
-    def get_edit_log_manifest(self, since_txid: int, in_progress_ok: bool) -> list[SegmentInfo]:
-        """The segments holding txids at or after since_txid."""
+    def get_edit_log_manifest(
+        self, since_txid: int, in_progress_ok: bool, *, all_in_progress: bool = False
+    ) -> list[SegmentInfo]:
+        """The segments holding txids at or after since_txid (D3: in-progress if visible)."""
         self._check_formatted()
         out: list[SegmentInfo] = []
         segments = self.storage.segments()
@@ -514,6 +652,7 @@ class Journal:
                 in_progress_ok
                 and self._is_latest_inprogress(seg, segments)
                 and not any(o.start == seg.start and o.end is not None for o in segments)
+                and (all_in_progress or self._is_current_writers(seg.start, segments))
             ):
                 if seg.start == self.cur_segment_txid:
                     end = self._next_txid - 1
@@ -527,7 +666,7 @@ class Journal:
         self, req: pb.RequestInfo, segment_txid: int
     ) -> pb.PrepareRecoveryResponse:
         """Paxos phase 1b for a segment: what this node holds and what it accepted."""
-        self._check_request(req)
+        self._check_writer_call(req)
         self._apply_request(req)
         self._abort_cur_segment()
         accepted = self.storage.read_paxos(segment_txid)
@@ -558,7 +697,7 @@ class Journal:
 
     def accept_recovery(self, req: pb.RequestInfo, segment: pb.SegmentState, from_url: str) -> None:
         """Paxos phase 2b: take the chosen segment (downloading it if ours differs), persist."""
-        self._check_request(req)
+        self._check_writer_call(req)
         start, end = segment.start_txid, segment.end_txid
         if not (end > 0 and end >= start):
             raise InvalidRequestError(
@@ -574,6 +713,7 @@ class Journal:
         self._apply_request(req)
         self._abort_cur_segment()
         self.cache.clear()
+        from_url = _for_recovery(from_url, req.epoch)
         current = self._segment_info(start)
         synced: Path | None = None
         if current is None or current.end_txid != end:
@@ -636,12 +776,19 @@ class Journal:
             raise InvalidRequestError(
                 f"since_txid and max_txns must be positive, got {since_txid} and {max_txns}"
             )
-        resp = pb.GetJournaledEditsResponse(highest_written_txid=self.highest_written_txid)
+        writer, promise = self.last_writer_epoch, self.last_promised_epoch
+        resp = pb.GetJournaledEditsResponse(
+            highest_written_txid=self.highest_written_txid,
+            last_writer_epoch=writer,
+            last_promised_epoch=promise,
+        )
         committed = self.committed_txid
         if committed is not None:
             resp.committed_txid = committed
         c = self.counters
-        if since_txid > self.highest_written_txid:
+        # D3: the cache only ever holds the current writer's batches, and is served only
+        # while that writer still holds the promise.
+        if since_txid > self.highest_written_txid or writer != promise or self.awaiting_new_epoch:
             c.rpc_empty_responses += 1
             return resp
         try:
@@ -660,6 +807,7 @@ class Journal:
         """Re-create a lost VERSION from a peer's namespace; False if already formatted."""
         if self.ns_info is not None:
             return False
+        self.storage.set_awaiting_new_epoch("was restored from a peer after losing its VERSION")
         self.storage.write_version(ns)
         if promised_epoch > self.storage.read_long(LAST_PROMISED_EPOCH, 0):
             self.storage.write_long(LAST_PROMISED_EPOCH, promised_epoch)
@@ -711,10 +859,11 @@ class Journal:
             last_promised_epoch=self.last_promised_epoch,
             last_writer_epoch=self.last_writer_epoch,
             highest_written_txid=self.highest_written_txid,
+            members=self.members or [],
         )
         if self.ns_info is not None:
             st.ns_info.CopyFrom(self.ns_info.to_proto())
-            for seg in self.get_edit_log_manifest(0, True):
+            for seg in self.get_edit_log_manifest(0, True, all_in_progress=True):
                 st.segments.add(
                     start_txid=seg.start_txid,
                     end_txid=seg.end_txid,
@@ -726,8 +875,14 @@ class Journal:
             st.current_segment_txid = self.cur_segment_txid
         return st
 
-    def segment_path(self, segment_txid: int, in_progress_ok: bool) -> tuple[Path, int] | None:
-        """The file and valid length to serve for a segment, or None."""
+    def segment_path(
+        self, segment_txid: int, in_progress_ok: bool, recovery_epoch: int = 0
+    ) -> tuple[Path, int] | None:
+        """The file and valid length to serve for a segment, or None.
+
+        An in-progress segment is served to readers only when it is the current writer's
+        (D3), and to a recovery only in the epoch this node promised last.
+        """
         self._check_formatted()
         seg = self._find_segment(segment_txid)
         if seg is None:
@@ -735,6 +890,13 @@ class Journal:
         if not seg.in_progress:
             return seg.path, seg.path.stat().st_size
         if not in_progress_ok:
+            return None
+        for_recovery = (
+            recovery_epoch > 0
+            and recovery_epoch == self.last_promised_epoch
+            and self.awaiting_new_epoch is None
+        )
+        if not (for_recovery or self._is_current_writers(segment_txid)):
             return None
         if seg.start == self.cur_segment_txid and self._writer is not None:
             return seg.path, self._writer.position
@@ -848,6 +1010,18 @@ class Journal:
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         return tmp
+
+
+def _for_recovery(url: str, epoch: int) -> str:
+    """The source URL with the recovering writer's epoch, which lets the source serve an
+    in-progress segment that readers may not see (see segment_path)."""
+    if not url:
+        return url
+    parts = urllib.parse.urlsplit(url)
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    query = [(k, v) for k, v in query if k != RECOVERY_EPOCH_PARAM]
+    query.append((RECOVERY_EPOCH_PARAM, str(epoch)))
+    return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
 
 
 def _same_log(synced: Path, local: Path) -> bool:

@@ -7,6 +7,7 @@ import logging
 import os
 import signal
 import socket
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -110,6 +111,7 @@ class JournalNode:
         self.http_host, self.http_port = http_address
         self.settings = settings or JournalNodeSettings()
         self.faults = faults
+        self.node_id = uuid.uuid4().hex  # per process: one node named twice in a URI shows
         self._journals: dict[str, _Open] = {}
         self.progress: dict[str, Progress] = {}
         self._open_lock = asyncio.Lock()
@@ -195,6 +197,7 @@ class JournalNode:
             rpc_address=format_address(self.rpc_host, self.rpc_port),
             http_address=format_address(self.http_host, self.http_port),
             version=__version__,
+            node_id=self.node_id,
         )
         for jid in self._journal_dirs():
             st.journals.append(await self.run(jid, lambda j: j.status()))

@@ -89,18 +89,25 @@ class JournalNodeService(pb_grpc.QJournalServiceServicer):
 
         async def call() -> pb.Empty:
             ns = NsInfo.from_proto(request.ns_info)
-            await self.node.run(request.jid, lambda j: j.format(ns, request.force), create=True)
+            members = list(request.members)
+            await self.node.run(
+                request.jid, lambda j: j.format(ns, request.force, members), create=True
+            )
             return pb.Empty()
 
         return await _guard(context, call())
 
     async def GetJournalState(self, request: pb.JournalIdRequest, context: Any) -> Any:
-        """The last promised epoch and where to fetch segments."""
-        epoch = await self._on(context, request.jid, lambda j: j.get_journal_state())
+        """The last promised and writer epochs, this node's id and where to fetch segments."""
+        epoch, writer = await self._on(
+            context, request.jid, lambda j: (j.get_journal_state(), j.last_writer_epoch)
+        )
         return pb.GetJournalStateResponse(
             last_promised_epoch=epoch,
             http_port=self.node.http_port,
             from_url=self.node.http_url(),
+            node_id=self.node.node_id,
+            last_writer_epoch=writer,
         )
 
     async def NewEpoch(self, request: pb.NewEpochRequest, context: Any) -> Any:
@@ -108,7 +115,10 @@ class JournalNodeService(pb_grpc.QJournalServiceServicer):
 
         async def call() -> pb.NewEpochResponse:
             ns = NsInfo.from_proto(request.ns_info)
-            last = await self.node.run(request.jid, lambda j: j.new_epoch(ns, request.epoch))
+            members = list(request.members)
+            last = await self.node.run(
+                request.jid, lambda j: j.new_epoch(ns, request.epoch, members)
+            )
             resp = pb.NewEpochResponse()
             if last is not None:
                 resp.last_segment_txid = last
@@ -168,7 +178,10 @@ class JournalNodeService(pb_grpc.QJournalServiceServicer):
 
         def manifest(j: Journal) -> pb.GetEditLogManifestResponse:
             resp = pb.GetEditLogManifestResponse(
-                http_port=self.node.http_port, from_url=self.node.http_url()
+                http_port=self.node.http_port,
+                from_url=self.node.http_url(),
+                last_writer_epoch=j.last_writer_epoch,
+                last_promised_epoch=j.last_promised_epoch,
             )
             for seg in j.get_edit_log_manifest(request.since_txid, request.in_progress_ok):
                 resp.logs.add(

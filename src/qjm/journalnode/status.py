@@ -16,6 +16,7 @@ def journal_status_dict(st: pb.JournalStatus) -> dict[str, Any]:
         "last_writer_epoch": st.last_writer_epoch,
         "committed_txid": st.committed_txid if st.HasField("committed_txid") else None,
         "highest_written_txid": st.highest_written_txid,
+        "members": list(st.members),
         "current_segment": (
             st.current_segment_txid if st.HasField("current_segment_txid") else None
         ),

@@ -26,9 +26,16 @@ LAST_PROMISED_EPOCH = "last-promised-epoch"
 LAST_WRITER_EPOCH = "last-writer-epoch"
 COMMITTED_TXID = "committed-txid"
 VERSION = "VERSION"
+MEMBERS = "members"
+AWAITING_NEW_EPOCH = "awaiting-new-epoch"
 LOCK_FILE = "in_use.lock"
+SYNC_DIR = "edits.sync"
+CURRENT_DIR = "current"
 STORAGE_TYPE = "JOURNAL_NODE"
 _JID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+# Names the node or a journal's storage uses for itself: a journal called so would share
+# (or be) the node's lock file or a storage directory.
+RESERVED_NAMES = frozenset({LOCK_FILE, CURRENT_DIR, SYNC_DIR, "lost+found"})
 
 
 def check_journal_id(jid: str) -> str:
@@ -39,6 +46,11 @@ def check_journal_id(jid: str) -> str:
         raise InvalidRequestError(
             f"invalid journal id {jid!r}: use 1-128 letters, digits, '_', '-' or '.', "
             "not starting with '.' or '-'"
+        )
+    if jid in RESERVED_NAMES:
+        raise InvalidRequestError(
+            f"invalid journal id {jid!r}: it is a name the JournalNode's storage uses "
+            f"itself ({', '.join(sorted(RESERVED_NAMES))})"
         )
     return jid
 
@@ -120,9 +132,9 @@ class JNStorage:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.current = root / "current"
+        self.current = root / CURRENT_DIR
         self.paxos_dir = self.current / "paxos"
-        self.sync_dir = root / "edits.sync"
+        self.sync_dir = root / SYNC_DIR
         self._lock_fd = -1
 
     # -- lock ---------------------------------------------------------------------------
@@ -149,14 +161,21 @@ class JNStorage:
         """True when current/ holds anything."""
         return self.current.is_dir() and any(self.current.iterdir())
 
-    def format(self, ns: NsInfo) -> None:
-        """Empty current/ and write a new VERSION and paxos/."""
+    def format(self, ns: NsInfo, promised_epoch: int = 0, members: list[str] | None = None) -> None:
+        """Empty current/; write the marker, the kept promise, members, then VERSION last."""
         if self.current.exists():
             shutil.rmtree(self.current)
         if self.sync_dir.exists():
             shutil.rmtree(self.sync_dir)
         self.current.mkdir(parents=True)
         self.paxos_dir.mkdir()
+        # VERSION is what makes the storage formatted, so a crash before it leaves an
+        # unformatted journal rather than one without its marker or its promise.
+        self.set_awaiting_new_epoch(f"was formatted for {ns.describe()}")
+        if promised_epoch:
+            self.write_long(LAST_PROMISED_EPOCH, promised_epoch)
+        if members:
+            self.write_members(members)
         self.write_version(ns)
         fsync_dir(self.root)
 
@@ -203,6 +222,38 @@ class JNStorage:
             raise StorageError(f"{path} lacks the key {e.args[0]}") from None
         except ValueError as e:
             raise StorageError(f"{path} has a malformed value: {e}") from None
+
+    # -- members and the new_epoch marker -------------------------------------------------
+    def read_members(self) -> list[str] | None:
+        """The sorted host:port list format stored, or None when none was stored."""
+        path = self.current / MEMBERS
+        try:
+            text = path.read_bytes().decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            return None
+        return sorted(line.strip() for line in text.splitlines() if line.strip())
+
+    def write_members(self, members: list[str]) -> None:
+        """Durably store the journal's members, one host:port per line, sorted."""
+        atomic_write(self.current / MEMBERS, "".join(f"{m}\n" for m in sorted(members)).encode())
+
+    def awaiting_new_epoch(self) -> str | None:
+        """Why writers are refused until a new_epoch (the marker's text), or None."""
+        path = self.current / AWAITING_NEW_EPOCH
+        try:
+            text = path.read_bytes().decode("utf-8", errors="replace").strip()
+        except FileNotFoundError:
+            return None
+        return text or "was formatted or restored"
+
+    def set_awaiting_new_epoch(self, reason: str | None) -> None:
+        """Durably create the marker with its reason, or remove it when reason is None."""
+        path = self.current / AWAITING_NEW_EPOCH
+        if reason is not None:
+            atomic_write(path, f"{reason}\n".encode())
+        elif path.exists():
+            path.unlink()
+            fsync_dir(self.current)
 
     # -- persistent numbers ---------------------------------------------------------------
     def read_long(self, name: str, default: int) -> int:

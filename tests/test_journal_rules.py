@@ -1,0 +1,344 @@
+"""Acceptor rules of issue 8 on in-process Journal objects: visibility, fencing, limits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import snapshot
+from qjm.editlog.framing import OP_OPAQUE, encode_op
+from qjm.editlog.segments import finalized_name, inprogress_name
+from qjm.journalnode import journal as journal_module
+from qjm.journalnode.journal import Journal
+from qjm.journalnode.storage import JNStorage, NsInfo, check_journal_id
+from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.errors import (
+    EpochError,
+    InvalidRequestError,
+    NamespaceMismatchError,
+    SegmentStateError,
+)
+
+NS = NsInfo(12345, "CID-test")
+NS_B = NsInfo(999, "CID-other")
+MEMBERS = ["127.0.0.1:8485", "127.0.0.1:8486", "127.0.0.1:8487"]
+
+
+def txns(first: int, n: int) -> bytes:
+    """n ops numbered from first."""
+    return b"".join(encode_op(OP_OPAQUE, t, f"tx {t}".encode()) for t in range(first, first + n))
+
+
+class Writer:
+    """Builds RequestInfos with increasing serials for one epoch."""
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.serial = 0
+        self.committed: int | None = None
+
+    def req(self) -> pb.RequestInfo:
+        """The next request of this writer."""
+        self.serial += 1
+        r = pb.RequestInfo(jid="test", epoch=self.epoch, ipc_serial=self.serial)
+        if self.committed is not None:
+            r.committed_txid = self.committed
+        return r
+
+
+def open_journal(root: Path, **kw: object) -> Journal:
+    """A journal on root/test."""
+    return Journal("test", JNStorage(root / "test"), **kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> Iterator[Journal]:
+    """A formatted journal."""
+    j = open_journal(tmp_path)
+    j.format(NS, force=False)
+    yield j
+    j.close()
+
+
+def write(j: Journal, w: Writer, seg: int, first: int, n: int) -> None:
+    """journal() a batch of n txns."""
+    j.journal(w.req(), seg, first, n, txns(first, n))
+
+
+def writer_with(j: Journal, epoch: int, seg: int, first: int, n: int) -> Writer:
+    """Win epoch, open segment seg and write n txns from first."""
+    j.new_epoch(NS, epoch)
+    w = Writer(epoch)
+    j.start_log_segment(w.req(), seg, -64)
+    write(j, w, seg, first, n)
+    return w
+
+
+def listed(j: Journal) -> list[tuple[int, int, bool]]:
+    """The manifest with in-progress segments, as tuples."""
+    return [(s.start_txid, s.end_txid, s.is_in_progress) for s in j.get_edit_log_manifest(1, True)]
+
+
+# -- A1 / D3: in-progress edits of an older writer are never advertised or served ----------
+
+
+def test_older_writers_inprogress_segment_is_neither_listed_nor_served(journal: Journal) -> None:
+    w1 = writer_with(journal, 1, 1, 1, 5)
+    w1.committed = 5
+    journal.finalize_log_segment(w1.req(), 1, 5)
+    journal.start_log_segment(w1.req(), 6, -64)
+    write(journal, w1, 6, 6, 15)  # 6-20 reached only this node
+    assert listed(journal)[-1] == (6, 20, True)
+    # writer 2 recovered elsewhere (ending at 5) and rejoins this node: it refuses the start
+    journal.new_epoch(NS, 2)
+    w2 = Writer(2)
+    with pytest.raises(SegmentStateError, match="holds valid transactions up to 20"):
+        journal.start_log_segment(w2.req(), 6, -64)
+    w2.committed = 10  # learned from heartbeats: must not make writer 1's 6-10 visible
+    journal.heartbeat(w2.req())
+    assert listed(journal) == [(1, 5, False)]
+    assert journal.segment_path(6, True) is None
+    resp = journal.get_journaled_edits(6, 100)
+    assert resp.txn_count == 0 and resp.edit_log == b""
+    assert (resp.last_writer_epoch, resp.last_promised_epoch) == (1, 2)
+    # a recovery of the current promise may still fetch it (the source of accept_recovery)
+    found = journal.segment_path(6, True, recovery_epoch=2)
+    assert found is not None and found[0].name == inprogress_name(6)
+    assert journal.segment_path(6, True, recovery_epoch=1) is None
+
+
+def test_cache_and_listing_follow_the_current_writer(journal: Journal) -> None:
+    w1 = writer_with(journal, 1, 1, 1, 3)
+    resp = journal.get_journaled_edits(1, 10)
+    assert resp.txn_count == 3 and (resp.last_writer_epoch, resp.last_promised_epoch) == (1, 1)
+    journal.new_epoch(NS, 2)
+    assert journal.cache.range() is None  # cleared when the promise rose
+    assert listed(journal) == []
+    # recovery in epoch 2 accepts the segment: still not visible until writer 2 starts one
+    prep = journal.prepare_recovery(Writer(2).req(), 1)
+    w2 = Writer(2)
+    w2.serial = 10
+    journal.accept_recovery(w2.req(), prep.segment_state, "")
+    assert listed(journal) == []
+    journal.finalize_log_segment(w2.req(), 1, 3)
+    journal.start_log_segment(w2.req(), 4, -64)
+    write(journal, w2, 4, 4, 2)
+    assert listed(journal) == [(1, 3, False), (4, 5, True)]
+    assert journal.get_journaled_edits(4, 10).txn_count == 2
+    del w1
+
+
+# -- A2: finalize only what the current writer wrote or a recovery accepted now --------------
+
+
+def test_finalize_of_a_segment_the_writer_did_not_write_is_refused(journal: Journal) -> None:
+    writer_with(journal, 1, 1, 1, 5)
+    journal.new_epoch(NS, 2)
+    w2 = Writer(2)
+    before = snapshot(journal.storage.current)
+    with pytest.raises(SegmentStateError, match="neither written by the writer of epoch 2"):
+        journal.finalize_log_segment(w2.req(), 1, 5)
+    assert snapshot(journal.storage.current) == before
+    prep = journal.prepare_recovery(w2.req(), 1)
+    journal.accept_recovery(w2.req(), prep.segment_state, "")
+    journal.finalize_log_segment(w2.req(), 1, 5)
+    assert (journal.storage.current / finalized_name(1, 5)).exists()
+
+
+def test_writer_finalizes_its_own_segment_after_a_node_restart(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    j.format(NS, force=False)
+    w = writer_with(j, 1, 1, 1, 3)
+    j.close()
+    j = open_journal(tmp_path)
+    try:
+        j.finalize_log_segment(w.req(), 1, 3)
+        assert (j.storage.current / finalized_name(1, 3)).exists()
+    finally:
+        j.close()
+
+
+# -- A5 / D4: format never lets epochs go back; old writers are refused ---------------------
+
+
+def test_format_force_with_another_namespace_refuses_the_old_writer(journal: Journal) -> None:
+    w = writer_with(journal, 3, 1, 1, 3)
+    journal.format(NS_B, force=True)
+    assert journal.last_promised_epoch == 3  # kept: epochs never go back
+    with pytest.raises(EpochError, match="awaits a new writer's new_epoch"):
+        journal.start_log_segment(w.req(), 4, -64)
+    with pytest.raises(EpochError, match="was formatted for namespaceID=999"):
+        write(journal, w, 1, 4, 1)
+    with pytest.raises(EpochError, match="awaits a new writer's new_epoch"):
+        journal.heartbeat(w.req())
+    with pytest.raises(NamespaceMismatchError, match="namespaceID=12345"):
+        journal.new_epoch(NS, 4)
+    journal.new_epoch(NS_B, 4)
+    w4 = Writer(4)
+    journal.start_log_segment(w4.req(), 1, -64)
+    write(journal, w4, 1, 1, 1)
+
+
+def test_every_writer_call_waits_for_new_epoch_after_format(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    try:
+        j.format(NS, force=False)
+        w = Writer(1)
+        calls = {
+            "start_log_segment": lambda: j.start_log_segment(w.req(), 1, -64),
+            "journal": lambda: write(j, w, 1, 1, 1),
+            "heartbeat": lambda: j.heartbeat(w.req()),
+            "finalize": lambda: j.finalize_log_segment(w.req(), 1, 1),
+            "purge": lambda: j.purge_logs_older_than(w.req(), 1),
+            "prepare_recovery": lambda: j.prepare_recovery(w.req(), 1),
+            "accept_recovery": lambda: j.accept_recovery(
+                w.req(), pb.SegmentState(start_txid=1, end_txid=1), "http://x"
+            ),
+        }
+        for name, call in calls.items():
+            with pytest.raises(EpochError, match="awaits a new writer's new_epoch"):
+                call()
+            assert j.last_promised_epoch == 0, name
+        j.close()
+        j = open_journal(tmp_path)  # the marker is persisted
+        with pytest.raises(EpochError, match="awaits a new writer's new_epoch"):
+            j.heartbeat(Writer(1).req())
+        j.new_epoch(NS, 1)
+        j.heartbeat(Writer(1).req())
+    finally:
+        j.close()
+
+
+def test_restored_version_waits_for_a_new_epoch(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    j.format(NS, force=False)
+    w = writer_with(j, 2, 1, 1, 3)
+    j.close()
+    (tmp_path / "test" / "current" / "VERSION").unlink()
+    j = open_journal(tmp_path)
+    try:
+        assert j.restore_version(NS, 2)
+        with pytest.raises(EpochError, match="awaits a new writer's new_epoch"):
+            j.heartbeat(w.req())
+        with pytest.raises(EpochError, match="awaits a new writer's new_epoch"):
+            j.prepare_recovery(w.req(), 1)
+        assert listed(j) == [] and j.segment_path(1, True) is None
+        j.new_epoch(NS, 3)
+        j.prepare_recovery(Writer(3).req(), 1)
+    finally:
+        j.close()
+
+
+# -- A6: an empty segment is never finalized ---------------------------------------------
+
+
+def test_finalize_with_end_before_start_is_refused(journal: Journal) -> None:
+    w = writer_with(journal, 1, 1, 1, 5)
+    journal.finalize_log_segment(w.req(), 1, 5)
+    journal.start_log_segment(w.req(), 6, -64)
+    with pytest.raises(InvalidRequestError, match="end 5 is before its start 6"):
+        journal.finalize_log_segment(w.req(), 6, 5)
+    assert not (journal.storage.current / finalized_name(6, 5)).exists()
+    assert (journal.storage.current / inprogress_name(6)).exists()
+
+
+# -- A8 / D2: membership from format is checked by new_epoch ---------------------------------
+
+
+def test_new_epoch_refuses_a_writer_naming_other_members(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    try:
+        j.format(NS, force=False, members=list(reversed(MEMBERS)))
+        assert (j.storage.current / "members").read_text().split() == MEMBERS
+        with pytest.raises(NamespaceMismatchError, match=r"names \['127.0.0.1:8485'\] but"):
+            j.new_epoch(NS, 1, members=MEMBERS[:1])
+        assert j.last_promised_epoch == 0
+        j.new_epoch(NS, 1, members=[MEMBERS[2], MEMBERS[0], MEMBERS[1]])
+        j.new_epoch(NS, 2)  # no list in the request: no check
+        assert list(j.status().members) == MEMBERS
+        j.close()
+        j = open_journal(tmp_path)
+        with pytest.raises(NamespaceMismatchError, match="was formatted for"):
+            j.new_epoch(NS, 3, members=MEMBERS[:2])
+    finally:
+        j.close()
+
+
+# -- B1: epochs that leave no room ---------------------------------------------------------
+
+
+def test_epochs_that_leave_no_room_are_refused(journal: Journal) -> None:
+    step = getattr(journal_module, "MAX_EPOCH_STEP", 1_000_000)
+    for epoch in (2**63 - 1, 2**62, step + 1):
+        with pytest.raises(InvalidRequestError, match="above the limit"):
+            journal.new_epoch(NS, epoch)
+    assert journal.last_promised_epoch == 0
+    journal.new_epoch(NS, step)
+    assert getattr(journal_module, "MAX_EPOCH", None) == 2**62
+    journal.new_epoch(NS, step + 1)
+    writer_with(journal, step + 2, 1, 1, 1)
+
+
+# -- B2: a committed txid above what the node holds is never stored --------------------------
+
+
+def test_committed_txid_above_what_was_written_is_not_stored(journal: Journal) -> None:
+    w = writer_with(journal, 1, 1, 1, 3)
+    syncs: list[float] = []
+    journal.counters.observe_sync = syncs.append
+    w.committed = 2**63 - 1
+    journal.heartbeat(w.req())
+    assert journal.committed_txid is None
+    w.committed = 10**9
+    write(journal, w, 1, 4, 2)
+    assert journal.committed_txid is None
+    assert len(syncs) == 1 and journal.counters.batches_written_while_lagging == 0
+    w.committed = 5  # exactly the batch's end is allowed
+    write(journal, w, 1, 6, 1)
+    assert journal.committed_txid == 5
+    # a next writer is not wedged by a claim it never made
+    journal.new_epoch(NS, 2)
+    w2 = Writer(2)
+    prep = journal.prepare_recovery(w2.req(), 1)
+    journal.accept_recovery(w2.req(), prep.segment_state, "")
+    journal.finalize_log_segment(w2.req(), 1, 6)
+
+
+# -- B3: start_log_segment never hides or duplicates txids ---------------------------------
+
+
+def test_start_segment_at_or_below_written_or_committed_or_with_a_gap_is_refused(
+    journal: Journal,
+) -> None:
+    w = writer_with(journal, 1, 1, 1, 5)
+    w.committed = 5
+    journal.finalize_log_segment(w.req(), 1, 5)
+    before = snapshot(journal.storage.current)
+    with pytest.raises(SegmentStateError, match="txid 3 is not above the committed txid 5"):
+        journal.start_log_segment(w.req(), 3, -64)
+    with pytest.raises(SegmentStateError, match="gap"):
+        journal.start_log_segment(w.req(), 9, -64)
+    assert snapshot(journal.storage.current) == before
+    journal.start_log_segment(w.req(), 6, -64)
+    write(journal, w, 6, 6, 2)
+    with pytest.raises(SegmentStateError, match="txid 7 is not above the highest written txid 7"):
+        journal.start_log_segment(w.req(), 7, -64)
+
+
+def test_start_segment_below_written_is_refused_without_committed(journal: Journal) -> None:
+    w = writer_with(journal, 1, 1, 1, 5)
+    journal.finalize_log_segment(w.req(), 1, 5)
+    with pytest.raises(SegmentStateError, match="txid 4 is not above the highest written txid 5"):
+        journal.start_log_segment(w.req(), 4, -64)
+
+
+# -- B5: journal ids that collide with storage names -----------------------------------------
+
+
+@pytest.mark.parametrize("jid", ["in_use.lock", "current", "edits.sync", ".hidden"])
+def test_journal_ids_colliding_with_storage_names_are_refused(jid: str) -> None:
+    with pytest.raises(InvalidRequestError, match=f"journal id {jid!r}"):
+        check_journal_id(jid)
+    assert check_journal_id("my.journal-1") == "my.journal-1"
