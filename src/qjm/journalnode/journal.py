@@ -414,7 +414,15 @@ class Journal:
                     f"txid {txid} which holds valid transactions up to {found.last_txid}; "
                     "refusing to overwrite it"
                 )
-        self._check_segment_start(txid, restart=existing is not None)
+        try:
+            self._check_segment_start(txid, restart=existing is not None)
+        except SegmentStateError:
+            if self._writer is not None and txid > self._next_txid:
+                # The writer moved past the open segment (this node missed txids), so it
+                # can never continue: close it, as HDFS does at every start, so that the
+                # syncer may install the finalized copy and the node rejoins after that.
+                self._abort_cur_segment()
+            raise
         self._apply_request(req)
         if self._writer is not None:
             log.warning(
