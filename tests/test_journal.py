@@ -332,7 +332,7 @@ def test_journal_needs_the_writer_epoch(journal: Journal) -> None:
         write(journal, w2, 1, 2, 1)
 
 
-def test_a_committed_claim_above_the_batch_neither_skips_sync_nor_is_stored(
+def test_a_committed_claim_above_the_batch_is_cut_to_it_and_skips_no_sync(
     journal: Journal,
 ) -> None:
     journal.new_epoch(NS, 1)
@@ -345,7 +345,7 @@ def test_a_committed_claim_above_the_batch_neither_skips_sync_nor_is_stored(
     assert journal.counters.batches_written == 1
     assert journal.counters.batches_written_while_lagging == 0
     assert len(syncs) == 1
-    assert journal.committed_txid is None and journal.highest_written_txid == 2
+    assert journal.committed_txid == 2 and journal.highest_written_txid == 2
 
 
 def test_disk_full_fails_the_batch_and_keeps_acknowledged_data(

@@ -290,20 +290,36 @@ def test_committed_txid_above_what_was_written_is_not_stored(journal: Journal) -
     journal.counters.observe_sync = syncs.append
     w.committed = 2**63 - 1
     journal.heartbeat(w.req())
-    assert journal.committed_txid is None
+    assert journal.committed_txid == 3  # the claim proves no more than what is here
     w.committed = 10**9
     write(journal, w, 1, 4, 2)
-    assert journal.committed_txid is None
-    assert len(syncs) == 1 and journal.counters.batches_written_while_lagging == 0
-    w.committed = 5  # exactly the batch's end is allowed
-    write(journal, w, 1, 6, 1)
     assert journal.committed_txid == 5
+    assert len(syncs) == 1 and journal.counters.batches_written_while_lagging == 0
+    assert journal.storage.read_committed_txid() == 5
+    w.committed = 6  # exactly the batch's end
+    write(journal, w, 1, 6, 1)
+    assert journal.committed_txid == 6
+    assert len(syncs) == 2 and journal.counters.batches_written_while_lagging == 0
     # a next writer is not wedged by a claim it never made
     journal.new_epoch(NS, 2)
     w2 = Writer(2)
     prep = journal.prepare_recovery(w2.req(), 1)
     journal.accept_recovery(w2.req(), prep.segment_state, "")
     journal.finalize_log_segment(w2.req(), 1, 6)
+
+
+def test_committed_claim_of_another_writer_is_not_recorded_above_what_is_here(
+    journal: Journal,
+) -> None:
+    writer_with(journal, 1, 1, 1, 5)  # writer 1's segment, never recovered
+    journal.new_epoch(NS, 2)
+    w2 = Writer(2)
+    w2.committed = 8
+    journal.heartbeat(w2.req())
+    assert journal.committed_txid is None
+    w2.committed = 4
+    journal.heartbeat(w2.req())
+    assert journal.committed_txid == 4
 
 
 # -- B3: start_log_segment never hides or duplicates txids ---------------------------------

@@ -252,24 +252,30 @@ class Journal:
             self._set_promised_epoch(req.epoch)
         self.current_epoch_ipc_serial = req.ipc_serial
         if req.HasField("committed_txid") and req.committed_txid != self.committed_txid:
-            self._learn_committed_txid(req.committed_txid, written_through)
+            self._learn_committed_txid(req, written_through)
 
-    def _learn_committed_txid(self, txid: int, written_through: int | None) -> None:
-        """Record a writer's committed txid unless it is above what this node holds.
+    def _learn_committed_txid(self, req: pb.RequestInfo, written_through: int | None) -> None:
+        """Record a writer's committed txid, never above what this node holds.
 
-        A claim above the highest written txid (plus the batch of the same request) proves
-        nothing about this node's data, so it is not stored; the request still succeeds,
-        because a lagging node is legitimately told a committed txid above its batch.
+        A claim above the highest written txid (plus the batch of the same request) is not
+        stored: the request still succeeds, because a lagging node is legitimately told a
+        committed txid above its batch. From the writer whose segments this node holds
+        (its epoch is the writer epoch) such a claim still proves this node's txids up to
+        its highest one committed, so that much is recorded; readers then see what a
+        lagging node holds. The stored value never exceeds the true committed txid.
         """
+        txid = req.committed_txid
         bound = max(self.highest_written_txid, written_through or 0)
         if txid > bound:
             log.debug(
-                "journal %s: not recording committed txid %d above the highest txid %d here",
+                "journal %s: committed txid %d is above the highest txid %d here",
                 self.jid,
                 txid,
                 bound,
             )
-            return
+            if req.epoch != self.last_writer_epoch or bound <= (self.committed_txid or 0):
+                return
+            txid = bound
         self._set_committed_txid(txid)
         self.on_progress()
 
