@@ -231,6 +231,19 @@ def test_restored_version_waits_for_a_new_epoch(tmp_path: Path) -> None:
         j.close()
 
 
+def test_a_wiped_journal_restored_from_a_peer_waits_for_a_new_epoch(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    try:
+        assert j.restore_version(NS, 4)  # nothing on disk: the syncer re-creates it
+        assert j.last_promised_epoch == 4
+        with pytest.raises(EpochError, match="restored from a peer.*awaits"):
+            j.heartbeat(Writer(4).req())
+        j.new_epoch(NS, 5)
+        assert j.storage.awaiting_new_epoch() is None
+    finally:
+        j.close()
+
+
 # -- A6: an empty segment is never finalized ---------------------------------------------
 
 
@@ -284,7 +297,7 @@ def test_epochs_that_leave_no_room_are_refused(journal: Journal) -> None:
 # -- B2: a committed txid above what the node holds is never stored --------------------------
 
 
-def test_committed_txid_above_what_was_written_is_not_stored(journal: Journal) -> None:
+def test_committed_txid_is_never_stored_above_what_was_written(journal: Journal) -> None:
     w = writer_with(journal, 1, 1, 1, 3)
     syncs: list[float] = []
     journal.counters.observe_sync = syncs.append
@@ -341,6 +354,15 @@ def test_start_segment_at_or_below_written_or_committed_or_with_a_gap_is_refused
     write(journal, w, 6, 6, 2)
     with pytest.raises(SegmentStateError, match="txid 7 is not above the highest written txid 7"):
         journal.start_log_segment(w.req(), 7, -64)
+
+
+def test_a_start_past_a_gap_closes_the_stale_open_segment(journal: Journal) -> None:
+    w = writer_with(journal, 1, 1, 1, 2)  # then it missed 3-23, finalized elsewhere
+    with pytest.raises(SegmentStateError, match="gap after the highest written txid 2"):
+        journal.start_log_segment(w.req(), 24, -64)
+    assert journal.cur_segment_txid is None  # the syncer may now install 1-23
+    assert not (journal.storage.current / inprogress_name(24)).exists()
+    assert journal.highest_written_txid == 2
 
 
 def test_start_segment_below_written_is_refused_without_committed(journal: Journal) -> None:

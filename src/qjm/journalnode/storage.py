@@ -250,6 +250,7 @@ class JNStorage:
         """Durably create the marker with its reason, or remove it when reason is None."""
         path = self.current / AWAITING_NEW_EPOCH
         if reason is not None:
+            self.current.mkdir(parents=True, exist_ok=True)
             atomic_write(path, f"{reason}\n".encode())
         elif path.exists():
             path.unlink()
