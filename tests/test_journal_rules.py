@@ -181,6 +181,23 @@ def test_format_force_with_another_namespace_refuses_the_old_writer(journal: Jou
     write(journal, w4, 1, 1, 1)
 
 
+def test_format_keeps_the_promise_of_a_journal_that_lost_its_version(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    j.format(NS, force=False)
+    writer_with(j, 7, 1, 1, 2)
+    j.close()
+    (tmp_path / "test" / "current" / "VERSION").unlink()
+    j = open_journal(tmp_path)
+    try:
+        assert not j.is_formatted()
+        j.format(NS_B, force=True)
+        assert j.last_promised_epoch == 7
+        with pytest.raises(EpochError, match="proposed epoch 7 <= last promise 7"):
+            j.new_epoch(NS_B, 7)
+    finally:
+        j.close()
+
+
 def test_every_writer_call_waits_for_new_epoch_after_format(tmp_path: Path) -> None:
     j = open_journal(tmp_path)
     try:

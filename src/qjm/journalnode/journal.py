@@ -338,7 +338,7 @@ class Journal:
         # Epochs never go back (HDFS resets them to 0, which lets a live writer of the old
         # namespace write into the new journal): the promise is kept, and the marker makes
         # every writer call wait for a new_epoch, which checks the namespace.
-        kept = self.last_promised_epoch
+        kept = max(self.last_promised_epoch, self._promise_on_disk())
         new_members = sorted(members) if members else None
         self.storage.format(ns, kept, new_members)
         self.cache.clear()
@@ -352,6 +352,13 @@ class Journal:
         self.current_epoch_ipc_serial = -1
         self._committed_fd = self.storage.open_committed_txid()
         log.info("journal %s formatted: %s", self.jid, ns.describe())
+
+    def _promise_on_disk(self) -> int:
+        """The last-promised-epoch file's value, also when VERSION is lost; 0 if unreadable."""
+        try:
+            return self.storage.read_long(LAST_PROMISED_EPOCH, 0)
+        except (StorageError, ValueError):
+            return 0
 
     def get_journal_state(self) -> int:
         """The last promised epoch."""
