@@ -81,7 +81,7 @@ def listed(j: Journal) -> list[tuple[int, int, bool]]:
     return [(s.start_txid, s.end_txid, s.is_in_progress) for s in j.get_edit_log_manifest(1, True)]
 
 
-# -- A1 / D3: in-progress edits of an older writer are never advertised or served ----------
+# -- A1: in-progress edits of an older writer are never advertised or served ---------------
 
 
 def test_older_writers_inprogress_segment_is_neither_listed_nor_served(journal: Journal) -> None:
@@ -160,7 +160,7 @@ def test_writer_finalizes_its_own_segment_after_a_node_restart(tmp_path: Path) -
         j.close()
 
 
-# -- A5 / D4: format never lets epochs go back; old writers are refused ---------------------
+# -- A5: format never lets epochs go back; old writers wait for a new_epoch ----------------
 
 
 def test_format_force_with_another_namespace_refuses_the_old_writer(journal: Journal) -> None:
@@ -274,7 +274,7 @@ def test_finalize_with_end_before_start_is_refused(journal: Journal) -> None:
     assert (journal.storage.current / inprogress_name(6)).exists()
 
 
-# -- A8 / D2: membership from format is checked by new_epoch ---------------------------------
+# -- A8: membership from format is checked by new_epoch --------------------------------------
 
 
 def test_new_epoch_refuses_a_writer_naming_other_members(tmp_path: Path) -> None:

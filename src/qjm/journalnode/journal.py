@@ -263,6 +263,7 @@ class Journal:
         (its epoch is the writer epoch) such a claim still proves this node's txids up to
         its highest one committed, so that much is recorded; readers then see what a
         lagging node holds. The stored value never exceeds the true committed txid.
+        HDFS stores any claim; one heartbeat could then wedge every later recovery.
         """
         txid = req.committed_txid
         bound = max(self.highest_written_txid, written_through or 0)
@@ -289,11 +290,12 @@ class Journal:
     def _is_current_writers(
         self, start_txid: int, segments: list[SegmentFile] | None = None
     ) -> bool:
-        """True when the in-progress segment at start_txid is the current writer's (D3).
+        """True when the in-progress segment at start_txid is the current writer's.
 
         That is: the writer epoch equals the promise and the segment is the newest one,
         started in that epoch (start_log_segment only opens a segment above every txid
-        written before) or accepted in a recovery of that epoch.
+        written before) or accepted in a recovery of that epoch. HDFS lists and serves any
+        in-progress segment; then a fenced writer's never-acknowledged tail can be read.
         """
         writer = self.last_writer_epoch
         if self.awaiting_new_epoch is not None or writer <= 0 or writer != self.last_promised_epoch:
@@ -392,7 +394,7 @@ class Journal:
         return latest.start_txid if latest else None
 
     def _check_members(self, members: Sequence[str]) -> None:
-        """Refuse a writer whose URI names another member set than format stored (D2)."""
+        """Refuse a writer whose URI names another member set than format stored."""
         if not members or self.members is None:
             return  # an old writer or old storage: nothing to compare
         if sorted(members) != self.members:
@@ -470,6 +472,8 @@ class Journal:
             raise SegmentStateError(
                 f"{where}: txid {txid} is not above the highest written txid {written}"
             )
+        # HDFS accepts a gap and lets its syncer fill it later; here a node that missed
+        # txids stays out of the writing quorum until the syncer or a recovery fills them.
         if written > 0 and txid > written + 1:
             raise SegmentStateError(
                 f"{where}: it would leave a gap after the highest written txid {written} "
@@ -661,7 +665,7 @@ class Journal:
     def get_edit_log_manifest(
         self, since_txid: int, in_progress_ok: bool, *, all_in_progress: bool = False
     ) -> list[SegmentInfo]:
-        """The segments holding txids at or after since_txid (D3: in-progress if visible)."""
+        """The segments holding txids at or after since_txid; in-progress ones if visible."""
         self._check_formatted()
         out: list[SegmentInfo] = []
         segments = self.storage.segments()
@@ -807,7 +811,7 @@ class Journal:
         if committed is not None:
             resp.committed_txid = committed
         c = self.counters
-        # D3: the cache only ever holds the current writer's batches, and is served only
+        # The cache only ever holds the current writer's batches, and is served only
         # while that writer still holds the promise.
         if since_txid > self.highest_written_txid or writer != promise or self.awaiting_new_epoch:
             c.rpc_empty_responses += 1
@@ -902,7 +906,7 @@ class Journal:
         """The file and valid length to serve for a segment, or None.
 
         An in-progress segment is served to readers only when it is the current writer's
-        (D3), and to a recovery only in the epoch this node promised last.
+        (_is_current_writers), and to a recovery only in the epoch this node promised last.
         """
         self._check_formatted()
         seg = self._find_segment(segment_txid)
