@@ -778,6 +778,7 @@ class Journal:
         if seg.end is not None:
             return SegmentInfo(seg.start, seg.end, False)
         found = scan_file(seg.path)
+        self._refuse_corrupt(seg, found)
         if found.num_ops == 0:
             self._move_aside_empty(seg, found)
             return None
@@ -790,6 +791,7 @@ class Journal:
             if seg.end is not None:
                 return SegmentInfo(seg.start, seg.end, False)
             found = scan_file(seg.path)
+            self._refuse_corrupt(seg, found)
             if found.num_ops == 0:
                 self._move_aside_empty(seg, found)
                 continue
@@ -798,6 +800,20 @@ class Journal:
             assert found.last_txid is not None
             return SegmentInfo(seg.start, found.last_txid, True)
         return None
+
+    def _refuse_corrupt(self, seg: SegmentFile, found: ScanResult) -> None:
+        """Fail loudly on a bad op that valid ops follow: it is damage, not a torn tail.
+
+        Cutting there would make this node report a log shorter than what it acknowledged,
+        and recovery could choose that length (issue 8, A3); failing makes this node one
+        failed answer instead. HDFS resyncs past the bad op; see framing._valid_frame_after.
+        """
+        if found.end == "corrupt":
+            raise StorageError(
+                f"journal {self.jid!r}: {seg.path} is corrupt at txid {found.problem_txid} "
+                f"(offset {found.valid_length}) with valid ops after it, so it is not a torn "
+                f"tail; refusing to use it: {found.problem}"
+            )
 
     def _move_aside_empty(self, seg: SegmentFile, found: ScanResult) -> None:
         if seg.start == self.cur_segment_txid:
