@@ -3,7 +3,8 @@
 Every interval the syncer asks the next peer, round robin, for its journals; for each it
 downloads the finalized segments this node lacks into edits.sync/, checks them, and moves
 in only those at or below the committed txid. A journal whose storage was wiped gets its
-VERSION back from the peer, with the peer's promised epoch, and then catches up.
+VERSION back, with the highest promised epoch of a majority of the nodes (never from
+fewer answers), and then catches up.
 """
 
 from __future__ import annotations
@@ -84,11 +85,8 @@ class JournalSyncer:
     async def _sync_journal(self, peer: pb.JournalStatus, base_url: str) -> int:
         jid = peer.jid
         ns = NsInfo.from_proto(peer.ns_info)
-        restored = await self.node.run(
-            jid, lambda j: j.restore_version(ns, peer.last_promised_epoch), create=True
-        )
-        if restored:
-            log.warning("journal %s: storage was lost; VERSION re-created from %s", jid, base_url)
+        if not await self.node.is_formatted(jid) and not await self._restore(jid):
+            return 0
         finalized = [(s.start_txid, s.end_txid) for s in peer.segments if not s.is_in_progress]
         committed = peer.committed_txid if peer.HasField("committed_txid") else None
         mine: Journal = await self.node.journal(jid)
@@ -116,6 +114,70 @@ class JournalSyncer:
             if await self.node.run(jid, install):
                 installed += 1
         return installed
+
+    async def _restore(self, jid: str) -> bool:
+        """Re-create a lost VERSION with the highest promise a majority reports; True if done.
+
+        The peers plus this node are the journal's members. Any writer's epoch was promised
+        by a majority of them, and this node's own promise is lost, so a majority of *peers*
+        must answer for their maximum to meet that writer's promise; from fewer answers we
+        restore nothing (issue 8, A4). HDFS's syncer never restores a promise at all (a wiped
+        node waits to be formatted); we restore it and the node then still waits for a
+        new_epoch (its awaiting-new-epoch marker) before it takes writes or votes.
+        """
+        members = len(self.peers) + 1
+        need = members // 2 + 1
+        answers = await asyncio.gather(*(self._peer_journal(p, jid) for p in self.peers))
+        found = [(p, a) for p, a in zip(self.peers, answers, strict=True) if a is not None]
+        if len(found) < need:
+            log.warning(
+                "journal %s: storage was lost, but only %d of the %d peer answers a majority "
+                "of the %d nodes needs arrived; not restoring VERSION or the promise",
+                jid,
+                len(found),
+                need,
+                members,
+            )
+            return False
+        names = {NsInfo.from_proto(a.ns_info).describe() for _, a in found}
+        if len(names) > 1:
+            log.warning(
+                "journal %s: storage was lost, but peers are formatted for different "
+                "namespaces (%s); not restoring VERSION or the promise",
+                jid,
+                "; ".join(f"{p}: {NsInfo.from_proto(a.ns_info).describe()}" for p, a in found),
+            )
+            return False
+        ns = NsInfo.from_proto(found[0][1].ns_info)
+        promise = max(a.last_promised_epoch for _, a in found)
+        restored = await self.node.run(jid, lambda j: j.restore_version(ns, promise), create=True)
+        if restored:
+            log.warning(
+                "journal %s: storage was lost; VERSION re-created with promised epoch %d, the "
+                "highest of %s",
+                jid,
+                promise,
+                ", ".join(f"{p}: {a.last_promised_epoch}" for p, a in found),
+            )
+        return True
+
+    @staticmethod
+    async def _peer_journal(peer: str, jid: str) -> pb.JournalStatus | None:
+        """A peer's status of one formatted journal, or None if it does not answer with one."""
+        client = JournalNodeClient(peer)
+        try:
+            status: pb.NodeStatus = await client.call(
+                "GetNodeStatus", pb.GetNodeStatusRequest(), RPC_TIMEOUT
+            )
+        except (QjmError, OSError) as e:
+            log.info("journal %s: peer %s did not answer: %s", jid, peer, e)
+            return None
+        finally:
+            await client.close()
+        for journal in status.journals:
+            if journal.jid == jid and journal.is_formatted:
+                return journal
+        return None
 
     @staticmethod
     def _download(journal: Journal, base_url: str, start: int, end: int) -> Path:
