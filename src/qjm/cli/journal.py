@@ -22,10 +22,12 @@ def add_uri_args(p: argparse.ArgumentParser) -> None:
 
 def resolve_uri(args: argparse.Namespace) -> QJournalUri:
     """The journal URI from --uri or --config."""
+    # A given --config is always read, so a missing or bad file is an error, never ignored;
+    # --uri then only overrides where the journal is.
+    cfg = load_config(args.config) if getattr(args, "config", None) else None
     if args.uri:
         return parse_qjournal_uri(args.uri)
-    if args.config:
-        cfg = load_config(args.config)
+    if cfg is not None:
         if not cfg.journalnodes:
             raise ConfigError(f"{args.config} configures no [journalnodes.*]")
         return parse_qjournal_uri(cfg.shared_edits_uri())
