@@ -35,6 +35,7 @@ from qjm.editlog.segments import (
 )
 from qjm.errors import EditLogError
 from qjm.journalnode.edits_cache import JournaledEditsCache
+from qjm.journalnode.health import disk_facts, journal_problems
 from qjm.journalnode.storage import (
     LAST_PROMISED_EPOCH,
     LAST_WRITER_EPOCH,
@@ -724,6 +725,7 @@ class Journal:
             st.committed_txid = self.committed_txid
         if self.cur_segment_txid is not None:
             st.current_segment_txid = self.cur_segment_txid
+        st.problems.extend(journal_problems(st, disk_facts(self.storage.current)))
         return st
 
     def segment_path(self, segment_txid: int, in_progress_ok: bool) -> tuple[Path, int] | None:
