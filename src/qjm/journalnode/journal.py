@@ -789,9 +789,12 @@ class Journal:
 
     def _scan_for_latest_edits(self) -> SegmentInfo | None:
         """The newest segment holding txns; empty in-progress files are moved aside."""
-        for seg in reversed(self.storage.segments()):
+        segments = self.storage.segments()
+        for seg in reversed(segments):
             if seg.end is not None:
                 return SegmentInfo(seg.start, seg.end, False)
+            if any(o.start == seg.start and o.end is not None for o in segments):
+                continue  # a finalized copy (e.g. synced from a peer) supersedes this file
             found = scan_file(seg.path)
             self._refuse_corrupt(seg, found)
             if found.num_ops == 0:
