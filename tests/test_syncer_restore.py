@@ -16,6 +16,9 @@ import pytest
 from conftest import JNFactory, JNProcess
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.rpc import JournalNodeClient
+from qjm.journalnode.journal import Journal
+from qjm.journalnode.storage import JNStorage, NsInfo
+from qjm.journalnode.syncer import _restore_journal
 from qjm_cluster import FAST_SETTINGS, FaultyClient, NodeFaults, write_txns
 from test_journalnode_server import JID, NS, RawWriter
 from test_syncer import start_synced_trio, wait_until
@@ -111,3 +114,17 @@ async def test_wiped_node_does_not_restore_without_a_majority(jn_factory: JNFact
     )
     assert not (current(jns[2]) / "VERSION").exists()
     assert "not restoring" in log.read_text() and "1 of the 2" in log.read_text()
+
+
+def test_restore_writes_version_promise_and_the_agreed_members(tmp_path: Path) -> None:
+    j = Journal("j", JNStorage(tmp_path / "j"))
+    try:
+        ns = NsInfo(namespace_id=9, cluster_id="CID-restore")
+        assert _restore_journal(j, ns, 3, ["127.0.0.1:2", "127.0.0.1:1"])
+        assert j.ns_info == ns and j.last_promised_epoch == 3
+        members = (tmp_path / "j" / "current" / "members").read_text()
+        assert members == "127.0.0.1:1\n127.0.0.1:2\n"
+        assert not _restore_journal(j, ns, 5, [])  # already formatted: nothing changes
+        assert j.last_promised_epoch == 3
+    finally:
+        j.close()

@@ -21,7 +21,7 @@ from qjm.config import parse_address
 from qjm.editlog.segments import finalized_name, scan_file
 from qjm.errors import QjmError
 from qjm.journalnode.journal import Journal, download_segment
-from qjm.journalnode.storage import NsInfo
+from qjm.journalnode.storage import NsInfo, atomic_write
 from qjm.protocol import qjournal_pb2 as pb
 
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("qjm.journalnode.syncer")
 RPC_TIMEOUT = 10.0
+MEMBERS_FILE = "members"
 
 
 class JournalSyncer:
@@ -76,8 +77,12 @@ class JournalSyncer:
         base = f"http://{host}:{http_port}"
         installed = 0
         for journal in status.journals:
-            if journal.is_formatted:
+            if not journal.is_formatted:
+                continue
+            try:
                 installed += await self._sync_journal(journal, base)
+            except (QjmError, OSError) as e:  # one bad journal must not stop the others
+                log.warning("journal %s: sync from %s failed: %s", journal.jid, peer, e)
         self.rounds += 1
         self.last_round = time.time()
         return installed
@@ -125,8 +130,8 @@ class JournalSyncer:
         node waits to be formatted); we restore it and the node then still waits for a
         new_epoch (its awaiting-new-epoch marker) before it takes writes or votes.
         """
-        members = len(self.peers) + 1
-        need = members // 2 + 1
+        nodes = len(self.peers) + 1
+        need = nodes // 2 + 1
         answers = await asyncio.gather(*(self._peer_journal(p, jid) for p in self.peers))
         found = [(p, a) for p, a in zip(self.peers, answers, strict=True) if a is not None]
         if len(found) < need:
@@ -136,7 +141,7 @@ class JournalSyncer:
                 jid,
                 len(found),
                 need,
-                members,
+                nodes,
             )
             return False
         names = {NsInfo.from_proto(a.ns_info).describe() for _, a in found}
@@ -148,9 +153,21 @@ class JournalSyncer:
                 "; ".join(f"{p}: {NsInfo.from_proto(a.ns_info).describe()}" for p, a in found),
             )
             return False
+        member_sets = {tuple(sorted(a.members)) for _, a in found}
+        if len(member_sets) > 1:
+            log.warning(
+                "journal %s: storage was lost, but peers name different members (%s); not "
+                "restoring VERSION or the promise",
+                jid,
+                "; ".join(f"{p}: {sorted(a.members)}" for p, a in found),
+            )
+            return False
         ns = NsInfo.from_proto(found[0][1].ns_info)
         promise = max(a.last_promised_epoch for _, a in found)
-        restored = await self.node.run(jid, lambda j: j.restore_version(ns, promise), create=True)
+        agreed = list(member_sets.pop())
+        restored = await self.node.run(
+            jid, lambda j: _restore_journal(j, ns, promise, agreed), create=True
+        )
         if restored:
             log.warning(
                 "journal %s: storage was lost; VERSION re-created with promised epoch %d, the "
@@ -195,3 +212,14 @@ class JournalSyncer:
                 f"{found.first_txid}-{found.last_txid} ({found.problem or found.end})"
             )
         return tmp
+
+
+def _restore_journal(journal: Journal, ns: NsInfo, promise: int, members: list[str]) -> bool:
+    """Re-create VERSION, the promise and the member list the peers agree on (journal thread)."""
+    if journal.ns_info is not None:
+        return False
+    if members:  # current/members as format writes it: sorted host:port, one per line
+        journal.storage.current.mkdir(parents=True, exist_ok=True)
+        text = "".join(f"{m}\n" for m in sorted(members))
+        atomic_write(journal.storage.current / MEMBERS_FILE, text.encode())
+    return journal.restore_version(ns, promise)
