@@ -114,6 +114,11 @@ def test_bad_length_followed_by_valid_ops_is_corruption_not_a_torn_tail() -> Non
     assert (result.end, result.last_txid) == ("corrupt", 4)
 
 
+def test_a_whole_op_out_of_sequence_is_corruption_even_at_the_end() -> None:
+    result = scan(HEADER + ops(1, 3) + ops(5, 1) + bytes([OP_INVALID]) * 64)
+    assert (result.end, result.last_txid, result.problem_txid) == ("corrupt", 3, 5)
+
+
 def test_bad_last_op_with_zeros_or_padding_after_it_is_a_torn_tail() -> None:
     for filler in (b"\0" * 300, bytes([OP_INVALID]) * 300, b""):
         data = bytearray(HEADER + ops(1, 5))

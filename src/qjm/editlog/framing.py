@@ -211,17 +211,12 @@ def scan(data: Buffer) -> ScanResult:
             return ScanResult(layout, first, last, count, pos, "padding")
         try:
             _, txid, stop = _frame_at(data, pos, end)
-            if last is not None and txid != last + 1:
-                raise CorruptOpError(
-                    f"txid {txid} at offset {pos} breaks the sequence: expected {last + 1}",
-                    offset=pos,
-                    txid=txid,
-                )
         except CorruptOpError as e:
-            # A whole frame out of sequence is damage; otherwise look for valid data after it.
-            whole = e.txid is not None and "breaks the sequence" in str(e)
-            kind = "corrupt" if whole or _valid_frame_after(data, pos, end, last) else "torn"
+            kind = "corrupt" if _valid_frame_after(data, pos, end, last) else "torn"
             return ScanResult(layout, first, last, count, pos, kind, str(e), e.txid)
+        if last is not None and txid != last + 1:  # a whole op out of sequence is damage
+            problem = f"txid {txid} at offset {pos} breaks the sequence: expected {last + 1}"
+            return ScanResult(layout, first, last, count, pos, "corrupt", problem, txid)
         if first is None:
             first = txid
         last = txid
