@@ -814,10 +814,15 @@ class Journal:
         failed answer instead. HDFS resyncs past the bad op; see framing._valid_frame_after.
         """
         if found.end == "corrupt":
+            where = (
+                f"at txid {found.problem_txid}"
+                if found.problem_txid is not None
+                else f"after txid {found.last_txid}"
+            )
             raise StorageError(
-                f"journal {self.jid!r}: {seg.path} is corrupt at txid {found.problem_txid} "
-                f"(offset {found.valid_length}) with valid ops after it, so it is not a torn "
-                f"tail; refusing to use it: {found.problem}"
+                f"journal {self.jid!r}: {seg.path} is corrupt {where} (offset "
+                f"{found.valid_length}) with valid ops after it, so it is not a torn tail; "
+                f"refusing to use it: {found.problem}"
             )
 
     def _move_aside_empty(self, seg: SegmentFile, found: ScanResult) -> None:
