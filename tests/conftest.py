@@ -16,15 +16,14 @@ import pytest
 from ports import free_address
 from qjm.cluster.process import Daemon, spawn, stop_pid, wait_ready
 
-REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO.parent / "shared" / "fixtures" / "hadoop"
+# Real HDFS files from Apache Hadoop (Apache-2.0, see fixtures/hadoop/NOTICE), in the tree.
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hadoop"
 
 
 @pytest.fixture
 def fixtures_dir() -> Path:
-    """The folder of real HDFS files; skips when it is not beside the checkout."""
-    if not FIXTURES.is_dir():
-        pytest.skip(f"HDFS fixtures not found at {FIXTURES}")
+    """The folder of real HDFS files (part of the tree: a missing one is a failure)."""
+    assert (FIXTURES / "editsStored").is_file(), f"HDFS fixtures missing from {FIXTURES}"
     return FIXTURES
 
 

@@ -69,3 +69,23 @@ def test_cluster_up_refuses_a_busy_port(tmp_path: Path) -> None:
 def test_cluster_status_without_a_cluster(tmp_path: Path) -> None:
     r = run_qjm("cluster", "status", "--dir", str(tmp_path))
     assert r.returncode == 1 and "no cluster in" in r.stderr
+
+
+def test_cluster_up_right_after_down_reuses_its_ports(tmp_path: Path) -> None:
+    # Issue 8, D: the old daemons' connections linger in TIME_WAIT; that is not "in use".
+    d = tmp_path / "cluster"
+    base = free_port_block(2)
+    args = ("cluster", "up", "--dir", str(d), "--journalnodes", "1", "--base-port", str(base))
+    up = run_qjm(*args)
+    assert up.returncode == 0, up.stderr
+    try:
+        with socket.create_connection(("127.0.0.1", base + 1), timeout=10) as conn:
+            down = run_qjm("cluster", "down", "--dir", str(d))
+            assert down.returncode == 0, down.stderr
+            assert down.stdout == "stopped jn1\n"
+            conn.settimeout(10)
+            assert conn.recv(1) == b""  # the server closed first: its side is in TIME_WAIT
+        again = run_qjm(*args)
+        assert again.returncode == 0, again.stderr
+    finally:
+        run_qjm("cluster", "down", "--dir", str(d))

@@ -106,6 +106,29 @@ def test_bit_flip_in_the_middle_is_corruption_named_by_txid() -> None:
     assert info.value.offset == op5
 
 
+def test_bad_length_followed_by_valid_ops_is_corruption_not_a_torn_tail() -> None:
+    data = bytearray(HEADER + ops(1, 10))
+    op5 = len(HEADER) + 4 * len(ops(1, 1))
+    data[op5 + 1] ^= 0x40  # the length of txid 5 becomes impossible
+    result = scan(bytes(data))
+    assert (result.end, result.last_txid) == ("corrupt", 4)
+
+
+def test_a_whole_op_out_of_sequence_is_corruption_even_at_the_end() -> None:
+    result = scan(HEADER + ops(1, 3) + ops(5, 1) + bytes([OP_INVALID]) * 64)
+    assert (result.end, result.last_txid, result.problem_txid) == ("corrupt", 3, 5)
+
+
+def test_bad_last_op_with_zeros_or_padding_after_it_is_a_torn_tail() -> None:
+    for filler in (b"\0" * 300, bytes([OP_INVALID]) * 300, b""):
+        data = bytearray(HEADER + ops(1, 5))
+        data[-10] ^= 0x01  # inside the body of txid 5, the last op
+        result = scan(bytes(data) + filler)
+        assert (result.end, result.last_txid) == ("torn", 4), filler[:1]
+    cut = HEADER + ops(1, 4) + encode_op(OP_OPAQUE, 5, b"x" * 20)[:3] + b"\xff" * 40
+    assert scan(cut).end == "torn"  # opcode written, the length still padding
+
+
 def test_every_single_bit_flip_is_detected() -> None:
     clean = HEADER + ops(1, 3, size=8)
     for pos in range(len(HEADER), len(clean)):

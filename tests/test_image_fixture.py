@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
-import pytest
-
+from conftest import FIXTURES
 from qjm.namenode.image import (
     decode_string_table,
     encode_image,
@@ -23,13 +21,8 @@ from qjm.namenode.image import (
 from qjm.namenode.image.views import iter_delimited
 from qjm.namenode.image.xml import image_to_xml
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "hadoop"
 IMAGE = FIXTURES / "fsimage_0000000000000061740"
 IMAGE_XML = FIXTURES / "fsimage_0000000000000061740.xml"
-
-pytestmark = pytest.mark.skipif(
-    not IMAGE.exists(), reason=f"HDFS fixtures not found beside the checkout ({FIXTURES})"
-)
 
 
 def test_md5_file_matches_in_hdfs_format() -> None:

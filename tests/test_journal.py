@@ -392,7 +392,9 @@ def test_torn_tail_is_cut_when_finalizing_after_restart(tmp_path: Path) -> None:
         j.close()
 
 
-def test_bit_flip_in_an_open_segment_ends_the_valid_range(tmp_path: Path) -> None:
+def test_bit_flip_in_an_open_segment_fails_loudly(tmp_path: Path) -> None:
+    # Issue 8, A3: valid ops after a bad one mean damage, not a torn tail; cutting the
+    # segment at txid 3 would lose acknowledged txids, so restart and recovery refuse it.
     j = open_journal(tmp_path)
     j.format(NS, force=False)
     j.new_epoch(NS, 1)
@@ -407,11 +409,31 @@ def test_bit_flip_in_an_open_segment_ends_the_valid_range(tmp_path: Path) -> Non
     path.write_bytes(bytes(data))
     result = scan(bytes(data))
     assert (result.end, result.last_txid, result.problem_txid) == ("corrupt", 3, 4)
+    with pytest.raises(StorageError, match=rf"{inprogress_name(1)} is corrupt at txid 4"):
+        open_journal(tmp_path)
+    assert path.read_bytes() == bytes(data)  # nothing was cut or moved
+
+
+def test_a_finalized_copy_supersedes_a_corrupt_open_segment(tmp_path: Path) -> None:
+    # The syncer installs the finalized 1-6 a majority holds; the damaged open copy of
+    # segment 1 must no longer keep the journal from opening or promising.
+    j = open_journal(tmp_path)
+    j.format(NS, force=False)
+    j.new_epoch(NS, 1)
+    w = Writer(1)
+    j.start_log_segment(w.req(), 1, -64)
+    write(j, w, 1, 1, 6)
+    j.close()
+    path = tmp_path / "test" / "current" / inprogress_name(1)
+    data = bytearray(path.read_bytes())
+    data[len(HEADER) + len(txns(1, 3)) + 15] ^= 0x10  # in the body of txid 4
+    path.write_bytes(bytes(data))
+    (path.parent / finalized_name(1, 6)).write_bytes(HEADER + txns(1, 6))
     j = open_journal(tmp_path)
     try:
-        assert j.highest_written_txid == 3
-        resp = j.prepare_recovery(Writer(2).req(), 1)
-        assert resp.segment_state.end_txid == 3
+        assert j.highest_written_txid == 6
+        assert j.new_epoch(NS, 2) == 1
+        assert any("in-progress segment 1 is older" in p for p in j.status().problems)
     finally:
         j.close()
 

@@ -6,19 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from conftest import FIXTURES
 from qjm.cli.main import main
 from qjm.namenode.image import write_image
 from test_image_roundtrip import sample
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "hadoop"
 EDITS = FIXTURES / "editsStored"
 IMAGE = FIXTURES / "fsimage_0000000000000061740"
-needs_fixture = pytest.mark.skipif(
-    not EDITS.exists(), reason=f"HDFS fixtures not found beside the checkout ({FIXTURES})"
-)
 
 
-@needs_fixture
 def test_oev_xml_then_binary_is_identical(tmp_path: Path) -> None:
     xml = tmp_path / "out.xml"
     out = tmp_path / "out.bin"
@@ -28,7 +24,6 @@ def test_oev_xml_then_binary_is_identical(tmp_path: Path) -> None:
     assert out.read_bytes() == EDITS.read_bytes()
 
 
-@needs_fixture
 def test_oev_json_and_stats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["oev", "-i", str(EDITS), "-p", "json"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -39,7 +34,6 @@ def test_oev_json_and_stats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert "OP_SET_GENSTAMP_V2             ( 31): 16" in stats
 
 
-@needs_fixture
 def test_oev_reports_a_bit_flip_with_its_txid(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -61,7 +55,6 @@ def test_oev_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "not well-formed" in capsys.readouterr().err
 
 
-@needs_fixture
 def test_oiv_delimited_and_xml(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["oiv", "-i", str(IMAGE), "-p", "Delimited"]) == 0
     lines = capsys.readouterr().out.splitlines()

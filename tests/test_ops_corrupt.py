@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 import struct
 import zlib
-from pathlib import Path
 
 import pytest
 
+from conftest import FIXTURES
 from qjm.editlog import framing
 from qjm.editlog.ops import (
     MkdirOp,
@@ -22,11 +22,7 @@ from qjm.editlog.ops import (
 )
 from qjm.errors import CorruptOpError, EditLogError
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "hadoop"
 EDITS = FIXTURES / "editsStored"
-needs_fixture = pytest.mark.skipif(
-    not EDITS.exists(), reason=f"HDFS fixtures not found beside the checkout ({FIXTURES})"
-)
 
 
 def _reframe(opcode: int, txid: int, body: bytes) -> bytes:
@@ -35,7 +31,6 @@ def _reframe(opcode: int, txid: int, body: bytes) -> bytes:
     return head + body + struct.pack(">I", zlib.crc32(head + body))
 
 
-@needs_fixture
 def test_every_bit_flip_is_reported_with_its_txid() -> None:
     data = EDITS.read_bytes()
     rng = random.Random(20240601)
@@ -58,7 +53,6 @@ def test_every_bit_flip_is_reported_with_its_txid() -> None:
     assert checked == len(data) - framing.HEADER_LEN
 
 
-@needs_fixture
 def test_bit_flips_in_the_whole_file() -> None:
     data = EDITS.read_bytes()
     raws = list(framing.iter_ops(data))
@@ -74,7 +68,6 @@ def test_bit_flips_in_the_whole_file() -> None:
         assert info.value.offset == raw.offset
 
 
-@needs_fixture
 def test_short_or_overlong_bodies_with_valid_crc_are_refused() -> None:
     data = EDITS.read_bytes()
     for raw in framing.iter_ops(data):

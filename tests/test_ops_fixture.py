@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
+from conftest import FIXTURES
 from qjm.editlog import framing
 from qjm.editlog.ops import (
     AddBlockOp,
@@ -27,13 +27,8 @@ from qjm.editlog.ops import (
 from qjm.editlog.ops.opcodes import NAMES
 from qjm.editlog.ops.xml import op_nodes, ops_to_xml, parse_xml
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "hadoop"
 EDITS = FIXTURES / "editsStored"
 EDITS_XML = FIXTURES / "editsStored.xml"
-
-pytestmark = pytest.mark.skipif(
-    not EDITS.exists(), reason=f"HDFS fixtures not found beside the checkout ({FIXTURES})"
-)
 
 
 @pytest.fixture(scope="module")

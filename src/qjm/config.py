@@ -30,6 +30,8 @@ from qjm.errors import ConfigError
 
 JN_RPC_PORT = 8485
 JN_HTTP_PORT = 8480
+# Below this the syncer would spin: each round asks a peer for every journal's status.
+MIN_SYNC_INTERVAL_MS = 100
 
 
 def parse_address(value: str, key: str, default_port: int | None = None) -> tuple[str, int]:
@@ -63,6 +65,20 @@ class JournalNodeSettings:
     sync_enabled: bool = True
     sync_interval_ms: int = 120_000
     edit_cache_size_bytes: int = 1_048_576
+
+    def __post_init__(self) -> None:
+        """Refuse settings that would make the node misbehave, naming the key."""
+        check_sync_interval(self.sync_interval_ms, "journalnode.sync_interval_ms")
+
+
+def check_sync_interval(value: int, key: str) -> int:
+    """The sync interval in ms, or a ConfigError naming key when it is below the minimum."""
+    if value < MIN_SYNC_INTERVAL_MS:
+        raise ConfigError(
+            f"{key} is {value} ms; it must be at least {MIN_SYNC_INTERVAL_MS} ms "
+            "(HDFS's default is 120000)"
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -202,9 +218,16 @@ def load_config(path: str | Path) -> ClusterConfig:
     """Read and validate a cluster TOML file."""
     p = Path(path)
     try:
-        text = p.read_text()
+        raw = p.read_bytes()
     except OSError as e:
         raise ConfigError(f"cannot read config {p}: {e.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"{p} is not a TOML file: byte {raw[e.start]:#04x} at offset {e.start} is not "
+            "UTF-8 text"
+        ) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

@@ -14,6 +14,7 @@ from qjm.client.admin import journal_status
 from qjm.client.uri import parse_qjournal_uri
 from qjm.cluster.launcher import cluster_down, cluster_up, daemons_of, read_cluster
 from qjm.cluster.process import pid_alive
+from qjm.journalnode.status import problem_lines
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -92,6 +93,8 @@ def run_status(args: argparse.Namespace) -> int:
     print()
     print(f"journal {st['shared_edits']}")
     print(render_table(STATUS_HEADERS, status_rows(st["journal"])))
+    for line in problem_lines(st["journal"]):
+        print(f"PROBLEM {line}")
     return 0 if all(d["running"] for d in st["daemons"].values()) else 3
 
 

@@ -11,7 +11,7 @@ from qjm.client.admin import format_journal, journal_status, new_namespace_info
 from qjm.client.uri import QJournalUri, parse_qjournal_uri
 from qjm.config import load_config
 from qjm.errors import ConfigError
-from qjm.journalnode.status import describe_segments
+from qjm.journalnode.status import describe_segments, problem_lines
 
 
 def add_uri_args(p: argparse.ArgumentParser) -> None:
@@ -22,10 +22,12 @@ def add_uri_args(p: argparse.ArgumentParser) -> None:
 
 def resolve_uri(args: argparse.Namespace) -> QJournalUri:
     """The journal URI from --uri or --config."""
+    # A given --config is always read, so a missing or bad file is an error, never ignored;
+    # --uri then only overrides where the journal is.
+    cfg = load_config(args.config) if getattr(args, "config", None) else None
     if args.uri:
         return parse_qjournal_uri(args.uri)
-    if args.config:
-        cfg = load_config(args.config)
+    if cfg is not None:
         if not cfg.journalnodes:
             raise ConfigError(f"{args.config} configures no [journalnodes.*]")
         return parse_qjournal_uri(cfg.shared_edits_uri())
@@ -102,6 +104,8 @@ def run_status(args: argparse.Namespace) -> int:
     else:
         print(f"journal {uri.jid} on {len(nodes)} JournalNodes")
         print(render_table(STATUS_HEADERS, status_rows(nodes)))
+        for line in problem_lines(nodes):
+            print(f"PROBLEM {line}")
     reachable = sum(1 for n in nodes if n["reachable"])
     return 0 if reachable > len(nodes) // 2 else 2
 

@@ -19,7 +19,13 @@ from typing import TextIO
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.uri import QJournalUri
 from qjm.config import QJournalSettings, load_config
-from qjm.editlog.framing import OP_END_LOG_SEGMENT, OP_OPAQUE, OP_START_LOG_SEGMENT
+from qjm.editlog.framing import (
+    MAX_OP_SIZE,
+    OP_END_LOG_SEGMENT,
+    OP_OPAQUE,
+    OP_START_LOG_SEGMENT,
+    op_size,
+)
 from qjm.errors import ConfigError
 
 
@@ -134,6 +140,12 @@ def run_write(args: argparse.Namespace) -> int:
 
     if args.count < 0 or args.batch < 1 or args.size < 0:
         raise ConfigError("--count must be >= 0, --batch >= 1 and --size >= 0")
+    if op_size(args.size) > MAX_OP_SIZE:
+        raise ConfigError(
+            f"--size {args.size}: an op's payload may be at most "
+            f"{MAX_OP_SIZE - op_size(0)} bytes (the op size limit {MAX_OP_SIZE}, HDFS's "
+            "dfs.namenode.max.op.size)"
+        )
     uri = resolve_uri(args)
     asyncio.run(
         write_ops(

@@ -11,6 +11,7 @@ from qjm.config import (
     JN_HTTP_PORT,
     JN_RPC_PORT,
     JournalNodeSettings,
+    check_sync_interval,
     load_config,
     parse_address,
 )
@@ -60,8 +61,7 @@ def run(args: argparse.Namespace) -> int:
         for p in peers:
             parse_address(p, "--peers")
     if args.sync_interval_ms is not None:
-        if args.sync_interval_ms <= 0:
-            raise ConfigError(f"--sync-interval-ms must be positive, got {args.sync_interval_ms}")
+        check_sync_interval(args.sync_interval_ms, "--sync-interval-ms")
         settings = replace(settings, sync_interval_ms=args.sync_interval_ms)
     node = JournalNode(
         edits_dir,

@@ -48,6 +48,11 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 def plan_ports(journalnodes: int, base_port: int | None) -> list[tuple[int, int]]:
     """(rpc, http) ports per JournalNode: HDFS's defaults stepped by 10, or from base_port."""
+    if base_port is not None and not 1 <= base_port <= 65536 - 2 * journalnodes:
+        raise LaunchError(
+            f"--base-port {base_port}: {journalnodes} JournalNode(s) need ports {base_port}-"
+            f"{base_port + 2 * journalnodes - 1}, but ports run from 1 to 65535"
+        )
     if base_port is None:
         return [
             (JN_RPC_PORT + PORT_STEP * i, JN_HTTP_PORT + PORT_STEP * i) for i in range(journalnodes)

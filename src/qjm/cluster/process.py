@@ -39,6 +39,8 @@ class Daemon:
 def port_is_free(host: str, port: int) -> bool:
     """True when nothing listens on host:port."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # As the daemons bind: a stopped daemon's connections in TIME_WAIT are not a user.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:

@@ -190,9 +190,10 @@ class ScanResult:
 def scan(data: Buffer) -> ScanResult:
     """Find the last valid op of an edit-log file, stopping at padding or a bad frame.
 
-    A bad frame that runs to the end of the data (only 0xFF or nothing after it) is a torn
-    tail; one followed by other bytes is corruption. Either way the file is valid up to the
-    last good op.
+    A bad frame with no valid frame after it (only 0xFF, zeros or a partial write) is a
+    torn tail: the file is valid up to the last good op. A bad frame that valid frames
+    follow is corruption ("corrupt"): the ops after it exist, so the file is damaged, not
+    short, and callers must not treat the last good op as the end of the log.
     """
     try:
         layout = read_header(data)
@@ -210,15 +211,12 @@ def scan(data: Buffer) -> ScanResult:
             return ScanResult(layout, first, last, count, pos, "padding")
         try:
             _, txid, stop = _frame_at(data, pos, end)
-            if last is not None and txid != last + 1:
-                raise CorruptOpError(
-                    f"txid {txid} at offset {pos} breaks the sequence: expected {last + 1}",
-                    offset=pos,
-                    txid=txid,
-                )
         except CorruptOpError as e:
-            kind = "torn" if _rest_is_tail(data, pos, end) else "corrupt"
+            kind = "corrupt" if _valid_frame_after(data, pos, end, last) else "torn"
             return ScanResult(layout, first, last, count, pos, kind, str(e), e.txid)
+        if last is not None and txid != last + 1:  # a whole op out of sequence is damage
+            problem = f"txid {txid} at offset {pos} breaks the sequence: expected {last + 1}"
+            return ScanResult(layout, first, last, count, pos, "corrupt", problem, txid)
         if first is None:
             first = txid
         last = txid
@@ -226,19 +224,40 @@ def scan(data: Buffer) -> ScanResult:
         pos = stop
 
 
-def _rest_is_tail(data: Buffer, pos: int, end: int) -> bool:
-    """True when a bad frame at pos is the file's last write (only padding may follow it)."""
-    if end - pos < 13:
-        return True
-    _, length, _ = _FRAME.unpack_from(data, pos)
-    size = length + 5
-    if size < MIN_OP_SIZE or size > MAX_OP_SIZE:
+def _valid_frame_after(data: Buffer, pos: int, end: int, last: int | None) -> bool:
+    """True when a whole, checksummed op with a txid above last starts after pos.
+
+    HDFS's scanEditLog resyncs past a bad op and counts the ops after it, which advertises
+    txids around a hole it cannot serve; we only detect them, so that the bad file fails
+    loudly instead of being cut (issue 8, A3). The frame the bad op's length points at is
+    tried first; a bad length makes us look at every later offset.
+    """
+    if end - pos >= 13:
+        _, length, _ = _FRAME.unpack_from(data, pos)
+        stop = pos + length + 5
+        if MIN_OP_SIZE <= length + 5 <= MAX_OP_SIZE and _is_frame(data, stop, end, last):
+            return True
+    # A frame cannot start in the trailing 0xFF padding: skip it (often a whole MiB).
+    used = pos + 1 + len(bytes(data[pos + 1 : end]).rstrip(bytes([OP_INVALID])))
+    return any(_is_frame(data, q, end, last) for q in range(pos + 1, used))
+
+
+def _is_frame(data: Buffer, pos: int, end: int, last: int | None) -> bool:
+    """True when a valid op with a txid above last starts at pos."""
+    if end - pos < MIN_OP_SIZE or data[pos] == OP_INVALID:
         return False
-    stop = pos + size
-    if stop >= end:
-        return True
-    tail = bytes(data[stop:end])
-    return tail.count(OP_INVALID) == len(tail)
+    _, length, txid = _FRAME.unpack_from(data, pos)
+    if not MIN_OP_SIZE <= length + 5 <= min(MAX_OP_SIZE, end - pos):
+        return False
+    if last is not None and txid <= last:
+        return False
+    if last is None and txid <= 0:
+        return False
+    try:
+        _frame_at(data, pos, end)
+    except CorruptOpError:
+        return False
+    return True
 
 
 def parse_available(data: Buffer, pos: int) -> tuple[list[RawOp], int, bool, CorruptOpError | None]:

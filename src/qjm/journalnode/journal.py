@@ -36,6 +36,7 @@ from qjm.editlog.segments import (
 )
 from qjm.errors import EditLogError
 from qjm.journalnode.edits_cache import JournaledEditsCache
+from qjm.journalnode.health import disk_facts, journal_problems
 from qjm.journalnode.storage import (
     LAST_PROMISED_EPOCH,
     LAST_WRITER_EPOCH,
@@ -898,6 +899,7 @@ class Journal:
             st.committed_txid = self.committed_txid
         if self.cur_segment_txid is not None:
             st.current_segment_txid = self.cur_segment_txid
+        st.problems.extend(journal_problems(st, disk_facts(self.storage.current)))
         return st
 
     def segment_path(
@@ -965,6 +967,7 @@ class Journal:
         if seg.end is not None:
             return SegmentInfo(seg.start, seg.end, False)
         found = scan_file(seg.path)
+        self._refuse_corrupt(seg, found)
         if found.num_ops == 0:
             self._move_aside_empty(seg, found)
             return None
@@ -973,10 +976,14 @@ class Journal:
 
     def _scan_for_latest_edits(self) -> SegmentInfo | None:
         """The newest segment holding txns; empty in-progress files are moved aside."""
-        for seg in reversed(self.storage.segments()):
+        segments = self.storage.segments()
+        for seg in reversed(segments):
             if seg.end is not None:
                 return SegmentInfo(seg.start, seg.end, False)
+            if any(o.start == seg.start and o.end is not None for o in segments):
+                continue  # a finalized copy (e.g. synced from a peer) supersedes this file
             found = scan_file(seg.path)
+            self._refuse_corrupt(seg, found)
             if found.num_ops == 0:
                 self._move_aside_empty(seg, found)
                 continue
@@ -985,6 +992,25 @@ class Journal:
             assert found.last_txid is not None
             return SegmentInfo(seg.start, found.last_txid, True)
         return None
+
+    def _refuse_corrupt(self, seg: SegmentFile, found: ScanResult) -> None:
+        """Fail loudly on a bad op that valid ops follow: it is damage, not a torn tail.
+
+        Cutting there would make this node report a log shorter than what it acknowledged,
+        and recovery could choose that length (issue 8, A3); failing makes this node one
+        failed answer instead. HDFS resyncs past the bad op; see framing._valid_frame_after.
+        """
+        if found.end == "corrupt":
+            where = (
+                f"at txid {found.problem_txid}"
+                if found.problem_txid is not None
+                else f"after txid {found.last_txid}"
+            )
+            raise StorageError(
+                f"journal {self.jid!r}: {seg.path} is corrupt {where} (offset "
+                f"{found.valid_length}) with valid ops after it, so it is not a torn tail; "
+                f"refusing to use it: {found.problem}"
+            )
 
     def _move_aside_empty(self, seg: SegmentFile, found: ScanResult) -> None:
         if seg.start == self.cur_segment_txid:

@@ -24,6 +24,7 @@ def journal_status_dict(st: pb.JournalStatus) -> dict[str, Any]:
             {"start": s.start_txid, "end": s.end_txid, "in_progress": s.is_in_progress}
             for s in st.segments
         ],
+        "problems": list(st.problems),
     }
     if st.is_formatted:
         out["namespace_id"] = st.ns_info.namespace_id
@@ -47,3 +48,8 @@ def describe_segments(segments: list[dict[str, Any]], limit: int = 4) -> str:
     if len(parts) > limit:
         parts = [f"... {len(parts) - limit} more", *parts[-limit:]]
     return ", ".join(parts) or "-"
+
+
+def problem_lines(nodes: list[dict[str, Any]]) -> list[str]:
+    """One "node: problem" line per problem a status row reports, for tables."""
+    return [f"{n['address']}: {p}" for n in nodes for p in n.get("problems", [])]

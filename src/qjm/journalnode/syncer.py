@@ -3,7 +3,8 @@
 Every interval the syncer asks the next peer, round robin, for its journals; for each it
 downloads the finalized segments this node lacks into edits.sync/, checks them, and moves
 in only those at or below the committed txid. A journal whose storage was wiped gets its
-VERSION back from the peer, with the peer's promised epoch, and then catches up.
+VERSION back, with the highest promised epoch of a majority of the nodes (never from
+fewer answers), and then catches up.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from qjm.config import parse_address
 from qjm.editlog.segments import finalized_name, scan_file
 from qjm.errors import QjmError
 from qjm.journalnode.journal import Journal, download_segment
-from qjm.journalnode.storage import NsInfo
+from qjm.journalnode.storage import NsInfo, atomic_write
 from qjm.protocol import qjournal_pb2 as pb
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("qjm.journalnode.syncer")
 RPC_TIMEOUT = 10.0
+MEMBERS_FILE = "members"
 
 
 class JournalSyncer:
@@ -75,8 +77,12 @@ class JournalSyncer:
         base = f"http://{host}:{http_port}"
         installed = 0
         for journal in status.journals:
-            if journal.is_formatted:
+            if not journal.is_formatted:
+                continue
+            try:
                 installed += await self._sync_journal(journal, base)
+            except (QjmError, OSError) as e:  # one bad journal must not stop the others
+                log.warning("journal %s: sync from %s failed: %s", journal.jid, peer, e)
         self.rounds += 1
         self.last_round = time.time()
         return installed
@@ -84,11 +90,8 @@ class JournalSyncer:
     async def _sync_journal(self, peer: pb.JournalStatus, base_url: str) -> int:
         jid = peer.jid
         ns = NsInfo.from_proto(peer.ns_info)
-        restored = await self.node.run(
-            jid, lambda j: j.restore_version(ns, peer.last_promised_epoch), create=True
-        )
-        if restored:
-            log.warning("journal %s: storage was lost; VERSION re-created from %s", jid, base_url)
+        if not await self.node.is_formatted(jid) and not await self._restore(jid):
+            return 0
         finalized = [(s.start_txid, s.end_txid) for s in peer.segments if not s.is_in_progress]
         committed = peer.committed_txid if peer.HasField("committed_txid") else None
         mine: Journal = await self.node.journal(jid)
@@ -117,6 +120,82 @@ class JournalSyncer:
                 installed += 1
         return installed
 
+    async def _restore(self, jid: str) -> bool:
+        """Re-create a lost VERSION with the highest promise a majority reports; True if done.
+
+        The peers plus this node are the journal's members. Any writer's epoch was promised
+        by a majority of them, and this node's own promise is lost, so a majority of *peers*
+        must answer for their maximum to meet that writer's promise; from fewer answers we
+        restore nothing (issue 8, A4). HDFS's syncer never restores a promise at all (a wiped
+        node waits to be formatted); we restore it and the node then still waits for a
+        new_epoch (its awaiting-new-epoch marker) before it takes writes or votes.
+        """
+        nodes = len(self.peers) + 1
+        need = nodes // 2 + 1
+        answers = await asyncio.gather(*(self._peer_journal(p, jid) for p in self.peers))
+        found = [(p, a) for p, a in zip(self.peers, answers, strict=True) if a is not None]
+        if len(found) < need:
+            log.warning(
+                "journal %s: storage was lost, but only %d of the %d peer answers a majority "
+                "of the %d nodes needs arrived; not restoring VERSION or the promise",
+                jid,
+                len(found),
+                need,
+                nodes,
+            )
+            return False
+        names = {NsInfo.from_proto(a.ns_info).describe() for _, a in found}
+        if len(names) > 1:
+            log.warning(
+                "journal %s: storage was lost, but peers are formatted for different "
+                "namespaces (%s); not restoring VERSION or the promise",
+                jid,
+                "; ".join(f"{p}: {NsInfo.from_proto(a.ns_info).describe()}" for p, a in found),
+            )
+            return False
+        member_sets = {tuple(sorted(a.members)) for _, a in found}
+        if len(member_sets) > 1:
+            log.warning(
+                "journal %s: storage was lost, but peers name different members (%s); not "
+                "restoring VERSION or the promise",
+                jid,
+                "; ".join(f"{p}: {sorted(a.members)}" for p, a in found),
+            )
+            return False
+        ns = NsInfo.from_proto(found[0][1].ns_info)
+        promise = max(a.last_promised_epoch for _, a in found)
+        agreed = list(member_sets.pop())
+        restored = await self.node.run(
+            jid, lambda j: _restore_journal(j, ns, promise, agreed), create=True
+        )
+        if restored:
+            log.warning(
+                "journal %s: storage was lost; VERSION re-created with promised epoch %d, the "
+                "highest of %s",
+                jid,
+                promise,
+                ", ".join(f"{p}: {a.last_promised_epoch}" for p, a in found),
+            )
+        return True
+
+    @staticmethod
+    async def _peer_journal(peer: str, jid: str) -> pb.JournalStatus | None:
+        """A peer's status of one formatted journal, or None if it does not answer with one."""
+        client = JournalNodeClient(peer)
+        try:
+            status: pb.NodeStatus = await client.call(
+                "GetNodeStatus", pb.GetNodeStatusRequest(), RPC_TIMEOUT
+            )
+        except (QjmError, OSError) as e:
+            log.info("journal %s: peer %s did not answer: %s", jid, peer, e)
+            return None
+        finally:
+            await client.close()
+        for journal in status.journals:
+            if journal.jid == jid and journal.is_formatted:
+                return journal
+        return None
+
     @staticmethod
     def _download(journal: Journal, base_url: str, start: int, end: int) -> Path:
         """Fetch one finalized segment into edits.sync/ and check it holds exactly start-end."""
@@ -133,3 +212,14 @@ class JournalSyncer:
                 f"{found.first_txid}-{found.last_txid} ({found.problem or found.end})"
             )
         return tmp
+
+
+def _restore_journal(journal: Journal, ns: NsInfo, promise: int, members: list[str]) -> bool:
+    """Re-create VERSION, the promise and the member list the peers agree on (journal thread)."""
+    if journal.ns_info is not None:
+        return False
+    if members:  # current/members as format writes it: sorted host:port, one per line
+        journal.storage.current.mkdir(parents=True, exist_ok=True)
+        text = "".join(f"{m}\n" for m in sorted(members))
+        atomic_write(journal.storage.current / MEMBERS_FILE, text.encode())
+    return journal.restore_version(ns, promise)
