@@ -29,6 +29,8 @@ from qjm.protocol.errors import JournalNotFormattedError, StorageError
 log = logging.getLogger("qjm.journalnode")
 T = TypeVar("T")
 NODE_LOCK = "in_use.lock"
+STATUS_TIMEOUT_SECONDS = 1.0  # status waits no longer for a busy journal's thread
+FETCH_THREADS = 4
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 GRPC_OPTIONS = [
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -124,6 +126,8 @@ class JournalNode:
         self.syncer: JournalSyncer | None = None
         self._sync_stop = asyncio.Event()
         self._sync_task: asyncio.Task[None] | None = None
+        # accept_recovery's downloads, off the journals' threads (a few at a time).
+        self._fetch_pool = ThreadPoolExecutor(FETCH_THREADS, thread_name_prefix="segment-fetch")
 
     # -- journals ------------------------------------------------------------------------------
     def journals(self) -> list[Journal]:
@@ -178,6 +182,17 @@ class JournalNode:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(opened.executor, fn, opened.journal)
 
+    async def accept_recovery(
+        self, jid: str, req: pb.RequestInfo, segment: pb.SegmentState, from_url: str
+    ) -> None:
+        """accept_recovery with its download off the journal's thread (checked again after)."""
+        plan = await self.run(jid, lambda j: j.begin_accept_recovery(req, segment, from_url))
+        if plan.download is not None:
+            journal = await self.journal(jid)
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._fetch_pool, journal.download, plan)
+        await self.run(jid, lambda j: j.finish_accept_recovery(req, segment, plan))
+
     async def journal(self, jid: str) -> Journal:
         """The open journal jid (opened if its storage exists); for thread-safe calls only."""
         return (await self._get(jid, create=False)).journal
@@ -197,8 +212,24 @@ class JournalNode:
             version=__version__,
         )
         for jid in self._journal_dirs():
-            st.journals.append(await self.run(jid, lambda j: j.status()))
+            st.journals.append(await self._journal_status(jid))
         return st
+
+    async def _journal_status(self, jid: str) -> pb.JournalStatus:
+        """A journal's status; from a snapshot when its thread is busy, never blocking."""
+        opened = self._journals.get(jid)
+        if opened is None:
+            return await self.run(jid, lambda j: j.status())
+        loop = asyncio.get_running_loop()
+        work = loop.run_in_executor(opened.executor, opened.journal.status)
+        try:
+            return await asyncio.wait_for(asyncio.shield(work), STATUS_TIMEOUT_SECONDS)
+        except TimeoutError:
+            work.add_done_callback(lambda f: f.cancelled() or f.exception())
+            return opened.journal.status_snapshot(
+                f"journal thread busy for more than {STATUS_TIMEOUT_SECONDS:g}s; "
+                "values read without it"
+            )
 
     def _journal_dirs(self) -> list[str]:
         names = set(self._journals)
@@ -291,6 +322,9 @@ class JournalNode:
             await self._http.cleanup()
             self._http = None
         loop = asyncio.get_running_loop()
+        for opened in list(self._journals.values()):
+            opened.journal.fetcher.cancel_all()  # a download must not hold up the stop
+        self._fetch_pool.shutdown(wait=False, cancel_futures=True)
         for opened in list(self._journals.values()):
             try:
                 await loop.run_in_executor(opened.executor, opened.journal.close)

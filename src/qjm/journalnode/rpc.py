@@ -192,10 +192,11 @@ class JournalNodeService(pb_grpc.QJournalServiceServicer):
 
     async def AcceptRecovery(self, request: pb.AcceptRecoveryRequest, context: Any) -> Any:
         """Paxos phase 2 for a segment."""
-        await self._on(
+        await _guard(
             context,
-            request.req.jid,
-            lambda j: j.accept_recovery(request.req, request.state_to_accept, request.from_url),
+            self.node.accept_recovery(
+                request.req.jid, request.req, request.state_to_accept, request.from_url
+            ),
         )
         return pb.Empty()
 

@@ -23,6 +23,7 @@ def journal_status_dict(st: pb.JournalStatus) -> dict[str, Any]:
             {"start": s.start_txid, "end": s.end_txid, "in_progress": s.is_in_progress}
             for s in st.segments
         ],
+        "problems": list(st.problems),
     }
     if st.is_formatted:
         out["namespace_id"] = st.ns_info.namespace_id
@@ -37,6 +38,7 @@ def node_status_dict(st: pb.NodeStatus) -> dict[str, Any]:
         "http_address": st.http_address,
         "version": st.version,
         "journals": {j.jid: journal_status_dict(j) for j in st.journals},
+        "problems": list(st.problems),
     }
 
 
