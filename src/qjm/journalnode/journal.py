@@ -7,6 +7,7 @@ event loop. Every method checks all its preconditions before it changes anything
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import struct
@@ -173,13 +174,22 @@ class Journal:
 
     # -- lifecycle -----------------------------------------------------------------------
     def _load(self) -> None:
-        """Read the persisted state and the newest segment."""
+        """Read the persisted state and the newest segment; errors name the bad file."""
         if not self.storage.is_formatted():
             return
-        self.ns_info = self.storage.read_version()
-        self.last_promised_epoch = self.storage.read_long(LAST_PROMISED_EPOCH, 0)
-        self.last_writer_epoch = self.storage.read_long(LAST_WRITER_EPOCH, 0)
-        self.committed_txid = self.storage.read_committed_txid()
+        cur = self.storage.current
+        self.ns_info = _read(cur / "VERSION", self.storage.read_version)
+        self.last_promised_epoch = _read(
+            cur / LAST_PROMISED_EPOCH, lambda: self.storage.read_long(LAST_PROMISED_EPOCH, 0)
+        )
+        self.last_writer_epoch = _read(
+            cur / LAST_WRITER_EPOCH, lambda: self.storage.read_long(LAST_WRITER_EPOCH, 0)
+        )
+        self.committed_txid = _read(cur / "committed-txid", self.storage.read_committed_txid)
+        for txid in self.storage.paxos_txids():
+            _read(self.storage.paxos_file(txid), functools.partial(self.storage.read_paxos, txid))
+        for stale in cur.glob(f"*{DOWNLOAD_SUFFIX}"):
+            stale.unlink()  # an accept_recovery download cut short by a stop or a crash
         self._committed_fd = self.storage.open_committed_txid()
         latest = self._scan_for_latest_edits()
         if latest is not None:
@@ -953,6 +963,25 @@ class Journal:
             log.info("journal %s: rolling forward accepted recovery file %s", self.jid, tmp.name)
             os.replace(tmp, target)
             fsync_dir(target.parent)
+
+
+def _read(path: Path, read: Callable[[], T]) -> T:
+    """Run a metadata read, turning any failure into a StorageError naming the file."""
+    try:
+        return read()
+    except StorageError as e:
+        if str(path) in str(e):
+            raise
+        raise StorageError(f"{path}: {e}") from None
+    except UnicodeDecodeError as e:
+        raise StorageError(
+            f"{path} holds bytes that are not text (byte 0x{e.object[e.start]:02x} at "
+            f"offset {e.start}); the file is corrupt"
+        ) from None
+    except OSError as e:
+        raise StorageError(f"cannot read {path}: {e.strerror or e}") from None
+    except (ValueError, OverflowError) as e:
+        raise StorageError(f"{path} is corrupt: {e}") from None
 
 
 def _same_log(synced: Path, local: Path) -> bool:

@@ -113,6 +113,7 @@ class JournalNode:
         self.settings = settings or JournalNodeSettings()
         self.faults = faults
         self._journals: dict[str, _Open] = {}
+        self.broken: dict[str, str] = {}  # journals that failed to open at start: why
         self.progress: dict[str, Progress] = {}
         self._open_lock = asyncio.Lock()
         self.metrics = JournalNodeMetrics(
@@ -139,6 +140,11 @@ class JournalNode:
         found = self._journals.get(jid)
         if found is not None:
             return found
+        if jid in self.broken:
+            raise StorageError(
+                f"journal {jid!r} could not be opened at start: {self.broken[jid]}; fix or "
+                "move aside that file and restart the JournalNode"
+            )
         async with self._open_lock:
             found = self._journals.get(jid)
             if found is not None:
@@ -176,6 +182,15 @@ class JournalNode:
             self._journals[jid] = opened
             return opened
 
+    async def _open_at_start(self, jid: str) -> None:
+        """Open one journal; a failure marks only that journal broken, with a clear line."""
+        try:
+            await self._get(jid, create=False)
+        except (QjmError, OSError, ValueError) as e:
+            why = str(e) if isinstance(e, QjmError) else f"{type(e).__name__}: {e}"
+            self.broken[jid] = why
+            log.error("journal %s is not served: %s", jid, why)
+
     async def run(self, jid: str, fn: Callable[[Journal], T], *, create: bool = False) -> T:
         """Run fn(journal) on that journal's thread."""
         opened = await self._get(jid, create)
@@ -212,6 +227,11 @@ class JournalNode:
             version=__version__,
         )
         for jid in self._journal_dirs():
+            if jid in self.broken:
+                why = self.broken[jid]
+                st.journals.add(jid=jid, problems=[f"not opened at start: {why}"])
+                st.problems.append(f"journal {jid} is not served: {why}")
+                continue
             st.journals.append(await self._journal_status(jid))
         return st
 
@@ -232,7 +252,7 @@ class JournalNode:
             )
 
     def _journal_dirs(self) -> list[str]:
-        names = set(self._journals)
+        names = set(self._journals) | set(self.broken)
         for entry in self.edits_dir.iterdir():
             if entry.is_dir() and (entry / "current").is_dir():
                 try:
@@ -265,7 +285,7 @@ class JournalNode:
         self._lock_node()
         try:
             for jid in self._journal_dirs():
-                await self._get(jid, create=False)
+                await self._open_at_start(jid)
             _check_bindable(self.rpc_host, self.rpc_port, "RPC")
             _check_bindable(self.http_host, self.http_port, "HTTP")
             server = grpc.aio.server(options=GRPC_OPTIONS)

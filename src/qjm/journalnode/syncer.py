@@ -75,7 +75,7 @@ class JournalSyncer:
         base = f"http://{host}:{http_port}"
         installed = 0
         for journal in status.journals:
-            if journal.is_formatted:
+            if journal.is_formatted and journal.jid not in self.node.broken:
                 installed += await self._sync_journal(journal, base)
         self.rounds += 1
         self.last_round = time.time()
