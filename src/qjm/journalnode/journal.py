@@ -20,7 +20,9 @@ from typing import TypeVar
 
 from qjm.editlog.framing import (
     EDITLOG_LENGTH_LAYOUT,
+    HEADER_LEN,
     LAYOUT_VERSION,
+    MIN_OP_SIZE,
     ScanResult,
     iter_ops,
     validate_batch,
@@ -163,6 +165,7 @@ class Journal:
         self._cur_layout = LAYOUT_VERSION
         self._committed_fd = -1
         self.cache = JournaledEditsCache(cache_bytes)
+        self._verified: dict[str, tuple[int, int]] = {}  # finalized name: (size, mtime) checked
         # Called on the journal thread after new edits or a new committed txid (long polls).
         self.on_progress: Callable[[], None] = lambda: None
         storage.lock()
@@ -191,6 +194,9 @@ class Journal:
         for stale in cur.glob(f"*{DOWNLOAD_SUFFIX}"):
             stale.unlink()  # an accept_recovery download cut short by a stop or a crash
         self._committed_fd = self.storage.open_committed_txid()
+        for seg in self.storage.segments():
+            if seg.end is not None:
+                self._check_finalized(seg)
         latest = self._scan_for_latest_edits()
         if latest is not None:
             self.highest_written_txid = latest.end_txid
@@ -873,6 +879,12 @@ class Journal:
         if seg is None:
             return None
         if not seg.in_progress:
+            problem = self._check_finalized(seg)
+            if problem is not None:
+                raise SegmentStateError(
+                    f"finalized segment {seg.path.name} of journal {self.jid!r} is bad "
+                    f"({problem}); moved aside, a peer's copy will replace it"
+                )
             return seg.path, seg.path.stat().st_size
         if not in_progress_ok:
             return None
@@ -938,6 +950,51 @@ class Journal:
             assert found.last_txid is not None
             return SegmentInfo(seg.start, found.last_txid, True)
         return None
+
+    def _check_finalized(self, seg: SegmentFile) -> str | None:
+        """None if a finalized segment holds exactly its named range; else move it aside."""
+        assert seg.end is not None
+        try:
+            st = seg.path.stat()
+        except FileNotFoundError:
+            return "it went away"
+        key = (st.st_size, st.st_mtime_ns)
+        if self._verified.get(seg.path.name) == key:
+            return None
+        need = HEADER_LEN + (seg.end - seg.start + 1) * MIN_OP_SIZE
+        problem: str | None = None
+        if st.st_size < need:
+            problem = f"{st.st_size} bytes, shorter than the {need} its txids need"
+        else:
+            found = scan_file(seg.path)
+            # A bad frame with valid ones after it is mid-file corruption, not a short file:
+            # that is left to the corruption scans (readers check every CRC and switch node).
+            short = found.end != "corrupt"
+            if short and (found.first_txid, found.last_txid, found.end) != (
+                seg.start,
+                seg.end,
+                "eof",
+            ):
+                problem = (
+                    f"it holds txids {found.first_txid}-{found.last_txid} and ends with "
+                    f"{found.problem or found.end}"
+                )
+        if problem is None:
+            self._verified[seg.path.name] = key
+            return None
+        self._verified.pop(seg.path.name, None)
+        aside = seg.path.with_name(seg.path.name + ".corrupt")
+        os.replace(seg.path, aside)
+        fsync_dir(seg.path.parent)
+        log.warning(
+            "journal %s: finalized segment %s is bad (%s); moved aside as %s, never served; "
+            "the syncer fetches it from a peer",
+            self.jid,
+            seg.path.name,
+            problem,
+            aside.name,
+        )
+        return problem
 
     def _move_aside_empty(self, seg: SegmentFile, found: ScanResult) -> None:
         if seg.start == self.cur_segment_txid:
