@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import os
+import socket
+import threading
+import time
 import urllib.error
 import urllib.request
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 
 from conftest import JNFactory
 from qjm.client.rpc import JournalNodeClient
+from qjm.config import JournalNodeSettings
+from qjm.journalnode.node import JournalNode
+from qjm.logs import RateLimitFilter, setup_logging
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol.errors import StorageError
-from test_journalnode_server import JID, http_get
+from qjm.protocol.errors import JournalError, StorageError
+from test_journalnode_server import JID, http_get, txns
 from test_syncer import SEGMENTS, seg_path, start_synced_trio, wait_until, write_segments
 
 NS = pb.NamespaceInfo(namespace_id=4242, cluster_id="CID-resources")
@@ -112,3 +122,157 @@ async def test_a_bad_finalized_segment_is_found_at_start_and_repaired(
     wait_until("7-9 repaired on jn1", lambda: segment_intact(path, original))
     log = jn1.log.read_text()
     assert path.name in log and "moved aside" in log, log
+
+
+@asynccontextmanager
+async def node_with(tmp_path: Path, **settings: int) -> AsyncIterator[JournalNode]:
+    """An in-process JournalNode on free loopback ports with some settings changed."""
+    node = JournalNode(
+        tmp_path / "jn",
+        ("127.0.0.1", 0),
+        ("127.0.0.1", 0),
+        JournalNodeSettings(sync_enabled=False, **settings),  # type: ignore[arg-type]
+    )
+    await node.start()
+    try:
+        yield node
+    finally:
+        await node.stop()
+
+
+def rpc_of(node: JournalNode) -> str:
+    """The node's RPC address."""
+    return f"127.0.0.1:{node.rpc_port}"
+
+
+async def test_journals_per_node_are_limited(tmp_path: Path) -> None:
+    async with node_with(tmp_path, max_journals=3) as node:
+        await format_journals(rpc_of(node), "a", "b", "c")
+        with pytest.raises(JournalError, match=r"journalnode\.max_journals.*'d'"):
+            await format_journals(rpc_of(node), "d")
+        assert not (tmp_path / "jn" / "d" / "current").exists()
+        client = JournalNodeClient(rpc_of(node))  # the existing ones still serve
+        try:
+            st = await client.call("GetJournalState", pb.JournalIdRequest(jid="a"), T)
+            assert st.last_promised_epoch == 1  # type: ignore[attr-defined]
+        finally:
+            await client.close()
+
+
+async def test_in_flight_request_bytes_are_limited(tmp_path: Path) -> None:
+    async with node_with(tmp_path, max_inflight_request_bytes=1_000_000) as node:
+        await format_journals(rpc_of(node), JID)
+        client = JournalNodeClient(rpc_of(node))
+        serial = iter(range(1, 100))
+
+        def req() -> pb.RequestInfo:
+            return pb.RequestInfo(jid=JID, epoch=1, ipc_serial=next(serial))
+
+        def batch(first: int) -> pb.JournalRequest:
+            return pb.JournalRequest(
+                req=req(),
+                segment_txid=1,
+                first_txid=first,
+                num_txns=3000,
+                records=txns(first, 3000),
+            )
+
+        release = threading.Event()
+        try:
+            await client.call("StartLogSegment", pb.StartLogSegmentRequest(req=req(), txid=1), T)
+            busy = asyncio.ensure_future(node.run(JID, lambda j: release.wait(20)))
+            first = asyncio.ensure_future(client.call("Journal", batch(1), T))
+            deadline = time.monotonic() + T
+            while node.inflight.used == 0:  # the first batch is queued behind the busy thread
+                assert time.monotonic() < deadline, "the first batch never arrived"
+                await asyncio.sleep(0.01)  # poll interval of a wait bounded by the deadline
+            with pytest.raises(JournalError, match=r"journalnode\.max_inflight_request_bytes"):
+                await client.call("Journal", batch(3001), T)
+            release.set()
+            await busy
+            await first
+            assert node.inflight.used == 0
+        finally:
+            release.set()
+            await client.close()
+
+
+def recv_until_closed(host: str, port: int, send: bytes, timeout: float) -> bytes:
+    """Connect, send some bytes, and read until the server closes (or fail after timeout)."""
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        if send:
+            s.sendall(send)
+        got = b""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                chunk = s.recv(4096)
+            except TimeoutError:
+                break
+            except ConnectionResetError:
+                return got
+            if not chunk:
+                return got
+            got += chunk
+        raise AssertionError(f"the server kept the connection open for {timeout}s: {got!r}")
+
+
+async def test_idle_and_half_sent_http_connections_close(tmp_path: Path) -> None:
+    async with node_with(tmp_path, http_idle_timeout_ms=300) as node:
+        port = node.http_port
+        started = time.monotonic()
+        await asyncio.to_thread(recv_until_closed, "127.0.0.1", port, b"", 5.0)
+        await asyncio.to_thread(recv_until_closed, "127.0.0.1", port, b"GET /status HTT", 5.0)
+        assert time.monotonic() - started < 4.0
+
+
+async def test_http_connections_are_capped(tmp_path: Path) -> None:
+    async with node_with(tmp_path, http_max_connections=2) as node:
+        port = node.http_port
+        held = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(2)]
+        try:
+            deadline = time.monotonic() + T
+            while len(node.http_connections()) < 2:
+                assert time.monotonic() < deadline, "the held connections never registered"
+                await asyncio.sleep(0.01)  # poll interval of a wait bounded by the deadline
+            refused = await asyncio.to_thread(
+                recv_until_closed, "127.0.0.1", port, b"GET /status HTTP/1.1\r\n\r\n", 5.0
+            )
+            assert refused.startswith(b"HTTP/1.1 503"), refused
+            assert b"journalnode.http_max_connections" in refused
+        finally:
+            for s in held:
+                s.close()
+        deadline = time.monotonic() + T
+        while node.http_connections():
+            assert time.monotonic() < deadline, "closed connections were never released"
+            await asyncio.sleep(0.01)  # poll interval of a wait bounded by the deadline
+        doc = await asyncio.to_thread(http_json, f"http://127.0.0.1:{port}/status")
+        assert doc["journals"] == {}
+
+
+def test_repeated_log_lines_are_rate_limited() -> None:
+    now = [1000.0]
+    limiter = RateLimitFilter(interval=10.0, clock=lambda: now[0])
+    out: list[str] = []
+
+    def emit(msg: str) -> None:
+        record = logging.LogRecord("qjm.x", logging.ERROR, __file__, 1, msg, None, None)
+        if limiter.filter(record):
+            out.append(record.getMessage())
+
+    for _ in range(500):  # an accept loop failing at the fd limit
+        emit("accept failed: Too many open files")
+    emit("another message")
+    assert out == ["accept failed: Too many open files", "another message"]
+    now[0] += 10.5
+    emit("accept failed: Too many open files")
+    assert out[-1] == "accept failed: Too many open files (repeated 499 times in the last 10s)"
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        setup_logging("test")
+        assert any(isinstance(f, RateLimitFilter) for f in root.handlers[0].filters)
+    finally:
+        root.handlers[:], level = saved
+        root.setLevel(level)

@@ -24,7 +24,7 @@ from qjm.journalnode.metrics import JournalNodeMetrics
 from qjm.journalnode.storage import JNStorage, check_journal_id, lock_file
 from qjm.journalnode.syncer import JournalSyncer
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol.errors import JournalNotFormattedError, StorageError
+from qjm.protocol.errors import JournalError, JournalNotFormattedError, StorageError
 
 log = logging.getLogger("qjm.journalnode")
 T = TypeVar("T")
@@ -37,6 +37,39 @@ GRPC_OPTIONS = [
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     ("grpc.so_reuseport", 0),
 ]
+
+
+def grpc_options(settings: JournalNodeSettings) -> list[tuple[str, int]]:
+    """The gRPC server's options: message size from journalnode.ipc_maximum_data_length."""
+    size = settings.ipc_maximum_data_length
+    return [
+        ("grpc.max_send_message_length", size),
+        ("grpc.max_receive_message_length", size),
+        ("grpc.so_reuseport", 0),
+    ]
+
+
+class InflightBytes:
+    """RPC request bytes being served now; a request past the limit is refused, not queued."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, size: int) -> int:
+        """Count size bytes in, or raise naming the limit; call on the event loop only."""
+        if size and self.used + size > self.limit:
+            raise JournalError(
+                f"JournalNode busy: a request of {size} bytes on top of {self.used} bytes in "
+                f"flight would pass journalnode.max_inflight_request_bytes = {self.limit}; "
+                "retry later"
+            )
+        self.used += size
+        return size
+
+    def release(self, size: int) -> None:
+        """Count size bytes out."""
+        self.used -= size
 
 
 class StartupError(QjmError):
@@ -113,6 +146,8 @@ class JournalNode:
         self.settings = settings or JournalNodeSettings()
         self.faults = faults
         self._journals: dict[str, _Open] = {}
+        self.inflight = InflightBytes(self.settings.max_inflight_request_bytes)
+        self._http_server: asyncio.Server | None = None
         self.broken: dict[str, str] = {}  # journals that failed to open at start: why
         self.progress: dict[str, Progress] = {}
         self._open_lock = asyncio.Lock()
@@ -154,6 +189,13 @@ class JournalNode:
                 raise JournalNotFormattedError(
                     f"journal {jid!r} is not formatted on this JournalNode (no storage at "
                     f"{root}); run `qjm journal format`"
+                )
+            held = len(self._journals) + len(self.broken)
+            if not root.is_dir() and held >= self.settings.max_journals:
+                raise JournalError(
+                    f"this JournalNode holds {held} journals, the limit "
+                    f"(journalnode.max_journals = {self.settings.max_journals}); refusing to "
+                    f"create journal {jid!r}"
                 )
             executor = ThreadPoolExecutor(1, thread_name_prefix=f"journal-{jid}")
             loop = asyncio.get_running_loop()
@@ -261,6 +303,11 @@ class JournalNode:
                     log.warning("ignoring %s: not a valid journal id", entry)
         return sorted(names)
 
+    def http_connections(self) -> list[object]:
+        """The HTTP connections open now."""
+        server = self._http.server if self._http is not None else None
+        return list(server.connections) if server is not None else []
+
     def http_url(self) -> str:
         """Base URL of the HTTP server, for from_url and links."""
         host = self.http_host if self.http_host not in ("0.0.0.0", "::") else "127.0.0.1"
@@ -278,7 +325,7 @@ class JournalNode:
 
     async def start(self) -> None:
         """Check storage, open the existing journals, start both servers."""
-        from qjm.journalnode.http import make_app
+        from qjm.journalnode.http import capped_factory, make_app
         from qjm.journalnode.rpc import JournalNodeService, register_service
 
         check_edits_dir(self.edits_dir)
@@ -288,7 +335,7 @@ class JournalNode:
                 await self._open_at_start(jid)
             _check_bindable(self.rpc_host, self.rpc_port, "RPC")
             _check_bindable(self.http_host, self.http_port, "HTTP")
-            server = grpc.aio.server(options=GRPC_OPTIONS)
+            server = grpc.aio.server(options=grpc_options(self.settings))
             register_service(JournalNodeService(self), server)
             where = format_address(self.rpc_host, self.rpc_port)
             try:
@@ -302,19 +349,30 @@ class JournalNode:
             self.rpc_port = port
             await server.start()
             self._grpc = server
-            runner = web.AppRunner(make_app(self), access_log=None, handle_signals=False)
+            runner = web.AppRunner(
+                make_app(self),
+                access_log=None,
+                handle_signals=False,
+                # aiohttp closes a connection that has no whole request within this time from
+                # its start or its last response: idle and half-sent connections alike.
+                keepalive_timeout=self.settings.http_idle_timeout_ms / 1000,
+            )
             await runner.setup()
             self._http = runner
-            site = web.TCPSite(runner, self.http_host, self.http_port, reuse_address=True)
             try:
-                await site.start()
+                self._http_server = await asyncio.get_running_loop().create_server(
+                    capped_factory(runner, self.settings.http_max_connections),
+                    self.http_host,
+                    self.http_port,
+                    reuse_address=True,
+                )
             except OSError as e:
                 where = format_address(self.http_host, self.http_port)
                 raise StartupError(
                     f"cannot listen for HTTP on {where}: {e.strerror or e}"
                 ) from None
             if self.http_port == 0:
-                self.http_port = int(runner.addresses[0][1])
+                self.http_port = int(self._http_server.sockets[0].getsockname()[1])
         except BaseException:
             await self.stop()
             raise
@@ -338,6 +396,9 @@ class JournalNode:
         if self._grpc is not None:
             await self._grpc.stop(grace=1.0)
             self._grpc = None
+        if self._http_server is not None:
+            self._http_server.close()
+            self._http_server = None
         if self._http is not None:
             await self._http.cleanup()
             self._http = None
