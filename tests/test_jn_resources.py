@@ -6,7 +6,10 @@ import asyncio
 import json
 import logging
 import os
+import resource
 import socket
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -18,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import JNFactory
+from ports import free_address
 from qjm.client.rpc import JournalNodeClient
 from qjm.config import JournalNodeSettings
 from qjm.journalnode.node import JournalNode
@@ -276,3 +280,55 @@ def test_repeated_log_lines_are_rate_limited() -> None:
     finally:
         root.handlers[:], level = saved
         root.setLevel(level)
+
+
+def test_at_the_fd_limit_the_node_logs_little_and_recovers(tmp_path: Path) -> None:
+    rpc, http = free_address(), free_address()
+    log = tmp_path / "jn.log"
+    ready = tmp_path / "ready.json"
+
+    def low_fd_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    argv = ["journalnode", "--edits-dir", str(tmp_path / "jn"), "--rpc-address", rpc]
+    argv += ["--http-address", http, "--ready-file", str(ready)]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "qjm", *argv],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=low_fd_limit,
+        )
+    held: list[socket.socket] = []
+    try:
+        deadline = time.monotonic() + T
+        while not ready.exists():
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "the JournalNode never became ready"
+            time.sleep(0.02)  # poll interval of a wait bounded by the deadline
+        for address in [http] * 80 + [rpc] * 20:  # more than the node has descriptors for
+            host, port = address.rsplit(":", 1)
+            try:
+                held.append(socket.create_connection((host, int(port)), timeout=2))
+            except OSError:
+                break
+        time.sleep(3)  # let the node sit at the limit: its log must not grow with time
+        at_limit = log.read_text().count("out of system resource")
+        assert at_limit <= 1, log.read_text()
+        for s in held:
+            s.close()
+        held.clear()
+        deadline = time.monotonic() + T
+        while True:
+            try:
+                assert http_json(f"http://{http}/status")["journals"] == {}
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the node never answered again"
+                time.sleep(0.1)  # poll interval of a wait bounded by the deadline
+        assert "Traceback" not in log.read_text().replace(" | Traceback", "")
+    finally:
+        for s in held:
+            s.close()
+        proc.terminate()
+        proc.wait(10)
