@@ -154,6 +154,13 @@ class JournalNode:
         self.metrics = JournalNodeMetrics(
             self.journals, lambda: self.syncer is not None and self.syncer.running
         )
+        self.metrics.watch_node(
+            lambda: {
+                "inflight_request_bytes": self.inflight.used,
+                "http_connections": len(self.http_connections()),
+                "journals_not_served": len(self.broken),
+            }
+        )
         self._lock_fd = -1
         self._grpc: grpc.aio.Server | None = None
         self._http: web.AppRunner | None = None
@@ -274,14 +281,14 @@ class JournalNode:
                 st.journals.add(jid=jid, problems=[f"not opened at start: {why}"])
                 st.problems.append(f"journal {jid} is not served: {why}")
                 continue
-            st.journals.append(await self._journal_status(jid))
+            st.journals.append(await self.journal_status(jid))
         return st
 
-    async def _journal_status(self, jid: str) -> pb.JournalStatus:
+    async def journal_status(self, jid: str) -> pb.JournalStatus:
         """A journal's status; from a snapshot when its thread is busy, never blocking."""
         opened = self._journals.get(jid)
         if opened is None:
-            return await self.run(jid, lambda j: j.status())
+            opened = await self._get(jid, create=False)
         loop = asyncio.get_running_loop()
         work = loop.run_in_executor(opened.executor, opened.journal.status)
         try:

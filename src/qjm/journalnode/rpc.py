@@ -231,7 +231,7 @@ class JournalNodeService(pb_grpc.QJournalServiceServicer):
 
     async def GetJournalStatus(self, request: pb.JournalIdRequest, context: Any) -> Any:
         """One journal's status."""
-        return await self._on(context, request.jid, lambda j: j.status())
+        return await _guard(context, self.node.journal_status(request.jid))
 
     async def GetNodeStatus(self, request: pb.GetNodeStatusRequest, context: Any) -> Any:
         """The node's status with every journal."""
