@@ -110,6 +110,13 @@ def slow_loris(handler: BaseHTTPRequestHandler, srv: Hostile) -> None:
             return
 
 
+def slow_headers(handler: BaseHTTPRequestHandler, srv: Hostile) -> None:
+    """A status line, then a header one byte every half second for ever."""
+    srv.send(handler, b"HTTP/1.0 200 OK\r\nX-Slow: ")
+    while not srv.stop.wait(0.5) and srv.send(handler, b"z"):
+        pass
+
+
 @pytest.fixture
 def prepared(tmp_path: Path) -> Iterator[tuple[Journal, Writer]]:
     """A journal holding 1-3 from epoch 1, promised to epoch 2 and prepared."""
@@ -223,12 +230,13 @@ def test_a_source_without_an_edit_log_header_is_refused_early(
     untouched(j)
 
 
+@pytest.mark.parametrize("source", [slow_loris, slow_headers])
 def test_a_slow_source_cannot_extend_the_transfer_deadline(
-    prepared: tuple[Journal, Writer],
+    prepared: tuple[Journal, Writer], source: Callable[[BaseHTTPRequestHandler, Hostile], None]
 ) -> None:
     j, w2 = prepared
     j.transfer_timeout = 2.0
-    srv = Hostile(slow_loris)
+    srv = Hostile(source)
     try:
         started = time.monotonic()
         out = accept_in_thread(j, w2.req(), SEG, srv.url())

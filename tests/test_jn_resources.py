@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import JNFactory
+from conftest import JNFactory, JNProcess
 from ports import free_address
 from qjm.client.rpc import JournalNodeClient
 from qjm.config import JournalNodeSettings
@@ -29,7 +29,7 @@ from qjm.logs import RateLimitFilter, setup_logging
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import JournalError, StorageError
 from test_journalnode_server import JID, http_get, txns
-from test_syncer import SEGMENTS, seg_path, start_synced_trio, wait_until, write_segments
+from test_syncer import SEGMENTS, SYNC_MS, seg_path, wait_until, write_segments
 
 NS = pb.NamespaceInfo(namespace_id=4242, cluster_id="CID-resources")
 T = 10.0
@@ -91,6 +91,24 @@ async def test_one_corrupt_file_does_not_stop_the_node(jn_factory: JNFactory, na
     assert "qjm_journalnode_journals_not_served 1.0" in metrics.decode()
 
 
+async def synced_trio_with_segments(jn_factory: JNFactory) -> list[JNProcess]:
+    """Three nodes holding SEGMENTS, restarted as peers (written first: no sync races)."""
+    first = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
+    await write_segments(first, SEGMENTS)
+    rpcs = [jn.rpc for jn in first]
+    for jn in first:
+        jn_factory.stop(jn)
+    out = []
+    for i, jn in enumerate(first):
+        peers = ",".join(r for k, r in enumerate(rpcs) if k != i)
+        out.append(
+            jn_factory.start(
+                jn.name, jn.rpc, jn.http, "--peers", peers, "--sync-interval-ms", SYNC_MS
+            )
+        )
+    return out
+
+
 def segment_intact(path: Path, original: bytes) -> bool:
     """True when a finalized segment file is back with its original bytes."""
     return path.exists() and path.read_bytes() == original
@@ -100,8 +118,7 @@ def segment_intact(path: Path, original: bytes) -> bool:
 async def test_a_bad_finalized_segment_is_moved_aside_on_serve_and_repaired(
     jn_factory: JNFactory, cut: str
 ) -> None:
-    jn1, _, jn3 = jns = start_synced_trio(jn_factory)
-    await write_segments(jns, SEGMENTS)
+    jn1, _, jn3 = await synced_trio_with_segments(jn_factory)
     path = seg_path(jn1, 4, 6)
     original = path.read_bytes()
     os.truncate(path, 0 if cut == "empty" else len(original) - 5)
@@ -117,8 +134,7 @@ async def test_a_bad_finalized_segment_is_moved_aside_on_serve_and_repaired(
 async def test_a_bad_finalized_segment_is_found_at_start_and_repaired(
     jn_factory: JNFactory,
 ) -> None:
-    jn1, _, _ = jns = start_synced_trio(jn_factory)
-    await write_segments(jns, SEGMENTS)
+    jn1, _, _ = await synced_trio_with_segments(jn_factory)
     jn_factory.stop(jn1)
     path = seg_path(jn1, 7, 9)
     original = path.read_bytes()

@@ -31,6 +31,7 @@ T = TypeVar("T")
 NODE_LOCK = "in_use.lock"
 STATUS_TIMEOUT_SECONDS = 1.0  # status waits no longer for a busy journal's thread
 FETCH_THREADS = 4
+HTTP_SHUTDOWN_SECONDS = 2.0
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 GRPC_OPTIONS = [
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -363,6 +364,7 @@ class JournalNode:
                 # aiohttp closes a connection that has no whole request within this time from
                 # its start or its last response: idle and half-sent connections alike.
                 keepalive_timeout=self.settings.http_idle_timeout_ms / 1000,
+                shutdown_timeout=HTTP_SHUTDOWN_SECONDS,  # a slow reader must not hold up a stop
             )
             await runner.setup()
             self._http = runner

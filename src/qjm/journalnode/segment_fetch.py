@@ -94,9 +94,29 @@ class SegmentFetcher:
             if self.cancelled.is_set():
                 raise FetchError(f"download of {url} cancelled: the JournalNode is stopping")
             self._active.add(conn)
+        # Socket timeouts bound each read, not the transfer: a watchdog ends it at the
+        # deadline however slowly the source sends its headers or its body.
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            _shut(conn)
+
+        watchdog = threading.Timer(limits.deadline_seconds, expire)
+        watchdog.daemon = True
+        watchdog.start()
         try:
-            return _fetch(conn, parts, url, dest, limits, deadline, self.cancelled)
+            return _fetch(conn, parts, url, dest, limits, deadline, self.cancelled, expired)
+        except FetchError:
+            if expired.is_set():
+                dest.unlink(missing_ok=True)
+                raise FetchError(
+                    f"downloading {url} took longer than {limits.deadline_seconds:g}s "
+                    "(dfs.edit.log.transfer.timeout); giving up"
+                ) from None
+            raise
         finally:
+            watchdog.cancel()
             with self._lock:
                 self._active.discard(conn)
             conn.close()
@@ -106,9 +126,14 @@ class SegmentFetcher:
         with self._lock:
             self.cancelled.set()
             for conn in self._active:
-                if conn.sock is not None:
-                    with contextlib.suppress(OSError):
-                        conn.sock.shutdown(socket.SHUT_RDWR)
+                _shut(conn)
+
+
+def _shut(conn: http.client.HTTPConnection) -> None:
+    """Wake any read blocked on the connection: it sees EOF or an error at once."""
+    if conn.sock is not None:
+        with contextlib.suppress(OSError):
+            conn.sock.shutdown(socket.SHUT_RDWR)
 
 
 def fetch_segment(url: str, dest: Path, limits: FetchLimits) -> int:
@@ -124,6 +149,7 @@ def _fetch(
     limits: FetchLimits,
     deadline: float,
     cancel: threading.Event,
+    expired: threading.Event,
 ) -> int:
     path = parts.path or "/"
     if parts.query:
@@ -133,6 +159,7 @@ def _fetch(
         _set_timeout(conn, deadline)
         resp = conn.getresponse()
     except (OSError, http.client.HTTPException) as e:
+        _stopped(url, cancel, expired)
         raise FetchError(f"downloading {url} failed: {_why(e)}") from None
     if resp.status != 200:
         body = resp.read(512).decode(errors="replace").strip()
@@ -143,7 +170,15 @@ def _fetch(
             f"refusing {url}: it announces {announced} bytes, more than the "
             f"{limits.max_bytes} the accepted segment can hold"
         )
-    return _copy(resp, conn, url, dest, limits, deadline, cancel)
+    return _copy(resp, conn, url, dest, limits, deadline, cancel, expired)
+
+
+def _stopped(url: str, cancel: threading.Event, expired: threading.Event) -> None:
+    """Raise if the download was ended from outside (stop or deadline)."""
+    if cancel.is_set():
+        raise FetchError(f"download of {url} cancelled: the JournalNode is stopping")
+    if expired.is_set():
+        raise FetchError(f"download of {url} passed its deadline")
 
 
 def _copy(
@@ -154,32 +189,30 @@ def _copy(
     limits: FetchLimits,
     deadline: float,
     cancel: threading.Event,
+    expired: threading.Event,
 ) -> int:
     total = 0
     head = b""
     fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         while True:
-            if cancel.is_set():
-                raise FetchError(f"download of {url} cancelled: the JournalNode is stopping")
+            _stopped(url, cancel, expired)
             if time.monotonic() >= deadline:
-                raise FetchError(
-                    f"downloading {url} took longer than {limits.deadline_seconds:.0f}s "
-                    f"(got {total} bytes); giving up"
-                )
+                expired.set()
+                _stopped(url, cancel, expired)
             _set_timeout(conn, deadline)
             try:
                 chunk = resp.read1(CHUNK)
             except TimeoutError:
-                continue  # the deadline passed during the read: reported above
+                expired.set()  # the read waited until the deadline
+                _stopped(url, cancel, expired)
+                raise
             except (OSError, http.client.HTTPException) as e:
-                if cancel.is_set():
-                    continue  # reported above
+                _stopped(url, cancel, expired)
                 raise FetchError(
                     f"downloading {url} failed after {total} bytes: {_why(e)}"
                 ) from None
-            if cancel.is_set():
-                continue
+            _stopped(url, cancel, expired)  # a shut-down socket reads as the end
             if not chunk:
                 break
             total += len(chunk)
