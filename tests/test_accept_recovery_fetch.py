@@ -19,7 +19,7 @@ from qjm.editlog.framing import HEADER
 from qjm.journalnode.journal import Journal
 from qjm.journalnode.segment_fetch import MAX_FALLBACK_BYTES, size_cap
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol.errors import EpochError, InvalidRequestError, StorageError
+from qjm.protocol.errors import EpochError, InvalidRequestError, SegmentStateError, StorageError
 from test_journal import NS, Writer, open_journal, txns, write
 from test_journalnode_server import JID, RawWriter
 
@@ -284,6 +284,24 @@ def test_a_newer_accept_during_the_download_wins(
     accepted = j.storage.read_paxos(1)
     assert accepted is not None and accepted.accepted_in_epoch == 3
     assert j.highest_written_txid == 4
+
+
+def test_a_download_that_went_away_is_not_installed(
+    prepared: tuple[Journal, Writer], tmp_path: Path
+) -> None:
+    j, w2 = prepared
+    source = tmp_path / "source"
+    source.write_bytes(HEADER + txns(1, 5))
+    j._fetch = lambda url, dest: dest.write_bytes(source.read_bytes())
+    plan = j.begin_accept_recovery(
+        w2.req(), SEG, "http://peer.invalid/getJournal?jid=test&segmentTxId=1"
+    )
+    j.download(plan)
+    assert plan.download is not None
+    plan.download.unlink()
+    with pytest.raises(SegmentStateError, match="went away before it was installed"):
+        j.finish_accept_recovery(w2.req(), SEG, plan)
+    untouched(j)
 
 
 def http_json(url: str) -> dict[str, object]:

@@ -665,6 +665,12 @@ class Journal:
                     f"segment {plan.start} of journal {self.jid!r} changed while "
                     f"{_describe(segment)} was downloaded from {plan.url}; retry the recovery"
                 )
+            if synced is not None and not synced.exists():
+                raise SegmentStateError(
+                    f"the download of {_describe(segment)} from {plan.url} to {synced} went "
+                    f"away before it was installed (journal {self.jid!r} reformatted?); retry "
+                    "the recovery"
+                )
         except BaseException:
             if synced is not None:
                 synced.unlink(missing_ok=True)
