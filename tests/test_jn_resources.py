@@ -350,3 +350,21 @@ def test_at_the_fd_limit_the_node_logs_little_and_recovers(tmp_path: Path) -> No
             s.close()
         proc.terminate()
         proc.wait(10)
+
+
+async def test_status_reports_a_busy_journal_instead_of_waiting(tmp_path: Path) -> None:
+    async with node_with(tmp_path) as node:
+        await format_journals(rpc_of(node), "busy", "idle")
+        release = threading.Event()
+        stuck = asyncio.ensure_future(node.run("busy", lambda j: release.wait(30)))
+        try:
+            started = time.monotonic()
+            st = await asyncio.wait_for(node.node_status(), 10)
+            assert time.monotonic() - started < 5.0
+            by_jid = {j.jid: j for j in st.journals}
+            assert by_jid["busy"].last_promised_epoch == 1
+            assert any("busy" in p for p in by_jid["busy"].problems), by_jid["busy"]
+            assert not by_jid["idle"].problems
+        finally:
+            release.set()
+            await stuck
