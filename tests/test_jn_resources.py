@@ -24,7 +24,7 @@ from conftest import JNFactory, JNProcess
 from ports import free_address
 from qjm.client.rpc import JournalNodeClient
 from qjm.config import JournalNodeSettings
-from qjm.journalnode.node import JournalNode
+from qjm.journalnode.node import JournalNode, StartupError
 from qjm.logs import RateLimitFilter, setup_logging
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import JournalError, StorageError
@@ -368,3 +368,19 @@ async def test_status_reports_a_busy_journal_instead_of_waiting(tmp_path: Path) 
         finally:
             release.set()
             await stuck
+
+
+@pytest.mark.parametrize(
+    ("settings", "match"),
+    [
+        ({"max_journals": 0}, "journalnode.max_journals must be positive, got 0"),
+        ({"http_idle_timeout_ms": -1}, "journalnode.http_idle_timeout_ms must be positive"),
+        ({"max_inflight_request_bytes": 1000}, "larger than journalnode.max_inflight"),
+    ],
+)
+async def test_limits_that_cannot_work_are_refused_at_start(
+    tmp_path: Path, settings: dict[str, int], match: str
+) -> None:
+    with pytest.raises(StartupError, match=match):
+        async with node_with(tmp_path, **settings):
+            pass

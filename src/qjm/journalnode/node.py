@@ -115,6 +115,29 @@ class Progress:
         self._event = asyncio.Event()
 
 
+LIMIT_KEYS = (
+    "max_journals",
+    "ipc_maximum_data_length",
+    "max_inflight_request_bytes",
+    "http_idle_timeout_ms",
+    "http_max_connections",
+)
+
+
+def check_limits(settings: JournalNodeSettings) -> None:
+    """Refuse a resource limit that is not positive, naming its key."""
+    for key in LIMIT_KEYS:
+        value = getattr(settings, key)
+        if value <= 0:
+            raise StartupError(f"journalnode.{key} must be positive, got {value}")
+    if settings.ipc_maximum_data_length > settings.max_inflight_request_bytes:
+        raise StartupError(
+            f"journalnode.ipc_maximum_data_length ({settings.ipc_maximum_data_length}) is "
+            f"larger than journalnode.max_inflight_request_bytes "
+            f"({settings.max_inflight_request_bytes}): the largest request would be refused"
+        )
+
+
 def _check_bindable(host: str, port: int, what: str) -> None:
     """Fail with one clear line when host:port cannot be listened on."""
     if port == 0:
@@ -336,6 +359,7 @@ class JournalNode:
         from qjm.journalnode.http import capped_factory, make_app
         from qjm.journalnode.rpc import JournalNodeService, register_service
 
+        check_limits(self.settings)
         check_edits_dir(self.edits_dir)
         self._lock_node()
         try:
