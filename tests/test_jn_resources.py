@@ -87,6 +87,8 @@ async def test_one_corrupt_file_does_not_stop_the_node(jn_factory: JNFactory, na
     doc = http_json(f"http://{jn.http}/status")
     assert any(str(bad_file) in p for p in doc["problems"])  # type: ignore[union-attr]
     assert doc["journals"]["good"]["last_promised_epoch"] == 1  # type: ignore[index]
+    _, page = http_get(f"http://{jn.http}/")
+    assert str(bad_file) in page.decode()
     _, metrics = http_get(f"http://{jn.http}/metrics")
     assert "qjm_journalnode_journals_not_served 1.0" in metrics.decode()
 

@@ -116,6 +116,7 @@ async def status_page(request: web.Request) -> web.Response:
             str(j["committed_txid"] if j["committed_txid"] is not None else "-"),
             str(j["highest_written_txid"]),
             describe_segments(j["segments"]),
+            "; ".join(j["problems"]) or "-",
         ]
         rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
     heads = [
@@ -127,6 +128,7 @@ async def status_page(request: web.Request) -> web.Response:
         "committed txid",
         "last written txid",
         "segments",
+        "problems",
     ]
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
@@ -138,7 +140,7 @@ td,th{{border:1px solid #ccc;padding:4px 10px;text-align:left}}th{{background:#e
 <p>HTTP {html.escape(st["http_address"])} &middot; version {html.escape(st["version"])}
 &middot; <a href="/status">status JSON</a> &middot; <a href="/metrics">metrics</a></p>
 <table><tr>{"".join(f"<th>{h}</th>" for h in heads)}</tr>
-{"".join(rows) or '<tr><td colspan="8">no journals yet</td></tr>'}
+{"".join(rows) or '<tr><td colspan="9">no journals yet</td></tr>'}
 </table></body></html>"""
     return web.Response(text=page, content_type="text/html")
 
