@@ -22,7 +22,7 @@ from qjm.client.admin import new_namespace_info
 from qjm.client.output_stream import QuorumOutputStream
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.rpc import JournalNodeClient, JournalNodeUnavailable
-from qjm.config import QJournalSettings
+from qjm.config import JournalNodeSettings, QJournalSettings
 from qjm.editlog.framing import OP_OPAQUE, iter_ops, read_header
 from qjm.editlog.segments import list_segments
 from qjm.journalnode.journal import FaultInjector
@@ -163,6 +163,8 @@ class JNCluster:
             self.edits_dir(i),
             ("127.0.0.1", self.rpc_ports[i]),
             ("127.0.0.1", self.http_ports[i]),
+            # Fault schedules use a new journal per scenario: more than max_journals' default.
+            JournalNodeSettings(max_journals=100_000),
             faults=self.injectors[i],
         )
         await node.start()

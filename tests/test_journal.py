@@ -26,6 +26,7 @@ from qjm.protocol.errors import (
 )
 
 NS = NsInfo(12345, "CID-test")
+PEER_URL = "http://peer.invalid/getJournal?jid=test&segmentTxId=1&inProgressOk=true"
 
 
 def txns(first: int, n: int) -> bytes:
@@ -497,7 +498,9 @@ def test_accept_recovery_behavior(tmp_path: Path) -> None:
         j.start_log_segment(w.req(), 1, -64)
         write(j, w, 1, 1, 3)
         prep = j.prepare_recovery(w.req(), 1)
-        assert prep.segment_state == pb.SegmentState(start_txid=1, end_txid=3, is_in_progress=True)
+        assert prep.segment_state == pb.SegmentState(
+            start_txid=1, end_txid=3, is_in_progress=True, byte_length=len(HEADER + txns(1, 3))
+        )
         assert prep.last_writer_epoch == 1 and not prep.HasField("accepted_in_epoch")
         j.accept_recovery(w.req(), prep.segment_state, "")  # the source itself: no URL, no fetch
         j.new_epoch(NS, 2)
@@ -529,7 +532,7 @@ def test_accept_recovery_downloads_a_longer_segment(tmp_path: Path) -> None:
         w2 = Writer(2)
         j.prepare_recovery(w2.req(), 1)
         j.accept_recovery(
-            w2.req(), pb.SegmentState(start_txid=1, end_txid=5, is_in_progress=True), "u"
+            w2.req(), pb.SegmentState(start_txid=1, end_txid=5, is_in_progress=True), PEER_URL
         )
         assert scan_file(current(j) / inprogress_name(1)).last_txid == 5
         assert j.storage.read_paxos(1).accepted_in_epoch == 2  # type: ignore[union-attr]
@@ -551,7 +554,7 @@ def test_accept_recovery_refuses_a_download_of_the_wrong_range(tmp_path: Path) -
         w = Writer(1)
         with pytest.raises(SegmentStateError, match="holds txids 1-2, not 1-4"):
             j.accept_recovery(
-                w.req(), pb.SegmentState(start_txid=1, end_txid=4, is_in_progress=True), "u"
+                w.req(), pb.SegmentState(start_txid=1, end_txid=4, is_in_progress=True), PEER_URL
             )
         assert j.storage.read_paxos(1) is None
         assert list(current(j).glob("edits_*")) == []
@@ -571,7 +574,7 @@ def test_accept_recovery_never_discards_a_committed_txid(journal: Journal) -> No
     journal.prepare_recovery(w2.req(), 1)
     with pytest.raises(SegmentStateError, match="discard committed txid 5"):
         journal.accept_recovery(
-            w2.req(), pb.SegmentState(start_txid=1, end_txid=3, is_in_progress=True), "u"
+            w2.req(), pb.SegmentState(start_txid=1, end_txid=3, is_in_progress=True), PEER_URL
         )
     assert scan_file(current(journal) / inprogress_name(1)).last_txid == 5
 
@@ -585,7 +588,9 @@ def test_accept_recovery_refuses_to_replace_a_finalized_segment(journal: Journal
     journal.new_epoch(NS, 2)
     with pytest.raises(SegmentStateError, match="replace finalized segment 1-3"):
         journal.accept_recovery(
-            Writer(2).req(), pb.SegmentState(start_txid=1, end_txid=4, is_in_progress=True), "u"
+            Writer(2).req(),
+            pb.SegmentState(start_txid=1, end_txid=4, is_in_progress=True),
+            PEER_URL,
         )
 
 
@@ -613,7 +618,9 @@ def crash_during_accept(
     j.new_epoch(NS, 2)
     with pytest.raises(Crash):
         j.accept_recovery(
-            Writer(2).req(), pb.SegmentState(start_txid=1, end_txid=4, is_in_progress=True), "u"
+            Writer(2).req(),
+            pb.SegmentState(start_txid=1, end_txid=4, is_in_progress=True),
+            PEER_URL,
         )
     j.close()
     assert scan_file(tmp_path / "test" / "current" / inprogress_name(1)).last_txid == 2

@@ -65,6 +65,13 @@ class JournalNodeSettings:
     sync_enabled: bool = True
     sync_interval_ms: int = 120_000
     edit_cache_size_bytes: int = 1_048_576
+    # Resource limits; HDFS has no journal count limit, the others follow its settings.
+    max_journals: int = 100  # journals one node holds (formats and peers' clones refused beyond)
+    ipc_maximum_data_length: int = 67_108_864  # largest RPC message (HDFS ipc.maximum.data.length)
+    max_inflight_request_bytes: int = 268_435_456  # RPC payload bytes queued at once, all journals
+    # Idle and half-sent HTTP connections close after this (hadoop.http.idle_timeout.ms).
+    http_idle_timeout_ms: int = 60_000
+    http_max_connections: int = 256  # concurrent HTTP connections; more get 503
 
     def __post_init__(self) -> None:
         """Refuse settings that would make the node misbehave, naming the key."""

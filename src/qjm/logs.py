@@ -5,7 +5,49 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import threading
 import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+REPEAT_INTERVAL_SECONDS = 10.0
+MAX_TRACKED_MESSAGES = 1000
+
+
+class RateLimitFilter(logging.Filter):
+    """Lets one line per distinct message through per interval, then says how many it held."""
+
+    def __init__(
+        self,
+        interval: float = REPEAT_INTERVAL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__()
+        self.interval = interval
+        self.clock = clock
+        self._seen: OrderedDict[tuple[str, int, str], list[float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """True to emit the record (with a repeat count appended), False to hold it back."""
+        key = (record.name, record.levelno, record.getMessage())
+        now = self.clock()
+        with self._lock:
+            seen = self._seen.get(key)
+            if seen is not None and now - seen[0] < self.interval:
+                seen[1] += 1
+                return False
+            held = int(seen[1]) if seen is not None else 0
+            self._seen[key] = [now, 0]
+            self._seen.move_to_end(key)
+            while len(self._seen) > MAX_TRACKED_MESSAGES:
+                self._seen.popitem(last=False)
+        if held:
+            record.msg = (
+                f"{record.getMessage()} (repeated {held} times in the last {self.interval:g}s)"
+            )
+            record.args = None
+        return True
 
 
 class KeyValueFormatter(logging.Formatter):
@@ -31,6 +73,7 @@ def setup_logging(daemon: str, level: str = "INFO") -> None:
     """Send every qjm log line of this process to stderr in key=value form."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(KeyValueFormatter(daemon))
+    handler.addFilter(RateLimitFilter())  # e.g. accept failing at the fd limit
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)

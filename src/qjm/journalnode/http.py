@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import logging
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
     from qjm.journalnode.node import JournalNode
 
 CHUNK = 1 << 20
+log = logging.getLogger("qjm.journalnode.http")
 NODE_KEY = web.AppKey("node", object)
 
 
@@ -119,6 +122,7 @@ async def status_page(request: web.Request) -> web.Response:
             str(j["committed_txid"] if j["committed_txid"] is not None else "-"),
             str(j["highest_written_txid"]),
             describe_segments(j["segments"]),
+            "; ".join(j["problems"]) or "-",
         ]
         rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
     heads = [
@@ -130,6 +134,7 @@ async def status_page(request: web.Request) -> web.Response:
         "committed txid",
         "last written txid",
         "segments",
+        "problems",
     ]
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
@@ -141,7 +146,7 @@ td,th{{border:1px solid #ccc;padding:4px 10px;text-align:left}}th{{background:#e
 <p>HTTP {html.escape(st["http_address"])} &middot; version {html.escape(st["version"])}
 &middot; <a href="/status">status JSON</a> &middot; <a href="/metrics">metrics</a></p>
 <table><tr>{"".join(f"<th>{h}</th>" for h in heads)}</tr>
-{"".join(rows) or '<tr><td colspan="8">no journals yet</td></tr>'}
+{"".join(rows) or '<tr><td colspan="9">no journals yet</td></tr>'}
 </table></body></html>"""
     return web.Response(text=page, content_type="text/html")
 
@@ -155,3 +160,49 @@ def make_app(node: JournalNode) -> web.Application:
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/", status_page)
     return app
+
+
+class _Refuse(asyncio.Protocol):
+    """Answers a connection past the cap with a 503 and closes it cleanly."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """Send the 503, half-close, and drop the connection shortly after."""
+        assert isinstance(transport, asyncio.Transport)
+        body = json.dumps(
+            {
+                "error": f"too many HTTP connections: the limit is {self.limit} "
+                "(journalnode.http_max_connections); retry later"
+            }
+        ).encode()
+        transport.write(
+            b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+            + body
+        )
+        if transport.can_write_eof():
+            transport.write_eof()
+        asyncio.get_running_loop().call_later(1.0, transport.close)
+
+    def data_received(self, data: bytes) -> None:
+        """Discard the request; closing with it unread would reset the connection."""
+
+
+def capped_factory(runner: web.AppRunner, limit: int) -> Callable[[], asyncio.BaseProtocol]:
+    """aiohttp's protocol factory behind a cap on concurrent connections."""
+
+    def factory() -> asyncio.BaseProtocol:
+        server = runner.server
+        assert server is not None
+        if len(server.connections) >= limit:
+            log.warning(
+                "refusing an HTTP connection: %d open, journalnode.http_max_connections = %d",
+                len(server.connections),
+                limit,
+            )
+            return _Refuse(limit)
+        return server()
+
+    return factory

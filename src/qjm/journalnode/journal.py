@@ -7,13 +7,13 @@ event loop. Every method checks all its preconditions before it changes anything
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import struct
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +21,9 @@ from typing import TypeVar
 
 from qjm.editlog.framing import (
     EDITLOG_LENGTH_LAYOUT,
+    HEADER_LEN,
     LAYOUT_VERSION,
+    MIN_OP_SIZE,
     ScanResult,
     iter_ops,
     validate_batch,
@@ -37,6 +39,16 @@ from qjm.editlog.segments import (
 from qjm.errors import EditLogError
 from qjm.journalnode.edits_cache import JournaledEditsCache
 from qjm.journalnode.health import disk_facts, journal_problems
+from qjm.journalnode.segment_fetch import (
+    TRANSFER_TIMEOUT_SECONDS,
+    FetchLimits,
+    SegmentFetcher,
+    check_segment_url,
+    size_cap,
+)
+from qjm.journalnode.segment_fetch import (
+    download_segment as download_segment,
+)
 from qjm.journalnode.storage import (
     LAST_PROMISED_EPOCH,
     LAST_WRITER_EPOCH,
@@ -59,7 +71,6 @@ log = logging.getLogger("qjm.journalnode.journal")
 T = TypeVar("T")
 SLOW_SYNC_SECONDS = 1.0
 DEFAULT_CACHE_BYTES = 1024 * 1024  # HDFS's dfs.journalnode.edit-cache-size.bytes
-DOWNLOAD_TIMEOUT_SECONDS = 30.0  # HDFS's dfs.edit.log.transfer.timeout
 # A proposed epoch may be at most this far above the last promise, and below MAX_EPOCH:
 # one new_epoch must never use up the epochs every later writer needs (HDFS has no limit).
 MAX_EPOCH_STEP = 1_000_000
@@ -67,6 +78,7 @@ MAX_EPOCH = 2**62
 # The query parameter with which accept_recovery fetches an in-progress segment that
 # readers may not see: the recovering writer's epoch, which must be the source's promise.
 RECOVERY_EPOCH_PARAM = "recoveryEpoch"
+DOWNLOAD_SUFFIX = ".download"  # accept_recovery's private download files in current/
 
 
 @dataclass
@@ -96,12 +108,25 @@ class JournalCounters:
 
 
 @dataclass(frozen=True, slots=True)
+class AcceptPlan:
+    """What an accept_recovery needs: the range, its source, and where to download it."""
+
+    start: int
+    end: int
+    url: str
+    download: Path | None = None  # None: nothing to fetch
+    compare: bool = False  # same end as ours: keep ours when the bytes are the same
+    limits: FetchLimits | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SegmentInfo:
     """A segment as found on disk: its range and whether it is still open."""
 
     start_txid: int
     end_txid: int
     is_in_progress: bool
+    byte_length: int = 0  # valid bytes of the file; 0 where not measured
 
     def to_proto(self) -> pb.SegmentState:
         """The wire message."""
@@ -109,6 +134,7 @@ class SegmentInfo:
             start_txid=self.start_txid,
             end_txid=self.end_txid,
             is_in_progress=self.is_in_progress,
+            byte_length=self.byte_length,
         )
 
 
@@ -133,7 +159,9 @@ class Journal:
         self.storage = storage
         self.counters = JournalCounters()
         self.faults = faults or FaultInjector()
-        self._fetch = fetch or download_segment
+        self._fetch = fetch  # tests' stand-in for HTTP; None: self.fetcher
+        self.fetcher = SegmentFetcher()
+        self.transfer_timeout = TRANSFER_TIMEOUT_SECONDS
         self.ns_info: NsInfo | None = None
         self.members: list[str] | None = None
         self.awaiting_new_epoch: str | None = None  # why writers wait for a new_epoch
@@ -148,6 +176,7 @@ class Journal:
         self._cur_layout = LAYOUT_VERSION
         self._committed_fd = -1
         self.cache = JournaledEditsCache(cache_bytes)
+        self._verified: dict[str, tuple[int, int]] = {}  # finalized name: (size, mtime) checked
         # Called on the journal thread after new edits or a new committed txid (long polls).
         self.on_progress: Callable[[], None] = lambda: None
         storage.lock()
@@ -159,16 +188,28 @@ class Journal:
 
     # -- lifecycle -----------------------------------------------------------------------
     def _load(self) -> None:
-        """Read the persisted state and the newest segment."""
+        """Read the persisted state and the newest segment; errors name the bad file."""
         if not self.storage.is_formatted():
             return
-        self.ns_info = self.storage.read_version()
-        self.last_promised_epoch = self.storage.read_long(LAST_PROMISED_EPOCH, 0)
-        self.last_writer_epoch = self.storage.read_long(LAST_WRITER_EPOCH, 0)
-        self.committed_txid = self.storage.read_committed_txid()
-        self.members = self.storage.read_members()
+        cur = self.storage.current
+        self.ns_info = _read(cur / "VERSION", self.storage.read_version)
+        self.last_promised_epoch = _read(
+            cur / LAST_PROMISED_EPOCH, lambda: self.storage.read_long(LAST_PROMISED_EPOCH, 0)
+        )
+        self.last_writer_epoch = _read(
+            cur / LAST_WRITER_EPOCH, lambda: self.storage.read_long(LAST_WRITER_EPOCH, 0)
+        )
+        self.committed_txid = _read(cur / "committed-txid", self.storage.read_committed_txid)
+        self.members = _read(cur / "members", self.storage.read_members)
         self.awaiting_new_epoch = self.storage.awaiting_new_epoch()
+        for txid in self.storage.paxos_txids():
+            _read(self.storage.paxos_file(txid), functools.partial(self.storage.read_paxos, txid))
+        for stale in cur.glob(f"*{DOWNLOAD_SUFFIX}"):
+            stale.unlink()  # an accept_recovery download cut short by a stop or a crash
         self._committed_fd = self.storage.open_committed_txid()
+        for seg in self.storage.segments():
+            if seg.end is not None:
+                self._check_finalized(seg)
         latest = self._scan_for_latest_edits()
         if latest is not None:
             self.highest_written_txid = latest.end_txid
@@ -723,6 +764,127 @@ class Journal:
 
     def accept_recovery(self, req: pb.RequestInfo, segment: pb.SegmentState, from_url: str) -> None:
         """Paxos phase 2b: take the chosen segment (downloading it if ours differs), persist."""
+        plan = self.begin_accept_recovery(req, segment, from_url)
+        if plan.download is not None:
+            self.download(plan)
+        self.finish_accept_recovery(req, segment, plan)
+
+    def begin_accept_recovery(
+        self, req: pb.RequestInfo, segment: pb.SegmentState, from_url: str
+    ) -> AcceptPlan:
+        """Check an accept_recovery and say what must be downloaded; changes nothing."""
+        fetch, compare = self._check_accept(req, segment, from_url)
+        from_url = _for_recovery(from_url, req.epoch)
+        if not fetch:
+            return AcceptPlan(segment.start_txid, segment.end_txid, from_url)
+        tmp = self.storage.sync_temp_file(segment.start_txid, req.epoch)
+        return AcceptPlan(
+            segment.start_txid,
+            segment.end_txid,
+            from_url,
+            download=tmp.with_name(f"{tmp.name}.{uuid.uuid4().hex[:12]}{DOWNLOAD_SUFFIX}"),
+            compare=compare,
+            limits=FetchLimits(
+                size_cap(segment.start_txid, segment.end_txid, segment.byte_length),
+                self.transfer_timeout,
+            ),
+        )
+
+    def download(self, plan: AcceptPlan) -> None:
+        """Fetch a plan's segment into its private file and check its range; any thread."""
+        dest = plan.download
+        assert dest is not None and plan.limits is not None
+        try:
+            if self._fetch is not None:
+                self._fetch(plan.url, dest)
+            else:
+                self.fetcher.fetch(plan.url, dest, plan.limits)
+            found = scan_file(dest)
+            if found.first_txid != plan.start or (found.last_txid or 0) < plan.end:
+                raise SegmentStateError(
+                    f"segment downloaded from {plan.url} holds txids {found.first_txid}-"
+                    f"{found.last_txid}, not {plan.start}-{plan.end}"
+                )
+            if found.last_txid != plan.end:
+                _truncate_after(dest, plan.end)
+            with open(dest, "rb+") as f:
+                os.fsync(f.fileno())
+        except OSError as e:
+            dest.unlink(missing_ok=True)
+            raise StorageError(f"downloading {plan.url} to {dest} failed: {e}") from None
+        except BaseException:
+            dest.unlink(missing_ok=True)
+            raise
+
+    def finish_accept_recovery(
+        self, req: pb.RequestInfo, segment: pb.SegmentState, plan: AcceptPlan
+    ) -> None:
+        """Re-check the request after the download, then persist and install what it chose."""
+        synced = plan.download
+        try:
+            # The download ran off this thread: anything may have happened meanwhile. The
+            # same checks again refuse a raised promise, a newer accept (epoch or serial) and
+            # a local segment that changed so that the plan no longer fits.
+            fetch, _ = self._check_accept(req, segment, plan.url)
+            if fetch != (synced is not None):
+                raise SegmentStateError(
+                    f"segment {plan.start} of journal {self.jid!r} changed while "
+                    f"{_describe(segment)} was downloaded from {plan.url}; retry the recovery"
+                )
+            if synced is not None and not synced.exists():
+                raise SegmentStateError(
+                    f"the download of {_describe(segment)} from {plan.url} to {synced} went "
+                    f"away before it was installed (journal {self.jid!r} reformatted?); retry "
+                    "the recovery"
+                )
+        except BaseException:
+            if synced is not None:
+                synced.unlink(missing_ok=True)
+            raise
+        self._apply_request(req)
+        self._abort_cur_segment()
+        self.cache.clear()
+        start = plan.start
+        if synced is not None and plan.compare:
+            local = self.storage.current / inprogress_name(start)
+            if _same_log(synced, local):
+                synced.unlink()
+                synced = None
+            else:
+                log.warning(
+                    "journal %s: segment %s here differs from the accepted one at %s although "
+                    "it ends at the same txid; replacing it",
+                    self.jid,
+                    _describe(segment),
+                    plan.url,
+                )
+        staged: Path | None = None
+        if synced is not None:
+            # Under the name a crash after the paxos write rolls forward (prepare_recovery).
+            staged = self.storage.sync_temp_file(start, req.epoch)
+            os.replace(synced, staged)
+        self.faults.before_persist_paxos_data()
+        self.storage.write_paxos(
+            start, pb.PersistedRecoveryPaxosData(segment_state=segment, accepted_in_epoch=req.epoch)
+        )
+        self.faults.after_persist_paxos_data()
+        if staged is not None:
+            target = self.storage.current / inprogress_name(start)
+            os.replace(staged, target)
+            fsync_dir(target.parent)
+            latest = self._scan_for_latest_edits()
+            self.highest_written_txid = latest.end_txid if latest else 0
+        log.info(
+            "journal %s: accepted recovery of %s in epoch %d",
+            self.jid,
+            _describe(segment),
+            req.epoch,
+        )
+
+    def _check_accept(
+        self, req: pb.RequestInfo, segment: pb.SegmentState, from_url: str
+    ) -> tuple[bool, bool]:
+        """Check an accept_recovery; (download needed, compare the download with ours)."""
         self._check_writer_call(req)
         start, end = segment.start_txid, segment.end_txid
         if not (end > 0 and end >= start):
@@ -736,12 +898,8 @@ class Journal:
                 f"segment {start} was already accepted in epoch {old.accepted_in_epoch}, "
                 f"newer than this request's epoch {req.epoch}"
             )
-        self._apply_request(req)
-        self._abort_cur_segment()
-        self.cache.clear()
-        from_url = _for_recovery(from_url, req.epoch)
         current = self._segment_info(start)
-        synced: Path | None = None
+        fetch = compare = False
         if current is None or current.end_txid != end:
             if current is not None:
                 committed = self.committed_txid
@@ -759,41 +917,19 @@ class Journal:
                         f"asked to replace finalized segment {current.start_txid}-"
                         f"{current.end_txid} with {_describe(segment)}"
                     )
-            synced = self._sync_log(req.epoch, segment, from_url)
+            fetch = True
         elif current.is_in_progress and from_url:
             # The same length is not the same log: a node that refused a newer writer's
             # start_log_segment keeps an older writer's ops, which may end at the same txid.
             # Only the source itself is sent no URL: its copy is the chosen one.
-            synced = self._sync_log(req.epoch, segment, from_url)
-            local = self.storage.current / inprogress_name(start)
-            if _same_log(synced, local):
-                synced.unlink()
-                synced = None
-            else:
-                log.warning(
-                    "journal %s: segment %s here differs from the accepted one at %s although "
-                    "it ends at the same txid; replacing it",
-                    self.jid,
-                    _describe(segment),
-                    from_url,
+            fetch = compare = True
+        if fetch:
+            if not from_url:
+                raise InvalidRequestError(
+                    f"accept_recovery of {_describe(segment)} needs a URL to fetch it from"
                 )
-        self.faults.before_persist_paxos_data()
-        self.storage.write_paxos(
-            start, pb.PersistedRecoveryPaxosData(segment_state=segment, accepted_in_epoch=req.epoch)
-        )
-        self.faults.after_persist_paxos_data()
-        if synced is not None:
-            target = self.storage.current / inprogress_name(start)
-            os.replace(synced, target)
-            fsync_dir(target.parent)
-            latest = self._scan_for_latest_edits()
-            self.highest_written_txid = latest.end_txid if latest else 0
-        log.info(
-            "journal %s: accepted recovery of %s in epoch %d",
-            self.jid,
-            _describe(segment),
-            req.epoch,
-        )
+            check_segment_url(from_url, self.jid, start)
+        return fetch, compare
 
     def get_journaled_edits(self, since_txid: int, max_txns: int) -> pb.GetJournaledEditsResponse:
         """Recent edits from memory; thread-safe, so callers need not use the journal thread."""
@@ -902,6 +1038,22 @@ class Journal:
         st.problems.extend(journal_problems(st, disk_facts(self.storage.current)))
         return st
 
+    def status_snapshot(self, problem: str) -> pb.JournalStatus:
+        """Status from plain attributes, for when the journal's thread is busy; any thread."""
+        st = pb.JournalStatus(
+            jid=self.jid,
+            is_formatted=self.ns_info is not None,
+            last_promised_epoch=self.last_promised_epoch,
+            last_writer_epoch=self.last_writer_epoch,
+            highest_written_txid=self.highest_written_txid,
+            problems=[problem],
+        )
+        if self.ns_info is not None:
+            st.ns_info.CopyFrom(self.ns_info.to_proto())
+        if self.committed_txid is not None:
+            st.committed_txid = self.committed_txid
+        return st
+
     def segment_path(
         self, segment_txid: int, in_progress_ok: bool, recovery_epoch: int = 0
     ) -> tuple[Path, int] | None:
@@ -915,6 +1067,12 @@ class Journal:
         if seg is None:
             return None
         if not seg.in_progress:
+            problem = self._check_finalized(seg)
+            if problem is not None:
+                raise SegmentStateError(
+                    f"finalized segment {seg.path.name} of journal {self.jid!r} is bad "
+                    f"({problem}); moved aside, a peer's copy will replace it"
+                )
             return seg.path, seg.path.stat().st_size
         if not in_progress_ok:
             return None
@@ -965,14 +1123,14 @@ class Journal:
         if seg is None:
             return None
         if seg.end is not None:
-            return SegmentInfo(seg.start, seg.end, False)
+            return SegmentInfo(seg.start, seg.end, False, seg.path.stat().st_size)
         found = scan_file(seg.path)
         self._refuse_corrupt(seg, found)
         if found.num_ops == 0:
             self._move_aside_empty(seg, found)
             return None
         assert found.last_txid is not None
-        return SegmentInfo(seg.start, found.last_txid, True)
+        return SegmentInfo(seg.start, found.last_txid, True, found.valid_length)
 
     def _scan_for_latest_edits(self) -> SegmentInfo | None:
         """The newest segment holding txns; empty in-progress files are moved aside."""
@@ -1012,6 +1170,51 @@ class Journal:
                 f"refusing to use it: {found.problem}"
             )
 
+    def _check_finalized(self, seg: SegmentFile) -> str | None:
+        """None if a finalized segment holds exactly its named range; else move it aside."""
+        assert seg.end is not None
+        try:
+            st = seg.path.stat()
+        except FileNotFoundError:
+            return "it went away"
+        key = (st.st_size, st.st_mtime_ns)
+        if self._verified.get(seg.path.name) == key:
+            return None
+        need = HEADER_LEN + (seg.end - seg.start + 1) * MIN_OP_SIZE
+        problem: str | None = None
+        if st.st_size < need:
+            problem = f"{st.st_size} bytes, shorter than the {need} its txids need"
+        else:
+            found = scan_file(seg.path)
+            # A bad frame with valid ones after it is mid-file corruption, not a short file:
+            # that is left to the corruption scans (readers check every CRC and switch node).
+            short = found.end != "corrupt"
+            if short and (found.first_txid, found.last_txid, found.end) != (
+                seg.start,
+                seg.end,
+                "eof",
+            ):
+                problem = (
+                    f"it holds txids {found.first_txid}-{found.last_txid} and ends with "
+                    f"{found.problem or found.end}"
+                )
+        if problem is None:
+            self._verified[seg.path.name] = key
+            return None
+        self._verified.pop(seg.path.name, None)
+        aside = seg.path.with_name(seg.path.name + ".corrupt")
+        os.replace(seg.path, aside)
+        fsync_dir(seg.path.parent)
+        log.warning(
+            "journal %s: finalized segment %s is bad (%s); moved aside as %s, never served; "
+            "the syncer fetches it from a peer",
+            self.jid,
+            seg.path.name,
+            problem,
+            aside.name,
+        )
+        return problem
+
     def _move_aside_empty(self, seg: SegmentFile, found: ScanResult) -> None:
         if seg.start == self.cur_segment_txid:
             return  # the open segment is empty until its first batch
@@ -1037,30 +1240,24 @@ class Journal:
             os.replace(tmp, target)
             fsync_dir(target.parent)
 
-    def _sync_log(self, epoch: int, segment: pb.SegmentState, from_url: str) -> Path:
-        """Download a segment to its temporary name and check it holds exactly the range."""
-        if not from_url:
-            raise InvalidRequestError(
-                f"accept_recovery of {_describe(segment)} needs a URL to fetch it from"
-            )
-        tmp = self.storage.sync_temp_file(segment.start_txid, epoch)
-        try:
-            self._fetch(from_url, tmp)
-        except (OSError, urllib.error.URLError) as e:
-            tmp.unlink(missing_ok=True)
-            raise StorageError(f"downloading {from_url} failed: {e}") from None
-        found = scan_file(tmp)
-        if found.first_txid != segment.start_txid or (found.last_txid or 0) < segment.end_txid:
-            tmp.unlink(missing_ok=True)
-            raise SegmentStateError(
-                f"segment downloaded from {from_url} holds txids {found.first_txid}-"
-                f"{found.last_txid}, not {segment.start_txid}-{segment.end_txid}"
-            )
-        if found.last_txid != segment.end_txid:
-            _truncate_after(tmp, segment.end_txid)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        return tmp
+
+def _read(path: Path, read: Callable[[], T]) -> T:
+    """Run a metadata read, turning any failure into a StorageError naming the file."""
+    try:
+        return read()
+    except StorageError as e:
+        if str(path) in str(e):
+            raise
+        raise StorageError(f"{path}: {e}") from None
+    except UnicodeDecodeError as e:
+        raise StorageError(
+            f"{path} holds bytes that are not text (byte 0x{e.object[e.start]:02x} at "
+            f"offset {e.start}); the file is corrupt"
+        ) from None
+    except OSError as e:
+        raise StorageError(f"cannot read {path}: {e.strerror or e}") from None
+    except (ValueError, OverflowError) as e:
+        raise StorageError(f"{path} is corrupt: {e}") from None
 
 
 def _for_recovery(url: str, epoch: int) -> str:
@@ -1091,15 +1288,3 @@ def _truncate_after(path: Path, end_txid: int) -> None:
             with open(path, "r+b") as f:
                 f.truncate(op.offset + op.size)
             return
-
-
-def download_segment(url: str, dest: Path) -> None:
-    """Fetch a segment over HTTP into dest, synced."""
-    with (
-        urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_SECONDS) as resp,
-        open(dest, "wb") as f,
-    ):
-        while chunk := resp.read(1 << 20):
-            f.write(chunk)
-        f.flush()
-        os.fsync(f.fileno())

@@ -11,6 +11,11 @@ from prometheus_client.registry import Collector
 from qjm import __version__
 from qjm.journalnode.journal import Journal
 
+NODE_GAUGES = {
+    "inflight_request_bytes": "RPC request bytes in flight (max_inflight_request_bytes)",
+    "http_connections": "Open HTTP connections (journalnode.http_max_connections)",
+    "journals_not_served": "Journals that failed to open at start (see /status problems)",
+}
 SYNC_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 
 
@@ -24,6 +29,7 @@ class JournalCollector(Collector):
     ) -> None:
         self._journals = journals
         self._syncer_running = syncer_running
+        self.node_values: Callable[[], dict[str, float]] = dict
 
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
         """Yield one family per metric, one sample per journal id."""
@@ -84,6 +90,12 @@ class JournalCollector(Collector):
         info = GaugeMetricFamily("qjm_journalnode_info", "Version of this node", labels=["version"])
         info.add_metric([__version__], 1)
         yield info
+        node = self.node_values()
+        for key, text in NODE_GAUGES.items():
+            if key in node:
+                g = GaugeMetricFamily(f"qjm_journalnode_{key}", text)
+                g.add_metric([], node[key])
+                yield g
 
 
 class JournalNodeMetrics:
@@ -95,7 +107,8 @@ class JournalNodeMetrics:
         syncer_running: Callable[[], bool] = lambda: False,
     ) -> None:
         self.registry = CollectorRegistry()
-        self.registry.register(JournalCollector(journals, syncer_running))
+        self.collector = JournalCollector(journals, syncer_running)
+        self.registry.register(self.collector)
         self.sync_seconds = Histogram(
             "qjm_journal_sync_seconds",
             "Latency of fsync after a batch (HDFS Syncs...LatencyMicros)",
@@ -103,6 +116,10 @@ class JournalNodeMetrics:
             buckets=SYNC_BUCKETS,
             registry=self.registry,
         )
+
+    def watch_node(self, values: Callable[[], dict[str, float]]) -> None:
+        """Export node-wide gauges read from values() at scrape time."""
+        self.collector.node_values = values
 
     def attach(self, journal: Journal) -> None:
         """Route a journal's sync timings into the histogram."""

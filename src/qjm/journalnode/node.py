@@ -25,17 +25,53 @@ from qjm.journalnode.metrics import JournalNodeMetrics
 from qjm.journalnode.storage import JNStorage, check_journal_id, lock_file
 from qjm.journalnode.syncer import JournalSyncer
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol.errors import JournalNotFormattedError, StorageError
+from qjm.protocol.errors import JournalError, JournalNotFormattedError, StorageError
 
 log = logging.getLogger("qjm.journalnode")
 T = TypeVar("T")
 NODE_LOCK = "in_use.lock"
+STATUS_TIMEOUT_SECONDS = 1.0  # status waits no longer for a busy journal's thread
+FETCH_THREADS = 4
+HTTP_SHUTDOWN_SECONDS = 2.0
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 GRPC_OPTIONS = [
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     ("grpc.so_reuseport", 0),
 ]
+
+
+def grpc_options(settings: JournalNodeSettings) -> list[tuple[str, int]]:
+    """The gRPC server's options: message size from journalnode.ipc_maximum_data_length."""
+    size = settings.ipc_maximum_data_length
+    return [
+        ("grpc.max_send_message_length", size),
+        ("grpc.max_receive_message_length", size),
+        ("grpc.so_reuseport", 0),
+    ]
+
+
+class InflightBytes:
+    """RPC request bytes being served now; a request past the limit is refused, not queued."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, size: int) -> int:
+        """Count size bytes in, or raise naming the limit; call on the event loop only."""
+        if size and self.used + size > self.limit:
+            raise JournalError(
+                f"JournalNode busy: a request of {size} bytes on top of {self.used} bytes in "
+                f"flight would pass journalnode.max_inflight_request_bytes = {self.limit}; "
+                "retry later"
+            )
+        self.used += size
+        return size
+
+    def release(self, size: int) -> None:
+        """Count size bytes out."""
+        self.used -= size
 
 
 class StartupError(QjmError):
@@ -80,6 +116,29 @@ class Progress:
         self._event = asyncio.Event()
 
 
+LIMIT_KEYS = (
+    "max_journals",
+    "ipc_maximum_data_length",
+    "max_inflight_request_bytes",
+    "http_idle_timeout_ms",
+    "http_max_connections",
+)
+
+
+def check_limits(settings: JournalNodeSettings) -> None:
+    """Refuse a resource limit that is not positive, naming its key."""
+    for key in LIMIT_KEYS:
+        value = getattr(settings, key)
+        if value <= 0:
+            raise StartupError(f"journalnode.{key} must be positive, got {value}")
+    if settings.ipc_maximum_data_length > settings.max_inflight_request_bytes:
+        raise StartupError(
+            f"journalnode.ipc_maximum_data_length ({settings.ipc_maximum_data_length}) is "
+            f"larger than journalnode.max_inflight_request_bytes "
+            f"({settings.max_inflight_request_bytes}): the largest request would be refused"
+        )
+
+
 def _check_bindable(host: str, port: int, what: str) -> None:
     """Fail with one clear line when host:port cannot be listened on."""
     if port == 0:
@@ -113,10 +172,20 @@ class JournalNode:
         self.faults = faults
         self.node_id = uuid.uuid4().hex  # per process: one node named twice in a URI shows
         self._journals: dict[str, _Open] = {}
+        self.inflight = InflightBytes(self.settings.max_inflight_request_bytes)
+        self._http_server: asyncio.Server | None = None
+        self.broken: dict[str, str] = {}  # journals that failed to open at start: why
         self.progress: dict[str, Progress] = {}
         self._open_lock = asyncio.Lock()
         self.metrics = JournalNodeMetrics(
             self.journals, lambda: self.syncer is not None and self.syncer.running
+        )
+        self.metrics.watch_node(
+            lambda: {
+                "inflight_request_bytes": self.inflight.used,
+                "http_connections": len(self.http_connections()),
+                "journals_not_served": len(self.broken),
+            }
         )
         self._lock_fd = -1
         self._grpc: grpc.aio.Server | None = None
@@ -126,6 +195,8 @@ class JournalNode:
         self.syncer: JournalSyncer | None = None
         self._sync_stop = asyncio.Event()
         self._sync_task: asyncio.Task[None] | None = None
+        # accept_recovery's downloads, off the journals' threads (a few at a time).
+        self._fetch_pool = ThreadPoolExecutor(FETCH_THREADS, thread_name_prefix="segment-fetch")
 
     # -- journals ------------------------------------------------------------------------------
     def journals(self) -> list[Journal]:
@@ -137,6 +208,11 @@ class JournalNode:
         found = self._journals.get(jid)
         if found is not None:
             return found
+        if jid in self.broken:
+            raise StorageError(
+                f"journal {jid!r} could not be opened at start: {self.broken[jid]}; fix or "
+                "move aside that file and restart the JournalNode"
+            )
         async with self._open_lock:
             found = self._journals.get(jid)
             if found is not None:
@@ -146,6 +222,13 @@ class JournalNode:
                 raise JournalNotFormattedError(
                     f"journal {jid!r} is not formatted on this JournalNode (no storage at "
                     f"{root}); run `qjm journal format`"
+                )
+            held = len(self._journals) + len(self.broken)
+            if not root.is_dir() and held >= self.settings.max_journals:
+                raise JournalError(
+                    f"this JournalNode holds {held} journals, the limit "
+                    f"(journalnode.max_journals = {self.settings.max_journals}); refusing to "
+                    f"create journal {jid!r}"
                 )
             executor = ThreadPoolExecutor(1, thread_name_prefix=f"journal-{jid}")
             loop = asyncio.get_running_loop()
@@ -174,11 +257,31 @@ class JournalNode:
             self._journals[jid] = opened
             return opened
 
+    async def _open_at_start(self, jid: str) -> None:
+        """Open one journal; a failure marks only that journal broken, with a clear line."""
+        try:
+            await self._get(jid, create=False)
+        except (QjmError, OSError, ValueError) as e:
+            why = str(e) if isinstance(e, QjmError) else f"{type(e).__name__}: {e}"
+            self.broken[jid] = why
+            log.error("journal %s is not served: %s", jid, why)
+
     async def run(self, jid: str, fn: Callable[[Journal], T], *, create: bool = False) -> T:
         """Run fn(journal) on that journal's thread."""
         opened = await self._get(jid, create)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(opened.executor, fn, opened.journal)
+
+    async def accept_recovery(
+        self, jid: str, req: pb.RequestInfo, segment: pb.SegmentState, from_url: str
+    ) -> None:
+        """accept_recovery with its download off the journal's thread (checked again after)."""
+        plan = await self.run(jid, lambda j: j.begin_accept_recovery(req, segment, from_url))
+        if plan.download is not None:
+            journal = await self.journal(jid)
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._fetch_pool, journal.download, plan)
+        await self.run(jid, lambda j: j.finish_accept_recovery(req, segment, plan))
 
     async def journal(self, jid: str) -> Journal:
         """The open journal jid (opened if its storage exists); for thread-safe calls only."""
@@ -200,11 +303,32 @@ class JournalNode:
             node_id=self.node_id,
         )
         for jid in self._journal_dirs():
-            st.journals.append(await self.run(jid, lambda j: j.status()))
+            if jid in self.broken:
+                why = self.broken[jid]
+                st.journals.add(jid=jid, problems=[f"not opened at start: {why}"])
+                st.problems.append(f"journal {jid} is not served: {why}")
+                continue
+            st.journals.append(await self.journal_status(jid))
         return st
 
+    async def journal_status(self, jid: str) -> pb.JournalStatus:
+        """A journal's status; from a snapshot when its thread is busy, never blocking."""
+        opened = self._journals.get(jid)
+        if opened is None:
+            opened = await self._get(jid, create=False)
+        loop = asyncio.get_running_loop()
+        work = loop.run_in_executor(opened.executor, opened.journal.status)
+        try:
+            return await asyncio.wait_for(asyncio.shield(work), STATUS_TIMEOUT_SECONDS)
+        except TimeoutError:
+            work.add_done_callback(lambda f: f.cancelled() or f.exception())
+            return opened.journal.status_snapshot(
+                f"journal thread busy for more than {STATUS_TIMEOUT_SECONDS:g}s; "
+                "values read without it"
+            )
+
     def _journal_dirs(self) -> list[str]:
-        names = set(self._journals)
+        names = set(self._journals) | set(self.broken)
         for entry in self.edits_dir.iterdir():
             if entry.is_dir() and (entry / "current").is_dir():
                 try:
@@ -212,6 +336,11 @@ class JournalNode:
                 except QjmError:
                     log.warning("ignoring %s: not a valid journal id", entry)
         return sorted(names)
+
+    def http_connections(self) -> list[object]:
+        """The HTTP connections open now."""
+        server = self._http.server if self._http is not None else None
+        return list(server.connections) if server is not None else []
 
     def http_url(self) -> str:
         """Base URL of the HTTP server, for from_url and links."""
@@ -230,17 +359,18 @@ class JournalNode:
 
     async def start(self) -> None:
         """Check storage, open the existing journals, start both servers."""
-        from qjm.journalnode.http import make_app
+        from qjm.journalnode.http import capped_factory, make_app
         from qjm.journalnode.rpc import JournalNodeService, register_service
 
+        check_limits(self.settings)
         check_edits_dir(self.edits_dir)
         self._lock_node()
         try:
             for jid in self._journal_dirs():
-                await self._get(jid, create=False)
+                await self._open_at_start(jid)
             _check_bindable(self.rpc_host, self.rpc_port, "RPC")
             _check_bindable(self.http_host, self.http_port, "HTTP")
-            server = grpc.aio.server(options=GRPC_OPTIONS)
+            server = grpc.aio.server(options=grpc_options(self.settings))
             register_service(JournalNodeService(self), server)
             where = format_address(self.rpc_host, self.rpc_port)
             try:
@@ -254,19 +384,31 @@ class JournalNode:
             self.rpc_port = port
             await server.start()
             self._grpc = server
-            runner = web.AppRunner(make_app(self), access_log=None, handle_signals=False)
+            runner = web.AppRunner(
+                make_app(self),
+                access_log=None,
+                handle_signals=False,
+                # aiohttp closes a connection that has no whole request within this time from
+                # its start or its last response: idle and half-sent connections alike.
+                keepalive_timeout=self.settings.http_idle_timeout_ms / 1000,
+                shutdown_timeout=HTTP_SHUTDOWN_SECONDS,  # a slow reader must not hold up a stop
+            )
             await runner.setup()
             self._http = runner
-            site = web.TCPSite(runner, self.http_host, self.http_port, reuse_address=True)
             try:
-                await site.start()
+                self._http_server = await asyncio.get_running_loop().create_server(
+                    capped_factory(runner, self.settings.http_max_connections),
+                    self.http_host,
+                    self.http_port,
+                    reuse_address=True,
+                )
             except OSError as e:
                 where = format_address(self.http_host, self.http_port)
                 raise StartupError(
                     f"cannot listen for HTTP on {where}: {e.strerror or e}"
                 ) from None
             if self.http_port == 0:
-                self.http_port = int(runner.addresses[0][1])
+                self.http_port = int(self._http_server.sockets[0].getsockname()[1])
         except BaseException:
             await self.stop()
             raise
@@ -290,10 +432,16 @@ class JournalNode:
         if self._grpc is not None:
             await self._grpc.stop(grace=1.0)
             self._grpc = None
+        if self._http_server is not None:
+            self._http_server.close()
+            self._http_server = None
         if self._http is not None:
             await self._http.cleanup()
             self._http = None
         loop = asyncio.get_running_loop()
+        for opened in list(self._journals.values()):
+            opened.journal.fetcher.cancel_all()  # a download must not hold up the stop
+        self._fetch_pool.shutdown(wait=False, cancel_futures=True)
         for opened in list(self._journals.values()):
             try:
                 await loop.run_in_executor(opened.executor, opened.journal.close)

@@ -25,7 +25,7 @@ from qjm.protocol.errors import (
 )
 
 if TYPE_CHECKING:
-    from qjm.journalnode.node import JournalNode
+    from qjm.journalnode.node import InflightBytes, JournalNode
 
 log = logging.getLogger("qjm.journalnode.rpc")
 MAX_LONG_POLL_MS = 30_000
@@ -205,10 +205,11 @@ class JournalNodeService(pb_grpc.QJournalServiceServicer):
 
     async def AcceptRecovery(self, request: pb.AcceptRecoveryRequest, context: Any) -> Any:
         """Paxos phase 2 for a segment."""
-        await self._on(
+        await _guard(
             context,
-            request.req.jid,
-            lambda j: j.accept_recovery(request.req, request.state_to_accept, request.from_url),
+            self.node.accept_recovery(
+                request.req.jid, request.req, request.state_to_accept, request.from_url
+            ),
         )
         return pb.Empty()
 
@@ -243,7 +244,7 @@ class JournalNodeService(pb_grpc.QJournalServiceServicer):
 
     async def GetJournalStatus(self, request: pb.JournalIdRequest, context: Any) -> Any:
         """One journal's status."""
-        return await self._on(context, request.jid, lambda j: j.status())
+        return await _guard(context, self.node.journal_status(request.jid))
 
     async def GetNodeStatus(self, request: pb.GetNodeStatusRequest, context: Any) -> Any:
         """The node's status with every journal."""
@@ -267,7 +268,9 @@ def _lenient_parser(cls: Any) -> Callable[[bytes], Any]:
     return parse
 
 
-def _checked(method: Callable[[Any, Any], Awaitable[Any]]) -> Callable[[Any, Any], Awaitable[Any]]:
+def _checked(
+    method: Callable[[Any, Any], Awaitable[Any]], inflight: InflightBytes | None = None
+) -> Callable[[Any, Any], Awaitable[Any]]:
     async def handler(request: Any, context: grpc.aio.ServicerContext) -> Any:
         if isinstance(request, _Malformed):
             log.warning("refused a request: %s", request.message)
@@ -276,7 +279,20 @@ def _checked(method: Callable[[Any, Any], Awaitable[Any]]) -> Callable[[Any, Any
                 request.message,
                 trailing_metadata=((ERROR_METADATA_KEY, InvalidRequestError.code),),
             )
-        return await method(request, context)
+        if inflight is None:
+            return await method(request, context)
+        try:
+            held = inflight.take(request.ByteSize())
+        except JournalError as e:
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                str(e),
+                trailing_metadata=((ERROR_METADATA_KEY, JournalError.code),),
+            )
+        try:
+            return await method(request, context)
+        finally:
+            inflight.release(held)
 
     return handler
 
@@ -286,7 +302,7 @@ def register_service(service: JournalNodeService, server: grpc.aio.Server) -> No
     descriptor = pb.DESCRIPTOR.services_by_name["QJournalService"]
     handlers = {
         m.name: grpc.unary_unary_rpc_method_handler(
-            _checked(getattr(service, m.name)),
+            _checked(getattr(service, m.name), service.node.inflight),
             request_deserializer=_lenient_parser(getattr(pb, m.input_type.name)),
             response_serializer=lambda msg: msg.SerializeToString(),
         )

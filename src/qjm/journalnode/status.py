@@ -39,6 +39,7 @@ def node_status_dict(st: pb.NodeStatus) -> dict[str, Any]:
         "http_address": st.http_address,
         "version": st.version,
         "journals": {j.jid: journal_status_dict(j) for j in st.journals},
+        "problems": list(st.problems),
     }
 
 

@@ -304,6 +304,11 @@ class JNStorage:
         except FileNotFoundError:
             return None
         size, pos = _read_varint(data, path)
+        if pos + size > len(data):
+            raise StorageError(
+                f"{path} is truncated: its record needs {size} bytes, the file holds "
+                f"{len(data) - pos}"
+            )
         msg = pb.PersistedRecoveryPaxosData()
         try:
             msg.ParseFromString(data[pos : pos + size])

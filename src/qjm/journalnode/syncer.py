@@ -77,7 +77,7 @@ class JournalSyncer:
         base = f"http://{host}:{http_port}"
         installed = 0
         for journal in status.journals:
-            if not journal.is_formatted:
+            if not journal.is_formatted or journal.jid in self.node.broken:
                 continue
             try:
                 installed += await self._sync_journal(journal, base)

@@ -1,0 +1,390 @@
+"""A JournalNode's resources and start-up: corrupt files, bad segments, limits, log floods."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import resource
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from conftest import JNFactory, JNProcess
+from ports import free_address
+from qjm.client.rpc import JournalNodeClient
+from qjm.config import JournalNodeSettings
+from qjm.journalnode.node import JournalNode, StartupError
+from qjm.logs import RateLimitFilter, setup_logging
+from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.errors import JournalError, StorageError
+from test_journalnode_server import JID, http_get, txns
+from test_syncer import SEGMENTS, SYNC_MS, seg_path, wait_until, write_segments
+
+NS = pb.NamespaceInfo(namespace_id=4242, cluster_id="CID-resources")
+T = 10.0
+
+
+def http_json(url: str) -> dict[str, object]:
+    """GET a JSON document."""
+    with urllib.request.urlopen(url, timeout=T) as resp:
+        data: dict[str, object] = json.loads(resp.read())
+    return data
+
+
+async def format_journals(rpc: str, *jids: str) -> None:
+    """Format journals on one node and promise epoch 1 on each."""
+    client = JournalNodeClient(rpc)
+    try:
+        for jid in jids:
+            await client.call("Format", pb.FormatRequest(jid=jid, ns_info=NS), T)
+            await client.call("NewEpoch", pb.NewEpochRequest(jid=jid, ns_info=NS, epoch=1), T)
+    finally:
+        await client.close()
+
+
+CORRUPTIONS = {
+    "VERSION": b"namespaceID=\xff\xfe\x00\x81garbage\n",
+    "last-promised-epoch": b"\x00\xff\xfe\x81\n",
+    "paxos/1": b"\x32\x08\x01",  # says 50 bytes follow, holds 2
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORRUPTIONS))
+async def test_one_corrupt_file_does_not_stop_the_node(jn_factory: JNFactory, name: str) -> None:
+    jn = jn_factory.start("jn0")
+    await format_journals(jn.rpc, "good", "bad")
+    jn_factory.stop(jn)
+    bad_file = jn.edits_dir / "bad" / "current" / name
+    bad_file.write_bytes(CORRUPTIONS[name])
+    jn = jn_factory.start("jn0", jn.rpc, jn.http)
+    log = jn.log.read_text()
+    assert str(bad_file) in log, log
+    assert "UnicodeDecodeError" not in log and "Traceback" not in log, log
+    client = JournalNodeClient(jn.rpc)
+    try:
+        good = await client.call("GetJournalState", pb.JournalIdRequest(jid="good"), T)
+        assert good.last_promised_epoch == 1  # type: ignore[attr-defined]
+        with pytest.raises(StorageError, match=str(bad_file)):
+            await client.call("GetJournalState", pb.JournalIdRequest(jid="bad"), T)
+        st = await client.call("GetNodeStatus", pb.GetNodeStatusRequest(), T)
+    finally:
+        await client.close()
+    problems = list(st.problems)  # type: ignore[attr-defined]
+    assert any(str(bad_file) in p for p in problems), problems
+    bad = [j for j in st.journals if j.jid == "bad"]  # type: ignore[attr-defined]
+    assert bad and any(str(bad_file) in p for p in bad[0].problems)
+    doc = http_json(f"http://{jn.http}/status")
+    assert any(str(bad_file) in p for p in doc["problems"])  # type: ignore[union-attr]
+    assert doc["journals"]["good"]["last_promised_epoch"] == 1  # type: ignore[index]
+    _, page = http_get(f"http://{jn.http}/")
+    assert str(bad_file) in page.decode()
+    _, metrics = http_get(f"http://{jn.http}/metrics")
+    assert "qjm_journalnode_journals_not_served 1.0" in metrics.decode()
+
+
+async def synced_trio_with_segments(jn_factory: JNFactory) -> list[JNProcess]:
+    """Three nodes holding SEGMENTS, restarted as peers (written first: no sync races)."""
+    first = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
+    await write_segments(first, SEGMENTS)
+    rpcs = [jn.rpc for jn in first]
+    for jn in first:
+        jn_factory.stop(jn)
+    out = []
+    for i, jn in enumerate(first):
+        peers = ",".join(r for k, r in enumerate(rpcs) if k != i)
+        out.append(
+            jn_factory.start(
+                jn.name, jn.rpc, jn.http, "--peers", peers, "--sync-interval-ms", SYNC_MS
+            )
+        )
+    return out
+
+
+def segment_intact(path: Path, original: bytes) -> bool:
+    """True when a finalized segment file is back with its original bytes."""
+    return path.exists() and path.read_bytes() == original
+
+
+@pytest.mark.parametrize("cut", ["empty", "truncated"])
+async def test_a_bad_finalized_segment_is_moved_aside_on_serve_and_repaired(
+    jn_factory: JNFactory, cut: str
+) -> None:
+    jn1, _, jn3 = await synced_trio_with_segments(jn_factory)
+    path = seg_path(jn1, 4, 6)
+    original = path.read_bytes()
+    os.truncate(path, 0 if cut == "empty" else len(original) - 5)
+    status, body = http_get(f"http://{jn1.http}/getJournal?jid={JID}&segmentTxId=4")
+    assert status != 200, f"served a bad segment: {status} with {len(body)} bytes"
+    assert path.name in body.decode(), body
+    assert path.with_name(path.name + ".corrupt").exists()
+    wait_until("4-6 repaired on jn1", lambda: segment_intact(path, original))
+    assert "moved aside" in jn1.log.read_text()
+    assert seg_path(jn3, 4, 6).read_bytes() == original
+
+
+async def test_a_bad_finalized_segment_is_found_at_start_and_repaired(
+    jn_factory: JNFactory,
+) -> None:
+    jn1, _, _ = await synced_trio_with_segments(jn_factory)
+    jn_factory.stop(jn1)
+    path = seg_path(jn1, 7, 9)
+    original = path.read_bytes()
+    path.write_bytes(original[:20])
+    jn1 = jn_factory.start(jn1.name, jn1.rpc, jn1.http, *jn1.extra)
+    assert path.with_name(path.name + ".corrupt").exists() or segment_intact(path, original)
+    wait_until("7-9 repaired on jn1", lambda: segment_intact(path, original))
+    log = jn1.log.read_text()
+    assert path.name in log and "moved aside" in log, log
+
+
+@asynccontextmanager
+async def node_with(tmp_path: Path, **settings: int) -> AsyncIterator[JournalNode]:
+    """An in-process JournalNode on free loopback ports with some settings changed."""
+    node = JournalNode(
+        tmp_path / "jn",
+        ("127.0.0.1", 0),
+        ("127.0.0.1", 0),
+        JournalNodeSettings(sync_enabled=False, **settings),  # type: ignore[arg-type]
+    )
+    await node.start()
+    try:
+        yield node
+    finally:
+        await node.stop()
+
+
+def rpc_of(node: JournalNode) -> str:
+    """The node's RPC address."""
+    return f"127.0.0.1:{node.rpc_port}"
+
+
+async def test_journals_per_node_are_limited(tmp_path: Path) -> None:
+    async with node_with(tmp_path, max_journals=3) as node:
+        await format_journals(rpc_of(node), "a", "b", "c")
+        with pytest.raises(JournalError, match=r"journalnode\.max_journals.*'d'"):
+            await format_journals(rpc_of(node), "d")
+        assert not (tmp_path / "jn" / "d" / "current").exists()
+        client = JournalNodeClient(rpc_of(node))  # the existing ones still serve
+        try:
+            st = await client.call("GetJournalState", pb.JournalIdRequest(jid="a"), T)
+            assert st.last_promised_epoch == 1  # type: ignore[attr-defined]
+        finally:
+            await client.close()
+
+
+async def test_in_flight_request_bytes_are_limited(tmp_path: Path) -> None:
+    async with node_with(
+        tmp_path, max_inflight_request_bytes=1_000_000, ipc_maximum_data_length=1_000_000
+    ) as node:
+        await format_journals(rpc_of(node), JID)
+        client = JournalNodeClient(rpc_of(node))
+        serial = iter(range(1, 100))
+
+        def req() -> pb.RequestInfo:
+            return pb.RequestInfo(jid=JID, epoch=1, ipc_serial=next(serial))
+
+        def batch(first: int) -> pb.JournalRequest:
+            return pb.JournalRequest(
+                req=req(),
+                segment_txid=1,
+                first_txid=first,
+                num_txns=3000,
+                records=txns(first, 3000),
+            )
+
+        release = threading.Event()
+        try:
+            await client.call("StartLogSegment", pb.StartLogSegmentRequest(req=req(), txid=1), T)
+            busy = asyncio.ensure_future(node.run(JID, lambda j: release.wait(20)))
+            first = asyncio.ensure_future(client.call("Journal", batch(1), T))
+            deadline = time.monotonic() + T
+            while node.inflight.used == 0:  # the first batch is queued behind the busy thread
+                assert time.monotonic() < deadline, "the first batch never arrived"
+                await asyncio.sleep(0.01)  # poll interval of a wait bounded by the deadline
+            with pytest.raises(JournalError, match=r"journalnode\.max_inflight_request_bytes"):
+                await client.call("Journal", batch(3001), T)
+            release.set()
+            await busy
+            await first
+            assert node.inflight.used == 0
+        finally:
+            release.set()
+            await client.close()
+
+
+def recv_until_closed(host: str, port: int, send: bytes, timeout: float) -> bytes:
+    """Connect, send some bytes, and read until the server closes (or fail after timeout)."""
+    with socket.create_connection((host, port), timeout=timeout) as s:
+        if send:
+            s.sendall(send)
+        got = b""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                chunk = s.recv(4096)
+            except TimeoutError:
+                break
+            except ConnectionResetError:
+                return got
+            if not chunk:
+                return got
+            got += chunk
+        raise AssertionError(f"the server kept the connection open for {timeout}s: {got!r}")
+
+
+async def test_idle_and_half_sent_http_connections_close(tmp_path: Path) -> None:
+    async with node_with(tmp_path, http_idle_timeout_ms=300) as node:
+        port = node.http_port
+        started = time.monotonic()
+        await asyncio.to_thread(recv_until_closed, "127.0.0.1", port, b"", 5.0)
+        await asyncio.to_thread(recv_until_closed, "127.0.0.1", port, b"GET /status HTT", 5.0)
+        assert time.monotonic() - started < 4.0
+
+
+async def test_http_connections_are_capped(tmp_path: Path) -> None:
+    async with node_with(tmp_path, http_max_connections=2) as node:
+        port = node.http_port
+        held = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(2)]
+        try:
+            deadline = time.monotonic() + T
+            while len(node.http_connections()) < 2:
+                assert time.monotonic() < deadline, "the held connections never registered"
+                await asyncio.sleep(0.01)  # poll interval of a wait bounded by the deadline
+            refused = await asyncio.to_thread(
+                recv_until_closed, "127.0.0.1", port, b"GET /status HTTP/1.1\r\n\r\n", 5.0
+            )
+            assert refused.startswith(b"HTTP/1.1 503"), refused
+            assert b"journalnode.http_max_connections" in refused
+        finally:
+            for s in held:
+                s.close()
+        deadline = time.monotonic() + T
+        while node.http_connections():
+            assert time.monotonic() < deadline, "closed connections were never released"
+            await asyncio.sleep(0.01)  # poll interval of a wait bounded by the deadline
+        doc = await asyncio.to_thread(http_json, f"http://127.0.0.1:{port}/status")
+        assert doc["journals"] == {}
+
+
+def test_repeated_log_lines_are_rate_limited() -> None:
+    now = [1000.0]
+    limiter = RateLimitFilter(interval=10.0, clock=lambda: now[0])
+    out: list[str] = []
+
+    def emit(msg: str) -> None:
+        record = logging.LogRecord("qjm.x", logging.ERROR, __file__, 1, msg, None, None)
+        if limiter.filter(record):
+            out.append(record.getMessage())
+
+    for _ in range(500):  # an accept loop failing at the fd limit
+        emit("accept failed: Too many open files")
+    emit("another message")
+    assert out == ["accept failed: Too many open files", "another message"]
+    now[0] += 10.5
+    emit("accept failed: Too many open files")
+    assert out[-1] == "accept failed: Too many open files (repeated 499 times in the last 10s)"
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    try:
+        setup_logging("test")
+        assert any(isinstance(f, RateLimitFilter) for f in root.handlers[0].filters)
+    finally:
+        root.handlers[:], level = saved
+        root.setLevel(level)
+
+
+def test_at_the_fd_limit_the_node_logs_little_and_recovers(tmp_path: Path) -> None:
+    rpc, http = free_address(), free_address()
+    log = tmp_path / "jn.log"
+    ready = tmp_path / "ready.json"
+
+    def low_fd_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+
+    argv = ["journalnode", "--edits-dir", str(tmp_path / "jn"), "--rpc-address", rpc]
+    argv += ["--http-address", http, "--ready-file", str(ready)]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "qjm", *argv],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=low_fd_limit,
+        )
+    held: list[socket.socket] = []
+    try:
+        deadline = time.monotonic() + T
+        while not ready.exists():
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, "the JournalNode never became ready"
+            time.sleep(0.02)  # poll interval of a wait bounded by the deadline
+        for address in [http] * 80 + [rpc] * 20:  # more than the node has descriptors for
+            host, port = address.rsplit(":", 1)
+            try:
+                held.append(socket.create_connection((host, int(port)), timeout=2))
+            except OSError:
+                break
+        time.sleep(3)  # let the node sit at the limit: its log must not grow with time
+        at_limit = log.read_text().count("out of system resource")
+        assert at_limit <= 1, log.read_text()
+        for s in held:
+            s.close()
+        held.clear()
+        deadline = time.monotonic() + T
+        while True:
+            try:
+                assert http_json(f"http://{http}/status")["journals"] == {}
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the node never answered again"
+                time.sleep(0.1)  # poll interval of a wait bounded by the deadline
+        assert "Traceback" not in log.read_text().replace(" | Traceback", "")
+    finally:
+        for s in held:
+            s.close()
+        proc.terminate()
+        proc.wait(10)
+
+
+async def test_status_reports_a_busy_journal_instead_of_waiting(tmp_path: Path) -> None:
+    async with node_with(tmp_path) as node:
+        await format_journals(rpc_of(node), "busy", "idle")
+        release = threading.Event()
+        stuck = asyncio.ensure_future(node.run("busy", lambda j: release.wait(30)))
+        try:
+            started = time.monotonic()
+            st = await asyncio.wait_for(node.node_status(), 10)
+            assert time.monotonic() - started < 5.0
+            by_jid = {j.jid: j for j in st.journals}
+            assert by_jid["busy"].last_promised_epoch == 1
+            assert any("busy" in p for p in by_jid["busy"].problems), by_jid["busy"]
+            assert not by_jid["idle"].problems
+        finally:
+            release.set()
+            await stuck
+
+
+@pytest.mark.parametrize(
+    ("settings", "match"),
+    [
+        ({"max_journals": 0}, "journalnode.max_journals must be positive, got 0"),
+        ({"http_idle_timeout_ms": -1}, "journalnode.http_idle_timeout_ms must be positive"),
+        ({"max_inflight_request_bytes": 1000}, "larger than journalnode.max_inflight"),
+    ],
+)
+async def test_limits_that_cannot_work_are_refused_at_start(
+    tmp_path: Path, settings: dict[str, int], match: str
+) -> None:
+    with pytest.raises(StartupError, match=match):
+        async with node_with(tmp_path, **settings):
+            pass
