@@ -88,7 +88,7 @@ async def format_journal(uri: QJournalUri, ns: pb.NamespaceInfo, force: bool = F
                 f"journal {uri.jid!r} is already formatted on {', '.join(formatted)}; "
                 "pass --force to wipe it"
             )
-        freq = pb.FormatRequest(jid=uri.jid, ns_info=ns, force=force)
+        freq = pb.FormatRequest(jid=uri.jid, ns_info=ns, force=force, members=sorted(uri.addresses))
         results = await asyncio.gather(
             *(c.call("Format", freq, FORMAT_TIMEOUT) for c in clients), return_exceptions=True
         )

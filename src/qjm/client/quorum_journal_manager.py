@@ -61,6 +61,9 @@ class QuorumJournalManager:
                 for addr in self.uri.addresses
             ]
         )
+        members = tuple(sorted(self.uri.addresses))
+        for ch in self.loggers.channels:
+            ch.members = members  # sent in format and new_epoch: nodes check the set
         self.is_active_writer = False
         self.last_recovered_txid: int | None = None
         self._closed = False

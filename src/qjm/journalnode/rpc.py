@@ -96,11 +96,15 @@ class JournalNodeService(pb_grpc.QJournalServiceServicer):
 
     async def GetJournalState(self, request: pb.JournalIdRequest, context: Any) -> Any:
         """The last promised epoch and where to fetch segments."""
-        epoch = await self._on(context, request.jid, lambda j: j.get_journal_state())
+        epoch, writer = await self._on(
+            context, request.jid, lambda j: (j.get_journal_state(), j.last_writer_epoch)
+        )
         return pb.GetJournalStateResponse(
             last_promised_epoch=epoch,
             http_port=self.node.http_port,
             from_url=self.node.http_url(),
+            node_id=self.node.node_id,
+            last_writer_epoch=writer,
         )
 
     async def NewEpoch(self, request: pb.NewEpochRequest, context: Any) -> Any:
@@ -168,7 +172,10 @@ class JournalNodeService(pb_grpc.QJournalServiceServicer):
 
         def manifest(j: Journal) -> pb.GetEditLogManifestResponse:
             resp = pb.GetEditLogManifestResponse(
-                http_port=self.node.http_port, from_url=self.node.http_url()
+                http_port=self.node.http_port,
+                from_url=self.node.http_url(),
+                last_writer_epoch=j.last_writer_epoch,
+                last_promised_epoch=j.last_promised_epoch,
             )
             for seg in j.get_edit_log_manifest(request.since_txid, request.in_progress_ok):
                 resp.logs.add(
@@ -215,6 +222,8 @@ class JournalNodeService(pb_grpc.QJournalServiceServicer):
             while True:
                 woken = progress.current()
                 resp = journal.get_journaled_edits(request.since_txid, request.max_txns)
+                resp.last_writer_epoch = journal.last_writer_epoch
+                resp.last_promised_epoch = journal.last_promised_epoch
                 visible = (
                     resp.txn_count > 0
                     and resp.HasField("committed_txid")
