@@ -103,11 +103,13 @@ def test_request_without_epoch_is_refused(journal: Journal) -> None:
         journal.heartbeat(pb.RequestInfo(jid="test", epoch=0, ipc_serial=1))
 
 
-def test_higher_epoch_in_a_request_raises_the_promise(journal: Journal) -> None:
+def test_higher_epoch_in_a_request_is_refused_until_new_epoch(journal: Journal) -> None:
+    # Only new_epoch raises a promise (issue 8, D1; HDFS raises it from any request).
     journal.new_epoch(NS, 1)
-    journal.heartbeat(Writer(5).req())
-    assert journal.last_promised_epoch == 5
-    assert journal.storage.read_long("last-promised-epoch", 0) == 5
+    with pytest.raises(EpochError, match="epoch 5 was never promised here .last promise 1"):
+        journal.heartbeat(Writer(5).req())
+    assert journal.last_promised_epoch == 1
+    assert journal.storage.read_long("last-promised-epoch", 0) == 1
 
 
 def test_ipc_serial_must_increase(journal: Journal) -> None:
@@ -382,6 +384,7 @@ def test_torn_tail_is_cut_when_finalizing_after_restart(tmp_path: Path) -> None:
     j = open_journal(tmp_path)
     try:
         assert j.highest_written_txid == 5
+        j.new_epoch(NS, 2)
         j.finalize_log_segment(Writer(2).req(), 1, 5)
         final = current(j) / finalized_name(1, 5)
         assert final.read_bytes() == HEADER + txns(1, 5)
@@ -407,6 +410,7 @@ def test_bit_flip_in_an_open_segment_ends_the_valid_range(tmp_path: Path) -> Non
     j = open_journal(tmp_path)
     try:
         assert j.highest_written_txid == 3
+        j.new_epoch(NS, 2)
         resp = j.prepare_recovery(Writer(2).req(), 1)
         assert resp.segment_state.end_txid == 3
     finally:
