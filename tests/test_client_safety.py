@@ -16,6 +16,8 @@ from qjm.client.quorum_call import QuorumError
 from qjm.client.reader import QuorumJournalReader
 from qjm.client.rpc import JournalNodeClient
 from qjm.client.uri import parse_qjournal_uri
+from qjm.editlog.framing import OP_OPAQUE
+from qjm.errors import QjmError
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import EpochError
 from qjm_cluster import (
@@ -23,7 +25,9 @@ from qjm_cluster import (
     FaultyClient,
     JNCluster,
     NodeFaults,
+    check_one_value_per_txid,
     payload,
+    recover,
     settle,
     write_segment,
     write_txns,
@@ -155,3 +159,61 @@ async def test_a1_cached_read_skips_the_fenced_writers_edits(tmp_path: Path) -> 
                 ops = []  # the caches of the new segment's writers may be cold: no answer
         for op in ops:
             assert op.body == payload(op.txid, "w2"), f"txid {op.txid}: {op.body!r}"
+
+
+# -- A2: no finalize past what was acknowledged ------------------------------------------------
+async def test_a2_finalize_after_a_failed_flush_is_refused(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        f1 = faults3()
+        q1 = cluster.qjm(jid, f1)
+        try:
+            await q1.recover_unfinalized_segments()
+            await write_segment(q1, 1, 5, tag="w1")
+            stream = await q1.start_log_segment(6)
+            f1[1].fail_from_txn(6)
+            f1[2].fail_from_txn(6)
+            with pytest.raises(QuorumError):
+                await write_txns(stream, 6, 15, tag="w1")  # 6-20 reaches jn0 only
+            # A deposed writer, or a caller's `finally:`, still tries to finalize.
+            with pytest.raises(QjmError, match=r"refusing to finalize segment 6-20.*failed"):
+                await q1.finalize_log_segment(6, 20)
+        finally:
+            await settle(q1)
+        assert "edits_0000000000000000006-0000000000000000020" not in cluster.segment_files(0, jid)
+        # The next writer acks other 6-10 on jn1+jn2; a recovery that sees jn0 keeps them.
+        f2 = faults3()
+        f2[0].down = True
+        q2 = cluster.qjm(jid, f2)
+        try:
+            assert await q2.recover_unfinalized_segments() == 5
+            await write_segment(q2, 6, 5, tag="w2")
+        finally:
+            await settle(q2)
+        assert await recover(cluster, jid) == 10
+        values = check_one_value_per_txid(cluster, jid)
+        assert [values[t] for t in range(6, 11)] == [payload(t, "w2") for t in range(6, 11)]
+
+
+async def test_a2_finalize_beyond_the_acknowledged_txid_is_refused(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        f = faults3()
+        q = cluster.qjm(jid, f)
+        try:
+            await q.recover_unfinalized_segments()
+            stream = await q.start_log_segment(1)
+            assert await write_txns(stream, 1, 5) == 5
+            stream.write_op(OP_OPAQUE, payload(6))  # written, never flushed
+            sent = [len(x.log) for x in f]
+            with pytest.raises(QjmError, match=r"segment 1-6.*acknowledged.* 5"):
+                await q.finalize_log_segment(1, 6)
+            with pytest.raises(QjmError, match=r"segment 1-7.*acknowledged.* 5"):
+                await q.finalize_log_segment(1, 7)
+            assert [len(x.log) for x in f] == sent, "a refused finalize reached a node"
+        finally:
+            await settle(q)
+        for i in range(3):
+            assert cluster.segment_files(i, jid) == ["edits_inprogress_0000000000000000001"]

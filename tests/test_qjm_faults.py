@@ -47,6 +47,7 @@ FORBIDDEN = (
     "accepted recovery is",
     "finalized copies",
     "refusing to truncate",
+    "unacknowledged finalize",
 )
 
 

@@ -67,6 +67,8 @@ class QuorumJournalManager:
         self.is_active_writer = False
         self.last_recovered_txid: int | None = None
         self._closed = False
+        self._streams: dict[int, QuorumOutputStream] = {}  # by segment start txid
+        self._fenced: BaseException | None = None  # a newer writer refused our epoch
 
     def __str__(self) -> str:
         return f"QJM to {self.loggers}"
@@ -218,24 +220,63 @@ class QuorumJournalManager:
     async def start_log_segment(self, txid: int) -> QuorumOutputStream:
         """Open a segment at txid on a majority and return its output stream."""
         self._check_writer()
-        await self.loggers.wait_for_write_quorum(
-            self.loggers.start_log_segment(txid, self.layout_version),
-            self._s(self.settings.start_segment_timeout_ms),
-        )
-        return QuorumOutputStream(
+        try:
+            await self.loggers.wait_for_write_quorum(
+                self.loggers.start_log_segment(txid, self.layout_version),
+                self._s(self.settings.start_segment_timeout_ms),
+            )
+        except QuorumError as e:
+            if e.epoch_error is not None:
+                self._fenced = e
+            raise
+        stream = QuorumOutputStream(
             self.loggers,
             txid,
             self._s(self.settings.write_txns_timeout_ms),
             max_in_flight=self.max_in_flight,
         )
+        self._streams = {txid: stream}
+        return stream
+
+    def _check_finalize(self, start_txid: int, end_txid: int) -> None:
+        """Refuse a finalize that could make unacknowledged edits permanent (issue 8, A2).
+
+        A node that holds edits no majority acknowledged would finalize them, and recovery
+        prefers a finalized copy: a later writer's acknowledged edits would be replaced.
+        """
+        what = f"refusing to finalize segment {start_txid}-{end_txid}"
+        if end_txid < start_txid:
+            raise QjmError(f"{what}: it ends before it starts (an empty segment)")
+        if self._fenced is not None:
+            raise QjmError(f"{what}: this writer was fenced by a newer one ({self._fenced})")
+        stream = self._streams.get(start_txid)
+        if stream is None:
+            raise QjmError(f"{what}: this writer has no open segment starting at {start_txid}")
+        if stream.failed is not None:
+            raise QjmError(
+                f"{what}: its stream failed ({stream.failed}); a new writer must recover it"
+            )
+        if end_txid != stream.acked_txid or stream.last_written_txid != stream.acked_txid:
+            raise QjmError(
+                f"{what}: a majority acknowledged txids up to {stream.acked_txid} and txids up "
+                f"to {stream.last_written_txid} were written; flush the stream and finalize "
+                "at the acknowledged txid"
+            )
 
     async def finalize_log_segment(self, start_txid: int, end_txid: int) -> None:
-        """Finalize a segment on a majority."""
+        """Finalize the writer's segment on a majority, only at its acknowledged end."""
         self._check_writer()
-        await self.loggers.wait_for_write_quorum(
-            self.loggers.finalize_log_segment(start_txid, end_txid),
-            self._s(self.settings.finalize_segment_timeout_ms),
-        )
+        self._check_finalize(start_txid, end_txid)
+        try:
+            await self.loggers.wait_for_write_quorum(
+                self.loggers.finalize_log_segment(start_txid, end_txid),
+                self._s(self.settings.finalize_segment_timeout_ms),
+            )
+        except QuorumError as e:
+            if e.epoch_error is not None:
+                self._fenced = e
+            raise
+        self._streams.pop(start_txid, None)
 
     async def purge_logs_older_than(self, min_txid_to_keep: int, wait: bool = False) -> None:
         """Ask every node to delete segments below a txid; by default does not wait."""
