@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 
+from qjm.client.admin import new_namespace_info
 from qjm.client.quorum_call import QuorumError
+from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.reader import QuorumJournalReader
 from qjm.client.rpc import JournalNodeClient
 from qjm.client.uri import parse_qjournal_uri
 from qjm.editlog.framing import OP_OPAQUE
-from qjm.errors import QjmError
+from qjm.errors import ConfigError, QjmError
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import EpochError
 from qjm_cluster import (
@@ -217,3 +219,55 @@ async def test_a2_finalize_beyond_the_acknowledged_txid_is_refused(tmp_path: Pat
             await settle(q)
         for i in range(3):
             assert cluster.segment_files(i, jid) == ["edits_inprogress_0000000000000000001"]
+
+
+# -- A8: the writer's URI names the journal's members, each once ---------------------------------
+async def test_a8_format_and_new_epoch_send_the_uris_members(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        sent: list[tuple[str, list[str]]] = []
+
+        def record(method: str, request: Any) -> None:
+            if method in ("Format", "NewEpoch"):
+                sent.append((method, list(request.members)))
+
+        f = faults3()
+        for x in f:
+            x.before = record
+        q = cluster.qjm(jid, f)
+        try:
+            await q.format(new_namespace_info(cluster_id="CID-test", namespace_id=12345))
+            await q.recover_unfinalized_segments()
+        finally:
+            await settle(q)
+        members = sorted(cluster.address(i) for i in range(3))
+        assert sent == [("Format", members)] * 3 + [("NewEpoch", members)] * 3
+
+
+async def test_a8_one_node_under_two_names_is_refused(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        p0, p1 = cluster.rpc_ports[0], cluster.rpc_ports[1]
+        uri = f"qjournal://127.0.0.1:{p0};localhost:{p0};127.0.0.1:{p1}/{jid}"
+        q = QuorumJournalManager(uri, settings=FAST_SETTINGS)
+        try:
+            with pytest.raises(
+                ConfigError,
+                match=rf"names one JournalNode twice: 127.0.0.1:{p0} and localhost:{p0} are "
+                "the same node",
+            ):
+                await q.recover_unfinalized_segments()
+        finally:
+            await q.close()
+        for i in range(3):  # nobody promised anything
+            node = cluster.nodes[i]
+            assert node is not None
+            assert (await node.journal(jid)).last_promised_epoch == 0
+
+
+def test_a8_uri_with_one_address_twice_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"names a JournalNode twice \(Host:1\)"):
+        parse_qjournal_uri("qjournal://host:1;other:2;Host:1/ns1")
+    with pytest.raises(ConfigError, match="names a JournalNode twice"):
+        parse_qjournal_uri("qjournal://host:8485;host/ns1")  # 8485 is the default port

@@ -9,6 +9,7 @@ the writer start segments and write.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 
@@ -22,7 +23,7 @@ from qjm.client.recovery_comparator import (
     describe_response,
 )
 from qjm.client.rpc import JournalNodeClient
-from qjm.client.uri import QJournalUri, parse_qjournal_uri
+from qjm.client.uri import QJournalUri, check_distinct_nodes, parse_qjournal_uri
 from qjm.config import QJournalSettings
 from qjm.editlog.framing import LAYOUT_VERSION
 from qjm.errors import QjmError
@@ -31,6 +32,7 @@ from qjm.protocol import qjournal_pb2 as pb
 log = logging.getLogger("qjm.client.qjm")
 
 FORMAT_TIMEOUT_S = 60.0  # HDFS's dfs.qjm.operations.timeout
+DISTINCT_NODES_GRACE_S = 1.0  # how long to wait for the last get_journal_state answers
 
 
 class NotWriterError(QjmError):
@@ -131,10 +133,17 @@ class QuorumJournalManager:
         if self.ns_info is None:
             await self.discover_namespace()
         assert self.ns_info is not None
+        call = self.loggers.get_journal_state()
         states = await self.loggers.wait_for_write_quorum(
-            self.loggers.get_journal_state(),
-            self._s(self.settings.get_journal_state_timeout_ms),
+            call, self._s(self.settings.get_journal_state_timeout_ms)
         )
+        # One node named twice in the URI would vote twice: hear the other names too (a
+        # node answers about as fast under each of its names), then compare node ids.
+        n = len(self.loggers.channels)
+        with contextlib.suppress(QuorumError):
+            await call.wait_for(n, n, n, DISTINCT_NODES_GRACE_S)
+        ids = {c.address: call.successes[c].node_id for c in call.keys if c in call.successes}
+        check_distinct_nodes(ids, self.uri)
         my_epoch = max(st.last_promised_epoch for st in states.values()) + 1
         answers = await self.loggers.wait_for_write_quorum(
             self.loggers.new_epoch(self.ns_info, my_epoch),

@@ -197,6 +197,7 @@ class JournalNode:
             rpc_address=format_address(self.rpc_host, self.rpc_port),
             http_address=format_address(self.http_host, self.http_port),
             version=__version__,
+            node_id=self.node_id,
         )
         for jid in self._journal_dirs():
             st.journals.append(await self.run(jid, lambda j: j.status()))
