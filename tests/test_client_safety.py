@@ -20,6 +20,7 @@ from qjm.client.rpc import JournalNodeClient
 from qjm.client.uri import parse_qjournal_uri
 from qjm.editlog.framing import OP_OPAQUE
 from qjm.errors import ConfigError, QjmError
+from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import EpochError
 from qjm_cluster import (
@@ -271,3 +272,30 @@ def test_a8_uri_with_one_address_twice_is_refused() -> None:
         parse_qjournal_uri("qjournal://host:1;other:2;Host:1/ns1")
     with pytest.raises(ConfigError, match="names a JournalNode twice"):
         parse_qjournal_uri("qjournal://host:8485;host/ns1")  # 8485 is the default port
+
+
+# -- C: a node formatted for another namespace is one bad node, not a veto ----------------------
+@pytest.mark.parametrize("bad", [0, 1, 2])
+async def test_c_a_node_of_another_namespace_does_not_block_the_writer(
+    tmp_path: Path, bad: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        ns = await cluster.format(jid)
+        other = new_namespace_info(cluster_id="CID-other", namespace_id=999)
+        node = cluster.nodes[bad]
+        assert node is not None
+        await node.run(jid, lambda j: j.format(NsInfo.from_proto(other), True))
+        f = faults3()
+        if bad != 0:
+            f[0].delay_s = 0.1  # the bad node is among the first majority to answer
+        q = cluster.qjm(jid, f)  # no namespace given: the writer discovers it
+        try:
+            await q.recover_unfinalized_segments()
+            assert q.ns_info is not None and q.ns_info.namespace_id == ns.namespace_id
+            stream = await q.start_log_segment(1)
+            assert await write_txns(stream, 1, 3) == 3
+        finally:
+            await settle(q)
+        assert f"{cluster.address(bad)}" in caplog.text and "namespace" in caplog.text
+        assert (await node.journal(jid)).ns_info == NsInfo.from_proto(other)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 
 from qjm.client.logger_channel import IPCLoggerChannel, RpcClient
@@ -28,11 +29,34 @@ from qjm.config import QJournalSettings
 from qjm.editlog.framing import LAYOUT_VERSION
 from qjm.errors import QjmError
 from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.errors import NamespaceMismatchError
 
 log = logging.getLogger("qjm.client.qjm")
 
 FORMAT_TIMEOUT_S = 60.0  # HDFS's dfs.qjm.operations.timeout
 DISTINCT_NODES_GRACE_S = 1.0  # how long to wait for the last get_journal_state answers
+
+
+def _identity(ns: pb.NamespaceInfo) -> tuple[int, str]:
+    return (ns.namespace_id, ns.cluster_id)
+
+
+def _ns(ns: pb.NamespaceInfo) -> str:
+    return f"namespace {ns.namespace_id} cluster {ns.cluster_id}"
+
+
+def _majority_namespace(
+    answers: dict[IPCLoggerChannel, pb.JournalStatus], majority: int
+) -> pb.NamespaceInfo | None:
+    """The namespace a majority of all the journal's nodes is formatted for, if any."""
+    by_id: dict[tuple[int, str], list[pb.NamespaceInfo]] = {}
+    for st in answers.values():
+        if st.is_formatted:
+            by_id.setdefault(_identity(st.ns_info), []).append(st.ns_info)
+    for infos in by_id.values():
+        if len(infos) >= majority:
+            return infos[0]
+    return None
 
 
 class NotWriterError(QjmError):
@@ -101,27 +125,44 @@ class QuorumJournalManager:
         return any(answers.values())
 
     async def discover_namespace(self) -> pb.NamespaceInfo:
-        """The namespace the journal is formatted for, as a majority of nodes report it."""
+        """The namespace the journal is formatted for, as a majority of nodes report it.
+
+        A node formatted for another namespace is one bad node: it is reported, and the
+        writer goes on with the majority (it refuses that node's votes in new_epoch).
+        """
         call = self.loggers.get_journal_status()
-        answers = await self.loggers.wait_for_write_quorum(
-            call, self._s(self.settings.get_journal_state_timeout_ms)
-        )
+        wait = self._s(self.settings.get_journal_state_timeout_ms)
+        started = time.monotonic()
+        answers = await self.loggers.wait_for_write_quorum(call, wait)
+        found = _majority_namespace(answers, self.loggers.majority)
+        if found is None:  # the first majority disagrees or lacks storage: hear the rest
+            n = len(self.loggers.channels)
+            with contextlib.suppress(QuorumError):
+                await call.wait_for(n, n, n, max(wait - (time.monotonic() - started), 0))
+            answers = dict(call.successes)
+            found = _majority_namespace(answers, self.loggers.majority)
         formatted = {ch: st for ch, st in answers.items() if st.is_formatted}
-        if len(formatted) < self.loggers.majority:
+        if found is None:
+            seen = "; ".join(f"{ch}: {_ns(st.ns_info)}" for ch, st in formatted.items())
             raise QjmError(
-                f"journal {self.uri.jid!r} is formatted on only {len(formatted)} of the "
-                f"{len(answers)} JournalNodes that answered; a majority is needed "
-                "(run `qjm journal format`)"
+                f"no namespace of journal {self.uri.jid!r} is held by a majority of "
+                f"{self.loggers.majority} of its {len(self.loggers.channels)} JournalNodes "
+                f"({len(formatted)} of {len(answers)} answering nodes are formatted"
+                + (f": {seen}" if seen else "")
+                + "; run `qjm journal format`)"
             )
-        identities = {(st.ns_info.namespace_id, st.ns_info.cluster_id) for st in formatted.values()}
-        if len(identities) > 1:
-            seen = "; ".join(
-                f"{ch}: namespace {st.ns_info.namespace_id} cluster {st.ns_info.cluster_id}"
-                for ch, st in formatted.items()
-            )
-            raise QjmError(f"JournalNodes disagree on the namespace of {self.uri.jid!r}: {seen}")
+        for ch, st in formatted.items():
+            if _identity(st.ns_info) != _identity(found):
+                log.warning(
+                    "%s: JournalNode %s is formatted for another namespace (%s, the majority "
+                    "has %s); treating it as one bad node",
+                    self,
+                    ch,
+                    _ns(st.ns_info),
+                    _ns(found),
+                )
         ns = pb.NamespaceInfo()
-        ns.CopyFrom(next(iter(formatted.values())).ns_info)
+        ns.CopyFrom(found)
         self.ns_info = ns
         return ns
 
@@ -145,10 +186,13 @@ class QuorumJournalManager:
         ids = {c.address: call.successes[c].node_id for c in call.keys if c in call.successes}
         check_distinct_nodes(ids, self.uri)
         my_epoch = max(st.last_promised_epoch for st in states.values()) + 1
+        epoch_call = self.loggers.new_epoch(self.ns_info, my_epoch)
         answers = await self.loggers.wait_for_write_quorum(
-            self.loggers.new_epoch(self.ns_info, my_epoch),
-            self._s(self.settings.new_epoch_timeout_ms),
+            epoch_call, self._s(self.settings.new_epoch_timeout_ms)
         )
+        for e in epoch_call.errors.values():
+            if isinstance(e, NamespaceMismatchError):
+                log.warning("%s: %s; going on with the majority without it", self, e)
         self.loggers.set_epoch(my_epoch)
         log.info("%s: successfully started new epoch %d", self, my_epoch)
         return answers
