@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import signal
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -14,9 +18,11 @@ import pytest
 from conftest import JNFactory, JNProcess, run_qjm
 from qjm.client.edit_streams import ReadError, SegmentSource, read_segment
 from qjm.client.quorum_call import QuorumError
+from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.reader import QuorumJournalReader
 from qjm.client.uri import parse_qjournal_uri
-from qjm.editlog.framing import HEADER_LEN, encode_op, iter_ops
+from qjm.config import QJournalSettings
+from qjm.editlog.framing import HEADER_LEN, OP_OPAQUE, encode_op, iter_ops
 from qjm.editlog.ops import MkdirOp
 from qjm.editlog.ops import encode_op as encode_hdfs_op
 from qjm.editlog.ops.types import PermissionStatus
@@ -277,3 +283,65 @@ async def test_tail_command_follows_the_write_command(jn_factory: JNFactory) -> 
     assert tail.returncode == 0, err.decode()
     seen = [json.loads(line)["txid"] for line in out.decode().splitlines()]
     assert seen == list(range(1, acked[-1] + 1))  # every acknowledged txid, nothing more
+
+
+async def test_read_after_a_sigstopped_node_returns_every_committed_op(
+    jn_factory: JNFactory,
+) -> None:
+    """Issue 8, A7: a node SIGSTOPped during a write lags; read must not stop at its end."""
+    jns = [jn_factory.start(f"jn{i}") for i in range(3)]
+    uri = f"qjournal://{';'.join(jn.rpc for jn in jns)}/{JID}"
+    done = run_qjm("journal", "format", "--uri", uri)
+    assert done.returncode == 0, done.stderr
+    settings = QJournalSettings(write_txns_timeout_ms=1_000, start_segment_timeout_ms=1_000)
+    q = QuorumJournalManager(uri, None, settings)
+    try:
+        await q.recover_unfinalized_segments()
+        stream = await q.start_log_segment(1)
+        for _ in range(20):
+            stream.write_op(OP_OPAQUE, b"before")
+            await stream.flush()
+        os.kill(jns[0].pid, signal.SIGSTOP)
+        try:
+            deadline = time.monotonic() + 20
+            while not q.loggers.channels[0].out_of_sync:  # its batch times out after 1 s
+                assert time.monotonic() < deadline, "stopped node never marked out of sync"
+                stream.write_op(OP_OPAQUE, b"while stopped")
+                await stream.flush()
+        finally:
+            os.kill(jns[0].pid, signal.SIGCONT)
+        for _ in range(30):
+            stream.write_op(OP_OPAQUE, b"after")
+            last = await stream.flush()
+        await asyncio.wait_for(q.loggers.wait_idle(), 30)  # the idle writer reports commit
+    finally:
+        await q.close()  # the segment stays open: the read needs the committed txid
+    # jn2 is slow to answer the read: a reader deciding on the first majority to answer
+    # (jn0, which lags, and jn1) would stop at jn0's end.
+    os.kill(jns[2].pid, signal.SIGSTOP)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "qjm",
+            "journal",
+            "read",
+            "--uri",
+            uri,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        with contextlib.suppress(TimeoutError):
+            # A reader that waits for every node is still waiting after this.
+            await asyncio.wait_for(asyncio.shield(proc.wait()), 5)
+    finally:
+        os.kill(jns[2].pid, signal.SIGCONT)
+    out_b, err_b = await asyncio.wait_for(proc.communicate(), 60)
+    out, err = out_b.decode(), err_b.decode()
+    assert proc.returncode == 0, err
+    txids = [json.loads(line)["txid"] for line in out.splitlines()]
+    assert txids == list(range(1, last + 1)), f"read {len(txids)} of {last} ops; {err}"
+
+    bad = run_qjm("journal", "read", "--uri", uri, "--from", "10", "--to", "5")
+    assert bad.returncode != 0 and bad.stdout == ""
+    assert "--to 5 is before --from 10" in bad.stderr

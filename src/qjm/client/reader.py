@@ -28,7 +28,7 @@ from qjm.protocol import qjournal_pb2 as pb
 
 log = logging.getLogger("qjm.client.reader")
 MAX_TXNS_PER_RPC = 5000  # HDFS's dfs.ha.tail-edits.qjm.rpc.max-txns
-MANIFEST_ATTEMPTS = 3  # answers taken while a writer writes may race it; ask again
+MANIFEST_RETRY_S = 0.5  # pause before asking for the manifest again
 K = TypeVar("K")
 T = TypeVar("T")
 
@@ -138,13 +138,15 @@ class QuorumJournalReader:
             )
         return dict(call.successes)
 
-    async def manifest(self, since_txid: int = 1, in_progress_ok: bool = False) -> Manifest:
+    async def manifest(
+        self, since_txid: int = 1, in_progress_ok: bool = False, wait_s: float | None = None
+    ) -> Manifest:
         """Merge the segment lists of every node that answers; in-progress ends are cut to
         what a majority of the writer's nodes holds and the writer reported committed."""
         req = pb.GetEditLogManifestRequest(
             jid=self.uri.jid, since_txid=since_txid, in_progress_ok=in_progress_ok
         )
-        wait = self.settings.select_input_streams_timeout_ms / 1000
+        wait = self.settings.select_input_streams_timeout_ms / 1000 if wait_s is None else wait_s
         call = QuorumCall(
             "getEditLogManifest()",
             {c: c.call("GetEditLogManifest", req, wait) for c in self.clients},
@@ -232,15 +234,24 @@ class QuorumJournalReader:
         return out
 
     async def _complete_manifest(self, from_txid: int, in_progress_ok: bool) -> Manifest:
-        """manifest(), asked again (a few times) when the answers raced a writer."""
-        for attempt in range(MANIFEST_ATTEMPTS):
+        """manifest(), asked again until the deadline while committed txids are missing.
+
+        Answers taken while a writer writes may race it, and a node that holds them may
+        be briefly unreachable; only at the deadline does the read fail, naming them.
+        """
+        wait = self.settings.select_input_streams_timeout_ms / 1000
+        deadline = time.monotonic() + wait
+        while True:
             try:
-                return await self.manifest(from_txid, in_progress_ok)
+                return await self.manifest(
+                    from_txid, in_progress_ok, max(deadline - time.monotonic(), 0.001)
+                )
             except IncompleteReadError as e:
-                if attempt == MANIFEST_ATTEMPTS - 1:
+                left = deadline - time.monotonic()
+                if left <= 0:
                     raise
                 log.info("reading from txid %d: %s; asking again", from_txid, e)
-        raise AssertionError("unreachable")
+                await asyncio.sleep(min(MANIFEST_RETRY_S, left))
 
     async def read(
         self, from_txid: int = 1, in_progress_ok: bool = False, to_txid: int | None = None
