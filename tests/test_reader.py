@@ -139,8 +139,12 @@ async def test_in_progress_reads_return_only_what_a_quorum_holds(jn_factory: JNF
             # silent short prefix (issue 8, A7).
             for w in writers[:2]:
                 await w.call("Heartbeat", pb.HeartbeatRequest(req=w.req(committed=8)))
+        short = QuorumJournalReader(
+            reader.uri, QJournalSettings(select_input_streams_timeout_ms=2000)
+        )
+        async with short:
             with pytest.raises(ReadError, match="txids 7-8 of journal .* are committed"):
-                await read_all(reader, 1, in_progress=True)
+                await read_all(short, 1, in_progress=True)
     finally:
         for w in writers:
             await w.close()

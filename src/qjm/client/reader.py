@@ -29,6 +29,7 @@ from qjm.protocol import qjournal_pb2 as pb
 log = logging.getLogger("qjm.client.reader")
 MAX_TXNS_PER_RPC = 5000  # HDFS's dfs.ha.tail-edits.qjm.rpc.max-txns
 MANIFEST_RETRY_S = 0.5  # pause before asking for the manifest again
+MANIFEST_MIN_WAIT_S = 1.0  # the least time an attempt gives the nodes to answer
 K = TypeVar("K")
 T = TypeVar("T")
 
@@ -241,17 +242,22 @@ class QuorumJournalReader:
         """
         wait = self.settings.select_input_streams_timeout_ms / 1000
         deadline = time.monotonic() + wait
+        incomplete: IncompleteReadError | None = None
         while True:
             try:
-                return await self.manifest(
-                    from_txid, in_progress_ok, max(deadline - time.monotonic(), 0.001)
-                )
+                left = max(deadline - time.monotonic(), min(wait, MANIFEST_MIN_WAIT_S))
+                return await self.manifest(from_txid, in_progress_ok, left)
             except IncompleteReadError as e:
-                left = deadline - time.monotonic()
-                if left <= 0:
+                incomplete = e
+            except QuorumError:
+                if incomplete is None:
                     raise
-                log.info("reading from txid %d: %s; asking again", from_txid, e)
-                await asyncio.sleep(min(MANIFEST_RETRY_S, left))
+                raise incomplete from None  # what is missing says more than who is slow
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise incomplete
+            log.info("reading from txid %d: %s; asking again", from_txid, incomplete)
+            await asyncio.sleep(min(MANIFEST_RETRY_S, left))
 
     async def read(
         self, from_txid: int = 1, in_progress_ok: bool = False, to_txid: int | None = None
