@@ -202,7 +202,15 @@ class QuorumJournalReader:
             segments[start] = SegmentSource(start, durable, True, open_urls)
         chain = self._chain(sorted(segments.values(), key=lambda s: s.start), since_txid)
         manifest = Manifest(chain, committed, len(answers))
-        if in_progress_ok and committed is not None and manifest.last_txid() < committed:
+        # Fewer than a majority at the writer's epoch: a new writer is taking over and will
+        # finalize the open segment; until then its tail is not readable (nor missing).
+        taking_over = len(current) < self.majority
+        if (
+            in_progress_ok
+            and not taking_over
+            and committed is not None
+            and manifest.last_txid() < committed
+        ):
             first = max(manifest.last_txid() + 1, since_txid)
             if first <= committed:
                 raise IncompleteReadError(
