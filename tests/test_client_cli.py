@@ -180,3 +180,22 @@ async def test_sigstopped_journalnode_adds_no_latency_and_rejoins_next_segment(
     assert (seg2, end2) in segs, f"{stopped.name} did not rejoin: {sorted(segs)}"
     assert (1, end) not in segs
     check_dirs_agree(currents(jns))
+
+
+def test_a_bad_config_beside_uri_is_an_error_not_ignored(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.toml"
+    uri = "qjournal://127.0.0.1:1;127.0.0.1:2;127.0.0.1:3/x"
+    for args in (["status"], ["read"], ["write", "--count", "1"]):
+        done = run_qjm("journal", *args, "--uri", uri, "--config", str(missing))
+        assert done.returncode == 1, (args, done.stderr)
+        assert done.stderr.startswith(f"qjm: error: cannot read config {missing}"), done.stderr
+
+
+def test_same_node_twice_in_a_uri_is_refused_by_format(jn_factory: JNFactory) -> None:
+    jn = jn_factory.start("jn0")
+    port = jn.rpc.rsplit(":", 1)[1]
+    other = jn_factory.start("jn1")
+    uri = f"qjournal://127.0.0.1:{port};localhost:{port};{other.rpc}/{JID}"
+    done = run_qjm("journal", "format", "--uri", uri)
+    assert done.returncode == 1, done.stderr
+    assert f"127.0.0.1:{port} and localhost:{port} are the same node" in done.stderr

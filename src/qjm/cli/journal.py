@@ -22,10 +22,11 @@ def add_uri_args(p: argparse.ArgumentParser) -> None:
 
 def resolve_uri(args: argparse.Namespace) -> QJournalUri:
     """The journal URI from --uri or --config."""
+    # A --config given with --uri still supplies settings: a bad one is an error, not ignored.
+    cfg = load_config(args.config) if args.config else None
     if args.uri:
         return parse_qjournal_uri(args.uri)
-    if args.config:
-        cfg = load_config(args.config)
+    if cfg is not None:
         if not cfg.journalnodes:
             raise ConfigError(f"{args.config} configures no [journalnodes.*]")
         return parse_qjournal_uri(cfg.shared_edits_uri())

@@ -23,7 +23,8 @@ from qjm.editlog.framing import OP_END_LOG_SEGMENT, OP_OPAQUE, OP_START_LOG_SEGM
 from qjm.errors import ConfigError
 
 
-def _settings(args: argparse.Namespace) -> QJournalSettings:
+def qjournal_settings(args: argparse.Namespace) -> QJournalSettings:
+    """The [qjournal] settings of --config, or HDFS's defaults."""
     if getattr(args, "config", None):
         return load_config(args.config).qjournal
     return QJournalSettings()
@@ -138,7 +139,7 @@ def run_write(args: argparse.Namespace) -> int:
     asyncio.run(
         write_ops(
             uri,
-            _settings(args),
+            qjournal_settings(args),
             args.count,
             args.batch,
             args.size,
@@ -155,7 +156,7 @@ def run_recover(args: argparse.Namespace) -> int:
     from qjm.cli.journal import resolve_uri
 
     uri = resolve_uri(args)
-    epoch, last = asyncio.run(recover_journal(uri, _settings(args)))
+    epoch, last = asyncio.run(recover_journal(uri, qjournal_settings(args)))
     print(last)
     print(f"writer epoch {epoch}: journal {uri.jid} recovered to txid {last}", file=sys.stderr)
     return 0
