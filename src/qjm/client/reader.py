@@ -140,7 +140,11 @@ class QuorumJournalReader:
         return dict(call.successes)
 
     async def manifest(
-        self, since_txid: int = 1, in_progress_ok: bool = False, wait_s: float | None = None
+        self,
+        since_txid: int = 1,
+        in_progress_ok: bool = False,
+        wait_s: float | None = None,
+        until_txid: int | None = None,
     ) -> Manifest:
         """Merge the segment lists of every node that answers; in-progress ends are cut to
         what a majority of the writer's nodes holds and the writer reported committed."""
@@ -212,9 +216,10 @@ class QuorumJournalReader:
             and manifest.last_txid() < committed
         ):
             first = max(manifest.last_txid() + 1, since_txid)
-            if first <= committed:
+            wanted = committed if until_txid is None else min(committed, until_txid)
+            if first <= wanted:
                 raise IncompleteReadError(
-                    f"txids {first}-{committed} of journal {self.uri.jid!r} are committed but "
+                    f"txids {first}-{wanted} of journal {self.uri.jid!r} are committed but "
                     f"fewer than {self.majority} of the writer's JournalNodes that answered "
                     f"hold them ({len(current)} of {len(answers)} answering nodes are at the "
                     f"writer's epoch): {call.describe()}"
@@ -242,7 +247,9 @@ class QuorumJournalReader:
             out.append(seg)
         return out
 
-    async def _complete_manifest(self, from_txid: int, in_progress_ok: bool) -> Manifest:
+    async def _complete_manifest(
+        self, from_txid: int, in_progress_ok: bool, to_txid: int | None
+    ) -> Manifest:
         """manifest(), asked again until the deadline while committed txids are missing.
 
         Answers taken while a writer writes may race it, and a node that holds them may
@@ -254,7 +261,7 @@ class QuorumJournalReader:
         while True:
             try:
                 left = max(deadline - time.monotonic(), min(wait, MANIFEST_MIN_WAIT_S))
-                return await self.manifest(from_txid, in_progress_ok, left)
+                return await self.manifest(from_txid, in_progress_ok, left, to_txid)
             except IncompleteReadError as e:
                 incomplete = e
             except QuorumError:
@@ -279,7 +286,7 @@ class QuorumJournalReader:
             raise ReadError(f"the first txid to read must be at least 1, got {from_txid}")
         if to_txid is not None and to_txid < from_txid:
             raise ReadError(f"nothing to read: --to {to_txid} is before --from {from_txid}")
-        manifest = await self._complete_manifest(from_txid, in_progress_ok)
+        manifest = await self._complete_manifest(from_txid, in_progress_ok, to_txid)
         for seg in manifest.segments:
             async for op in read_segment(self._http(), seg, from_txid, to_txid):
                 yield op
@@ -364,7 +371,12 @@ class QuorumJournalReader:
                 batch = await self.read_journaled(next_txid, max_txns, wait_ms)
             except QuorumError as e:
                 log.debug("tailing from txid %d falls back to streaming: %s", next_txid, e)
-                batch = [op async for op in self.read(next_txid, True, next_txid + max_txns - 1)]
+                try:
+                    last = next_txid + max_txns - 1
+                    batch = [op async for op in self.read(next_txid, True, last)]
+                except IncompleteReadError as e:  # a lagging node while another is away
+                    log.warning("tailing from txid %d: %s", next_txid, e)
+                    batch = []
                 if not batch:
                     await asyncio.sleep(wait_ms / 1000)
             if batch:
