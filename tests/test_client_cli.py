@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import selectors
 import signal
@@ -199,3 +200,20 @@ def test_same_node_twice_in_a_uri_is_refused_by_format(jn_factory: JNFactory) ->
     done = run_qjm("journal", "format", "--uri", uri)
     assert done.returncode == 1, done.stderr
     assert f"127.0.0.1:{port} and localhost:{port} are the same node" in done.stderr
+
+
+def test_status_flags_a_promise_below_the_writer_epoch(jn_factory: JNFactory) -> None:
+    jns, uri = start3(jn_factory)
+    done = run_qjm("journal", "write", "--uri", uri, "--count", "3")
+    assert done.returncode == 0, done.stderr
+    (currents(jns)[1] / "last-promised-epoch").unlink()  # lost: the node now says 0
+    jns[1] = jn_factory.restart(jns[1])
+    st = run_qjm("journal", "status", "--uri", uri, "--json")
+    assert st.returncode == 0, st.stderr
+    nodes = {n["address"]: n for n in json.loads(st.stdout)["nodes"]}
+    assert nodes[jns[0].rpc]["problems"] == []
+    assert nodes[jns[1].rpc]["problems"] == [
+        "promised epoch 0 is below the writer epoch 1: the promise was lost or rolled back"
+    ]
+    table = run_qjm("journal", "status", "--uri", uri)
+    assert f"{jns[1].rpc}: promised epoch 0 is below the writer epoch 1" in table.stdout

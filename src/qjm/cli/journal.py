@@ -103,6 +103,9 @@ def run_status(args: argparse.Namespace) -> int:
     else:
         print(f"journal {uri.jid} on {len(nodes)} JournalNodes")
         print(render_table(STATUS_HEADERS, status_rows(nodes)))
+        for n in nodes:
+            for problem in n.get("problems", []):
+                print(f"problem: {n['address']}: {problem}")
     reachable = sum(1 for n in nodes if n["reachable"])
     return 0 if reachable > len(nodes) // 2 else 2
 

@@ -32,10 +32,22 @@ async def _node_status(client: JournalNodeClient, jid: str) -> dict[str, Any]:
     row["http_address"] = st.http_address
     journal = next((j for j in st.journals if j.jid == jid), None)
     if journal is None:
-        row.update(jid=jid, formatted=False, segments=[])
+        row.update(jid=jid, formatted=False, segments=[], problems=[])
     else:
         row.update(journal_status_dict(journal))
+        row["problems"] = journal_problems(journal)
     return row
+
+
+def journal_problems(st: pb.JournalStatus) -> list[str]:
+    """Impossible or suspicious states of one journal on one node: its own and ours."""
+    problems = list(st.problems)
+    if st.is_formatted and st.last_promised_epoch < st.last_writer_epoch:
+        problems.append(
+            f"promised epoch {st.last_promised_epoch} is below the writer epoch "
+            f"{st.last_writer_epoch}: the promise was lost or rolled back"
+        )
+    return problems
 
 
 async def journal_status(uri: QJournalUri) -> list[dict[str, Any]]:
