@@ -217,3 +217,14 @@ def test_status_flags_a_promise_below_the_writer_epoch(jn_factory: JNFactory) ->
     ]
     table = run_qjm("journal", "status", "--uri", uri)
     assert f"{jns[1].rpc}: promised epoch 0 is below the writer epoch 1" in table.stdout
+
+
+def test_write_refuses_ops_and_batches_too_large_before_fencing() -> None:
+    uri = "qjournal://127.0.0.1:1;127.0.0.1:2;127.0.0.1:3/x"  # nobody listens: not reached
+    done = run_qjm("journal", "write", "--uri", uri, "--count", "1", "--size", "60000000")
+    assert done.returncode == 1
+    assert done.stderr.startswith("qjm: error: --size 60000000 is larger than an op may be")
+    done = run_qjm("journal", "write", "--uri", uri, "--count", "9", "--size", "10000000")
+    assert done.returncode == 1
+    assert "--batch 10 ops of --size 10000000 make" in done.stderr
+    assert "use a smaller --batch" in done.stderr

@@ -17,10 +17,14 @@ from collections.abc import Callable
 from typing import TextIO
 
 from qjm.client.quorum_journal_manager import QuorumJournalManager
+from qjm.client.rpc import MAX_MESSAGE_BYTES
 from qjm.client.uri import QJournalUri
 from qjm.config import QJournalSettings, load_config
-from qjm.editlog.framing import OP_END_LOG_SEGMENT, OP_OPAQUE, OP_START_LOG_SEGMENT
+from qjm.editlog.framing import MAX_OP_SIZE, OP_END_LOG_SEGMENT, OP_OPAQUE, OP_START_LOG_SEGMENT
 from qjm.errors import ConfigError
+
+OP_FRAME_BYTES = 64  # opcode, length, txid, checksum and the opaque op's own fields
+MAX_BATCH_BYTES = MAX_MESSAGE_BYTES - 1024 * 1024  # room for the request's other fields
 
 
 def qjournal_settings(args: argparse.Namespace) -> QJournalSettings:
@@ -129,12 +133,29 @@ async def recover_journal(uri: QJournalUri, settings: QJournalSettings) -> tuple
         await qjm.close()
 
 
+def check_write_sizes(size: int, batch: int) -> None:
+    """Refuse ops or batches too large to write, before becoming the writer."""
+    largest = MAX_OP_SIZE - OP_FRAME_BYTES
+    if size > largest:
+        raise ConfigError(
+            f"--size {size} is larger than an op may be ({largest} bytes of payload; HDFS's "
+            "dfs.namenode.max.op.size is 50 MiB)"
+        )
+    batch_bytes = batch * (size + OP_FRAME_BYTES)
+    if batch_bytes > MAX_BATCH_BYTES:
+        raise ConfigError(
+            f"--batch {batch} ops of --size {size} make {batch_bytes} bytes, more than one "
+            f"journal() call carries ({MAX_BATCH_BYTES} bytes); use a smaller --batch"
+        )
+
+
 def run_write(args: argparse.Namespace) -> int:
     """`qjm journal write`."""
     from qjm.cli.journal import resolve_uri
 
     if args.count < 0 or args.batch < 1 or args.size < 0:
         raise ConfigError("--count must be >= 0, --batch >= 1 and --size >= 0")
+    check_write_sizes(args.size, args.batch)
     uri = resolve_uri(args)
     asyncio.run(
         write_ops(
