@@ -287,7 +287,6 @@ class IPCLoggerChannel:
         self, ns_info: pb.NamespaceInfo, epoch: int
     ) -> asyncio.Future[pb.NewEpochResponse]:
         """Ask the node to promise an epoch (Paxos phase 1a of fencing)."""
-
         self.ns_info = ns_info
 
         async def run() -> pb.NewEpochResponse:
