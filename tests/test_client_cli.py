@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import selectors
 import signal
@@ -205,3 +206,50 @@ async def wait_for_segment(jn: JNProcess, start: int, end: int) -> None:
     while not path.exists():
         assert time.monotonic() < deadline, f"{jn.name} never synced {path.name}"
         await asyncio.sleep(0.05)  # poll interval of a wait bounded by the deadline
+
+
+def test_a_bad_config_beside_uri_is_an_error_not_ignored(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.toml"
+    uri = "qjournal://127.0.0.1:1;127.0.0.1:2;127.0.0.1:3/x"
+    for args in (["status"], ["read"], ["write", "--count", "1"]):
+        done = run_qjm("journal", *args, "--uri", uri, "--config", str(missing))
+        assert done.returncode == 1, (args, done.stderr)
+        assert done.stderr.startswith(f"qjm: error: cannot read config {missing}"), done.stderr
+
+
+def test_same_node_twice_in_a_uri_is_refused_by_format(jn_factory: JNFactory) -> None:
+    jn = jn_factory.start("jn0")
+    port = jn.rpc.rsplit(":", 1)[1]
+    other = jn_factory.start("jn1")
+    uri = f"qjournal://127.0.0.1:{port};localhost:{port};{other.rpc}/{JID}"
+    done = run_qjm("journal", "format", "--uri", uri)
+    assert done.returncode == 1, done.stderr
+    assert f"127.0.0.1:{port} and localhost:{port} are the same node" in done.stderr
+
+
+def test_status_flags_a_promise_below_the_writer_epoch(jn_factory: JNFactory) -> None:
+    jns, uri = start3(jn_factory)
+    done = run_qjm("journal", "write", "--uri", uri, "--count", "3")
+    assert done.returncode == 0, done.stderr
+    (currents(jns)[1] / "last-promised-epoch").unlink()  # lost: the node now says 0
+    jns[1] = jn_factory.restart(jns[1])
+    st = run_qjm("journal", "status", "--uri", uri, "--json")
+    assert st.returncode == 0, st.stderr
+    nodes = {n["address"]: n for n in json.loads(st.stdout)["nodes"]}
+    assert nodes[jns[0].rpc]["problems"] == []
+    problems = nodes[jns[1].rpc]["problems"]
+    assert any(p.startswith("promised epoch 0 is below writer epoch 1") for p in problems)
+    assert any(p.startswith("last-promised-epoch is missing") for p in problems)
+    table = run_qjm("journal", "status", "--uri", uri)
+    assert f"PROBLEM {jns[1].rpc}: promised epoch 0 is below writer epoch 1" in table.stdout
+
+
+def test_write_refuses_ops_and_batches_too_large_before_fencing() -> None:
+    uri = "qjournal://127.0.0.1:1;127.0.0.1:2;127.0.0.1:3/x"  # nobody listens: not reached
+    done = run_qjm("journal", "write", "--uri", uri, "--count", "1", "--size", "60000000")
+    assert done.returncode == 1
+    assert done.stderr.startswith("qjm: error: --size 60000000 is larger than an op may be")
+    done = run_qjm("journal", "write", "--uri", uri, "--count", "9", "--size", "10000000")
+    assert done.returncode == 1
+    assert "--batch 10 ops of --size 10000000 make" in done.stderr
+    assert "use a smaller --batch" in done.stderr

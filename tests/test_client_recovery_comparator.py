@@ -131,3 +131,31 @@ def test_describe() -> None:
         "segment 1-5 (in progress), last writer epoch 1, accepted in epoch 2, committed txid 4"
     )
     assert describe_response(NONE) == "no segment, last writer epoch 1"
+
+
+# A finalized copy against in-progress copies of other epochs: (answers, the expected source
+# or None when the answers prove an unacknowledged finalize).
+FINALIZED_VS_NEWER = [
+    ([FINAL_3, resp(4, writer=3)], None),  # a newer writer's longer copy: contradiction
+    ([FINAL_3, resp(2, writer=3)], None),  # ... or a shorter one
+    ([FINAL_3, resp(4, accepted=2)], None),  # a newer recovery's accepted copy
+    ([resp(4, accepted=2), FINAL_3], None),  # in any order
+    ([FINAL_3, resp(3, accepted=2)], 0),  # a newer recovery of the same end: honest
+    ([FINAL_3, resp(3, writer=2)], 0),
+    ([resp(3, in_progress=False, writer=3), resp(4, writer=2)], 0),  # a stale copy: ignored
+    ([resp(3, in_progress=False, writer=2), resp(4, writer=2)], 0),  # same epoch: no proof
+    ([NONE, FINAL_3, resp(3, accepted=4), INPROG_4], 1),
+]
+
+
+@pytest.mark.parametrize(("answers", "source"), FINALIZED_VS_NEWER, ids=range(9))
+def test_finalized_copy_against_a_newer_epochs_copy(
+    answers: list[pb.PrepareRecoveryResponse], source: int | None
+) -> None:
+    keyed = list(enumerate(answers))
+    if source is None:
+        with pytest.raises(RecoveryInvariantError, match="unacknowledged finalize"):
+            choose_recovery_source(keyed)
+    else:
+        best = choose_recovery_source(keyed)
+        assert best is not None and best[0] == source

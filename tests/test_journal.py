@@ -104,11 +104,13 @@ def test_request_without_epoch_is_refused(journal: Journal) -> None:
         journal.heartbeat(pb.RequestInfo(jid="test", epoch=0, ipc_serial=1))
 
 
-def test_higher_epoch_in_a_request_raises_the_promise(journal: Journal) -> None:
+def test_higher_epoch_in_a_request_is_refused_until_new_epoch(journal: Journal) -> None:
+    # Only new_epoch raises a promise (issue 8, D1; HDFS raises it from any request).
     journal.new_epoch(NS, 1)
-    journal.heartbeat(Writer(5).req())
-    assert journal.last_promised_epoch == 5
-    assert journal.storage.read_long("last-promised-epoch", 0) == 5
+    with pytest.raises(EpochError, match="epoch 5 was never promised here .last promise 1"):
+        journal.heartbeat(Writer(5).req())
+    assert journal.last_promised_epoch == 1
+    assert journal.storage.read_long("last-promised-epoch", 0) == 1
 
 
 def test_ipc_serial_must_increase(journal: Journal) -> None:

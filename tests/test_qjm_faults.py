@@ -9,6 +9,9 @@
 
 The invariant everywhere: recovery never ends below the last acknowledged txid, every
 acknowledged txid keeps the value written, and every txid has one value on every node.
+After every randomized generation a reader reads the journal (segments and the nodes'
+caches): what it returns is a prefix of the one history, agrees with what was acked and
+with every earlier read, and reaches at least the last txid finalized on a majority.
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ from typing import Any
 import pytest
 
 from qjm.client.quorum_call import QuorumError
+from qjm.client.reader import QuorumJournalReader
 from qjm.client.recovery_comparator import RecoveryInvariantError
-from qjm.editlog.framing import OP_OPAQUE
+from qjm.client.uri import parse_qjournal_uri
+from qjm.editlog.framing import OP_OPAQUE, RawOp
 from qjm.errors import QjmError
 from qjm.journalnode.journal import FaultInjector
 from qjm_cluster import (
+    FAST_SETTINGS,
     InjectedFault,
     JNCluster,
     NodeFaults,
@@ -47,6 +53,7 @@ FORBIDDEN = (
     "accepted recovery is",
     "finalized copies",
     "refusing to truncate",
+    "unacknowledged finalize",
 )
 
 
@@ -162,9 +169,12 @@ async def test_randomized_writer_generations(tmp_path: Path) -> None:
     last_acked = 0
     successes = recoveries = 0
     purged_below = 0
+    durable = 0  # every txid up to here is finalized on a majority: a read must return it
+    seen = ReadLog()
     async with JNCluster(tmp_path) as cluster:
         jid = cluster.new_jid()
         await cluster.format(jid)
+        reader = QuorumJournalReader(parse_qjournal_uri(cluster.uri(jid)), FAST_SETTINGS)
         for gen in range(GENERATIONS):
             where = f"seed {SEED} generation {gen}"
             faults: list[NodeFaults] = [
@@ -181,6 +191,7 @@ async def test_randomized_writer_generations(tmp_path: Path) -> None:
                 assert recovered >= last_acked, (
                     f"{where}: recovered only to {recovered}, but {last_acked} was acked"
                 )
+                durable = max(durable, recovered)
                 txid = recovered + 1
                 if txid > 100 and gen % 10 == 1:
                     await q.purge_logs_older_than(txid - 100)
@@ -198,12 +209,14 @@ async def test_randomized_writer_generations(tmp_path: Path) -> None:
                             txid += 1
                         await stream.close()
                         await q.finalize_log_segment(first, txid - 1)
+                        durable = max(durable, txid - 1)
                         successes += 1
                     except QjmError as e:
                         check_fault(e, f"{where}: writing")
                         break
             finally:
                 await q.close()  # the writer crashes: calls in flight are abandoned
+            await seen.check(reader, max(purged_below, 1), durable, acked, where)
             if gen % 50 == 49:
                 check_acked(cluster, jid, acked, where)
         # A last writer without faults recovers everything acknowledged.
@@ -216,6 +229,8 @@ async def test_randomized_writer_generations(tmp_path: Path) -> None:
         finally:
             await settle(q)
         assert final >= last_acked
+        await seen.check(reader, max(purged_below, 1), final, acked, f"seed {SEED} at the end")
+        await reader.close()
         values = check_acked(cluster, jid, acked, f"seed {SEED} at the end")
         # Below the highest purge asked for, a node that got the purge may hold nothing.
         missing = [t for t in acked if t >= purged_below and t not in values]
@@ -235,3 +250,45 @@ def check_acked(
         if txid in acked:
             assert value == acked[txid], f"{where}: txid {txid} is {value!r}, acked {acked[txid]!r}"
     return values
+
+
+class ReadLog:
+    """What readers returned so far: a value read once is the txid's value for ever."""
+
+    def __init__(self) -> None:
+        self.values: dict[int, bytes] = {}
+        self.reads = 0
+
+    def record(self, ops: list[RawOp], acked: dict[int, bytes], where: str) -> None:
+        """Check each op against the acknowledged value and every earlier read."""
+        for op in ops:
+            if op.txid in acked:
+                assert op.body == acked[op.txid], (
+                    f"{where}: read txid {op.txid} as {op.body!r}, acked {acked[op.txid]!r}"
+                )
+            before = self.values.setdefault(op.txid, op.body)
+            assert before == op.body, f"{where}: txid {op.txid} read as {before!r}, now {op.body!r}"
+
+    async def check(
+        self,
+        reader: QuorumJournalReader,
+        start: int,
+        durable: int,
+        acked: dict[int, bytes],
+        where: str,
+    ) -> None:
+        """Read the journal (segments and the nodes' caches) between writer generations."""
+        ops = [op async for op in reader.read(start, in_progress_ok=True)]
+        where = f"{where}: reading from txid {start}"
+        assert [op.txid for op in ops] == list(range(start, start + len(ops))), where
+        assert start + len(ops) - 1 >= durable, (
+            f"{where}: read ended at {start + len(ops) - 1}, but {durable} is finalized"
+        )
+        self.record(ops, acked, where)
+        if ops:
+            try:
+                cached = await reader.read_journaled(ops[-1].txid)
+            except QuorumError:
+                cached = []  # a cache miss (a node restarted its segment): no answer
+            self.record(cached, acked, f"{where} (cached)")
+        self.reads += 1

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import signal
 import sys
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -14,9 +18,11 @@ import pytest
 from conftest import JNFactory, JNProcess, run_qjm
 from qjm.client.edit_streams import ReadError, SegmentSource, read_segment
 from qjm.client.quorum_call import QuorumError
+from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.reader import QuorumJournalReader
 from qjm.client.uri import parse_qjournal_uri
-from qjm.editlog.framing import HEADER_LEN, encode_op, iter_ops
+from qjm.config import QJournalSettings
+from qjm.editlog.framing import HEADER_LEN, OP_OPAQUE, encode_op, iter_ops
 from qjm.editlog.ops import MkdirOp
 from qjm.editlog.ops import encode_op as encode_hdfs_op
 from qjm.editlog.ops.types import PermissionStatus
@@ -119,17 +125,29 @@ async def test_in_progress_reads_return_only_what_a_quorum_holds(jn_factory: JNF
             # committed is still 3: nothing of the open segment is visible
             assert await read_all(reader, 1, in_progress=True) == expected(1, 3)
             for w in writers:
-                await w.call("Heartbeat", pb.HeartbeatRequest(req=w.req(committed=8)))
-            # A majority holds 4-6 (jn1 and jn2); 7-8 only jn1. The reader decides on the
-            # first majority to answer, so it may stop at 5 (jn2 and jn3), never past 6.
-            got = await read_all(reader, 1, in_progress=True)
-            assert got in (expected(1, 5), expected(1, 6))
+                await w.call("Heartbeat", pb.HeartbeatRequest(req=w.req(committed=6)))
+            # A majority holds 4-6 (jn1 and jn2); 7-8 only jn1. The reader hears every
+            # node, not only the first majority to answer, so it reads through 6.
+            assert await read_all(reader, 1, in_progress=True) == expected(1, 6)
             jn_factory.stop(jns[2])  # now the only majority is jn1 + jn2
             assert await read_all(reader, 1, in_progress=True) == expected(1, 6)
             assert await reader.read_journaled(4) == [
                 op for op in iter_ops(b"\0" * HEADER_LEN + txns(4, 3))
             ]
             assert await reader.read_journaled(7) == []
+            # Committed txids no majority holds: the read fails naming them, never a
+            # silent short prefix (issue 8, A7).
+            for w in writers[:2]:
+                await w.call("Heartbeat", pb.HeartbeatRequest(req=w.req(committed=8)))
+        short = QuorumJournalReader(
+            reader.uri, QJournalSettings(select_input_streams_timeout_ms=2000)
+        )
+        async with short:
+            with pytest.raises(ReadError, match="txids 7-8 of journal .* are committed"):
+                await read_all(short, 1, in_progress=True)
+            # A read that stops before the missing txids is complete.
+            got = [(op.txid, op.body) async for op in short.read(1, True, to_txid=6)]
+            assert got == expected(1, 6)
     finally:
         for w in writers:
             await w.close()
@@ -272,3 +290,65 @@ async def test_tail_command_follows_the_write_command(jn_factory: JNFactory) -> 
     assert tail.returncode == 0, err.decode()
     seen = [json.loads(line)["txid"] for line in out.decode().splitlines()]
     assert seen == list(range(1, acked[-1] + 1))  # every acknowledged txid, nothing more
+
+
+async def test_read_after_a_sigstopped_node_returns_every_committed_op(
+    jn_factory: JNFactory,
+) -> None:
+    """Issue 8, A7: a node SIGSTOPped during a write lags; read must not stop at its end."""
+    jns = [jn_factory.start(f"jn{i}") for i in range(3)]
+    uri = f"qjournal://{';'.join(jn.rpc for jn in jns)}/{JID}"
+    done = run_qjm("journal", "format", "--uri", uri)
+    assert done.returncode == 0, done.stderr
+    settings = QJournalSettings(write_txns_timeout_ms=1_000, start_segment_timeout_ms=1_000)
+    q = QuorumJournalManager(uri, None, settings)
+    try:
+        await q.recover_unfinalized_segments()
+        stream = await q.start_log_segment(1)
+        for _ in range(20):
+            stream.write_op(OP_OPAQUE, b"before")
+            await stream.flush()
+        os.kill(jns[0].pid, signal.SIGSTOP)
+        try:
+            deadline = time.monotonic() + 20
+            while not q.loggers.channels[0].out_of_sync:  # its batch times out after 1 s
+                assert time.monotonic() < deadline, "stopped node never marked out of sync"
+                stream.write_op(OP_OPAQUE, b"while stopped")
+                await stream.flush()
+        finally:
+            os.kill(jns[0].pid, signal.SIGCONT)
+        for _ in range(30):
+            stream.write_op(OP_OPAQUE, b"after")
+            last = await stream.flush()
+        await asyncio.wait_for(q.loggers.wait_idle(), 30)  # the idle writer reports commit
+    finally:
+        await q.close()  # the segment stays open: the read needs the committed txid
+    # jn2 is slow to answer the read: a reader deciding on the first majority to answer
+    # (jn0, which lags, and jn1) would stop at jn0's end.
+    os.kill(jns[2].pid, signal.SIGSTOP)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "qjm",
+            "journal",
+            "read",
+            "--uri",
+            uri,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        with contextlib.suppress(TimeoutError):
+            # A reader that waits for every node is still waiting after this.
+            await asyncio.wait_for(asyncio.shield(proc.wait()), 5)
+    finally:
+        os.kill(jns[2].pid, signal.SIGCONT)
+    out_b, err_b = await asyncio.wait_for(proc.communicate(), 60)
+    out, err = out_b.decode(), err_b.decode()
+    assert proc.returncode == 0, err
+    txids = [json.loads(line)["txid"] for line in out.splitlines()]
+    assert txids == list(range(1, last + 1)), f"read {len(txids)} of {last} ops; {err}"
+
+    bad = run_qjm("journal", "read", "--uri", uri, "--from", "10", "--to", "5")
+    assert bad.returncode != 0 and bad.stdout == ""
+    assert "--to 5 is before --from 10" in bad.stderr

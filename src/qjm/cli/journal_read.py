@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import TextIO
 from xml.sax.saxutils import escape
 
+from qjm.cli.journal_write import qjournal_settings
 from qjm.client.reader import QuorumJournalReader
 from qjm.editlog.framing import RawOp
 from qjm.editlog.ops import OP_CLASSES, decode_op
@@ -104,7 +105,7 @@ def run_read(args: argparse.Namespace) -> int:
     printer = Printer(args.format, sys.stdout)
 
     async def go() -> None:
-        async with QuorumJournalReader(uri) as reader:
+        async with QuorumJournalReader(uri, qjournal_settings(args)) as reader:
             batch: list[RawOp] = []
             async for op in reader.read(args.from_txid, not args.finalized_only, args.to_txid):
                 batch.append(op)
@@ -127,7 +128,7 @@ def run_tail(args: argparse.Namespace) -> int:
     printer = Printer(args.format, sys.stdout)
 
     async def go() -> None:
-        async with QuorumJournalReader(uri) as reader:
+        async with QuorumJournalReader(uri, qjournal_settings(args)) as reader:
             start = args.from_txid
             if start is None:
                 start = (await reader.manifest(1, True)).last_txid() + 1

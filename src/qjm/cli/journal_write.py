@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from qjm.client.quorum_journal_manager import QuorumJournalManager
+from qjm.client.rpc import MAX_MESSAGE_BYTES
 from qjm.client.uri import QJournalUri
 from qjm.config import QJournalSettings, load_config
 from qjm.editlog.framing import (
@@ -28,8 +29,11 @@ from qjm.editlog.framing import (
 )
 from qjm.errors import ConfigError
 
+MAX_BATCH_BYTES = MAX_MESSAGE_BYTES - 1024 * 1024  # room for the request's other fields
 
-def _settings(args: argparse.Namespace) -> QJournalSettings:
+
+def qjournal_settings(args: argparse.Namespace) -> QJournalSettings:
+    """The [qjournal] settings of --config, or HDFS's defaults."""
     if getattr(args, "config", None):
         return load_config(args.config).qjournal
     return QJournalSettings()
@@ -134,23 +138,34 @@ async def recover_journal(uri: QJournalUri, settings: QJournalSettings) -> tuple
         await qjm.close()
 
 
+def check_write_sizes(size: int, batch: int) -> None:
+    """Refuse ops or batches too large to write, before becoming the writer."""
+    largest = MAX_OP_SIZE - op_size(0)
+    if size > largest:
+        raise ConfigError(
+            f"--size {size} is larger than an op may be ({largest} bytes of payload; HDFS's "
+            "dfs.namenode.max.op.size is 50 MiB)"
+        )
+    batch_bytes = batch * op_size(size)
+    if batch_bytes > MAX_BATCH_BYTES:
+        raise ConfigError(
+            f"--batch {batch} ops of --size {size} make {batch_bytes} bytes, more than one "
+            f"journal() call carries ({MAX_BATCH_BYTES} bytes); use a smaller --batch"
+        )
+
+
 def run_write(args: argparse.Namespace) -> int:
     """`qjm journal write`."""
     from qjm.cli.journal import resolve_uri
 
     if args.count < 0 or args.batch < 1 or args.size < 0:
         raise ConfigError("--count must be >= 0, --batch >= 1 and --size >= 0")
-    if op_size(args.size) > MAX_OP_SIZE:
-        raise ConfigError(
-            f"--size {args.size}: an op's payload may be at most "
-            f"{MAX_OP_SIZE - op_size(0)} bytes (the op size limit {MAX_OP_SIZE}, HDFS's "
-            "dfs.namenode.max.op.size)"
-        )
+    check_write_sizes(args.size, args.batch)
     uri = resolve_uri(args)
     asyncio.run(
         write_ops(
             uri,
-            _settings(args),
+            qjournal_settings(args),
             args.count,
             args.batch,
             args.size,
@@ -167,7 +182,7 @@ def run_recover(args: argparse.Namespace) -> int:
     from qjm.cli.journal import resolve_uri
 
     uri = resolve_uri(args)
-    epoch, last = asyncio.run(recover_journal(uri, _settings(args)))
+    epoch, last = asyncio.run(recover_journal(uri, qjournal_settings(args)))
     print(last)
     print(f"writer epoch {epoch}: journal {uri.jid} recovered to txid {last}", file=sys.stderr)
     return 0

@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 from qjm.client.rpc import JournalNodeClient
-from qjm.client.uri import QJournalUri
+from qjm.client.uri import QJournalUri, check_distinct_nodes
 from qjm.errors import QjmError
 from qjm.journalnode.status import journal_status_dict
 from qjm.protocol import qjournal_pb2 as pb
@@ -32,7 +32,7 @@ async def _node_status(client: JournalNodeClient, jid: str) -> dict[str, Any]:
     row["http_address"] = st.http_address
     journal = next((j for j in st.journals if j.jid == jid), None)
     if journal is None:
-        row.update(jid=jid, formatted=False, segments=[])
+        row.update(jid=jid, formatted=False, segments=[], problems=[])
     else:
         row.update(journal_status_dict(journal))
     return row
@@ -60,6 +60,17 @@ def new_namespace_info(
     )
 
 
+async def _check_distinct(clients: list[JournalNodeClient], uri: QJournalUri) -> None:
+    """Refuse a URI naming one JournalNode under two addresses."""
+    req = pb.GetNodeStatusRequest()
+    statuses = await asyncio.gather(
+        *(c.call("GetNodeStatus", req, STATUS_TIMEOUT) for c in clients)
+    )
+    check_distinct_nodes(
+        {c.address: st.node_id for c, st in zip(clients, statuses, strict=True)}, uri
+    )
+
+
 async def format_journal(uri: QJournalUri, ns: pb.NamespaceInfo, force: bool = False) -> list[str]:
     """Format the journal on every node; all must answer. Returns the node addresses."""
     clients = [JournalNodeClient(a) for a in uri.addresses]
@@ -78,6 +89,7 @@ async def format_journal(uri: QJournalUri, ns: pb.NamespaceInfo, force: bool = F
             raise FormatRefused(
                 "format needs every JournalNode to answer; unreachable: " + "; ".join(down)
             )
+        await _check_distinct(clients, uri)
         formatted = [
             c.address
             for c, a in zip(clients, answers, strict=True)
@@ -88,7 +100,7 @@ async def format_journal(uri: QJournalUri, ns: pb.NamespaceInfo, force: bool = F
                 f"journal {uri.jid!r} is already formatted on {', '.join(formatted)}; "
                 "pass --force to wipe it"
             )
-        freq = pb.FormatRequest(jid=uri.jid, ns_info=ns, force=force)
+        freq = pb.FormatRequest(jid=uri.jid, ns_info=ns, force=force, members=sorted(uri.addresses))
         results = await asyncio.gather(
             *(c.call("Format", freq, FORMAT_TIMEOUT) for c in clients), return_exceptions=True
         )

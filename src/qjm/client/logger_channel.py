@@ -127,6 +127,10 @@ class IPCLoggerChannel:
         self._closed = False
         self._sent_committed: int | None = None
         self._report_pending = False
+        # What new_epoch needs, kept to rejoin a node that missed the writer's new_epoch.
+        self.ns_info: pb.NamespaceInfo | None = None
+        self.members: tuple[str, ...] = ()
+        self.promised_epoch = 0  # the epoch this node promised this writer (0: none yet)
 
     def __str__(self) -> str:
         return self.address
@@ -243,7 +247,9 @@ class IPCLoggerChannel:
         """Format the journal on the node."""
 
         async def run() -> None:
-            req = pb.FormatRequest(jid=self.jid, ns_info=ns_info, force=force)
+            req = pb.FormatRequest(
+                jid=self.jid, ns_info=ns_info, force=force, members=list(self.members)
+            )
             await self._rpc("Format", req, OPERATIONS_TIMEOUT_S)
 
         return self._submit(run)
@@ -281,15 +287,35 @@ class IPCLoggerChannel:
         self, ns_info: pb.NamespaceInfo, epoch: int
     ) -> asyncio.Future[pb.NewEpochResponse]:
         """Ask the node to promise an epoch (Paxos phase 1a of fencing)."""
+        self.ns_info = ns_info
 
         async def run() -> pb.NewEpochResponse:
-            req = pb.NewEpochRequest(jid=self.jid, ns_info=ns_info, epoch=epoch)
-            resp: pb.NewEpochResponse = await self._rpc(
-                "NewEpoch", req, self._s(self.settings.new_epoch_timeout_ms)
-            )
-            return resp
+            return await self._new_epoch(ns_info, epoch)
 
         return self._submit(run)
+
+    async def _new_epoch(self, ns_info: pb.NamespaceInfo, epoch: int) -> pb.NewEpochResponse:
+        req = pb.NewEpochRequest(
+            jid=self.jid, ns_info=ns_info, epoch=epoch, members=list(self.members)
+        )
+        resp: pb.NewEpochResponse = await self._rpc(
+            "NewEpoch", req, self._s(self.settings.new_epoch_timeout_ms)
+        )
+        self.promised_epoch = epoch
+        return resp
+
+    async def _rejoin_if_unpromised(self) -> None:
+        """Send new_epoch to a node that missed the writer's: only new_epoch raises a promise.
+
+        HDFS lets any request raise a node's promise; here a node must pass new_epoch's
+        checks (namespace, membership, a restored node's marker) before it takes writes.
+        """
+        if self.epoch <= 0 or self.promised_epoch == self.epoch or self.ns_info is None:
+            return
+        log.info(
+            "%s: missed new_epoch(%d); sending it before the segment", self.address, self.epoch
+        )
+        await self._new_epoch(self.ns_info, self.epoch)
 
     def get_edit_log_manifest(
         self, since_txid: int, in_progress_ok: bool
@@ -313,10 +339,11 @@ class IPCLoggerChannel:
         """Open a segment on the node; success brings an out-of-sync node back."""
 
         async def run() -> None:
-            req = pb.StartLogSegmentRequest(
-                req=self._req(), txid=txid, layout_version=layout_version
-            )
             try:
+                await self._rejoin_if_unpromised()
+                req = pb.StartLogSegmentRequest(
+                    req=self._req(), txid=txid, layout_version=layout_version
+                )
                 await self._rpc(
                     "StartLogSegment", req, self._s(self.settings.start_segment_timeout_ms)
                 )

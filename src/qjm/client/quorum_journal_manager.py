@@ -9,7 +9,9 @@ the writer start segments and write.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import time
 from collections.abc import Callable
 
 from qjm.client.logger_channel import IPCLoggerChannel, RpcClient
@@ -22,15 +24,39 @@ from qjm.client.recovery_comparator import (
     describe_response,
 )
 from qjm.client.rpc import JournalNodeClient
-from qjm.client.uri import QJournalUri, parse_qjournal_uri
+from qjm.client.uri import QJournalUri, check_distinct_nodes, parse_qjournal_uri
 from qjm.config import QJournalSettings
 from qjm.editlog.framing import LAYOUT_VERSION
 from qjm.errors import QjmError
 from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.errors import NamespaceMismatchError
 
 log = logging.getLogger("qjm.client.qjm")
 
 FORMAT_TIMEOUT_S = 60.0  # HDFS's dfs.qjm.operations.timeout
+DISTINCT_NODES_GRACE_S = 1.0  # how long to wait for the last get_journal_state answers
+
+
+def _identity(ns: pb.NamespaceInfo) -> tuple[int, str]:
+    return (ns.namespace_id, ns.cluster_id)
+
+
+def _ns(ns: pb.NamespaceInfo) -> str:
+    return f"namespace {ns.namespace_id} cluster {ns.cluster_id}"
+
+
+def _majority_namespace(
+    answers: dict[IPCLoggerChannel, pb.JournalStatus], majority: int
+) -> pb.NamespaceInfo | None:
+    """The namespace a majority of all the journal's nodes is formatted for, if any."""
+    by_id: dict[tuple[int, str], list[pb.NamespaceInfo]] = {}
+    for st in answers.values():
+        if st.is_formatted:
+            by_id.setdefault(_identity(st.ns_info), []).append(st.ns_info)
+    for infos in by_id.values():
+        if len(infos) >= majority:
+            return infos[0]
+    return None
 
 
 class NotWriterError(QjmError):
@@ -61,9 +87,14 @@ class QuorumJournalManager:
                 for addr in self.uri.addresses
             ]
         )
+        members = tuple(sorted(self.uri.addresses))
+        for ch in self.loggers.channels:
+            ch.members = members  # sent in format and new_epoch: nodes check the set
         self.is_active_writer = False
         self.last_recovered_txid: int | None = None
         self._closed = False
+        self._streams: dict[int, QuorumOutputStream] = {}  # by segment start txid
+        self._fenced: BaseException | None = None  # a newer writer refused our epoch
 
     def __str__(self) -> str:
         return f"QJM to {self.loggers}"
@@ -94,27 +125,44 @@ class QuorumJournalManager:
         return any(answers.values())
 
     async def discover_namespace(self) -> pb.NamespaceInfo:
-        """The namespace the journal is formatted for, as a majority of nodes report it."""
+        """The namespace the journal is formatted for, as a majority of nodes report it.
+
+        A node formatted for another namespace is one bad node: it is reported, and the
+        writer goes on with the majority (it refuses that node's votes in new_epoch).
+        """
         call = self.loggers.get_journal_status()
-        answers = await self.loggers.wait_for_write_quorum(
-            call, self._s(self.settings.get_journal_state_timeout_ms)
-        )
+        wait = self._s(self.settings.get_journal_state_timeout_ms)
+        started = time.monotonic()
+        answers = await self.loggers.wait_for_write_quorum(call, wait)
+        found = _majority_namespace(answers, self.loggers.majority)
+        if found is None:  # the first majority disagrees or lacks storage: hear the rest
+            n = len(self.loggers.channels)
+            with contextlib.suppress(QuorumError):
+                await call.wait_for(n, n, n, max(wait - (time.monotonic() - started), 0))
+            answers = dict(call.successes)
+            found = _majority_namespace(answers, self.loggers.majority)
         formatted = {ch: st for ch, st in answers.items() if st.is_formatted}
-        if len(formatted) < self.loggers.majority:
+        if found is None:
+            seen = "; ".join(f"{ch}: {_ns(st.ns_info)}" for ch, st in formatted.items())
             raise QjmError(
-                f"journal {self.uri.jid!r} is formatted on only {len(formatted)} of the "
-                f"{len(answers)} JournalNodes that answered; a majority is needed "
-                "(run `qjm journal format`)"
+                f"no namespace of journal {self.uri.jid!r} is held by a majority of "
+                f"{self.loggers.majority} of its {len(self.loggers.channels)} JournalNodes "
+                f"({len(formatted)} of {len(answers)} answering nodes are formatted"
+                + (f": {seen}" if seen else "")
+                + "; run `qjm journal format`)"
             )
-        identities = {(st.ns_info.namespace_id, st.ns_info.cluster_id) for st in formatted.values()}
-        if len(identities) > 1:
-            seen = "; ".join(
-                f"{ch}: namespace {st.ns_info.namespace_id} cluster {st.ns_info.cluster_id}"
-                for ch, st in formatted.items()
-            )
-            raise QjmError(f"JournalNodes disagree on the namespace of {self.uri.jid!r}: {seen}")
+        for ch, st in formatted.items():
+            if _identity(st.ns_info) != _identity(found):
+                log.warning(
+                    "%s: JournalNode %s is formatted for another namespace (%s, the majority "
+                    "has %s); treating it as one bad node",
+                    self,
+                    ch,
+                    _ns(st.ns_info),
+                    _ns(found),
+                )
         ns = pb.NamespaceInfo()
-        ns.CopyFrom(next(iter(formatted.values())).ns_info)
+        ns.CopyFrom(found)
         self.ns_info = ns
         return ns
 
@@ -126,15 +174,25 @@ class QuorumJournalManager:
         if self.ns_info is None:
             await self.discover_namespace()
         assert self.ns_info is not None
+        call = self.loggers.get_journal_state()
         states = await self.loggers.wait_for_write_quorum(
-            self.loggers.get_journal_state(),
-            self._s(self.settings.get_journal_state_timeout_ms),
+            call, self._s(self.settings.get_journal_state_timeout_ms)
         )
+        # One node named twice in the URI would vote twice: hear the other names too (a
+        # node answers about as fast under each of its names), then compare node ids.
+        n = len(self.loggers.channels)
+        with contextlib.suppress(QuorumError):
+            await call.wait_for(n, n, n, DISTINCT_NODES_GRACE_S)
+        ids = {c.address: call.successes[c].node_id for c in call.keys if c in call.successes}
+        check_distinct_nodes(ids, self.uri)
         my_epoch = max(st.last_promised_epoch for st in states.values()) + 1
+        epoch_call = self.loggers.new_epoch(self.ns_info, my_epoch)
         answers = await self.loggers.wait_for_write_quorum(
-            self.loggers.new_epoch(self.ns_info, my_epoch),
-            self._s(self.settings.new_epoch_timeout_ms),
+            epoch_call, self._s(self.settings.new_epoch_timeout_ms)
         )
+        for e in epoch_call.errors.values():
+            if isinstance(e, NamespaceMismatchError):
+                log.warning("%s: %s; going on with the majority without it", self, e)
         self.loggers.set_epoch(my_epoch)
         log.info("%s: successfully started new epoch %d", self, my_epoch)
         return answers
@@ -215,24 +273,63 @@ class QuorumJournalManager:
     async def start_log_segment(self, txid: int) -> QuorumOutputStream:
         """Open a segment at txid on a majority and return its output stream."""
         self._check_writer()
-        await self.loggers.wait_for_write_quorum(
-            self.loggers.start_log_segment(txid, self.layout_version),
-            self._s(self.settings.start_segment_timeout_ms),
-        )
-        return QuorumOutputStream(
+        try:
+            await self.loggers.wait_for_write_quorum(
+                self.loggers.start_log_segment(txid, self.layout_version),
+                self._s(self.settings.start_segment_timeout_ms),
+            )
+        except QuorumError as e:
+            if e.epoch_error is not None:
+                self._fenced = e
+            raise
+        stream = QuorumOutputStream(
             self.loggers,
             txid,
             self._s(self.settings.write_txns_timeout_ms),
             max_in_flight=self.max_in_flight,
         )
+        self._streams = {txid: stream}
+        return stream
+
+    def _check_finalize(self, start_txid: int, end_txid: int) -> None:
+        """Refuse a finalize that could make unacknowledged edits permanent (issue 8, A2).
+
+        A node that holds edits no majority acknowledged would finalize them, and recovery
+        prefers a finalized copy: a later writer's acknowledged edits would be replaced.
+        """
+        what = f"refusing to finalize segment {start_txid}-{end_txid}"
+        if end_txid < start_txid:
+            raise QjmError(f"{what}: it ends before it starts (an empty segment)")
+        if self._fenced is not None:
+            raise QjmError(f"{what}: this writer was fenced by a newer one ({self._fenced})")
+        stream = self._streams.get(start_txid)
+        if stream is None:
+            raise QjmError(f"{what}: this writer has no open segment starting at {start_txid}")
+        if stream.failed is not None:
+            raise QjmError(
+                f"{what}: its stream failed ({stream.failed}); a new writer must recover it"
+            )
+        if end_txid != stream.acked_txid or stream.last_written_txid != stream.acked_txid:
+            raise QjmError(
+                f"{what}: a majority acknowledged txids up to {stream.acked_txid} and txids up "
+                f"to {stream.last_written_txid} were written; flush the stream and finalize "
+                "at the acknowledged txid"
+            )
 
     async def finalize_log_segment(self, start_txid: int, end_txid: int) -> None:
-        """Finalize a segment on a majority."""
+        """Finalize the writer's segment on a majority, only at its acknowledged end."""
         self._check_writer()
-        await self.loggers.wait_for_write_quorum(
-            self.loggers.finalize_log_segment(start_txid, end_txid),
-            self._s(self.settings.finalize_segment_timeout_ms),
-        )
+        self._check_finalize(start_txid, end_txid)
+        try:
+            await self.loggers.wait_for_write_quorum(
+                self.loggers.finalize_log_segment(start_txid, end_txid),
+                self._s(self.settings.finalize_segment_timeout_ms),
+            )
+        except QuorumError as e:
+            if e.epoch_error is not None:
+                self._fenced = e
+            raise
+        self._streams.pop(start_txid, None)
 
     async def purge_logs_older_than(self, min_txid_to_keep: int, wait: bool = False) -> None:
         """Ask every node to delete segments below a txid; by default does not wait."""

@@ -9,14 +9,17 @@ recovery could discard.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 import aiohttp
 
 from qjm.client.edit_streams import ReadError, SegmentSource, read_segment
-from qjm.client.quorum_call import QuorumCall, QuorumError, majority_of
+from qjm.client.quorum_call import QuorumCall, QuorumError, QuorumTimeout, majority_of
 from qjm.client.rpc import JournalNodeClient
 from qjm.client.uri import QJournalUri
 from qjm.config import QJournalSettings, parse_address
@@ -25,6 +28,10 @@ from qjm.protocol import qjournal_pb2 as pb
 
 log = logging.getLogger("qjm.client.reader")
 MAX_TXNS_PER_RPC = 5000  # HDFS's dfs.ha.tail-edits.qjm.rpc.max-txns
+MANIFEST_RETRY_S = 0.5  # pause before asking for the manifest again
+MANIFEST_MIN_WAIT_S = 1.0  # the least time an attempt gives the nodes to answer
+K = TypeVar("K")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -40,13 +47,49 @@ class Manifest:
         return self.segments[-1].end if self.segments else 0
 
 
+class IncompleteReadError(ReadError):
+    """Committed txids that no majority of the answering JournalNodes holds."""
+
+
+class _EpochAnswer(Protocol):
+    last_writer_epoch: int
+    last_promised_epoch: int
+
+
+A = TypeVar("A", bound=_EpochAnswer)
+
+
+def current_writers(answers: Mapping[K, A]) -> set[K]:
+    """The nodes whose in-progress edits and committed txid a reader may use (D3).
+
+    Only nodes at the highest writer epoch among the answers, and only while that epoch
+    is also their promise: a node that a newer writer fenced, or that missed the newest
+    writer's segments, may hold a fenced writer's unacknowledged tail, and the committed
+    txid it learned from heartbeats validates only the newest writer's data.
+    """
+    if not answers:
+        return set()
+    top = max(a.last_writer_epoch for a in answers.values())
+    return {
+        k
+        for k, a in answers.items()
+        if a.last_writer_epoch == top and a.last_promised_epoch == a.last_writer_epoch
+    }
+
+
 class QuorumJournalReader:
     """Reads the edits of one journal from its JournalNodes."""
 
-    def __init__(self, uri: QJournalUri, settings: QJournalSettings | None = None) -> None:
+    def __init__(
+        self,
+        uri: QJournalUri,
+        settings: QJournalSettings | None = None,
+        *,
+        client_factory: Callable[[str], Any] = JournalNodeClient,
+    ) -> None:
         self.uri = uri
         self.settings = settings or QJournalSettings()
-        self.clients = [JournalNodeClient(a) for a in uri.addresses]
+        self.clients: list[JournalNodeClient] = [client_factory(a) for a in uri.addresses]
         self._session: aiohttp.ClientSession | None = None
         self.majority = majority_of(len(self.clients))
 
@@ -77,21 +120,50 @@ class QuorumJournalReader:
         return f"http://{host}:{http_port}"
 
     # -- manifests and streams ----------------------------------------------------------------
-    async def manifest(self, since_txid: int = 1, in_progress_ok: bool = False) -> Manifest:
-        """Merge the segment lists of a majority; in-progress ends are cut to what is durable."""
+    async def _ask_all(
+        self, call: QuorumCall[JournalNodeClient, T], wait_s: float
+    ) -> dict[JournalNodeClient, T]:
+        """Every answer that arrives within wait_s (not only the first majority's).
+
+        Deciding on the first majority lets a lagging node cut the read short; waiting for
+        every node within the deadline sees the longest copies. Fails without a majority.
+        """
+        n = len(self.clients)
+        with contextlib.suppress(QuorumTimeout):
+            await call.wait_for(n, n, n, wait_s)
+        if len(call.successes) < self.majority:
+            raise QuorumError(
+                f"{call.operation}: only {len(call.successes)} of {n} JournalNodes answered, "
+                f"short of quorum size {self.majority}/{n}: {call.describe()}",
+                {str(k): e for k, e in call.errors.items()},
+            )
+        return dict(call.successes)
+
+    async def manifest(
+        self,
+        since_txid: int = 1,
+        in_progress_ok: bool = False,
+        wait_s: float | None = None,
+        until_txid: int | None = None,
+    ) -> Manifest:
+        """Merge the segment lists of every node that answers; in-progress ends are cut to
+        what a majority of the writer's nodes holds and the writer reported committed."""
         req = pb.GetEditLogManifestRequest(
             jid=self.uri.jid, since_txid=since_txid, in_progress_ok=in_progress_ok
         )
-        wait = self.settings.select_input_streams_timeout_ms / 1000
+        wait = self.settings.select_input_streams_timeout_ms / 1000 if wait_s is None else wait_s
         call = QuorumCall(
             "getEditLogManifest()",
             {c: c.call("GetEditLogManifest", req, wait) for c in self.clients},
         )
-        answers: dict[
-            JournalNodeClient, pb.GetEditLogManifestResponse
-        ] = await call.wait_for_quorum(wait)
+        answers: dict[JournalNodeClient, pb.GetEditLogManifestResponse] = await self._ask_all(
+            call, wait
+        )
+        current = current_writers(answers)
         committed_values = [
-            a.committed_txid for a in answers.values() if a.HasField("committed_txid")
+            a.committed_txid
+            for c, a in answers.items()
+            if c in current and a.HasField("committed_txid")
         ]
         committed = max(committed_values) if committed_values else None
         finalized: dict[int, dict[int, list[str]]] = {}
@@ -100,7 +172,8 @@ class QuorumJournalReader:
             base = self._base_url(client, answer.http_port)
             for seg in answer.logs:
                 if seg.is_in_progress:
-                    open_ends.setdefault(seg.start_txid, {})[client] = seg.end_txid
+                    if client in current:  # never a fenced writer's unacknowledged tail
+                        open_ends.setdefault(seg.start_txid, {})[client] = seg.end_txid
                 else:
                     url = f"{base}/getJournal?jid={self.uri.jid}&segmentTxId={seg.start_txid}"
                     finalized.setdefault(seg.start_txid, {}).setdefault(seg.end_txid, []).append(
@@ -116,11 +189,11 @@ class QuorumJournalReader:
             ((end, urls),) = by_end.items()
             segments[start] = SegmentSource(start, end, False, tuple(urls))
         for start, ends in open_ends.items():
-            if start in segments:
-                continue  # finalized on some node: that copy wins
-            absent = [start - 1] * (len(answers) - len(ends))
-            durable = sorted([*ends.values(), *absent], reverse=True)[self.majority - 1]
-            # Nothing of an open segment is durable before the writer reports a commit.
+            if start in segments or len(ends) < self.majority:
+                continue  # finalized on some node (that copy wins), or not on a majority
+            # A txid is durable when a majority of all the journal's nodes holds it ...
+            durable = sorted(ends.values(), reverse=True)[self.majority - 1]
+            # ... and the writer reported it committed (nothing is before the first report).
             durable = min(durable, committed) if committed is not None else start - 1
             if durable < start:
                 continue
@@ -132,7 +205,26 @@ class QuorumJournalReader:
             )
             segments[start] = SegmentSource(start, durable, True, open_urls)
         chain = self._chain(sorted(segments.values(), key=lambda s: s.start), since_txid)
-        return Manifest(chain, committed, len(answers))
+        manifest = Manifest(chain, committed, len(answers))
+        # Fewer than a majority at the writer's epoch: a new writer is taking over and will
+        # finalize the open segment; until then its tail is not readable (nor missing).
+        taking_over = len(current) < self.majority
+        if (
+            in_progress_ok
+            and not taking_over
+            and committed is not None
+            and manifest.last_txid() < committed
+        ):
+            first = max(manifest.last_txid() + 1, since_txid)
+            wanted = committed if until_txid is None else min(committed, until_txid)
+            if first <= wanted:
+                raise IncompleteReadError(
+                    f"txids {first}-{wanted} of journal {self.uri.jid!r} are committed but "
+                    f"fewer than {self.majority} of the writer's JournalNodes that answered "
+                    f"hold them ({len(current)} of {len(answers)} answering nodes are at the "
+                    f"writer's epoch): {call.describe()}"
+                )
+        return manifest
 
     @staticmethod
     def _chain(segments: list[SegmentSource], since_txid: int) -> list[SegmentSource]:
@@ -155,11 +247,46 @@ class QuorumJournalReader:
             out.append(seg)
         return out
 
+    async def _complete_manifest(
+        self, from_txid: int, in_progress_ok: bool, to_txid: int | None
+    ) -> Manifest:
+        """manifest(), asked again until the deadline while committed txids are missing.
+
+        Answers taken while a writer writes may race it, and a node that holds them may
+        be briefly unreachable; only at the deadline does the read fail, naming them.
+        """
+        wait = self.settings.select_input_streams_timeout_ms / 1000
+        deadline = time.monotonic() + wait
+        incomplete: IncompleteReadError | None = None
+        while True:
+            try:
+                left = max(deadline - time.monotonic(), min(wait, MANIFEST_MIN_WAIT_S))
+                return await self.manifest(from_txid, in_progress_ok, left, to_txid)
+            except IncompleteReadError as e:
+                incomplete = e
+            except QuorumError:
+                if incomplete is None:
+                    raise
+                raise incomplete from None  # what is missing says more than who is slow
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise incomplete
+            log.info("reading from txid %d: %s; asking again", from_txid, incomplete)
+            await asyncio.sleep(min(MANIFEST_RETRY_S, left))
+
     async def read(
         self, from_txid: int = 1, in_progress_ok: bool = False, to_txid: int | None = None
     ) -> AsyncIterator[RawOp]:
-        """Every durable op from from_txid on, in txid order, from any node holding it."""
-        manifest = await self.manifest(from_txid, in_progress_ok)
+        """Every durable op from from_txid on, in txid order, from any node holding it.
+
+        With in_progress_ok, it is everything up to the committed txid, or an error naming
+        the committed txids no majority of the answering nodes holds.
+        """
+        if from_txid < 1:
+            raise ReadError(f"the first txid to read must be at least 1, got {from_txid}")
+        if to_txid is not None and to_txid < from_txid:
+            raise ReadError(f"nothing to read: --to {to_txid} is before --from {from_txid}")
+        manifest = await self._complete_manifest(from_txid, in_progress_ok, to_txid)
         for seg in manifest.segments:
             async for op in read_segment(self._http(), seg, from_txid, to_txid):
                 yield op
@@ -183,19 +310,19 @@ class QuorumJournalReader:
             "getJournaledEdits()",
             {c: c.call("GetJournaledEdits", req, wait) for c in self.clients},
         )
+        deadline = time.monotonic() + wait
         answers: dict[JournalNodeClient, pb.GetJournaledEditsResponse] = await call.wait_for_quorum(
             wait
         )
-        counts = sorted((a.txn_count for a in answers.values()), reverse=True)
-        count = counts[self.majority - 1]
-        committed = max(
-            (a.committed_txid for a in answers.values() if a.HasField("committed_txid")),
-            default=since_txid - 1,
-        )
-        count = min(count, committed - since_txid + 1)
-        if count <= 0:
+        count, source = self._cached_run(answers, since_txid, max_txns)
+        if len(current_writers(answers)) < self.majority < len(self.clients):
+            # The first majority holds a node of an older writer: hear the others too.
+            with contextlib.suppress(QuorumTimeout):
+                n = len(self.clients)
+                await call.wait_for(n, n, n, max(deadline - time.monotonic(), 0))
+            count, source = self._cached_run(dict(call.successes), since_txid, max_txns)
+        if count <= 0 or source is None:
             return []
-        source = next(a for a in answers.values() if a.txn_count >= count)
         read_header(source.edit_log)
         ops = []
         for op in iter_ops(source.edit_log):
@@ -208,6 +335,32 @@ class QuorumJournalReader:
             )
         return ops
 
+    def _cached_run(
+        self,
+        answers: dict[JournalNodeClient, pb.GetJournaledEditsResponse],
+        since_txid: int,
+        max_txns: int,
+    ) -> tuple[int, pb.GetJournaledEditsResponse | None]:
+        """How many cached ops from since_txid are durable, and a node to take them from."""
+        current = current_writers(answers)
+        counts = sorted((a.txn_count for c, a in answers.items() if c in current), reverse=True)
+        if len(counts) < self.majority:
+            return 0, None
+        count = min(counts[self.majority - 1], max_txns)
+        committed = max(
+            (
+                a.committed_txid
+                for c, a in answers.items()
+                if c in current and a.HasField("committed_txid")
+            ),
+            default=since_txid - 1,
+        )
+        count = min(count, committed - since_txid + 1)
+        if count <= 0:
+            return 0, None
+        source = next(a for c, a in answers.items() if c in current and a.txn_count >= count)
+        return count, source
+
     async def tail(
         self, from_txid: int, wait_ms: int = 1000, max_txns: int = MAX_TXNS_PER_RPC
     ) -> AsyncIterator[list[RawOp]]:
@@ -218,7 +371,12 @@ class QuorumJournalReader:
                 batch = await self.read_journaled(next_txid, max_txns, wait_ms)
             except QuorumError as e:
                 log.debug("tailing from txid %d falls back to streaming: %s", next_txid, e)
-                batch = [op async for op in self.read(next_txid, True, next_txid + max_txns - 1)]
+                try:
+                    last = next_txid + max_txns - 1
+                    batch = [op async for op in self.read(next_txid, True, last)]
+                except IncompleteReadError as e:  # a lagging node while another is away
+                    log.warning("tailing from txid %d: %s", next_txid, e)
+                    batch = []
                 if not batch:
                     await asyncio.sleep(wait_ms / 1000)
             if batch:

@@ -8,6 +8,9 @@ Pure functions over PrepareRecoveryResponse messages; no I/O. The rules, best fi
 3. between in-progress segments, the higher "seen epoch" wins, where the seen epoch is
    max(last_writer_epoch, accepted_in_epoch) (design 2.10.6 and 2.10.7);
 4. with equal seen epochs, the segment with more transactions wins (design 2.10.1).
+
+A finalized copy that an in-progress copy of a newer seen epoch contradicts is refused
+(see _check_finalized_against_newer).
 """
 
 from __future__ import annotations
@@ -84,7 +87,9 @@ def choose_recovery_source(
     """
     best: tuple[K, pb.PrepareRecoveryResponse] | None = None
     finalized_end: int | None = None
+    answers: list[pb.PrepareRecoveryResponse] = []
     for key, resp in responses:
+        answers.append(resp)
         if resp.HasField("segment_state") and not resp.segment_state.is_in_progress:
             end = resp.segment_state.end_txid
             if finalized_end is not None and end != finalized_end:
@@ -97,4 +102,34 @@ def choose_recovery_source(
             best = (key, resp)
     if best is None or not best[1].HasField("segment_state"):
         return None
+    _check_finalized_against_newer(answers)
     return best
+
+
+def _check_finalized_against_newer(answers: list[pb.PrepareRecoveryResponse]) -> None:
+    """Refuse a finalized copy contradicted by a newer epoch's in-progress copy.
+
+    A writer finalizes only at the txid a majority acknowledged, and a later recovery
+    never ends below an acknowledged txid nor above what that majority held; so in an
+    honest run, an in-progress copy written or accepted in a newer epoch than the
+    finalized node's ends where the finalized copy ends. A different end is evidence of
+    an unacknowledged finalize (issue 8, A2): rule 2 would pick it and overwrite what the
+    newer epoch acknowledged. HDFS has no such check; we stop instead of losing edits.
+    """
+    finalized = [
+        a for a in answers if a.HasField("segment_state") and not a.segment_state.is_in_progress
+    ]
+    for f in finalized:
+        for a in answers:
+            if not a.HasField("segment_state") or not a.segment_state.is_in_progress:
+                continue
+            if (
+                seen_epoch(a) > seen_epoch(f)
+                and a.segment_state.end_txid != f.segment_state.end_txid
+            ):
+                raise RecoveryInvariantError(
+                    f"segment {f.segment_state.start_txid} is finalized at txid "
+                    f"{f.segment_state.end_txid} ({describe_response(f)}) but a newer epoch's "
+                    f"copy ends at {a.segment_state.end_txid} ({describe_response(a)}): "
+                    "evidence of an unacknowledged finalize; refusing to recover from it"
+                )

@@ -51,6 +51,9 @@ class JournalNodeClient:
         self.channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
         self.stub = pb_grpc.QJournalServiceStub(self.channel)  # type: ignore[no-untyped-call]
 
+    def __str__(self) -> str:
+        return self.address
+
     async def call(self, method: str, request: Any, deadline: float) -> Any:
         """Invoke an RPC by name with a deadline; raise QjmError on failure."""
         try:

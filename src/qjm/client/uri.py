@@ -41,6 +41,23 @@ def parse_qjournal_uri(uri: str) -> QJournalUri:
             raise ConfigError(f"{uri!r} has an empty host entry")
         host, port = parse_address(part, f"host {part!r} of {uri}", default_port=JN_RPC_PORT)
         addresses.append(format_address(host, port))
-    if len(set(addresses)) != len(addresses):
-        raise ConfigError(f"{uri!r} names a JournalNode twice")
+    seen: set[str] = set()
+    for address in addresses:
+        if address.lower() in seen:  # host names are case-insensitive
+            raise ConfigError(f"{uri!r} names a JournalNode twice ({address})")
+        seen.add(address.lower())
     return QJournalUri(tuple(addresses), jid)
+
+
+def check_distinct_nodes(node_ids: dict[str, str], uri: QJournalUri) -> None:
+    """Refuse a URI naming one JournalNode under two addresses (its vote would count twice)."""
+    seen: dict[str, str] = {}
+    for address, node_id in node_ids.items():
+        if not node_id:
+            continue  # an older JournalNode that does not tell its id
+        if node_id in seen:
+            raise ConfigError(
+                f"{uri} names one JournalNode twice: {seen[node_id]} and {address} are the "
+                f"same node (node id {node_id}); list each JournalNode once"
+            )
+        seen[node_id] = address

@@ -253,6 +253,14 @@ class Journal:
                 f"{self.last_promised_epoch} (journal {self.jid!r}): a newer writer has "
                 "taken over"
             )
+        if req.epoch > self.last_promised_epoch:
+            # HDFS raises the promise from any request; we raise it only in new_epoch, so
+            # every writer passes new_epoch's checks (namespace, membership, a restored
+            # node's marker) and the edits cache is cleared with every promise.
+            raise EpochError(
+                f"epoch {req.epoch} was never promised here (last promise "
+                f"{self.last_promised_epoch}, journal {self.jid!r}); call new_epoch first"
+            )
         if (
             req.epoch == self.last_promised_epoch
             and req.ipc_serial <= self.current_epoch_ipc_serial

@@ -166,6 +166,7 @@ class JournalNode:
         peers: list[str] | None = None,
     ) -> None:
         self.edits_dir = Path(edits_dir)
+        self.node_id = uuid.uuid4().hex  # per process: one node named twice in a URI shows
         self.rpc_host, self.rpc_port = rpc_address
         self.http_host, self.http_port = http_address
         self.settings = settings or JournalNodeSettings()

@@ -1,0 +1,297 @@
+"""Safety of the quorum client (issue 8): promises, fenced writers' edits, finalize, reads.
+
+In-process JournalNodes where timing must be controlled; each test builds the state the
+issue describes with real writers whose RPCs to chosen nodes fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from qjm.client.admin import new_namespace_info
+from qjm.client.quorum_call import QuorumError
+from qjm.client.quorum_journal_manager import QuorumJournalManager
+from qjm.client.reader import QuorumJournalReader
+from qjm.client.rpc import JournalNodeClient
+from qjm.client.uri import parse_qjournal_uri
+from qjm.editlog.framing import OP_OPAQUE
+from qjm.errors import ConfigError, QjmError
+from qjm.journalnode.storage import NsInfo
+from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.errors import EpochError
+from qjm_cluster import (
+    FAST_SETTINGS,
+    FaultyClient,
+    JNCluster,
+    NodeFaults,
+    check_one_value_per_txid,
+    payload,
+    recover,
+    settle,
+    write_segment,
+    write_txns,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def faults3() -> list[NodeFaults]:
+    return [NodeFaults() for _ in range(3)]
+
+
+def reader_of(
+    cluster: JNCluster, jid: str, faults: list[NodeFaults] | None = None
+) -> QuorumJournalReader:
+    """A reader of every node, its RPCs passing through per-node faults."""
+    plans = faults or faults3()
+    by_addr = {cluster.address(i): plans[i] for i in range(cluster.n)}
+
+    def factory(addr: str) -> Any:
+        return FaultyClient(JournalNodeClient(addr), by_addr[addr])
+
+    return QuorumJournalReader(
+        parse_qjournal_uri(cluster.uri(jid)), FAST_SETTINGS, client_factory=factory
+    )
+
+
+# -- D1: only new_epoch raises a promise ---------------------------------------------------------
+async def test_a_request_above_the_promise_is_refused_naming_both_epochs(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        q = cluster.qjm(jid)
+        await q.recover_unfinalized_segments()  # promise 1 everywhere
+        await settle(q)
+        client = JournalNodeClient(cluster.address(0))
+        try:
+            req = pb.RequestInfo(jid=jid, epoch=7, ipc_serial=1)
+            with pytest.raises(EpochError, match=r"epoch 7 was never promised.*last promise 1"):
+                await client.call("Heartbeat", pb.HeartbeatRequest(req=req), 5)
+            state = await client.call("GetJournalState", pb.JournalIdRequest(jid=jid), 5)
+            assert state.last_promised_epoch == 1
+        finally:
+            await client.close()
+
+
+async def test_a_node_that_missed_new_epoch_rejoins_at_the_next_segment(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        f = faults3()
+        f[0].down = True  # misses new_epoch and recovery
+        q = cluster.qjm(jid, f)
+        try:
+            await q.recover_unfinalized_segments()
+            f[0].down = False
+            stream = await q.start_log_segment(1)
+            assert await write_txns(stream, 1, 5) == 5
+            await q.loggers.wait_idle()
+            assert not q.loggers.channels[0].out_of_sync
+            assert q.loggers.channels[0].highest_acked_txid == 5
+        finally:
+            await settle(q)
+        node = cluster.nodes[0]
+        assert node is not None
+        journal = await node.journal(jid)
+        assert (journal.last_promised_epoch, journal.last_writer_epoch) == (1, 1)
+
+
+# -- A1: a reader never returns a fenced writer's unacknowledged edits -------------------------
+async def a1_state(cluster: JNCluster, jid: str) -> None:
+    """Writer 1 acks 1-5, 6-20 reaches jn0 only; writer 2 recovers without jn0, acks 6-10."""
+    f1 = faults3()
+    q1 = cluster.qjm(jid, f1)
+    await q1.recover_unfinalized_segments()
+    await write_segment(q1, 1, 5, tag="w1")
+    stream = await q1.start_log_segment(6)
+    f1[1].fail_from_txn(6)
+    f1[2].fail_from_txn(6)
+    with pytest.raises(QuorumError):
+        await write_txns(stream, 6, 15, tag="w1")
+    await settle(q1)
+    f2 = faults3()
+    f2[0].down = True  # partitioned (or restarting) during writer 2's recovery
+    q2 = cluster.qjm(jid, f2)
+    try:
+        assert await q2.recover_unfinalized_segments() == 5
+        f2[0].down = False  # jn0 is back before the next segment
+        s2 = await q2.start_log_segment(6)  # jn0 refuses: its open segment holds 15 txns
+        assert await write_txns(s2, 6, 5, tag="w2") == 10
+        await q2.loggers.wait_idle()
+        assert q2.loggers.channels[0].out_of_sync
+        # jn0 learns committed=10 (an out-of-sync node still gets heartbeats).
+        with contextlib.suppress(EpochError):  # a node that never promised epoch 2 refuses it
+            await q2.loggers.channels[0].heartbeat()
+    finally:
+        await settle(q2)
+
+
+async def test_a1_streamed_in_progress_read_skips_the_fenced_writers_edits(
+    tmp_path: Path,
+) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        await a1_state(cluster, jid)
+        # jn0 answers first: a reader that takes the first answers reads from it.
+        f = faults3()
+        f[1].delay_s = f[2].delay_s = 0.2
+        async with reader_of(cluster, jid, f) as reader:
+            ops = [op async for op in reader.read(1, in_progress_ok=True)]
+        assert [op.txid for op in ops] == list(range(1, 11))
+        for op in ops:
+            tag = "w1" if op.txid <= 5 else "w2"
+            assert op.body == payload(op.txid, tag), f"txid {op.txid}: {op.body!r}"
+
+
+async def test_a1_cached_read_skips_the_fenced_writers_edits(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        await a1_state(cluster, jid)
+        f = faults3()
+        f[1].delay_s = f[2].delay_s = 0.2
+        async with reader_of(cluster, jid, f) as reader:
+            ops = await reader.read_journaled(6)
+        assert [(op.txid, op.body) for op in ops] == [(t, payload(t, "w2")) for t in range(6, 11)]
+
+
+# -- A2: no finalize past what was acknowledged ------------------------------------------------
+async def test_a2_finalize_after_a_failed_flush_is_refused(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        f1 = faults3()
+        q1 = cluster.qjm(jid, f1)
+        try:
+            await q1.recover_unfinalized_segments()
+            await write_segment(q1, 1, 5, tag="w1")
+            stream = await q1.start_log_segment(6)
+            f1[1].fail_from_txn(6)
+            f1[2].fail_from_txn(6)
+            with pytest.raises(QuorumError):
+                await write_txns(stream, 6, 15, tag="w1")  # 6-20 reaches jn0 only
+            # A deposed writer, or a caller's `finally:`, still tries to finalize.
+            with pytest.raises(QjmError, match=r"refusing to finalize segment 6-20.*failed"):
+                await q1.finalize_log_segment(6, 20)
+        finally:
+            await settle(q1)
+        assert "edits_0000000000000000006-0000000000000000020" not in cluster.segment_files(0, jid)
+        # The next writer acks other 6-10 on jn1+jn2; a recovery that sees jn0 keeps them.
+        f2 = faults3()
+        f2[0].down = True
+        q2 = cluster.qjm(jid, f2)
+        try:
+            assert await q2.recover_unfinalized_segments() == 5
+            await write_segment(q2, 6, 5, tag="w2")
+        finally:
+            await settle(q2)
+        assert await recover(cluster, jid) == 10
+        values = check_one_value_per_txid(cluster, jid)
+        assert [values[t] for t in range(6, 11)] == [payload(t, "w2") for t in range(6, 11)]
+
+
+async def test_a2_finalize_beyond_the_acknowledged_txid_is_refused(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        f = faults3()
+        q = cluster.qjm(jid, f)
+        try:
+            await q.recover_unfinalized_segments()
+            stream = await q.start_log_segment(1)
+            assert await write_txns(stream, 1, 5) == 5
+            stream.write_op(OP_OPAQUE, payload(6))  # written, never flushed
+            sent = [len(x.log) for x in f]
+            with pytest.raises(QjmError, match=r"segment 1-6.*acknowledged.* 5"):
+                await q.finalize_log_segment(1, 6)
+            with pytest.raises(QjmError, match=r"segment 1-7.*acknowledged.* 5"):
+                await q.finalize_log_segment(1, 7)
+            assert [len(x.log) for x in f] == sent, "a refused finalize reached a node"
+        finally:
+            await settle(q)
+        for i in range(3):
+            assert cluster.segment_files(i, jid) == ["edits_inprogress_0000000000000000001"]
+
+
+# -- A8: the writer's URI names the journal's members, each once ---------------------------------
+async def test_a8_format_and_new_epoch_send_the_uris_members(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        sent: list[tuple[str, list[str]]] = []
+
+        def record(method: str, request: Any) -> None:
+            if method in ("Format", "NewEpoch"):
+                sent.append((method, list(request.members)))
+
+        f = faults3()
+        for x in f:
+            x.before = record
+        q = cluster.qjm(jid, f)
+        try:
+            await q.format(new_namespace_info(cluster_id="CID-test", namespace_id=12345))
+            await q.recover_unfinalized_segments()
+        finally:
+            await settle(q)
+        members = sorted(cluster.address(i) for i in range(3))
+        assert sent == [("Format", members)] * 3 + [("NewEpoch", members)] * 3
+
+
+async def test_a8_one_node_under_two_names_is_refused(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        p0, p1 = cluster.rpc_ports[0], cluster.rpc_ports[1]
+        uri = f"qjournal://127.0.0.1:{p0};localhost:{p0};127.0.0.1:{p1}/{jid}"
+        q = QuorumJournalManager(uri, settings=FAST_SETTINGS)
+        try:
+            with pytest.raises(
+                ConfigError,
+                match=rf"names one JournalNode twice: 127.0.0.1:{p0} and localhost:{p0} are "
+                "the same node",
+            ):
+                await q.recover_unfinalized_segments()
+        finally:
+            await q.close()
+        for i in range(3):  # nobody promised anything
+            node = cluster.nodes[i]
+            assert node is not None
+            assert (await node.journal(jid)).last_promised_epoch == 0
+
+
+def test_a8_uri_with_one_address_twice_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"names a JournalNode twice \(Host:1\)"):
+        parse_qjournal_uri("qjournal://host:1;other:2;Host:1/ns1")
+    with pytest.raises(ConfigError, match="names a JournalNode twice"):
+        parse_qjournal_uri("qjournal://host:8485;host/ns1")  # 8485 is the default port
+
+
+# -- C: a node formatted for another namespace is one bad node, not a veto ----------------------
+@pytest.mark.parametrize("bad", [0, 1, 2])
+async def test_c_a_node_of_another_namespace_does_not_block_the_writer(
+    tmp_path: Path, bad: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        ns = await cluster.format(jid)
+        other = new_namespace_info(cluster_id="CID-other", namespace_id=999)
+        node = cluster.nodes[bad]
+        assert node is not None
+        await node.run(jid, lambda j: j.format(NsInfo.from_proto(other), True))
+        f = faults3()
+        if bad != 0:
+            f[0].delay_s = 0.1  # the bad node is among the first majority to answer
+        q = cluster.qjm(jid, f)  # no namespace given: the writer discovers it
+        try:
+            await q.recover_unfinalized_segments()
+            assert q.ns_info is not None and q.ns_info.namespace_id == ns.namespace_id
+            stream = await q.start_log_segment(1)
+            assert await write_txns(stream, 1, 3) == 3
+        finally:
+            await settle(q)
+        assert f"{cluster.address(bad)}" in caplog.text and "namespace" in caplog.text
+        assert (await node.journal(jid)).ns_info == NsInfo.from_proto(other)
