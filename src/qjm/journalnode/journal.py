@@ -291,15 +291,10 @@ class Journal:
         self._check_request(req)
 
     def _apply_request(self, req: pb.RequestInfo, written_through: int | None = None) -> None:
-        """Record what a checked request tells: a newer epoch, its serial, committed txid."""
-        if req.epoch > self.last_promised_epoch:
-            log.info(
-                "journal %s: raising promised epoch %d -> %d from a request",
-                self.jid,
-                self.last_promised_epoch,
-                req.epoch,
-            )
-            self._set_promised_epoch(req.epoch)
+        """Record what a checked request tells: its serial and committed txid.
+
+        The epoch needs no recording: _check_request refused any above the promise.
+        """
         self.current_epoch_ipc_serial = req.ipc_serial
         if req.HasField("committed_txid") and req.committed_txid != self.committed_txid:
             self._learn_committed_txid(req, written_through)
@@ -569,8 +564,9 @@ class Journal:
         elif records:
             raise InvalidRequestError("a batch of 0 txns must carry no records")
         last_txid = first_txid + num_txns - 1
-        # Lagging (no fsync) only behind a committed txid recorded before this request, and
-        # only one this node could check against its own data (_learn_committed_txid).
+        # Behind a committed txid recorded before this request: counted, as HDFS counts it,
+        # and fsynced all the same. _learn_committed_txid never records one above what this
+        # node holds, so a claimed committed txid cannot talk a node out of its fsync.
         lagging = self.committed_txid is not None and last_txid <= self.committed_txid
         self._apply_request(req, written_through=last_txid if num_txns else None)
         if not num_txns:
@@ -578,13 +574,12 @@ class Journal:
         writer = self._writer
         try:
             writer.write(records)
-            if not lagging:
-                started = time.perf_counter()
-                writer.sync()
-                took = time.perf_counter() - started
-                self.counters.observe_sync(took)
-                if took > SLOW_SYNC_SECONDS:
-                    log.warning("journal %s: sync of %d txns took %.3fs", self.jid, num_txns, took)
+            started = time.perf_counter()
+            writer.sync()
+            took = time.perf_counter() - started
+            self.counters.observe_sync(took)
+            if took > SLOW_SYNC_SECONDS:
+                log.warning("journal %s: sync of %d txns took %.3fs", self.jid, num_txns, took)
         except OSError as e:
             # The segment's tail is now unknown: stop writing it until the next segment.
             self._abort_cur_segment()
