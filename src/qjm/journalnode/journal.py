@@ -1018,24 +1018,15 @@ class Journal:
     # -- status ------------------------------------------------------------------------------
     def status(self) -> pb.JournalStatus:
         """Everything an operator wants to see of this journal."""
-        st = pb.JournalStatus(
-            jid=self.jid,
-            is_formatted=self.ns_info is not None,
-            last_promised_epoch=self.last_promised_epoch,
-            last_writer_epoch=self.last_writer_epoch,
-            highest_written_txid=self.highest_written_txid,
-            members=self.members or [],
-        )
+        st = self._base_status()
+        st.members.extend(self.members or [])
         if self.ns_info is not None:
-            st.ns_info.CopyFrom(self.ns_info.to_proto())
             for seg in self.get_edit_log_manifest(0, True, all_in_progress=True):
                 st.segments.add(
                     start_txid=seg.start_txid,
                     end_txid=seg.end_txid,
                     is_in_progress=seg.is_in_progress,
                 )
-        if self.committed_txid is not None:
-            st.committed_txid = self.committed_txid
         if self.cur_segment_txid is not None:
             st.current_segment_txid = self.cur_segment_txid
         st.problems.extend(journal_problems(st, disk_facts(self.storage.current)))
@@ -1043,13 +1034,18 @@ class Journal:
 
     def status_snapshot(self, problem: str) -> pb.JournalStatus:
         """Status from plain attributes, for when the journal's thread is busy; any thread."""
+        st = self._base_status()
+        st.problems.append(problem)
+        return st
+
+    def _base_status(self) -> pb.JournalStatus:
+        """The status fields that plain attributes hold; reads no disk."""
         st = pb.JournalStatus(
             jid=self.jid,
             is_formatted=self.ns_info is not None,
             last_promised_epoch=self.last_promised_epoch,
             last_writer_epoch=self.last_writer_epoch,
             highest_written_txid=self.highest_written_txid,
-            problems=[problem],
         )
         if self.ns_info is not None:
             st.ns_info.CopyFrom(self.ns_info.to_proto())
