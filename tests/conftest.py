@@ -15,6 +15,7 @@ import pytest
 
 from ports import free_address
 from qjm.cluster.process import Daemon, spawn, stop_pid, wait_ready
+from qjm.journalnode.journal import Journal
 
 # Real HDFS files from Apache Hadoop (Apache-2.0, see fixtures/hadoop/NOTICE), in the tree.
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hadoop"
@@ -136,3 +137,14 @@ def read_json(text: str) -> dict[str, object]:
     except json.JSONDecodeError as e:  # pragma: no cover - shows the output on failure
         raise AssertionError(f"not JSON: {e}\n{text}") from None
     return data
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> Iterator[Journal]:
+    """A formatted in-process journal (test_journal's NS) on tmp_path/test."""
+    from test_journal import NS, open_journal
+
+    j = open_journal(tmp_path)
+    j.format(NS, force=False)
+    yield j
+    j.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -54,15 +53,6 @@ class Writer:
 def open_journal(root: Path, **kw: object) -> Journal:
     """A journal on root/test."""
     return Journal("test", JNStorage(root / "test"), **kw)  # type: ignore[arg-type]
-
-
-@pytest.fixture
-def journal(tmp_path: Path) -> Iterator[Journal]:
-    """A formatted journal."""
-    j = open_journal(tmp_path)
-    j.format(NS, force=False)
-    yield j
-    j.close()
 
 
 def write(j: Journal, w: Writer, seg: int, first: int, n: int) -> None:

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from conftest import snapshot
-from qjm.editlog.framing import OP_OPAQUE, encode_op
 from qjm.editlog.segments import finalized_name, inprogress_name
 from qjm.journalnode import journal as journal_module
 from qjm.journalnode.journal import Journal
-from qjm.journalnode.storage import JNStorage, NsInfo, check_journal_id
+from qjm.journalnode.storage import NsInfo, check_journal_id
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
     EpochError,
@@ -20,51 +18,10 @@ from qjm.protocol.errors import (
     NamespaceMismatchError,
     SegmentStateError,
 )
+from test_journal import NS, Writer, open_journal, write
 
-NS = NsInfo(12345, "CID-test")
 NS_B = NsInfo(999, "CID-other")
 MEMBERS = ["127.0.0.1:8485", "127.0.0.1:8486", "127.0.0.1:8487"]
-
-
-def txns(first: int, n: int) -> bytes:
-    """n ops numbered from first."""
-    return b"".join(encode_op(OP_OPAQUE, t, f"tx {t}".encode()) for t in range(first, first + n))
-
-
-class Writer:
-    """Builds RequestInfos with increasing serials for one epoch."""
-
-    def __init__(self, epoch: int) -> None:
-        self.epoch = epoch
-        self.serial = 0
-        self.committed: int | None = None
-
-    def req(self) -> pb.RequestInfo:
-        """The next request of this writer."""
-        self.serial += 1
-        r = pb.RequestInfo(jid="test", epoch=self.epoch, ipc_serial=self.serial)
-        if self.committed is not None:
-            r.committed_txid = self.committed
-        return r
-
-
-def open_journal(root: Path, **kw: object) -> Journal:
-    """A journal on root/test."""
-    return Journal("test", JNStorage(root / "test"), **kw)  # type: ignore[arg-type]
-
-
-@pytest.fixture
-def journal(tmp_path: Path) -> Iterator[Journal]:
-    """A formatted journal."""
-    j = open_journal(tmp_path)
-    j.format(NS, force=False)
-    yield j
-    j.close()
-
-
-def write(j: Journal, w: Writer, seg: int, first: int, n: int) -> None:
-    """journal() a batch of n txns."""
-    j.journal(w.req(), seg, first, n, txns(first, n))
 
 
 def writer_with(j: Journal, epoch: int, seg: int, first: int, n: int) -> Writer:
