@@ -330,8 +330,8 @@ def test_a_committed_claim_above_the_batch_is_cut_to_it_and_skips_no_sync(
 ) -> None:
     journal.new_epoch(NS, 1)
     w = Writer(1)
-    w.committed = 100
     journal.start_log_segment(w.req(), 1, -64)
+    w.committed = 100
     syncs: list[float] = []
     journal.counters.observe_sync = syncs.append
     write(journal, w, 1, 1, 2)

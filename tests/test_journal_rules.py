@@ -312,7 +312,7 @@ def test_committed_claim_of_another_writer_is_not_recorded_above_what_is_here(
 # -- B3: start_log_segment never hides or duplicates txids ---------------------------------
 
 
-def test_start_segment_at_or_below_written_or_committed_or_with_a_gap_is_refused(
+def test_start_segment_at_or_below_written_or_committed_or_past_the_writers_is_refused(
     journal: Journal,
 ) -> None:
     w = writer_with(journal, 1, 1, 1, 5)
@@ -321,7 +321,7 @@ def test_start_segment_at_or_below_written_or_committed_or_with_a_gap_is_refused
     before = snapshot(journal.storage.current)
     with pytest.raises(SegmentStateError, match="txid 3 is not above the committed txid 5"):
         journal.start_log_segment(w.req(), 3, -64)
-    with pytest.raises(SegmentStateError, match="gap"):
+    with pytest.raises(SegmentStateError, match="starts at 6; txids would be skipped"):
         journal.start_log_segment(w.req(), 9, -64)
     assert snapshot(journal.storage.current) == before
     journal.start_log_segment(w.req(), 6, -64)
@@ -330,13 +330,24 @@ def test_start_segment_at_or_below_written_or_committed_or_with_a_gap_is_refused
         journal.start_log_segment(w.req(), 7, -64)
 
 
-def test_a_start_past_a_gap_closes_the_stale_open_segment(journal: Journal) -> None:
-    w = writer_with(journal, 1, 1, 1, 2)  # then it missed 3-23, finalized elsewhere
-    with pytest.raises(SegmentStateError, match="gap after the highest written txid 2"):
-        journal.start_log_segment(w.req(), 24, -64)
-    assert journal.cur_segment_txid is None  # the syncer may now install 1-23
-    assert not (journal.storage.current / inprogress_name(24)).exists()
-    assert journal.highest_written_txid == 2
+def test_a_node_that_missed_txids_takes_the_next_segment_and_wakes_the_syncer(
+    journal: Journal,
+) -> None:
+    gaps: list[int] = []
+    journal.on_gap = lambda: gaps.append(journal.highest_written_txid)
+    w = writer_with(journal, 1, 1, 1, 2)  # then it missed 3-23, acked and finalized elsewhere
+    w.committed = 23
+    journal.start_log_segment(w.req(), 24, -64)  # as HDFS: refusing would keep it out for good
+    assert gaps == [2]
+    assert journal.cur_segment_txid == 24  # the stale open segment 1 was closed
+    write(journal, w, 24, 24, 2)
+    assert journal.highest_written_txid == 25
+    w.committed = 25
+    journal.finalize_log_segment(w.req(), 24, 25)
+    journal.start_log_segment(w.req(), 26, -64)
+    assert gaps == [2]  # no gap: nothing more to wake the syncer for
+    # The syncer may install the finalized 1-23 a peer holds: segment 1 is not open.
+    assert journal.missing_segments([(1, 23)], 23) == [(1, 23)]
 
 
 def test_start_segment_below_written_is_refused_without_committed(journal: Journal) -> None:

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import JNFactory, JNProcess
+from conftest import JNFactory, JNProcess, run_qjm
 from qjm.editlog.segments import finalized_name
 from test_journalnode_server import JID, RawWriter, http_get
 
@@ -29,7 +29,7 @@ def seg_path(jn: JNProcess, start: int, end: int) -> Path:
     return jn.edits_dir / JID / "current" / finalized_name(start, end)
 
 
-def start_synced_trio(jn_factory: JNFactory) -> list[JNProcess]:
+def start_synced_trio(jn_factory: JNFactory, sync_ms: str = SYNC_MS) -> list[JNProcess]:
     """Three JournalNodes that know each other as peers."""
     first = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
     rpcs = [jn.rpc for jn in first]
@@ -40,7 +40,7 @@ def start_synced_trio(jn_factory: JNFactory) -> list[JNProcess]:
         peers = ",".join(r for k, r in enumerate(rpcs) if k != i)
         out.append(
             jn_factory.start(
-                jn.name, jn.rpc, jn.http, "--peers", peers, "--sync-interval-ms", SYNC_MS
+                jn.name, jn.rpc, jn.http, "--peers", peers, "--sync-interval-ms", sync_ms
             )
         )
     return out
@@ -111,3 +111,29 @@ async def test_a_wiped_node_recreates_its_version_and_catches_up(jn_factory: JNF
     assert (jn3.edits_dir / JID / "current" / "last-promised-epoch").read_text().strip() == "1"
     for s, e in SEGMENTS:
         assert seg_path(jn3, s, e).read_bytes() == seg_path(jn1, s, e).read_bytes()
+
+
+def test_a_node_that_missed_segments_fetches_them_when_it_takes_the_next(
+    jn_factory: JNFactory,
+) -> None:
+    # The interval alone would take ten minutes: only the segment start's wake-up is in time.
+    jns = start_synced_trio(jn_factory, sync_ms="600000")
+    uri = "qjournal://" + ";".join(jn.rpc for jn in jns) + f"/{JID}"
+
+    def qjm_ok(*args: str) -> None:
+        done = run_qjm("journal", *args, "--uri", uri)
+        assert done.returncode == 0, done.stderr
+
+    def finalized(jn: JNProcess) -> set[str]:
+        return {p.name for p in (jn.edits_dir / JID / "current").glob("edits_0*")}
+
+    qjm_ok("format")
+    qjm_ok("write", "--count", "3", "--finalize")
+    jn_factory.stop(jns[2])
+    for _ in range(2):  # jn3 misses two segments; recovery gives it back only the newest
+        qjm_ok("write", "--count", "3", "--finalize")
+    missed = finalized(jns[0]) - finalized(jns[2])
+    assert len(missed) == 2, (finalized(jns[0]), finalized(jns[2]))
+    jns[2] = jn_factory.start(jns[2].name, jns[2].rpc, jns[2].http, *jns[2].extra)
+    qjm_ok("write", "--count", "3")  # jn3 takes this segment with a hole below it
+    wait_until("jn3 fetched the segments it missed", lambda: missed <= finalized(jns[2]))

@@ -179,6 +179,9 @@ class Journal:
         self._verified: dict[str, tuple[int, int]] = {}  # finalized name: (size, mtime) checked
         # Called on the journal thread after new edits or a new committed txid (long polls).
         self.on_progress: Callable[[], None] = lambda: None
+        # Called on the journal thread when a segment start is refused for missing txids,
+        # so the syncer fetches them now rather than at its next interval.
+        self.on_gap: Callable[[], None] = lambda: None
         storage.lock()
         try:
             self._load()
@@ -474,15 +477,11 @@ class Journal:
                     f"txid {txid} which holds valid transactions up to {found.last_txid}; "
                     "refusing to overwrite it"
                 )
-        try:
-            self._check_segment_start(txid, restart=existing is not None)
-        except SegmentStateError:
-            if self._writer is not None and txid > self._next_txid:
-                # The writer moved past the open segment (this node missed txids), so it
-                # can never continue: close it, as HDFS does at every start, so that the
-                # syncer may install the finalized copy and the node rejoins after that.
-                self._abort_cur_segment()
-            raise
+        self._check_segment_start(req, txid, restart=existing is not None)
+        if self._misses_txids_below(txid):
+            # This node was down or out of sync for some txids: the syncer fetches them
+            # now rather than at its next interval.
+            self.on_gap()
         self._apply_request(req)
         if self._writer is not None:
             log.warning(
@@ -503,8 +502,21 @@ class Journal:
         self._cur_layout = layout_version
         log.info("journal %s: started segment %d in epoch %d", self.jid, txid, req.epoch)
 
-    def _check_segment_start(self, txid: int, restart: bool) -> None:
-        """A new segment must start right after the highest txid written, above committed."""
+    def _misses_txids_below(self, txid: int) -> bool:
+        """True when the finalized segments here leave a hole before txid."""
+        if txid > self.highest_written_txid + 1:
+            return True
+        expected: int | None = None
+        for seg in self.storage.segments():
+            if seg.end is None or seg.start >= txid:
+                continue
+            if expected is not None and seg.start > expected:
+                return True
+            expected = max(expected or 0, seg.end + 1)
+        return False
+
+    def _check_segment_start(self, req: pb.RequestInfo, txid: int, restart: bool) -> None:
+        """A new segment starts above every txid here and right after the writer's committed."""
         committed, written = self.committed_txid, self.highest_written_txid
         where = f"can't start a segment at txid {txid} in journal {self.jid!r}"
         if committed is not None and txid <= committed:
@@ -517,13 +529,17 @@ class Journal:
             raise SegmentStateError(
                 f"{where}: txid {txid} is not above the highest written txid {written}"
             )
-        # HDFS accepts a gap and lets its syncer fill it later; here a node that missed
-        # txids stays out of the writing quorum until the syncer or a recovery fills them.
-        if written > 0 and txid > written + 1:
+        # The writer starts a segment right after the txid it reports committed (everything
+        # before is acknowledged and finalized); a later start would leave txids no node
+        # holds. HDFS has no such check. A gap after this node's own highest txid, though,
+        # is only txids this node missed: accepted, as in HDFS, because a writer finalizes
+        # one segment and starts the next back to back, so refusing would keep a node that
+        # missed one segment out for good; the syncer fills the gap (start_log_segment
+        # wakes it).
+        if req.HasField("committed_txid") and txid != req.committed_txid + 1:
             raise SegmentStateError(
-                f"{where}: it would leave a gap after the highest written txid {written} "
-                f"(txids {written + 1}-{txid - 1} are missing here); this node stays out of "
-                "sync until the syncer or a recovery fills the gap"
+                f"{where}: the writer reports txid {req.committed_txid} committed, so its "
+                f"next segment starts at {req.committed_txid + 1}; txids would be skipped"
             )
 
     def journal(

@@ -253,10 +253,19 @@ class JournalNode:
                 loop.call_soon_threadsafe(progress.notify)
 
             journal.on_progress = wake
+
+            def gap() -> None:
+                loop.call_soon_threadsafe(self._wake_syncer)
+
+            journal.on_gap = gap
             self.progress[jid] = progress
             opened = _Open(journal, executor)
             self._journals[jid] = opened
             return opened
+
+    def _wake_syncer(self) -> None:
+        if self.syncer is not None:
+            self.syncer.wake()
 
     async def _open_at_start(self, jid: str) -> None:
         """Open one journal; a failure marks only that journal broken, with a clear line."""

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("qjm.journalnode.syncer")
 RPC_TIMEOUT = 10.0
+MIN_WOKEN_INTERVAL = 1.0  # seconds between rounds that segment-start refusals ask for
 MEMBERS_FILE = "members"
 
 
@@ -43,17 +44,43 @@ class JournalSyncer:
         self.rounds = 0
         self.last_round = 0.0
         self._next = 0
+        self._woken = asyncio.Event()
+
+    def wake(self) -> None:
+        """Start the next round now (at most one a second): a journal lacks txids."""
+        self._woken.set()
+
+    async def _wait(self, stop: asyncio.Event) -> bool:
+        """Wait for the interval, a wake-up or stop; True when stopped."""
+        stopped = asyncio.ensure_future(stop.wait())
+        woken = asyncio.ensure_future(self._woken.wait())
+        try:
+            await asyncio.wait(
+                {stopped, woken}, timeout=self.interval, return_when="FIRST_COMPLETED"
+            )
+        finally:
+            stopped.cancel()
+            woken.cancel()
+        if stop.is_set():
+            return True
+        if self._woken.is_set():
+            self._woken.clear()
+            wait = self.last_round + MIN_WOKEN_INTERVAL - time.time()
+            if wait > 0:
+                try:
+                    await asyncio.wait_for(stop.wait(), wait)
+                    return True
+                except TimeoutError:
+                    pass
+        return False
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Sync every interval until stop is set."""
+        """Sync every interval, or sooner when woken, until stop is set."""
         self.running = True
         try:
             while not stop.is_set():
-                try:
-                    await asyncio.wait_for(stop.wait(), self.interval)
+                if await self._wait(stop):
                     break
-                except TimeoutError:
-                    pass
                 try:
                     await self.sync_round()
                 except (QjmError, OSError) as e:
