@@ -541,7 +541,38 @@ def test_accept_recovery_downloads_a_longer_segment(tmp_path: Path) -> None:
         assert j.highest_written_txid == 5
         j.finalize_log_segment(w2.req(), 1, 5)
         assert (current(j) / finalized_name(1, 5)).read_bytes() == HEADER + txns(1, 5)
+        # The decision is kept: a later prepare reports the epoch that finalized the copy.
+        assert j.storage.read_paxos(1).accepted_in_epoch == 2  # type: ignore[union-attr]
+        j.new_epoch(NS, 3)
+        prep = j.prepare_recovery(Writer(3).req(), 1)
+        assert not prep.segment_state.is_in_progress and prep.segment_state.end_txid == 5
+        assert prep.accepted_in_epoch == 2
+    finally:
+        j.close()
+
+
+def test_a_bad_finalized_segment_moved_aside_takes_its_kept_decision_along(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "source"
+    source.write_bytes(HEADER + txns(1, 5))
+    j = open_journal(tmp_path, fetch=copy_fetch(source))
+    j.format(NS, force=False)
+    j.new_epoch(NS, 1)
+    w = Writer(1)
+    seg = pb.SegmentState(start_txid=1, end_txid=5, is_in_progress=True)
+    j.accept_recovery(w.req(), seg, PEER_URL)
+    j.finalize_log_segment(w.req(), 1, 5)
+    assert j.storage.read_paxos(1) is not None
+    j.close()
+    final = tmp_path / "test" / "current" / finalized_name(1, 5)
+    final.write_bytes(final.read_bytes()[:-10])  # lost its tail: moved aside at load
+    j = open_journal(tmp_path)
+    try:
         assert j.storage.read_paxos(1) is None
+        j.new_epoch(NS, 2)
+        prep = j.prepare_recovery(Writer(2).req(), 1)  # no segment, and no error about it
+        assert not prep.HasField("segment_state") and not prep.HasField("accepted_in_epoch")
     finally:
         j.close()
 

@@ -631,7 +631,7 @@ class Journal:
                     f"with a different end txid {end_txid}"
                 )
             self._apply_request(req)
-            self.storage.purge_paxos(start_txid)
+            self._keep_paxos_of_finalized(start_txid, end_txid)
             return
         self._check_may_finalize(req, start_txid)
         if self.cur_segment_txid == start_txid and self._writer is not None:
@@ -666,8 +666,22 @@ class Journal:
             fsync_dir(final.parent)
 
         self._io(cut_and_rename, existing.path)
-        self.storage.purge_paxos(start_txid)
+        self._keep_paxos_of_finalized(start_txid, end_txid)
         log.info("journal %s: finalized segment %d-%d", self.jid, start_txid, end_txid)
+
+    def _keep_paxos_of_finalized(self, start_txid: int, end_txid: int) -> None:
+        """Keep the accepted recovery that a finalize completed; purge any other record.
+
+        HDFS purges the paxos data at finalize ("the finalized state alone is enough").
+        It is not enough for the client's check against unacknowledged finalizes
+        (recovery_comparator._check_finalized_against_newer): a segment finalized by a
+        recovery was decided in that recovery's epoch, which may be above an in-progress
+        copy accepted by a minority in an earlier, failed recovery, while this node's last
+        writer epoch is below it. prepare_recovery reports the kept epoch.
+        """
+        accepted = self.storage.read_paxos(start_txid)
+        if accepted is not None and accepted.segment_state.end_txid != end_txid:
+            self.storage.purge_paxos(start_txid)
 
     def _check_may_finalize(self, req: pb.RequestInfo, start_txid: int) -> None:
         """Only the writer that wrote an in-progress segment, or a recovery that accepted it
@@ -760,6 +774,10 @@ class Journal:
             resp.segment_state.CopyFrom(acc)
         elif seg is not None:
             resp.segment_state.CopyFrom(seg.to_proto())
+            if accepted is not None and accepted.segment_state.end_txid == seg.end_txid:
+                # The epoch of the recovery that decided this finalized copy (see
+                # _keep_paxos_of_finalized): a seen epoch, like an in-progress copy's.
+                resp.accepted_in_epoch = accepted.accepted_in_epoch
         if self.committed_txid is not None:
             resp.last_committed_txid = self.committed_txid
         log.info(
@@ -1213,6 +1231,11 @@ class Journal:
         aside = seg.path.with_name(seg.path.name + ".corrupt")
         os.replace(seg.path, aside)
         fsync_dir(seg.path.parent)
+        # Without its file, a kept decision (_keep_paxos_of_finalized) names a segment this
+        # node no longer holds: forget it, as if finalize had purged it (HDFS does).
+        accepted = self.storage.read_paxos(seg.start)
+        if accepted is not None and accepted.segment_state.end_txid == seg.end:
+            self.storage.purge_paxos(seg.start)
         log.warning(
             "journal %s: finalized segment %s is bad (%s); moved aside as %s, never served; "
             "the syncer fetches it from a peer",
