@@ -145,10 +145,18 @@ FINALIZED_VS_NEWER = [
     ([resp(3, in_progress=False, writer=3), resp(4, writer=2)], 0),  # a stale copy: ignored
     ([resp(3, in_progress=False, writer=2), resp(4, writer=2)], 0),  # same epoch: no proof
     ([NONE, FINAL_3, resp(3, accepted=4), INPROG_4], 1),
+    # Finalized by a recovery in epoch 3 (reported as accepted in 3): a copy accepted by a
+    # minority in epoch 2 is older, whatever its end (the seed-3 fault schedule's state).
+    ([resp(3, in_progress=False, accepted=3), resp(4, accepted=2)], 0),
+    ([resp(4, accepted=2), resp(3, in_progress=False, accepted=3)], 1),
+    # ... but a copy of a newer epoch than that recovery still contradicts it.
+    ([resp(3, in_progress=False, accepted=3), resp(4, accepted=4)], None),
 ]
 
 
-@pytest.mark.parametrize(("answers", "source"), FINALIZED_VS_NEWER, ids=range(9))
+@pytest.mark.parametrize(
+    ("answers", "source"), FINALIZED_VS_NEWER, ids=range(len(FINALIZED_VS_NEWER))
+)
 def test_finalized_copy_against_a_newer_epochs_copy(
     answers: list[pb.PrepareRecoveryResponse], source: int | None
 ) -> None:

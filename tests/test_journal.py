@@ -531,7 +531,38 @@ def test_accept_recovery_downloads_a_longer_segment(tmp_path: Path) -> None:
         assert j.highest_written_txid == 5
         j.finalize_log_segment(w2.req(), 1, 5)
         assert (current(j) / finalized_name(1, 5)).read_bytes() == HEADER + txns(1, 5)
+        # The decision is kept: a later prepare reports the epoch that finalized the copy.
+        assert j.storage.read_paxos(1).accepted_in_epoch == 2  # type: ignore[union-attr]
+        j.new_epoch(NS, 3)
+        prep = j.prepare_recovery(Writer(3).req(), 1)
+        assert not prep.segment_state.is_in_progress and prep.segment_state.end_txid == 5
+        assert prep.accepted_in_epoch == 2
+    finally:
+        j.close()
+
+
+def test_a_bad_finalized_segment_moved_aside_takes_its_kept_decision_along(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "source"
+    source.write_bytes(HEADER + txns(1, 5))
+    j = open_journal(tmp_path, fetch=copy_fetch(source))
+    j.format(NS, force=False)
+    j.new_epoch(NS, 1)
+    w = Writer(1)
+    seg = pb.SegmentState(start_txid=1, end_txid=5, is_in_progress=True)
+    j.accept_recovery(w.req(), seg, PEER_URL)
+    j.finalize_log_segment(w.req(), 1, 5)
+    assert j.storage.read_paxos(1) is not None
+    j.close()
+    final = tmp_path / "test" / "current" / finalized_name(1, 5)
+    final.write_bytes(final.read_bytes()[:-10])  # lost its tail: moved aside at load
+    j = open_journal(tmp_path)
+    try:
         assert j.storage.read_paxos(1) is None
+        j.new_epoch(NS, 2)
+        prep = j.prepare_recovery(Writer(2).req(), 1)  # no segment, and no error about it
+        assert not prep.HasField("segment_state") and not prep.HasField("accepted_in_epoch")
     finally:
         j.close()
 
@@ -635,3 +666,75 @@ def test_crash_before_persisting_paxos_data_leaves_the_old_log(tmp_path: Path) -
     prep, on_disk = crash_during_accept(tmp_path, FaultInjector(before_persist_paxos_data=crash))
     assert not prep.HasField("accepted_in_epoch")
     assert prep.segment_state.end_txid == 2 and on_disk == 2
+
+
+def half_done_accept_of_4_6(tmp_path: Path, hook: str) -> Journal:
+    """Segment 1-3 finalized; epoch 2's accept of 4-6 (a download) crashes at a hook."""
+    source = tmp_path / "source"
+    source.write_bytes(HEADER + txns(4, 3))
+    faults = FaultInjector()
+    j = open_journal(tmp_path, fetch=copy_fetch(source), faults=faults)
+    j.format(NS, force=False)
+    j.new_epoch(NS, 1)
+    w = Writer(1)
+    j.start_log_segment(w.req(), 1, -64)
+    write(j, w, 1, 1, 3)
+    j.finalize_log_segment(w.req(), 1, 3)
+    j.new_epoch(NS, 2)
+    setattr(faults, hook, crash)
+    with pytest.raises(Crash):
+        j.accept_recovery(
+            Writer(2).req(),
+            pb.SegmentState(start_txid=4, end_txid=6, is_in_progress=True),
+            PEER_URL.replace("segmentTxId=1", "segmentTxId=4"),
+        )
+    setattr(faults, hook, lambda: None)
+    return j
+
+
+def staged_files(j: Journal) -> list[str]:
+    """accept_recovery's downloads staged under the sync temp name."""
+    return [p.name for p in current(j).iterdir() if ".epoch=" in p.name]
+
+
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_half_done_accept_counts_wherever_the_newest_segment_is_computed(
+    tmp_path: Path, restart: bool
+) -> None:
+    j = half_done_accept_of_4_6(tmp_path, "after_persist_paxos_data")
+    assert staged_files(j) and j.storage.read_paxos(4) is not None
+    if restart:
+        j.close()
+        j = open_journal(tmp_path)
+    try:
+        # The node accepted 4-6 (its paxos data says so): new_epoch reports segment 4, not
+        # 1, and the node knows it holds txid 6 (else it refuses segment 7 as a gap).
+        assert j.new_epoch(NS, 3) == 4
+        assert j.highest_written_txid == 6
+        assert staged_files(j) == []
+        w = Writer(3)
+        prep = j.prepare_recovery(w.req(), 4)
+        assert (prep.accepted_in_epoch, prep.segment_state.end_txid) == (2, 6)
+        j.accept_recovery(w.req(), prep.segment_state, "")
+        j.finalize_log_segment(w.req(), 4, 6)
+        j.start_log_segment(w.req(), 7, -64)
+    finally:
+        j.close()
+
+
+@pytest.mark.parametrize("restart", [False, True])
+def test_a_staged_download_without_its_paxos_data_is_discarded(
+    tmp_path: Path, restart: bool
+) -> None:
+    j = half_done_accept_of_4_6(tmp_path, "before_persist_paxos_data")
+    assert staged_files(j) and j.storage.read_paxos(4) is None
+    if restart:
+        j.close()
+        j = open_journal(tmp_path)
+    try:
+        assert j.new_epoch(NS, 3) == 1  # never accepted: the old log stands
+        assert j.highest_written_txid == 3
+        assert staged_files(j) == []
+        j.start_log_segment(Writer(3).req(), 4, -64)
+    finally:
+        j.close()

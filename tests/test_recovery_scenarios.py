@@ -551,3 +551,44 @@ async def test_stale_log_of_the_same_length_is_replaced_in_recovery(tmp_path: Pa
         values = check_one_value_per_txid(cluster, jid)
         assert values[4] == payload(4, "epoch2")
         assert cluster.read_segments(0, jid)[(4, 7)][4] == payload(4, "epoch2")
+
+
+# -- a finalized copy decided by a later recovery (seed-3 fault schedule) ---------------------
+async def test_finalized_by_a_later_recovery_beats_a_minority_accept(tmp_path: Path) -> None:
+    """A value accepted by a minority in epoch 2 loses to the value epoch 3 finalized.
+
+    JN0 holds 4-5 (5 never acknowledged) and accepts it in epoch 2's recovery, which fails.
+    Epoch 3 recovers without JN0: it finalizes 4-4 on JN1 and JN2, as Paxos allows (its
+    prepare quorum saw no accepted value). JN0's copy then has the higher seen epoch (2)
+    than the finalized copies' last writer epoch (1), but the finalized copy was decided
+    in epoch 3: the next recovery must take it, not call it an unacknowledged finalize.
+    """
+    async with JNCluster(tmp_path) as cluster:
+        jid = await new_journal(cluster)
+        f = faults3()
+        q = await writer_with_first_segment(cluster, jid, f, end=3)
+        f[2].fail_method("StartLogSegment")
+        stream = await q.start_log_segment(4)  # on JN0 and JN1 only
+        assert await write_txns(stream, 4, 1) == 4  # acknowledged by JN0 and JN1
+        f[1].fail_from_txn(5)
+        with pytest.raises(QuorumError, match="too many exceptions"):
+            await write_txns(stream, 5, 1)  # JN0 only
+        await settle(q)
+        # Epoch 2 sees JN0 (4-5) and JN2 (no segment 4), chooses 4-5; only JN0 accepts it.
+        f = faults3()
+        f[1].down = True
+        f[2].fail_method("AcceptRecovery")
+        q = cluster.qjm(jid, f)
+        with pytest.raises(QuorumError, match="Injected"):
+            await q.recover_unfinalized_segments()
+        await settle(q)
+        # Epoch 3 sees JN1 (4-4, writer epoch 1) and JN2: finalizes 4-4 on both.
+        await cluster.stop_node(0)
+        assert await recover(cluster, jid) == 4
+        await cluster.start_node(0)
+        check_finalized_on_quorum(cluster, jid, 4, 4)
+        # Epoch 4 sees JN0 (4-5, accepted in epoch 2) and the finalized copies.
+        assert await recover(cluster, jid) == 4
+        for i in range(3):
+            assert cluster.read_segments(i, jid)[(4, 4)] == {4: payload(4)}, i
+        check_one_value_per_txid(cluster, jid)

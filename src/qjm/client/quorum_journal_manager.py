@@ -236,12 +236,12 @@ class QuorumJournalManager:
                     f"{state.end_txid}, but {ch} reports txid {resp.last_committed_txid} as "
                     "committed; refusing to truncate below it"
                 )
-        if best.HasField("accepted_in_epoch"):
-            how = f"the recovery already accepted in epoch {best.accepted_in_epoch}"
-        elif state.is_in_progress:
-            how = "the longest log of the newest writer"
-        else:
+        if not state.is_in_progress:
             how = "the finalized copy"
+        elif best.HasField("accepted_in_epoch"):
+            how = f"the recovery already accepted in epoch {best.accepted_in_epoch}"
+        else:
+            how = "the longest log of the newest writer"
         log.info(
             "%s: recovering segment %d-%d from %s (%s)",
             self,

@@ -111,10 +111,18 @@ def _check_finalized_against_newer(answers: list[pb.PrepareRecoveryResponse]) ->
 
     A writer finalizes only at the txid a majority acknowledged, and a later recovery
     never ends below an acknowledged txid nor above what that majority held; so in an
-    honest run, an in-progress copy written or accepted in a newer epoch than the
-    finalized node's ends where the finalized copy ends. A different end is evidence of
-    an unacknowledged finalize (issue 8, A2): rule 2 would pick it and overwrite what the
-    newer epoch acknowledged. HDFS has no such check; we stop instead of losing edits.
+    honest run, an in-progress copy written or accepted in a newer epoch than the one
+    that decided the finalized copy ends where the finalized copy ends. A different end
+    is evidence of an unacknowledged finalize (issue 8, A2): rule 2 would pick it and
+    overwrite what the newer epoch acknowledged. HDFS has no such check; we stop instead
+    of losing edits.
+
+    The finalized copy's epoch is its seen epoch: the node's last writer epoch (a writer
+    finalizes its own segment) or, for a segment a recovery finalized, the epoch of that
+    recovery, which the node reports as accepted_in_epoch. Without the latter, a value
+    accepted by a minority in a failed recovery would look newer than the value a later
+    recovery chose and finalized, which is an honest state (Paxos: a later prepare quorum
+    that saw no accepted value may choose another).
     """
     finalized = [
         a for a in answers if a.HasField("segment_state") and not a.segment_state.is_in_progress

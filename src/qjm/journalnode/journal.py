@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 import struct
 import time
 import urllib.parse
@@ -79,6 +80,8 @@ MAX_EPOCH = 2**62
 # readers may not see: the recovering writer's epoch, which must be the source's promise.
 RECOVERY_EPOCH_PARAM = "recoveryEpoch"
 DOWNLOAD_SUFFIX = ".download"  # accept_recovery's private download files in current/
+# A download accept_recovery staged under storage.sync_temp_file before persisting its paxos data.
+_STAGED = re.compile(r"edits_inprogress_(\d{19})\.epoch=(\d+)")
 
 
 @dataclass
@@ -213,6 +216,7 @@ class Journal:
         for seg in self.storage.segments():
             if seg.end is not None:
                 self._check_finalized(seg)
+        self._roll_forward_half_done_accepts()
         latest = self._scan_for_latest_edits()
         if latest is not None:
             self.highest_written_txid = latest.end_txid
@@ -437,6 +441,7 @@ class Journal:
             self.awaiting_new_epoch = None
         self._abort_cur_segment()
         self.cache.clear()  # a new writer may recover a shorter log; never serve the old tail
+        self._roll_forward_half_done_accepts()
         latest = self._scan_for_latest_edits()
         log.info("journal %s: promised epoch %d; latest segment %s", self.jid, epoch, latest)
         return latest.start_txid if latest else None
@@ -642,7 +647,7 @@ class Journal:
                     f"with a different end txid {end_txid}"
                 )
             self._apply_request(req)
-            self.storage.purge_paxos(start_txid)
+            self._keep_paxos_of_finalized(start_txid, end_txid)
             return
         self._check_may_finalize(req, start_txid)
         if self.cur_segment_txid == start_txid and self._writer is not None:
@@ -677,8 +682,22 @@ class Journal:
             fsync_dir(final.parent)
 
         self._io(cut_and_rename, existing.path)
-        self.storage.purge_paxos(start_txid)
+        self._keep_paxos_of_finalized(start_txid, end_txid)
         log.info("journal %s: finalized segment %d-%d", self.jid, start_txid, end_txid)
+
+    def _keep_paxos_of_finalized(self, start_txid: int, end_txid: int) -> None:
+        """Keep the accepted recovery that a finalize completed; purge any other record.
+
+        HDFS purges the paxos data at finalize ("the finalized state alone is enough").
+        It is not enough for the client's check against unacknowledged finalizes
+        (recovery_comparator._check_finalized_against_newer): a segment finalized by a
+        recovery was decided in that recovery's epoch, which may be above an in-progress
+        copy accepted by a minority in an earlier, failed recovery, while this node's last
+        writer epoch is below it. prepare_recovery reports the kept epoch.
+        """
+        accepted = self.storage.read_paxos(start_txid)
+        if accepted is not None and accepted.segment_state.end_txid != end_txid:
+            self.storage.purge_paxos(start_txid)
 
     def _check_may_finalize(self, req: pb.RequestInfo, start_txid: int) -> None:
         """Only the writer that wrote an in-progress segment, or a recovery that accepted it
@@ -755,8 +774,8 @@ class Journal:
         self._check_writer_call(req)
         self._apply_request(req)
         self._abort_cur_segment()
+        self._roll_forward_half_done_accepts()
         accepted = self.storage.read_paxos(segment_txid)
-        self._complete_half_done_accept(accepted)
         seg = self._segment_info(segment_txid)
         resp = pb.PrepareRecoveryResponse(last_writer_epoch=self.last_writer_epoch)
         if accepted is not None and (seg is None or seg.is_in_progress):
@@ -771,6 +790,10 @@ class Journal:
             resp.segment_state.CopyFrom(acc)
         elif seg is not None:
             resp.segment_state.CopyFrom(seg.to_proto())
+            if accepted is not None and accepted.segment_state.end_txid == seg.end_txid:
+                # The epoch of the recovery that decided this finalized copy (see
+                # _keep_paxos_of_finalized): a seen epoch, like an in-progress copy's.
+                resp.accepted_in_epoch = accepted.accepted_in_epoch
         if self.committed_txid is not None:
             resp.last_committed_txid = self.committed_txid
         log.info(
@@ -879,7 +902,8 @@ class Journal:
                 )
         staged: Path | None = None
         if synced is not None:
-            # Under the name a crash after the paxos write rolls forward (prepare_recovery).
+            # Under the name a crash after the paxos write rolls forward
+            # (_roll_forward_half_done_accepts).
             staged = self.storage.sync_temp_file(start, req.epoch)
             os.replace(synced, staged)
         self.faults.before_persist_paxos_data()
@@ -1220,6 +1244,11 @@ class Journal:
         aside = seg.path.with_name(seg.path.name + ".corrupt")
         os.replace(seg.path, aside)
         fsync_dir(seg.path.parent)
+        # Without its file, a kept decision (_keep_paxos_of_finalized) names a segment this
+        # node no longer holds: forget it, as if finalize had purged it (HDFS does).
+        accepted = self.storage.read_paxos(seg.start)
+        if accepted is not None and accepted.segment_state.end_txid == seg.end:
+            self.storage.purge_paxos(seg.start)
         log.warning(
             "journal %s: finalized segment %s is bad (%s); moved aside as %s, never served; "
             "the syncer fetches it from a peer",
@@ -1243,17 +1272,49 @@ class Journal:
             found.end,
         )
 
-    def _complete_half_done_accept(self, accepted: pb.PersistedRecoveryPaxosData | None) -> None:
-        """Roll forward a download whose paxos data was persisted before the swap."""
-        if accepted is None:
-            return
-        start = accepted.segment_state.start_txid
-        tmp = self.storage.sync_temp_file(start, accepted.accepted_in_epoch)
-        if tmp.exists():
-            target = self.storage.current / inprogress_name(start)
+    def _roll_forward_half_done_accepts(self) -> None:
+        """Finish each accept_recovery that persisted its paxos data but not its log.
+
+        finish_accept_recovery persists the decision, then moves the download (staged
+        under storage.sync_temp_file) into place; a crash between the two leaves a node
+        that voted for a log it does not hold. HDFS completes it only in prepareRecovery
+        of that segment, which is wrong: until then newEpoch reports an older newest
+        segment than the one this node accepted, so a writer may skip recovering it, and
+        the node's highest written txid is stale, so it refuses the next segment's start
+        as a gap (the seed-3 fault schedule). Here it is completed wherever the newest
+        segment is computed: at load, in new_epoch and in prepare_recovery. A staged file
+        the paxos data does not name (a crash before the persist, or a decision replaced
+        or purged by a later start since) was never accepted and is deleted, and so is one
+        a finalized segment superseded.
+        """
+        cur = self.storage.current
+        changed = rolled = False
+        for tmp in sorted(cur.glob("edits_inprogress_*.epoch=*")):
+            m = _STAGED.fullmatch(tmp.name)
+            if m is None:
+                continue  # a download in flight (_load deletes those a stop cut short)
+            start, epoch = int(m[1]), int(m[2])
+            accepted = self.storage.read_paxos(start)
+            segments = self.storage.segments()
+            superseded = any(s.start == start and s.end is not None for s in segments)
+            changed = True
+            if accepted is None or accepted.accepted_in_epoch != epoch or superseded:
+                log.info(
+                    "journal %s: deleting %s: no accepted recovery names it, or a finalized "
+                    "segment superseded it",
+                    self.jid,
+                    tmp.name,
+                )
+                tmp.unlink()
+                continue
             log.info("journal %s: rolling forward accepted recovery file %s", self.jid, tmp.name)
-            os.replace(tmp, target)
-            fsync_dir(target.parent)
+            os.replace(tmp, cur / inprogress_name(start))
+            rolled = True
+        if changed:
+            fsync_dir(cur)
+        if rolled:
+            latest = self._scan_for_latest_edits()
+            self.highest_written_txid = latest.end_txid if latest else 0
 
 
 def _read(path: Path, read: Callable[[], T]) -> T:
