@@ -95,11 +95,17 @@ async def workload(cluster: JNCluster, jid: str, faults: list[NodeFaults]) -> in
 @pytest.mark.timeout(240)
 async def test_recover_after_every_pair_of_single_rpc_failures(tmp_path: Path) -> None:
     async with JNCluster(tmp_path) as cluster:
-        jid = cluster.new_jid()
-        await cluster.format(jid)
-        clean = [NodeFaults() for _ in range(3)]
-        assert await workload(cluster, jid, clean) == 6
-        counts = {f.rpc_count for f in clean}
+        # Calibrate on a run without faults. A node that is slow at the moment the writer
+        # goes idle gets no committed-txid heartbeat (its channel still has a call queued),
+        # so under load a clean run can give nodes different counts: try a few times.
+        for _ in range(3):
+            jid = cluster.new_jid()
+            await cluster.format(jid)
+            clean = [NodeFaults() for _ in range(3)]
+            assert await workload(cluster, jid, clean) == 6
+            counts = {f.rpc_count for f in clean}
+            if len(counts) == 1:
+                break
         assert len(counts) == 1, f"nodes got different numbers of RPCs: {counts}"
         max_rpc = counts.pop()
         assert max_rpc >= 10, clean[0].log
