@@ -365,3 +365,19 @@ def test_journal_ids_colliding_with_storage_names_are_refused(jid: str) -> None:
     with pytest.raises(InvalidRequestError, match=f"journal id {jid!r}"):
         check_journal_id(jid)
     assert check_journal_id("my.journal-1") == "my.journal-1"
+
+
+def test_a_finalize_above_missing_txids_wakes_the_syncer(journal: Journal) -> None:
+    gaps: list[int] = []
+    journal.on_gap = lambda: gaps.append(journal.highest_written_txid)
+    w = writer_with(journal, 1, 1, 1, 5)
+    w.committed = 5
+    journal.finalize_log_segment(w.req(), 1, 5)
+    assert gaps == []  # nothing missing below 6
+    w.committed = 10  # 6-10 were acknowledged on the other nodes while this one was away
+    journal.start_log_segment(w.req(), 11, -64)
+    assert gaps == [5]
+    write(journal, w, 11, 11, 2)
+    w.committed = 12
+    journal.finalize_log_segment(w.req(), 11, 12)
+    assert gaps == [5, 12]  # finalized 1-5 and 11-12 leave 6-10 to fetch

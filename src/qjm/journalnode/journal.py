@@ -182,8 +182,8 @@ class Journal:
         self._verified: dict[str, tuple[int, int]] = {}  # finalized name: (size, mtime) checked
         # Called on the journal thread after new edits or a new committed txid (long polls).
         self.on_progress: Callable[[], None] = lambda: None
-        # Called on the journal thread when a segment start is refused for missing txids,
-        # so the syncer fetches them now rather than at its next interval.
+        # Called on the journal thread when a segment is started or finalized above txids
+        # this node lacks, so the syncer fetches them now rather than at its next interval.
         self.on_gap: Callable[[], None] = lambda: None
         storage.lock()
         try:
@@ -518,7 +518,7 @@ class Journal:
             if expected is not None and seg.start > expected:
                 return True
             expected = max(expected or 0, seg.end + 1)
-        return False
+        return expected is not None and expected < txid
 
     def _check_segment_start(self, req: pb.RequestInfo, txid: int, restart: bool) -> None:
         """A new segment starts above every txid here and right after the writer's committed."""
@@ -684,6 +684,8 @@ class Journal:
         self._io(cut_and_rename, existing.path)
         self._keep_paxos_of_finalized(start_txid, end_txid)
         log.info("journal %s: finalized segment %d-%d", self.jid, start_txid, end_txid)
+        if self._misses_txids_below(start_txid):
+            self.on_gap()  # e.g. a recovery just gave this node a segment past a hole
 
     def _keep_paxos_of_finalized(self, start_txid: int, end_txid: int) -> None:
         """Keep the accepted recovery that a finalize completed; purge any other record.
