@@ -311,10 +311,11 @@ class Journal:
 
         A claim above the highest written txid (plus the batch of the same request) is not
         stored: the request still succeeds, because a lagging node is legitimately told a
-        committed txid above its batch. From the writer whose segments this node holds
-        (its epoch is the writer epoch) such a claim still proves this node's txids up to
-        its highest one committed, so that much is recorded; readers then see what a
-        lagging node holds. The stored value never exceeds the true committed txid.
+        committed txid above its batch. From this node's current writer (its epoch is the
+        writer epoch) the claim is cut to the highest txid here, so a lagging node's reads
+        advance; that bound is only a number, not a proof that this node's copy holds the
+        committed values (an older writer's leftover segment may end higher), which is why
+        nothing is served from a segment of another epoch (_is_current_writers).
         HDFS stores any claim; one heartbeat could then wedge every later recovery.
         """
         txid = req.committed_txid

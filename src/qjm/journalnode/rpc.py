@@ -229,8 +229,6 @@ class JournalNodeService(pb_grpc.QJournalServiceServicer):
             while True:
                 woken = progress.current()
                 resp = journal.get_journaled_edits(request.since_txid, request.max_txns)
-                resp.last_writer_epoch = journal.last_writer_epoch
-                resp.last_promised_epoch = journal.last_promised_epoch
                 visible = (
                     resp.txn_count > 0
                     and resp.HasField("committed_txid")
