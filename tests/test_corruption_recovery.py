@@ -1,7 +1,7 @@
 """Mid-file corruption is not a torn tail (issue 8, A3): recovery must not cut acked txids.
 
 A bit flipped inside an op that valid ops follow is damage, not the end of the log: the
-node holding it fails its prepare_recovery (and new_epoch's scan) loudly, naming the file
+node holding it fails its prepare_recovery loudly (new_epoch still names the segment), naming the file
 and the txid, so it is one failed answer and recovery goes on with the healthy majority.
 """
 
