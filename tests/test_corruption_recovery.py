@@ -1,8 +1,9 @@
 """Mid-file corruption is not a torn tail (issue 8, A3): recovery must not cut acked txids.
 
 A bit flipped inside an op that valid ops follow is damage, not the end of the log: the
-node holding it fails its prepare_recovery loudly (new_epoch still names the segment), naming the file
-and the txid, so it is one failed answer and recovery goes on with the healthy majority.
+node holding it fails its prepare_recovery loudly, naming the file and the txid, so it is
+one failed answer and recovery goes on with the healthy majority (its new_epoch still
+succeeds and names the segment, and its accept_recovery replaces the damaged copy).
 """
 
 from __future__ import annotations

@@ -1199,7 +1199,9 @@ class Journal:
         A corrupt newest in-progress file does not fail the journal (review finding 4): it
         is reported by the start txid of its name, so new_epoch names it and the writer
         recovers it, with end_txid its last valid txid; a warning and the status name it.
-        Only prepare_recovery and serving it fail (_refuse_corrupt).
+        Only prepare_recovery and serving it fail (_refuse_corrupt). HDFS's scan resyncs
+        past the bad op and reports the txids after it as written; we deviate and count
+        only the valid prefix, since the txids past the damage cannot be served from here.
         """
         self._corrupt_latest = None
         segments = self.storage.segments()
