@@ -385,9 +385,15 @@ def test_torn_tail_is_cut_when_finalizing_after_restart(tmp_path: Path) -> None:
         j.close()
 
 
-def test_bit_flip_in_an_open_segment_fails_loudly(tmp_path: Path) -> None:
+def test_bit_flip_in_an_open_segment_costs_only_its_recovery_vote(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     # Issue 8, A3: valid ops after a bad one mean damage, not a torn tail; cutting the
-    # segment at txid 3 would lose acknowledged txids, so restart and recovery refuse it.
+    # segment at txid 3 would lose acknowledged txids, so prepare_recovery refuses it. But
+    # the journal still opens and promises (review finding 4), and accepting the chosen
+    # copy from a peer repairs it. (This test used to expect the open itself to fail.)
+    source = tmp_path / "source"
+    source.write_bytes(HEADER + txns(1, 6))
     j = open_journal(tmp_path)
     j.format(NS, force=False)
     j.new_epoch(NS, 1)
@@ -402,9 +408,30 @@ def test_bit_flip_in_an_open_segment_fails_loudly(tmp_path: Path) -> None:
     path.write_bytes(bytes(data))
     result = scan(bytes(data))
     assert (result.end, result.last_txid, result.problem_txid) == ("corrupt", 3, 4)
-    with pytest.raises(StorageError, match=rf"{inprogress_name(1)} is corrupt at txid 4"):
-        open_journal(tmp_path)
-    assert path.read_bytes() == bytes(data)  # nothing was cut or moved
+    with caplog.at_level("WARNING", logger="qjm"):
+        j = open_journal(tmp_path, fetch=copy_fetch(source))
+    try:
+        assert f"{inprogress_name(1)} is corrupt at txid 4" in caplog.text
+        assert j.highest_written_txid == 3  # what is valid
+        assert any(inprogress_name(1) in p and "txid 4" in p for p in j.status().problems), (
+            j.status().problems
+        )
+        assert j.new_epoch(NS, 2) == 1  # the corrupt segment is still the newest
+        w2 = Writer(2)
+        with pytest.raises(StorageError, match=rf"{inprogress_name(1)} is corrupt at txid 4"):
+            j.prepare_recovery(w2.req(), 1)
+        assert path.read_bytes() == bytes(data)  # nothing was cut or moved
+        chosen = pb.SegmentState(start_txid=1, end_txid=6, is_in_progress=True)
+        j.accept_recovery(w2.req(), chosen, PEER_URL)
+        assert path.read_bytes() == HEADER + txns(1, 6)
+        assert j.highest_written_txid == 6
+        assert not j.status().problems
+        j.finalize_log_segment(w2.req(), 1, 6)
+        j.start_log_segment(w2.req(), 7, -64)
+        write(j, w2, 7, 7, 2)
+        assert j.highest_written_txid == 8
+    finally:
+        j.close()
 
 
 def test_a_finalized_copy_supersedes_a_corrupt_open_segment(tmp_path: Path) -> None:

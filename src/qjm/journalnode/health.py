@@ -25,6 +25,8 @@ class DiskFacts:
     awaiting_new_epoch: bool = False
     # (start, end) per segment file on disk; end is None for an in-progress one.
     segments: list[tuple[int, int | None]] = field(default_factory=list)
+    # Why the newest in-progress file is corrupt, as the journal's scan found (not read here).
+    corrupt: list[str] = field(default_factory=list)
 
 
 def disk_facts(current: Path) -> DiskFacts:
@@ -84,6 +86,11 @@ def journal_problems(st: pb.JournalStatus, disk: DiskFacts) -> list[str]:
                 f"highest written txid {st.highest_written_txid} is below the end of "
                 f"finalized segment {a}-{b}"
             )
+    for why in disk.corrupt:
+        out.append(
+            f"{why}; this node fails prepare_recovery and reads of that segment until a "
+            "recovery replaces it with the chosen copy"
+        )
     if disk.awaiting_new_epoch:
         out.append(
             "awaiting a new writer's new_epoch (the journal was restored or reformatted): "

@@ -7,6 +7,7 @@ event loop. Every method checks all its preconditions before it changes anything
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import os
@@ -130,6 +131,9 @@ class SegmentInfo:
     end_txid: int
     is_in_progress: bool
     byte_length: int = 0  # valid bytes of the file; 0 where not measured
+    # Why an in-progress file is corrupt (a bad op that valid ops follow); then end_txid is
+    # its last valid txid (start - 1 if none), not the end of the log it held.
+    corrupt: str | None = None
 
     def to_proto(self) -> pb.SegmentState:
         """The wire message."""
@@ -180,6 +184,9 @@ class Journal:
         self._committed_fd = -1
         self.cache = JournaledEditsCache(cache_bytes)
         self._verified: dict[str, tuple[int, int]] = {}  # finalized name: (size, mtime) checked
+        # The newest in-progress file, if corrupt, and why (_scan_for_latest_edits): shown
+        # in status problems until a recovery replaces it.
+        self._corrupt_latest: tuple[Path, str] | None = None
         # Called on the journal thread after new edits or a new committed txid (long polls).
         self.on_progress: Callable[[], None] = lambda: None
         # Called on the journal thread when a segment is started or finalized above txids
@@ -944,9 +951,11 @@ class Journal:
                 f"segment {start} was already accepted in epoch {old.accepted_in_epoch}, "
                 f"newer than this request's epoch {req.epoch}"
             )
-        current = self._segment_info(start)
+        # A corrupt copy of ours is "different": fetch the chosen one and replace it, so
+        # that the recovery repairs this node (review finding 4).
+        current = self._segment_info(start, corrupt_ok=True)
         fetch = compare = False
-        if current is None or current.end_txid != end:
+        if current is None or current.end_txid != end or current.corrupt is not None:
             if current is not None:
                 committed = self.committed_txid
                 if (
@@ -1072,7 +1081,11 @@ class Journal:
                 )
         if self.cur_segment_txid is not None:
             st.current_segment_txid = self.cur_segment_txid
-        st.problems.extend(journal_problems(st, disk_facts(self.storage.current)))
+        facts = disk_facts(self.storage.current)
+        corrupt = self._corrupt_latest
+        if corrupt is not None and corrupt[0].exists():
+            facts = dataclasses.replace(facts, corrupt=[corrupt[1]])
+        st.problems.extend(journal_problems(st, facts))
         return st
 
     def status_snapshot(self, problem: str) -> pb.JournalStatus:
@@ -1128,6 +1141,7 @@ class Journal:
         if seg.start == self.cur_segment_txid and self._writer is not None:
             return seg.path, self._writer.position
         found = scan_file(seg.path)
+        self._refuse_corrupt(seg, found)  # never serve the prefix as the log: readers switch
         if found.num_ops == 0:
             return None
         return seg.path, found.valid_length
@@ -1159,14 +1173,20 @@ class Journal:
         segments = segments if segments is not None else self.storage.segments()
         return all(other.start <= seg.start for other in segments)
 
-    def _segment_info(self, start_txid: int) -> SegmentInfo | None:
-        """The segment starting at a txid as recovery sees it; empty ones count as absent."""
+    def _segment_info(self, start_txid: int, *, corrupt_ok: bool = False) -> SegmentInfo | None:
+        """The segment starting at a txid as recovery sees it; empty ones count as absent.
+
+        A corrupt in-progress file fails loudly, or with corrupt_ok is returned marked
+        corrupt (SegmentInfo.corrupt).
+        """
         seg = self._find_segment(start_txid)
         if seg is None:
             return None
         if seg.end is not None:
             return SegmentInfo(seg.start, seg.end, False, seg.path.stat().st_size)
         found = scan_file(seg.path)
+        if corrupt_ok and found.end == "corrupt":
+            return _corrupt_info(seg, found, self._corrupt_message(seg, found))
         self._refuse_corrupt(seg, found)
         if found.num_ops == 0:
             self._move_aside_empty(seg, found)
@@ -1175,7 +1195,16 @@ class Journal:
         return SegmentInfo(seg.start, found.last_txid, True, found.valid_length)
 
     def _scan_for_latest_edits(self) -> SegmentInfo | None:
-        """The newest segment holding txns; empty in-progress files are moved aside."""
+        """The newest segment holding txns; empty in-progress files are moved aside.
+
+        A corrupt newest in-progress file does not fail the journal (review finding 4): it
+        is reported by the start txid of its name, so new_epoch names it and the writer
+        recovers it, with end_txid its last valid txid; a warning and the status name it.
+        Only prepare_recovery and serving it fail (_refuse_corrupt). HDFS's scan resyncs
+        past the bad op and reports the txids after it as written; we deviate and count
+        only the valid prefix, since the txids past the damage cannot be served from here.
+        """
+        self._corrupt_latest = None
         segments = self.storage.segments()
         for seg in reversed(segments):
             if seg.end is not None:
@@ -1183,7 +1212,11 @@ class Journal:
             if any(o.start == seg.start and o.end is not None for o in segments):
                 continue  # a finalized copy (e.g. synced from a peer) supersedes this file
             found = scan_file(seg.path)
-            self._refuse_corrupt(seg, found)
+            if found.end == "corrupt":
+                why = self._corrupt_message(seg, found)
+                log.warning("%s; a recovery must replace it with the chosen copy", why)
+                self._corrupt_latest = (seg.path, why)
+                return _corrupt_info(seg, found, why)
             if found.num_ops == 0:
                 self._move_aside_empty(seg, found)
                 continue
@@ -1201,16 +1234,20 @@ class Journal:
         failed answer instead. HDFS resyncs past the bad op; see framing._valid_frame_after.
         """
         if found.end == "corrupt":
-            where = (
-                f"at txid {found.problem_txid}"
-                if found.problem_txid is not None
-                else f"after txid {found.last_txid}"
-            )
-            raise StorageError(
-                f"journal {self.jid!r}: {seg.path} is corrupt {where} (offset "
-                f"{found.valid_length}) with valid ops after it, so it is not a torn tail; "
-                f"refusing to use it: {found.problem}"
-            )
+            raise StorageError(f"{self._corrupt_message(seg, found)}; refusing to use it")
+
+    def _corrupt_message(self, seg: SegmentFile, found: ScanResult) -> str:
+        """Name the corrupt file, the txid and offset of the damage, and what is wrong."""
+        where = (
+            f"at txid {found.problem_txid}"
+            if found.problem_txid is not None
+            else f"after txid {found.last_txid}"
+        )
+        return (
+            f"journal {self.jid!r}: {seg.path} is corrupt {where} (offset "
+            f"{found.valid_length}) with valid ops after it, so it is not a torn tail: "
+            f"{found.problem}"
+        )
 
     def _check_finalized(self, seg: SegmentFile) -> str | None:
         """None if a finalized segment holds exactly its named range; else move it aside."""
@@ -1337,6 +1374,12 @@ def _read(path: Path, read: Callable[[], T]) -> T:
         raise StorageError(f"cannot read {path}: {e.strerror or e}") from None
     except (ValueError, OverflowError) as e:
         raise StorageError(f"{path} is corrupt: {e}") from None
+
+
+def _corrupt_info(seg: SegmentFile, found: ScanResult, why: str) -> SegmentInfo:
+    """A corrupt in-progress file as a SegmentInfo: its name's start, its last valid txid."""
+    end = found.last_txid if found.last_txid is not None else seg.start - 1
+    return SegmentInfo(seg.start, end, True, found.valid_length, corrupt=why)
 
 
 def _for_recovery(url: str, epoch: int) -> str:
