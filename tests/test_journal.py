@@ -588,8 +588,16 @@ def test_a_bad_finalized_segment_moved_aside_takes_its_kept_decision_along(
     try:
         assert j.storage.read_paxos(1) is None
         j.new_epoch(NS, 2)
-        prep = j.prepare_recovery(Writer(2).req(), 1)  # no segment, and no error about it
-        assert not prep.HasField("segment_state") and not prep.HasField("accepted_in_epoch")
+        # The moved-aside file is a tombstone: "absent" would hide txids this node held.
+        w2 = Writer(2)
+        with pytest.raises(SegmentStateError, match=rf"{finalized_name(1, 5)}\.corrupt"):
+            j.prepare_recovery(w2.req(), 1)
+        good = tmp_path / "good"
+        good.write_bytes(HEADER + txns(1, 5))
+        assert j.install_synced_segment(good, 1, 5)  # the syncer fetched a good copy
+        prep = j.prepare_recovery(w2.req(), 1)
+        assert prep.segment_state.end_txid == 5 and not prep.segment_state.is_in_progress
+        assert not prep.HasField("accepted_in_epoch")
     finally:
         j.close()
 

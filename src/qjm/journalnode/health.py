@@ -15,6 +15,7 @@ from qjm.protocol import qjournal_pb2 as pb
 
 LAST_PROMISED_EPOCH = "last-promised-epoch"
 AWAITING_NEW_EPOCH = "awaiting-new-epoch"
+AMNESIAC = "amnesiac"
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class DiskFacts:
 
     has_promise_file: bool = True
     awaiting_new_epoch: bool = False
+    amnesiac: str | None = None  # the reason in the amnesiac marker, if present
     # (start, end) per segment file on disk; end is None for an in-progress one.
     segments: list[tuple[int, int | None]] = field(default_factory=list)
     # Why the newest in-progress file is corrupt, as the journal's scan found (not read here).
@@ -36,8 +38,18 @@ def disk_facts(current: Path) -> DiskFacts:
     return DiskFacts(
         has_promise_file=(current / LAST_PROMISED_EPOCH).is_file(),
         awaiting_new_epoch=(current / AWAITING_NEW_EPOCH).exists(),
+        amnesiac=_marker_reason(current / AMNESIAC),
         segments=[(s.start, s.end) for s in list_segments(current)],
     )
+
+
+def _marker_reason(path: Path) -> str | None:
+    """A marker file's reason text, or None when there is no such file."""
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace").strip()
+    except FileNotFoundError:
+        return None
+    return text or "lost its storage"
 
 
 def journal_problems(st: pb.JournalStatus, disk: DiskFacts) -> list[str]:
@@ -95,5 +107,10 @@ def journal_problems(st: pb.JournalStatus, disk: DiskFacts) -> list[str]:
         out.append(
             "awaiting a new writer's new_epoch (the journal was restored or reformatted): "
             "it refuses writes and recovery votes until then"
+        )
+    if disk.amnesiac is not None:
+        out.append(
+            f"the journal {disk.amnesiac}: it refuses to vote in recovery "
+            "(prepare_recovery) until a writer starts a segment on it"
         )
     return out

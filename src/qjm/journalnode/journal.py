@@ -172,6 +172,7 @@ class Journal:
         self.ns_info: NsInfo | None = None
         self.members: list[str] | None = None
         self.awaiting_new_epoch: str | None = None  # why writers wait for a new_epoch
+        self.amnesiac: str | None = None  # why prepare_recovery is refused (restored storage)
         self.last_promised_epoch = 0
         self.last_writer_epoch = 0
         self.committed_txid: int | None = None
@@ -215,6 +216,7 @@ class Journal:
         self.committed_txid = _read(cur / "committed-txid", self.storage.read_committed_txid)
         self.members = _read(cur / "members", self.storage.read_members)
         self.awaiting_new_epoch = self.storage.awaiting_new_epoch()
+        self.amnesiac = self.storage.amnesiac()
         for txid in self.storage.paxos_txids():
             _read(self.storage.paxos_file(txid), functools.partial(self.storage.read_paxos, txid))
         for stale in cur.glob(f"*{DOWNLOAD_SUFFIX}"):
@@ -407,6 +409,8 @@ class Journal:
         self.ns_info = ns
         self.members = new_members
         self.awaiting_new_epoch = self.storage.awaiting_new_epoch()
+        # A format starts a journal no node had data for: it votes at once (see restore_version).
+        self.amnesiac = self.storage.amnesiac()
         self.last_promised_epoch = kept
         self.last_writer_epoch = 0
         self.committed_txid = None
@@ -513,6 +517,12 @@ class Journal:
         self.cur_segment_txid = txid
         self._next_txid = txid
         self._cur_layout = layout_version
+        if self.amnesiac is not None:
+            # A writer that started a segment here recovered without this node; from now
+            # on its data is real, so it votes in recovery again.
+            self.storage.set_amnesiac(None)
+            self.amnesiac = None
+            log.info("journal %s: votes in recovery again (segment %d started)", self.jid, txid)
         log.info("journal %s: started segment %d in epoch %d", self.jid, txid, req.epoch)
 
     def _misses_txids_below(self, txid: int) -> bool:
@@ -782,9 +792,20 @@ class Journal:
     ) -> pb.PrepareRecoveryResponse:
         """Paxos phase 1b for a segment: what this node holds and what it accepted."""
         self._check_writer_call(req)
+        if self.amnesiac is not None:
+            # An amnesiac acceptor (it lost what it promised and accepted) must not vote:
+            # "no segment" could hide txids it acknowledged, and with a lagging node it would
+            # form a quorum that truncates them. HDFS has no such rule; it lets the node vote.
+            raise SegmentStateError(
+                f"journal {self.jid!r} {self.amnesiac}, so it may not answer "
+                f"prepare_recovery of segment {segment_txid} (its empty answer could hide "
+                "acknowledged txids) until a writer starts a segment on it; recover with "
+                "a quorum of the other nodes"
+            )
         self._apply_request(req)
         self._abort_cur_segment()
         self._roll_forward_half_done_accepts()
+        self._refuse_tombstoned(segment_txid)
         accepted = self.storage.read_paxos(segment_txid)
         seg = self._segment_info(segment_txid)
         resp = pb.PrepareRecoveryResponse(last_writer_epoch=self.last_writer_epoch)
@@ -813,6 +834,26 @@ class Journal:
             str(resp).replace("\n", " "),
         )
         return resp
+
+    def _refuse_tombstoned(self, segment_txid: int) -> None:
+        """Fail when a finalized segment at segment_txid was moved aside and not replaced.
+
+        The moved-aside file (see _check_finalized) is a tombstone: this node held those
+        txids, so answering "absent" could let a quorum truncate them. HDFS has no such
+        file and would answer "absent".
+        """
+        seg = self._find_segment(segment_txid)
+        if seg is not None and seg.end is not None:
+            return  # a good finalized copy is back (e.g. fetched by the syncer)
+        prefix = finalized_name(segment_txid, 0).rsplit("-", 1)[0]
+        dead = sorted(self.storage.current.glob(f"{prefix}-*.corrupt"))
+        if dead:
+            raise SegmentStateError(
+                f"journal {self.jid!r}: finalized segment {segment_txid} was moved aside as "
+                f"{dead[-1].name} because it was bad, and no good copy is back; refusing to "
+                "answer prepare_recovery as if this node never had it (the syncer fetches "
+                "a good copy from a peer)"
+            )
 
     def accept_recovery(self, req: pb.RequestInfo, segment: pb.SegmentState, from_url: str) -> None:
         """Paxos phase 2b: take the chosen segment (downloading it if ours differs), persist."""
@@ -1025,6 +1066,9 @@ class Journal:
         if self.ns_info is not None:
             return False
         self.storage.set_awaiting_new_epoch("was restored from a peer after losing its VERSION")
+        # Unlike format, the node may have held acknowledged txids: it must not vote in
+        # recovery until its data is real again (see prepare_recovery).
+        self.storage.set_amnesiac("was restored from a peer after losing its storage")
         self.storage.write_version(ns)
         if promised_epoch > self.storage.read_long(LAST_PROMISED_EPOCH, 0):
             self.storage.write_long(LAST_PROMISED_EPOCH, promised_epoch)

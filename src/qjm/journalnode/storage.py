@@ -28,6 +28,9 @@ COMMITTED_TXID = "committed-txid"
 VERSION = "VERSION"
 MEMBERS = "members"
 AWAITING_NEW_EPOCH = "awaiting-new-epoch"
+# Present while the journal may not vote in recovery (prepare_recovery): its storage was
+# restored from peers, so "no segment" could hide txids it acknowledged before the loss.
+AMNESIAC = "amnesiac"
 LOCK_FILE = "in_use.lock"
 SYNC_DIR = "edits.sync"
 CURRENT_DIR = "current"
@@ -249,6 +252,25 @@ class JNStorage:
     def set_awaiting_new_epoch(self, reason: str | None) -> None:
         """Durably create the marker with its reason, or remove it when reason is None."""
         path = self.current / AWAITING_NEW_EPOCH
+        if reason is not None:
+            self.current.mkdir(parents=True, exist_ok=True)
+            atomic_write(path, f"{reason}\n".encode())
+        elif path.exists():
+            path.unlink()
+            fsync_dir(self.current)
+
+    def amnesiac(self) -> str | None:
+        """Why this journal may not answer prepare_recovery (the marker's text), or None."""
+        path = self.current / AMNESIAC
+        try:
+            text = path.read_bytes().decode("utf-8", errors="replace").strip()
+        except FileNotFoundError:
+            return None
+        return text or "lost its storage and was restored from peers"
+
+    def set_amnesiac(self, reason: str | None) -> None:
+        """Durably create the amnesiac marker with its reason, or remove it when None."""
+        path = self.current / AMNESIAC
         if reason is not None:
             self.current.mkdir(parents=True, exist_ok=True)
             atomic_write(path, f"{reason}\n".encode())
