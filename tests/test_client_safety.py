@@ -26,6 +26,7 @@ from qjm.protocol.errors import EpochError
 from qjm_cluster import (
     FAST_SETTINGS,
     FaultyClient,
+    InjectedFault,
     JNCluster,
     NodeFaults,
     check_one_value_per_txid,
@@ -98,6 +99,66 @@ async def test_a_node_that_missed_new_epoch_rejoins_at_the_next_segment(tmp_path
         assert node is not None
         journal = await node.journal(jid)
         assert (journal.last_promised_epoch, journal.last_writer_epoch) == (1, 1)
+
+
+async def test_a_node_whose_new_epoch_reply_was_lost_takes_the_next_segment(
+    tmp_path: Path,
+) -> None:
+    """Review finding 3: jn0 promised epoch 1 but the reply never reached the writer."""
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        f = faults3()
+
+        def lose_new_epoch_reply(method: str, request: Any) -> None:
+            if method == "NewEpoch":
+                f[0].after = None  # only the first reply is lost
+                raise InjectedFault("Injected loss of the NewEpoch reply")
+
+        f[0].after = lose_new_epoch_reply
+        q = cluster.qjm(jid, f)
+        try:
+            await q.recover_unfinalized_segments()
+            await q.loggers.wait_idle()
+            node = cluster.nodes[0]
+            assert node is not None
+            assert (await node.journal(jid)).last_promised_epoch == 1  # promised, reply lost
+            for first in (1, 6):
+                stream = await q.start_log_segment(first)
+                assert await write_txns(stream, first, 5) == first + 4
+                await q.loggers.wait_idle()
+                assert not q.loggers.channels[0].out_of_sync
+                assert q.loggers.channels[0].highest_acked_txid == first + 4
+                await q.finalize_log_segment(first, first + 4)
+        finally:
+            await settle(q)
+
+
+async def test_rejoining_a_node_promised_to_a_newer_writer_is_a_fence(tmp_path: Path) -> None:
+    """A node that missed our new_epoch but promised a newer writer refuses us (a real fence)."""
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        f = faults3()
+        f[0].down = True
+        q = cluster.qjm(jid, f)
+        try:
+            await q.recover_unfinalized_segments()  # epoch 1 on jn1, jn2
+            client = JournalNodeClient(cluster.address(0))
+            try:
+                ns = q.loggers.channels[0].ns_info
+                await client.call("NewEpoch", pb.NewEpochRequest(jid=jid, ns_info=ns, epoch=5), 5)
+            finally:
+                await client.close()
+            f[0].down = False
+            stream = await q.start_log_segment(1)
+            assert await write_txns(stream, 1, 1) == 1
+            await q.loggers.wait_idle()
+            assert q.loggers.channels[0].out_of_sync
+            with pytest.raises(EpochError, match=r"promised epoch 5.*our epoch 1"):
+                await q.loggers.channels[0]._rejoin_if_unpromised()
+        finally:
+            await settle(q)
 
 
 # -- A1: a reader never returns a fenced writer's unacknowledged edits -------------------------
