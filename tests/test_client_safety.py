@@ -15,7 +15,7 @@ import pytest
 from qjm.client.admin import new_namespace_info
 from qjm.client.quorum_call import QuorumError
 from qjm.client.quorum_journal_manager import QuorumJournalManager
-from qjm.client.reader import QuorumJournalReader
+from qjm.client.reader import IncompleteReadError, QuorumJournalReader
 from qjm.client.rpc import JournalNodeClient
 from qjm.client.uri import parse_qjournal_uri
 from qjm.editlog.framing import OP_OPAQUE
@@ -356,3 +356,40 @@ async def test_c_a_node_of_another_namespace_does_not_block_the_writer(
             await settle(q)
         assert f"{cluster.address(bad)}" in caplog.text and "namespace" in caplog.text
         assert (await node.journal(jid)).ns_info == NsInfo.from_proto(other)
+
+
+# -- review findings 5 and 6: a stale node and an away node -------------------------------------
+async def stale_jn0_state(cluster: JNCluster, jid: str) -> None:
+    """Writer 1 finalizes 1-5 everywhere; writer 2, without jn0, writes 6-10 (committed) on
+    jn1 and jn2 in an open segment: jn0 stays at the older writer's epoch."""
+    q1 = cluster.qjm(jid)
+    await q1.recover_unfinalized_segments()
+    await write_segment(q1, 1, 5, tag="w1")
+    await settle(q1)
+    f2 = faults3()
+    f2[0].down = True
+    q2 = cluster.qjm(jid, f2)
+    try:
+        assert await q2.recover_unfinalized_segments() == 5
+        stream = await q2.start_log_segment(6)
+        assert await write_txns(stream, 6, 5, tag="w2") == 10
+        await q2.loggers.wait_idle()
+        await q2.loggers.channels[1].heartbeat()  # jn1 and jn2 learn committed=10
+        await q2.loggers.channels[2].heartbeat()
+    finally:
+        await settle(q2)
+
+
+async def test_read_names_committed_txids_only_one_current_node_holds(tmp_path: Path) -> None:
+    """Finding 6: jn0 stale, jn1 away, jn2 current with committed 10: no silent prefix."""
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        await stale_jn0_state(cluster, jid)
+        await cluster.stop_node(1)
+        async with reader_of(cluster, jid) as reader:
+            with pytest.raises(IncompleteReadError, match=r"txids 6-10 .* committed"):
+                _ = [op async for op in reader.read(1, in_progress_ok=True)]
+            # A read bounded below the missing range still succeeds.
+            ops = [op async for op in reader.read(1, in_progress_ok=True, to_txid=5)]
+        assert [(op.txid, op.body) for op in ops] == [(t, payload(t, "w1")) for t in range(1, 6)]

@@ -206,15 +206,11 @@ class QuorumJournalReader:
             segments[start] = SegmentSource(start, durable, True, open_urls)
         chain = self._chain(sorted(segments.values(), key=lambda s: s.start), since_txid)
         manifest = Manifest(chain, committed, len(answers))
-        # Fewer than a majority at the writer's epoch: a new writer is taking over and will
-        # finalize the open segment; until then its tail is not readable (nor missing).
-        taking_over = len(current) < self.majority
-        if (
-            in_progress_ok
-            and not taking_over
-            and committed is not None
-            and manifest.last_txid() < committed
-        ):
+        # A committed txid above what the answers can return is missing, also when fewer
+        # than a majority is at the writer's epoch (a node away, another stale, or a new
+        # writer taking over): never a silent prefix. The caller asks again until its
+        # deadline, by which a take-over has finalized the segment holding them.
+        if in_progress_ok and committed is not None and manifest.last_txid() < committed:
             first = max(manifest.last_txid() + 1, since_txid)
             wanted = committed if until_txid is None else min(committed, until_txid)
             if first <= wanted:
