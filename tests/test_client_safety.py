@@ -6,6 +6,7 @@ issue describes with real writers whose RPCs to chosen nodes fail.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from pathlib import Path
 from typing import Any
@@ -393,3 +394,23 @@ async def test_read_names_committed_txids_only_one_current_node_holds(tmp_path: 
             # A read bounded below the missing range still succeeds.
             ops = [op async for op in reader.read(1, in_progress_ok=True, to_txid=5)]
         assert [(op.txid, op.body) for op in ops] == [(t, payload(t, "w1")) for t in range(1, 6)]
+
+
+async def test_tail_streams_when_too_few_current_nodes_answer_from_memory(
+    tmp_path: Path,
+) -> None:
+    """Finding 5: jn0 stale, jn1 restarted (nothing cached), jn2 current: the tail streams."""
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        await stale_jn0_state(cluster, jid)
+        await cluster.restart_node(1)
+        async with reader_of(cluster, jid) as reader:
+            with pytest.raises(QuorumError):
+                await reader.read_journaled(6)
+            tail = reader.tail(6, wait_ms=100)
+            try:
+                batch = await asyncio.wait_for(anext(tail), 20)
+            finally:
+                await tail.aclose()
+        assert [(op.txid, op.body) for op in batch] == [(t, payload(t, "w2")) for t in range(6, 11)]
