@@ -6,6 +6,7 @@ issue describes with real writers whose RPCs to chosen nodes fail.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ import pytest
 from qjm.client.admin import new_namespace_info
 from qjm.client.quorum_call import QuorumError
 from qjm.client.quorum_journal_manager import QuorumJournalManager
-from qjm.client.reader import QuorumJournalReader
+from qjm.client.reader import IncompleteReadError, QuorumJournalReader
 from qjm.client.rpc import JournalNodeClient
 from qjm.client.uri import parse_qjournal_uri
 from qjm.editlog.framing import OP_OPAQUE
@@ -26,6 +27,7 @@ from qjm.protocol.errors import EpochError
 from qjm_cluster import (
     FAST_SETTINGS,
     FaultyClient,
+    InjectedFault,
     JNCluster,
     NodeFaults,
     check_one_value_per_txid,
@@ -98,6 +100,66 @@ async def test_a_node_that_missed_new_epoch_rejoins_at_the_next_segment(tmp_path
         assert node is not None
         journal = await node.journal(jid)
         assert (journal.last_promised_epoch, journal.last_writer_epoch) == (1, 1)
+
+
+async def test_a_node_whose_new_epoch_reply_was_lost_takes_the_next_segment(
+    tmp_path: Path,
+) -> None:
+    """Review finding 3: jn0 promised epoch 1 but the reply never reached the writer."""
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        f = faults3()
+
+        def lose_new_epoch_reply(method: str, request: Any) -> None:
+            if method == "NewEpoch":
+                f[0].after = None  # only the first reply is lost
+                raise InjectedFault("Injected loss of the NewEpoch reply")
+
+        f[0].after = lose_new_epoch_reply
+        q = cluster.qjm(jid, f)
+        try:
+            await q.recover_unfinalized_segments()
+            await q.loggers.wait_idle()
+            node = cluster.nodes[0]
+            assert node is not None
+            assert (await node.journal(jid)).last_promised_epoch == 1  # promised, reply lost
+            for first in (1, 6):
+                stream = await q.start_log_segment(first)
+                assert await write_txns(stream, first, 5) == first + 4
+                await q.loggers.wait_idle()
+                assert not q.loggers.channels[0].out_of_sync
+                assert q.loggers.channels[0].highest_acked_txid == first + 4
+                await q.finalize_log_segment(first, first + 4)
+        finally:
+            await settle(q)
+
+
+async def test_rejoining_a_node_promised_to_a_newer_writer_is_a_fence(tmp_path: Path) -> None:
+    """A node that missed our new_epoch but promised a newer writer refuses us (a real fence)."""
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        f = faults3()
+        f[0].down = True
+        q = cluster.qjm(jid, f)
+        try:
+            await q.recover_unfinalized_segments()  # epoch 1 on jn1, jn2
+            client = JournalNodeClient(cluster.address(0))
+            try:
+                ns = q.loggers.channels[0].ns_info
+                await client.call("NewEpoch", pb.NewEpochRequest(jid=jid, ns_info=ns, epoch=5), 5)
+            finally:
+                await client.close()
+            f[0].down = False
+            stream = await q.start_log_segment(1)
+            assert await write_txns(stream, 1, 1) == 1
+            await q.loggers.wait_idle()
+            assert q.loggers.channels[0].out_of_sync
+            with pytest.raises(EpochError, match=r"promised epoch 5.*our epoch 1"):
+                await q.loggers.channels[0]._rejoin_if_unpromised()
+        finally:
+            await settle(q)
 
 
 # -- A1: a reader never returns a fenced writer's unacknowledged edits -------------------------
@@ -295,3 +357,60 @@ async def test_c_a_node_of_another_namespace_does_not_block_the_writer(
             await settle(q)
         assert f"{cluster.address(bad)}" in caplog.text and "namespace" in caplog.text
         assert (await node.journal(jid)).ns_info == NsInfo.from_proto(other)
+
+
+# -- review findings 5 and 6: a stale node and an away node -------------------------------------
+async def stale_jn0_state(cluster: JNCluster, jid: str) -> None:
+    """Writer 1 finalizes 1-5 everywhere; writer 2, without jn0, writes 6-10 (committed) on
+    jn1 and jn2 in an open segment: jn0 stays at the older writer's epoch."""
+    q1 = cluster.qjm(jid)
+    await q1.recover_unfinalized_segments()
+    await write_segment(q1, 1, 5, tag="w1")
+    await settle(q1)
+    f2 = faults3()
+    f2[0].down = True
+    q2 = cluster.qjm(jid, f2)
+    try:
+        assert await q2.recover_unfinalized_segments() == 5
+        stream = await q2.start_log_segment(6)
+        assert await write_txns(stream, 6, 5, tag="w2") == 10
+        await q2.loggers.wait_idle()
+        await q2.loggers.channels[1].heartbeat()  # jn1 and jn2 learn committed=10
+        await q2.loggers.channels[2].heartbeat()
+    finally:
+        await settle(q2)
+
+
+async def test_read_names_committed_txids_only_one_current_node_holds(tmp_path: Path) -> None:
+    """Finding 6: jn0 stale, jn1 away, jn2 current with committed 10: no silent prefix."""
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        await stale_jn0_state(cluster, jid)
+        await cluster.stop_node(1)
+        async with reader_of(cluster, jid) as reader:
+            with pytest.raises(IncompleteReadError, match=r"txids 6-10 .* committed"):
+                _ = [op async for op in reader.read(1, in_progress_ok=True)]
+            # A read bounded below the missing range still succeeds.
+            ops = [op async for op in reader.read(1, in_progress_ok=True, to_txid=5)]
+        assert [(op.txid, op.body) for op in ops] == [(t, payload(t, "w1")) for t in range(1, 6)]
+
+
+async def test_tail_streams_when_too_few_current_nodes_answer_from_memory(
+    tmp_path: Path,
+) -> None:
+    """Finding 5: jn0 stale, jn1 restarted (nothing cached), jn2 current: the tail streams."""
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        await stale_jn0_state(cluster, jid)
+        await cluster.restart_node(1)
+        async with reader_of(cluster, jid) as reader:
+            with pytest.raises(QuorumError):
+                await reader.read_journaled(6)
+            tail = reader.tail(6, wait_ms=100)
+            try:
+                batch = await asyncio.wait_for(anext(tail), 20)
+            finally:
+                await tail.aclose()
+        assert [(op.txid, op.body) for op in batch] == [(t, payload(t, "w2")) for t in range(6, 11)]

@@ -24,7 +24,7 @@ from qjm.client.rpc import JournalNodeClient
 from qjm.config import QJournalSettings
 from qjm.errors import QjmError
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol.errors import JournalOutOfSyncError
+from qjm.protocol.errors import EpochError, JournalOutOfSyncError
 
 log = logging.getLogger("qjm.client.channel")
 T = TypeVar("T")
@@ -200,10 +200,16 @@ class IPCLoggerChannel:
             stats = self._rpc_stats[method] = RpcStats()
         started = time.perf_counter()
         try:
-            return await self.client.call(method, request, deadline_s)
+            resp = await self.client.call(method, request, deadline_s)
         except Exception:
             stats.failures += 1
             raise
+        else:
+            req = getattr(request, "req", None)
+            if isinstance(req, pb.RequestInfo) and req.epoch > 0 and req.epoch == self.epoch:
+                # A node takes an epoch-carrying call only at its promise: it promised ours.
+                self.promised_epoch = self.epoch
+            return resp
         finally:
             took = time.perf_counter() - started
             stats.calls += 1
@@ -312,6 +318,20 @@ class IPCLoggerChannel:
         """
         if self.epoch <= 0 or self.promised_epoch == self.epoch or self.ns_info is None:
             return
+        # The reply to our new_epoch may have been lost or late while the node promised:
+        # sending it again would be refused (epoch <= promise) at every segment.
+        timeout = self._s(self.settings.get_journal_state_timeout_ms)
+        state = await self._rpc("GetJournalState", pb.JournalIdRequest(jid=self.jid), timeout)
+        if state.from_url:
+            self.http_url = state.from_url.rstrip("/")
+        if state.last_promised_epoch == self.epoch:
+            self.promised_epoch = self.epoch
+            return
+        if state.last_promised_epoch > self.epoch:
+            raise EpochError(
+                f"{self.address}: the node promised epoch {state.last_promised_epoch}, above "
+                f"our epoch {self.epoch}: a newer writer fenced us (journal {self.jid!r})"
+            )
         log.info(
             "%s: missed new_epoch(%d); sending it before the segment", self.address, self.epoch
         )

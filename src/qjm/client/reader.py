@@ -206,15 +206,11 @@ class QuorumJournalReader:
             segments[start] = SegmentSource(start, durable, True, open_urls)
         chain = self._chain(sorted(segments.values(), key=lambda s: s.start), since_txid)
         manifest = Manifest(chain, committed, len(answers))
-        # Fewer than a majority at the writer's epoch: a new writer is taking over and will
-        # finalize the open segment; until then its tail is not readable (nor missing).
-        taking_over = len(current) < self.majority
-        if (
-            in_progress_ok
-            and not taking_over
-            and committed is not None
-            and manifest.last_txid() < committed
-        ):
+        # A committed txid above what the answers can return is missing, also when fewer
+        # than a majority is at the writer's epoch (a node away, another stale, or a new
+        # writer taking over): never a silent prefix. The caller asks again until its
+        # deadline, by which a take-over has finalized the segment holding them.
+        if in_progress_ok and committed is not None and manifest.last_txid() < committed:
             first = max(manifest.last_txid() + 1, since_txid)
             wanted = committed if until_txid is None else min(committed, until_txid)
             if first <= wanted:
@@ -299,8 +295,9 @@ class QuorumJournalReader:
     ) -> list[RawOp]:
         """Committed ops from the nodes' memory: as many as a majority holds (maybe none).
 
-        Raises QuorumError when a majority cannot answer from memory (a cache miss), so the
-        caller falls back to streaming segments.
+        Raises QuorumError when a majority cannot answer from memory (a cache miss), or
+        nothing usable came back although committed edits may be on disk, so the caller
+        falls back to streaming segments.
         """
         req = pb.GetJournaledEditsRequest(
             jid=self.uri.jid, since_txid=since_txid, max_txns=max_txns, wait_ms=wait_ms
@@ -320,8 +317,10 @@ class QuorumJournalReader:
             with contextlib.suppress(QuorumTimeout):
                 n = len(self.clients)
                 await call.wait_for(n, n, n, max(deadline - time.monotonic(), 0))
-            count, source = self._cached_run(dict(call.successes), since_txid, max_txns)
+            answers = dict(call.successes)
+            count, source = self._cached_run(answers, since_txid, max_txns)
         if count <= 0 or source is None:
+            self._check_nothing_cached(call, answers, since_txid)
             return []
         read_header(source.edit_log)
         ops = []
@@ -334,6 +333,37 @@ class QuorumJournalReader:
                 f"a JournalNode's cached edits from txid {since_txid} are not what it reported"
             )
         return ops
+
+    def _check_nothing_cached(
+        self,
+        call: QuorumCall[JournalNodeClient, pb.GetJournaledEditsResponse],
+        answers: dict[JournalNodeClient, pb.GetJournaledEditsResponse],
+        since_txid: int,
+    ) -> None:
+        """Raise QuorumError when no cached op came back but the nodes may hold some on disk.
+
+        Fewer than a majority of current nodes answering from memory (a restarted node's
+        empty cache, a stale node), or a current node reporting a committed txid from
+        since_txid on: the caller streams segments rather than wait for edits forever.
+        """
+        current = current_writers(answers)
+        committed = max(
+            (
+                a.committed_txid
+                for c, a in answers.items()
+                if c in current and a.HasField("committed_txid")
+            ),
+            default=0,
+        )
+        if len(current) >= self.majority and committed < since_txid:
+            return  # nothing committed from since_txid yet: an empty answer is the answer
+        raise QuorumError(
+            f"getJournaledEdits(): no cached edits from txid {since_txid} on a majority of "
+            f"the writer's JournalNodes ({len(current)} of {len(answers)} answering nodes "
+            f"at the writer's epoch, committed txid {committed or 'unknown'}): "
+            f"{call.describe()}",
+            {str(k): e for k, e in call.errors.items()},
+        )
 
     def _cached_run(
         self,
