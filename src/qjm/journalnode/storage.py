@@ -242,35 +242,29 @@ class JNStorage:
 
     def awaiting_new_epoch(self) -> str | None:
         """Why writers are refused until a new_epoch (the marker's text), or None."""
-        path = self.current / AWAITING_NEW_EPOCH
-        try:
-            text = path.read_bytes().decode("utf-8", errors="replace").strip()
-        except FileNotFoundError:
-            return None
-        return text or "was formatted or restored"
+        return self._read_marker(AWAITING_NEW_EPOCH, "was formatted or restored")
 
     def set_awaiting_new_epoch(self, reason: str | None) -> None:
         """Durably create the marker with its reason, or remove it when reason is None."""
-        path = self.current / AWAITING_NEW_EPOCH
-        if reason is not None:
-            self.current.mkdir(parents=True, exist_ok=True)
-            atomic_write(path, f"{reason}\n".encode())
-        elif path.exists():
-            path.unlink()
-            fsync_dir(self.current)
+        self._write_marker(AWAITING_NEW_EPOCH, reason)
 
     def amnesiac(self) -> str | None:
         """Why this journal may not answer prepare_recovery (the marker's text), or None."""
-        path = self.current / AMNESIAC
-        try:
-            text = path.read_bytes().decode("utf-8", errors="replace").strip()
-        except FileNotFoundError:
-            return None
-        return text or "lost its storage and was restored from peers"
+        return self._read_marker(AMNESIAC, "lost its storage and was restored from peers")
 
     def set_amnesiac(self, reason: str | None) -> None:
         """Durably create the amnesiac marker with its reason, or remove it when None."""
-        path = self.current / AMNESIAC
+        self._write_marker(AMNESIAC, reason)
+
+    def _read_marker(self, name: str, default_reason: str) -> str | None:
+        try:
+            text = (self.current / name).read_bytes().decode("utf-8", errors="replace").strip()
+        except FileNotFoundError:
+            return None
+        return text or default_reason
+
+    def _write_marker(self, name: str, reason: str | None) -> None:
+        path = self.current / name
         if reason is not None:
             self.current.mkdir(parents=True, exist_ok=True)
             atomic_write(path, f"{reason}\n".encode())
