@@ -20,7 +20,9 @@ from qjm.client.reader import IncompleteReadError, QuorumJournalReader
 from qjm.client.rpc import JournalNodeClient
 from qjm.client.uri import parse_qjournal_uri
 from qjm.editlog.framing import OP_OPAQUE
+from qjm.editlog.segments import finalized_name
 from qjm.errors import ConfigError, QjmError
+from qjm.journalnode.journal import _truncate_after
 from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import EpochError
@@ -414,3 +416,32 @@ async def test_tail_streams_when_too_few_current_nodes_answer_from_memory(
             finally:
                 await tail.aclose()
         assert [(op.txid, op.body) for op in batch] == [(t, payload(t, "w2")) for t in range(6, 11)]
+
+
+async def test_read_takes_the_majoritys_end_of_a_finalized_segment(tmp_path: Path) -> None:
+    """One node's finalized copy ending elsewhere (a deposed writer's direct finalize) must
+    neither be read nor stop every read while a majority agrees."""
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        q = cluster.qjm(jid)
+        try:
+            await q.recover_unfinalized_segments()
+            await write_segment(q, 1, 5)
+        finally:
+            await settle(q)
+        odd = cluster.current_dir(0, jid)
+        whole = odd / finalized_name(1, 5)
+        _truncate_after(whole, 4)
+        whole.rename(odd / finalized_name(1, 4))
+        async with reader_of(cluster, jid) as reader:
+            ops = [op async for op in reader.read(1)]
+        assert [(op.txid, op.body) for op in ops] == [(t, payload(t)) for t in range(1, 6)]
+        # Without a majority for one end (4, 5 and 3) the read still refuses to choose.
+        (cluster.current_dir(2, jid) / finalized_name(1, 5)).rename(
+            cluster.current_dir(2, jid) / finalized_name(1, 3)
+        )
+        _truncate_after(cluster.current_dir(2, jid) / finalized_name(1, 3), 3)
+        async with reader_of(cluster, jid) as reader:
+            with pytest.raises(QjmError, match="disagree on where finalized segment 1 ends"):
+                _ = [op async for op in reader.read(1)]

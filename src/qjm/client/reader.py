@@ -181,12 +181,7 @@ class QuorumJournalReader:
                     )
         segments: dict[int, SegmentSource] = {}
         for start, by_end in finalized.items():
-            if len(by_end) > 1:
-                raise ReadError(
-                    f"JournalNodes disagree on where finalized segment {start} ends: "
-                    + "; ".join(f"{e} on {len(u)} node(s)" for e, u in sorted(by_end.items()))
-                )
-            ((end, urls),) = by_end.items()
+            end, urls = self._agreed_end(start, by_end)
             segments[start] = SegmentSource(start, end, False, tuple(urls))
         for start, ends in open_ends.items():
             if start in segments or len(ends) < self.majority:
@@ -221,6 +216,29 @@ class QuorumJournalReader:
                     f"writer's epoch): {call.describe()}"
                 )
         return manifest
+
+    def _agreed_end(self, start: int, by_end: dict[int, list[str]]) -> tuple[int, list[str]]:
+        """The end of a finalized segment and the URLs of its copies; a majority decides.
+
+        Honest finalizes agree; a copy ending elsewhere was finalized by a deposed writer
+        past what it had acknowledged, so it is never read. Without a majority for one end
+        the read refuses to choose.
+        """
+        if len(by_end) == 1:
+            ((end, urls),) = by_end.items()
+            return end, urls
+        disagreement = "; ".join(f"{e} on {len(u)} node(s)" for e, u in sorted(by_end.items()))
+        agreed = [(end, urls) for end, urls in by_end.items() if len(urls) >= self.majority]
+        if not agreed:
+            raise ReadError(
+                f"JournalNodes disagree on where finalized segment {start} ends: {disagreement}"
+            )
+        log.warning(
+            "finalized segment %d: reading the copies a majority holds (%s)",
+            start,
+            disagreement,
+        )
+        return agreed[0]
 
     @staticmethod
     def _chain(segments: list[SegmentSource], since_txid: int) -> list[SegmentSource]:
