@@ -144,6 +144,13 @@ class QuorumCall(Generic[K, T]):
             )
         return dict(self.successes)
 
+    async def wait_for_every_answer(self, wait_s: float) -> dict[K, T]:
+        """The successes once every node answered or wait_s passed, whichever is first."""
+        n = len(self.keys)
+        with contextlib.suppress(QuorumTimeout):
+            await self.wait_for(n, n, n, wait_s)
+        return dict(self.successes)
+
     async def wait_for_all(self, wait_s: float) -> dict[K, T]:
         """The successes once every node answered; fail if any node failed or was late."""
         n = len(self.keys)

@@ -9,7 +9,6 @@ recovery could discard.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -19,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 import aiohttp
 
 from qjm.client.edit_streams import ReadError, SegmentSource, read_segment
-from qjm.client.quorum_call import QuorumCall, QuorumError, QuorumTimeout, majority_of
+from qjm.client.quorum_call import QuorumCall, QuorumError, majority_of
 from qjm.client.rpc import JournalNodeClient
 from qjm.client.uri import QJournalUri
 from qjm.config import QJournalSettings, parse_address
@@ -129,15 +128,14 @@ class QuorumJournalReader:
         every node within the deadline sees the longest copies. Fails without a majority.
         """
         n = len(self.clients)
-        with contextlib.suppress(QuorumTimeout):
-            await call.wait_for(n, n, n, wait_s)
-        if len(call.successes) < self.majority:
+        answers = await call.wait_for_every_answer(wait_s)
+        if len(answers) < self.majority:
             raise QuorumError(
-                f"{call.operation}: only {len(call.successes)} of {n} JournalNodes answered, "
+                f"{call.operation}: only {len(answers)} of {n} JournalNodes answered, "
                 f"short of quorum size {self.majority}/{n}: {call.describe()}",
                 {str(k): e for k, e in call.errors.items()},
             )
-        return dict(call.successes)
+        return answers
 
     async def manifest(
         self,
@@ -332,10 +330,7 @@ class QuorumJournalReader:
         count, source = self._cached_run(answers, since_txid, max_txns)
         if len(current_writers(answers)) < self.majority < len(self.clients):
             # The first majority holds a node of an older writer: hear the others too.
-            with contextlib.suppress(QuorumTimeout):
-                n = len(self.clients)
-                await call.wait_for(n, n, n, max(deadline - time.monotonic(), 0))
-            answers = dict(call.successes)
+            answers = await call.wait_for_every_answer(max(deadline - time.monotonic(), 0))
             count, source = self._cached_run(answers, since_txid, max_txns)
         if count <= 0 or source is None:
             self._check_nothing_cached(call, answers, since_txid)

@@ -297,7 +297,6 @@ class Journal:
 
     def _check_writer_call(self, req: pb.RequestInfo) -> None:
         """Refuse every writer call while the journal awaits a new_epoch, then check req."""
-        self._check_formatted()
         if self.awaiting_new_epoch is not None and req.epoch > 0:
             raise EpochError(
                 f"journal {self.jid!r} {self.awaiting_new_epoch} and awaits a new writer's "
@@ -451,8 +450,7 @@ class Journal:
         if self.awaiting_new_epoch is not None:
             self.storage.set_awaiting_new_epoch(None)
             self.awaiting_new_epoch = None
-        self._abort_cur_segment()
-        self.cache.clear()  # a new writer may recover a shorter log; never serve the old tail
+        self._abort_cur_segment()  # _set_promised_epoch cleared the old writer's cache
         self._roll_forward_half_done_accepts()
         latest = self._scan_for_latest_edits()
         log.info("journal %s: promised epoch %d; latest segment %s", self.jid, epoch, latest)
