@@ -9,7 +9,6 @@ the writer start segments and write.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -136,10 +135,7 @@ class QuorumJournalManager:
         answers = await self.loggers.wait_for_write_quorum(call, wait)
         found = _majority_namespace(answers, self.loggers.majority)
         if found is None:  # the first majority disagrees or lacks storage: hear the rest
-            n = len(self.loggers.channels)
-            with contextlib.suppress(QuorumError):
-                await call.wait_for(n, n, n, max(wait - (time.monotonic() - started), 0))
-            answers = dict(call.successes)
+            answers = await call.wait_for_every_answer(max(wait - (time.monotonic() - started), 0))
             found = _majority_namespace(answers, self.loggers.majority)
         formatted = {ch: st for ch, st in answers.items() if st.is_formatted}
         if found is None:
@@ -180,10 +176,8 @@ class QuorumJournalManager:
         )
         # One node named twice in the URI would vote twice: hear the other names too (a
         # node answers about as fast under each of its names), then compare node ids.
-        n = len(self.loggers.channels)
-        with contextlib.suppress(QuorumError):
-            await call.wait_for(n, n, n, DISTINCT_NODES_GRACE_S)
-        ids = {c.address: call.successes[c].node_id for c in call.keys if c in call.successes}
+        heard = await call.wait_for_every_answer(DISTINCT_NODES_GRACE_S)
+        ids = {c.address: st.node_id for c, st in heard.items()}
         check_distinct_nodes(ids, self.uri)
         my_epoch = max(st.last_promised_epoch for st in states.values()) + 1
         epoch_call = self.loggers.new_epoch(self.ns_info, my_epoch)
