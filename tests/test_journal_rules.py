@@ -384,3 +384,14 @@ def test_a_finalize_above_missing_txids_wakes_the_syncer(journal: Journal) -> No
     w.committed = 12
     journal.finalize_log_segment(w.req(), 11, 12)
     assert gaps == [5, 12]  # finalized 1-5 and 11-12 leave 6-10 to fetch
+
+
+def test_a_start_reaching_a_lagging_node_after_its_first_batches_is_taken(
+    journal: Journal,
+) -> None:
+    w = writer_with(journal, 1, 1, 1, 5)
+    w.committed = 5
+    journal.finalize_log_segment(w.req(), 1, 5)
+    w.committed = 8  # 6-8 were acknowledged on the others before this start arrived here
+    journal.start_log_segment(w.req(), 6, -64)
+    assert journal.cur_segment_txid == 6

@@ -177,7 +177,7 @@ class QuorumJournalManager:
         # One node named twice in the URI would vote twice: hear the other names too (a
         # node answers about as fast under each of its names), then compare node ids.
         heard = await call.wait_for_every_answer(DISTINCT_NODES_GRACE_S)
-        ids = {c.address: st.node_id for c, st in heard.items()}
+        ids = {c.address: heard[c].node_id for c in call.keys if c in heard}
         check_distinct_nodes(ids, self.uri)
         my_epoch = max(st.last_promised_epoch for st in states.values()) + 1
         epoch_call = self.loggers.new_epoch(self.ns_info, my_epoch)

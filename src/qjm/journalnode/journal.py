@@ -550,14 +550,15 @@ class Journal:
             raise SegmentStateError(
                 f"{where}: txid {txid} is not above the highest written txid {written}"
             )
-        # The writer starts a segment right after the txid it reports committed (everything
-        # before is acknowledged and finalized); a later start would leave txids no node
-        # holds. HDFS has no such check. A gap after this node's own highest txid, though,
-        # is only txids this node missed: accepted, as in HDFS, because a writer finalizes
-        # one segment and starts the next back to back, so refusing would keep a node that
-        # missed one segment out for good; the syncer fills the gap (start_log_segment
-        # wakes it).
-        if req.HasField("committed_txid") and txid != req.committed_txid + 1:
+        # Everything before a segment is acknowledged when the writer starts it, so the
+        # txid it reports committed is at least txid - 1; a start further on would leave
+        # txids no node holds. (It may be higher: the start reaches a lagging node after
+        # the first batches were acknowledged elsewhere.) HDFS has no such check. A gap
+        # after this node's own highest txid, though, is only txids this node missed:
+        # accepted, as in HDFS, because a writer finalizes one segment and starts the next
+        # back to back, so refusing would keep a node that missed one segment out for
+        # good; the syncer fills the gap (start_log_segment wakes it).
+        if req.HasField("committed_txid") and txid > req.committed_txid + 1:
             raise SegmentStateError(
                 f"{where}: the writer reports txid {req.committed_txid} committed, so its "
                 f"next segment starts at {req.committed_txid + 1}; txids would be skipped"
