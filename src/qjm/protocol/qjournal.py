@@ -1,0 +1,89 @@
+"""The QJournal protocols' names and methods: one home for what is on the wire."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from google.protobuf.message import Message
+
+from qjm.protocol import qjournal_pb2 as pb
+
+QJOURNAL_PROTOCOL = "org.apache.hadoop.hdfs.qjournal.protocol.QJournalProtocol"
+INTER_QJOURNAL_PROTOCOL = "org.apache.hadoop.hdfs.qjournal.protocol.InterQJournalProtocol"
+STATUS_PROTOCOL = "qjm.journalnode.JournalNodeStatusProtocol"
+PROTOCOL_VERSION = 1
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One RPC: its wire name and its request and response message types."""
+
+    name: str
+    request: type[Message]
+    response: type[Message]
+
+
+def _specs(*specs: MethodSpec) -> dict[str, MethodSpec]:
+    return {s.name: s for s in specs}
+
+
+QJOURNAL_METHODS: dict[str, MethodSpec] = _specs(
+    MethodSpec("isFormatted", pb.IsFormattedRequestProto, pb.IsFormattedResponseProto),
+    MethodSpec(
+        "discardSegments", pb.DiscardSegmentsRequestProto, pb.DiscardSegmentsResponseProto
+    ),
+    MethodSpec(
+        "getJournalState", pb.GetJournalStateRequestProto, pb.GetJournalStateResponseProto
+    ),
+    MethodSpec("newEpoch", pb.NewEpochRequestProto, pb.NewEpochResponseProto),
+    MethodSpec("format", pb.FormatRequestProto, pb.FormatResponseProto),
+    MethodSpec("journal", pb.JournalRequestProto, pb.JournalResponseProto),
+    MethodSpec("heartbeat", pb.HeartbeatRequestProto, pb.HeartbeatResponseProto),
+    MethodSpec(
+        "startLogSegment", pb.StartLogSegmentRequestProto, pb.StartLogSegmentResponseProto
+    ),
+    MethodSpec(
+        "finalizeLogSegment",
+        pb.FinalizeLogSegmentRequestProto,
+        pb.FinalizeLogSegmentResponseProto,
+    ),
+    MethodSpec("purgeLogs", pb.PurgeLogsRequestProto, pb.PurgeLogsResponseProto),
+    MethodSpec(
+        "getEditLogManifest",
+        pb.GetEditLogManifestRequestProto,
+        pb.GetEditLogManifestResponseProto,
+    ),
+    MethodSpec(
+        "getJournaledEdits",
+        pb.GetJournaledEditsRequestProto,
+        pb.GetJournaledEditsResponseProto,
+    ),
+    MethodSpec(
+        "prepareRecovery", pb.PrepareRecoveryRequestProto, pb.PrepareRecoveryResponseProto
+    ),
+    MethodSpec("acceptRecovery", pb.AcceptRecoveryRequestProto, pb.AcceptRecoveryResponseProto),
+)
+
+INTER_QJOURNAL_METHODS: dict[str, MethodSpec] = _specs(
+    MethodSpec(
+        "getEditLogManifestFromJournal",
+        pb.GetEditLogManifestRequestProto,
+        pb.GetEditLogManifestResponseProto,
+    ),
+)
+
+STATUS_METHODS: dict[str, MethodSpec] = _specs(
+    MethodSpec("getJournalStatus", pb.GetJournalStatusRequestProto, pb.JournalStatusProto),
+    MethodSpec("getNodeStatus", pb.GetNodeStatusRequestProto, pb.NodeStatusProto),
+)
+
+PROTOCOLS: dict[str, dict[str, MethodSpec]] = {
+    QJOURNAL_PROTOCOL: QJOURNAL_METHODS,
+    INTER_QJOURNAL_PROTOCOL: INTER_QJOURNAL_METHODS,
+    STATUS_PROTOCOL: STATUS_METHODS,
+}
+
+
+def journal_id(jid: str) -> pb.JournalIdProto:
+    """The wire form of a journal id."""
+    return pb.JournalIdProto(identifier=jid)
