@@ -88,3 +88,7 @@ ERROR_CLASSES_BY_JAVA_NAME: dict[str, type[JournalError]] = {
     cls.java_class: cls for cls in ERROR_CLASSES.values()
 }
 ERROR_METADATA_KEY = "qjm-error"
+
+
+class JournalNodeUnavailable(QjmError):
+    """The JournalNode did not answer: down, unreachable, or too slow."""
