@@ -86,8 +86,10 @@ def test_journal_serves_synced_batches_from_memory(tmp_path: Path) -> None:
         j.new_epoch(ns, 1)
         serial = iter(range(1, 1000))
 
-        def req(committed: int | None = None) -> pb.RequestInfo:
-            r = pb.RequestInfo(jid="c", epoch=1, ipc_serial=next(serial))
+        def req(committed: int | None = None) -> pb.RequestInfoProto:
+            r = pb.RequestInfoProto(
+                journal_id=pb.JournalIdProto(identifier="c"), epoch=1, ipc_serial=next(serial)
+            )
             if committed is not None:
                 r.committed_txid = committed
             return r

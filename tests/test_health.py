@@ -14,9 +14,9 @@ from test_journalnode_server import JID, RawWriter
 NS = NsInfo(namespace_id=7, cluster_id="CID-health")
 
 
-def status(**kw: object) -> pb.JournalStatus:
+def status(**kw: object) -> pb.JournalStatusProto:
     """A formatted journal's status with these fields."""
-    return pb.JournalStatus(jid="j", is_formatted=True, **kw)  # type: ignore[arg-type]
+    return pb.JournalStatusProto(jid="j", is_formatted=True, **kw)  # type: ignore[arg-type]
 
 
 def test_a_healthy_journal_has_no_problems() -> None:
@@ -24,11 +24,11 @@ def test_a_healthy_journal_has_no_problems() -> None:
     st.committed_txid = 20
     disk = DiskFacts(segments=[(1, 10), (11, 20), (21, None)])
     assert journal_problems(st, disk) == []
-    assert journal_problems(pb.JournalStatus(jid="j"), DiskFacts()) == []
+    assert journal_problems(pb.JournalStatusProto(jid="j"), DiskFacts()) == []
 
 
 def test_each_impossible_state_is_named() -> None:
-    cases: list[tuple[pb.JournalStatus, DiskFacts, str]] = [
+    cases: list[tuple[pb.JournalStatusProto, DiskFacts, str]] = [
         (
             status(last_promised_epoch=0, last_writer_epoch=2, highest_written_txid=5),
             DiskFacts(segments=[(1, 5)]),
@@ -65,7 +65,7 @@ def test_each_impossible_state_is_named() -> None:
             "awaiting a new writer's new_epoch",
         ),
         (
-            pb.JournalStatus(jid="j"),
+            pb.JournalStatusProto(jid="j"),
             DiskFacts(segments=[(1, 5)]),
             "no VERSION",
         ),
@@ -82,7 +82,13 @@ def test_journal_status_flags_a_deleted_promise(tmp_path: Path) -> None:
     try:
         j.format(NS, force=False)
         j.new_epoch(NS, 1)
-        j.start_log_segment(pb.RequestInfo(jid="j", epoch=1, ipc_serial=1), 1, -64)
+        j.start_log_segment(
+            pb.RequestInfoProto(
+                journal_id=pb.JournalIdProto(identifier="j"), epoch=1, ipc_serial=1
+            ),
+            1,
+            -64,
+        )
         assert list(j.status().problems) == []
     finally:
         j.close()

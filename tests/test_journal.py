@@ -41,10 +41,14 @@ class Writer:
         self.serial = 0
         self.committed: int | None = None
 
-    def req(self, epoch: int | None = None) -> pb.RequestInfo:
+    def req(self, epoch: int | None = None) -> pb.RequestInfoProto:
         """The next request of this writer."""
         self.serial += 1
-        r = pb.RequestInfo(jid="test", epoch=epoch or self.epoch, ipc_serial=self.serial)
+        r = pb.RequestInfoProto(
+            journal_id=pb.JournalIdProto(identifier="test"),
+            epoch=epoch or self.epoch,
+            ipc_serial=self.serial,
+        )
         if self.committed is not None:
             r.committed_txid = self.committed
         return r
@@ -91,7 +95,11 @@ def test_epoch_handling(journal: Journal) -> None:
 
 def test_request_without_epoch_is_refused(journal: Journal) -> None:
     with pytest.raises(InvalidRequestError, match="carries no epoch"):
-        journal.heartbeat(pb.RequestInfo(jid="test", epoch=0, ipc_serial=1))
+        journal.heartbeat(
+            pb.RequestInfoProto(
+                journal_id=pb.JournalIdProto(identifier="test"), epoch=0, ipc_serial=1
+            )
+        )
 
 
 def test_higher_epoch_in_a_request_is_refused_until_new_epoch(journal: Journal) -> None:
@@ -421,7 +429,7 @@ def test_bit_flip_in_an_open_segment_costs_only_its_recovery_vote(
         with pytest.raises(StorageError, match=rf"{inprogress_name(1)} is corrupt at txid 4"):
             j.prepare_recovery(w2.req(), 1)
         assert path.read_bytes() == bytes(data)  # nothing was cut or moved
-        chosen = pb.SegmentState(start_txid=1, end_txid=6, is_in_progress=True)
+        chosen = pb.SegmentStateProto(start_txid=1, end_txid=6, is_in_progress=True)
         j.accept_recovery(w2.req(), chosen, PEER_URL)
         assert path.read_bytes() == HEADER + txns(1, 6)
         assert j.highest_written_txid == 6
@@ -468,7 +476,10 @@ def test_purge_keeps_what_it_must(journal: Journal) -> None:
     journal.start_log_segment(w.req(), 7, -64)
     write(journal, w, 7, 7, 1)
     for t in (1, 2, 3, 4):
-        journal.storage.write_paxos(t, pb.PersistedRecoveryPaxosData(accepted_in_epoch=1))
+        seg = pb.SegmentStateProto(start_txid=t, end_txid=t, is_in_progress=True)
+        journal.storage.write_paxos(
+            t, pb.PersistedRecoveryPaxosData(segment_state=seg, accepted_in_epoch=1)
+        )
     with pytest.raises(SegmentStateError, match="open segment starts at 7"):
         journal.purge_logs_older_than(w.req(), 8)
     assert journal.purge_logs_older_than(w.req(), 3) == 1
@@ -517,7 +528,7 @@ def test_accept_recovery_behavior(tmp_path: Path) -> None:
         j.start_log_segment(w.req(), 1, -64)
         write(j, w, 1, 1, 3)
         prep = j.prepare_recovery(w.req(), 1)
-        assert prep.segment_state == pb.SegmentState(
+        assert prep.segment_state == pb.SegmentStateProto(
             start_txid=1, end_txid=3, is_in_progress=True, byte_length=len(HEADER + txns(1, 3))
         )
         assert prep.last_writer_epoch == 1 and not prep.HasField("accepted_in_epoch")
@@ -532,7 +543,7 @@ def test_accept_recovery_behavior(tmp_path: Path) -> None:
         with pytest.raises(EpochError, match="epoch 1 is less than the last promised epoch 2"):
             j.accept_recovery(w.req(), prep.segment_state, "http://unused")
         with pytest.raises(InvalidRequestError, match="bad recovery state"):
-            j.accept_recovery(w2.req(), pb.SegmentState(start_txid=1, end_txid=0), "x")
+            j.accept_recovery(w2.req(), pb.SegmentStateProto(start_txid=1, end_txid=0), "x")
     finally:
         j.close()
 
@@ -551,7 +562,7 @@ def test_accept_recovery_downloads_a_longer_segment(tmp_path: Path) -> None:
         w2 = Writer(2)
         j.prepare_recovery(w2.req(), 1)
         j.accept_recovery(
-            w2.req(), pb.SegmentState(start_txid=1, end_txid=5, is_in_progress=True), PEER_URL
+            w2.req(), pb.SegmentStateProto(start_txid=1, end_txid=5, is_in_progress=True), PEER_URL
         )
         assert scan_file(current(j) / inprogress_name(1)).last_txid == 5
         assert j.storage.read_paxos(1).accepted_in_epoch == 2  # type: ignore[union-attr]
@@ -577,7 +588,7 @@ def test_a_bad_finalized_segment_moved_aside_takes_its_kept_decision_along(
     j.format(NS, force=False)
     j.new_epoch(NS, 1)
     w = Writer(1)
-    seg = pb.SegmentState(start_txid=1, end_txid=5, is_in_progress=True)
+    seg = pb.SegmentStateProto(start_txid=1, end_txid=5, is_in_progress=True)
     j.accept_recovery(w.req(), seg, PEER_URL)
     j.finalize_log_segment(w.req(), 1, 5)
     assert j.storage.read_paxos(1) is not None
@@ -612,7 +623,9 @@ def test_accept_recovery_refuses_a_download_of_the_wrong_range(tmp_path: Path) -
         w = Writer(1)
         with pytest.raises(SegmentStateError, match="holds txids 1-2, not 1-4"):
             j.accept_recovery(
-                w.req(), pb.SegmentState(start_txid=1, end_txid=4, is_in_progress=True), PEER_URL
+                w.req(),
+                pb.SegmentStateProto(start_txid=1, end_txid=4, is_in_progress=True),
+                PEER_URL,
             )
         assert j.storage.read_paxos(1) is None
         assert list(current(j).glob("edits_*")) == []
@@ -632,7 +645,7 @@ def test_accept_recovery_never_discards_a_committed_txid(journal: Journal) -> No
     journal.prepare_recovery(w2.req(), 1)
     with pytest.raises(SegmentStateError, match="discard committed txid 5"):
         journal.accept_recovery(
-            w2.req(), pb.SegmentState(start_txid=1, end_txid=3, is_in_progress=True), PEER_URL
+            w2.req(), pb.SegmentStateProto(start_txid=1, end_txid=3, is_in_progress=True), PEER_URL
         )
     assert scan_file(current(journal) / inprogress_name(1)).last_txid == 5
 
@@ -647,7 +660,7 @@ def test_accept_recovery_refuses_to_replace_a_finalized_segment(journal: Journal
     with pytest.raises(SegmentStateError, match="replace finalized segment 1-3"):
         journal.accept_recovery(
             Writer(2).req(),
-            pb.SegmentState(start_txid=1, end_txid=4, is_in_progress=True),
+            pb.SegmentStateProto(start_txid=1, end_txid=4, is_in_progress=True),
             PEER_URL,
         )
 
@@ -663,7 +676,7 @@ def crash() -> None:
 
 def crash_during_accept(
     tmp_path: Path, faults: FaultInjector
-) -> tuple[pb.PrepareRecoveryResponse, int | None]:
+) -> tuple[pb.PrepareRecoveryResponseProto, int | None]:
     """Log 1-2, crash while accepting 1-4 in epoch 2, reopen and prepare in epoch 3."""
     source = tmp_path / "source"
     source.write_bytes(HEADER + txns(1, 4))
@@ -677,7 +690,7 @@ def crash_during_accept(
     with pytest.raises(Crash):
         j.accept_recovery(
             Writer(2).req(),
-            pb.SegmentState(start_txid=1, end_txid=4, is_in_progress=True),
+            pb.SegmentStateProto(start_txid=1, end_txid=4, is_in_progress=True),
             PEER_URL,
         )
     j.close()
@@ -720,7 +733,7 @@ def half_done_accept_of_4_6(tmp_path: Path, hook: str) -> Journal:
     with pytest.raises(Crash):
         j.accept_recovery(
             Writer(2).req(),
-            pb.SegmentState(start_txid=4, end_txid=6, is_in_progress=True),
+            pb.SegmentStateProto(start_txid=4, end_txid=6, is_in_progress=True),
             PEER_URL.replace("segmentTxId=1", "segmentTxId=4"),
         )
     setattr(faults, hook, lambda: None)

@@ -168,7 +168,7 @@ def test_every_writer_call_waits_for_new_epoch_after_format(tmp_path: Path) -> N
             "purge": lambda: j.purge_logs_older_than(w.req(), 1),
             "prepare_recovery": lambda: j.prepare_recovery(w.req(), 1),
             "accept_recovery": lambda: j.accept_recovery(
-                w.req(), pb.SegmentState(start_txid=1, end_txid=1), "http://x"
+                w.req(), pb.SegmentStateProto(start_txid=1, end_txid=1), "http://x"
             ),
         }
         for name, call in calls.items():
@@ -395,3 +395,63 @@ def test_a_start_reaching_a_lagging_node_after_its_first_batches_is_taken(
     w.committed = 8  # 6-8 were acknowledged on the others before this start arrived here
     journal.start_log_segment(w.req(), 6, -64)
     assert journal.cur_segment_txid == 6
+
+
+# -- discardSegments (rolling-upgrade rollback) ------------------------------------------------
+
+
+def test_discard_segments_refuses_an_open_writer_a_straddle_and_committed_txids(
+    journal: Journal,
+) -> None:
+    w = writer_with(journal, 1, 1, 1, 3)
+    journal.finalize_log_segment(w.req(), 1, 3)
+    journal.start_log_segment(w.req(), 4, -64)
+    write(journal, w, 4, 4, 3)
+    journal.finalize_log_segment(w.req(), 4, 6)
+    journal.start_log_segment(w.req(), 7, -64)
+    write(journal, w, 7, 7, 2)
+    before = snapshot(journal.storage.current)
+    with pytest.raises(SegmentStateError, match="segment 7 is open for the writer of epoch 1"):
+        journal.discard_segments(7)
+    assert snapshot(journal.storage.current) == before
+    journal.new_epoch(NS, 2)  # the writer is fenced: its segment closes
+    w2 = Writer(2)
+    w2.committed = 3
+    journal.heartbeat(w2.req())
+    assert journal.committed_txid == 3
+    before = snapshot(journal.storage.current)
+    with pytest.raises(SegmentStateError, match=r"segment edits_0+4-0+6 holds txids 4-6, across"):
+        journal.discard_segments(5)
+    with pytest.raises(SegmentStateError, match="from txid 2: txids 2-3 are committed"):
+        journal.discard_segments(2)
+    with pytest.raises(InvalidRequestError, match="must be positive"):
+        journal.discard_segments(0)
+    assert snapshot(journal.storage.current) == before
+
+
+def test_discard_segments_deletes_from_the_txid_on(journal: Journal) -> None:
+    w = writer_with(journal, 1, 1, 1, 3)
+    journal.finalize_log_segment(w.req(), 1, 3)
+    journal.start_log_segment(w.req(), 4, -64)
+    write(journal, w, 4, 4, 3)
+    journal.finalize_log_segment(w.req(), 4, 6)
+    journal.start_log_segment(w.req(), 7, -64)
+    write(journal, w, 7, 7, 2)
+    journal.new_epoch(NS, 2)
+    prep = journal.prepare_recovery(Writer(2).req(), 7)
+    w2 = Writer(2)
+    w2.serial = 10
+    journal.accept_recovery(w2.req(), prep.segment_state, "")
+    assert journal.storage.paxos_txids() == [7]
+    assert journal.discard_segments(4) == 2
+    names = sorted(p.name for p in journal.storage.current.glob("edits_*"))
+    assert names == [finalized_name(1, 3)]
+    assert journal.storage.paxos_txids() == []
+    assert journal.highest_written_txid == 3
+    assert listed(journal) == [(1, 3, False)]
+    assert journal.discard_segments(4) == 0  # nothing left there: a repeat is harmless
+    # the next writer continues from txid 4
+    w3 = Writer(3)
+    journal.new_epoch(NS, 3)
+    journal.start_log_segment(w3.req(), 4, -64)
+    write(journal, w3, 4, 4, 1)

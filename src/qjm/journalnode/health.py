@@ -52,7 +52,7 @@ def _marker_reason(path: Path) -> str | None:
     return text or "lost its storage"
 
 
-def journal_problems(st: pb.JournalStatus, disk: DiskFacts) -> list[str]:
+def journal_problems(st: pb.JournalStatusProto, disk: DiskFacts) -> list[str]:
     """Every impossible or suspicious state of one journal, one sentence each."""
     out: list[str] = []
     finalized = sorted((a, b) for a, b in disk.segments if b is not None)

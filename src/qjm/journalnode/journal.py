@@ -135,9 +135,9 @@ class SegmentInfo:
     # its last valid txid (start - 1 if none), not the end of the log it held.
     corrupt: str | None = None
 
-    def to_proto(self) -> pb.SegmentState:
+    def to_proto(self) -> pb.SegmentStateProto:
         """The wire message."""
-        return pb.SegmentState(
+        return pb.SegmentStateProto(
             start_txid=self.start_txid,
             end_txid=self.end_txid,
             is_in_progress=self.is_in_progress,
@@ -145,7 +145,7 @@ class SegmentInfo:
         )
 
 
-def _describe(seg: pb.SegmentState) -> str:
+def _describe(seg: pb.SegmentStateProto) -> str:
     kind = "in progress" if seg.is_in_progress else "finalized"
     return f"{seg.start_txid}-{seg.end_txid} ({kind})"
 
@@ -255,7 +255,7 @@ class Journal:
                 f"{ns.describe()}, this JournalNode is formatted for {mine.describe()}"
             )
 
-    def _check_request(self, req: pb.RequestInfo) -> None:
+    def _check_request(self, req: pb.RequestInfoProto) -> None:
         """Validate epoch, serial and committed txid without changing anything."""
         self._check_formatted()
         if req.epoch <= 0:
@@ -295,7 +295,7 @@ class Journal:
                 f"{self.committed_txid} to {req.committed_txid} (journal {self.jid!r})"
             )
 
-    def _check_writer_call(self, req: pb.RequestInfo) -> None:
+    def _check_writer_call(self, req: pb.RequestInfoProto) -> None:
         """Refuse every writer call while the journal awaits a new_epoch, then check req."""
         if self.awaiting_new_epoch is not None and req.epoch > 0:
             raise EpochError(
@@ -305,7 +305,7 @@ class Journal:
             )
         self._check_request(req)
 
-    def _apply_request(self, req: pb.RequestInfo, written_through: int | None = None) -> None:
+    def _apply_request(self, req: pb.RequestInfoProto, written_through: int | None = None) -> None:
         """Record what a checked request tells: its serial and committed txid.
 
         The epoch needs no recording: _check_request refused any above the promise.
@@ -314,7 +314,7 @@ class Journal:
         if req.HasField("committed_txid") and req.committed_txid != self.committed_txid:
             self._learn_committed_txid(req, written_through)
 
-    def _learn_committed_txid(self, req: pb.RequestInfo, written_through: int | None) -> None:
+    def _learn_committed_txid(self, req: pb.RequestInfoProto, written_through: int | None) -> None:
         """Record a writer's committed txid, never above what this node holds.
 
         A claim above the highest written txid (plus the batch of the same request) is not
@@ -341,7 +341,7 @@ class Journal:
         self._set_committed_txid(txid)
         self.on_progress()
 
-    def _check_writer_epoch(self, req: pb.RequestInfo) -> None:
+    def _check_writer_epoch(self, req: pb.RequestInfoProto) -> None:
         if req.epoch != self.last_writer_epoch:
             raise EpochError(
                 f"IPC's epoch {req.epoch} is not the current writer epoch "
@@ -466,7 +466,7 @@ class Journal:
                 f"formatted for {self.members}"
             )
 
-    def start_log_segment(self, req: pb.RequestInfo, txid: int, layout_version: int) -> None:
+    def start_log_segment(self, req: pb.RequestInfoProto, txid: int, layout_version: int) -> None:
         """Open edits_inprogress_<txid> for the writer of req's epoch."""
         self._check_writer_call(req)
         if txid <= 0:
@@ -536,7 +536,7 @@ class Journal:
             expected = max(expected or 0, seg.end + 1)
         return expected is not None and expected < txid
 
-    def _check_segment_start(self, req: pb.RequestInfo, txid: int, restart: bool) -> None:
+    def _check_segment_start(self, req: pb.RequestInfoProto, txid: int, restart: bool) -> None:
         """A new segment starts above every txid here and right after the writer's committed."""
         committed, written = self.committed_txid, self.highest_written_txid
         where = f"can't start a segment at txid {txid} in journal {self.jid!r}"
@@ -566,7 +566,7 @@ class Journal:
 
     def journal(
         self,
-        req: pb.RequestInfo,
+        req: pb.RequestInfoProto,
         segment_txid: int,
         first_txid: int,
         num_txns: int,
@@ -637,12 +637,14 @@ class Journal:
             c.batches_written_while_lagging += 1
         self.on_progress()
 
-    def heartbeat(self, req: pb.RequestInfo) -> None:
+    def heartbeat(self, req: pb.RequestInfoProto) -> None:
         """Check and record a request that carries no edits."""
         self._check_writer_call(req)
         self._apply_request(req)
 
-    def finalize_log_segment(self, req: pb.RequestInfo, start_txid: int, end_txid: int) -> None:
+    def finalize_log_segment(
+        self, req: pb.RequestInfoProto, start_txid: int, end_txid: int
+    ) -> None:
         """Close a segment at end_txid and rename it edits_<start>-<end>."""
         self._check_writer_call(req)
         # HDFS allows end = start - 1 (an empty segment); an edits_6-5 then fails every
@@ -718,7 +720,7 @@ class Journal:
         if accepted is not None and accepted.segment_state.end_txid != end_txid:
             self.storage.purge_paxos(start_txid)
 
-    def _check_may_finalize(self, req: pb.RequestInfo, start_txid: int) -> None:
+    def _check_may_finalize(self, req: pb.RequestInfoProto, start_txid: int) -> None:
         """Only the writer that wrote an in-progress segment, or a recovery that accepted it
         in the request's epoch, may finalize it (else a deposed writer's unacknowledged tail
         becomes a finalized segment that wins later recoveries)."""
@@ -734,7 +736,7 @@ class Journal:
             f"recovery in epoch {req.epoch}"
         )
 
-    def purge_logs_older_than(self, req: pb.RequestInfo, min_txid_to_keep: int) -> int:
+    def purge_logs_older_than(self, req: pb.RequestInfoProto, min_txid_to_keep: int) -> int:
         """Delete finalized segments and paxos files wholly below a txid; return the count."""
         self._check_writer_call(req)
         if self.cur_segment_txid is not None and self.cur_segment_txid < min_txid_to_keep:
@@ -760,6 +762,58 @@ class Journal:
             "journal %s: purged %d segments below txid %d", self.jid, removed, min_txid_to_keep
         )
         return removed
+
+    def discard_segments(self, start_txid: int) -> int:
+        """Delete every segment from start_txid on (rolling-upgrade rollback); return the count.
+
+        HDFS deletes them and sets the committed txid to start_txid - 1, unchecked. Here the
+        discard must not lose a txid a writer reported committed, cut a segment in two, or
+        pull a segment from under an open writer; each is refused, naming the txids. The
+        committed txid is kept: it is at most start_txid - 1 already, and a discard does not
+        make more txids committed.
+        """
+        self._check_formatted()
+        where = f"can't discard the segments of journal {self.jid!r} from txid {start_txid}"
+        if start_txid <= 0:
+            raise InvalidRequestError(f"{where}: the txid must be positive")
+        if self._writer is not None and self.cur_segment_txid is not None:
+            raise SegmentStateError(
+                f"{where}: segment {self.cur_segment_txid} is open for the writer of epoch "
+                f"{self.last_writer_epoch}"
+            )
+        if self.committed_txid is not None and start_txid <= self.committed_txid:
+            raise SegmentStateError(
+                f"{where}: txids {start_txid}-{self.committed_txid} are committed"
+            )
+        segments = self.storage.segments()
+        doomed = []
+        for seg in segments:
+            end = seg.end if seg.end is not None else self._segment_end(seg)
+            if seg.start < start_txid <= end:
+                raise SegmentStateError(
+                    f"{where}: segment {seg.path.name} holds txids {seg.start}-{end}, "
+                    "across that txid"
+                )
+            if seg.start >= start_txid:
+                doomed.append(seg)
+        for seg in doomed:
+            seg.path.unlink()
+        for txid in self.storage.paxos_txids():
+            if txid >= start_txid:
+                self.storage.purge_paxos(txid)
+        if doomed:
+            fsync_dir(self.storage.current)
+        self.cache.clear()
+        latest = self._scan_for_latest_edits()
+        self.highest_written_txid = latest.end_txid if latest else 0
+        log.info(
+            "journal %s: discarded %d segments from txid %d", self.jid, len(doomed), start_txid
+        )
+        return len(doomed)
+
+    def _segment_end(self, seg: SegmentFile) -> int:
+        """The last valid txid of an in-progress segment (start - 1 when it holds none)."""
+        return scan_file(seg.path).last_txid or seg.start - 1
 
     def get_edit_log_manifest(
         self, since_txid: int, in_progress_ok: bool, *, all_in_progress: bool = False
@@ -787,8 +841,8 @@ class Journal:
         return out
 
     def prepare_recovery(
-        self, req: pb.RequestInfo, segment_txid: int
-    ) -> pb.PrepareRecoveryResponse:
+        self, req: pb.RequestInfoProto, segment_txid: int
+    ) -> pb.PrepareRecoveryResponseProto:
         """Paxos phase 1b for a segment: what this node holds and what it accepted."""
         self._check_writer_call(req)
         if self.amnesiac is not None:
@@ -807,7 +861,7 @@ class Journal:
         self._refuse_tombstoned(segment_txid)
         accepted = self.storage.read_paxos(segment_txid)
         seg = self._segment_info(segment_txid)
-        resp = pb.PrepareRecoveryResponse(last_writer_epoch=self.last_writer_epoch)
+        resp = pb.PrepareRecoveryResponseProto(last_writer_epoch=self.last_writer_epoch)
         if accepted is not None and (seg is None or seg.is_in_progress):
             acc = accepted.segment_state
             if seg is None or seg.end_txid != acc.end_txid:
@@ -854,7 +908,9 @@ class Journal:
                 "a good copy from a peer)"
             )
 
-    def accept_recovery(self, req: pb.RequestInfo, segment: pb.SegmentState, from_url: str) -> None:
+    def accept_recovery(
+        self, req: pb.RequestInfoProto, segment: pb.SegmentStateProto, from_url: str
+    ) -> None:
         """Paxos phase 2b: take the chosen segment (downloading it if ours differs), persist."""
         plan = self.begin_accept_recovery(req, segment, from_url)
         if plan.download is not None:
@@ -862,7 +918,7 @@ class Journal:
         self.finish_accept_recovery(req, segment, plan)
 
     def begin_accept_recovery(
-        self, req: pb.RequestInfo, segment: pb.SegmentState, from_url: str
+        self, req: pb.RequestInfoProto, segment: pb.SegmentStateProto, from_url: str
     ) -> AcceptPlan:
         """Check an accept_recovery and say what must be downloaded; changes nothing."""
         fetch, compare = self._check_accept(req, segment, from_url)
@@ -909,7 +965,7 @@ class Journal:
             raise
 
     def finish_accept_recovery(
-        self, req: pb.RequestInfo, segment: pb.SegmentState, plan: AcceptPlan
+        self, req: pb.RequestInfoProto, segment: pb.SegmentStateProto, plan: AcceptPlan
     ) -> None:
         """Re-check the request after the download, then persist and install what it chose."""
         synced = plan.download
@@ -975,7 +1031,7 @@ class Journal:
         )
 
     def _check_accept(
-        self, req: pb.RequestInfo, segment: pb.SegmentState, from_url: str
+        self, req: pb.RequestInfoProto, segment: pb.SegmentStateProto, from_url: str
     ) -> tuple[bool, bool]:
         """Check an accept_recovery; (download needed, compare the download with ours)."""
         self._check_writer_call(req)
@@ -1026,7 +1082,9 @@ class Journal:
             check_segment_url(from_url, self.jid, start)
         return fetch, compare
 
-    def get_journaled_edits(self, since_txid: int, max_txns: int) -> pb.GetJournaledEditsResponse:
+    def get_journaled_edits(
+        self, since_txid: int, max_txns: int
+    ) -> pb.GetJournaledEditsResponseProto:
         """Recent edits from memory; thread-safe, so callers need not use the journal thread."""
         self._check_formatted()
         if since_txid <= 0 or max_txns <= 0:
@@ -1034,7 +1092,8 @@ class Journal:
                 f"since_txid and max_txns must be positive, got {since_txid} and {max_txns}"
             )
         writer, promise = self.last_writer_epoch, self.last_promised_epoch
-        resp = pb.GetJournaledEditsResponse(
+        resp = pb.GetJournaledEditsResponseProto(
+            txn_count=0,
             highest_written_txid=self.highest_written_txid,
             last_writer_epoch=writer,
             last_promised_epoch=promise,
@@ -1111,7 +1170,7 @@ class Journal:
         return True
 
     # -- status ------------------------------------------------------------------------------
-    def status(self) -> pb.JournalStatus:
+    def status(self) -> pb.JournalStatusProto:
         """Everything an operator wants to see of this journal."""
         st = self._base_status()
         st.members.extend(self.members or [])
@@ -1131,15 +1190,15 @@ class Journal:
         st.problems.extend(journal_problems(st, facts))
         return st
 
-    def status_snapshot(self, problem: str) -> pb.JournalStatus:
+    def status_snapshot(self, problem: str) -> pb.JournalStatusProto:
         """Status from plain attributes, for when the journal's thread is busy; any thread."""
         st = self._base_status()
         st.problems.append(problem)
         return st
 
-    def _base_status(self) -> pb.JournalStatus:
+    def _base_status(self) -> pb.JournalStatusProto:
         """The status fields that plain attributes hold; reads no disk."""
-        st = pb.JournalStatus(
+        st = pb.JournalStatusProto(
             jid=self.jid,
             is_formatted=self.ns_info is not None,
             last_promised_epoch=self.last_promised_epoch,

@@ -1,4 +1,4 @@
-"""The JournalNode daemon: journals by id, each on its own thread, behind gRPC and HTTP."""
+"""The JournalNode daemon: journals by id, each on its own thread, behind Hadoop IPC and HTTP."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-import grpc
 from aiohttp import web
 
 from qjm import __version__
 from qjm.config import JournalNodeSettings, format_address
 from qjm.errors import QjmError
+from qjm.ipc import IpcServer
 from qjm.journalnode.journal import FaultInjector, Journal
 from qjm.journalnode.metrics import JournalNodeMetrics
 from qjm.journalnode.storage import JNStorage, check_journal_id, lock_file
@@ -33,22 +33,6 @@ NODE_LOCK = "in_use.lock"
 STATUS_TIMEOUT_SECONDS = 1.0  # status waits no longer for a busy journal's thread
 FETCH_THREADS = 4
 HTTP_SHUTDOWN_SECONDS = 2.0
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-GRPC_OPTIONS = [
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.so_reuseport", 0),
-]
-
-
-def grpc_options(settings: JournalNodeSettings) -> list[tuple[str, int]]:
-    """The gRPC server's options: message size from journalnode.ipc_maximum_data_length."""
-    size = settings.ipc_maximum_data_length
-    return [
-        ("grpc.max_send_message_length", size),
-        ("grpc.max_receive_message_length", size),
-        ("grpc.so_reuseport", 0),
-    ]
 
 
 class InflightBytes:
@@ -72,6 +56,15 @@ class InflightBytes:
     def release(self, size: int) -> None:
         """Count size bytes out."""
         self.used -= size
+
+
+def _release_after(mine: asyncio.Future[None], ahead: asyncio.Future[None] | None) -> None:
+    """Let the calls queued behind mine go, but never before those ahead of it."""
+    if ahead is None or ahead.done():
+        if not mine.done():
+            mine.set_result(None)
+    else:
+        ahead.add_done_callback(lambda _: mine.done() or mine.set_result(None))
 
 
 class StartupError(QjmError):
@@ -154,7 +147,7 @@ def _check_bindable(host: str, port: int, what: str) -> None:
 
 
 class JournalNode:
-    """Holds the journals of one edits dir and serves them over gRPC and HTTP."""
+    """Holds the journals of one edits dir and serves them over Hadoop IPC and HTTP."""
 
     def __init__(
         self,
@@ -171,7 +164,6 @@ class JournalNode:
         self.http_host, self.http_port = http_address
         self.settings = settings or JournalNodeSettings()
         self.faults = faults
-        self.node_id = uuid.uuid4().hex  # per process: one node named twice in a URI shows
         self._journals: dict[str, _Open] = {}
         self.inflight = InflightBytes(self.settings.max_inflight_request_bytes)
         self._http_server: asyncio.Server | None = None
@@ -189,7 +181,9 @@ class JournalNode:
             }
         )
         self._lock_fd = -1
-        self._grpc: grpc.aio.Server | None = None
+        self._ipc: IpcServer | None = None
+        # Calls for a journal not open yet, in arrival order (see run).
+        self._opening: dict[str, asyncio.Future[None]] = {}
         self._http: web.AppRunner | None = None
         self.stopped = asyncio.Event()
         self.peers = list(peers or [])
@@ -277,13 +271,32 @@ class JournalNode:
             log.error("journal %s is not served: %s", jid, why)
 
     async def run(self, jid: str, fn: Callable[[Journal], T], *, create: bool = False) -> T:
-        """Run fn(journal) on that journal's thread."""
-        opened = await self._get(jid, create)
+        """Run fn(journal) on that journal's thread, queued in the order run was called.
+
+        For an open journal the work is queued before run first suspends, so calls made in
+        one order (the IPC handlers of a pipelining writer) apply in that order. Calls that
+        find the journal not open yet queue behind each other until it is.
+        """
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(opened.executor, fn, opened.journal)
+        opened = self._journals.get(jid)
+        ahead = self._opening.get(jid)
+        if opened is not None and ahead is None:
+            return await loop.run_in_executor(opened.executor, fn, opened.journal)
+        mine: asyncio.Future[None] = loop.create_future()
+        self._opening[jid] = mine
+        try:
+            if ahead is not None:
+                await asyncio.shield(ahead)
+            opened = await self._get(jid, create)
+            work = loop.run_in_executor(opened.executor, fn, opened.journal)
+        finally:
+            _release_after(mine, ahead)
+            if self._opening.get(jid) is mine:
+                del self._opening[jid]
+        return await work
 
     async def accept_recovery(
-        self, jid: str, req: pb.RequestInfo, segment: pb.SegmentState, from_url: str
+        self, jid: str, req: pb.RequestInfoProto, segment: pb.SegmentStateProto, from_url: str
     ) -> None:
         """accept_recovery with its download off the journal's thread (checked again after)."""
         plan = await self.run(jid, lambda j: j.begin_accept_recovery(req, segment, from_url))
@@ -304,9 +317,9 @@ class JournalNode:
             return False
         return await self.run(jid, lambda j: j.is_formatted())
 
-    async def node_status(self) -> pb.NodeStatus:
+    async def node_status(self) -> pb.NodeStatusProto:
         """Status of the node and every journal in its edits dir."""
-        st = pb.NodeStatus(
+        st = pb.NodeStatusProto(
             rpc_address=format_address(self.rpc_host, self.rpc_port),
             http_address=format_address(self.http_host, self.http_port),
             version=__version__,
@@ -321,7 +334,7 @@ class JournalNode:
             st.journals.append(await self.journal_status(jid))
         return st
 
-    async def journal_status(self, jid: str) -> pb.JournalStatus:
+    async def journal_status(self, jid: str) -> pb.JournalStatusProto:
         """A journal's status; from a snapshot when its thread is busy, never blocking."""
         opened = self._journals.get(jid)
         if opened is None:
@@ -370,7 +383,7 @@ class JournalNode:
     async def start(self) -> None:
         """Check storage, open the existing journals, start both servers."""
         from qjm.journalnode.http import capped_factory, make_app
-        from qjm.journalnode.rpc import JournalNodeService, register_service
+        from qjm.journalnode.rpc import JournalNodeHandlers
 
         check_limits(self.settings)
         check_edits_dir(self.edits_dir)
@@ -380,20 +393,18 @@ class JournalNode:
                 await self._open_at_start(jid)
             _check_bindable(self.rpc_host, self.rpc_port, "RPC")
             _check_bindable(self.http_host, self.http_port, "HTTP")
-            server = grpc.aio.server(options=grpc_options(self.settings))
-            register_service(JournalNodeService(self), server)
-            where = format_address(self.rpc_host, self.rpc_port)
+            server = IpcServer(
+                name="journalnode",
+                max_data_length=self.settings.ipc_maximum_data_length,
+            )
+            JournalNodeHandlers(self).register(server)
+            self._ipc = server
             try:
-                port = server.add_insecure_port(where)
-            except RuntimeError as e:
-                raise StartupError(f"cannot listen for RPC on {where}: {e}") from None
-            if port == 0:
-                raise StartupError(
-                    f"cannot listen for RPC on {where}: address already in use or unavailable"
-                )
-            self.rpc_port = port
-            await server.start()
-            self._grpc = server
+                await server.start(self.rpc_host, self.rpc_port)
+            except OSError as e:
+                where = format_address(self.rpc_host, self.rpc_port)
+                raise StartupError(f"cannot listen for RPC on {where}: {e.strerror or e}") from None
+            self.rpc_port = server.port
             runner = web.AppRunner(
                 make_app(self),
                 access_log=None,
@@ -439,9 +450,9 @@ class JournalNode:
             self._sync_stop.set()
             await self._sync_task
             self._sync_task = None
-        if self._grpc is not None:
-            await self._grpc.stop(grace=1.0)
-            self._grpc = None
+        if self._ipc is not None:
+            await self._ipc.stop()
+            self._ipc = None
         if self._http_server is not None:
             self._http_server.close()
             self._http_server = None

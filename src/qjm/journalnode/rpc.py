@@ -1,4 +1,15 @@
-"""The QJournal gRPC service: decodes requests, runs them on the journal, maps errors."""
+"""The JournalNode's Hadoop IPC handlers: decode a request, run it on the journal, answer.
+
+QJournalProtocol, InterQJournalProtocol and qjm's status protocol, registered on an
+IpcServer (qjm.ipc). Errors leave as IPC ERROR responses naming the Java exception class of
+our error (`java_class`); an unexpected exception is logged with its traceback and leaves
+as a java.io.IOException naming it.
+
+Ordering: the IPC server starts the handlers of one connection in the order their calls
+arrived; every handler here reaches `JournalNode.run` (which puts its work on the journal's
+single thread) before its first suspension, so a pipelining writer's calls apply in the
+order it sent them. The journal's txid and IPC-serial checks refuse any other order.
+"""
 
 from __future__ import annotations
 
@@ -6,103 +17,101 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
-import grpc
+from google.protobuf.message import Message
 
 from qjm.errors import QjmError
+from qjm.ipc import CallContext, IpcServer, Method
 from qjm.journalnode.journal import Journal
 from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol import qjournal_pb2_grpc as pb_grpc
-from qjm.protocol.errors import (
-    ERROR_METADATA_KEY,
-    InvalidRequestError,
-    JournalError,
-    JournalNotFormattedError,
-    StorageError,
+from qjm.protocol.errors import InvalidRequestError, JournalError
+from qjm.protocol.qjournal import (
+    INTER_QJOURNAL_METHODS,
+    INTER_QJOURNAL_PROTOCOL,
+    QJOURNAL_METHODS,
+    QJOURNAL_PROTOCOL,
+    STATUS_METHODS,
+    STATUS_PROTOCOL,
+    MethodSpec,
 )
 
 if TYPE_CHECKING:
-    from qjm.journalnode.node import InflightBytes, JournalNode
+    from qjm.journalnode.node import JournalNode
 
 log = logging.getLogger("qjm.journalnode.rpc")
 MAX_LONG_POLL_MS = 30_000
-T = TypeVar("T")
 
-_STATUS = {
-    InvalidRequestError: grpc.StatusCode.INVALID_ARGUMENT,
-    JournalNotFormattedError: grpc.StatusCode.FAILED_PRECONDITION,
-    StorageError: grpc.StatusCode.INTERNAL,
-}
+Serve = Callable[[Any], Awaitable[Message]]
 
 
-async def _guard(context: grpc.aio.ServicerContext, call: Awaitable[T]) -> T:
-    """Await a journal call; turn our errors into a gRPC status naming the rule."""
-    try:
-        return await call
-    except JournalError as e:
-        code = _STATUS.get(type(e), grpc.StatusCode.FAILED_PRECONDITION)
-        await context.abort(code, str(e), trailing_metadata=((ERROR_METADATA_KEY, e.code),))
-    except QjmError as e:
-        await context.abort(
-            grpc.StatusCode.FAILED_PRECONDITION,
-            str(e),
-            trailing_metadata=((ERROR_METADATA_KEY, JournalError.code),),
-        )
-    except Exception as e:
-        log.exception("internal error serving a request")
-        await context.abort(
-            grpc.StatusCode.INTERNAL,
-            f"internal error in JournalNode: {type(e).__name__}: {e}",
-            trailing_metadata=((ERROR_METADATA_KEY, StorageError.code),),
-        )
-    raise AssertionError("unreachable")  # context.abort always raises
+def _checked(spec: MethodSpec, serve: Serve, node: JournalNode) -> Method:
+    """The IPC method for one handler: field check, in-flight bytes, error translation."""
+
+    async def handler(request: Message, ctx: CallContext) -> Message:
+        # Everything before `serve` is synchronous: the journal work is queued in call order.
+        if not request.IsInitialized():
+            missing = ", ".join(request.FindInitializationErrors())
+            raise InvalidRequestError(
+                f"malformed {spec.request.DESCRIPTOR.name} in {spec.name} from {ctx.peer}: "
+                f"missing required fields: {missing}"
+            )
+        held = node.inflight.take(request.ByteSize())
+        try:
+            return await serve(request)
+        except JournalError:
+            raise
+        except QjmError as e:
+            raise JournalError(str(e)) from None
+        except Exception as e:
+            log.exception("internal error serving %s from %s", spec.name, ctx.peer)
+            raise JournalError(
+                f"internal error in JournalNode serving {spec.name}: {type(e).__name__}: {e}"
+            ) from None
+        finally:
+            node.inflight.release(held)
+
+    return Method(spec.request, handler)
 
 
-class JournalNodeService(pb_grpc.QJournalServiceServicer):
-    """Serves every QJournal RPC of one JournalNode."""
+def _jid(msg: pb.JournalIdProto) -> str:
+    return msg.identifier
+
+
+class JournalNodeHandlers:
+    """Serves every QJournal, InterQJournal and status call of one JournalNode."""
 
     def __init__(self, node: JournalNode) -> None:
         self.node = node
 
-    async def _on(
-        self,
-        context: grpc.aio.ServicerContext,
-        jid: str,
-        fn: Callable[[Journal], T],
-        create: bool = False,
-    ) -> T:
-        return await _guard(context, self.node.run(jid, fn, create=create))
-
-    async def IsFormatted(self, request: pb.JournalIdRequest, context: Any) -> Any:
+    # -- QJournalProtocol ----------------------------------------------------------------------
+    async def is_formatted(self, request: pb.IsFormattedRequestProto) -> Message:
         """Whether the journal has formatted storage here."""
+        formatted = await self.node.is_formatted(_jid(request.jid))
+        return pb.IsFormattedResponseProto(is_formatted=formatted)
 
-        async def call() -> pb.IsFormattedResponse:
-            return pb.IsFormattedResponse(is_formatted=await self.node.is_formatted(request.jid))
+    async def discard_segments(self, request: pb.DiscardSegmentsRequestProto) -> Message:
+        """Delete the segments from a txid on (rolling-upgrade rollback)."""
+        start = request.start_txid
+        await self.node.run(_jid(request.jid), lambda j: j.discard_segments(start))
+        return pb.DiscardSegmentsResponseProto()
 
-        return await _guard(context, call())
-
-    async def Format(self, request: pb.FormatRequest, context: Any) -> Any:
+    async def format(self, request: pb.FormatRequestProto) -> Message:
         """Format the journal's storage for a namespace."""
+        ns = NsInfo.from_proto(request.ns_info)
+        members = list(request.members)
+        force = request.force
+        await self.node.run(_jid(request.jid), lambda j: j.format(ns, force, members), create=True)
+        return pb.FormatResponseProto()
 
-        async def call() -> pb.Empty:
-            ns = NsInfo.from_proto(request.ns_info)
-            members = list(request.members)
-            await self.node.run(
-                request.jid, lambda j: j.format(ns, request.force, members), create=True
-            )
-            return pb.Empty()
-
-        return await _guard(context, call())
-
-    async def GetJournalState(self, request: pb.JournalIdRequest, context: Any) -> Any:
+    async def get_journal_state(self, request: pb.GetJournalStateRequestProto) -> Message:
         """The last promised and writer epochs, this node's id and where to fetch segments."""
-        epoch, writer = await self._on(
-            context, request.jid, lambda j: (j.get_journal_state(), j.last_writer_epoch)
+        epoch, writer = await self.node.run(
+            _jid(request.jid), lambda j: (j.get_journal_state(), j.last_writer_epoch)
         )
-        return pb.GetJournalStateResponse(
+        return pb.GetJournalStateResponseProto(
             last_promised_epoch=epoch,
             http_port=self.node.http_port,
             from_url=self.node.http_url(),
@@ -110,204 +119,151 @@ class JournalNodeService(pb_grpc.QJournalServiceServicer):
             last_writer_epoch=writer,
         )
 
-    async def NewEpoch(self, request: pb.NewEpochRequest, context: Any) -> Any:
+    async def new_epoch(self, request: pb.NewEpochRequestProto) -> Message:
         """Promise an epoch."""
+        ns = NsInfo.from_proto(request.ns_info)
+        members = list(request.members)
+        epoch = request.epoch
+        last = await self.node.run(_jid(request.jid), lambda j: j.new_epoch(ns, epoch, members))
+        resp = pb.NewEpochResponseProto()
+        if last is not None:
+            resp.last_segment_txid = last
+        return resp
 
-        async def call() -> pb.NewEpochResponse:
-            ns = NsInfo.from_proto(request.ns_info)
-            members = list(request.members)
-            last = await self.node.run(
-                request.jid, lambda j: j.new_epoch(ns, request.epoch, members)
-            )
-            resp = pb.NewEpochResponse()
-            if last is not None:
-                resp.last_segment_txid = last
-            return resp
-
-        return await _guard(context, call())
-
-    async def StartLogSegment(self, request: pb.StartLogSegmentRequest, context: Any) -> Any:
+    async def start_log_segment(self, request: pb.StartLogSegmentRequestProto) -> Message:
         """Open a new segment."""
-        await self._on(
-            context,
-            request.req.jid,
-            lambda j: j.start_log_segment(request.req, request.txid, request.layout_version),
-        )
-        return pb.Empty()
+        req, txid, layout = request.req, request.txid, request.layout_version
+        await self.node.run(_jid(req.journal_id), lambda j: j.start_log_segment(req, txid, layout))
+        return pb.StartLogSegmentResponseProto()
 
-    async def Journal(self, request: pb.JournalRequest, context: Any) -> Any:
+    async def journal(self, request: pb.JournalRequestProto) -> Message:
         """Append and sync a batch."""
-        await self._on(
-            context,
-            request.req.jid,
-            lambda j: j.journal(
-                request.req,
-                request.segment_txid,
-                request.first_txid,
-                request.num_txns,
-                request.records,
-            ),
+        r = request
+        await self.node.run(
+            _jid(r.req.journal_id),
+            lambda j: j.journal(r.req, r.segment_txid, r.first_txid, r.num_txns, r.records),
         )
-        return pb.Empty()
+        return pb.JournalResponseProto()
 
-    async def Heartbeat(self, request: pb.HeartbeatRequest, context: Any) -> Any:
+    async def heartbeat(self, request: pb.HeartbeatRequestProto) -> Message:
         """Check epoch and serial; record the committed txid."""
-        await self._on(context, request.req.jid, lambda j: j.heartbeat(request.req))
-        return pb.Empty()
+        req = request.req
+        await self.node.run(_jid(req.journal_id), lambda j: j.heartbeat(req))
+        return pb.HeartbeatResponseProto()
 
-    async def FinalizeLogSegment(self, request: pb.FinalizeLogSegmentRequest, context: Any) -> Any:
+    async def finalize_log_segment(self, request: pb.FinalizeLogSegmentRequestProto) -> Message:
         """Finalize a segment."""
-        await self._on(
-            context,
-            request.req.jid,
-            lambda j: j.finalize_log_segment(request.req, request.start_txid, request.end_txid),
-        )
-        return pb.Empty()
+        req, start, end = request.req, request.start_txid, request.end_txid
+        await self.node.run(_jid(req.journal_id), lambda j: j.finalize_log_segment(req, start, end))
+        return pb.FinalizeLogSegmentResponseProto()
 
-    async def PurgeLogs(self, request: pb.PurgeLogsRequest, context: Any) -> Any:
+    async def purge_logs(self, request: pb.PurgeLogsRequestProto) -> Message:
         """Delete segments below a txid."""
-        await self._on(
-            context,
-            request.req.jid,
-            lambda j: j.purge_logs_older_than(request.req, request.min_txid_to_keep),
-        )
-        return pb.Empty()
+        req, keep = request.req, request.min_txid_to_keep
+        await self.node.run(_jid(req.journal_id), lambda j: j.purge_logs_older_than(req, keep))
+        return pb.PurgeLogsResponseProto()
 
-    async def GetEditLogManifest(self, request: pb.GetEditLogManifestRequest, context: Any) -> Any:
+    async def get_edit_log_manifest(self, request: pb.GetEditLogManifestRequestProto) -> Message:
         """The segments at or after a txid, and the committed txid."""
+        since, in_progress_ok = request.since_txid, request.in_progress_ok
 
-        def manifest(j: Journal) -> pb.GetEditLogManifestResponse:
-            resp = pb.GetEditLogManifestResponse(
+        def manifest(j: Journal) -> pb.GetEditLogManifestResponseProto:
+            resp = pb.GetEditLogManifestResponseProto(
                 http_port=self.node.http_port,
                 from_url=self.node.http_url(),
                 last_writer_epoch=j.last_writer_epoch,
                 last_promised_epoch=j.last_promised_epoch,
             )
-            for seg in j.get_edit_log_manifest(request.since_txid, request.in_progress_ok):
-                resp.logs.add(
+            resp.manifest.SetInParent()
+            for seg in j.get_edit_log_manifest(since, in_progress_ok):
+                resp.manifest.logs.add(
                     start_txid=seg.start_txid,
                     end_txid=seg.end_txid,
                     is_in_progress=seg.is_in_progress,
                 )
             if j.committed_txid is not None:
-                resp.committed_txid = j.committed_txid
+                resp.manifest.committed_txid = j.committed_txid
             return resp
 
-        return await self._on(context, request.jid, manifest)
+        return await self.node.run(_jid(request.jid), manifest)
 
-    async def PrepareRecovery(self, request: pb.PrepareRecoveryRequest, context: Any) -> Any:
+    async def prepare_recovery(self, request: pb.PrepareRecoveryRequestProto) -> Message:
         """Paxos phase 1 for a segment."""
-        return await self._on(
-            context,
-            request.req.jid,
-            lambda j: j.prepare_recovery(request.req, request.segment_txid),
-        )
+        req, seg = request.req, request.segment_txid
+        return await self.node.run(_jid(req.journal_id), lambda j: j.prepare_recovery(req, seg))
 
-    async def AcceptRecovery(self, request: pb.AcceptRecoveryRequest, context: Any) -> Any:
+    async def accept_recovery(self, request: pb.AcceptRecoveryRequestProto) -> Message:
         """Paxos phase 2 for a segment."""
-        await _guard(
-            context,
-            self.node.accept_recovery(
-                request.req.jid, request.req, request.state_to_accept, request.from_url
-            ),
+        req = request.req
+        await self.node.accept_recovery(
+            _jid(req.journal_id), req, request.state_to_accept, request.from_url
         )
-        return pb.Empty()
+        return pb.AcceptRecoveryResponseProto()
 
-    async def GetJournaledEdits(self, request: pb.GetJournaledEditsRequest, context: Any) -> Any:
-        """Recent edits from the node's memory cache, without queueing behind writes."""
+    async def get_journaled_edits(self, request: pb.GetJournaledEditsRequestProto) -> Message:
+        """Recent committed edits from the node's memory cache, without queueing behind writes."""
+        jid = _jid(request.jid)
+        journal = await self.node.journal(jid)
+        if not journal.cache.enabled:
+            raise JournalError(
+                "the journaled-edits cache is disabled on this JournalNode "
+                "(journalnode.edit_cache_size_bytes = 0); read segments over HTTP"
+            )
+        wait_s = min(request.wait_ms, MAX_LONG_POLL_MS) / 1000
+        deadline = time.monotonic() + wait_s
+        progress = self.node.progress[jid]
+        while True:
+            woken = progress.current()
+            resp = journal.get_journaled_edits(request.since_txid, request.max_txns)
+            visible = (
+                resp.txn_count > 0
+                and resp.HasField("committed_txid")
+                and resp.committed_txid >= request.since_txid
+            )
+            left = deadline - time.monotonic()
+            if visible or left <= 0:
+                return resp
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(woken.wait(), left)
 
-        async def call() -> pb.GetJournaledEditsResponse:
-            journal = await self.node.journal(request.jid)
-            if not journal.cache.enabled:
-                raise JournalError(
-                    "the journaled-edits cache is disabled on this JournalNode "
-                    "(journalnode.edit_cache_size_bytes = 0); read segments over HTTP"
-                )
-            wait_s = min(max(request.wait_ms, 0), MAX_LONG_POLL_MS) / 1000
-            deadline = time.monotonic() + wait_s
-            progress = self.node.progress[request.jid]
-            while True:
-                woken = progress.current()
-                resp = journal.get_journaled_edits(request.since_txid, request.max_txns)
-                visible = (
-                    resp.txn_count > 0
-                    and resp.HasField("committed_txid")
-                    and resp.committed_txid >= request.since_txid
-                )
-                left = deadline - time.monotonic()
-                if visible or left <= 0:
-                    return resp
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(woken.wait(), left)
-
-        return await _guard(context, call())
-
-    async def GetJournalStatus(self, request: pb.JournalIdRequest, context: Any) -> Any:
+    # -- status protocol ---------------------------------------------------------------------
+    async def get_journal_status(self, request: pb.GetJournalStatusRequestProto) -> Message:
         """One journal's status."""
-        return await _guard(context, self.node.journal_status(request.jid))
+        return await self.node.journal_status(_jid(request.jid))
 
-    async def GetNodeStatus(self, request: pb.GetNodeStatusRequest, context: Any) -> Any:
+    async def get_node_status(self, request: pb.GetNodeStatusRequestProto) -> Message:
         """The node's status with every journal."""
-        return await _guard(context, self.node.node_status())
+        return await self.node.node_status()
 
+    # -- registration ------------------------------------------------------------------------
+    def _table(self) -> dict[str, Serve]:
+        return {
+            "isFormatted": self.is_formatted,
+            "discardSegments": self.discard_segments,
+            "getJournalState": self.get_journal_state,
+            "newEpoch": self.new_epoch,
+            "format": self.format,
+            "journal": self.journal,
+            "heartbeat": self.heartbeat,
+            "startLogSegment": self.start_log_segment,
+            "finalizeLogSegment": self.finalize_log_segment,
+            "purgeLogs": self.purge_logs,
+            "getEditLogManifest": self.get_edit_log_manifest,
+            "getJournaledEdits": self.get_journaled_edits,
+            "prepareRecovery": self.prepare_recovery,
+            "acceptRecovery": self.accept_recovery,
+            "getEditLogManifestFromJournal": self.get_edit_log_manifest,
+            "getJournalStatus": self.get_journal_status,
+            "getNodeStatus": self.get_node_status,
+        }
 
-class _Malformed:
-    """Stands in for a request whose bytes did not parse."""
+    def methods(self, specs: Mapping[str, MethodSpec]) -> dict[str, Method]:
+        """The IPC methods of one protocol's method table."""
+        table = self._table()
+        return {name: _checked(spec, table[name], self.node) for name, spec in specs.items()}
 
-    def __init__(self, type_name: str, error: Exception) -> None:
-        self.message = f"malformed {type_name}: {error}"
-
-
-def _lenient_parser(cls: Any) -> Callable[[bytes], Any]:
-    def parse(data: bytes) -> Any:
-        try:
-            return cls.FromString(data)
-        except Exception as e:  # protobuf raises DecodeError and others
-            return _Malformed(cls.DESCRIPTOR.name, e)
-
-    return parse
-
-
-def _checked(
-    method: Callable[[Any, Any], Awaitable[Any]], inflight: InflightBytes | None = None
-) -> Callable[[Any, Any], Awaitable[Any]]:
-    async def handler(request: Any, context: grpc.aio.ServicerContext) -> Any:
-        if isinstance(request, _Malformed):
-            log.warning("refused a request: %s", request.message)
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                request.message,
-                trailing_metadata=((ERROR_METADATA_KEY, InvalidRequestError.code),),
-            )
-        if inflight is None:
-            return await method(request, context)
-        try:
-            held = inflight.take(request.ByteSize())
-        except JournalError as e:
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                str(e),
-                trailing_metadata=((ERROR_METADATA_KEY, JournalError.code),),
-            )
-        try:
-            return await method(request, context)
-        finally:
-            inflight.release(held)
-
-    return handler
-
-
-def register_service(service: JournalNodeService, server: grpc.aio.Server) -> None:
-    """Add the QJournal service to a server; unparseable requests get INVALID_ARGUMENT."""
-    descriptor = pb.DESCRIPTOR.services_by_name["QJournalService"]
-    handlers = {
-        m.name: grpc.unary_unary_rpc_method_handler(
-            _checked(getattr(service, m.name), service.node.inflight),
-            request_deserializer=_lenient_parser(getattr(pb, m.input_type.name)),
-            response_serializer=lambda msg: msg.SerializeToString(),
-        )
-        for m in descriptor.methods
-    }
-    server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler(descriptor.full_name, handlers),)
-    )
+    def register(self, server: IpcServer) -> None:
+        """Register the three protocols a JournalNode serves."""
+        server.register(QJOURNAL_PROTOCOL, self.methods(QJOURNAL_METHODS))
+        server.register(INTER_QJOURNAL_PROTOCOL, self.methods(INTER_QJOURNAL_METHODS))
+        server.register(STATUS_PROTOCOL, self.methods(STATUS_METHODS))

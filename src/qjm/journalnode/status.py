@@ -7,7 +7,7 @@ from typing import Any
 from qjm.protocol import qjournal_pb2 as pb
 
 
-def journal_status_dict(st: pb.JournalStatus) -> dict[str, Any]:
+def journal_status_dict(st: pb.JournalStatusProto) -> dict[str, Any]:
     """One journal's status as JSON-ready values."""
     out: dict[str, Any] = {
         "jid": st.jid,
@@ -27,12 +27,12 @@ def journal_status_dict(st: pb.JournalStatus) -> dict[str, Any]:
         "problems": list(st.problems),
     }
     if st.is_formatted:
-        out["namespace_id"] = st.ns_info.namespace_id
-        out["cluster_id"] = st.ns_info.cluster_id
+        out["namespace_id"] = st.ns_info.storage_info.namespace_id
+        out["cluster_id"] = st.ns_info.storage_info.cluster_id
     return out
 
 
-def node_status_dict(st: pb.NodeStatus) -> dict[str, Any]:
+def node_status_dict(st: pb.NodeStatusProto) -> dict[str, Any]:
     """A whole node's status as JSON-ready values."""
     return {
         "rpc_address": st.rpc_address,

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from qjm import __version__
 from qjm.editlog.segments import SegmentFile, fsync_dir, list_segments
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import InvalidRequestError, StorageError
@@ -93,6 +94,11 @@ def atomic_write(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
+def _signed32(value: int) -> int:
+    """A uint32 from the wire read as the signed 32-bit number HDFS meant (layout versions)."""
+    return value - (1 << 32) if value & 0x80000000 else value
+
+
 @dataclass(frozen=True, slots=True)
 class NsInfo:
     """The namespace a journal is formatted for."""
@@ -104,25 +110,35 @@ class NsInfo:
     layout_version: int = -64
 
     @classmethod
-    def from_proto(cls, msg: pb.NamespaceInfo) -> NsInfo:
+    def from_proto(cls, msg: pb.NamespaceInfoProto) -> NsInfo:
         """Build from the wire message, rejecting an empty identity."""
-        if msg.namespace_id == 0 or not msg.cluster_id:
+        si = msg.storage_info
+        if si.namespace_id == 0 or not si.cluster_id:
             raise InvalidRequestError(
                 f"namespace info needs a non-zero namespace id and a cluster id, got "
-                f"namespace id {msg.namespace_id} and cluster id {msg.cluster_id!r}"
+                f"namespace id {si.namespace_id} and cluster id {si.cluster_id!r}"
             )
         return cls(
-            msg.namespace_id, msg.cluster_id, msg.block_pool_id, msg.ctime, msg.layout_version
+            si.namespace_id,
+            si.cluster_id,
+            msg.block_pool_id,
+            si.ctime,
+            _signed32(si.layout_version),
         )
 
-    def to_proto(self) -> pb.NamespaceInfo:
-        """The wire message."""
-        return pb.NamespaceInfo(
-            namespace_id=self.namespace_id,
-            cluster_id=self.cluster_id,
+    def to_proto(self) -> pb.NamespaceInfoProto:
+        """The wire message (every required field set)."""
+        return pb.NamespaceInfoProto(
+            build_version="",
+            unused=0,
             block_pool_id=self.block_pool_id,
-            ctime=self.ctime,
-            layout_version=self.layout_version,
+            storage_info=pb.StorageInfoProto(
+                layout_version=self.layout_version & 0xFFFFFFFF,
+                namespace_id=self.namespace_id,
+                cluster_id=self.cluster_id,
+                ctime=self.ctime,
+            ),
+            software_version=__version__,
         )
 
     def describe(self) -> str:

@@ -16,13 +16,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from qjm.client.rpc import JournalNodeClient
 from qjm.config import parse_address
 from qjm.editlog.segments import finalized_name, scan_file
 from qjm.errors import QjmError
 from qjm.journalnode.journal import Journal, download_segment
 from qjm.journalnode.storage import NsInfo, atomic_write
 from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.qjournal import STATUS_PROTOCOL
+from qjm.protocol.qjournal_client import QJournalClient
 
 if TYPE_CHECKING:
     from qjm.journalnode.node import JournalNode
@@ -94,11 +95,7 @@ class JournalSyncer:
             return 0
         peer = self.peers[self._next % len(self.peers)]
         self._next += 1
-        client = JournalNodeClient(peer)
-        try:
-            status = await client.call("GetNodeStatus", pb.GetNodeStatusRequest(), RPC_TIMEOUT)
-        finally:
-            await client.close()
+        status = await _node_status(peer)
         host, _ = parse_address(peer, "peer")
         _, http_port = parse_address(status.http_address, "peer http address")
         base = f"http://{host}:{http_port}"
@@ -114,7 +111,7 @@ class JournalSyncer:
         self.last_round = time.time()
         return installed
 
-    async def _sync_journal(self, peer: pb.JournalStatus, base_url: str) -> int:
+    async def _sync_journal(self, peer: pb.JournalStatusProto, base_url: str) -> int:
         jid = peer.jid
         ns = NsInfo.from_proto(peer.ns_info)
         if not await self.node.is_formatted(jid) and not await self._restore(jid):
@@ -206,18 +203,13 @@ class JournalSyncer:
         return True
 
     @staticmethod
-    async def _peer_journal(peer: str, jid: str) -> pb.JournalStatus | None:
+    async def _peer_journal(peer: str, jid: str) -> pb.JournalStatusProto | None:
         """A peer's status of one formatted journal, or None if it does not answer with one."""
-        client = JournalNodeClient(peer)
         try:
-            status: pb.NodeStatus = await client.call(
-                "GetNodeStatus", pb.GetNodeStatusRequest(), RPC_TIMEOUT
-            )
+            status = await _node_status(peer)
         except (QjmError, OSError) as e:
             log.info("journal %s: peer %s did not answer: %s", jid, peer, e)
             return None
-        finally:
-            await client.close()
         for journal in status.journals:
             if journal.jid == jid and journal.is_formatted:
                 return journal
@@ -239,6 +231,18 @@ class JournalSyncer:
                 f"{found.first_txid}-{found.last_txid} ({found.problem or found.end})"
             )
         return tmp
+
+
+async def _node_status(peer: str) -> pb.NodeStatusProto:
+    """A peer JournalNode's status, over its status protocol."""
+    client = QJournalClient(peer, STATUS_PROTOCOL)
+    try:
+        status: pb.NodeStatusProto = await client.call(
+            "getNodeStatus", pb.GetNodeStatusRequestProto(), RPC_TIMEOUT
+        )
+        return status
+    finally:
+        await client.close()
 
 
 def _restore_journal(journal: Journal, ns: NsInfo, promise: int, members: list[str]) -> bool:
