@@ -13,6 +13,7 @@ from qjm.client.quorum_call import QuorumError
 from qjm.config import QJournalSettings
 from qjm.editlog.framing import OP_OPAQUE
 from qjm.journalnode.syncer import JournalSyncer
+from qjm.protocol.namespace import namespace_identity
 from qjm_cluster import (
     FAST_SETTINGS,
     JNCluster,
@@ -243,7 +244,7 @@ async def test_metrics_and_format_helpers(tmp_path: Path) -> None:
         try:
             assert await q.has_some_data()
             found = await q.discover_namespace()
-            assert (found.namespace_id, found.cluster_id) == (ns.namespace_id, ns.cluster_id)
+            assert namespace_identity(found) == namespace_identity(ns)
             await q.recover_unfinalized_segments()
             await write_segment(q, 1, 5)
             await asyncio.wait_for(q.loggers.wait_idle(), 10)

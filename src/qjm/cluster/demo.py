@@ -34,7 +34,7 @@ def run(directory: Path) -> int:
     say(f"formatting journal {uri.jid} on all of them (qjm journal format)")
     ns = new_namespace_info()
     asyncio.run(format_journal(uri, ns, force=True))
-    print(f"  namespaceID={ns.namespace_id} clusterID={ns.cluster_id}")
+    print(f"  namespaceID={ns.storage_info.namespace_id} clusterID={ns.storage_info.cluster_id}")
     say("journal status (qjm journal status)")
     print(render_table(STATUS_HEADERS, status_rows(asyncio.run(journal_status(uri)))))
     jn1 = daemons_of(cluster)["jn1"]
