@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
+from qjm.cli import eventloop
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.uri import QJournalUri
 from qjm.config import QJournalSettings, load_config
@@ -164,7 +165,7 @@ def run_write(args: argparse.Namespace) -> int:
         raise ConfigError("--count must be >= 0, --batch >= 1 and --size >= 0")
     check_write_sizes(args.size, args.batch)
     uri = resolve_uri(args)
-    asyncio.run(
+    eventloop.run(
         write_ops(
             uri,
             qjournal_settings(args),
@@ -184,7 +185,7 @@ def run_recover(args: argparse.Namespace) -> int:
     from qjm.cli.journal import resolve_uri
 
     uri = resolve_uri(args)
-    epoch, last = asyncio.run(recover_journal(uri, qjournal_settings(args)))
+    epoch, last = eventloop.run(recover_journal(uri, qjournal_settings(args)))
     print(last)
     print(f"writer epoch {epoch}: journal {uri.jid} recovered to txid {last}", file=sys.stderr)
     return 0
