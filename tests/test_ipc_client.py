@@ -328,3 +328,17 @@ async def test_request_over_the_limit_is_refused_before_sending(
         assert await echo(small, "fits") == "fits"
     finally:
         await small.close()
+
+
+async def test_close_while_connecting_fails_the_queued_call() -> None:
+    port = free_port()  # nothing listens: the client backs off between attempts
+    client = IpcClient(f"127.0.0.1:{port}", PROTOCOL, reconnect_attempts=5, reconnect_backoff_s=30)
+    task = asyncio.create_task(echo(client, "never"))
+    for _ in range(100):  # let the first attempt fail and the backoff start
+        await asyncio.sleep(0)
+        if client._connect_task is not None and client._queue:
+            break
+    await client.close()
+    with pytest.raises(RpcConnectionError, match="closed"):
+        async with asyncio.timeout(5):
+            await task

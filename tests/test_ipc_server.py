@@ -517,3 +517,39 @@ async def test_stop_closes_connections_and_cancels_handlers(
     assert await raw.closed_by_server()
     assert server.stats()["calls_running"] == 0
     raw.close()
+
+
+async def test_close_connection_operation_closes_quietly(
+    served: tuple[IpcServer, Recorder],
+) -> None:
+    server, _ = served
+    raw = await Raw.open(server.port)
+    try:
+        bye = RpcRequestHeaderProto(rpcKind=2, rpcOp=2, callId=9, clientId=CLIENT_ID, retryCount=0)
+        await raw.send(context_frame() + frame(bye.SerializeToString()))
+        assert await raw.closed_by_server()  # no response frame, just the close
+    finally:
+        raw.close()
+    assert server.stats()["fatal"] == 0
+    await good_call_works(server)
+
+
+async def test_retry_count_and_other_client_id_are_echoed(
+    served: tuple[IpcServer, Recorder],
+) -> None:
+    server, _ = served
+    raw = await Raw.open(server.port)
+    try:
+        other = RpcRequestHeaderProto(
+            rpcKind=2, rpcOp=0, callId=300, clientId=b"another-client-1", retryCount=3
+        )
+        rh = RequestHeaderProto(
+            methodName="echo", declaringClassProtocolName=PROTOCOL, clientProtocolVersion=1
+        )
+        await raw.send(
+            context_frame() + frame(other.SerializeToString(), rh.SerializeToString(), b"")
+        )
+        header, _, _ = await raw.response()
+        assert (header.callId, header.retryCount, header.clientId) == (300, 3, b"another-client-1")
+    finally:
+        raw.close()

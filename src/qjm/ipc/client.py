@@ -340,7 +340,10 @@ class IpcClient:
                 )
             self._fail_queue(error)
         except BaseException as e:
-            self._fail_queue(RpcConnectionError(f"connecting to {self.address} failed: {e!r}"))
+            if self.is_closed():
+                self._fail_queue(RpcConnectionError(f"{self.address}: the IPC client was closed"))
+            else:
+                self._fail_queue(RpcConnectionError(f"connecting to {self.address} failed: {e!r}"))
             raise
         finally:
             self._connect_task = None

@@ -140,19 +140,23 @@ class FrameReader:
         n = len(src)
         limit = self.max_data_length
         unpack = _LENGTH.unpack_from
-        while n - pos >= 4:
-            (length,) = unpack(src, pos)
-            if length < 0 or length > limit:
-                raise FrameTooLargeError(
-                    f"RPC frame of {length} bytes exceeds ipc.maximum.data.length {limit}"
-                    if length >= 0
-                    else f"RPC frame declares a negative length {length}"
-                )
-            end = pos + 4 + length
-            if end > n:
-                break
-            frames.append(bytes(src[pos + 4 : end]))
-            pos = end
+        view = memoryview(src)  # slices copy once, straight into bytes
+        try:
+            while n - pos >= 4:
+                (length,) = unpack(src, pos)
+                if length < 0 or length > limit:
+                    raise FrameTooLargeError(
+                        f"RPC frame of {length} bytes exceeds ipc.maximum.data.length {limit}"
+                        if length >= 0
+                        else f"RPC frame declares a negative length {length}"
+                    )
+                end = pos + 4 + length
+                if end > n:
+                    break
+                frames.append(bytes(view[pos + 4 : end]))
+                pos = end
+        finally:
+            view.release()  # a bytearray cannot shrink while viewed
         if src is buf:
             if pos:
                 del buf[:pos]

@@ -77,6 +77,17 @@ ACCESS_CONTROL = "org.apache.hadoop.security.AccessControlException"
 _SUCCESS_AFTER_CALL_ID = b"\x10\x00\x18" + encode_varint(RPC_VERSION) + b"\x3a"
 
 
+def _success_tail(client_id: bytes, retry: int) -> bytes:
+    """A SUCCESS response header after its callId: status, version, clientId, retryCount."""
+    return (
+        _SUCCESS_AFTER_CALL_ID
+        + encode_varint(len(client_id))
+        + client_id
+        + b"\x40"
+        + encode_varint(zigzag32(retry))
+    )
+
+
 @dataclass(frozen=True)
 class Method:
     """One RPC method: the request message type and the coroutine that answers it."""
@@ -120,6 +131,7 @@ class _Connection(asyncio.Protocol):
         self.user = ""
         self.protocol = ""
         self.client_id = b""
+        self.success_tail = _success_tail(b"", 0)
         self.closing = False
         self.inflight = 0
         self.last_active = 0.0
@@ -369,6 +381,7 @@ class _Connection(asyncio.Protocol):
                 return
             self.context_done = True
             self.client_id = header.clientId
+            self.success_tail = _success_tail(self.client_id, 0)
             self.user = context.userInfo.effectiveUser
             self.protocol = context.protocol
             return
@@ -423,17 +436,11 @@ class _Connection(asyncio.Protocol):
         transport = self.transport
         if transport is None or transport.is_closing():
             return
-        header = b"".join(
-            (
-                b"\x08",
-                encode_varint(call_id & 0xFFFFFFFF),
-                _SUCCESS_AFTER_CALL_ID,
-                encode_varint(len(client_id)),
-                client_id,
-                b"\x40",
-                encode_varint(zigzag32(retry)),
-            )
-        )
+        if retry == 0 and client_id == self.client_id:
+            tail = self.success_tail  # the usual case: a first try from the context's client
+        else:
+            tail = _success_tail(client_id, retry)
+        header = b"\x08" + encode_varint(call_id & 0xFFFFFFFF) + tail
         hlen = encode_varint(len(header))
         blen = encode_varint(len(body))
         frame = b"".join(
