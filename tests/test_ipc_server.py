@@ -553,3 +553,39 @@ async def test_retry_count_and_other_client_id_are_echoed(
         assert (header.callId, header.retryCount, header.clientId) == (300, 3, b"another-client-1")
     finally:
         raw.close()
+
+
+async def test_request_header_without_required_fields_is_fatal(
+    served: tuple[IpcServer, Recorder],
+) -> None:
+    server, _ = served
+    raw = await Raw.open(server.port)
+    try:
+        no_call_id = b"\x08\x02\x10\x00\x22\x10" + CLIENT_ID  # rpcKind, rpcOp, clientId only
+        await raw.send(context_frame() + frame(no_call_id, b"", b""))
+        header, _, _ = await raw.response()
+        assert header.status == FATAL and "callId" in header.errorMsg
+        assert await raw.closed_by_server()
+    finally:
+        raw.close()
+
+
+async def test_method_header_without_required_fields_is_an_error(
+    served: tuple[IpcServer, Recorder],
+) -> None:
+    server, _ = served
+    raw = await Raw.open(server.port)
+    try:
+        header = RpcRequestHeaderProto(
+            rpcKind=2, rpcOp=0, callId=4, clientId=CLIENT_ID, retryCount=0
+        )
+        only_name = RequestHeaderProto(methodName="echo").SerializePartialToString()
+        await raw.send(context_frame() + frame(header.SerializeToString(), only_name, b""))
+        reply, _, _ = await raw.response()
+        assert reply.status == ERROR and reply.callId == 4
+        assert "declaringClassProtocolName" in reply.errorMsg
+        await raw.send(call_frame(5, "echo", b""))
+        reply, _, _ = await raw.response()
+        assert (reply.callId, reply.status) == (5, SUCCESS)
+    finally:
+        raw.close()

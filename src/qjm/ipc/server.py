@@ -77,6 +77,13 @@ ACCESS_CONTROL = "org.apache.hadoop.security.AccessControlException"
 _SUCCESS_AFTER_CALL_ID = b"\x10\x00\x18" + encode_varint(RPC_VERSION) + b"\x3a"
 
 
+def _missing_fields(message: Message) -> str:
+    """The names of the required fields message lacks, comma-separated."""
+    return ", ".join(
+        f.name for f in message.DESCRIPTOR.fields if f.is_required and not message.HasField(f.name)
+    )
+
+
 def _success_tail(client_id: bytes, retry: int) -> bytes:
     """A SUCCESS response header after its callId: status, version, clientId, retryCount."""
     return (
@@ -268,6 +275,14 @@ class _Connection(asyncio.Protocol):
                 FATAL_INVALID_RPC_HEADER,
             )
             return
+        if not header.IsInitialized():  # callId and clientId are required
+            self.fatal(
+                UNKNOWN_CALL_ID,
+                RPC_SERVER_EXCEPTION,
+                f"RPC request header from {self.peer} lacks " + _missing_fields(header),
+                FATAL_INVALID_RPC_HEADER,
+            )
+            return
         call_id = header.callId
         if header.rpcOp == _CLOSE_CONNECTION:
             self.close()
@@ -298,6 +313,8 @@ class _Connection(asyncio.Protocol):
         try:
             start, end = read_delimited(view, end)
             rh = RequestHeaderProto.FromString(_bytes(view[start:end]))
+            if not rh.IsInitialized():
+                raise DecodeError(f"missing required fields: {_missing_fields(rh)}")
         except (MalformedRpcError, DecodeError) as e:
             self.error(
                 call_id,
