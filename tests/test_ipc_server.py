@@ -589,3 +589,51 @@ async def test_method_header_without_required_fields_is_an_error(
         assert (reply.callId, reply.status) == (5, SUCCESS)
     finally:
         raw.close()
+
+
+async def test_random_bytes_never_hurt_the_server(
+    served: tuple[IpcServer, Recorder], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Seeded garbage in many shapes: each connection ends cleanly, the server keeps serving."""
+    import random
+
+    server, _ = served
+    rng = random.Random(9)
+
+    def garbage() -> bytes:
+        kind = rng.randrange(5)
+        blob = rng.randbytes(rng.randrange(0, 300))
+        if kind == 0:  # unframed bytes right after the preamble
+            return blob
+        if kind == 1:  # a well-framed payload of random bytes
+            return frame(blob)
+        if kind == 2:  # a valid header, then random method header and body
+            header = RpcRequestHeaderProto(
+                rpcKind=2, rpcOp=0, callId=rng.randrange(0, 1000), clientId=CLIENT_ID
+            ).SerializeToString()
+            return frame(header, blob[:50], blob[50:])
+        if kind == 3:  # a valid call with a random body
+            return call_frame(rng.randrange(0, 1000), rng.choice(["echo", "size"]), blob)
+        whole = call_frame(1, "echo", b"\x0a\x01a")  # a valid call, cut anywhere
+        return whole[: rng.randrange(0, len(whole))]
+
+    async def one() -> None:
+        raw = await Raw.open(server.port)
+        try:
+            raw.writer.write(context_frame() + garbage())
+            raw.writer.write_eof()
+            async with asyncio.timeout(5):
+                while await raw.reader.read(65536):
+                    pass  # until the server has handled everything and closed
+        finally:
+            raw.close()
+
+    for _ in range(10):
+        await asyncio.gather(*(one() for _ in range(20)))
+    await good_call_works(server)
+    assert not [r for r in caplog.records if "internal error" in r.getMessage()]
+    for _ in range(1000):  # the last client's close reaches the server a few loop turns later
+        if server.stats()["connections"] == 0:
+            break
+        await asyncio.sleep(0)
+    assert server.stats()["connections"] == 0
