@@ -342,3 +342,41 @@ async def test_close_while_connecting_fails_the_queued_call() -> None:
     with pytest.raises(RpcConnectionError, match="closed"):
         async with asyncio.timeout(5):
             await task
+
+
+async def test_large_request_and_response(env: tuple[IpcServer, IpcClient, Gates]) -> None:
+    _, client, _ = env
+    big = "".join(chr(65 + i % 26) for i in range(300_000))  # parsed in place on the server
+    assert await echo(client, big) == big
+
+
+async def test_response_header_fields_in_any_order_and_unknown_fields() -> None:
+    """A SUCCESS header written status-first, with stateId, still answers the call."""
+
+    async def raw(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.readexactly(7)
+            for _ in range(2):
+                n = int.from_bytes(await reader.readexactly(4), "big")
+                await reader.readexactly(n)
+            # status(2)=0, callId(1)=0, serverIpcVersionNum(3)=9, stateId(9)=77
+            header = b"\x10\x00\x08\x00\x18\x09\x48\x4d"
+            body = b"\x0a\x02ok"
+            payload = bytes((len(header),)) + header + bytes((len(body),)) + body
+            writer.write(len(payload).to_bytes(4, "big") + payload)
+            await writer.drain()
+            await reader.read()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(raw, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = IpcClient(f"127.0.0.1:{port}", PROTOCOL)
+    try:
+        assert await echo(client, "x") == "ok"
+    finally:
+        await client.close()
+        server.close()
+        await server.wait_closed()

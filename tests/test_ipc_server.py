@@ -637,3 +637,26 @@ async def test_random_bytes_never_hurt_the_server(
             break
         await asyncio.sleep(0)
     assert server.stats()["connections"] == 0
+
+
+async def test_empty_declaring_protocol_means_the_connection_protocol(
+    served: tuple[IpcServer, Recorder],
+) -> None:
+    server, _ = served
+    header = RpcRequestHeaderProto(rpcKind=2, rpcOp=0, callId=1, clientId=CLIENT_ID, retryCount=0)
+    rh = RequestHeaderProto(
+        methodName="echo", declaringClassProtocolName="", clientProtocolVersion=1
+    )
+    call = frame(header.SerializeToString(), rh.SerializeToString(), b"\x0a\x01q")
+    for protocol, status in (
+        (PROTOCOL, SUCCESS),
+        ("org.example.Other", ERROR),
+        (PROTOCOL, SUCCESS),
+    ):
+        raw = await Raw.open(server.port)
+        try:
+            await raw.send(context_frame(protocol=protocol) + call)
+            reply, _, _ = await raw.response()
+            assert reply.status == status, protocol
+        finally:
+            raw.close()

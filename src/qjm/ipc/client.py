@@ -25,6 +25,7 @@ from qjm.ipc.framing import (
     PREAMBLE,
     FrameReader,
     build_frame,
+    decode_varint,
     encode_varint,
     pack_length,
     read_delimited,
@@ -49,7 +50,8 @@ _STATUS_FATAL = RpcResponseHeaderProto.RpcStatusProto.Value("FATAL")
 # then the tag of callId (field 3, varint). Matches protobuf's serialization byte for byte.
 _REQUEST_HEADER_START = b"\x08\x02\x10\x00\x18"
 
-_Pending = tuple[RpcResponseHeaderProto, bytes, int]
+# (header or None for a plain SUCCESS, response frame, offset of the delimited response)
+_Pending = tuple[RpcResponseHeaderProto | None, bytes, int]
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -100,8 +102,17 @@ class _ClientConnection(asyncio.Protocol):
         for frame in frames:
             try:
                 start, end = read_delimited(frame, 0)
+                if frame[start] == 0x08:  # fast path: callId (field 1) first, then status SUCCESS
+                    call_id, pos = decode_varint(frame, start + 1)
+                    if pos + 2 <= end and frame[pos] == 0x10 and frame[pos + 1] == 0:
+                        if call_id >= 0x80000000:
+                            call_id -= 0x100000000
+                        fut = pending.pop(call_id, None)
+                        if fut is not None and not fut.done():
+                            fut.set_result((None, frame, end))
+                        continue
                 header = RpcResponseHeaderProto.FromString(frame[start:end])
-            except (MalformedRpcError, DecodeError) as e:
+            except (MalformedRpcError, DecodeError, IndexError) as e:
                 self.fail(
                     RpcConnectionError(f"{self.client.address}: malformed RPC response header: {e}")
                 )
@@ -261,7 +272,7 @@ class IpcClient:
         finally:
             if timer is not None:
                 timer.cancel()
-        if header.status == _STATUS_SUCCESS:
+        if header is None or header.status == _STATUS_SUCCESS:
             if pos >= len(frame):
                 return response_type()
             try:

@@ -72,6 +72,9 @@ NO_SUCH_METHOD = "org.apache.hadoop.ipc.RpcNoSuchMethodException"
 VERSION_MISMATCH = "org.apache.hadoop.ipc.RPC$VersionMismatch"
 ACCESS_CONTROL = "org.apache.hadoop.security.AccessControlException"
 
+_COPY_LIMIT = 64 * 1024  # request bodies larger than this are parsed from a memoryview
+_METHOD_CACHE_SIZE = 1024  # distinct RequestHeaderProto byte strings remembered
+
 # A SUCCESS response header is built by hand (callId, status 0, serverIpcVersionNum 9,
 # clientId, retryCount): byte for byte what protobuf would serialize, without a message object.
 _SUCCESS_AFTER_CALL_ID = b"\x10\x00\x18" + encode_varint(RPC_VERSION) + b"\x3a"
@@ -263,10 +266,9 @@ class _Connection(asyncio.Protocol):
         return True
 
     def _handle_frame(self, frame: bytes) -> None:
-        view = memoryview(frame)
         try:
-            start, end = read_delimited(view, 0)
-            header = RpcRequestHeaderProto.FromString(_bytes(view[start:end]))
+            start, end = read_delimited(frame, 0)
+            header = RpcRequestHeaderProto.FromString(frame[start:end])
         except (MalformedRpcError, DecodeError) as e:
             self.fatal(
                 UNKNOWN_CALL_ID,
@@ -288,7 +290,7 @@ class _Connection(asyncio.Protocol):
             self.close()
             return
         if call_id < 0:
-            self._handle_special(call_id, header, view, end)
+            self._handle_special(call_id, header, frame, end)
             return
         if header.rpcKind != RPC_PROTOCOL_BUFFER:
             self.fatal(
@@ -311,10 +313,11 @@ class _Connection(asyncio.Protocol):
         server = self.server
         server._calls += 1
         try:
-            start, end = read_delimited(view, end)
-            rh = RequestHeaderProto.FromString(_bytes(view[start:end]))
-            if not rh.IsInitialized():
-                raise DecodeError(f"missing required fields: {_missing_fields(rh)}")
+            start, end = read_delimited(frame, end)
+            raw_method_header = frame[start:end]
+            names = server._method_headers.get(raw_method_header)
+            if names is None:
+                names = server._decode_method_header(raw_method_header, self.protocol)
         except (MalformedRpcError, DecodeError) as e:
             self.error(
                 call_id,
@@ -325,8 +328,7 @@ class _Connection(asyncio.Protocol):
                 ERROR_RPC_SERVER,
             )
             return
-        method_name = rh.methodName
-        protocol = rh.declaringClassProtocolName or self.protocol
+        protocol, method_name = names
         methods = server._protocols.get(protocol)
         if methods is None:
             self.error(
@@ -350,8 +352,11 @@ class _Connection(asyncio.Protocol):
             )
             return
         try:
-            start, end = read_delimited(view, end)
-            request = method.request_type.FromString(_bytes(view[start:end]))
+            start, end = read_delimited(frame, end)
+            if end - start > _COPY_LIMIT:  # a large body is parsed in place, not copied
+                request = method.request_type.FromString(_bytes(memoryview(frame)[start:end]))
+            else:
+                request = method.request_type.FromString(frame[start:end])
         except (MalformedRpcError, DecodeError) as e:
             self.error(
                 call_id,
@@ -368,11 +373,10 @@ class _Connection(asyncio.Protocol):
         task = asyncio.get_running_loop().create_task(
             self._run(method.handler, request, ctx, call_id, client_id, retry)
         )
-        server._tasks.add(task)
-        task.add_done_callback(server._tasks.discard)
+        server._tasks.add(task)  # _run removes it: cheaper than a done callback
 
     def _handle_special(
-        self, call_id: int, header: RpcRequestHeaderProto, view: memoryview, end: int
+        self, call_id: int, header: RpcRequestHeaderProto, frame: bytes, end: int
     ) -> None:
         if call_id == PING_CALL_ID:
             return
@@ -386,8 +390,8 @@ class _Connection(asyncio.Protocol):
                 )
                 return
             try:
-                start, stop = read_delimited(view, end)
-                context = IpcConnectionContextProto.FromString(_bytes(view[start:stop]))
+                start, stop = read_delimited(frame, end)
+                context = IpcConnectionContextProto.FromString(frame[start:stop])
             except (MalformedRpcError, DecodeError) as e:
                 self.fatal(
                     call_id,
@@ -445,6 +449,7 @@ class _Connection(asyncio.Protocol):
             self.send_success(call_id, client_id, retry, body)
         finally:
             self.inflight -= 1
+            self.server._tasks.discard(asyncio.current_task())  # type: ignore[arg-type,unused-ignore]
 
     # -- responses --------------------------------------------------------------------------
 
@@ -567,6 +572,8 @@ class IpcServer:
         self.max_connections = max_connections
         self.idle_timeout_s = idle_timeout_s
         self._protocols: dict[str, dict[str, Method]] = {}
+        # RequestHeaderProto bytes -> (protocol, method): a client repeats the same few headers
+        self._method_headers: dict[bytes, tuple[str, str]] = {}
         self._server: asyncio.Server | None = None
         self._port = 0
         self._conns: set[_Connection] = set()
@@ -613,6 +620,7 @@ class IpcServer:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+            self._tasks.difference_update(tasks)  # those cancelled before their first step
         if server is not None:
             await server.wait_closed()
 
@@ -629,6 +637,18 @@ class IpcServer:
             "bytes_in": self._bytes_in,
             "bytes_out": self._bytes_out,
         }
+
+    def _decode_method_header(self, raw: bytes, connection_protocol: str) -> tuple[str, str]:
+        """(protocol, method) named by a RequestHeaderProto; DecodeError if it is not one."""
+        header = RequestHeaderProto.FromString(raw)
+        if not header.IsInitialized():
+            raise DecodeError(f"missing required fields: {_missing_fields(header)}")
+        names = (header.declaringClassProtocolName or connection_protocol, header.methodName)
+        if header.declaringClassProtocolName:  # only then independent of the connection
+            if len(self._method_headers) >= _METHOD_CACHE_SIZE:
+                self._method_headers.clear()
+            self._method_headers[raw] = names
+        return names
 
     def _map_error(self, exc: Exception, ctx: CallContext) -> tuple[str, str]:
         java_class = getattr(exc, "java_class", None)
