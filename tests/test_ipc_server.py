@@ -363,7 +363,8 @@ async def test_garbage_after_the_preamble_is_fatal_and_closed(
 @pytest.mark.parametrize(
     ("preamble", "class_name"),
     [
-        (b"GET / HTTP/1.1\r\n\r\n", "org.apache.hadoop.ipc.RpcServerException"),
+        (b"hello!!!", "org.apache.hadoop.ipc.RpcServerException"),
+        (b"hrpX", "org.apache.hadoop.ipc.RpcServerException"),  # refused before 7 bytes
         (b"hrpc\x08\x00\x00", "org.apache.hadoop.ipc.RPC$VersionMismatch"),
         (b"hrpc\x09\x00\xdf", "org.apache.hadoop.security.AccessControlException"),
     ],
@@ -660,3 +661,18 @@ async def test_empty_declaring_protocol_means_the_connection_protocol(
             assert reply.status == status, protocol
         finally:
             raw.close()
+
+
+async def test_http_request_on_the_ipc_port_gets_a_plain_text_answer(
+    served: tuple[IpcServer, Recorder],
+) -> None:
+    server, _ = served
+    raw = await Raw.open(server.port, preamble=b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    try:
+        async with asyncio.timeout(5):
+            answer = await raw.reader.read()
+        assert answer.startswith(b"HTTP/1.1 404 Not Found")
+        assert b"HTTP request to a Hadoop IPC port" in answer
+    finally:
+        raw.close()
+    await good_call_works(server)

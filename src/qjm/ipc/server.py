@@ -18,6 +18,7 @@ from qjm.ipc.framing import (
     AUTH_NONE,
     CONNECTION_CONTEXT_CALL_ID,
     DEFAULT_MAX_DATA_LENGTH,
+    MAGIC,
     PING_CALL_ID,
     PREAMBLE_LENGTH,
     RPC_VERSION,
@@ -72,6 +73,11 @@ NO_SUCH_METHOD = "org.apache.hadoop.ipc.RpcNoSuchMethodException"
 VERSION_MISMATCH = "org.apache.hadoop.ipc.RPC$VersionMismatch"
 ACCESS_CONTROL = "org.apache.hadoop.security.AccessControlException"
 
+_HTTP_ON_IPC_PORT = (
+    b"HTTP/1.1 404 Not Found\r\nContent-type: text/plain\r\n\r\n"
+    b"It looks like you are making an HTTP request to a Hadoop IPC port. This is not the "
+    b"correct port for the web interface on this daemon.\r\n"
+)
 _COPY_LIMIT = 64 * 1024  # request bodies larger than this are parsed from a memoryview
 _METHOD_CACHE_SIZE = 1024  # distinct RequestHeaderProto byte strings remembered
 
@@ -201,6 +207,9 @@ class _Connection(asyncio.Protocol):
         if not self.preamble_done:
             self.preamble += data
             if len(self.preamble) < PREAMBLE_LENGTH:
+                head = self.preamble[:4]
+                if MAGIC[: len(head)] != head:  # not hrpc: no need to wait for 7 bytes
+                    self._check_preamble(self.preamble)
                 return
             data = self.preamble[PREAMBLE_LENGTH:]
             if not self._check_preamble(self.preamble[:PREAMBLE_LENGTH]):
@@ -235,6 +244,9 @@ class _Connection(asyncio.Protocol):
     # -- frames -----------------------------------------------------------------------------
 
     def _check_preamble(self, data: bytes) -> bool:
+        if data.startswith((b"GET ", b"POST ", b"HEAD ", b"PUT ")):
+            self._refuse_http()
+            return False
         try:
             version, _service_class, auth = parse_preamble(data)
         except MalformedRpcError as e:
@@ -264,6 +276,14 @@ class _Connection(asyncio.Protocol):
             )
             return False
         return True
+
+    def _refuse_http(self) -> None:
+        """Answer an HTTP request on the IPC port as Hadoop does, in plain text, and close."""
+        self.server._fatal += 1
+        log.warning("%s: HTTP request from %s on the IPC port", self.server.name, self.peer)
+        if self.transport is not None:
+            self.transport.write(_HTTP_ON_IPC_PORT)
+        self.close()
 
     def _handle_frame(self, frame: bytes) -> None:
         try:
