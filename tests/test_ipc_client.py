@@ -380,3 +380,28 @@ async def test_response_header_fields_in_any_order_and_unknown_fields() -> None:
         await client.close()
         server.close()
         await server.wait_closed()
+
+
+async def test_timeouts_of_different_lengths_each_fire_on_time(
+    env: tuple[IpcServer, IpcClient, Gates],
+) -> None:
+    _, client, gates = env
+    loop = asyncio.get_running_loop()
+    long = asyncio.create_task(client.call("wait", StringValue(value="a"), StringValue, timeout=5))
+    await gates.wait_arrived("a")
+    started = loop.time()
+    short = [
+        asyncio.create_task(client.call("wait", StringValue(value=v), StringValue, timeout=t))
+        for v, t in (("c", 0.2), ("b", 0.05), ("d", 0.1))
+    ]
+    for task, expected in zip(short, (0.2, 0.05, 0.1), strict=True):
+        with pytest.raises(RpcTimeoutError, match=f"within {expected:g} s"):
+            async with asyncio.timeout(5):
+                await task
+    assert loop.time() - started < 2
+    assert not long.done()
+    gates.gate("a").set()
+    async with asyncio.timeout(5):
+        assert (await long).value == "a"
+    for _ in range(3):  # answered calls leave no timers behind that fail later calls
+        assert await echo(client, "after") == "after"

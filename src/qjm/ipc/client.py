@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import getpass
+import heapq
 import logging
 import os
 import socket
@@ -151,11 +152,6 @@ class _ClientConnection(asyncio.Protocol):
             self.transport.close()
 
 
-def _expire(fut: asyncio.Future[_Pending], error: RpcTimeoutError) -> None:
-    if not fut.done():
-        fut.set_exception(error)
-
-
 class IpcClient:
     """One connection per (address, protocol, user); many calls in flight; bounded reconnect."""
 
@@ -189,6 +185,12 @@ class IpcClient:
             b"\x22" + encode_varint(len(self.client_id)) + self.client_id + b"\x28\x00"
         )  # clientId (field 4), retryCount (field 5) = 0
         self._method_headers: dict[str, bytes] = {}
+        # (deadline, sequence, future, method, timeout) of calls with a timeout
+        self._deadlines: list[tuple[float, int, asyncio.Future[_Pending], str, float]] = []
+        self._deadline_seq = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
+        self._timer_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return f"IpcClient({self.address!r}, {self.protocol!r})"
@@ -256,22 +258,13 @@ class IpcClient:
             self._queue.append((call_id, frame, fut))
             if self._connect_task is None:
                 self._connect_task = loop.create_task(self._connect())
-        timer = None
         if timeout is not None:
-            timer = loop.call_later(
-                timeout,
-                _expire,
-                fut,
-                RpcTimeoutError(f"{self.address} {method}: no answer within {timeout:g} s"),
-            )
+            self._add_deadline(loop, loop.time() + timeout, fut, method, timeout)
         try:
             header, frame, pos = await fut
         except BaseException:
             self._forget(call_id, fut)
             raise
-        finally:
-            if timer is not None:
-                timer.cancel()
         if header is None or header.status == _STATUS_SUCCESS:
             if pos >= len(frame):
                 return response_type()
@@ -291,6 +284,45 @@ class IpcClient:
             peer=self.address,
             method=method,
         )
+
+    def _add_deadline(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        deadline: float,
+        fut: asyncio.Future[_Pending],
+        method: str,
+        timeout: float,
+    ) -> None:
+        """Fail fut with RpcTimeoutError at deadline unless answered before.
+
+        One timer per client, set for the earliest deadline, instead of one per call: a
+        heap of deadlines whose answered entries leave it as they reach its top.
+        """
+        heap = self._deadlines
+        while heap and heap[0][2].done():
+            heapq.heappop(heap)
+        self._deadline_seq += 1
+        heapq.heappush(heap, (deadline, self._deadline_seq, fut, method, timeout))
+        if self._timer is None or deadline < self._timer_at or self._timer_loop is not loop:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer_at = deadline
+            self._timer_loop = loop
+            self._timer = loop.call_at(deadline, self._expire_due, loop)
+
+    def _expire_due(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        heap = self._deadlines
+        now = loop.time()
+        while heap and (heap[0][0] <= now or heap[0][2].done()):
+            _deadline, _seq, fut, method, timeout = heapq.heappop(heap)
+            if not fut.done():
+                fut.set_exception(
+                    RpcTimeoutError(f"{self.address} {method}: no answer within {timeout:g} s")
+                )
+        if heap:
+            self._timer_at = heap[0][0]
+            self._timer = loop.call_at(self._timer_at, self._expire_due, loop)
 
     def _forget(self, call_id: int, fut: asyncio.Future[_Pending]) -> None:
         conn = self._conn
@@ -379,6 +411,10 @@ class IpcClient:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         self._fail_queue(error)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._deadlines.clear()
         conn = self._conn
         self._conn = None
         if conn is not None:
