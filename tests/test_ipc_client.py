@@ -405,3 +405,33 @@ async def test_timeouts_of_different_lengths_each_fire_on_time(
         assert (await long).value == "a"
     for _ in range(3):  # answered calls leave no timers behind that fail later calls
         assert await echo(client, "after") == "after"
+
+
+async def test_empty_success_header_does_not_read_the_body_as_header() -> None:
+    """A response whose header is empty (length 0) is malformed: the body is not a header."""
+
+    async def raw(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.readexactly(7)
+            for _ in range(2):
+                n = int.from_bytes(await reader.readexactly(4), "big")
+                await reader.readexactly(n)
+            payload = b"\x00" + b"\x06\x08\x00\x10\x00\x18\x09"  # empty header, header-like body
+            writer.write(len(payload).to_bytes(4, "big") + payload)
+            await writer.drain()
+            await reader.read()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(raw, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = IpcClient(f"127.0.0.1:{port}", PROTOCOL)
+    try:
+        with pytest.raises(RpcConnectionError, match="malformed RPC response header"):
+            await echo(client, "x")
+    finally:
+        await client.close()
+        server.close()
+        await server.wait_closed()

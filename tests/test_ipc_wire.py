@@ -68,6 +68,10 @@ def test_preamble_is_hrpc_version_9_class_0_auth_none() -> None:
     assert parse_preamble(b"hrpc\x09\x00\x00") == (9, 0, 0)
     with pytest.raises(MalformedRpcError, match="hrpc"):
         parse_preamble(b"GET / HTTP/1.1")
+    with pytest.raises(MalformedRpcError, match="hrpX"):
+        parse_preamble(b"hrpX")
+    with pytest.raises(MalformedRpcError, match="4 bytes, expected 7"):
+        parse_preamble(b"hrpc")
 
 
 def test_varints_and_zigzag() -> None:

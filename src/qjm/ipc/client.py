@@ -103,7 +103,8 @@ class _ClientConnection(asyncio.Protocol):
         for frame in frames:
             try:
                 start, end = read_delimited(frame, 0)
-                if frame[start] == 0x08:  # fast path: callId (field 1) first, then status SUCCESS
+                # fast path: callId (field 1) first, then status (field 2) SUCCESS
+                if end > start and frame[start] == 0x08:
                     call_id, pos = decode_varint(frame, start + 1)
                     if pos + 2 <= end and frame[pos] == 0x10 and frame[pos + 1] == 0:
                         if call_id >= 0x80000000:
@@ -113,6 +114,8 @@ class _ClientConnection(asyncio.Protocol):
                             fut.set_result((None, frame, end))
                         continue
                 header = RpcResponseHeaderProto.FromString(frame[start:end])
+                if not header.IsInitialized():
+                    raise DecodeError("callId or status missing")
             except (MalformedRpcError, DecodeError, IndexError) as e:
                 self.fail(
                     RpcConnectionError(f"{self.client.address}: malformed RPC response header: {e}")

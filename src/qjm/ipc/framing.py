@@ -37,10 +37,11 @@ PREAMBLE = preamble()
 
 def parse_preamble(data: bytes) -> tuple[int, int, int]:
     """(version, service class, auth protocol) of a preamble; MalformedRpcError if not hrpc."""
+    head = bytes(data[:4])
+    if head != MAGIC[: len(head)]:
+        raise MalformedRpcError(f"connection preamble starts with {head!r}, not b'hrpc'")
     if len(data) < PREAMBLE_LENGTH:
         raise MalformedRpcError(f"connection preamble is {len(data)} bytes, expected 7")
-    if data[:4] != MAGIC:
-        raise MalformedRpcError(f"connection preamble starts with {bytes(data[:4])!r}, not b'hrpc'")
     return data[4], data[5], data[6]
 
 
