@@ -9,7 +9,7 @@ import heapq
 import logging
 import os
 import socket
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from google.protobuf.message import DecodeError, Message
 
@@ -51,6 +51,7 @@ _STATUS_FATAL = RpcResponseHeaderProto.RpcStatusProto.Value("FATAL")
 # then the tag of callId (field 3, varint). Matches protobuf's serialization byte for byte.
 _REQUEST_HEADER_START = b"\x08\x02\x10\x00\x18"
 
+_COPY_LIMIT = 64 * 1024  # responses larger than this are parsed from a memoryview
 # (header or None for a plain SUCCESS, response frame, offset of the delimited response)
 _Pending = tuple[RpcResponseHeaderProto | None, bytes, int]
 
@@ -265,6 +266,9 @@ class IpcClient:
             self._add_deadline(loop, loop.time() + timeout, fut, method, timeout)
         try:
             header, frame, pos = await fut
+        except RpcConnectionError as e:  # shared by every call on the connection: name ours
+            self._forget(call_id, fut)
+            raise RpcConnectionError(f"{method}: {e}") from None
         except BaseException:
             self._forget(call_id, fut)
             raise
@@ -273,6 +277,8 @@ class IpcClient:
                 return response_type()
             try:
                 start, end = read_delimited(frame, pos)
+                if end - start > _COPY_LIMIT:  # a large response is parsed in place
+                    return response_type.FromString(cast(bytes, memoryview(frame)[start:end]))
                 return response_type.FromString(frame[start:end])
             except (MalformedRpcError, DecodeError) as e:
                 raise MalformedRpcError(

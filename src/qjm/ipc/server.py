@@ -138,6 +138,7 @@ class _Connection(asyncio.Protocol):
 
     def __init__(self, server: IpcServer) -> None:
         self.server = server
+        self.loop = asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.reader = FrameReader(server.max_data_length)
@@ -178,9 +179,8 @@ class _Connection(asyncio.Protocol):
         server._conns.add(self)
         server._connections_total += 1
         if server.idle_timeout_s is not None:
-            loop = asyncio.get_running_loop()
-            self.last_active = loop.time()
-            self.idle_timer = loop.call_later(server.idle_timeout_s, self._check_idle)
+            self.last_active = self.loop.time()
+            self.idle_timer = self.loop.call_later(server.idle_timeout_s, self._check_idle)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
@@ -203,7 +203,7 @@ class _Connection(asyncio.Protocol):
         server = self.server
         server._bytes_in += len(data)
         if self.idle_timer is not None:
-            self.last_active = asyncio.get_running_loop().time()
+            self.last_active = self.loop.time()
         if not self.preamble_done:
             self.preamble += data
             if len(self.preamble) < PREAMBLE_LENGTH:
@@ -390,7 +390,7 @@ class _Connection(asyncio.Protocol):
             return
         ctx = CallContext(protocol, method_name, self.user, client_id, call_id, retry, self.peer)
         self.inflight += 1
-        task = asyncio.get_running_loop().create_task(
+        task = self.loop.create_task(
             self._run(method.handler, request, ctx, call_id, client_id, retry)
         )
         server._tasks.add(task)  # _run removes it: cheaper than a done callback
