@@ -78,6 +78,7 @@ _HTTP_ON_IPC_PORT = (
     b"It looks like you are making an HTTP request to a Hadoop IPC port. This is not the "
     b"correct port for the web interface on this daemon.\r\n"
 )
+_STOP_GRACE_S = 5.0  # how long stop() waits for cancelled handlers
 _COPY_LIMIT = 64 * 1024  # request bodies larger than this are parsed from a memoryview
 _METHOD_CACHE_SIZE = 1024  # distinct RequestHeaderProto byte strings remembered
 
@@ -639,7 +640,14 @@ class IpcServer:
         for task in tasks:
             task.cancel()
         if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+            _done, stuck = await asyncio.wait(tasks, timeout=_STOP_GRACE_S)
+            if stuck:
+                log.warning(
+                    "%s: %d handler(s) still running %.0f s after being cancelled at stop",
+                    self.name,
+                    len(stuck),
+                    _STOP_GRACE_S,
+                )
             self._tasks.difference_update(tasks)  # those cancelled before their first step
         if server is not None:
             await server.wait_closed()
