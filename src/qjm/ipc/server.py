@@ -29,6 +29,7 @@ from qjm.ipc.framing import (
     encode_varint,
     pack_length,
     parse_preamble,
+    plain_call_header,
     read_delimited,
     zigzag32,
 )
@@ -287,50 +288,14 @@ class _Connection(asyncio.Protocol):
         self.close()
 
     def _handle_frame(self, frame: bytes) -> None:
-        try:
-            start, end = read_delimited(frame, 0)
-            header = RpcRequestHeaderProto.FromString(frame[start:end])
-        except (MalformedRpcError, DecodeError) as e:
-            self.fatal(
-                UNKNOWN_CALL_ID,
-                RPC_SERVER_EXCEPTION,
-                f"malformed RPC request header from {self.peer}: {e}",
-                FATAL_INVALID_RPC_HEADER,
-            )
-            return
-        if not header.IsInitialized():  # callId and clientId are required
-            self.fatal(
-                UNKNOWN_CALL_ID,
-                RPC_SERVER_EXCEPTION,
-                f"RPC request header from {self.peer} lacks " + _missing_fields(header),
-                FATAL_INVALID_RPC_HEADER,
-            )
-            return
-        call_id = header.callId
-        if header.rpcOp == _CLOSE_CONNECTION:
-            self.close()
-            return
-        if call_id < 0:
-            self._handle_special(call_id, header, frame, end)
-            return
-        if header.rpcKind != RPC_PROTOCOL_BUFFER:
-            self.fatal(
-                call_id,
-                RPC_SERVER_EXCEPTION,
-                f"unsupported rpcKind {header.rpcKind} (only RPC_PROTOCOL_BUFFER)",
-                FATAL_INVALID_RPC_HEADER,
-            )
-            return
-        if not self.context_done:
-            self.fatal(
-                call_id,
-                RPC_SERVER_EXCEPTION,
-                "Connection context not established",
-                FATAL_INVALID_RPC_HEADER,
-            )
-            return
-        client_id = header.clientId
-        retry = header.retryCount
+        plain = plain_call_header(frame)
+        if plain is not None and self.context_done:
+            call_id, client_id, retry, end = plain
+        else:
+            parsed = self._read_header(frame)
+            if parsed is None:  # answered, ignored or fatal
+                return
+            call_id, client_id, retry, end = parsed
         server = self.server
         server._calls += 1
         try:
@@ -395,6 +360,53 @@ class _Connection(asyncio.Protocol):
             self._run(method.handler, request, ctx, call_id, client_id, retry)
         )
         server._tasks.add(task)  # _run removes it: cheaper than a done callback
+
+    def _read_header(self, frame: bytes) -> tuple[int, bytes, int, int] | None:
+        """(callId, clientId, retryCount, end) of a call's RpcRequestHeaderProto; None after
+        handling a connection-level frame or answering a bad header."""
+        try:
+            start, end = read_delimited(frame, 0)
+            header = RpcRequestHeaderProto.FromString(frame[start:end])
+        except (MalformedRpcError, DecodeError) as e:
+            self.fatal(
+                UNKNOWN_CALL_ID,
+                RPC_SERVER_EXCEPTION,
+                f"malformed RPC request header from {self.peer}: {e}",
+                FATAL_INVALID_RPC_HEADER,
+            )
+            return None
+        if not header.IsInitialized():  # callId and clientId are required
+            self.fatal(
+                UNKNOWN_CALL_ID,
+                RPC_SERVER_EXCEPTION,
+                f"RPC request header from {self.peer} lacks " + _missing_fields(header),
+                FATAL_INVALID_RPC_HEADER,
+            )
+            return None
+        call_id = header.callId
+        if header.rpcOp == _CLOSE_CONNECTION:
+            self.close()
+            return None
+        if call_id < 0:
+            self._handle_special(call_id, header, frame, end)
+            return None
+        if header.rpcKind != RPC_PROTOCOL_BUFFER:
+            self.fatal(
+                call_id,
+                RPC_SERVER_EXCEPTION,
+                f"unsupported rpcKind {header.rpcKind} (only RPC_PROTOCOL_BUFFER)",
+                FATAL_INVALID_RPC_HEADER,
+            )
+            return None
+        if not self.context_done:
+            self.fatal(
+                call_id,
+                RPC_SERVER_EXCEPTION,
+                "Connection context not established",
+                FATAL_INVALID_RPC_HEADER,
+            )
+            return None
+        return call_id, header.clientId, header.retryCount, end
 
     def _handle_special(
         self, call_id: int, header: RpcRequestHeaderProto, frame: bytes, end: int
