@@ -435,3 +435,20 @@ async def test_empty_success_header_does_not_read_the_body_as_header() -> None:
         await client.close()
         server.close()
         await server.wait_closed()
+
+
+async def test_many_clients_at_once(env: tuple[IpcServer, IpcClient, Gates]) -> None:
+    server, _, _ = env
+    clients = [IpcClient(f"127.0.0.1:{server.port}", PROTOCOL, user=f"u{i}") for i in range(20)]
+    try:
+
+        async def run(client: IpcClient, n: int) -> list[str]:
+            return [await echo(client, f"{client.user}-{k}") for k in range(n)]
+
+        results = await asyncio.gather(*(run(c, 50) for c in clients))
+        for client, got in zip(clients, results, strict=True):
+            assert got == [f"{client.user}-{k}" for k in range(50)]
+        assert server.stats()["connections_total"] == 20
+        assert server.stats()["calls"] == 1000
+    finally:
+        await asyncio.gather(*(c.close() for c in clients))

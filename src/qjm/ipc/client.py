@@ -157,7 +157,13 @@ class _ClientConnection(asyncio.Protocol):
 
 
 class IpcClient:
-    """One connection per (address, protocol, user); many calls in flight; bounded reconnect."""
+    """One connection per (address, protocol, user); many calls in flight; bounded reconnect.
+
+    The connection opens on the first call and after a loss on the next call: up to
+    reconnect_attempts tries (at least one), each bounded by connect_timeout_s, with
+    reconnect_backoff_s doubling between them; calls made meanwhile wait in order and fail
+    with RpcConnectionError if every try fails. Call ids count up from 0 per client.
+    """
 
     def __init__(
         self,
