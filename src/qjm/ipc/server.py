@@ -51,7 +51,6 @@ def _bytes(view: memoryview) -> bytes:
 
 Handler = Callable[[Any, "CallContext"], Awaitable[Message]]
 
-_Status = RpcResponseHeaderProto.RpcStatusProto
 _Code = RpcResponseHeaderProto.RpcErrorCodeProto
 STATUS_ERROR = RpcResponseHeaderProto.ERROR
 STATUS_FATAL = RpcResponseHeaderProto.FATAL
