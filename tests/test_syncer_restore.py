@@ -20,7 +20,7 @@ from qjm.journalnode.journal import Journal
 from qjm.journalnode.storage import JNStorage, NsInfo
 from qjm.journalnode.syncer import _restore_journal
 from qjm_cluster import FAST_SETTINGS, FaultyClient, NodeFaults, write_txns
-from test_journalnode_server import JID, NS, RawWriter
+from raw_writer import JID, NS, RawWriter
 from test_syncer import start_synced_trio, wait_until
 
 pytestmark = pytest.mark.timeout(90)
