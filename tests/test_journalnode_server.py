@@ -524,3 +524,55 @@ async def test_discard_segments_over_ipc(jn_factory: JNFactory) -> None:
     finally:
         await w1.close()
         await w2.close()
+
+
+async def test_pipelined_journal_calls_apply_in_the_order_they_were_sent(
+    jn_factory: JNFactory,
+) -> None:
+    jn = jn_factory.start("jn1")
+    w = RawWriter(jn, epoch=1)
+    try:
+        await w.format()
+        await w.new_epoch()
+        await w.start(1)
+        batches = [w.batch(1, first, 3) for first in range(1, 61, 3)]  # serials in order
+        # every call is sent before the first answer comes back: one connection, in order
+        calls = [asyncio.ensure_future(w.call("journal", b)) for b in batches]
+        await asyncio.gather(*calls)
+        await w.finalize(1, 60)
+    finally:
+        await w.close()
+    got = (jn.edits_dir / JID / "current" / finalized_name(1, 60)).read_bytes()
+    assert got == HEADER + txns(1, 60)
+
+
+async def test_calls_for_a_journal_that_is_opening_keep_their_order(tmp_path: Path) -> None:
+    from qjm.config import JournalNodeSettings
+    from qjm.journalnode.journal import Journal
+    from qjm.journalnode.node import JournalNode
+
+    node = JournalNode(
+        tmp_path / "jn",
+        ("127.0.0.1", 0),
+        ("127.0.0.1", 0),
+        JournalNodeSettings(sync_enabled=False),
+    )
+    (tmp_path / "jn").mkdir()
+    order: list[int] = []
+
+    def step(i: int) -> object:
+        def fn(j: Journal) -> None:
+            order.append(i)
+
+        return fn
+
+    calls = []
+    for i in range(40):  # the first opens the journal; some arrive while it opens, some after
+        calls.append(asyncio.ensure_future(node.run("fresh", step(i), create=True)))  # type: ignore[arg-type]
+        if i % 7 == 0:
+            await asyncio.sleep(0)
+    await asyncio.gather(*calls)
+    try:
+        assert order == list(range(40))
+    finally:
+        await node.stop()
