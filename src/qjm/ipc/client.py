@@ -1,0 +1,380 @@
+"""A Hadoop IPC (RPC version 9) client on asyncio: one connection, many calls in flight."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import getpass
+import logging
+import os
+import socket
+from typing import TypeVar
+
+from google.protobuf.message import DecodeError, Message
+
+from qjm.ipc.errors import (
+    FrameTooLargeError,
+    MalformedRpcError,
+    RemoteError,
+    RpcConnectionError,
+    RpcTimeoutError,
+)
+from qjm.ipc.framing import (
+    CONNECTION_CONTEXT_CALL_ID,
+    DEFAULT_MAX_DATA_LENGTH,
+    PREAMBLE,
+    FrameReader,
+    build_frame,
+    encode_varint,
+    pack_length,
+    read_delimited,
+    zigzag32,
+)
+from qjm.ipc.proto.IpcConnectionContext_pb2 import IpcConnectionContextProto, UserInformationProto
+from qjm.ipc.proto.ProtobufRpcEngine_pb2 import RequestHeaderProto
+from qjm.ipc.proto.RpcHeader_pb2 import (
+    RPC_PROTOCOL_BUFFER,
+    RpcRequestHeaderProto,
+    RpcResponseHeaderProto,
+)
+
+log = logging.getLogger(__name__)
+
+M = TypeVar("M", bound=Message)
+
+CLIENT_PROTOCOL_VERSION = 1
+_STATUS_SUCCESS = RpcResponseHeaderProto.RpcStatusProto.Value("SUCCESS")
+_STATUS_FATAL = RpcResponseHeaderProto.RpcStatusProto.Value("FATAL")
+# Request header fields before the call id: rpcKind=RPC_PROTOCOL_BUFFER, rpcOp=RPC_FINAL_PACKET,
+# then the tag of callId (field 3, varint). Matches protobuf's serialization byte for byte.
+_REQUEST_HEADER_START = b"\x08\x02\x10\x00\x18"
+
+_Pending = tuple[RpcResponseHeaderProto, bytes, int]
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """(host, port) of "host:port" or "[v6]:port"; ValueError naming the address otherwise."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"IPC address {address!r} is not host:port")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, int(port)
+
+
+def _default_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid()) if hasattr(os, "getuid") else "unknown"
+
+
+class _ClientConnection(asyncio.Protocol):
+    """The socket side of an IpcClient: matches response frames to waiting futures by call id."""
+
+    def __init__(self, client: IpcClient) -> None:
+        self.client = client
+        self.transport: asyncio.Transport | None = None
+        self.pending: dict[int, asyncio.Future[_Pending]] = {}
+        self.reader = FrameReader(client.max_data_length)
+        self.closed = False
+        self.lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        try:
+            frames = self.reader.feed(data)
+        except FrameTooLargeError as e:
+            self.fail(RpcConnectionError(f"{self.client.address}: response {e}"))
+            return
+        pending = self.pending
+        for frame in frames:
+            try:
+                start, end = read_delimited(frame, 0)
+                header = RpcResponseHeaderProto.FromString(frame[start:end])
+            except (MalformedRpcError, DecodeError) as e:
+                self.fail(
+                    RpcConnectionError(f"{self.client.address}: malformed RPC response header: {e}")
+                )
+                return
+            call_id = header.callId
+            if call_id >= 0x80000000:
+                call_id -= 0x100000000
+            fut = pending.pop(call_id, None)
+            if fut is not None and not fut.done():
+                fut.set_result((header, frame, end))
+            if header.status == _STATUS_FATAL:
+                self.fail(
+                    RpcConnectionError(
+                        f"{self.client.address}: server closed the connection: "
+                        f"{header.exceptionClassName}: {header.errorMsg}"
+                    )
+                )
+                return
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        reason = f"connection to {self.client.address} lost: {exc}" if exc else None
+        self.fail(RpcConnectionError(reason or f"connection to {self.client.address} closed"))
+        if not self.lost.done():
+            self.lost.set_result(None)
+
+    def fail(self, error: Exception) -> None:
+        """Fail every waiting call with error and close the socket."""
+        self.closed = True
+        self.client._connection_closed(self)
+        pending = self.pending
+        self.pending = {}
+        for fut in pending.values():
+            if not fut.done():
+                fut.set_exception(error)
+        if self.transport is not None:
+            self.transport.close()
+
+
+def _expire(fut: asyncio.Future[_Pending], error: RpcTimeoutError) -> None:
+    if not fut.done():
+        fut.set_exception(error)
+
+
+class IpcClient:
+    """One connection per (address, protocol, user); many calls in flight; bounded reconnect."""
+
+    def __init__(
+        self,
+        address: str,
+        protocol: str,
+        *,
+        user: str | None = None,
+        client_id: bytes | None = None,
+        max_data_length: int = DEFAULT_MAX_DATA_LENGTH,
+        connect_timeout_s: float = 5.0,
+        reconnect_attempts: int = 3,
+        reconnect_backoff_s: float = 0.1,
+    ) -> None:
+        self.address = address
+        self.protocol = protocol
+        self._host, self._port = split_address(address)
+        self.user = user if user is not None else _default_user()
+        self.client_id = client_id if client_id is not None else os.urandom(16)
+        self.max_data_length = max_data_length
+        self.connect_timeout_s = connect_timeout_s
+        self.reconnect_attempts = reconnect_attempts
+        self.reconnect_backoff_s = reconnect_backoff_s
+        self._conn: _ClientConnection | None = None
+        self._queue: list[tuple[int, bytes, asyncio.Future[_Pending]]] = []
+        self._connect_task: asyncio.Task[None] | None = None
+        self._closed = False
+        self._next_call_id = 0
+        self._header_end = (
+            b"\x22" + encode_varint(len(self.client_id)) + self.client_id + b"\x28\x00"
+        )  # clientId (field 4), retryCount (field 5) = 0
+        self._method_headers: dict[str, bytes] = {}
+
+    def __repr__(self) -> str:
+        return f"IpcClient({self.address!r}, {self.protocol!r})"
+
+    def connection_context_frame(self) -> bytes:
+        """The frame sent once per connection after the preamble (call id -3)."""
+        header = RpcRequestHeaderProto(
+            rpcKind=RPC_PROTOCOL_BUFFER,
+            rpcOp=RpcRequestHeaderProto.RPC_FINAL_PACKET,
+            callId=CONNECTION_CONTEXT_CALL_ID,
+            clientId=self.client_id,
+            retryCount=-1,
+        )
+        context = IpcConnectionContextProto(
+            userInfo=UserInformationProto(effectiveUser=self.user), protocol=self.protocol
+        )
+        return build_frame((header.SerializeToString(), context.SerializeToString()))
+
+    def _method_header(self, method: str) -> bytes:
+        header = RequestHeaderProto(
+            methodName=method,
+            declaringClassProtocolName=self.protocol,
+            clientProtocolVersion=CLIENT_PROTOCOL_VERSION,
+        ).SerializeToString()
+        delimited = encode_varint(len(header)) + header
+        self._method_headers[method] = delimited
+        return delimited
+
+    def call_frame(self, call_id: int, method: str, request: Message) -> bytes:
+        """The frame of one call: RpcRequestHeaderProto, RequestHeaderProto, request."""
+        method_header = self._method_headers.get(method) or self._method_header(method)
+        body = request.SerializeToString()
+        rpc_header = _REQUEST_HEADER_START + encode_varint(zigzag32(call_id)) + self._header_end
+        rlen = encode_varint(len(rpc_header))
+        blen = encode_varint(len(body))
+        length = len(rlen) + len(rpc_header) + len(method_header) + len(blen) + len(body)
+        if length > self.max_data_length:
+            raise FrameTooLargeError(
+                f"{self.address} {method}: request frame of {length} bytes exceeds "
+                f"ipc.maximum.data.length {self.max_data_length}"
+            )
+        return b"".join((pack_length(length), rlen, rpc_header, method_header, blen, body))
+
+    async def call(
+        self,
+        method: str,
+        request: Message,
+        response_type: type[M],
+        timeout: float | None = None,  # noqa: ASYNC109
+    ) -> M:
+        """Invoke method with request; the decoded response, or RemoteError/RpcTimeoutError/..."""
+        if self._closed:
+            raise RpcConnectionError(f"{self.address} {method}: the IPC client is closed")
+        call_id = self._next_call_id
+        self._next_call_id = (call_id + 1) & 0x7FFFFFFF
+        frame = self.call_frame(call_id, method, request)
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[_Pending] = loop.create_future()
+        conn = self._conn
+        if conn is not None:
+            conn.pending[call_id] = fut
+            assert conn.transport is not None
+            conn.transport.write(frame)
+        else:
+            self._queue.append((call_id, frame, fut))
+            if self._connect_task is None:
+                self._connect_task = loop.create_task(self._connect())
+        timer = None
+        if timeout is not None:
+            timer = loop.call_later(
+                timeout,
+                _expire,
+                fut,
+                RpcTimeoutError(f"{self.address} {method}: no answer within {timeout:g} s"),
+            )
+        try:
+            header, frame, pos = await fut
+        except BaseException:
+            self._forget(call_id, fut)
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if header.status == _STATUS_SUCCESS:
+            if pos >= len(frame):
+                return response_type()
+            try:
+                start, end = read_delimited(frame, pos)
+                return response_type.FromString(frame[start:end])
+            except (MalformedRpcError, DecodeError) as e:
+                raise MalformedRpcError(
+                    f"{self.address} {method}: cannot decode the response as "
+                    f"{response_type.DESCRIPTOR.full_name}: {e}"
+                ) from None
+        raise RemoteError(
+            header.exceptionClassName or "java.io.IOException",
+            header.errorMsg,
+            error_code=header.errorDetail if header.HasField("errorDetail") else None,
+            fatal=header.status == _STATUS_FATAL,
+            peer=self.address,
+            method=method,
+        )
+
+    def _forget(self, call_id: int, fut: asyncio.Future[_Pending]) -> None:
+        conn = self._conn
+        if conn is not None and conn.pending.get(call_id) is fut:
+            del conn.pending[call_id]
+        for i, (queued_id, _frame, queued_fut) in enumerate(self._queue):
+            if queued_id == call_id and queued_fut is fut:
+                del self._queue[i]
+                break
+
+    def _connection_closed(self, conn: _ClientConnection) -> None:
+        if self._conn is conn:
+            self._conn = None
+
+    async def _connect(self) -> None:
+        loop = asyncio.get_running_loop()
+        attempts = max(1, self.reconnect_attempts)
+        last_error: BaseException | None = None
+        try:
+            for attempt in range(attempts):
+                if attempt:
+                    await asyncio.sleep(self.reconnect_backoff_s * (2 ** (attempt - 1)))
+                if self._closed:
+                    last_error = None
+                    break
+                if not self._queue:  # every waiting call timed out or was cancelled
+                    return
+                try:
+                    async with asyncio.timeout(self.connect_timeout_s):
+                        _transport, conn = await loop.create_connection(
+                            lambda: _ClientConnection(self), self._host, self._port
+                        )
+                except (OSError, TimeoutError) as e:
+                    last_error = e
+                    log.debug(
+                        "connecting to %s failed (attempt %d): %s", self.address, attempt + 1, e
+                    )
+                    continue
+                if self.is_closed():  # closed while connecting
+                    conn.fail(RpcConnectionError(f"{self.address}: the IPC client is closed"))
+                    break
+                parts = [PREAMBLE, self.connection_context_frame()]
+                for call_id, frame, fut in self._queue:
+                    if not fut.done():
+                        conn.pending[call_id] = fut
+                        parts.append(frame)
+                self._queue.clear()
+                self._conn = conn
+                assert conn.transport is not None
+                conn.transport.write(b"".join(parts))
+                return
+            if self._closed:
+                error = RpcConnectionError(f"{self.address}: the IPC client is closed")
+            else:
+                error = RpcConnectionError(
+                    f"cannot connect to {self.address} after {attempts} attempt(s): "
+                    f"{last_error or 'timed out'}"
+                )
+            self._fail_queue(error)
+        except BaseException as e:
+            if self.is_closed():
+                self._fail_queue(RpcConnectionError(f"{self.address}: the IPC client was closed"))
+            else:
+                self._fail_queue(RpcConnectionError(f"connecting to {self.address} failed: {e!r}"))
+            raise
+        finally:
+            self._connect_task = None
+
+    def _fail_queue(self, error: Exception) -> None:
+        queue = self._queue
+        self._queue = []
+        for _call_id, _frame, fut in queue:
+            if not fut.done():
+                fut.set_exception(error)
+
+    def is_closed(self) -> bool:
+        """True once close() was called."""
+        return self._closed
+
+    async def close(self) -> None:
+        """Close the connection; waiting and later calls fail with RpcConnectionError."""
+        self._closed = True
+        error = RpcConnectionError(f"{self.address}: the IPC client was closed")
+        task = self._connect_task
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        self._fail_queue(error)
+        conn = self._conn
+        self._conn = None
+        if conn is not None:
+            conn.fail(error)
+            try:
+                async with asyncio.timeout(1.0):
+                    await asyncio.shield(conn.lost)
+            except TimeoutError:
+                if conn.transport is not None:
+                    conn.transport.abort()

@@ -1,0 +1,1 @@
+"""Hadoop's RPC header messages: our own .proto files with Hadoop's field numbers."""

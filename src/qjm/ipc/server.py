@@ -1,0 +1,652 @@
+"""A Hadoop IPC (RPC version 9) server on asyncio: handlers registered per protocol name."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from google.protobuf.message import DecodeError, Message
+
+from qjm.errors import QjmError
+from qjm.ipc.errors import FrameTooLargeError, MalformedRpcError
+from qjm.ipc.framing import (
+    AUTH_NONE,
+    CONNECTION_CONTEXT_CALL_ID,
+    DEFAULT_MAX_DATA_LENGTH,
+    PING_CALL_ID,
+    PREAMBLE_LENGTH,
+    RPC_VERSION,
+    SASL_CALL_ID,
+    UNKNOWN_CALL_ID,
+    FrameReader,
+    build_frame,
+    encode_varint,
+    pack_length,
+    parse_preamble,
+    read_delimited,
+    zigzag32,
+)
+from qjm.ipc.proto.IpcConnectionContext_pb2 import IpcConnectionContextProto
+from qjm.ipc.proto.ProtobufRpcEngine_pb2 import RequestHeaderProto
+from qjm.ipc.proto.RpcHeader_pb2 import (
+    RPC_PROTOCOL_BUFFER,
+    RpcRequestHeaderProto,
+    RpcResponseHeaderProto,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _bytes(view: memoryview) -> bytes:
+    """A memoryview typed as bytes: protobuf parses either, without a copy."""
+    return cast(bytes, view)
+
+
+Handler = Callable[[Any, "CallContext"], Awaitable[Message]]
+
+_Status = RpcResponseHeaderProto.RpcStatusProto
+_Code = RpcResponseHeaderProto.RpcErrorCodeProto
+STATUS_ERROR = RpcResponseHeaderProto.ERROR
+STATUS_FATAL = RpcResponseHeaderProto.FATAL
+ERROR_APPLICATION = _Code.Value("ERROR_APPLICATION")
+ERROR_NO_SUCH_METHOD = _Code.Value("ERROR_NO_SUCH_METHOD")
+ERROR_NO_SUCH_PROTOCOL = _Code.Value("ERROR_NO_SUCH_PROTOCOL")
+ERROR_RPC_SERVER = _Code.Value("ERROR_RPC_SERVER")
+ERROR_SERIALIZING_RESPONSE = _Code.Value("ERROR_SERIALIZING_RESPONSE")
+FATAL_UNKNOWN = _Code.Value("FATAL_UNKNOWN")
+FATAL_INVALID_RPC_HEADER = _Code.Value("FATAL_INVALID_RPC_HEADER")
+FATAL_DESERIALIZING_REQUEST = _Code.Value("FATAL_DESERIALIZING_REQUEST")
+FATAL_VERSION_MISMATCH = _Code.Value("FATAL_VERSION_MISMATCH")
+FATAL_UNAUTHORIZED = _Code.Value("FATAL_UNAUTHORIZED")
+_CLOSE_CONNECTION = RpcRequestHeaderProto.OperationProto.Value("RPC_CLOSE_CONNECTION")
+
+IO_EXCEPTION = "java.io.IOException"
+RPC_SERVER_EXCEPTION = "org.apache.hadoop.ipc.RpcServerException"
+NO_SUCH_PROTOCOL = "org.apache.hadoop.ipc.RpcNoSuchProtocolException"
+NO_SUCH_METHOD = "org.apache.hadoop.ipc.RpcNoSuchMethodException"
+VERSION_MISMATCH = "org.apache.hadoop.ipc.RPC$VersionMismatch"
+ACCESS_CONTROL = "org.apache.hadoop.security.AccessControlException"
+
+# A SUCCESS response header is built by hand (callId, status 0, serverIpcVersionNum 9,
+# clientId, retryCount): byte for byte what protobuf would serialize, without a message object.
+_SUCCESS_AFTER_CALL_ID = b"\x10\x00\x18" + encode_varint(RPC_VERSION) + b"\x3a"
+
+
+def _missing_fields(message: Message) -> str:
+    """The names of the required fields message lacks, comma-separated."""
+    return ", ".join(
+        f.name for f in message.DESCRIPTOR.fields if f.is_required and not message.HasField(f.name)
+    )
+
+
+def _success_tail(client_id: bytes, retry: int) -> bytes:
+    """A SUCCESS response header after its callId: status, version, clientId, retryCount."""
+    return (
+        _SUCCESS_AFTER_CALL_ID
+        + encode_varint(len(client_id))
+        + client_id
+        + b"\x40"
+        + encode_varint(zigzag32(retry))
+    )
+
+
+@dataclass(frozen=True)
+class Method:
+    """One RPC method: the request message type and the coroutine that answers it."""
+
+    request_type: type[Message]
+    handler: Handler
+
+
+@dataclass(slots=True)
+class CallContext:
+    """Who called and how: passed to every handler with the decoded request."""
+
+    protocol: str
+    method: str
+    user: str
+    client_id: bytes
+    call_id: int
+    retry_count: int
+    peer: str  # "host:port" of the caller
+
+
+def _peer_name(transport: asyncio.BaseTransport) -> str:
+    peer = transport.get_extra_info("peername")
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        host = str(peer[0])
+        return f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
+    return str(peer)
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection: preamble, connection context, then call frames."""
+
+    def __init__(self, server: IpcServer) -> None:
+        self.server = server
+        self.transport: asyncio.Transport | None = None
+        self.peer = "?"
+        self.reader = FrameReader(server.max_data_length)
+        self.preamble = b""
+        self.preamble_done = False
+        self.context_done = False
+        self.user = ""
+        self.protocol = ""
+        self.client_id = b""
+        self.success_tail = _success_tail(b"", 0)
+        self.closing = False
+        self.inflight = 0
+        self.last_active = 0.0
+        self.idle_timer: asyncio.TimerHandle | None = None
+
+    # -- asyncio.Protocol ------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.peer = _peer_name(transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        server = self.server
+        if server.max_connections is not None and len(server._conns) >= server.max_connections:
+            log.warning(
+                "%s: refusing connection from %s: %d connections open (max_connections)",
+                server.name,
+                self.peer,
+                len(server._conns),
+            )
+            server._refused += 1
+            self.closing = True
+            transport.abort()
+            return
+        server._conns.add(self)
+        server._connections_total += 1
+        if server.idle_timeout_s is not None:
+            loop = asyncio.get_running_loop()
+            self.last_active = loop.time()
+            self.idle_timer = loop.call_later(server.idle_timeout_s, self._check_idle)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closing = True
+        self.server._conns.discard(self)
+        if self.idle_timer is not None:
+            self.idle_timer.cancel()
+            self.idle_timer = None
+
+    def pause_writing(self) -> None:
+        if self.transport is not None and not self.closing:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.transport is not None and not self.closing:
+            self.transport.resume_reading()
+
+    def data_received(self, data: bytes) -> None:
+        if self.closing:
+            return
+        server = self.server
+        server._bytes_in += len(data)
+        if self.idle_timer is not None:
+            self.last_active = asyncio.get_running_loop().time()
+        if not self.preamble_done:
+            self.preamble += data
+            if len(self.preamble) < PREAMBLE_LENGTH:
+                return
+            data = self.preamble[PREAMBLE_LENGTH:]
+            if not self._check_preamble(self.preamble[:PREAMBLE_LENGTH]):
+                return
+            self.preamble_done = True
+            self.preamble = b""
+            if not data:
+                return
+        try:
+            frames = self.reader.feed(data)
+        except FrameTooLargeError as e:
+            self.fatal(UNKNOWN_CALL_ID, RPC_SERVER_EXCEPTION, str(e), FATAL_INVALID_RPC_HEADER)
+            return
+        for frame in frames:
+            if self.is_closing():
+                return
+            try:
+                self._handle_frame(frame)
+            except Exception as e:  # a bug here must cost one connection, not the server
+                log.exception("%s: internal error on a frame from %s", server.name, self.peer)
+                self.fatal(
+                    UNKNOWN_CALL_ID, RPC_SERVER_EXCEPTION, f"internal error: {e}", FATAL_UNKNOWN
+                )
+
+    def eof_received(self) -> bool | None:
+        if self.reader.pending() or (not self.preamble_done and self.preamble):
+            log.info(
+                "%s: %s closed the connection in the middle of a frame", self.server.name, self.peer
+            )
+        return None  # close our side too; calls still running find the transport closing
+
+    # -- frames -----------------------------------------------------------------------------
+
+    def _check_preamble(self, data: bytes) -> bool:
+        try:
+            version, _service_class, auth = parse_preamble(data)
+        except MalformedRpcError as e:
+            self.fatal(
+                UNKNOWN_CALL_ID,
+                RPC_SERVER_EXCEPTION,
+                f"{e} from {self.peer}",
+                FATAL_INVALID_RPC_HEADER,
+            )
+            return False
+        if version != RPC_VERSION:
+            self.fatal(
+                UNKNOWN_CALL_ID,
+                VERSION_MISMATCH,
+                f"Server IPC version {RPC_VERSION} cannot communicate with "
+                f"client version {version}",
+                FATAL_VERSION_MISMATCH,
+            )
+            return False
+        if auth != AUTH_NONE:
+            self.fatal(
+                UNKNOWN_CALL_ID,
+                ACCESS_CONTROL,
+                f"auth protocol {auth:#x} is not supported; this server accepts only "
+                "simple authentication (auth protocol 0, NONE)",
+                FATAL_UNAUTHORIZED,
+            )
+            return False
+        return True
+
+    def _handle_frame(self, frame: bytes) -> None:
+        view = memoryview(frame)
+        try:
+            start, end = read_delimited(view, 0)
+            header = RpcRequestHeaderProto.FromString(_bytes(view[start:end]))
+        except (MalformedRpcError, DecodeError) as e:
+            self.fatal(
+                UNKNOWN_CALL_ID,
+                RPC_SERVER_EXCEPTION,
+                f"malformed RPC request header from {self.peer}: {e}",
+                FATAL_INVALID_RPC_HEADER,
+            )
+            return
+        if not header.IsInitialized():  # callId and clientId are required
+            self.fatal(
+                UNKNOWN_CALL_ID,
+                RPC_SERVER_EXCEPTION,
+                f"RPC request header from {self.peer} lacks " + _missing_fields(header),
+                FATAL_INVALID_RPC_HEADER,
+            )
+            return
+        call_id = header.callId
+        if header.rpcOp == _CLOSE_CONNECTION:
+            self.close()
+            return
+        if call_id < 0:
+            self._handle_special(call_id, header, view, end)
+            return
+        if header.rpcKind != RPC_PROTOCOL_BUFFER:
+            self.fatal(
+                call_id,
+                RPC_SERVER_EXCEPTION,
+                f"unsupported rpcKind {header.rpcKind} (only RPC_PROTOCOL_BUFFER)",
+                FATAL_INVALID_RPC_HEADER,
+            )
+            return
+        if not self.context_done:
+            self.fatal(
+                call_id,
+                RPC_SERVER_EXCEPTION,
+                "Connection context not established",
+                FATAL_INVALID_RPC_HEADER,
+            )
+            return
+        client_id = header.clientId
+        retry = header.retryCount
+        server = self.server
+        server._calls += 1
+        try:
+            start, end = read_delimited(view, end)
+            rh = RequestHeaderProto.FromString(_bytes(view[start:end]))
+            if not rh.IsInitialized():
+                raise DecodeError(f"missing required fields: {_missing_fields(rh)}")
+        except (MalformedRpcError, DecodeError) as e:
+            self.error(
+                call_id,
+                client_id,
+                retry,
+                RPC_SERVER_EXCEPTION,
+                f"undecodable RequestHeaderProto in call {call_id} from {self.peer}: {e}",
+                ERROR_RPC_SERVER,
+            )
+            return
+        method_name = rh.methodName
+        protocol = rh.declaringClassProtocolName or self.protocol
+        methods = server._protocols.get(protocol)
+        if methods is None:
+            self.error(
+                call_id,
+                client_id,
+                retry,
+                NO_SUCH_PROTOCOL,
+                f"Unknown protocol: {protocol}",
+                ERROR_NO_SUCH_PROTOCOL,
+            )
+            return
+        method = methods.get(method_name)
+        if method is None:
+            self.error(
+                call_id,
+                client_id,
+                retry,
+                NO_SUCH_METHOD,
+                f"Unknown method {method_name} called on {protocol} protocol.",
+                ERROR_NO_SUCH_METHOD,
+            )
+            return
+        try:
+            start, end = read_delimited(view, end)
+            request = method.request_type.FromString(_bytes(view[start:end]))
+        except (MalformedRpcError, DecodeError) as e:
+            self.error(
+                call_id,
+                client_id,
+                retry,
+                RPC_SERVER_EXCEPTION,
+                f"cannot decode the {method_name} request of {protocol} as "
+                f"{method.request_type.DESCRIPTOR.full_name}: {e}",
+                ERROR_RPC_SERVER,
+            )
+            return
+        ctx = CallContext(protocol, method_name, self.user, client_id, call_id, retry, self.peer)
+        self.inflight += 1
+        task = asyncio.get_running_loop().create_task(
+            self._run(method.handler, request, ctx, call_id, client_id, retry)
+        )
+        server._tasks.add(task)
+        task.add_done_callback(server._tasks.discard)
+
+    def _handle_special(
+        self, call_id: int, header: RpcRequestHeaderProto, view: memoryview, end: int
+    ) -> None:
+        if call_id == PING_CALL_ID:
+            return
+        if call_id == CONNECTION_CONTEXT_CALL_ID:
+            if self.context_done:
+                self.fatal(
+                    call_id,
+                    RPC_SERVER_EXCEPTION,
+                    "Connection context already processed",
+                    FATAL_INVALID_RPC_HEADER,
+                )
+                return
+            try:
+                start, stop = read_delimited(view, end)
+                context = IpcConnectionContextProto.FromString(_bytes(view[start:stop]))
+            except (MalformedRpcError, DecodeError) as e:
+                self.fatal(
+                    call_id,
+                    RPC_SERVER_EXCEPTION,
+                    f"undecodable connection context from {self.peer}: {e}",
+                    FATAL_DESERIALIZING_REQUEST,
+                )
+                return
+            self.context_done = True
+            self.client_id = header.clientId
+            self.success_tail = _success_tail(self.client_id, 0)
+            self.user = context.userInfo.effectiveUser
+            self.protocol = context.protocol
+            return
+        if call_id == SASL_CALL_ID:
+            self.fatal(
+                call_id,
+                ACCESS_CONTROL,
+                "SASL is not supported; this server accepts only simple authentication",
+                FATAL_UNAUTHORIZED,
+            )
+            return
+        self.fatal(
+            call_id, RPC_SERVER_EXCEPTION, f"invalid call id {call_id}", FATAL_INVALID_RPC_HEADER
+        )
+
+    async def _run(
+        self,
+        handler: Handler,
+        request: Message,
+        ctx: CallContext,
+        call_id: int,
+        client_id: bytes,
+        retry: int,
+    ) -> None:
+        try:
+            try:
+                response = await handler(request, ctx)
+            except Exception as exc:
+                class_name, message = self.server._map_error(exc, ctx)
+                self.error(call_id, client_id, retry, class_name, message, ERROR_APPLICATION)
+                return
+            try:
+                body = response.SerializeToString()
+            except Exception as exc:
+                self.error(
+                    call_id,
+                    client_id,
+                    retry,
+                    RPC_SERVER_EXCEPTION,
+                    f"cannot serialize the {ctx.method} response: {exc}",
+                    ERROR_SERIALIZING_RESPONSE,
+                )
+                return
+            self.send_success(call_id, client_id, retry, body)
+        finally:
+            self.inflight -= 1
+
+    # -- responses --------------------------------------------------------------------------
+
+    def send_success(self, call_id: int, client_id: bytes, retry: int, body: bytes) -> None:
+        """Write a SUCCESS frame carrying body."""
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        if retry == 0 and client_id == self.client_id:
+            tail = self.success_tail  # the usual case: a first try from the context's client
+        else:
+            tail = _success_tail(client_id, retry)
+        header = b"\x08" + encode_varint(call_id & 0xFFFFFFFF) + tail
+        hlen = encode_varint(len(header))
+        blen = encode_varint(len(body))
+        frame = b"".join(
+            (
+                pack_length(len(hlen) + len(header) + len(blen) + len(body)),
+                hlen,
+                header,
+                blen,
+                body,
+            )
+        )
+        self.server._bytes_out += len(frame)
+        transport.write(frame)
+
+    def _write_header(self, header: RpcResponseHeaderProto) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        frame = build_frame((header.SerializeToString(),))
+        self.server._bytes_out += len(frame)
+        transport.write(frame)
+
+    def error(
+        self, call_id: int, client_id: bytes, retry: int, class_name: str, message: str, code: int
+    ) -> None:
+        """Answer one call with ERROR; the connection stays open."""
+        self.server._errors += 1
+        self._write_header(
+            RpcResponseHeaderProto(
+                callId=call_id & 0xFFFFFFFF,
+                status=STATUS_ERROR,
+                serverIpcVersionNum=RPC_VERSION,
+                exceptionClassName=class_name,
+                errorMsg=message,
+                errorDetail=code,  # type: ignore[arg-type]
+                clientId=client_id,
+                retryCount=retry,
+            )
+        )
+
+    def fatal(self, call_id: int, class_name: str, message: str, code: int) -> None:
+        """Answer with FATAL and close the connection."""
+        if self.closing:
+            return
+        server = self.server
+        server._fatal += 1
+        log.warning(
+            "%s: closing the connection from %s: %s: %s",
+            server.name,
+            self.peer,
+            class_name,
+            message,
+        )
+        self._write_header(
+            RpcResponseHeaderProto(
+                callId=call_id & 0xFFFFFFFF,
+                status=STATUS_FATAL,
+                serverIpcVersionNum=RPC_VERSION,
+                exceptionClassName=class_name,
+                errorMsg=message,
+                errorDetail=code,  # type: ignore[arg-type]
+                clientId=self.client_id,
+                retryCount=-1,
+            )
+        )
+        self.close()
+
+    def is_closing(self) -> bool:
+        """True once this connection is being closed (no more frames are handled)."""
+        return self.closing
+
+    def close(self) -> None:
+        """Close this connection after pending writes."""
+        self.closing = True
+        if self.transport is not None:
+            self.transport.close()
+
+    def _check_idle(self) -> None:
+        self.idle_timer = None
+        timeout = self.server.idle_timeout_s
+        if self.closing or timeout is None:
+            return
+        loop = asyncio.get_running_loop()
+        idle = loop.time() - self.last_active
+        if self.inflight == 0 and idle >= timeout:
+            log.info("%s: closing idle connection from %s", self.server.name, self.peer)
+            self.close()
+            return
+        self.idle_timer = loop.call_later(max(timeout - idle, timeout / 10), self._check_idle)
+
+
+class IpcServer:
+    """Serves registered protocols over Hadoop IPC; a bad connection is closed, never the server."""
+
+    def __init__(
+        self,
+        *,
+        name: str = "ipc",
+        max_data_length: int = DEFAULT_MAX_DATA_LENGTH,
+        error_mapper: Callable[[BaseException], tuple[str, str]] | None = None,
+        max_connections: int | None = None,
+        idle_timeout_s: float | None = None,
+    ) -> None:
+        self.name = name
+        self.max_data_length = max_data_length
+        self.error_mapper = error_mapper
+        self.max_connections = max_connections
+        self.idle_timeout_s = idle_timeout_s
+        self._protocols: dict[str, dict[str, Method]] = {}
+        self._server: asyncio.Server | None = None
+        self._port = 0
+        self._conns: set[_Connection] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._connections_total = 0
+        self._refused = 0
+        self._calls = 0
+        self._errors = 0
+        self._fatal = 0
+        self._bytes_in = 0
+        self._bytes_out = 0
+
+    def register(self, protocol: str, methods: Mapping[str, Method]) -> None:
+        """Serve methods under a protocol name (the Java interface name); adds to earlier ones."""
+        self._protocols.setdefault(protocol, {}).update(methods)
+
+    async def start(self, host: str, port: int) -> None:
+        """Listen on host:port (port 0: any free port, see .port)."""
+        if self._server is not None:
+            raise RuntimeError(f"{self.name}: IPC server already started on port {self._port}")
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: _Connection(self), host, port, reuse_address=True
+        )
+        self._port = self._server.sockets[0].getsockname()[1]
+
+    @property
+    def port(self) -> int:
+        """The port listened on (after start)."""
+        return self._port
+
+    async def stop(self) -> None:
+        """Close the listener and every connection; cancel running handlers."""
+        server = self._server
+        self._server = None
+        if server is not None:
+            server.close()
+        for conn in list(self._conns):
+            conn.closing = True
+            if conn.transport is not None:
+                conn.transport.abort()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if server is not None:
+            await server.wait_closed()
+
+    def stats(self) -> dict[str, int]:
+        """Counters: open connections, calls, errors, fatal, bytes in and out, and a few more."""
+        return {
+            "connections": len(self._conns),
+            "connections_total": self._connections_total,
+            "connections_refused": self._refused,
+            "calls": self._calls,
+            "calls_running": len(self._tasks),
+            "errors": self._errors,
+            "fatal": self._fatal,
+            "bytes_in": self._bytes_in,
+            "bytes_out": self._bytes_out,
+        }
+
+    def _map_error(self, exc: Exception, ctx: CallContext) -> tuple[str, str]:
+        java_class = getattr(exc, "java_class", None)
+        message = str(exc) or type(exc).__name__
+        if isinstance(java_class, str) and java_class:
+            return java_class, message
+        if self.error_mapper is not None:
+            try:
+                return self.error_mapper(exc)
+            except Exception:
+                log.exception("%s: error_mapper failed on %r", self.name, exc)
+        if not isinstance(exc, QjmError):
+            log.error(
+                "%s: %s.%s from %s failed",
+                self.name,
+                ctx.protocol,
+                ctx.method,
+                ctx.peer,
+                exc_info=exc,
+            )
+        return IO_EXCEPTION, message
