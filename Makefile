@@ -7,7 +7,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEBIAN_PACKAGES := zookeeper default-jre-headless curl
-PROTO_DIR := src/qjm/protocol
+# protoc for `make proto` only: grpcio-tools (it bundles protoc) in a throwaway venv, so
+# neither grpc nor protoc is a dependency of the project. Its output targets protobuf 7.x.
+PROTOC_VENV := build/protoc-venv
+PROTOC_TOOLS := grpcio-tools==1.85.1
+PROTOS := src/qjm/protocol/qjournal.proto $(wildcard src/qjm/ipc/proto/*.proto) \
+  src/qjm/namenode/image/fsimage.proto
 
 .PHONY: install test lint demo proto debian clean bench
 
@@ -30,9 +35,14 @@ debian:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-proto: install
-	$(PY) -m grpc_tools.protoc -I src --python_out=src --pyi_out=src --grpc_python_out=src \
-	  $(PROTO_DIR)/qjournal.proto
+$(PROTOC_VENV)/.installed:
+	@test -x $(PROTOC_VENV)/bin/python || $(PYTHON) -m venv $(PROTOC_VENV)
+	$(PROTOC_VENV)/bin/python -m pip install --quiet --disable-pip-version-check '$(PROTOC_TOOLS)'
+	@touch $@
+
+# Regenerate every *_pb2.py and .pyi beside its .proto (the generated files are committed).
+proto: $(PROTOC_VENV)/.installed
+	$(PROTOC_VENV)/bin/python -m grpc_tools.protoc -I src --python_out=src --pyi_out=src $(PROTOS)
 
 test: install
 	$(PY) -m pytest -q

@@ -12,12 +12,16 @@ import statistics
 import time
 
 from benchmarks.common import BODY, RECORD, journalnodes
-from qjm.client.rpc import JournalNodeClient
+from qjm.client.journalnode_client import JournalNodeClient
+from qjm.client.logger_channel import request_info
 from qjm.editlog.framing import OP_OPAQUE, encode_op
 from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.namespace import namespace_info
+from qjm.protocol.qjournal import journal_id
 
 JID = "bench"
-NS = pb.NamespaceInfo(namespace_id=1, cluster_id="CID-bench")
+NS = namespace_info(namespace_id=1, cluster_id="CID-bench")
+JID_PROTO = journal_id(JID)
 BATCHES = (1, 8, 32, 128, 512)
 SECONDS = 3.0
 
@@ -26,28 +30,32 @@ async def _run(addresses: list[str]) -> list[dict[str, float]]:
     clients = [JournalNodeClient(a) for a in addresses]
     serial = 0
 
-    def req() -> pb.RequestInfo:
+    def req() -> pb.RequestInfoProto:
         nonlocal serial
         serial += 1
-        return pb.RequestInfo(jid=JID, epoch=1, ipc_serial=serial)
+        return request_info(JID, 1, serial)
 
     try:
         for c in clients:
-            await c.call("Format", pb.FormatRequest(jid=JID, ns_info=NS), 10)
-            await c.call("NewEpoch", pb.NewEpochRequest(jid=JID, ns_info=NS, epoch=1), 10)
+            await c.call("format", pb.FormatRequestProto(jid=JID_PROTO, ns_info=NS), 10)
+            await c.call(
+                "newEpoch", pb.NewEpochRequestProto(jid=JID_PROTO, ns_info=NS, epoch=1), 10
+            )
         txid = 1
         rows = []
         payload = b"x" * BODY
         for batch in BATCHES:
             seg = txid
             for c in clients:
-                await c.call("StartLogSegment", pb.StartLogSegmentRequest(req=req(), txid=seg), 10)
+                await c.call(
+                    "startLogSegment", pb.StartLogSegmentRequestProto(req=req(), txid=seg), 10
+                )
             latencies: list[float] = []
             records = 0
             start = time.perf_counter()
             while time.perf_counter() - start < SECONDS:
                 data = b"".join(encode_op(OP_OPAQUE, t, payload) for t in range(txid, txid + batch))
-                r = pb.JournalRequest(
+                r = pb.JournalRequestProto(
                     req=req(),
                     segment_txid=seg,
                     first_txid=txid,
@@ -56,7 +64,7 @@ async def _run(addresses: list[str]) -> list[dict[str, float]]:
                 )
                 r.req.committed_txid = txid - 1
                 sent = time.perf_counter()
-                calls = [asyncio.ensure_future(c.call("Journal", r, 20)) for c in clients]
+                calls = [asyncio.ensure_future(c.call("journal", r, 20)) for c in clients]
                 for done, fut in enumerate(asyncio.as_completed(calls), start=1):
                     await fut
                     if done == 2:
@@ -67,8 +75,8 @@ async def _run(addresses: list[str]) -> list[dict[str, float]]:
             elapsed = time.perf_counter() - start
             for c in clients:
                 await c.call(
-                    "FinalizeLogSegment",
-                    pb.FinalizeLogSegmentRequest(req=req(), start_txid=seg, end_txid=txid - 1),
+                    "finalizeLogSegment",
+                    pb.FinalizeLogSegmentRequestProto(req=req(), start_txid=seg, end_txid=txid - 1),
                     10,
                 )
             latencies.sort()

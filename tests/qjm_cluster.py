@@ -1,6 +1,6 @@
 """Test harness for the quorum journal client: in-process JournalNodes and fault injection.
 
-JNCluster runs real JournalNode servers (gRPC + HTTP on 127.0.0.1) in the test's event
+JNCluster runs real JournalNode servers (Hadoop IPC + HTTP on 127.0.0.1) in the test's event
 loop; a node can be stopped and restarted on the same ports and storage. FaultyClient
 wraps a JournalNodeClient so a test can make a node look down, fail chosen RPCs before
 they reach the node, or hang them; the nodes' FaultInjector crashes accept_recovery
@@ -19,15 +19,16 @@ from typing import Any
 
 from ports import free_port
 from qjm.client.admin import new_namespace_info
+from qjm.client.journalnode_client import JournalNodeClient, JournalNodeUnavailable
 from qjm.client.output_stream import QuorumOutputStream
 from qjm.client.quorum_journal_manager import QuorumJournalManager
-from qjm.client.rpc import JournalNodeClient, JournalNodeUnavailable
 from qjm.config import JournalNodeSettings, QJournalSettings
 from qjm.editlog.framing import OP_OPAQUE, iter_ops, read_header
 from qjm.editlog.segments import list_segments
 from qjm.journalnode.journal import FaultInjector
 from qjm.journalnode.node import JournalNode
 from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.qjournal import journal_id
 
 # Short timeouts: in-process nodes answer in milliseconds, and a test waiting on a
 # stopped node should fail within seconds, not HDFS's minutes.
@@ -81,17 +82,22 @@ class NodeFaults:
     def fail_from_txn(self, txid: int) -> None:
         """Fail every journal() that holds txid or later (like HDFS's failLoggerAtTxn)."""
         self.fail_method(
-            "Journal", lambda r: r.num_txns > 0 and r.first_txid + r.num_txns - 1 >= txid
+            "journal", lambda r: r.num_txns > 0 and r.first_txid + r.num_txns - 1 >= txid
         )
 
 
 class FaultyClient:
-    """A JournalNodeClient whose calls pass through a NodeFaults first."""
+    """A JournalNodeClient whose calls pass through a NodeFaults first.
+
+    A delayed or hung call holds back the calls made after it, as a slow link or a
+    stalled connection would: the node still receives one writer's calls in order.
+    """
 
     def __init__(self, inner: JournalNodeClient, faults: NodeFaults) -> None:
         self.inner = inner
         self.faults = faults
         self.address = inner.address
+        self._previous_send: asyncio.Future[None] | None = None
 
     async def call(self, method: str, request: Any, deadline: float) -> Any:
         """Count the call, maybe fail or hang it, else forward it."""
@@ -110,14 +116,33 @@ class FaultyClient:
             err = rule(method, request)
             if err is not None:
                 raise err
-        if f.delay_s:
-            await asyncio.sleep(f.delay_s)  # injected latency, not synchronization
-        if f.hang is not None and not f.hang.is_set():
+        previous = self._previous_send
+        held = f.delay_s or (f.hang is not None and not f.hang.is_set())
+        if held or (previous is not None and not previous.done()):
+            mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._previous_send = mine
             try:
-                await asyncio.wait_for(f.hang.wait(), deadline)
-            except TimeoutError:
-                raise JournalNodeUnavailable(f"{self.address}: {method} timed out") from None
+                if previous is not None and not previous.done():
+                    await asyncio.shield(previous)
+                if f.delay_s:
+                    await asyncio.sleep(f.delay_s)  # injected latency, not synchronization
+                if f.hang is not None and not f.hang.is_set():
+                    try:
+                        await asyncio.wait_for(f.hang.wait(), deadline)
+                    except TimeoutError:
+                        raise JournalNodeUnavailable(
+                            f"{self.address}: {method} timed out"
+                        ) from None
+                # The task sends the call before the next held call goes on.
+                sent = asyncio.ensure_future(self.inner.call(method, request, deadline))
+            finally:
+                if not mine.done():
+                    mine.set_result(None)
+        else:
+            sent = None
         try:
+            if sent is not None:
+                return await sent
             return await self.inner.call(method, request, deadline)
         finally:
             if f.after is not None:
@@ -207,7 +232,7 @@ class JNCluster:
         self,
         jid: str,
         faults: list[NodeFaults] | None = None,
-        ns_info: pb.NamespaceInfo | None = None,
+        ns_info: pb.NamespaceInfoProto | None = None,
         settings: QJournalSettings = FAST_SETTINGS,
         **kw: Any,
     ) -> QuorumJournalManager:
@@ -220,7 +245,9 @@ class JNCluster:
 
         return QuorumJournalManager(self.uri(jid), ns_info, settings, client_factory=factory, **kw)
 
-    async def format(self, jid: str, ns: pb.NamespaceInfo | None = None) -> pb.NamespaceInfo:
+    async def format(
+        self, jid: str, ns: pb.NamespaceInfoProto | None = None
+    ) -> pb.NamespaceInfoProto:
         """Format a journal on every node."""
         ns = ns or new_namespace_info(cluster_id="CID-test", namespace_id=12345)
         q = self.qjm(jid)
@@ -340,7 +367,9 @@ async def wait_reachable(q: QuorumJournalManager, node: int, wait_s: float = 10.
     deadline = asyncio.get_running_loop().time() + wait_s
     while True:
         try:
-            await ch.client.call("IsFormatted", pb.JournalIdRequest(jid=ch.jid), 1.0)
+            await ch.client.call(
+                "isFormatted", pb.IsFormattedRequestProto(jid=journal_id(ch.jid)), 1.0
+            )
             return
         except JournalNodeUnavailable:
             if asyncio.get_running_loop().time() > deadline:

@@ -24,11 +24,11 @@ def resp(
     accepted: int | None = None,
     committed: int | None = None,
     start: int = 1,
-) -> pb.PrepareRecoveryResponse:
-    r = pb.PrepareRecoveryResponse(last_writer_epoch=writer)
+) -> pb.PrepareRecoveryResponseProto:
+    r = pb.PrepareRecoveryResponseProto(last_writer_epoch=writer)
     if end is not None:
         r.segment_state.CopyFrom(
-            pb.SegmentState(start_txid=start, end_txid=end, is_in_progress=in_progress)
+            pb.SegmentStateProto(start_txid=start, end_txid=end, is_in_progress=in_progress)
         )
     if accepted is not None:
         r.accepted_in_epoch = accepted
@@ -63,7 +63,7 @@ ORDERED = [
 
 @pytest.mark.parametrize(("better", "worse"), ORDERED, ids=range(len(ORDERED)))
 def test_ordered_pairs(
-    better: pb.PrepareRecoveryResponse, worse: pb.PrepareRecoveryResponse
+    better: pb.PrepareRecoveryResponseProto, worse: pb.PrepareRecoveryResponseProto
 ) -> None:
     assert compare_responses(better, worse) == 1
     assert compare_responses(worse, better) == -1
@@ -79,7 +79,9 @@ def test_ordered_pairs(
         (resp(4, writer=2), resp(4, accepted=2)),  # seen epoch is the max of both
     ],
 )
-def test_equal_pairs(a: pb.PrepareRecoveryResponse, b: pb.PrepareRecoveryResponse) -> None:
+def test_equal_pairs(
+    a: pb.PrepareRecoveryResponseProto, b: pb.PrepareRecoveryResponseProto
+) -> None:
     assert compare_responses(a, b) == 0
     assert compare_responses(b, a) == 0
     assert compare_responses(a, a) == 0
@@ -158,7 +160,7 @@ FINALIZED_VS_NEWER = [
     ("answers", "source"), FINALIZED_VS_NEWER, ids=range(len(FINALIZED_VS_NEWER))
 )
 def test_finalized_copy_against_a_newer_epochs_copy(
-    answers: list[pb.PrepareRecoveryResponse], source: int | None
+    answers: list[pb.PrepareRecoveryResponseProto], source: int | None
 ) -> None:
     keyed = list(enumerate(answers))
     if source is None:

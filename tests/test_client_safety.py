@@ -14,10 +14,11 @@ from typing import Any
 import pytest
 
 from qjm.client.admin import new_namespace_info
+from qjm.client.journalnode_client import JournalNodeClient
+from qjm.client.logger_channel import request_info
 from qjm.client.quorum_call import QuorumError
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.reader import IncompleteReadError, QuorumJournalReader
-from qjm.client.rpc import JournalNodeClient
 from qjm.client.uri import parse_qjournal_uri
 from qjm.editlog.framing import OP_OPAQUE
 from qjm.editlog.segments import finalized_name
@@ -26,6 +27,7 @@ from qjm.journalnode.journal import _truncate_after
 from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import EpochError
+from qjm.protocol.qjournal import journal_id
 from qjm_cluster import (
     FAST_SETTINGS,
     FaultyClient,
@@ -72,10 +74,12 @@ async def test_a_request_above_the_promise_is_refused_naming_both_epochs(tmp_pat
         await settle(q)
         client = JournalNodeClient(cluster.address(0))
         try:
-            req = pb.RequestInfo(jid=jid, epoch=7, ipc_serial=1)
+            req = request_info(jid, 7, 1)
             with pytest.raises(EpochError, match=r"epoch 7 was never promised.*last promise 1"):
-                await client.call("Heartbeat", pb.HeartbeatRequest(req=req), 5)
-            state = await client.call("GetJournalState", pb.JournalIdRequest(jid=jid), 5)
+                await client.call("heartbeat", pb.HeartbeatRequestProto(req=req), 5)
+            state = await client.call(
+                "getJournalState", pb.GetJournalStateRequestProto(jid=journal_id(jid)), 5
+            )
             assert state.last_promised_epoch == 1
         finally:
             await client.close()
@@ -114,7 +118,7 @@ async def test_a_node_whose_new_epoch_reply_was_lost_takes_the_next_segment(
         f = faults3()
 
         def lose_new_epoch_reply(method: str, request: Any) -> None:
-            if method == "NewEpoch":
+            if method == "newEpoch":
                 f[0].after = None  # only the first reply is lost
                 raise InjectedFault("Injected loss of the NewEpoch reply")
 
@@ -150,7 +154,11 @@ async def test_rejoining_a_node_promised_to_a_newer_writer_is_a_fence(tmp_path: 
             client = JournalNodeClient(cluster.address(0))
             try:
                 ns = q.loggers.channels[0].ns_info
-                await client.call("NewEpoch", pb.NewEpochRequest(jid=jid, ns_info=ns, epoch=5), 5)
+                await client.call(
+                    "newEpoch",
+                    pb.NewEpochRequestProto(jid=journal_id(jid), ns_info=ns, epoch=5),
+                    5,
+                )
             finally:
                 await client.close()
             f[0].down = False
@@ -289,7 +297,7 @@ async def test_a8_format_and_new_epoch_send_the_uris_members(tmp_path: Path) -> 
         sent: list[tuple[str, list[str]]] = []
 
         def record(method: str, request: Any) -> None:
-            if method in ("Format", "NewEpoch"):
+            if method in ("format", "newEpoch"):
                 sent.append((method, list(request.members)))
 
         f = faults3()
@@ -302,7 +310,7 @@ async def test_a8_format_and_new_epoch_send_the_uris_members(tmp_path: Path) -> 
         finally:
             await settle(q)
         members = sorted(cluster.address(i) for i in range(3))
-        assert sent == [("Format", members)] * 3 + [("NewEpoch", members)] * 3
+        assert sent == [("format", members)] * 3 + [("newEpoch", members)] * 3
 
 
 async def test_a8_one_node_under_two_names_is_refused(tmp_path: Path) -> None:

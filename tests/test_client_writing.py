@@ -113,21 +113,21 @@ async def test_failed_node_is_out_of_sync_until_the_next_segment(tmp_path: Path)
         try:
             stream = await q.start_log_segment(1)
             await write_txns(stream, 1, 2)
-            faults[2].fail_method("Journal", lambda r: r.first_txid == 3)
+            faults[2].fail_method("journal", lambda r: r.first_txid == 3)
             await write_txns(stream, 3, 1)  # fails on JN2 only
             ch = q.loggers.channels[2]
             assert ch.out_of_sync and ch.metrics().out_of_sync
-            journals_before = faults[2].log.count("Journal")
+            journals_before = faults[2].log.count("journal")
             # (a heartbeat may already have reported batch 1-2's commit while in sync)
-            heartbeats_before = faults[2].log.count("Heartbeat")
+            heartbeats_before = faults[2].log.count("heartbeat")
             started_at = time.monotonic()
             for txid in range(4, 24):
                 await write_txns(stream, txid, 1)
             took = time.monotonic() - started_at
             await asyncio.wait_for(q.loggers.wait_idle(), 10)
             # No journal() reached it again; heartbeats at most once a second.
-            assert faults[2].log.count("Journal") == journals_before
-            out_of_sync_heartbeats = faults[2].log.count("Heartbeat") - heartbeats_before
+            assert faults[2].log.count("journal") == journals_before
+            out_of_sync_heartbeats = faults[2].log.count("heartbeat") - heartbeats_before
             assert 1 <= out_of_sync_heartbeats <= 1 + int(took / HEARTBEAT_INTERVAL_S)
             end = await stream.close()
             await q.finalize_log_segment(1, end)
@@ -198,8 +198,8 @@ async def test_ipc_serials_ascend_and_committed_txid_is_piggybacked(tmp_path: Pa
             await settle(q)
         serials = [s for _, s, _ in seen]
         assert serials == sorted(serials) and len(set(serials)) == len(serials)
-        assert seen[-1] == ("FinalizeLogSegment", serials[-1], 4)
-        journal_commits = [c for m, _, c in seen if m == "Journal"]
+        assert seen[-1] == ("finalizeLogSegment", serials[-1], 4)
+        journal_commits = [c for m, _, c in seen if m == "journal"]
         assert journal_commits == [None, 2]
 
 
@@ -250,6 +250,6 @@ async def test_metrics_and_format_helpers(tmp_path: Path) -> None:
             for m in q.loggers.metrics():
                 assert not m.out_of_sync and m.lag_txns == 0 and m.queued_bytes == 0
                 assert m.highest_acked_txid == 5
-                assert m.rpc["Journal"].calls == 1 and m.rpc["Journal"].mean_s > 0
+                assert m.rpc["journal"].calls == 1 and m.rpc["journal"].mean_s > 0
         finally:
             await settle(q)

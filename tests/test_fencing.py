@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from qjm.client.admin import new_namespace_info
+from qjm.client.journalnode_client import JournalNodeClient
 from qjm.client.quorum_call import QuorumError
-from qjm.client.rpc import JournalNodeClient
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import EpochError, NamespaceMismatchError
+from qjm.protocol.qjournal import journal_id
 from qjm_cluster import (
     InjectedFault,
     JNCluster,
@@ -49,7 +50,7 @@ class FlakyEpochs(NodeFaults):
         self.before = self._before
 
     def _before(self, method: str, request: Any) -> None:
-        p = {"GetJournalState": 0.1, "NewEpoch": 0.4}.get(method, 0.0)
+        p = {"getJournalState": 0.1, "newEpoch": 0.4}.get(method, 0.0)
         if self.r.random() < p:
             raise InjectedFault(f"Injected failure of {method}")
 
@@ -162,7 +163,9 @@ async def test_journalnode_of_another_namespace_rejects_the_writer(tmp_path: Pat
         other = new_namespace_info(cluster_id="CID-other", namespace_id=777)
         client = JournalNodeClient(cluster.address(2))
         try:
-            await client.call("Format", pb.FormatRequest(jid=jid, ns_info=other, force=True), 10)
+            await client.call(
+                "format", pb.FormatRequestProto(jid=journal_id(jid), ns_info=other, force=True), 10
+            )
         finally:
             await client.close()
         faults = [NodeFaults() for _ in range(3)]
@@ -176,7 +179,9 @@ async def test_journalnode_of_another_namespace_rejects_the_writer(tmp_path: Pat
         # With two nodes of another namespace, the writer cannot start.
         client = JournalNodeClient(cluster.address(1))
         try:
-            await client.call("Format", pb.FormatRequest(jid=jid, ns_info=other, force=True), 10)
+            await client.call(
+                "format", pb.FormatRequestProto(jid=journal_id(jid), ns_info=other, force=True), 10
+            )
         finally:
             await client.close()
         q = cluster.qjm(jid, ns_info=ns)

@@ -146,7 +146,7 @@ class RandomNode(NodeFaults):
             self.up = not self.up
         if not self.up:
             raise InjectedFault("Injected - faking being down")
-        if method == "AcceptRecovery":
+        if method == "acceptRecovery":
             if self.random.random() < 0.1:
                 self.injector.before_persist_paxos_data = _crash("before")
             elif self.random.random() < 0.1:

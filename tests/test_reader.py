@@ -125,7 +125,7 @@ async def test_in_progress_reads_return_only_what_a_quorum_holds(jn_factory: JNF
             # committed is still 3: nothing of the open segment is visible
             assert await read_all(reader, 1, in_progress=True) == expected(1, 3)
             for w in writers:
-                await w.call("Heartbeat", pb.HeartbeatRequest(req=w.req(committed=6)))
+                await w.call("heartbeat", pb.HeartbeatRequestProto(req=w.req(committed=6)))
             # A majority holds 4-6 (jn1 and jn2); 7-8 only jn1. The reader hears every
             # node, not only the first majority to answer, so it reads through 6.
             assert await read_all(reader, 1, in_progress=True) == expected(1, 6)
@@ -138,7 +138,7 @@ async def test_in_progress_reads_return_only_what_a_quorum_holds(jn_factory: JNF
             # Committed txids no majority holds: the read fails naming them, never a
             # silent short prefix (issue 8, A7).
             for w in writers[:2]:
-                await w.call("Heartbeat", pb.HeartbeatRequest(req=w.req(committed=8)))
+                await w.call("heartbeat", pb.HeartbeatRequestProto(req=w.req(committed=8)))
         short = QuorumJournalReader(
             reader.uri, QJournalSettings(select_input_streams_timeout_ms=2000)
         )
@@ -194,7 +194,9 @@ async def test_tail_follows_committed_edits(jn_factory: JNFactory) -> None:
                 for w in writers:
                     await w.write(1, first, 5, committed=first - 1)
                 for w in writers:  # the writer reports the commit of this batch
-                    await w.call("Heartbeat", pb.HeartbeatRequest(req=w.req(committed=first + 4)))
+                    await w.call(
+                        "heartbeat", pb.HeartbeatRequestProto(req=w.req(committed=first + 4))
+                    )
                 while len(seen) < first + 4:
                     batch = await tail.__anext__()
                     seen.extend(op.txid for op in batch)
@@ -221,8 +223,8 @@ async def test_read_and_tail_commands_print_json_lines_and_xml(jn_factory: JNFac
         for w in writers:
             await w.start(5)
             await w.call(
-                "Journal",
-                pb.JournalRequest(
+                "journal",
+                pb.JournalRequestProto(
                     req=w.req(committed=4),
                     segment_txid=5,
                     first_txid=5,
@@ -230,7 +232,7 @@ async def test_read_and_tail_commands_print_json_lines_and_xml(jn_factory: JNFac
                     records=records,
                 ),
             )
-            await w.call("Heartbeat", pb.HeartbeatRequest(req=w.req(committed=6)))
+            await w.call("heartbeat", pb.HeartbeatRequestProto(req=w.req(committed=6)))
     finally:
         for w in writers:
             await w.close()

@@ -117,6 +117,6 @@ def run_format(args: argparse.Namespace) -> int:
     nodes = asyncio.run(format_journal(uri, ns, args.force))
     print(
         f"formatted journal {uri.jid} on {', '.join(nodes)} "
-        f"(namespaceID={ns.namespace_id}, clusterID={ns.cluster_id})"
+        f"(namespaceID={ns.storage_info.namespace_id}, clusterID={ns.storage_info.cluster_id})"
     )
     return 0

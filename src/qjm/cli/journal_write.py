@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import TextIO
 
 from qjm.client.quorum_journal_manager import QuorumJournalManager
-from qjm.client.rpc import MAX_MESSAGE_BYTES
 from qjm.client.uri import QJournalUri
 from qjm.config import QJournalSettings, load_config
 from qjm.editlog.framing import (
@@ -29,7 +28,10 @@ from qjm.editlog.framing import (
 )
 from qjm.errors import ConfigError
 
-MAX_BATCH_BYTES = MAX_MESSAGE_BYTES - 1024 * 1024  # room for the request's other fields
+# Hadoop's ipc.maximum.data.length (128 MiB) is the largest call a JournalNode takes; the
+# old transport's 64 MiB stays the bound, with room for the request's other fields.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+MAX_BATCH_BYTES = MAX_MESSAGE_BYTES - 1024 * 1024
 
 
 def qjournal_settings(args: argparse.Namespace) -> QJournalSettings:

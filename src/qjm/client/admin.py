@@ -7,11 +7,13 @@ import random
 import uuid
 from typing import Any
 
-from qjm.client.rpc import JournalNodeClient
+from qjm.client.journalnode_client import JournalNodeClient
 from qjm.client.uri import QJournalUri, check_distinct_nodes
 from qjm.errors import QjmError
 from qjm.journalnode.status import journal_status_dict
 from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.namespace import namespace_info
+from qjm.protocol.qjournal import journal_id
 
 STATUS_TIMEOUT = 5.0
 FORMAT_TIMEOUT = 60.0  # HDFS's dfs.qjm.operations.timeout
@@ -24,7 +26,7 @@ class FormatRefused(QjmError):
 async def _node_status(client: JournalNodeClient, jid: str) -> dict[str, Any]:
     row: dict[str, Any] = {"address": client.address, "reachable": False}
     try:
-        st = await client.call("GetNodeStatus", pb.GetNodeStatusRequest(), STATUS_TIMEOUT)
+        st = await client.call("getNodeStatus", pb.GetNodeStatusRequestProto(), STATUS_TIMEOUT)
     except QjmError as e:
         row["error"] = str(e)
         return row
@@ -49,35 +51,35 @@ async def journal_status(uri: QJournalUri) -> list[dict[str, Any]]:
 
 def new_namespace_info(
     cluster_id: str | None = None, namespace_id: int | None = None
-) -> pb.NamespaceInfo:
+) -> pb.NamespaceInfoProto:
     """A fresh namespace identity, like `hdfs namenode -format` makes."""
-    return pb.NamespaceInfo(
+    return namespace_info(
         namespace_id=namespace_id or random.randint(1, 2**31 - 1),
         cluster_id=cluster_id or f"CID-{uuid.uuid4()}",
         block_pool_id=f"BP-{random.randint(1, 2**31 - 1)}-127.0.0.1-0",
-        ctime=0,
-        layout_version=-64,
     )
 
 
 async def _check_distinct(clients: list[JournalNodeClient], uri: QJournalUri) -> None:
     """Refuse a URI naming one JournalNode under two addresses."""
-    req = pb.GetNodeStatusRequest()
+    req = pb.GetNodeStatusRequestProto()
     statuses = await asyncio.gather(
-        *(c.call("GetNodeStatus", req, STATUS_TIMEOUT) for c in clients)
+        *(c.call("getNodeStatus", req, STATUS_TIMEOUT) for c in clients)
     )
     check_distinct_nodes(
         {c.address: st.node_id for c, st in zip(clients, statuses, strict=True)}, uri
     )
 
 
-async def format_journal(uri: QJournalUri, ns: pb.NamespaceInfo, force: bool = False) -> list[str]:
+async def format_journal(
+    uri: QJournalUri, ns: pb.NamespaceInfoProto, force: bool = False
+) -> list[str]:
     """Format the journal on every node; all must answer. Returns the node addresses."""
     clients = [JournalNodeClient(a) for a in uri.addresses]
     try:
-        req = pb.JournalIdRequest(jid=uri.jid)
+        req = pb.IsFormattedRequestProto(jid=journal_id(uri.jid))
         answers = await asyncio.gather(
-            *(c.call("IsFormatted", req, STATUS_TIMEOUT) for c in clients),
+            *(c.call("isFormatted", req, STATUS_TIMEOUT) for c in clients),
             return_exceptions=True,
         )
         down = [
@@ -100,9 +102,11 @@ async def format_journal(uri: QJournalUri, ns: pb.NamespaceInfo, force: bool = F
                 f"journal {uri.jid!r} is already formatted on {', '.join(formatted)}; "
                 "pass --force to wipe it"
             )
-        freq = pb.FormatRequest(jid=uri.jid, ns_info=ns, force=force, members=sorted(uri.addresses))
+        freq = pb.FormatRequestProto(
+            jid=journal_id(uri.jid), ns_info=ns, force=force, members=sorted(uri.addresses)
+        )
         results = await asyncio.gather(
-            *(c.call("Format", freq, FORMAT_TIMEOUT) for c in clients), return_exceptions=True
+            *(c.call("format", freq, FORMAT_TIMEOUT) for c in clients), return_exceptions=True
         )
         failed = [f"{r}" for r in results if isinstance(r, BaseException)]
         if failed:

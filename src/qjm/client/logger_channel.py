@@ -1,7 +1,12 @@
-"""One JournalNode as the writer sees it: an ordered queue of calls drained by one task.
+"""One JournalNode as the writer sees it: an ordered, pipelined stream of calls.
 
-Calls to one node are sent one at a time, in the order they were queued, so the node
-sees a writer's requests in order; the channels of different nodes run in parallel.
+Calls to one node go out in the order they were queued, on one ordered IPC connection,
+so the node sees a writer's requests in order; the channels of different nodes run in
+parallel. journal() batches and heartbeats are pipelined: the next batch is written to
+the connection while the node still syncs the previous one (the node handles them in
+arrival order, and its txid and IPC-serial checks refuse any reordering). Every other
+call waits until the calls before it were answered, and later calls wait for it.
+
 A journal() that fails puts the channel out of sync: later batches of the segment fail
 at once (with a heartbeat to the node at most once a second, so it still learns the
 committed txid), until the next start_log_segment succeeds (design 2.2 step 4, 2.11).
@@ -20,11 +25,23 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from qjm.client.rpc import JournalNodeClient
+from qjm.client.journalnode_client import JournalNodeClient
 from qjm.config import QJournalSettings
 from qjm.errors import QjmError
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol.errors import EpochError, JournalOutOfSyncError
+from qjm.protocol.errors import EpochError, JournalNodeUnavailable, JournalOutOfSyncError
+from qjm.protocol.qjournal import journal_id
+
+__all__ = [
+    "ChannelClosedError",
+    "ChannelMetrics",
+    "IPCLoggerChannel",
+    "JournalNodeUnavailable",
+    "LoggerTooFarBehindError",
+    "OutOfSyncError",
+    "RpcClient",
+    "RpcStats",
+]
 
 log = logging.getLogger("qjm.client.channel")
 T = TypeVar("T")
@@ -32,12 +49,23 @@ T = TypeVar("T")
 HEARTBEAT_INTERVAL_S = 1.0  # HDFS's IPCLoggerChannel.HEARTBEAT_INTERVAL_MILLIS
 SLOW_RPC_S = 1.0  # an RPC slower than this is logged
 OPERATIONS_TIMEOUT_S = 60.0  # HDFS's dfs.qjm.operations.timeout (format, status)
+MAX_PIPELINED_CALLS = 64  # journal()/heartbeat calls sent and not yet answered, per node
 
 
 def _retrieve(fut: asyncio.Future[Any]) -> None:
     """Mark a future's error as seen, so a call nobody waits for does not warn."""
     if not fut.cancelled():
         fut.exception()
+
+
+def request_info(
+    jid: str, epoch: int, ipc_serial: int, committed_txid: int | None = None
+) -> pb.RequestInfoProto:
+    """The RequestInfoProto every journal-changing call carries."""
+    req = pb.RequestInfoProto(journal_id=journal_id(jid), epoch=epoch, ipc_serial=ipc_serial)
+    if committed_txid is not None:
+        req.committed_txid = committed_txid
+    return req
 
 
 class RpcClient(Protocol):
@@ -115,20 +143,29 @@ class IPCLoggerChannel:
         self.http_url: str | None = None
         self.highest_acked_txid = 0
         self.queue_limit_bytes = self.settings.queued_edits_limit_mb * 1024 * 1024
+        self.max_pipelined = MAX_PIPELINED_CALLS
+        self._jid_proto = journal_id(jid)
+        self._write_timeout_s = self.settings.write_txns_timeout_ms / 1000.0
         self._queued_bytes = 0
         self._ipc_serial = -1
         self._last_heartbeat: float | None = None
         self._last_commit_time = 0.0
         self._last_ack_submit_time = time.monotonic()  # lag counts from the start
         self._rpc_stats: dict[str, RpcStats] = {}
-        self._queue: deque[tuple[Callable[[], Awaitable[Any]], asyncio.Future[Any]]] = deque()
+        # (pipelined, fn, future): a pipelined fn sends its call and returns what answers
+        # it (without waiting); any other fn runs alone, once the calls before it answered.
+        self._queue: deque[tuple[bool, Callable[[], Awaitable[Any]], asyncio.Future[Any]]] = deque()
+        self._inflight: set[asyncio.Future[Any]] = set()
+        self._slot_free: asyncio.Future[None] | None = None
+        self._running_alone = False  # the drain task runs a non-pipelined call
         self._wake: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self._closed = False
         self._sent_committed: int | None = None
         self._report_pending = False
+        self._sync_generation = 0  # bumped whenever the channel goes out of sync
         # What new_epoch needs, kept to rejoin a node that missed the writer's new_epoch.
-        self.ns_info: pb.NamespaceInfo | None = None
+        self.ns_info: pb.NamespaceInfoProto | None = None
         self.members: tuple[str, ...] = ()
         self.promised_epoch = 0  # the epoch this node promised this writer (0: none yet)
 
@@ -139,14 +176,22 @@ class IPCLoggerChannel:
         return f"IPCLoggerChannel({self.address}, jid={self.jid!r})"
 
     # -- the ordered queue ------------------------------------------------------------------
-    def _submit(self, fn: Callable[[], Awaitable[T]]) -> asyncio.Future[T]:
+    def _submit(self, fn: Callable[[], Awaitable[T]], pipelined: bool = False) -> asyncio.Future[T]:
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[T] = loop.create_future()
         fut.add_done_callback(_retrieve)
         if self._closed:
             fut.set_exception(ChannelClosedError(f"{self.address}: channel is closed"))
             return fut
-        self._queue.append((fn, fut))
+        if (
+            pipelined
+            and not self._queue
+            and not self._running_alone
+            and len(self._inflight) < self.max_pipelined
+        ):
+            self._launch(fn, fut)  # nothing before it waits: send it now
+            return fut
+        self._queue.append((pipelined, fn, fut))
         if self._task is None:
             self._wake = asyncio.Event()
             self._task = loop.create_task(self._drain(), name=f"qjm-channel-{self.address}")
@@ -154,27 +199,73 @@ class IPCLoggerChannel:
         self._wake.set()
         return fut
 
+    def _launch(self, fn: Callable[[], Awaitable[T]], fut: asyncio.Future[T]) -> None:
+        """Start a pipelined call now; its task sends it before any call started later."""
+        try:
+            task = asyncio.ensure_future(fn())
+        except Exception as e:  # a request that could not be built
+            fut.set_exception(e)
+            return
+        self._inflight.add(task)
+
+        def done(t: asyncio.Future[T]) -> None:
+            self._inflight.discard(t)
+            if self._slot_free is not None and not self._slot_free.done():
+                self._slot_free.set_result(None)
+            if fut.done():
+                if not t.cancelled():
+                    t.exception()
+            elif t.cancelled():
+                fut.set_exception(ChannelClosedError(f"{self.address}: channel closed"))
+            elif (e := t.exception()) is not None:
+                fut.set_exception(e)
+            else:
+                fut.set_result(t.result())
+
+        task.add_done_callback(done)
+
+    async def _wait_inflight(self, below: int) -> None:
+        """Wait until fewer than `below` pipelined calls are unanswered."""
+        while len(self._inflight) >= below:
+            self._slot_free = asyncio.get_running_loop().create_future()
+            await self._slot_free
+
     async def _drain(self) -> None:
         assert self._wake is not None
         while True:
             while not self._queue:
                 self._wake.clear()
                 await self._wake.wait()
-            fn, fut = self._queue.popleft()
+            pipelined, fn, fut = self._queue[0]
             if fut.done():
+                self._queue.popleft()
                 continue
+            if pipelined:
+                await self._wait_inflight(self.max_pipelined)
+                self._queue.popleft()
+                if not fut.done():
+                    self._launch(fn, fut)
+                continue
+            self._running_alone = True
             try:
-                result = await fn()
-            except asyncio.CancelledError:
-                if not fut.done():
-                    fut.set_exception(ChannelClosedError(f"{self.address}: channel closed"))
-                raise
-            except Exception as e:
-                if not fut.done():
-                    fut.set_exception(e)
-            else:
-                if not fut.done():
-                    fut.set_result(result)
+                await self._wait_inflight(1)
+                self._queue.popleft()
+                if fut.done():
+                    continue
+                try:
+                    result = await fn()
+                except asyncio.CancelledError:
+                    if not fut.done():
+                        fut.set_exception(ChannelClosedError(f"{self.address}: channel closed"))
+                    raise
+                except Exception as e:
+                    if not fut.done():
+                        fut.set_exception(e)
+                else:
+                    if not fut.done():
+                        fut.set_result(result)
+            finally:
+                self._running_alone = False
 
     async def wait_idle(self) -> None:
         """Return once every call queued so far has been answered."""
@@ -185,10 +276,12 @@ class IPCLoggerChannel:
         await self._submit(nothing)
 
     # -- requests --------------------------------------------------------------------------
-    def _req(self) -> pb.RequestInfo:
-        """The RequestInfo for the next call: built when it is sent, so serials ascend."""
+    def _req(self) -> pb.RequestInfoProto:
+        """The RequestInfoProto for the next call: built as it is sent, so serials ascend."""
         self._ipc_serial += 1
-        req = pb.RequestInfo(jid=self.jid, epoch=self.epoch, ipc_serial=self._ipc_serial)
+        req = pb.RequestInfoProto(
+            journal_id=self._jid_proto, epoch=self.epoch, ipc_serial=self._ipc_serial
+        )
         if self.committed_txid is not None:
             req.committed_txid = self.committed_txid
             self._sent_committed = self.committed_txid
@@ -206,7 +299,7 @@ class IPCLoggerChannel:
             raise
         else:
             req = getattr(request, "req", None)
-            if isinstance(req, pb.RequestInfo) and req.epoch > 0 and req.epoch == self.epoch:
+            if isinstance(req, pb.RequestInfoProto) and req.epoch > 0 and req.epoch == self.epoch:
                 # A node takes an epoch-carrying call only at its promise: it promised ours.
                 self.promised_epoch = self.epoch
             return resp
@@ -215,7 +308,8 @@ class IPCLoggerChannel:
             stats.calls += 1
             stats.total_s += took
             stats.last_s = took
-            stats.max_s = max(stats.max_s, took)
+            if took > stats.max_s:
+                stats.max_s = took
             if took > SLOW_RPC_S:
                 log.warning("%s: %s took %.3fs", self.address, method, took)
 
@@ -238,50 +332,55 @@ class IPCLoggerChannel:
     def _s(ms: int) -> float:
         return ms / 1000.0
 
+    def _go_out_of_sync(self) -> None:
+        self.out_of_sync = True
+        self._sync_generation += 1
+
     # -- calls without an epoch ---------------------------------------------------------------
     def is_formatted(self) -> asyncio.Future[bool]:
         """Whether the node has formatted storage for the journal."""
 
         async def run() -> bool:
-            req = pb.JournalIdRequest(jid=self.jid)
-            resp = await self._rpc("IsFormatted", req, OPERATIONS_TIMEOUT_S)
+            req = pb.IsFormattedRequestProto(jid=self._jid_proto)
+            resp = await self._rpc("isFormatted", req, OPERATIONS_TIMEOUT_S)
             return bool(resp.is_formatted)
 
         return self._submit(run)
 
-    def format(self, ns_info: pb.NamespaceInfo, force: bool) -> asyncio.Future[None]:
+    def format(self, ns_info: pb.NamespaceInfoProto, force: bool) -> asyncio.Future[None]:
         """Format the journal on the node."""
 
         async def run() -> None:
-            req = pb.FormatRequest(
-                jid=self.jid, ns_info=ns_info, force=force, members=list(self.members)
+            req = pb.FormatRequestProto(
+                jid=self._jid_proto, ns_info=ns_info, force=force, members=list(self.members)
             )
-            await self._rpc("Format", req, OPERATIONS_TIMEOUT_S)
+            await self._rpc("format", req, OPERATIONS_TIMEOUT_S)
 
         return self._submit(run)
 
-    def get_journal_status(self) -> asyncio.Future[pb.JournalStatus]:
+    def get_journal_status(self) -> asyncio.Future[pb.JournalStatusProto]:
         """The node's full status of the journal (namespace, epochs, segments)."""
 
-        async def run() -> pb.JournalStatus:
-            req = pb.JournalIdRequest(jid=self.jid)
-            resp: pb.JournalStatus = await self._rpc("GetJournalStatus", req, OPERATIONS_TIMEOUT_S)
+        async def run() -> pb.JournalStatusProto:
+            req = pb.GetJournalStatusRequestProto(jid=self._jid_proto)
+            resp: pb.JournalStatusProto = await self._rpc(
+                "getJournalStatus", req, OPERATIONS_TIMEOUT_S
+            )
             return resp
 
         return self._submit(run)
 
-    def get_journal_state(self) -> asyncio.Future[pb.GetJournalStateResponse]:
+    async def _get_journal_state(self) -> pb.GetJournalStateResponseProto:
+        req = pb.GetJournalStateRequestProto(jid=self._jid_proto)
+        timeout = self._s(self.settings.get_journal_state_timeout_ms)
+        resp: pb.GetJournalStateResponseProto = await self._rpc("getJournalState", req, timeout)
+        if resp.from_url:
+            self.http_url = resp.from_url.rstrip("/")
+        return resp
+
+    def get_journal_state(self) -> asyncio.Future[pb.GetJournalStateResponseProto]:
         """The node's last promised epoch; remembers its HTTP address."""
-
-        async def run() -> pb.GetJournalStateResponse:
-            req = pb.JournalIdRequest(jid=self.jid)
-            timeout = self._s(self.settings.get_journal_state_timeout_ms)
-            resp: pb.GetJournalStateResponse = await self._rpc("GetJournalState", req, timeout)
-            if resp.from_url:
-                self.http_url = resp.from_url.rstrip("/")
-            return resp
-
-        return self._submit(run)
+        return self._submit(self._get_journal_state)
 
     async def fetch_url(self, segment_txid: int) -> str:
         """build_url, asking the node for its HTTP address when no answer has told it yet."""
@@ -290,22 +389,24 @@ class IPCLoggerChannel:
         return self.build_url(segment_txid)
 
     def new_epoch(
-        self, ns_info: pb.NamespaceInfo, epoch: int
-    ) -> asyncio.Future[pb.NewEpochResponse]:
+        self, ns_info: pb.NamespaceInfoProto, epoch: int
+    ) -> asyncio.Future[pb.NewEpochResponseProto]:
         """Ask the node to promise an epoch (Paxos phase 1a of fencing)."""
         self.ns_info = ns_info
 
-        async def run() -> pb.NewEpochResponse:
+        async def run() -> pb.NewEpochResponseProto:
             return await self._new_epoch(ns_info, epoch)
 
         return self._submit(run)
 
-    async def _new_epoch(self, ns_info: pb.NamespaceInfo, epoch: int) -> pb.NewEpochResponse:
-        req = pb.NewEpochRequest(
-            jid=self.jid, ns_info=ns_info, epoch=epoch, members=list(self.members)
+    async def _new_epoch(
+        self, ns_info: pb.NamespaceInfoProto, epoch: int
+    ) -> pb.NewEpochResponseProto:
+        req = pb.NewEpochRequestProto(
+            jid=self._jid_proto, ns_info=ns_info, epoch=epoch, members=list(self.members)
         )
-        resp: pb.NewEpochResponse = await self._rpc(
-            "NewEpoch", req, self._s(self.settings.new_epoch_timeout_ms)
+        resp: pb.NewEpochResponseProto = await self._rpc(
+            "newEpoch", req, self._s(self.settings.new_epoch_timeout_ms)
         )
         self.promised_epoch = epoch
         return resp
@@ -320,10 +421,7 @@ class IPCLoggerChannel:
             return
         # The reply to our new_epoch may have been lost or late while the node promised:
         # sending it again would be refused (epoch <= promise) at every segment.
-        timeout = self._s(self.settings.get_journal_state_timeout_ms)
-        state = await self._rpc("GetJournalState", pb.JournalIdRequest(jid=self.jid), timeout)
-        if state.from_url:
-            self.http_url = state.from_url.rstrip("/")
+        state = await self._get_journal_state()
         if state.last_promised_epoch == self.epoch:
             self.promised_epoch = self.epoch
             return
@@ -339,16 +437,16 @@ class IPCLoggerChannel:
 
     def get_edit_log_manifest(
         self, since_txid: int, in_progress_ok: bool
-    ) -> asyncio.Future[pb.GetEditLogManifestResponse]:
+    ) -> asyncio.Future[pb.GetEditLogManifestResponseProto]:
         """The node's segments from a txid (sent in order like every other call)."""
 
-        async def run() -> pb.GetEditLogManifestResponse:
-            req = pb.GetEditLogManifestRequest(
-                jid=self.jid, since_txid=since_txid, in_progress_ok=in_progress_ok
+        async def run() -> pb.GetEditLogManifestResponseProto:
+            req = pb.GetEditLogManifestRequestProto(
+                jid=self._jid_proto, since_txid=since_txid, in_progress_ok=in_progress_ok
             )
             timeout = self._s(self.settings.select_input_streams_timeout_ms)
-            resp: pb.GetEditLogManifestResponse = await self._rpc(
-                "GetEditLogManifest", req, timeout
+            resp: pb.GetEditLogManifestResponseProto = await self._rpc(
+                "getEditLogManifest", req, timeout
             )
             return resp
 
@@ -361,14 +459,14 @@ class IPCLoggerChannel:
         async def run() -> None:
             try:
                 await self._rejoin_if_unpromised()
-                req = pb.StartLogSegmentRequest(
+                req = pb.StartLogSegmentRequestProto(
                     req=self._req(), txid=txid, layout_version=layout_version
                 )
                 await self._rpc(
-                    "StartLogSegment", req, self._s(self.settings.start_segment_timeout_ms)
+                    "startLogSegment", req, self._s(self.settings.start_segment_timeout_ms)
                 )
             except Exception:
-                self.out_of_sync = True
+                self._go_out_of_sync()
                 raise
             if self.out_of_sync:
                 log.info("%s: back in sync at the segment starting at txid %d", self.address, txid)
@@ -380,7 +478,11 @@ class IPCLoggerChannel:
     def send_edits(
         self, segment_txid: int, first_txid: int, num_txns: int, records: bytes
     ) -> asyncio.Future[None]:
-        """Queue a batch of framed ops for the node; fails at once when the queue is full."""
+        """Queue a batch of framed ops for the node; fails at once when the queue is full.
+
+        The batch is written to the connection as soon as the calls queued before it were
+        sent, without waiting for their answers (pipelining).
+        """
         size = len(records)
         last_txid = first_txid + num_txns - 1
         if self._queued_bytes + size > self.queue_limit_bytes and self._queued_bytes > 0:
@@ -394,10 +496,12 @@ class IPCLoggerChannel:
                 last_txid,
             )
 
-            async def mark() -> None:
+            def mark() -> Awaitable[None]:
+                # In call order: the batches sent before it still count when they succeed.
                 self.out_of_sync = True
+                return _nothing()
 
-            self._submit(mark)
+            self._submit(mark, pipelined=True)
             fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             fut.set_exception(
                 LoggerTooFarBehindError(
@@ -410,40 +514,67 @@ class IPCLoggerChannel:
         self._queued_bytes += size
         submitted = time.monotonic()
 
-        async def run() -> None:
+        def send() -> Awaitable[None]:
+            # Runs when the batch's turn comes: decides in call order, sends at once.
+            if self.out_of_sync:
+                return self._skip_out_of_sync(first_txid, last_txid, size)
+            req = pb.JournalRequestProto(
+                req=self._req(),
+                first_txid=first_txid,
+                num_txns=num_txns,
+                records=records,
+                segment_txid=segment_txid,
+            )
+            return self._journal(req, first_txid, last_txid, size, submitted)
+
+        return self._submit(send, pipelined=True)
+
+    async def _skip_out_of_sync(self, first_txid: int, last_txid: int, size: int) -> None:
+        try:
+            await self._heartbeat_if_due()
+            raise OutOfSyncError(
+                f"{self.address}: out of sync, journal disabled until the next segment "
+                f"starts; skipped txids {first_txid}-{last_txid}"
+            )
+        finally:
+            self._queued_bytes -= size
+
+    async def _journal(
+        self,
+        req: pb.JournalRequestProto,
+        first_txid: int,
+        last_txid: int,
+        size: int,
+        submitted: float,
+    ) -> None:
+        generation = self._sync_generation
+        try:
             try:
-                if self.out_of_sync:
-                    await self._heartbeat_if_due()
-                    raise OutOfSyncError(
-                        f"{self.address}: out of sync, journal disabled until the next segment "
-                        f"starts; skipped txids {first_txid}-{last_txid}"
-                    )
-                req = pb.JournalRequest(
-                    req=self._req(),
-                    first_txid=first_txid,
-                    num_txns=num_txns,
-                    records=records,
-                    segment_txid=segment_txid,
-                )
-                try:
-                    await self._rpc("Journal", req, self._s(self.settings.write_txns_timeout_ms))
-                except Exception as e:
+                await self._rpc("journal", req, self._write_timeout_s)
+            except Exception as e:
+                if generation == self._sync_generation:
                     log.warning(
-                        "%s: failed to write txids %d-%d (%s); will write to it again from the "
-                        "next segment",
+                        "%s: failed to write txids %d-%d (%s); will write to it again from "
+                        "the next segment",
                         self.address,
                         first_txid,
                         last_txid,
                         e,
                     )
-                    self.out_of_sync = True
-                    raise
+                self._go_out_of_sync()
+                raise
+            if generation != self._sync_generation:
+                # An earlier batch failed while this one was on its way: the node may hold
+                # this one, but the channel keeps to "out of sync until the next segment".
+                raise OutOfSyncError(
+                    f"{self.address}: out of sync since an earlier batch failed; not "
+                    f"counting txids {first_txid}-{last_txid}"
+                )
+            if last_txid > self.highest_acked_txid:
                 self.highest_acked_txid = last_txid
                 self._last_ack_submit_time = submitted
-            finally:
-                self._queued_bytes -= size
-
-        return self._submit(run)
+        finally:
+            self._queued_bytes -= size
 
     async def _heartbeat_if_due(self) -> None:
         now = time.monotonic()
@@ -451,8 +582,8 @@ class IPCLoggerChannel:
             return
         self._last_heartbeat = now  # not more often than the interval, even when it fails
         try:
-            req = pb.HeartbeatRequest(req=self._req())
-            await self._rpc("Heartbeat", req, self._s(self.settings.write_txns_timeout_ms))
+            req = pb.HeartbeatRequestProto(req=self._req())
+            await self._rpc("heartbeat", req, self._write_timeout_s)
         except QjmError as e:
             log.debug("%s: heartbeat failed: %s", self.address, e)
 
@@ -474,22 +605,23 @@ class IPCLoggerChannel:
             return
         self._report_pending = True
 
-        async def run() -> None:
+        def send() -> Awaitable[None]:
             self._report_pending = False
-            if self.committed_txid != self._sent_committed:
-                req = pb.HeartbeatRequest(req=self._req())
-                await self._rpc("Heartbeat", req, self._s(self.settings.write_txns_timeout_ms))
+            if self.committed_txid == self._sent_committed:
+                return _nothing()
+            req = pb.HeartbeatRequestProto(req=self._req())
+            return self._rpc("heartbeat", req, self._write_timeout_s)
 
-        self._submit(run)
+        self._submit(send, pipelined=True)
 
     def heartbeat(self) -> asyncio.Future[None]:
         """Send a heartbeat (epoch and committed txid, no edits)."""
 
-        async def run() -> None:
-            req = pb.HeartbeatRequest(req=self._req())
-            await self._rpc("Heartbeat", req, self._s(self.settings.write_txns_timeout_ms))
+        def send() -> Awaitable[None]:
+            req = pb.HeartbeatRequestProto(req=self._req())
+            return self._rpc("heartbeat", req, self._write_timeout_s)
 
-        return self._submit(run)
+        return self._submit(send, pipelined=True)
 
     def finalize_log_segment(self, start_txid: int, end_txid: int) -> asyncio.Future[None]:
         """Finalize a segment on the node."""
@@ -503,11 +635,11 @@ class IPCLoggerChannel:
                     f"{self.address}: out of sync, not finalizing segment "
                     f"{start_txid}-{end_txid} on it"
                 )
-            req = pb.FinalizeLogSegmentRequest(
+            req = pb.FinalizeLogSegmentRequestProto(
                 req=self._req(), start_txid=start_txid, end_txid=end_txid
             )
             timeout = self._s(self.settings.finalize_segment_timeout_ms)
-            await self._rpc("FinalizeLogSegment", req, timeout)
+            await self._rpc("finalizeLogSegment", req, timeout)
 
         return self._submit(run)
 
@@ -515,35 +647,37 @@ class IPCLoggerChannel:
         """Delete the node's segments wholly below a txid."""
 
         async def run() -> None:
-            req = pb.PurgeLogsRequest(req=self._req(), min_txid_to_keep=min_txid_to_keep)
+            req = pb.PurgeLogsRequestProto(req=self._req(), min_txid_to_keep=min_txid_to_keep)
             timeout = self._s(self.settings.finalize_segment_timeout_ms)
-            await self._rpc("PurgeLogs", req, timeout)
+            await self._rpc("purgeLogs", req, timeout)
 
         return self._submit(run)
 
-    def prepare_recovery(self, segment_txid: int) -> asyncio.Future[pb.PrepareRecoveryResponse]:
+    def prepare_recovery(
+        self, segment_txid: int
+    ) -> asyncio.Future[pb.PrepareRecoveryResponseProto]:
         """Paxos phase 1 of recovering a segment."""
 
-        async def run() -> pb.PrepareRecoveryResponse:
-            req = pb.PrepareRecoveryRequest(req=self._req(), segment_txid=segment_txid)
+        async def run() -> pb.PrepareRecoveryResponseProto:
+            req = pb.PrepareRecoveryRequestProto(req=self._req(), segment_txid=segment_txid)
             timeout = self._s(self.settings.prepare_recovery_timeout_ms)
-            resp: pb.PrepareRecoveryResponse = await self._rpc("PrepareRecovery", req, timeout)
+            resp: pb.PrepareRecoveryResponseProto = await self._rpc("prepareRecovery", req, timeout)
             return resp
 
         return self._submit(run)
 
-    def accept_recovery(self, state: pb.SegmentState, from_url: str) -> asyncio.Future[None]:
+    def accept_recovery(self, state: pb.SegmentStateProto, from_url: str) -> asyncio.Future[None]:
         """Paxos phase 2: the node takes the chosen segment (from from_url if it differs)."""
 
         async def run() -> None:
-            req = pb.AcceptRecoveryRequest(
+            req = pb.AcceptRecoveryRequestProto(
                 req=self._req(), state_to_accept=state, from_url=from_url
             )
             timeout = self._s(self.settings.accept_recovery_timeout_ms)
             try:
-                await self._rpc("AcceptRecovery", req, timeout)
+                await self._rpc("acceptRecovery", req, timeout)
             except Exception:
-                self.out_of_sync = True  # it did not take the chosen log: do not finalize it
+                self._go_out_of_sync()  # it did not take the chosen log: do not finalize it
                 raise
 
         return self._submit(run)
@@ -572,16 +706,26 @@ class IPCLoggerChannel:
         )
 
     async def close(self) -> None:
-        """Stop sending: fail queued calls, cancel the one in flight, close the connection."""
+        """Stop sending: fail queued calls, cancel those in flight, close the connection."""
         if self._closed:
             return
         self._closed = True
         task, self._task = self._task, None
+        inflight = list(self._inflight)
+        for t in inflight:
+            t.cancel()
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
+        if inflight:
+            await asyncio.gather(*inflight, return_exceptions=True)
         while self._queue:
-            _, fut = self._queue.popleft()
+            _, _, fut = self._queue.popleft()
             if not fut.done():
                 fut.set_exception(ChannelClosedError(f"{self.address}: channel closed"))
         await self.client.close()
+
+
+async def _nothing() -> None:
+    """A call with nothing to send."""
+    return None

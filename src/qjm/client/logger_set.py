@@ -62,21 +62,23 @@ class AsyncLoggerSet:
         """is_formatted on every node."""
         return self._call("isFormatted()", lambda ch: ch.is_formatted())
 
-    def format(self, ns_info: pb.NamespaceInfo, force: bool) -> QuorumCall[IPCLoggerChannel, None]:
+    def format(
+        self, ns_info: pb.NamespaceInfoProto, force: bool
+    ) -> QuorumCall[IPCLoggerChannel, None]:
         """format on every node."""
         return self._call("format()", lambda ch: ch.format(ns_info, force))
 
-    def get_journal_status(self) -> QuorumCall[IPCLoggerChannel, pb.JournalStatus]:
+    def get_journal_status(self) -> QuorumCall[IPCLoggerChannel, pb.JournalStatusProto]:
         """get_journal_status on every node."""
         return self._call("getJournalStatus()", lambda ch: ch.get_journal_status())
 
-    def get_journal_state(self) -> QuorumCall[IPCLoggerChannel, pb.GetJournalStateResponse]:
+    def get_journal_state(self) -> QuorumCall[IPCLoggerChannel, pb.GetJournalStateResponseProto]:
         """get_journal_state on every node."""
         return self._call("getJournalState()", lambda ch: ch.get_journal_state())
 
     def new_epoch(
-        self, ns_info: pb.NamespaceInfo, epoch: int
-    ) -> QuorumCall[IPCLoggerChannel, pb.NewEpochResponse]:
+        self, ns_info: pb.NamespaceInfoProto, epoch: int
+    ) -> QuorumCall[IPCLoggerChannel, pb.NewEpochResponseProto]:
         """new_epoch on every node."""
         return self._call(f"newEpoch({epoch})", lambda ch: ch.new_epoch(ns_info, epoch))
 
@@ -112,14 +114,14 @@ class AsyncLoggerSet:
 
     def prepare_recovery(
         self, segment_txid: int
-    ) -> QuorumCall[IPCLoggerChannel, pb.PrepareRecoveryResponse]:
+    ) -> QuorumCall[IPCLoggerChannel, pb.PrepareRecoveryResponseProto]:
         """prepare_recovery on every node."""
         return self._call(
             f"prepareRecovery({segment_txid})", lambda ch: ch.prepare_recovery(segment_txid)
         )
 
     def accept_recovery(
-        self, state: pb.SegmentState, source: IPCLoggerChannel, from_url: str
+        self, state: pb.SegmentStateProto, source: IPCLoggerChannel, from_url: str
     ) -> QuorumCall[IPCLoggerChannel, None]:
         """accept_recovery on every node; the source gets no URL: it holds the chosen log."""
         desc = f"{state.start_txid}-{state.end_txid}"
@@ -130,7 +132,7 @@ class AsyncLoggerSet:
 
     def get_edit_log_manifest(
         self, since_txid: int, in_progress_ok: bool
-    ) -> QuorumCall[IPCLoggerChannel, pb.GetEditLogManifestResponse]:
+    ) -> QuorumCall[IPCLoggerChannel, pb.GetEditLogManifestResponseProto]:
         """get_edit_log_manifest on every node."""
         return self._call(
             f"getEditLogManifest({since_txid})",

@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from qjm.client.journalnode_client import JournalNodeClient
 from qjm.client.logger_channel import IPCLoggerChannel, RpcClient
 from qjm.client.logger_set import AsyncLoggerSet
 from qjm.client.output_stream import DEFAULT_MAX_IN_FLIGHT, QuorumOutputStream
@@ -22,13 +23,13 @@ from qjm.client.recovery_comparator import (
     choose_recovery_source,
     describe_response,
 )
-from qjm.client.rpc import JournalNodeClient
 from qjm.client.uri import QJournalUri, check_distinct_nodes, parse_qjournal_uri
 from qjm.config import QJournalSettings
 from qjm.editlog.framing import LAYOUT_VERSION
 from qjm.errors import QjmError
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import NamespaceMismatchError
+from qjm.protocol.namespace import describe_namespace, namespace_identity, same_namespace
 
 log = logging.getLogger("qjm.client.qjm")
 
@@ -36,22 +37,14 @@ FORMAT_TIMEOUT_S = 60.0  # HDFS's dfs.qjm.operations.timeout
 DISTINCT_NODES_GRACE_S = 1.0  # how long to wait for the last get_journal_state answers
 
 
-def _identity(ns: pb.NamespaceInfo) -> tuple[int, str]:
-    return (ns.namespace_id, ns.cluster_id)
-
-
-def _ns(ns: pb.NamespaceInfo) -> str:
-    return f"namespace {ns.namespace_id} cluster {ns.cluster_id}"
-
-
 def _majority_namespace(
-    answers: dict[IPCLoggerChannel, pb.JournalStatus], majority: int
-) -> pb.NamespaceInfo | None:
+    answers: dict[IPCLoggerChannel, pb.JournalStatusProto], majority: int
+) -> pb.NamespaceInfoProto | None:
     """The namespace a majority of all the journal's nodes is formatted for, if any."""
-    by_id: dict[tuple[int, str], list[pb.NamespaceInfo]] = {}
+    by_id: dict[tuple[int, str], list[pb.NamespaceInfoProto]] = {}
     for st in answers.values():
         if st.is_formatted:
-            by_id.setdefault(_identity(st.ns_info), []).append(st.ns_info)
+            by_id.setdefault(namespace_identity(st.ns_info), []).append(st.ns_info)
     for infos in by_id.values():
         if len(infos) >= majority:
             return infos[0]
@@ -68,7 +61,7 @@ class QuorumJournalManager:
     def __init__(
         self,
         uri: QJournalUri | str,
-        ns_info: pb.NamespaceInfo | None = None,
+        ns_info: pb.NamespaceInfoProto | None = None,
         settings: QJournalSettings | None = None,
         *,
         client_factory: Callable[[str], RpcClient] = JournalNodeClient,
@@ -107,7 +100,7 @@ class QuorumJournalManager:
         return ms / 1000.0
 
     # -- administration ------------------------------------------------------------------
-    async def format(self, ns_info: pb.NamespaceInfo, force: bool = False) -> None:
+    async def format(self, ns_info: pb.NamespaceInfoProto, force: bool = False) -> None:
         """Format the journal on every node; all nodes must succeed."""
         await self.loggers.format(ns_info, force).wait_for_all(FORMAT_TIMEOUT_S)
         self.ns_info = ns_info
@@ -123,7 +116,7 @@ class QuorumJournalManager:
                 raise
         return any(answers.values())
 
-    async def discover_namespace(self) -> pb.NamespaceInfo:
+    async def discover_namespace(self) -> pb.NamespaceInfoProto:
         """The namespace the journal is formatted for, as a majority of nodes report it.
 
         A node formatted for another namespace is one bad node: it is reported, and the
@@ -139,7 +132,9 @@ class QuorumJournalManager:
             found = _majority_namespace(answers, self.loggers.majority)
         formatted = {ch: st for ch, st in answers.items() if st.is_formatted}
         if found is None:
-            seen = "; ".join(f"{ch}: {_ns(st.ns_info)}" for ch, st in formatted.items())
+            seen = "; ".join(
+                f"{ch}: {describe_namespace(st.ns_info)}" for ch, st in formatted.items()
+            )
             raise QjmError(
                 f"no namespace of journal {self.uri.jid!r} is held by a majority of "
                 f"{self.loggers.majority} of its {len(self.loggers.channels)} JournalNodes "
@@ -148,22 +143,22 @@ class QuorumJournalManager:
                 + "; run `qjm journal format`)"
             )
         for ch, st in formatted.items():
-            if _identity(st.ns_info) != _identity(found):
+            if not same_namespace(st.ns_info, found):
                 log.warning(
                     "%s: JournalNode %s is formatted for another namespace (%s, the majority "
                     "has %s); treating it as one bad node",
                     self,
                     ch,
-                    _ns(st.ns_info),
-                    _ns(found),
+                    describe_namespace(st.ns_info),
+                    describe_namespace(found),
                 )
-        ns = pb.NamespaceInfo()
+        ns = pb.NamespaceInfoProto()
         ns.CopyFrom(found)
         self.ns_info = ns
         return ns
 
     # -- becoming the writer ---------------------------------------------------------------
-    async def create_new_unique_epoch(self) -> dict[IPCLoggerChannel, pb.NewEpochResponse]:
+    async def create_new_unique_epoch(self) -> dict[IPCLoggerChannel, pb.NewEpochResponseProto]:
         """Fence older writers: promise max(last promised)+1 on a majority (design 2.5)."""
         if self.loggers.epoch is not None:
             raise QjmError(f"{self}: epoch {self.loggers.epoch} already established")

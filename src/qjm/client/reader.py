@@ -18,12 +18,13 @@ from typing import Any, Protocol, TypeVar
 import aiohttp
 
 from qjm.client.edit_streams import ReadError, SegmentSource, read_segment
+from qjm.client.journalnode_client import JournalNodeClient
 from qjm.client.quorum_call import QuorumCall, QuorumError, majority_of
-from qjm.client.rpc import JournalNodeClient
 from qjm.client.uri import QJournalUri
 from qjm.config import QJournalSettings, parse_address
 from qjm.editlog.framing import RawOp, iter_ops, read_header
 from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.qjournal import journal_id
 
 log = logging.getLogger("qjm.client.reader")
 MAX_TXNS_PER_RPC = 5000  # HDFS's dfs.ha.tail-edits.qjm.rpc.max-txns
@@ -146,29 +147,29 @@ class QuorumJournalReader:
     ) -> Manifest:
         """Merge the segment lists of every node that answers; in-progress ends are cut to
         what a majority of the writer's nodes holds and the writer reported committed."""
-        req = pb.GetEditLogManifestRequest(
-            jid=self.uri.jid, since_txid=since_txid, in_progress_ok=in_progress_ok
+        req = pb.GetEditLogManifestRequestProto(
+            jid=journal_id(self.uri.jid), since_txid=since_txid, in_progress_ok=in_progress_ok
         )
         wait = self.settings.select_input_streams_timeout_ms / 1000 if wait_s is None else wait_s
         call = QuorumCall(
             "getEditLogManifest()",
-            {c: c.call("GetEditLogManifest", req, wait) for c in self.clients},
+            {c: c.call("getEditLogManifest", req, wait) for c in self.clients},
         )
-        answers: dict[JournalNodeClient, pb.GetEditLogManifestResponse] = await self._ask_all(
+        answers: dict[JournalNodeClient, pb.GetEditLogManifestResponseProto] = await self._ask_all(
             call, wait
         )
         current = current_writers(answers)
         committed_values = [
-            a.committed_txid
+            a.manifest.committed_txid
             for c, a in answers.items()
-            if c in current and a.HasField("committed_txid")
+            if c in current and a.manifest.HasField("committed_txid")
         ]
         committed = max(committed_values) if committed_values else None
         finalized: dict[int, dict[int, list[str]]] = {}
         open_ends: dict[int, dict[JournalNodeClient, int]] = {}
         for client, answer in answers.items():
             base = self._base_url(client, answer.http_port)
-            for seg in answer.logs:
+            for seg in answer.manifest.logs:
                 if seg.is_in_progress:
                     if client in current:  # never a fenced writer's unacknowledged tail
                         open_ends.setdefault(seg.start_txid, {})[client] = seg.end_txid
@@ -315,18 +316,18 @@ class QuorumJournalReader:
         nothing usable came back although committed edits may be on disk, so the caller
         falls back to streaming segments.
         """
-        req = pb.GetJournaledEditsRequest(
-            jid=self.uri.jid, since_txid=since_txid, max_txns=max_txns, wait_ms=wait_ms
+        req = pb.GetJournaledEditsRequestProto(
+            jid=journal_id(self.uri.jid), since_txid=since_txid, max_txns=max_txns, wait_ms=wait_ms
         )
         wait = self.settings.select_input_streams_timeout_ms / 1000 + wait_ms / 1000
         call = QuorumCall(
             "getJournaledEdits()",
-            {c: c.call("GetJournaledEdits", req, wait) for c in self.clients},
+            {c: c.call("getJournaledEdits", req, wait) for c in self.clients},
         )
         deadline = time.monotonic() + wait
-        answers: dict[JournalNodeClient, pb.GetJournaledEditsResponse] = await call.wait_for_quorum(
-            wait
-        )
+        answers: dict[
+            JournalNodeClient, pb.GetJournaledEditsResponseProto
+        ] = await call.wait_for_quorum(wait)
         count, source = self._cached_run(answers, since_txid, max_txns)
         if len(current_writers(answers)) < self.majority < len(self.clients):
             # The first majority holds a node of an older writer: hear the others too.
@@ -349,8 +350,8 @@ class QuorumJournalReader:
 
     def _check_nothing_cached(
         self,
-        call: QuorumCall[JournalNodeClient, pb.GetJournaledEditsResponse],
-        answers: dict[JournalNodeClient, pb.GetJournaledEditsResponse],
+        call: QuorumCall[JournalNodeClient, pb.GetJournaledEditsResponseProto],
+        answers: dict[JournalNodeClient, pb.GetJournaledEditsResponseProto],
         since_txid: int,
     ) -> None:
         """Raise QuorumError when no cached op came back but the nodes may hold some on disk.
@@ -380,10 +381,10 @@ class QuorumJournalReader:
 
     def _cached_run(
         self,
-        answers: dict[JournalNodeClient, pb.GetJournaledEditsResponse],
+        answers: dict[JournalNodeClient, pb.GetJournaledEditsResponseProto],
         since_txid: int,
         max_txns: int,
-    ) -> tuple[int, pb.GetJournaledEditsResponse | None]:
+    ) -> tuple[int, pb.GetJournaledEditsResponseProto | None]:
         """How many cached ops from since_txid are durable, and a node to take them from."""
         current = current_writers(answers)
         counts = sorted((a.txn_count for c, a in answers.items() if c in current), reverse=True)

@@ -28,7 +28,7 @@ class RecoveryInvariantError(QjmError):
     """The answers contradict an invariant of the protocol; recovery must not go on."""
 
 
-def describe_response(resp: pb.PrepareRecoveryResponse) -> str:
+def describe_response(resp: pb.PrepareRecoveryResponseProto) -> str:
     """A one-line summary of a prepare_recovery answer, for logs and errors."""
     if not resp.HasField("segment_state"):
         seg = "no segment"
@@ -44,13 +44,15 @@ def describe_response(resp: pb.PrepareRecoveryResponse) -> str:
     return ", ".join(parts)
 
 
-def seen_epoch(resp: pb.PrepareRecoveryResponse) -> int:
+def seen_epoch(resp: pb.PrepareRecoveryResponseProto) -> int:
     """The newest epoch that wrote or decided this node's copy of the segment (rule 3)."""
     accepted = resp.accepted_in_epoch if resp.HasField("accepted_in_epoch") else 0
     return max(accepted, resp.last_writer_epoch)
 
 
-def compare_responses(a: pb.PrepareRecoveryResponse, b: pb.PrepareRecoveryResponse) -> int:
+def compare_responses(
+    a: pb.PrepareRecoveryResponseProto, b: pb.PrepareRecoveryResponseProto
+) -> int:
     """-1, 0 or 1 as a is a worse, equally good or better recovery source than b."""
     a_has, b_has = a.HasField("segment_state"), b.HasField("segment_state")
     if a_has != b_has:
@@ -79,15 +81,15 @@ def compare_responses(a: pb.PrepareRecoveryResponse, b: pb.PrepareRecoveryRespon
 
 
 def choose_recovery_source(
-    responses: Iterable[tuple[K, pb.PrepareRecoveryResponse]],
-) -> tuple[K, pb.PrepareRecoveryResponse] | None:
+    responses: Iterable[tuple[K, pb.PrepareRecoveryResponseProto]],
+) -> tuple[K, pb.PrepareRecoveryResponseProto] | None:
     """The best answer (the first of equally good ones), or None when no node has the segment.
 
     Every pair of finalized answers is checked for equal length, not only the winner's.
     """
-    best: tuple[K, pb.PrepareRecoveryResponse] | None = None
+    best: tuple[K, pb.PrepareRecoveryResponseProto] | None = None
     finalized_end: int | None = None
-    answers: list[pb.PrepareRecoveryResponse] = []
+    answers: list[pb.PrepareRecoveryResponseProto] = []
     for key, resp in responses:
         answers.append(resp)
         if resp.HasField("segment_state") and not resp.segment_state.is_in_progress:
@@ -106,7 +108,7 @@ def choose_recovery_source(
     return best
 
 
-def _check_finalized_against_newer(answers: list[pb.PrepareRecoveryResponse]) -> None:
+def _check_finalized_against_newer(answers: list[pb.PrepareRecoveryResponseProto]) -> None:
     """Refuse a finalized copy contradicted by a newer epoch's in-progress copy.
 
     A writer finalizes only at the txid a majority acknowledged, and a later recovery

@@ -1,0 +1,66 @@
+"""Namespace identity on the wire: one home for building, reading and comparing it.
+
+HDFS sends a namespace as NamespaceInfoProto holding a StorageInfoProto; the identity a
+journal is formatted for is the namespace id and cluster id. Layout versions are negative
+in HDFS and travel as 32-bit two's complement in a uint32.
+"""
+
+from __future__ import annotations
+
+from qjm import __version__
+from qjm.protocol import qjournal_pb2 as pb
+
+DEFAULT_LAYOUT_VERSION = -64
+
+
+def to_uint32(value: int) -> int:
+    """A signed 32-bit number as the uint32 the wire carries."""
+    return value & 0xFFFFFFFF
+
+
+def to_signed32(value: int) -> int:
+    """A uint32 from the wire read as the signed 32-bit number HDFS meant."""
+    return value - (1 << 32) if value & 0x80000000 else value
+
+
+def namespace_info(
+    namespace_id: int,
+    cluster_id: str,
+    block_pool_id: str = "",
+    ctime: int = 0,
+    layout_version: int = DEFAULT_LAYOUT_VERSION,
+) -> pb.NamespaceInfoProto:
+    """A NamespaceInfoProto with every required field set."""
+    return pb.NamespaceInfoProto(
+        build_version="",
+        unused=0,
+        block_pool_id=block_pool_id,
+        storage_info=pb.StorageInfoProto(
+            layout_version=to_uint32(layout_version),
+            namespace_id=namespace_id,
+            cluster_id=cluster_id,
+            ctime=ctime,
+        ),
+        software_version=__version__,
+    )
+
+
+def namespace_identity(ns: pb.NamespaceInfoProto) -> tuple[int, str]:
+    """What makes two namespace infos the same namespace: (namespace id, cluster id)."""
+    return (ns.storage_info.namespace_id, ns.storage_info.cluster_id)
+
+
+def same_namespace(a: pb.NamespaceInfoProto, b: pb.NamespaceInfoProto) -> bool:
+    """Whether two namespace infos name the same namespace."""
+    return namespace_identity(a) == namespace_identity(b)
+
+
+def layout_version(ns: pb.NamespaceInfoProto) -> int:
+    """The namespace's (negative) layout version."""
+    return to_signed32(ns.storage_info.layout_version)
+
+
+def describe_namespace(ns: pb.NamespaceInfoProto) -> str:
+    """Short form for messages: namespace id and cluster id."""
+    namespace_id, cluster_id = namespace_identity(ns)
+    return f"namespace {namespace_id} cluster {cluster_id}"
