@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import JNFactory, JNProcess
+from qjm.client.journalnode_client import JournalNodeClient
 from qjm.client.quorum_journal_manager import QuorumJournalManager
-from qjm.client.rpc import JournalNodeClient
 from qjm.journalnode.journal import Journal
 from qjm.journalnode.storage import JNStorage, NsInfo
 from qjm.journalnode.syncer import _restore_journal
