@@ -402,3 +402,38 @@ async def test_limits_that_cannot_work_are_refused_at_start(
     with pytest.raises(StartupError, match=match):
         async with node_with(tmp_path, **settings):
             pass
+
+
+async def test_an_unexpected_exception_is_an_io_exception_and_a_logged_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from qjm.journalnode.journal import Journal
+    from qjm.protocol.qjournal_client import QJournalClient
+
+    def boom(self: Journal, req: pb.RequestInfoProto) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(Journal, "heartbeat", boom)
+    async with node_with(tmp_path) as node:
+        await format_journals(rpc_of(node), JID)
+        client = QJournalClient(rpc_of(node))
+        req = pb.RequestInfoProto(journal_id=journal_id(JID), epoch=1, ipc_serial=1)
+        try:
+            with (
+                caplog.at_level(logging.ERROR, logger="qjm.journalnode.rpc"),
+                pytest.raises(JournalError) as info,
+            ):
+                await client.call("heartbeat", pb.HeartbeatRequestProto(req=req), T)
+            # the Java class a Hadoop client sees is java.io.IOException (JournalError's)
+            assert type(info.value) is JournalError
+            assert "internal error in JournalNode serving heartbeat: RuntimeError: boom" in str(
+                info.value
+            )
+            logged = [r for r in caplog.records if r.name == "qjm.journalnode.rpc"]
+            assert logged and logged[0].exc_info is not None
+            st = await client.call(
+                "getJournalState", pb.GetJournalStateRequestProto(jid=journal_id(JID)), T
+            )
+            assert st.last_promised_epoch == 1  # still serving
+        finally:
+            await client.close()
