@@ -437,3 +437,34 @@ async def test_an_unexpected_exception_is_an_io_exception_and_a_logged_traceback
             assert st.last_promised_epoch == 1  # still serving
         finally:
             await client.close()
+
+
+async def test_a_frame_over_ipc_maximum_data_length_closes_only_its_connection(
+    tmp_path: Path,
+) -> None:
+    from hadoop_wire import FATAL, PREAMBLE, connection_context, wait_closed
+    from test_journalnode_wire import read_response_bytes
+
+    limit = 100_000
+    async with node_with(
+        tmp_path, ipc_maximum_data_length=limit, max_inflight_request_bytes=limit
+    ) as node:
+        await format_journals(rpc_of(node), JID)
+
+        def oversized() -> bytes:
+            with socket.create_connection(("127.0.0.1", node.rpc_port), timeout=T) as s:
+                s.sendall(PREAMBLE + connection_context() + (limit + 1).to_bytes(4, "big"))
+                return wait_closed(s, T)
+
+        sent = await asyncio.to_thread(oversized)
+        header, _ = read_response_bytes(sent)
+        assert header[2] == FATAL
+        assert f"exceeds ipc.maximum.data.length {limit}".encode() in header[5]  # type: ignore[operator]
+        client = JNClient(rpc_of(node))  # the node still serves
+        try:
+            st = await client.call(
+                "getJournalState", pb.GetJournalStateRequestProto(jid=journal_id(JID)), T
+            )
+            assert st.last_promised_epoch == 1
+        finally:
+            await client.close()
