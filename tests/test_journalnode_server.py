@@ -521,6 +521,14 @@ async def test_discard_segments_over_ipc(jn_factory: JNFactory) -> None:
         )
         assert [(s.start_txid, s.end_txid) for s in man.manifest.logs] == [(1, 3)]
         assert man.manifest.committed_txid == 3
+        # InterQJournalProtocol (the syncers' protocol in HDFS) answers the same
+        inter = await w2.call(
+            "getEditLogManifestFromJournal",
+            pb.GetEditLogManifestRequestProto(
+                jid=journal_id(JID), since_txid=1, in_progress_ok=True
+            ),
+        )
+        assert inter == man
     finally:
         await w1.close()
         await w2.close()
