@@ -14,16 +14,15 @@ from pathlib import Path
 import pytest
 
 from conftest import JNFactory
-from qjm.client.rpc import JournalNodeClient
 from qjm.editlog.framing import HEADER
 from qjm.journalnode.journal import Journal
 from qjm.journalnode.segment_fetch import MAX_FALLBACK_BYTES, size_cap
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import EpochError, InvalidRequestError, SegmentStateError, StorageError
+from raw_writer import JID, JNClient, RawWriter
 from test_journal import NS, Writer, open_journal, txns, write
-from test_journalnode_server import JID, RawWriter
 
-SEG = pb.SegmentState(start_txid=1, end_txid=5, is_in_progress=True)
+SEG = pb.SegmentStateProto(start_txid=1, end_txid=5, is_in_progress=True)
 
 
 class Hostile:
@@ -134,7 +133,7 @@ def prepared(tmp_path: Path) -> Iterator[tuple[Journal, Writer]]:
 
 
 def accept_in_thread(
-    j: Journal, req: pb.RequestInfo, seg: pb.SegmentState, url: str
+    j: Journal, req: pb.RequestInfoProto, seg: pb.SegmentStateProto, url: str
 ) -> list[object]:
     """Run accept_recovery in a thread; the list gets None or the exception."""
     out: list[object] = []
@@ -205,7 +204,7 @@ def test_a_stream_longer_than_the_segment_is_cut_off(prepared: tuple[Journal, Wr
     j, w2 = prepared
     srv = Hostile(endless_valid)
     try:
-        seg = pb.SegmentState()
+        seg = pb.SegmentStateProto()
         seg.CopyFrom(SEG)
         seg.byte_length = len(HEADER + txns(1, 5))
         with pytest.raises(StorageError, match="more than the 308 bytes|announces 4294967296"):
@@ -276,7 +275,7 @@ def test_a_newer_accept_during_the_download_wins(
     j.new_epoch(NS, 3)
     w3 = Writer(3)
     j.prepare_recovery(w3.req(), 1)
-    four = pb.SegmentState(start_txid=1, end_txid=4, is_in_progress=True)
+    four = pb.SegmentStateProto(start_txid=1, end_txid=4, is_in_progress=True)
     j.accept_recovery(w3.req(), four, url)
     j.download(plan)
     with pytest.raises(EpochError):
@@ -322,11 +321,13 @@ async def test_a_stuck_download_blocks_neither_status_nor_shutdown(jn_factory: J
         await w.write(1, 1, 3)
         r = RawWriter(jn, epoch=2)
         await r.new_epoch()
-        await r.call("PrepareRecovery", pb.PrepareRecoveryRequest(req=r.req(), segment_txid=1))
+        await r.call("prepareRecovery", pb.PrepareRecoveryRequestProto(req=r.req(), segment_txid=1))
         accept = asyncio.create_task(
             r.call(
-                "AcceptRecovery",
-                pb.AcceptRecoveryRequest(req=r.req(), state_to_accept=SEG, from_url=srv.url(JID)),
+                "acceptRecovery",
+                pb.AcceptRecoveryRequestProto(
+                    req=r.req(), state_to_accept=SEG, from_url=srv.url(JID)
+                ),
             )
         )
         deadline = time.monotonic() + 10
@@ -334,9 +335,9 @@ async def test_a_stuck_download_blocks_neither_status_nor_shutdown(jn_factory: J
             assert time.monotonic() < deadline, "the node never fetched from the source"
             await asyncio.sleep(0.02)  # poll interval of a wait bounded by the deadline
         started = time.monotonic()
-        client = JournalNodeClient(jn.rpc)
+        client = JNClient(jn.rpc)
         try:
-            st = await client.call("GetNodeStatus", pb.GetNodeStatusRequest(), 5.0)
+            st = await client.call("getNodeStatus", pb.GetNodeStatusRequestProto(), 5.0)
         finally:
             await client.close()
         assert [j.jid for j in st.journals] == [JID]  # type: ignore[attr-defined]
@@ -365,14 +366,14 @@ async def test_accepting_from_the_nodes_own_url_does_not_deadlock(jn_factory: JN
         r = RawWriter(jn, epoch=2)
         await r.new_epoch()
         prep = await r.call(
-            "PrepareRecovery", pb.PrepareRecoveryRequest(req=r.req(), segment_txid=1)
+            "prepareRecovery", pb.PrepareRecoveryRequestProto(req=r.req(), segment_txid=1)
         )
         own = f"http://{jn.http}/getJournal?jid={JID}&segmentTxId=1&inProgressOk=true"
         started = time.monotonic()
         try:
             await r.call(
-                "AcceptRecovery",
-                pb.AcceptRecoveryRequest(
+                "acceptRecovery",
+                pb.AcceptRecoveryRequestProto(
                     req=r.req(),
                     state_to_accept=prep.segment_state,  # type: ignore[attr-defined]
                     from_url=own,

@@ -9,7 +9,7 @@ from qjm.journalnode.health import DiskFacts, journal_problems
 from qjm.journalnode.journal import Journal
 from qjm.journalnode.storage import JNStorage, NsInfo
 from qjm.protocol import qjournal_pb2 as pb
-from test_journalnode_server import JID, RawWriter
+from raw_writer import JID, RawWriter
 
 NS = NsInfo(namespace_id=7, cluster_id="CID-health")
 

@@ -22,16 +22,17 @@ import pytest
 
 from conftest import JNFactory, JNProcess
 from ports import free_address
-from qjm.client.rpc import JournalNodeClient
 from qjm.config import JournalNodeSettings
 from qjm.journalnode.node import JournalNode, StartupError
 from qjm.logs import RateLimitFilter, setup_logging
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import JournalError, StorageError
-from test_journalnode_server import JID, http_get, txns
+from qjm.protocol.qjournal import journal_id
+from raw_writer import JID, JNClient, ns_info, txns
+from test_journalnode_server import http_get
 from test_syncer import SEGMENTS, SYNC_MS, seg_path, wait_until, write_segments
 
-NS = pb.NamespaceInfo(namespace_id=4242, cluster_id="CID-resources")
+NS = ns_info(4242, "CID-resources")
 T = 10.0
 
 
@@ -44,11 +45,13 @@ def http_json(url: str) -> dict[str, object]:
 
 async def format_journals(rpc: str, *jids: str) -> None:
     """Format journals on one node and promise epoch 1 on each."""
-    client = JournalNodeClient(rpc)
+    client = JNClient(rpc)
     try:
         for jid in jids:
-            await client.call("Format", pb.FormatRequest(jid=jid, ns_info=NS), T)
-            await client.call("NewEpoch", pb.NewEpochRequest(jid=jid, ns_info=NS, epoch=1), T)
+            await client.call("format", pb.FormatRequestProto(jid=journal_id(jid), ns_info=NS), T)
+            await client.call(
+                "newEpoch", pb.NewEpochRequestProto(jid=journal_id(jid), ns_info=NS, epoch=1), T
+            )
     finally:
         await client.close()
 
@@ -71,13 +74,17 @@ async def test_one_corrupt_file_does_not_stop_the_node(jn_factory: JNFactory, na
     log = jn.log.read_text()
     assert str(bad_file) in log, log
     assert "UnicodeDecodeError" not in log and "Traceback" not in log, log
-    client = JournalNodeClient(jn.rpc)
+    client = JNClient(jn.rpc)
     try:
-        good = await client.call("GetJournalState", pb.JournalIdRequest(jid="good"), T)
+        good = await client.call(
+            "getJournalState", pb.GetJournalStateRequestProto(jid=journal_id("good")), T
+        )
         assert good.last_promised_epoch == 1  # type: ignore[attr-defined]
         with pytest.raises(StorageError, match=str(bad_file)):
-            await client.call("GetJournalState", pb.JournalIdRequest(jid="bad"), T)
-        st = await client.call("GetNodeStatus", pb.GetNodeStatusRequest(), T)
+            await client.call(
+                "getJournalState", pb.GetJournalStateRequestProto(jid=journal_id("bad")), T
+            )
+        st = await client.call("getNodeStatus", pb.GetNodeStatusRequestProto(), T)
     finally:
         await client.close()
     problems = list(st.problems)  # type: ignore[attr-defined]
@@ -175,9 +182,11 @@ async def test_journals_per_node_are_limited(tmp_path: Path) -> None:
         with pytest.raises(JournalError, match=r"journalnode\.max_journals.*'d'"):
             await format_journals(rpc_of(node), "d")
         assert not (tmp_path / "jn" / "d" / "current").exists()
-        client = JournalNodeClient(rpc_of(node))  # the existing ones still serve
+        client = JNClient(rpc_of(node))  # the existing ones still serve
         try:
-            st = await client.call("GetJournalState", pb.JournalIdRequest(jid="a"), T)
+            st = await client.call(
+                "getJournalState", pb.GetJournalStateRequestProto(jid=journal_id("a")), T
+            )
             assert st.last_promised_epoch == 1  # type: ignore[attr-defined]
         finally:
             await client.close()
@@ -188,14 +197,14 @@ async def test_in_flight_request_bytes_are_limited(tmp_path: Path) -> None:
         tmp_path, max_inflight_request_bytes=1_000_000, ipc_maximum_data_length=1_000_000
     ) as node:
         await format_journals(rpc_of(node), JID)
-        client = JournalNodeClient(rpc_of(node))
+        client = JNClient(rpc_of(node))
         serial = iter(range(1, 100))
 
-        def req() -> pb.RequestInfo:
-            return pb.RequestInfo(jid=JID, epoch=1, ipc_serial=next(serial))
+        def req() -> pb.RequestInfoProto:
+            return pb.RequestInfoProto(journal_id=journal_id(JID), epoch=1, ipc_serial=next(serial))
 
-        def batch(first: int) -> pb.JournalRequest:
-            return pb.JournalRequest(
+        def batch(first: int) -> pb.JournalRequestProto:
+            return pb.JournalRequestProto(
                 req=req(),
                 segment_txid=1,
                 first_txid=first,
@@ -205,15 +214,17 @@ async def test_in_flight_request_bytes_are_limited(tmp_path: Path) -> None:
 
         release = threading.Event()
         try:
-            await client.call("StartLogSegment", pb.StartLogSegmentRequest(req=req(), txid=1), T)
+            await client.call(
+                "startLogSegment", pb.StartLogSegmentRequestProto(req=req(), txid=1), T
+            )
             busy = asyncio.ensure_future(node.run(JID, lambda j: release.wait(20)))
-            first = asyncio.ensure_future(client.call("Journal", batch(1), T))
+            first = asyncio.ensure_future(client.call("journal", batch(1), T))
             deadline = time.monotonic() + T
             while node.inflight.used == 0:  # the first batch is queued behind the busy thread
                 assert time.monotonic() < deadline, "the first batch never arrived"
                 await asyncio.sleep(0.01)  # poll interval of a wait bounded by the deadline
             with pytest.raises(JournalError, match=r"journalnode\.max_inflight_request_bytes"):
-                await client.call("Journal", batch(3001), T)
+                await client.call("journal", batch(3001), T)
             release.set()
             await busy
             await first
@@ -294,6 +305,9 @@ def test_repeated_log_lines_are_rate_limited() -> None:
     now[0] += 10.5
     emit("accept failed: Too many open files")
     assert out[-1] == "accept failed: Too many open files (repeated 499 times in the last 10s)"
+    for fd in (7, 8):  # asyncio's accept error of two listeners: one line
+        emit(f"socket.accept() out of system resource\nsocket: <TransportSocket fd={fd}>")
+    assert out[-1].startswith("socket.accept() out of system resource") and len(out) == 4
     root = logging.getLogger()
     saved = root.handlers[:], root.level
     try:
@@ -388,3 +402,69 @@ async def test_limits_that_cannot_work_are_refused_at_start(
     with pytest.raises(StartupError, match=match):
         async with node_with(tmp_path, **settings):
             pass
+
+
+async def test_an_unexpected_exception_is_an_io_exception_and_a_logged_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from qjm.journalnode.journal import Journal
+    from qjm.protocol.qjournal_client import QJournalClient
+
+    def boom(self: Journal, req: pb.RequestInfoProto) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(Journal, "heartbeat", boom)
+    async with node_with(tmp_path) as node:
+        await format_journals(rpc_of(node), JID)
+        client = QJournalClient(rpc_of(node))
+        req = pb.RequestInfoProto(journal_id=journal_id(JID), epoch=1, ipc_serial=1)
+        try:
+            with (
+                caplog.at_level(logging.ERROR, logger="qjm.journalnode.rpc"),
+                pytest.raises(JournalError) as info,
+            ):
+                await client.call("heartbeat", pb.HeartbeatRequestProto(req=req), T)
+            # the Java class a Hadoop client sees is java.io.IOException (JournalError's)
+            assert type(info.value) is JournalError
+            assert "internal error in JournalNode serving heartbeat: RuntimeError: boom" in str(
+                info.value
+            )
+            logged = [r for r in caplog.records if r.name == "qjm.journalnode.rpc"]
+            assert logged and logged[0].exc_info is not None
+            st = await client.call(
+                "getJournalState", pb.GetJournalStateRequestProto(jid=journal_id(JID)), T
+            )
+            assert st.last_promised_epoch == 1  # still serving
+        finally:
+            await client.close()
+
+
+async def test_a_frame_over_ipc_maximum_data_length_closes_only_its_connection(
+    tmp_path: Path,
+) -> None:
+    from hadoop_wire import FATAL, PREAMBLE, connection_context, wait_closed
+    from test_journalnode_wire import read_response_bytes
+
+    limit = 100_000
+    async with node_with(
+        tmp_path, ipc_maximum_data_length=limit, max_inflight_request_bytes=limit
+    ) as node:
+        await format_journals(rpc_of(node), JID)
+
+        def oversized() -> bytes:
+            with socket.create_connection(("127.0.0.1", node.rpc_port), timeout=T) as s:
+                s.sendall(PREAMBLE + connection_context() + (limit + 1).to_bytes(4, "big"))
+                return wait_closed(s, T)
+
+        sent = await asyncio.to_thread(oversized)
+        header, _ = read_response_bytes(sent)
+        assert header[2] == FATAL
+        assert f"exceeds ipc.maximum.data.length {limit}".encode() in header[5]  # type: ignore[operator]
+        client = JNClient(rpc_of(node))  # the node still serves
+        try:
+            st = await client.call(
+                "getJournalState", pb.GetJournalStateRequestProto(jid=journal_id(JID)), T
+            )
+            assert st.last_promised_epoch == 1
+        finally:
+            await client.close()

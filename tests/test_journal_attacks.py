@@ -6,19 +6,19 @@ import json
 import re
 import urllib.error
 import urllib.request
-from typing import Any
 
 import pytest
 
 from conftest import JNFactory, JNProcess
-from qjm.client.rpc import JournalNodeClient
 from qjm.editlog.framing import HEADER, OP_OPAQUE, encode_op
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import EpochError, InvalidRequestError, NamespaceMismatchError
+from qjm.protocol.qjournal import journal_id
+from raw_writer import JNClient, RawWriter, ns_info
 
 JID = "attacked"
-NS_A = pb.NamespaceInfo(namespace_id=1111, cluster_id="CID-A")
-NS_B = pb.NamespaceInfo(namespace_id=2222, cluster_id="CID-B")
+NS_A = ns_info(1111, "CID-A")
+NS_B = ns_info(2222, "CID-B")
 T = 10.0
 
 
@@ -36,72 +36,16 @@ def http_get(url: str) -> tuple[int, bytes]:
         return e.code, e.read()
 
 
-class Raw:
-    """One writer's raw RPCs to one JournalNode."""
-
-    def __init__(self, jn: JNProcess, epoch: int, ns: pb.NamespaceInfo = NS_A) -> None:
-        self.client = JournalNodeClient(jn.rpc)
-        self.epoch = epoch
-        self.ns = ns
-        self.serial = 0
-
-    def req(self, committed: int | None = None) -> pb.RequestInfo:
-        """The next RequestInfo."""
-        self.serial += 1
-        r = pb.RequestInfo(jid=JID, epoch=self.epoch, ipc_serial=self.serial)
-        if committed is not None:
-            r.committed_txid = committed
-        return r
-
-    async def call(self, method: str, request: object) -> Any:
-        """One RPC."""
-        return await self.client.call(method, request, T)
-
-    async def format(self, force: bool = False, members: list[str] | None = None) -> None:
-        """Format the journal for this writer's namespace."""
-        await self.call(
-            "Format", pb.FormatRequest(jid=JID, ns_info=self.ns, force=force, members=members)
-        )
-
-    async def new_epoch(self, members: list[str] | None = None) -> None:
-        """Win this writer's epoch."""
-        await self.call(
-            "NewEpoch",
-            pb.NewEpochRequest(jid=JID, ns_info=self.ns, epoch=self.epoch, members=members),
-        )
-
-    async def start(self, txid: int) -> None:
-        """Open a segment."""
-        await self.call("StartLogSegment", pb.StartLogSegmentRequest(req=self.req(), txid=txid))
-
-    async def write(self, seg: int, first: int, n: int, committed: int | None = None) -> None:
-        """Journal n txns."""
-        await self.call(
-            "Journal",
-            pb.JournalRequest(
-                req=self.req(committed),
-                segment_txid=seg,
-                first_txid=first,
-                num_txns=n,
-                records=txns(first, n),
-            ),
-        )
-
-    async def status(self) -> pb.JournalStatus:
-        """The journal's status."""
-        st: pb.JournalStatus = await self.call("GetJournalStatus", pb.JournalIdRequest(jid=JID))
-        return st
-
-    async def close(self) -> None:
-        """Close the channel."""
-        await self.client.close()
+def raw(jn: JNProcess, epoch: int, ns: pb.NamespaceInfoProto | None = None) -> RawWriter:
+    """One writer's raw calls to one JournalNode, on this file's journal and namespace."""
+    return RawWriter(jn, epoch, jid=JID, ns=ns or NS_A, make_txns=txns)
 
 
 async def test_hostile_epoch_and_committed_txid_do_not_wedge_the_journal(
     jn_factory: JNFactory,
 ) -> None:
     jn = jn_factory.start("jn1")
-    evil, w1, w2 = Raw(jn, 2**63 - 1), Raw(jn, 1), Raw(jn, 2)
+    evil, w1, w2 = raw(jn, 2**63 - 1), raw(jn, 1), raw(jn, 2)
     try:
         await w1.format()
         with pytest.raises(InvalidRequestError, match="above the limit 1000000"):
@@ -109,7 +53,7 @@ async def test_hostile_epoch_and_committed_txid_do_not_wedge_the_journal(
         await w1.new_epoch()
         await w1.start(1)
         await w1.write(1, 1, 3)
-        await w1.call("Heartbeat", pb.HeartbeatRequest(req=w1.req(committed=2**63 - 1)))
+        await w1.call("heartbeat", pb.HeartbeatRequestProto(req=w1.req(committed=2**63 - 1)))
         await w1.write(1, 4, 2, committed=10**9)
         st = await w1.status()
         assert st.last_promised_epoch == 1
@@ -117,16 +61,18 @@ async def test_hostile_epoch_and_committed_txid_do_not_wedge_the_journal(
         # the next writer recovers and finalizes as if nothing happened
         await w2.new_epoch()
         prep = await w2.call(
-            "PrepareRecovery", pb.PrepareRecoveryRequest(req=w2.req(), segment_txid=1)
+            "prepareRecovery", pb.PrepareRecoveryRequestProto(req=w2.req(), segment_txid=1)
         )
         assert prep.segment_state.end_txid == 5
         await w2.call(
-            "AcceptRecovery",
-            pb.AcceptRecoveryRequest(req=w2.req(), state_to_accept=prep.segment_state),
+            "acceptRecovery",
+            pb.AcceptRecoveryRequestProto(
+                req=w2.req(), state_to_accept=prep.segment_state, from_url=""
+            ),
         )
         await w2.call(
-            "FinalizeLogSegment",
-            pb.FinalizeLogSegmentRequest(req=w2.req(), start_txid=1, end_txid=5),
+            "finalizeLogSegment",
+            pb.FinalizeLogSegmentRequestProto(req=w2.req(), start_txid=1, end_txid=5),
         )
         await w2.start(6)
         await w2.write(6, 6, 1, committed=6)
@@ -138,14 +84,18 @@ async def test_hostile_epoch_and_committed_txid_do_not_wedge_the_journal(
 
 async def test_journal_id_colliding_with_storage_names_is_refused(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
-    client = JournalNodeClient(jn.rpc)
+    client = JNClient(jn.rpc)
     try:
         for jid in ("in_use.lock", "current", "edits.sync"):
             with pytest.raises(InvalidRequestError, match=f"invalid journal id '{jid}'"):
-                await client.call("Format", pb.FormatRequest(jid=jid, ns_info=NS_A), T)
+                await client.call(
+                    "format", pb.FormatRequestProto(jid=journal_id(jid), ns_info=NS_A), T
+                )
             with pytest.raises(InvalidRequestError, match="storage uses itself"):
-                await client.call("GetJournalState", pb.JournalIdRequest(jid=jid), T)
-        st = await client.call("GetNodeStatus", pb.GetNodeStatusRequest(), T)
+                await client.call(
+                    "getJournalState", pb.GetJournalStateRequestProto(jid=journal_id(jid)), T
+                )
+        st = await client.call("getNodeStatus", pb.GetNodeStatusRequestProto(), T)
         assert list(st.journals) == []
     finally:
         await client.close()
@@ -155,7 +105,7 @@ async def test_reformat_with_another_namespace_refuses_the_live_writer(
     jn_factory: JNFactory,
 ) -> None:
     jn = jn_factory.start("jn1")
-    a, b = Raw(jn, 1, NS_A), Raw(jn, 2, NS_B)
+    a, b = raw(jn, 1, NS_A), raw(jn, 2, NS_B)
     try:
         await a.format()
         await a.new_epoch()
@@ -167,7 +117,7 @@ async def test_reformat_with_another_namespace_refuses_the_live_writer(
         with pytest.raises(EpochError, match="formatted for namespaceID=2222"):
             await a.write(1, 1, 1)
         with pytest.raises(NamespaceMismatchError, match="namespaceID=1111"):
-            await Raw(jn, 2, NS_A).new_epoch()
+            await raw(jn, 2, NS_A).new_epoch()
         st = await b.status()
         assert st.last_promised_epoch == 1 and st.highest_written_txid == 0
         await b.new_epoch()
@@ -182,7 +132,7 @@ async def test_older_writers_inprogress_edits_are_not_listed_streamed_or_served(
     jn_factory: JNFactory,
 ) -> None:
     jn = jn_factory.start("jn1")
-    w1, w2 = Raw(jn, 1), Raw(jn, 2)
+    w1, w2 = raw(jn, 1), raw(jn, 2)
     url = f"http://{jn.http}/getJournal?jid={JID}&segmentTxId=1&inProgressOk=true"
     try:
         await w1.format()
@@ -192,17 +142,20 @@ async def test_older_writers_inprogress_edits_are_not_listed_streamed_or_served(
         status, body = http_get(url)
         assert status == 200 and body == HEADER + txns(1, 5)
         await w2.new_epoch()  # writer 1 is fenced; its unrecovered tail must vanish
-        await w2.call("Heartbeat", pb.HeartbeatRequest(req=w2.req(committed=5)))
+        await w2.call("heartbeat", pb.HeartbeatRequestProto(req=w2.req(committed=5)))
         status, body = http_get(url)
         assert status == 404, body
         man = await w2.call(
-            "GetEditLogManifest",
-            pb.GetEditLogManifestRequest(jid=JID, since_txid=1, in_progress_ok=True),
+            "getEditLogManifest",
+            pb.GetEditLogManifestRequestProto(
+                jid=journal_id(JID), since_txid=1, in_progress_ok=True
+            ),
         )
-        assert list(man.logs) == []
+        assert list(man.manifest.logs) == []
         assert (man.last_writer_epoch, man.last_promised_epoch) == (1, 2)
         edits = await w2.call(
-            "GetJournaledEdits", pb.GetJournaledEditsRequest(jid=JID, since_txid=1, max_txns=9)
+            "getJournaledEdits",
+            pb.GetJournaledEditsRequestProto(jid=journal_id(JID), since_txid=1, max_txns=9),
         )
         assert edits.txn_count == 0 and edits.edit_log == b""
         assert (edits.last_writer_epoch, edits.last_promised_epoch) == (1, 2)
@@ -218,7 +171,7 @@ async def test_older_writers_inprogress_edits_are_not_listed_streamed_or_served(
 async def test_membership_from_format_is_enforced_and_shown(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     members = ["127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"]
-    w = Raw(jn, 1)
+    w = raw(jn, 1)
     try:
         await w.format(members=members)
         with pytest.raises(NamespaceMismatchError, match=r"names \['127.0.0.1:7002'\] but"):
@@ -234,24 +187,26 @@ async def test_membership_from_format_is_enforced_and_shown(jn_factory: JNFactor
 
 async def test_journal_state_names_the_node_and_the_writer_epoch(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
-    w = Raw(jn, 3)
+    w = raw(jn, 3)
     try:
         await w.format()
         await w.new_epoch()
         await w.start(1)
-        first = await w.call("GetJournalState", pb.JournalIdRequest(jid=JID))
-        again = await w.call("GetJournalState", pb.JournalIdRequest(jid=JID))
+        first = await w.call("getJournalState", pb.GetJournalStateRequestProto(jid=journal_id(JID)))
+        again = await w.call("getJournalState", pb.GetJournalStateRequestProto(jid=journal_id(JID)))
         assert re.fullmatch(r"[0-9a-f]{32}", first.node_id)
         assert again.node_id == first.node_id
         assert (first.last_promised_epoch, first.last_writer_epoch) == (3, 3)
-        node = await w.call("GetNodeStatus", pb.GetNodeStatusRequest())
+        node = await w.call("getNodeStatus", pb.GetNodeStatusRequestProto())
         assert node.node_id == first.node_id
     finally:
         await w.close()
     jn = jn_factory.restart(jn)
-    client = JournalNodeClient(jn.rpc)
+    client = JNClient(jn.rpc)
     try:
-        after = await client.call("GetJournalState", pb.JournalIdRequest(jid=JID), T)
+        after = await client.call(
+            "getJournalState", pb.GetJournalStateRequestProto(jid=journal_id(JID)), T
+        )
         assert after.node_id != first.node_id and after.last_writer_epoch == 3
     finally:
         await client.close()

@@ -4,95 +4,33 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-import grpc
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import JNFactory, JNProcess, read_json, run_qjm, snapshot
-from qjm.client.rpc import JournalNodeClient, JournalNodeUnavailable
-from qjm.editlog.framing import HEADER, OP_OPAQUE, encode_op
+from conftest import JNFactory, read_json, run_qjm, snapshot
+from hadoop_wire import ERROR, PREAMBLE, call, connection_context, read_response
+from qjm.editlog.framing import HEADER
 from qjm.editlog.segments import finalized_name, inprogress_name
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
     CacheMissError,
     EpochError,
     InvalidRequestError,
+    JournalNodeUnavailable,
     JournalNotFormattedError,
     JournalOutOfSyncError,
     NamespaceMismatchError,
+    SegmentStateError,
 )
+from qjm.protocol.qjournal import journal_id
+from raw_writer import JID, JNClient, RawWriter, ns_info, txns
 
-JID = "ns1"
-NS = pb.NamespaceInfo(namespace_id=4242, cluster_id="CID-server-test")
 T = 10.0
-
-
-def txns(first: int, n: int) -> bytes:
-    """n opaque ops numbered from first."""
-    return b"".join(encode_op(OP_OPAQUE, t, b"x" * 200) for t in range(first, first + n))
-
-
-class RawWriter:
-    """Speaks the writer's RPCs to one JournalNode, one call at a time."""
-
-    def __init__(self, jn: JNProcess, epoch: int) -> None:
-        self.client = JournalNodeClient(jn.rpc)
-        self.epoch = epoch
-        self.serial = 0
-
-    def req(self, committed: int | None = None, epoch: int | None = None) -> pb.RequestInfo:
-        """The next RequestInfo."""
-        self.serial += 1
-        r = pb.RequestInfo(jid=JID, epoch=epoch or self.epoch, ipc_serial=self.serial)
-        if committed is not None:
-            r.committed_txid = committed
-        return r
-
-    async def call(self, method: str, request: object) -> object:
-        """One RPC."""
-        return await self.client.call(method, request, T)
-
-    async def format(self) -> None:
-        """Format the journal."""
-        await self.call("Format", pb.FormatRequest(jid=JID, ns_info=NS))
-
-    async def new_epoch(self) -> pb.NewEpochResponse:
-        """Win this writer's epoch."""
-        return await self.call(  # type: ignore[return-value]
-            "NewEpoch", pb.NewEpochRequest(jid=JID, ns_info=NS, epoch=self.epoch)
-        )
-
-    async def start(self, txid: int) -> None:
-        """Open a segment."""
-        await self.call("StartLogSegment", pb.StartLogSegmentRequest(req=self.req(), txid=txid))
-
-    async def write(self, seg: int, first: int, n: int, committed: int | None = None) -> None:
-        """Journal n txns."""
-        await self.call(
-            "Journal",
-            pb.JournalRequest(
-                req=self.req(committed),
-                segment_txid=seg,
-                first_txid=first,
-                num_txns=n,
-                records=txns(first, n),
-            ),
-        )
-
-    async def finalize(self, start: int, end: int) -> None:
-        """Finalize a segment."""
-        await self.call(
-            "FinalizeLogSegment",
-            pb.FinalizeLogSegmentRequest(req=self.req(), start_txid=start, end_txid=end),
-        )
-
-    async def close(self) -> None:
-        """Close the channel."""
-        await self.client.close()
 
 
 def http_get(url: str) -> tuple[int, bytes]:
@@ -160,25 +98,32 @@ async def test_rejected_requests_change_nothing_on_disk(jn_factory: JNFactory) -
             JournalOutOfSyncError, match="can't write txid 7: expecting next txid 4"
         ):
             await w.write(1, 7, 1)
-        other = pb.NamespaceInfo(namespace_id=1, cluster_id="CID-other")
+        other = ns_info(1, "CID-other")
         with pytest.raises(NamespaceMismatchError, match="namespaceID=1.*namespaceID=4242"):
-            await w.call("NewEpoch", pb.NewEpochRequest(jid=JID, ns_info=other, epoch=9))
+            await w.call(
+                "newEpoch", pb.NewEpochRequestProto(jid=journal_id(JID), ns_info=other, epoch=9)
+            )
         bad = bytearray(txns(4, 2))
         bad[-1] ^= 0xFF
         with pytest.raises(InvalidRequestError, match="malformed batch.*txid 5"):
             await w.call(
-                "Journal",
-                pb.JournalRequest(
+                "journal",
+                pb.JournalRequestProto(
                     req=w.req(), segment_txid=1, first_txid=4, num_txns=2, records=bytes(bad)
                 ),
             )
         with pytest.raises(JournalNotFormattedError, match="journal 'nosuch' is not formatted"):
-            await w.call("GetJournalState", pb.JournalIdRequest(jid="nosuch"))
+            await w.call(
+                "getJournalState", pb.GetJournalStateRequestProto(jid=journal_id("nosuch"))
+            )
         with pytest.raises(InvalidRequestError, match="invalid journal id '../x'"):
-            await w.call("GetJournalState", pb.JournalIdRequest(jid="../x"))
+            await w.call("getJournalState", pb.GetJournalStateRequestProto(jid=journal_id("../x")))
         with pytest.raises(InvalidRequestError, match="no journal id"):
             await w.call(
-                "Heartbeat", pb.HeartbeatRequest(req=pb.RequestInfo(epoch=2, ipc_serial=99))
+                "heartbeat",
+                pb.HeartbeatRequestProto(
+                    req=pb.RequestInfoProto(journal_id=journal_id(""), epoch=2, ipc_serial=99)
+                ),
             )
         assert snapshot(jn.edits_dir) == before
         assert not (jn.edits_dir / "nosuch").exists()
@@ -255,14 +200,16 @@ async def test_accept_recovery_downloads_from_a_peer_over_http(jn_factory: JNFac
         for r in (ra, rb):
             await r.new_epoch()
         prep = await ra.call(
-            "PrepareRecovery", pb.PrepareRecoveryRequest(req=ra.req(), segment_txid=1)
+            "prepareRecovery", pb.PrepareRecoveryRequestProto(req=ra.req(), segment_txid=1)
         )
         assert prep.segment_state.end_txid == 5  # type: ignore[attr-defined]
         url = f"http://{a.http}/getJournal?jid={JID}&segmentTxId=1&inProgressOk=true"
-        await rb.call("PrepareRecovery", pb.PrepareRecoveryRequest(req=rb.req(), segment_txid=1))
         await rb.call(
-            "AcceptRecovery",
-            pb.AcceptRecoveryRequest(
+            "prepareRecovery", pb.PrepareRecoveryRequestProto(req=rb.req(), segment_txid=1)
+        )
+        await rb.call(
+            "acceptRecovery",
+            pb.AcceptRecoveryRequestProto(
                 req=rb.req(), state_to_accept=prep.segment_state, from_url=url
             ),  # type: ignore[attr-defined]
         )
@@ -270,7 +217,7 @@ async def test_accept_recovery_downloads_from_a_peer_over_http(jn_factory: JNFac
         got = (b.edits_dir / JID / "current" / finalized_name(1, 5)).read_bytes()
         assert got == HEADER + txns(1, 5)
         again = await rb.call(
-            "PrepareRecovery", pb.PrepareRecoveryRequest(req=rb.req(), segment_txid=1)
+            "prepareRecovery", pb.PrepareRecoveryRequestProto(req=rb.req(), segment_txid=1)
         )
         assert not again.segment_state.is_in_progress  # type: ignore[attr-defined]
         await ra.close()
@@ -389,10 +336,12 @@ def test_bad_config_is_refused_naming_the_key(tmp_path: Path) -> None:
 
 
 async def test_unreachable_node_is_a_clear_error(tmp_path: Path) -> None:
-    client = JournalNodeClient("127.0.0.1:1")
+    client = JNClient("127.0.0.1:1")
     try:
         with pytest.raises(JournalNodeUnavailable, match="127.0.0.1:1: unreachable"):
-            await client.call("GetJournalState", pb.JournalIdRequest(jid=JID), 2.0)
+            await client.call(
+                "getJournalState", pb.GetJournalStateRequestProto(jid=journal_id(JID)), 2.0
+            )
     finally:
         await client.close()
 
@@ -403,15 +352,13 @@ async def test_garbage_request_bytes_are_refused(jn_factory: JNFactory) -> None:
     try:
         await w.format()
         before = snapshot(jn.edits_dir)
-        raw = w.client.channel.unary_unary(
-            "/qjm.qjournal.QJournalService/Journal",
-            request_serializer=None,
-            response_deserializer=None,
-        )
-        with pytest.raises(grpc.aio.AioRpcError) as info:
-            await raw(b"\xff\xff\xff\xff not a protobuf", timeout=T)
-        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert "malformed JournalRequest" in (info.value.details() or "")
+        host, port = jn.rpc.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=T) as sock:
+            garbage = b"\xff\xff\xff\xff not a protobuf"
+            sock.sendall(PREAMBLE + connection_context() + call(1, "journal", garbage))
+            header, body = read_response(sock)
+        assert (header[1], header[2], body) == (1, ERROR, None)  # an error, not a crash
+        assert b"journal" in header[5], header  # type: ignore[operator]
         assert snapshot(jn.edits_dir) == before
         assert (await w.new_epoch()).HasField("last_segment_txid") is False  # still serving
     finally:
@@ -420,14 +367,20 @@ async def test_garbage_request_bytes_are_refused(jn_factory: JNFactory) -> None:
 
 async def test_several_journals_on_one_node_are_independent(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
-    client = JournalNodeClient(jn.rpc)
+    client = JNClient(jn.rpc)
     try:
         for jid, epoch in (("alpha", 3), ("beta", 7)):
-            ns = pb.NamespaceInfo(namespace_id=epoch, cluster_id=f"CID-{jid}")
-            await client.call("Format", pb.FormatRequest(jid=jid, ns_info=ns), T)
-            await client.call("NewEpoch", pb.NewEpochRequest(jid=jid, ns_info=ns, epoch=epoch), T)
-        a = await client.call("GetJournalState", pb.JournalIdRequest(jid="alpha"), T)
-        b = await client.call("GetJournalState", pb.JournalIdRequest(jid="beta"), T)
+            ns = ns_info(epoch, f"CID-{jid}")
+            await client.call("format", pb.FormatRequestProto(jid=journal_id(jid), ns_info=ns), T)
+            await client.call(
+                "newEpoch", pb.NewEpochRequestProto(jid=journal_id(jid), ns_info=ns, epoch=epoch), T
+            )
+        a = await client.call(
+            "getJournalState", pb.GetJournalStateRequestProto(jid=journal_id("alpha")), T
+        )
+        b = await client.call(
+            "getJournalState", pb.GetJournalStateRequestProto(jid=journal_id("beta")), T
+        )
         assert (a.last_promised_epoch, b.last_promised_epoch) == (3, 7)
         assert sorted(p.name for p in jn.edits_dir.iterdir() if p.is_dir()) == ["alpha", "beta"]
     finally:
@@ -449,24 +402,26 @@ async def test_get_journaled_edits_over_rpc(jn_factory: JNFactory) -> None:
         await w.write(1, 1, 4)
         await w.write(1, 5, 4, committed=4)
         resp = await w.call(
-            "GetJournaledEdits", pb.GetJournaledEditsRequest(jid=JID, since_txid=3, max_txns=4)
+            "getJournaledEdits",
+            pb.GetJournaledEditsRequestProto(jid=journal_id(JID), since_txid=3, max_txns=4),
         )
         assert resp.txn_count == 4  # type: ignore[attr-defined]
         assert resp.edit_log == HEADER + txns(3, 4)  # type: ignore[attr-defined]
         assert resp.committed_txid == 4 and resp.highest_written_txid == 8  # type: ignore[attr-defined]
         empty = await w.call(
-            "GetJournaledEdits", pb.GetJournaledEditsRequest(jid=JID, since_txid=9, max_txns=4)
+            "getJournaledEdits",
+            pb.GetJournaledEditsRequestProto(jid=journal_id(JID), since_txid=9, max_txns=4),
         )
         assert empty.txn_count == 0  # type: ignore[attr-defined]
     finally:
         await w.close()
     jn = jn_factory.restart(jn)  # the cache is memory only
-    client = JournalNodeClient(jn.rpc)
+    client = JNClient(jn.rpc)
     try:
         with pytest.raises(CacheMissError, match="txid 1 is not in the edits cache"):
             await client.call(
-                "GetJournaledEdits",
-                pb.GetJournaledEditsRequest(jid=JID, since_txid=1, max_txns=4),
+                "getJournaledEdits",
+                pb.GetJournaledEditsRequestProto(jid=journal_id(JID), since_txid=1, max_txns=4),
                 T,
             )
     finally:
@@ -478,7 +433,7 @@ async def test_get_journaled_edits_long_poll_waits_for_committed_edits(
 ) -> None:
     jn = jn_factory.start("jn1")
     w = RawWriter(jn, epoch=1)
-    reader = JournalNodeClient(jn.rpc)
+    reader = JNClient(jn.rpc)
     try:
         await w.format()
         await w.new_epoch()
@@ -486,17 +441,146 @@ async def test_get_journaled_edits_long_poll_waits_for_committed_edits(
         await w.write(1, 1, 8, committed=0)
         poll = asyncio.ensure_future(
             reader.call(
-                "GetJournaledEdits",
-                pb.GetJournaledEditsRequest(jid=JID, since_txid=9, max_txns=100, wait_ms=20_000),
+                "getJournaledEdits",
+                pb.GetJournaledEditsRequestProto(
+                    jid=journal_id(JID), since_txid=9, max_txns=100, wait_ms=20_000
+                ),
                 30,
             )
         )
         await w.write(1, 9, 2, committed=8)  # written, but not yet reported committed
         assert not poll.done()
-        await w.call("Heartbeat", pb.HeartbeatRequest(req=w.req(committed=10)))
+        await w.call("heartbeat", pb.HeartbeatRequestProto(req=w.req(committed=10)))
         resp = await asyncio.wait_for(poll, 10)  # well before the 20 s long poll ends
         assert resp.txn_count == 2 and resp.committed_txid == 10
         assert resp.edit_log == HEADER + txns(9, 2)
     finally:
         await w.close()
         await reader.close()
+
+
+async def test_finalize_of_a_segment_the_writer_did_not_write_is_refused_over_ipc(
+    jn_factory: JNFactory,
+) -> None:
+    jn = jn_factory.start("jn1")
+    w1, w2 = RawWriter(jn, epoch=1), RawWriter(jn, epoch=2)
+    try:
+        await w1.format()
+        await w1.new_epoch()
+        await w1.start(1)
+        await w1.write(1, 1, 5)
+        await w2.new_epoch()
+        before = snapshot(jn.edits_dir)
+        with pytest.raises(SegmentStateError, match="neither written by the writer of epoch 2"):
+            await w2.finalize(1, 5)
+        assert snapshot(jn.edits_dir) == before
+        prep = await w2.call(
+            "prepareRecovery", pb.PrepareRecoveryRequestProto(req=w2.req(), segment_txid=1)
+        )
+        await w2.call(
+            "acceptRecovery",
+            pb.AcceptRecoveryRequestProto(
+                req=w2.req(), state_to_accept=prep.segment_state, from_url=""
+            ),
+        )
+        await w2.finalize(1, 5)
+        assert (jn.edits_dir / JID / "current" / finalized_name(1, 5)).exists()
+    finally:
+        await w1.close()
+        await w2.close()
+
+
+async def test_discard_segments_over_ipc(jn_factory: JNFactory) -> None:
+    jn = jn_factory.start("jn1")
+    w1, w2 = RawWriter(jn, epoch=1), RawWriter(jn, epoch=2)
+
+    def discard(txid: int) -> pb.DiscardSegmentsRequestProto:
+        return pb.DiscardSegmentsRequestProto(jid=journal_id(JID), start_txid=txid)
+
+    try:
+        await w1.format()
+        await w1.new_epoch()
+        await w1.start(1)
+        await w1.write(1, 1, 3)
+        await w1.finalize(1, 3)
+        await w1.start(4)
+        await w1.write(4, 4, 2, committed=3)
+        with pytest.raises(SegmentStateError, match="segment 4 is open for the writer of epoch 1"):
+            await w1.call("discardSegments", discard(4))
+        await w2.new_epoch()
+        with pytest.raises(SegmentStateError, match="txids 2-3 are committed"):
+            await w2.call("discardSegments", discard(2))
+        await w2.call("discardSegments", discard(4))
+        current = jn.edits_dir / JID / "current"
+        assert sorted(p.name for p in current.glob("edits_*")) == [finalized_name(1, 3)]
+        man = await w2.call(
+            "getEditLogManifest",
+            pb.GetEditLogManifestRequestProto(
+                jid=journal_id(JID), since_txid=1, in_progress_ok=True
+            ),
+        )
+        assert [(s.start_txid, s.end_txid) for s in man.manifest.logs] == [(1, 3)]
+        assert man.manifest.committed_txid == 3
+        # InterQJournalProtocol (the syncers' protocol in HDFS) answers the same
+        inter = await w2.call(
+            "getEditLogManifestFromJournal",
+            pb.GetEditLogManifestRequestProto(
+                jid=journal_id(JID), since_txid=1, in_progress_ok=True
+            ),
+        )
+        assert inter == man
+    finally:
+        await w1.close()
+        await w2.close()
+
+
+async def test_pipelined_journal_calls_apply_in_the_order_they_were_sent(
+    jn_factory: JNFactory,
+) -> None:
+    jn = jn_factory.start("jn1")
+    w = RawWriter(jn, epoch=1)
+    try:
+        await w.format()
+        await w.new_epoch()
+        await w.start(1)
+        batches = [w.batch(1, first, 3) for first in range(1, 61, 3)]  # serials in order
+        # every call is sent before the first answer comes back: one connection, in order
+        calls = [asyncio.ensure_future(w.call("journal", b)) for b in batches]
+        await asyncio.gather(*calls)
+        await w.finalize(1, 60)
+    finally:
+        await w.close()
+    got = (jn.edits_dir / JID / "current" / finalized_name(1, 60)).read_bytes()
+    assert got == HEADER + txns(1, 60)
+
+
+async def test_calls_for_a_journal_that_is_opening_keep_their_order(tmp_path: Path) -> None:
+    from qjm.config import JournalNodeSettings
+    from qjm.journalnode.journal import Journal
+    from qjm.journalnode.node import JournalNode
+
+    node = JournalNode(
+        tmp_path / "jn",
+        ("127.0.0.1", 0),
+        ("127.0.0.1", 0),
+        JournalNodeSettings(sync_enabled=False),
+    )
+    (tmp_path / "jn").mkdir()
+    order: list[int] = []
+
+    def step(i: int) -> object:
+        def fn(j: Journal) -> None:
+            order.append(i)
+
+        return fn
+
+    calls = []
+    for i in range(40):  # the first opens the journal; some arrive while it opens, some after
+        calls.append(asyncio.ensure_future(node.run("fresh", step(i), create=True)))  # type: ignore[arg-type]
+        if i % 7 == 0:
+            await asyncio.sleep(0)
+    await asyncio.gather(*calls)
+    try:
+        assert order == list(range(40))
+    finally:
+        await node.stop()

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from conftest import JNFactory, JNProcess, run_qjm
 from qjm.editlog.segments import finalized_name
-from test_journalnode_server import JID, RawWriter, http_get
+from raw_writer import JID, RawWriter
+from test_journalnode_server import http_get
 
 SYNC_MS = "150"
 DEADLINE = 20.0

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from conftest import JNFactory, JNProcess
+from qjm.client.journalnode_client import JournalNodeClient
 from qjm.client.quorum_journal_manager import QuorumJournalManager
-from qjm.client.rpc import JournalNodeClient
 from qjm.journalnode.journal import Journal
 from qjm.journalnode.storage import JNStorage, NsInfo
 from qjm.journalnode.syncer import _restore_journal
 from qjm_cluster import FAST_SETTINGS, FaultyClient, NodeFaults, write_txns
-from test_journalnode_server import JID, NS, RawWriter
+from raw_writer import JID, NS, RawWriter
 from test_syncer import start_synced_trio, wait_until
 
 pytestmark = pytest.mark.timeout(90)

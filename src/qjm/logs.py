@@ -15,7 +15,7 @@ MAX_TRACKED_MESSAGES = 1000
 
 
 class RateLimitFilter(logging.Filter):
-    """Lets one line per distinct message through per interval, then says how many it held."""
+    """Lets one line per distinct first line through per interval, then says how many it held."""
 
     def __init__(
         self,
@@ -30,7 +30,9 @@ class RateLimitFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         """True to emit the record (with a repeat count appended), False to hold it back."""
-        key = (record.name, record.levelno, record.getMessage())
+        # The first line: asyncio's accept errors differ only in the socket line after it,
+        # and every listener of a daemon fails alike at the descriptor limit.
+        key = (record.name, record.levelno, record.getMessage().split("\n", 1)[0])
         now = self.clock()
         with self._lock:
             seen = self._seen.get(key)

@@ -60,11 +60,15 @@ class InflightBytes:
 
 def _release_after(mine: asyncio.Future[None], ahead: asyncio.Future[None] | None) -> None:
     """Let the calls queued behind mine go, but never before those ahead of it."""
-    if ahead is None or ahead.done():
+
+    def release(_: object = None) -> None:
         if not mine.done():
             mine.set_result(None)
+
+    if ahead is None or ahead.done():
+        release()
     else:
-        ahead.add_done_callback(lambda _: mine.done() or mine.set_result(None))
+        ahead.add_done_callback(release)
 
 
 class StartupError(QjmError):

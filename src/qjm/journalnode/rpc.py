@@ -53,7 +53,7 @@ def _checked(spec: MethodSpec, serve: Serve, node: JournalNode) -> Method:
     async def handler(request: Message, ctx: CallContext) -> Message:
         # Everything before `serve` is synchronous: the journal work is queued in call order.
         if not request.IsInitialized():
-            missing = ", ".join(request.FindInitializationErrors())
+            missing = ", ".join(request.FindInitializationErrors())  # type: ignore[attr-defined]
             raise InvalidRequestError(
                 f"malformed {spec.request.DESCRIPTOR.name} in {spec.name} from {ctx.peer}: "
                 f"missing required fields: {missing}"

@@ -18,10 +18,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from qjm import __version__
 from qjm.editlog.segments import SegmentFile, fsync_dir, list_segments
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import InvalidRequestError, StorageError
+from qjm.protocol.namespace import layout_version, namespace_info
 
 LAST_PROMISED_EPOCH = "last-promised-epoch"
 LAST_WRITER_EPOCH = "last-writer-epoch"
@@ -94,11 +94,6 @@ def atomic_write(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
-def _signed32(value: int) -> int:
-    """A uint32 from the wire read as the signed 32-bit number HDFS meant (layout versions)."""
-    return value - (1 << 32) if value & 0x80000000 else value
-
-
 @dataclass(frozen=True, slots=True)
 class NsInfo:
     """The namespace a journal is formatted for."""
@@ -118,27 +113,12 @@ class NsInfo:
                 f"namespace info needs a non-zero namespace id and a cluster id, got "
                 f"namespace id {si.namespace_id} and cluster id {si.cluster_id!r}"
             )
-        return cls(
-            si.namespace_id,
-            si.cluster_id,
-            msg.block_pool_id,
-            si.ctime,
-            _signed32(si.layout_version),
-        )
+        return cls(si.namespace_id, si.cluster_id, msg.block_pool_id, si.ctime, layout_version(msg))
 
     def to_proto(self) -> pb.NamespaceInfoProto:
         """The wire message (every required field set)."""
-        return pb.NamespaceInfoProto(
-            build_version="",
-            unused=0,
-            block_pool_id=self.block_pool_id,
-            storage_info=pb.StorageInfoProto(
-                layout_version=self.layout_version & 0xFFFFFFFF,
-                namespace_id=self.namespace_id,
-                cluster_id=self.cluster_id,
-                ctime=self.ctime,
-            ),
-            software_version=__version__,
+        return namespace_info(
+            self.namespace_id, self.cluster_id, self.block_pool_id, self.ctime, self.layout_version
         )
 
     def describe(self) -> str:

@@ -87,7 +87,6 @@ ERROR_CLASSES: dict[str, type[JournalError]] = {
 ERROR_CLASSES_BY_JAVA_NAME: dict[str, type[JournalError]] = {
     cls.java_class: cls for cls in ERROR_CLASSES.values()
 }
-ERROR_METADATA_KEY = "qjm-error"
 
 
 class JournalNodeUnavailable(QjmError):

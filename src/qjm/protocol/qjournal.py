@@ -29,19 +29,13 @@ def _specs(*specs: MethodSpec) -> dict[str, MethodSpec]:
 
 QJOURNAL_METHODS: dict[str, MethodSpec] = _specs(
     MethodSpec("isFormatted", pb.IsFormattedRequestProto, pb.IsFormattedResponseProto),
-    MethodSpec(
-        "discardSegments", pb.DiscardSegmentsRequestProto, pb.DiscardSegmentsResponseProto
-    ),
-    MethodSpec(
-        "getJournalState", pb.GetJournalStateRequestProto, pb.GetJournalStateResponseProto
-    ),
+    MethodSpec("discardSegments", pb.DiscardSegmentsRequestProto, pb.DiscardSegmentsResponseProto),
+    MethodSpec("getJournalState", pb.GetJournalStateRequestProto, pb.GetJournalStateResponseProto),
     MethodSpec("newEpoch", pb.NewEpochRequestProto, pb.NewEpochResponseProto),
     MethodSpec("format", pb.FormatRequestProto, pb.FormatResponseProto),
     MethodSpec("journal", pb.JournalRequestProto, pb.JournalResponseProto),
     MethodSpec("heartbeat", pb.HeartbeatRequestProto, pb.HeartbeatResponseProto),
-    MethodSpec(
-        "startLogSegment", pb.StartLogSegmentRequestProto, pb.StartLogSegmentResponseProto
-    ),
+    MethodSpec("startLogSegment", pb.StartLogSegmentRequestProto, pb.StartLogSegmentResponseProto),
     MethodSpec(
         "finalizeLogSegment",
         pb.FinalizeLogSegmentRequestProto,
@@ -58,9 +52,7 @@ QJOURNAL_METHODS: dict[str, MethodSpec] = _specs(
         pb.GetJournaledEditsRequestProto,
         pb.GetJournaledEditsResponseProto,
     ),
-    MethodSpec(
-        "prepareRecovery", pb.PrepareRecoveryRequestProto, pb.PrepareRecoveryResponseProto
-    ),
+    MethodSpec("prepareRecovery", pb.PrepareRecoveryRequestProto, pb.PrepareRecoveryResponseProto),
     MethodSpec("acceptRecovery", pb.AcceptRecoveryRequestProto, pb.AcceptRecoveryResponseProto),
 )
 
