@@ -20,6 +20,7 @@ from qjm.journalnode.syncer import JournalSyncer
 from qjm.protocol.namespace import namespace_identity
 from qjm_cluster import (
     FAST_SETTINGS,
+    InjectedFault,
     JNCluster,
     NodeFaults,
     check_one_value_per_txid,
@@ -322,13 +323,45 @@ async def test_the_next_batch_is_sent_while_the_previous_one_syncs(tmp_path: Pat
             assert cluster.read_segments(i, jid)[(1, 2)] == {1: payload(1), 2: payload(2)}
 
 
+class _FailFirstBatchOnceSecondSent:
+    """Fails the batch at txid 1 (never sending it) once the batch at txid 2 was sent."""
+
+    def __init__(self, inner: RpcClient) -> None:
+        self.inner = inner
+        self.address = inner.address
+        self.second_sent = asyncio.Event()
+        self.journal_calls = 0
+
+    async def call(self, method: str, request: Any, deadline: float) -> Any:
+        if method == "journal":
+            self.journal_calls += 1
+            if request.first_txid == 2:
+                self.second_sent.set()
+            elif request.first_txid == 1:
+                await asyncio.wait_for(self.second_sent.wait(), 5)
+                raise InjectedFault(f"{self.address}: Injected failure of the batch at txid 1")
+        return await self.inner.call(method, request, deadline)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
 async def test_a_failed_batch_fails_the_batches_pipelined_behind_it(tmp_path: Path) -> None:
     async with JNCluster(tmp_path) as cluster:
-        faults = [NodeFaults() for _ in range(3)]
-        jid, q = await started(cluster, faults)
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        faulty: list[_FailFirstBatchOnceSecondSent] = []
+
+        def factory(addr: str) -> RpcClient:
+            if addr != cluster.address(2):
+                return JournalNodeClient(addr)
+            faulty.append(_FailFirstBatchOnceSecondSent(JournalNodeClient(addr)))
+            return faulty[-1]
+
+        q = QuorumJournalManager(cluster.uri(jid), None, FAST_SETTINGS, client_factory=factory)
         try:
+            await q.recover_unfinalized_segments()
             stream = await q.start_log_segment(1)
-            faults[2].fail_method("journal", lambda r: r.first_txid == 1)
             first = asyncio.ensure_future(stream.sync(stream.write_op(OP_OPAQUE, payload(1))))
             await _cut_batches(stream, 1)
             second = asyncio.ensure_future(stream.sync(stream.write_op(OP_OPAQUE, payload(2))))
@@ -336,13 +369,17 @@ async def test_a_failed_batch_fails_the_batches_pipelined_behind_it(tmp_path: Pa
             await asyncio.wait_for(asyncio.gather(first, second), 10)  # the others suffice
             await asyncio.wait_for(q.loggers.wait_idle(), 10)
             ch = q.loggers.channels[2]
+            # The batch at txid 2 went out while the one at txid 1 was pending; the node
+            # refused it (a gap), and the channel is out of sync until the next segment.
+            assert faulty[0].journal_calls == 2
             assert ch.out_of_sync and ch.highest_acked_txid == 0
-            # The batch at txid 2 was sent behind the failed one; the node refused the gap.
-            assert faults[2].log.count("journal") == 2
             assert ch.metrics().rpc["journal"].failures == 2
             end = await stream.close()
             await q.finalize_log_segment(1, end)
+            await write_segment(q, end + 1, 2)
+            assert not ch.out_of_sync and ch.highest_acked_txid == end + 2
         finally:
             await settle(q)
         assert (1, 2) not in cluster.read_segments(2, jid)
+        assert (3, 4) in cluster.read_segments(2, jid)
         check_one_value_per_txid(cluster, jid)
