@@ -303,7 +303,7 @@ async def test_server_closing_mid_call_is_a_connection_error() -> None:
     port = server.sockets[0].getsockname()[1]
     client = IpcClient(f"127.0.0.1:{port}", PROTOCOL)
     try:
-        with pytest.raises(RpcConnectionError, match=f"127.0.0.1:{port}"):
+        with pytest.raises(RpcConnectionError, match=f"^echo: connection to 127.0.0.1:{port} "):
             await echo(client, "x")
     finally:
         await client.close()
@@ -342,3 +342,113 @@ async def test_close_while_connecting_fails_the_queued_call() -> None:
     with pytest.raises(RpcConnectionError, match="closed"):
         async with asyncio.timeout(5):
             await task
+
+
+async def test_large_request_and_response(env: tuple[IpcServer, IpcClient, Gates]) -> None:
+    _, client, _ = env
+    big = "".join(chr(65 + i % 26) for i in range(300_000))  # parsed in place on the server
+    assert await echo(client, big) == big
+
+
+async def test_response_header_fields_in_any_order_and_unknown_fields() -> None:
+    """A SUCCESS header written status-first, with stateId, still answers the call."""
+
+    async def raw(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.readexactly(7)
+            for _ in range(2):
+                n = int.from_bytes(await reader.readexactly(4), "big")
+                await reader.readexactly(n)
+            # status(2)=0, callId(1)=0, serverIpcVersionNum(3)=9, stateId(9)=77
+            header = b"\x10\x00\x08\x00\x18\x09\x48\x4d"
+            body = b"\x0a\x02ok"
+            payload = bytes((len(header),)) + header + bytes((len(body),)) + body
+            writer.write(len(payload).to_bytes(4, "big") + payload)
+            await writer.drain()
+            await reader.read()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(raw, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = IpcClient(f"127.0.0.1:{port}", PROTOCOL)
+    try:
+        assert await echo(client, "x") == "ok"
+    finally:
+        await client.close()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_timeouts_of_different_lengths_each_fire_on_time(
+    env: tuple[IpcServer, IpcClient, Gates],
+) -> None:
+    _, client, gates = env
+    loop = asyncio.get_running_loop()
+    long = asyncio.create_task(client.call("wait", StringValue(value="a"), StringValue, timeout=5))
+    await gates.wait_arrived("a")
+    started = loop.time()
+    short = [
+        asyncio.create_task(client.call("wait", StringValue(value=v), StringValue, timeout=t))
+        for v, t in (("c", 0.2), ("b", 0.05), ("d", 0.1))
+    ]
+    for task, expected in zip(short, (0.2, 0.05, 0.1), strict=True):
+        with pytest.raises(RpcTimeoutError, match=f"within {expected:g} s"):
+            async with asyncio.timeout(5):
+                await task
+    assert loop.time() - started < 2
+    assert not long.done()
+    gates.gate("a").set()
+    async with asyncio.timeout(5):
+        assert (await long).value == "a"
+    for _ in range(3):  # answered calls leave no timers behind that fail later calls
+        assert await echo(client, "after") == "after"
+
+
+async def test_empty_success_header_does_not_read_the_body_as_header() -> None:
+    """A response whose header is empty (length 0) is malformed: the body is not a header."""
+
+    async def raw(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await reader.readexactly(7)
+            for _ in range(2):
+                n = int.from_bytes(await reader.readexactly(4), "big")
+                await reader.readexactly(n)
+            payload = b"\x00" + b"\x06\x08\x00\x10\x00\x18\x09"  # empty header, header-like body
+            writer.write(len(payload).to_bytes(4, "big") + payload)
+            await writer.drain()
+            await reader.read()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(raw, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = IpcClient(f"127.0.0.1:{port}", PROTOCOL)
+    try:
+        with pytest.raises(RpcConnectionError, match="malformed RPC response header"):
+            await echo(client, "x")
+    finally:
+        await client.close()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_many_clients_at_once(env: tuple[IpcServer, IpcClient, Gates]) -> None:
+    server, _, _ = env
+    clients = [IpcClient(f"127.0.0.1:{server.port}", PROTOCOL, user=f"u{i}") for i in range(20)]
+    try:
+
+        async def run(client: IpcClient, n: int) -> list[str]:
+            return [await echo(client, f"{client.user}-{k}") for k in range(n)]
+
+        results = await asyncio.gather(*(run(c, 50) for c in clients))
+        for client, got in zip(clients, results, strict=True):
+            assert got == [f"{client.user}-{k}" for k in range(50)]
+        assert server.stats()["connections_total"] == 20
+        assert server.stats()["calls"] == 1000
+    finally:
+        await asyncio.gather(*(c.close() for c in clients))

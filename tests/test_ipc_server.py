@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from google.protobuf.empty_pb2 import Empty
 from google.protobuf.wrappers_pb2 import BytesValue, StringValue, UInt32Value
 
 from qjm.errors import QjmError
@@ -363,7 +364,8 @@ async def test_garbage_after_the_preamble_is_fatal_and_closed(
 @pytest.mark.parametrize(
     ("preamble", "class_name"),
     [
-        (b"GET / HTTP/1.1\r\n\r\n", "org.apache.hadoop.ipc.RpcServerException"),
+        (b"hello!!!", "org.apache.hadoop.ipc.RpcServerException"),
+        (b"hrpX", "org.apache.hadoop.ipc.RpcServerException"),  # refused before 7 bytes
         (b"hrpc\x08\x00\x00", "org.apache.hadoop.ipc.RPC$VersionMismatch"),
         (b"hrpc\x09\x00\xdf", "org.apache.hadoop.security.AccessControlException"),
     ],
@@ -637,3 +639,88 @@ async def test_random_bytes_never_hurt_the_server(
             break
         await asyncio.sleep(0)
     assert server.stats()["connections"] == 0
+
+
+async def test_empty_declaring_protocol_means_the_connection_protocol(
+    served: tuple[IpcServer, Recorder],
+) -> None:
+    server, _ = served
+    header = RpcRequestHeaderProto(rpcKind=2, rpcOp=0, callId=1, clientId=CLIENT_ID, retryCount=0)
+    rh = RequestHeaderProto(
+        methodName="echo", declaringClassProtocolName="", clientProtocolVersion=1
+    )
+    call = frame(header.SerializeToString(), rh.SerializeToString(), b"\x0a\x01q")
+    for protocol, status in (
+        (PROTOCOL, SUCCESS),
+        ("org.example.Other", ERROR),
+        (PROTOCOL, SUCCESS),
+    ):
+        raw = await Raw.open(server.port)
+        try:
+            await raw.send(context_frame(protocol=protocol) + call)
+            reply, _, _ = await raw.response()
+            assert reply.status == status, protocol
+        finally:
+            raw.close()
+
+
+async def test_http_request_on_the_ipc_port_gets_a_plain_text_answer(
+    served: tuple[IpcServer, Recorder],
+) -> None:
+    server, _ = served
+    raw = await Raw.open(server.port, preamble=b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    try:
+        async with asyncio.timeout(5):
+            answer = await raw.reader.read()
+        assert answer.startswith(b"HTTP/1.1 404 Not Found")
+        assert b"HTTP request to a Hadoop IPC port" in answer
+    finally:
+        raw.close()
+    await good_call_works(server)
+
+
+# What Hadoop 3.4.1's FsShell (`hadoop fs -ls hdfs://host:port/tmp`) sent to a listening socket:
+# preamble, connection context (user root, callerContext "CLI"), getFileInfo{src="/tmp"}.
+GENUINE_CLIENT_ID = bytes.fromhex("c5f56b05a41d4d82b1430ccca17eb633")
+GENUINE_HADOOP_CLIENT_BYTES = bytes.fromhex(
+    "68727063090000"  # hrpc, version 9, service class 0, auth NONE
+    # context frame
+    "0000005b210802100018052210c5f56b05a41d4d82b1430ccca17eb63328013a050a03434c493812060a0472"
+    "6f6f741a2e6f72672e6170616368652e6861646f6f702e686466732e70726f746f636f6c2e436c69656e7450"
+    "726f746f636f6c"
+    # call frame
+    "00000069210802100018002210c5f56b05a41d4d82b1430ccca17eb63328003a050a03434c493f0a0b676574"
+    "46696c65496e666f122e6f72672e6170616368652e6861646f6f702e686466732e70726f746f636f6c2e436c"
+    "69656e7450726f746f636f6c1801060a042f746d70"
+)
+
+
+async def test_genuine_hadoop_client_bytes_are_served() -> None:
+    seen: list[tuple[str, CallContext]] = []
+
+    async def get_file_info(req: Any, ctx: CallContext) -> Empty:
+        seen.append((req.value, ctx))
+        return Empty()  # GetFileInfoResponseProto without fs: "No such file or directory"
+
+    server = IpcServer()
+    client_protocol = "org.apache.hadoop.hdfs.protocol.ClientProtocol"
+    server.register(client_protocol, {"getFileInfo": Method(StringValue, get_file_info)})
+    await server.start("127.0.0.1", 0)
+    raw = await Raw.open(server.port, preamble=b"")
+    try:
+        await raw.send(GENUINE_HADOOP_CLIENT_BYTES)
+        header, rest, _ = await raw.response()
+        assert (header.callId, header.status, header.clientId) == (0, SUCCESS, GENUINE_CLIENT_ID)
+        assert parse_delimited(rest, 0) == (b"", 1)
+        (src, ctx), *_ = seen
+        assert (src, ctx.user, ctx.protocol, ctx.method, ctx.client_id, ctx.retry_count) == (
+            "/tmp",
+            "root",
+            client_protocol,
+            "getFileInfo",
+            GENUINE_CLIENT_ID,
+            0,
+        )
+    finally:
+        raw.close()
+        await server.stop()

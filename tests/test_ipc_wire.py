@@ -6,6 +6,8 @@ import asyncio
 
 import pytest
 from google.protobuf.wrappers_pb2 import StringValue
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from qjm.ipc import IpcClient
 from qjm.ipc.errors import FrameTooLargeError, MalformedRpcError
@@ -16,6 +18,7 @@ from qjm.ipc.framing import (
     decode_varint,
     encode_varint,
     parse_preamble,
+    plain_call_header,
     read_delimited,
     zigzag32,
 )
@@ -68,6 +71,10 @@ def test_preamble_is_hrpc_version_9_class_0_auth_none() -> None:
     assert parse_preamble(b"hrpc\x09\x00\x00") == (9, 0, 0)
     with pytest.raises(MalformedRpcError, match="hrpc"):
         parse_preamble(b"GET / HTTP/1.1")
+    with pytest.raises(MalformedRpcError, match="hrpX"):
+        parse_preamble(b"hrpX")
+    with pytest.raises(MalformedRpcError, match="4 bytes, expected 7"):
+        parse_preamble(b"hrpc")
 
 
 def test_varints_and_zigzag() -> None:
@@ -177,3 +184,69 @@ async def test_golden_bytes_of_preamble_context_and_call_from_our_client() -> No
         await client.close()
         server.close()
         await server.wait_closed()
+
+
+def _protobuf_view(header_bytes: bytes) -> tuple[int, bytes, int] | None:
+    header = RpcRequestHeaderProto.FromString(header_bytes)
+    if not header.IsInitialized():
+        return None
+    return header.callId, header.clientId, header.retryCount
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    call_id=st.integers(-(2**31), 2**31 - 1),
+    retry=st.integers(-(2**31), 2**31 - 1),
+    client_id=st.binary(max_size=20),
+    kind=st.sampled_from([0, 1, 2]),
+    op=st.sampled_from([0, 1, 2]),
+    caller=st.none() | st.text(max_size=5),
+    state_id=st.none() | st.integers(0, 2**40),
+)
+def test_plain_header_fast_path_agrees_with_protobuf(
+    call_id: int,
+    retry: int,
+    client_id: bytes,
+    kind: int,
+    op: int,
+    caller: str | None,
+    state_id: int | None,
+) -> None:
+    header = RpcRequestHeaderProto(
+        rpcKind=kind, rpcOp=op, callId=call_id, clientId=client_id, retryCount=retry
+    )
+    if caller is not None:
+        header.callerContext.context = caller
+    if state_id is not None:
+        header.stateId = state_id
+    raw = header.SerializeToString()
+    frame = hand_delimited(raw) + hand_delimited(b"method header")
+    fast = plain_call_header(frame)
+    plain = kind == 2 and op == 0 and call_id >= 0 and caller is None and state_id is None
+    if plain:
+        assert fast == (call_id, client_id, retry, len(hand_delimited(raw)))
+    else:
+        assert fast is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=60), st.integers(0, 200), st.integers(0, 255))
+def test_plain_header_fast_path_never_accepts_what_protobuf_reads_otherwise(
+    blob: bytes, at: int, byte: int
+) -> None:
+    client = IpcClient("127.0.0.1:1", PROTOCOL, client_id=CLIENT_ID)
+    base = client.call_frame(5, "m", StringValue(value="hi"))[4:]
+    flipped = bytearray(base)
+    flipped[at % len(base)] = byte
+    for frame in (
+        blob,
+        base[: len(blob) % len(base)] + blob,
+        bytes([len(blob)]) + blob,
+        bytes(flipped),
+    ):
+        fast = plain_call_header(frame)
+        if fast is None:
+            continue
+        start, end = read_delimited(frame, 0)
+        assert end == fast[3]
+        assert _protobuf_view(frame[start:end]) == fast[:3]

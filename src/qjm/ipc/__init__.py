@@ -1,4 +1,14 @@
-"""Hadoop's IPC wire protocol (RPC version 9) on asyncio: per-protocol server, client."""
+"""Hadoop's IPC wire protocol (RPC version 9) on asyncio: per-protocol server, client.
+
+    server = IpcServer(name="journalnode")
+    server.register("org.example.EchoProtocol", {"echo": Method(StringValue, echo_handler)})
+    await server.start("127.0.0.1", 0)          # server.port: the port bound
+    client = IpcClient(f"127.0.0.1:{server.port}", "org.example.EchoProtocol")
+    reply = await client.call("echo", StringValue(value="hi"), StringValue, timeout=5)
+
+A handler is `async def handler(request, ctx: CallContext) -> Message`; an exception with a
+`java_class` attribute reaches the caller as RemoteError(class_name=java_class, message=str(e)).
+"""
 
 from qjm.ipc.client import IpcClient
 from qjm.ipc.errors import (

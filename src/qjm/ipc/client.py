@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import getpass
+import heapq
 import logging
 import os
 import socket
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from google.protobuf.message import DecodeError, Message
 
@@ -25,6 +26,7 @@ from qjm.ipc.framing import (
     PREAMBLE,
     FrameReader,
     build_frame,
+    decode_varint,
     encode_varint,
     pack_length,
     read_delimited,
@@ -49,7 +51,9 @@ _STATUS_FATAL = RpcResponseHeaderProto.RpcStatusProto.Value("FATAL")
 # then the tag of callId (field 3, varint). Matches protobuf's serialization byte for byte.
 _REQUEST_HEADER_START = b"\x08\x02\x10\x00\x18"
 
-_Pending = tuple[RpcResponseHeaderProto, bytes, int]
+_COPY_LIMIT = 64 * 1024  # responses larger than this are parsed from a memoryview
+# (header or None for a plain SUCCESS, response frame, offset of the delimited response)
+_Pending = tuple[RpcResponseHeaderProto | None, bytes, int]
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -100,8 +104,20 @@ class _ClientConnection(asyncio.Protocol):
         for frame in frames:
             try:
                 start, end = read_delimited(frame, 0)
+                # fast path: callId (field 1) first, then status (field 2) SUCCESS
+                if end > start and frame[start] == 0x08:
+                    call_id, pos = decode_varint(frame, start + 1)
+                    if pos + 2 <= end and frame[pos] == 0x10 and frame[pos + 1] == 0:
+                        if call_id >= 0x80000000:
+                            call_id -= 0x100000000
+                        fut = pending.pop(call_id, None)
+                        if fut is not None and not fut.done():
+                            fut.set_result((None, frame, end))
+                        continue
                 header = RpcResponseHeaderProto.FromString(frame[start:end])
-            except (MalformedRpcError, DecodeError) as e:
+                if not header.IsInitialized():
+                    raise DecodeError("callId or status missing")
+            except (MalformedRpcError, DecodeError, IndexError) as e:
                 self.fail(
                     RpcConnectionError(f"{self.client.address}: malformed RPC response header: {e}")
                 )
@@ -140,13 +156,14 @@ class _ClientConnection(asyncio.Protocol):
             self.transport.close()
 
 
-def _expire(fut: asyncio.Future[_Pending], error: RpcTimeoutError) -> None:
-    if not fut.done():
-        fut.set_exception(error)
-
-
 class IpcClient:
-    """One connection per (address, protocol, user); many calls in flight; bounded reconnect."""
+    """One connection per (address, protocol, user); many calls in flight; bounded reconnect.
+
+    The connection opens on the first call and after a loss on the next call: up to
+    reconnect_attempts tries (at least one), each bounded by connect_timeout_s, with
+    reconnect_backoff_s doubling between them; calls made meanwhile wait in order and fail
+    with RpcConnectionError if every try fails. Call ids count up from 0 per client.
+    """
 
     def __init__(
         self,
@@ -178,6 +195,12 @@ class IpcClient:
             b"\x22" + encode_varint(len(self.client_id)) + self.client_id + b"\x28\x00"
         )  # clientId (field 4), retryCount (field 5) = 0
         self._method_headers: dict[str, bytes] = {}
+        # (deadline, sequence, future, method, timeout) of calls with a timeout
+        self._deadlines: list[tuple[float, int, asyncio.Future[_Pending], str, float]] = []
+        self._deadline_seq = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
+        self._timer_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return f"IpcClient({self.address!r}, {self.protocol!r})"
@@ -245,27 +268,23 @@ class IpcClient:
             self._queue.append((call_id, frame, fut))
             if self._connect_task is None:
                 self._connect_task = loop.create_task(self._connect())
-        timer = None
         if timeout is not None:
-            timer = loop.call_later(
-                timeout,
-                _expire,
-                fut,
-                RpcTimeoutError(f"{self.address} {method}: no answer within {timeout:g} s"),
-            )
+            self._add_deadline(loop, loop.time() + timeout, fut, method, timeout)
         try:
             header, frame, pos = await fut
+        except RpcConnectionError as e:  # shared by every call on the connection: name ours
+            self._forget(call_id, fut)
+            raise RpcConnectionError(f"{method}: {e}") from None
         except BaseException:
             self._forget(call_id, fut)
             raise
-        finally:
-            if timer is not None:
-                timer.cancel()
-        if header.status == _STATUS_SUCCESS:
+        if header is None or header.status == _STATUS_SUCCESS:
             if pos >= len(frame):
                 return response_type()
             try:
                 start, end = read_delimited(frame, pos)
+                if end - start > _COPY_LIMIT:  # a large response is parsed in place
+                    return response_type.FromString(cast(bytes, memoryview(frame)[start:end]))
                 return response_type.FromString(frame[start:end])
             except (MalformedRpcError, DecodeError) as e:
                 raise MalformedRpcError(
@@ -280,6 +299,45 @@ class IpcClient:
             peer=self.address,
             method=method,
         )
+
+    def _add_deadline(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        deadline: float,
+        fut: asyncio.Future[_Pending],
+        method: str,
+        timeout: float,
+    ) -> None:
+        """Fail fut with RpcTimeoutError at deadline unless answered before.
+
+        One timer per client, set for the earliest deadline, instead of one per call: a
+        heap of deadlines whose answered entries leave it as they reach its top.
+        """
+        heap = self._deadlines
+        while heap and heap[0][2].done():
+            heapq.heappop(heap)
+        self._deadline_seq += 1
+        heapq.heappush(heap, (deadline, self._deadline_seq, fut, method, timeout))
+        if self._timer is None or deadline < self._timer_at or self._timer_loop is not loop:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer_at = deadline
+            self._timer_loop = loop
+            self._timer = loop.call_at(deadline, self._expire_due, loop)
+
+    def _expire_due(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        heap = self._deadlines
+        now = loop.time()
+        while heap and (heap[0][0] <= now or heap[0][2].done()):
+            _deadline, _seq, fut, method, timeout = heapq.heappop(heap)
+            if not fut.done():
+                fut.set_exception(
+                    RpcTimeoutError(f"{self.address} {method}: no answer within {timeout:g} s")
+                )
+        if heap:
+            self._timer_at = heap[0][0]
+            self._timer = loop.call_at(self._timer_at, self._expire_due, loop)
 
     def _forget(self, call_id: int, fut: asyncio.Future[_Pending]) -> None:
         conn = self._conn
@@ -368,6 +426,10 @@ class IpcClient:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         self._fail_queue(error)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._deadlines.clear()
         conn = self._conn
         self._conn = None
         if conn is not None:

@@ -37,10 +37,11 @@ PREAMBLE = preamble()
 
 def parse_preamble(data: bytes) -> tuple[int, int, int]:
     """(version, service class, auth protocol) of a preamble; MalformedRpcError if not hrpc."""
+    head = bytes(data[:4])
+    if head != MAGIC[: len(head)]:
+        raise MalformedRpcError(f"connection preamble starts with {head!r}, not b'hrpc'")
     if len(data) < PREAMBLE_LENGTH:
         raise MalformedRpcError(f"connection preamble is {len(data)} bytes, expected 7")
-    if data[:4] != MAGIC:
-        raise MalformedRpcError(f"connection preamble starts with {bytes(data[:4])!r}, not b'hrpc'")
     return data[4], data[5], data[6]
 
 
@@ -93,6 +94,51 @@ def read_delimited(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, 
             f"{len(buf)}-byte frame"
         )
     return start, end
+
+
+_PLAIN_HEADER_START = (
+    b"\x08\x02\x10\x00\x18"  # rpcKind=RPC_PROTOCOL_BUFFER, rpcOp=FINAL, callId tag
+)
+
+
+def plain_call_header(frame: bytes) -> tuple[int, bytes, int, int] | None:
+    """(callId, clientId, retryCount, end) if the frame starts with a plain call header.
+
+    Plain: exactly rpcKind=2, rpcOp=0, callId >= 0, clientId, retryCount, in field order, as
+    IpcClient writes it. Anything else (other fields, order, values) is None: protobuf decides.
+    """
+    try:
+        n = frame[0]
+        if n >= 128 or frame[1:6] != _PLAIN_HEADER_START:
+            return None
+        end = 1 + n
+        v = frame[6]
+        if v < 128:
+            pos = 7
+        else:
+            v, pos = decode_varint(frame, 6)
+            if v >> 32:
+                return None
+        if v & 1 or frame[pos] != 0x22:  # odd zigzag: a negative (special) call id
+            return None
+        id_len = frame[pos + 1]
+        if id_len >= 128:
+            return None
+        id_end = pos + 2 + id_len
+        if frame[id_end] != 0x28:
+            return None
+        r = frame[id_end + 1]
+        if r < 128:
+            pos = id_end + 2
+        else:
+            r, pos = decode_varint(frame, id_end + 1)
+            if r >> 32:
+                return None
+        if pos != end:
+            return None
+        return v >> 1, frame[id_end - id_len : id_end], (r >> 1) ^ -(r & 1), end
+    except (IndexError, MalformedRpcError):
+        return None
 
 
 def delimited(message: bytes) -> bytes:

@@ -18,6 +18,7 @@ from qjm.ipc.framing import (
     AUTH_NONE,
     CONNECTION_CONTEXT_CALL_ID,
     DEFAULT_MAX_DATA_LENGTH,
+    MAGIC,
     PING_CALL_ID,
     PREAMBLE_LENGTH,
     RPC_VERSION,
@@ -28,6 +29,7 @@ from qjm.ipc.framing import (
     encode_varint,
     pack_length,
     parse_preamble,
+    plain_call_header,
     read_delimited,
     zigzag32,
 )
@@ -49,7 +51,6 @@ def _bytes(view: memoryview) -> bytes:
 
 Handler = Callable[[Any, "CallContext"], Awaitable[Message]]
 
-_Status = RpcResponseHeaderProto.RpcStatusProto
 _Code = RpcResponseHeaderProto.RpcErrorCodeProto
 STATUS_ERROR = RpcResponseHeaderProto.ERROR
 STATUS_FATAL = RpcResponseHeaderProto.FATAL
@@ -71,6 +72,15 @@ NO_SUCH_PROTOCOL = "org.apache.hadoop.ipc.RpcNoSuchProtocolException"
 NO_SUCH_METHOD = "org.apache.hadoop.ipc.RpcNoSuchMethodException"
 VERSION_MISMATCH = "org.apache.hadoop.ipc.RPC$VersionMismatch"
 ACCESS_CONTROL = "org.apache.hadoop.security.AccessControlException"
+
+_HTTP_ON_IPC_PORT = (
+    b"HTTP/1.1 404 Not Found\r\nContent-type: text/plain\r\n\r\n"
+    b"It looks like you are making an HTTP request to a Hadoop IPC port. This is not the "
+    b"correct port for the web interface on this daemon.\r\n"
+)
+_STOP_GRACE_S = 5.0  # how long stop() waits for cancelled handlers
+_COPY_LIMIT = 64 * 1024  # request bodies larger than this are parsed from a memoryview
+_METHOD_CACHE_SIZE = 1024  # distinct RequestHeaderProto byte strings remembered
 
 # A SUCCESS response header is built by hand (callId, status 0, serverIpcVersionNum 9,
 # clientId, retryCount): byte for byte what protobuf would serialize, without a message object.
@@ -129,6 +139,7 @@ class _Connection(asyncio.Protocol):
 
     def __init__(self, server: IpcServer) -> None:
         self.server = server
+        self.loop = asyncio.get_running_loop()
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.reader = FrameReader(server.max_data_length)
@@ -169,9 +180,8 @@ class _Connection(asyncio.Protocol):
         server._conns.add(self)
         server._connections_total += 1
         if server.idle_timeout_s is not None:
-            loop = asyncio.get_running_loop()
-            self.last_active = loop.time()
-            self.idle_timer = loop.call_later(server.idle_timeout_s, self._check_idle)
+            self.last_active = self.loop.time()
+            self.idle_timer = self.loop.call_later(server.idle_timeout_s, self._check_idle)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
@@ -194,10 +204,13 @@ class _Connection(asyncio.Protocol):
         server = self.server
         server._bytes_in += len(data)
         if self.idle_timer is not None:
-            self.last_active = asyncio.get_running_loop().time()
+            self.last_active = self.loop.time()
         if not self.preamble_done:
             self.preamble += data
             if len(self.preamble) < PREAMBLE_LENGTH:
+                head = self.preamble[:4]
+                if MAGIC[: len(head)] != head:  # not hrpc: no need to wait for 7 bytes
+                    self._check_preamble(self.preamble)
                 return
             data = self.preamble[PREAMBLE_LENGTH:]
             if not self._check_preamble(self.preamble[:PREAMBLE_LENGTH]):
@@ -232,6 +245,9 @@ class _Connection(asyncio.Protocol):
     # -- frames -----------------------------------------------------------------------------
 
     def _check_preamble(self, data: bytes) -> bool:
+        if data.startswith((b"GET ", b"POST ", b"HEAD ", b"PUT ")):
+            self._refuse_http()
+            return False
         try:
             version, _service_class, auth = parse_preamble(data)
         except MalformedRpcError as e:
@@ -262,59 +278,31 @@ class _Connection(asyncio.Protocol):
             return False
         return True
 
+    def _refuse_http(self) -> None:
+        """Answer an HTTP request on the IPC port as Hadoop does, in plain text, and close."""
+        self.server._fatal += 1
+        log.warning("%s: HTTP request from %s on the IPC port", self.server.name, self.peer)
+        if self.transport is not None:
+            self.transport.write(_HTTP_ON_IPC_PORT)
+        self.close()
+
     def _handle_frame(self, frame: bytes) -> None:
-        view = memoryview(frame)
-        try:
-            start, end = read_delimited(view, 0)
-            header = RpcRequestHeaderProto.FromString(_bytes(view[start:end]))
-        except (MalformedRpcError, DecodeError) as e:
-            self.fatal(
-                UNKNOWN_CALL_ID,
-                RPC_SERVER_EXCEPTION,
-                f"malformed RPC request header from {self.peer}: {e}",
-                FATAL_INVALID_RPC_HEADER,
-            )
-            return
-        if not header.IsInitialized():  # callId and clientId are required
-            self.fatal(
-                UNKNOWN_CALL_ID,
-                RPC_SERVER_EXCEPTION,
-                f"RPC request header from {self.peer} lacks " + _missing_fields(header),
-                FATAL_INVALID_RPC_HEADER,
-            )
-            return
-        call_id = header.callId
-        if header.rpcOp == _CLOSE_CONNECTION:
-            self.close()
-            return
-        if call_id < 0:
-            self._handle_special(call_id, header, view, end)
-            return
-        if header.rpcKind != RPC_PROTOCOL_BUFFER:
-            self.fatal(
-                call_id,
-                RPC_SERVER_EXCEPTION,
-                f"unsupported rpcKind {header.rpcKind} (only RPC_PROTOCOL_BUFFER)",
-                FATAL_INVALID_RPC_HEADER,
-            )
-            return
-        if not self.context_done:
-            self.fatal(
-                call_id,
-                RPC_SERVER_EXCEPTION,
-                "Connection context not established",
-                FATAL_INVALID_RPC_HEADER,
-            )
-            return
-        client_id = header.clientId
-        retry = header.retryCount
+        plain = plain_call_header(frame)
+        if plain is not None and self.context_done:
+            call_id, client_id, retry, end = plain
+        else:
+            parsed = self._read_header(frame)
+            if parsed is None:  # answered, ignored or fatal
+                return
+            call_id, client_id, retry, end = parsed
         server = self.server
         server._calls += 1
         try:
-            start, end = read_delimited(view, end)
-            rh = RequestHeaderProto.FromString(_bytes(view[start:end]))
-            if not rh.IsInitialized():
-                raise DecodeError(f"missing required fields: {_missing_fields(rh)}")
+            start, end = read_delimited(frame, end)
+            raw_method_header = frame[start:end]
+            names = server._method_headers.get(raw_method_header)
+            if names is None:
+                names = server._decode_method_header(raw_method_header, self.protocol)
         except (MalformedRpcError, DecodeError) as e:
             self.error(
                 call_id,
@@ -325,8 +313,7 @@ class _Connection(asyncio.Protocol):
                 ERROR_RPC_SERVER,
             )
             return
-        method_name = rh.methodName
-        protocol = rh.declaringClassProtocolName or self.protocol
+        protocol, method_name = names
         methods = server._protocols.get(protocol)
         if methods is None:
             self.error(
@@ -350,8 +337,11 @@ class _Connection(asyncio.Protocol):
             )
             return
         try:
-            start, end = read_delimited(view, end)
-            request = method.request_type.FromString(_bytes(view[start:end]))
+            start, end = read_delimited(frame, end)
+            if end - start > _COPY_LIMIT:  # a large body is parsed in place, not copied
+                request = method.request_type.FromString(_bytes(memoryview(frame)[start:end]))
+            else:
+                request = method.request_type.FromString(frame[start:end])
         except (MalformedRpcError, DecodeError) as e:
             self.error(
                 call_id,
@@ -365,14 +355,60 @@ class _Connection(asyncio.Protocol):
             return
         ctx = CallContext(protocol, method_name, self.user, client_id, call_id, retry, self.peer)
         self.inflight += 1
-        task = asyncio.get_running_loop().create_task(
+        task = self.loop.create_task(
             self._run(method.handler, request, ctx, call_id, client_id, retry)
         )
-        server._tasks.add(task)
-        task.add_done_callback(server._tasks.discard)
+        server._tasks.add(task)  # _run removes it: cheaper than a done callback
+
+    def _read_header(self, frame: bytes) -> tuple[int, bytes, int, int] | None:
+        """(callId, clientId, retryCount, end) of a call's RpcRequestHeaderProto; None after
+        handling a connection-level frame or answering a bad header."""
+        try:
+            start, end = read_delimited(frame, 0)
+            header = RpcRequestHeaderProto.FromString(frame[start:end])
+        except (MalformedRpcError, DecodeError) as e:
+            self.fatal(
+                UNKNOWN_CALL_ID,
+                RPC_SERVER_EXCEPTION,
+                f"malformed RPC request header from {self.peer}: {e}",
+                FATAL_INVALID_RPC_HEADER,
+            )
+            return None
+        if not header.IsInitialized():  # callId and clientId are required
+            self.fatal(
+                UNKNOWN_CALL_ID,
+                RPC_SERVER_EXCEPTION,
+                f"RPC request header from {self.peer} lacks " + _missing_fields(header),
+                FATAL_INVALID_RPC_HEADER,
+            )
+            return None
+        call_id = header.callId
+        if header.rpcOp == _CLOSE_CONNECTION:
+            self.close()
+            return None
+        if call_id < 0:
+            self._handle_special(call_id, header, frame, end)
+            return None
+        if header.rpcKind != RPC_PROTOCOL_BUFFER:
+            self.fatal(
+                call_id,
+                RPC_SERVER_EXCEPTION,
+                f"unsupported rpcKind {header.rpcKind} (only RPC_PROTOCOL_BUFFER)",
+                FATAL_INVALID_RPC_HEADER,
+            )
+            return None
+        if not self.context_done:
+            self.fatal(
+                call_id,
+                RPC_SERVER_EXCEPTION,
+                "Connection context not established",
+                FATAL_INVALID_RPC_HEADER,
+            )
+            return None
+        return call_id, header.clientId, header.retryCount, end
 
     def _handle_special(
-        self, call_id: int, header: RpcRequestHeaderProto, view: memoryview, end: int
+        self, call_id: int, header: RpcRequestHeaderProto, frame: bytes, end: int
     ) -> None:
         if call_id == PING_CALL_ID:
             return
@@ -386,8 +422,8 @@ class _Connection(asyncio.Protocol):
                 )
                 return
             try:
-                start, stop = read_delimited(view, end)
-                context = IpcConnectionContextProto.FromString(_bytes(view[start:stop]))
+                start, stop = read_delimited(frame, end)
+                context = IpcConnectionContextProto.FromString(frame[start:stop])
             except (MalformedRpcError, DecodeError) as e:
                 self.fatal(
                     call_id,
@@ -445,6 +481,7 @@ class _Connection(asyncio.Protocol):
             self.send_success(call_id, client_id, retry, body)
         finally:
             self.inflight -= 1
+            self.server._tasks.discard(asyncio.current_task())  # type: ignore[arg-type,unused-ignore]
 
     # -- responses --------------------------------------------------------------------------
 
@@ -567,6 +604,8 @@ class IpcServer:
         self.max_connections = max_connections
         self.idle_timeout_s = idle_timeout_s
         self._protocols: dict[str, dict[str, Method]] = {}
+        # RequestHeaderProto bytes -> (protocol, method): a client repeats the same few headers
+        self._method_headers: dict[bytes, tuple[str, str]] = {}
         self._server: asyncio.Server | None = None
         self._port = 0
         self._conns: set[_Connection] = set()
@@ -612,7 +651,15 @@ class IpcServer:
         for task in tasks:
             task.cancel()
         if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+            _done, stuck = await asyncio.wait(tasks, timeout=_STOP_GRACE_S)
+            if stuck:
+                log.warning(
+                    "%s: %d handler(s) still running %.0f s after being cancelled at stop",
+                    self.name,
+                    len(stuck),
+                    _STOP_GRACE_S,
+                )
+            self._tasks.difference_update(tasks)  # those cancelled before their first step
         if server is not None:
             await server.wait_closed()
 
@@ -629,6 +676,18 @@ class IpcServer:
             "bytes_in": self._bytes_in,
             "bytes_out": self._bytes_out,
         }
+
+    def _decode_method_header(self, raw: bytes, connection_protocol: str) -> tuple[str, str]:
+        """(protocol, method) named by a RequestHeaderProto; DecodeError if it is not one."""
+        header = RequestHeaderProto.FromString(raw)
+        if not header.IsInitialized():
+            raise DecodeError(f"missing required fields: {_missing_fields(header)}")
+        names = (header.declaringClassProtocolName or connection_protocol, header.methodName)
+        if header.declaringClassProtocolName:  # only then independent of the connection
+            if len(self._method_headers) >= _METHOD_CACHE_SIZE:
+                self._method_headers.clear()
+            self._method_headers[raw] = names
+        return names
 
     def _map_error(self, exc: Exception, ctx: CallContext) -> tuple[str, str]:
         java_class = getattr(exc, "java_class", None)
