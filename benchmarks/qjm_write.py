@@ -11,6 +11,7 @@ import time
 
 from benchmarks.common import BODY, RECORD, journalnodes, percentile
 from qjm.client.admin import new_namespace_info
+from qjm.client.output_stream import DEFAULT_MAX_IN_FLIGHT
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.uri import parse_qjournal_uri
 from qjm.editlog.framing import OP_OPAQUE
@@ -61,7 +62,8 @@ def run() -> str:
         "## Quorum writes (QuorumJournalManager, 3 JournalNode processes)",
         "",
         f"Concurrent writers each append a {RECORD}-byte record and wait for a majority to",
-        f"sync it (group commit, 2 batches in flight); {SECONDS:.0f} s per row.",
+        f"sync it (group commit, up to {DEFAULT_MAX_IN_FLIGHT} batches in flight, pipelined "
+        f"on each node's connection); {SECONDS:.0f} s per row.",
         "",
         "| writers | records/s | records per batch | p50 ms | p99 ms |",
         "|---:|---:|---:|---:|---:|",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -69,6 +70,31 @@ def test_write_prints_each_acked_txid_and_finalizes(jn_factory: JNFactory) -> No
     assert again.returncode == 0, again.stderr
     assert again.stdout.strip() == "27"
     assert "writer epoch 2" in again.stderr
+
+
+def test_write_with_concurrent_writers_group_commits_and_summarizes(jn_factory: JNFactory) -> None:
+    jns, uri = start3(jn_factory)
+    args = ("journal", "write", "--uri", uri, "--count", "300", "--concurrency", "32")
+    done = run_qjm(*args, "--finalize")
+    assert done.returncode == 0, done.stderr
+    # START op, each writer's op as it was acknowledged, then the END op.
+    printed = [int(t) for t in done.stdout.split()]
+    assert printed[0] == 1 and printed[-1] == 302
+    assert sorted(printed[1:-1]) == list(range(2, 302))
+    summary = done.stderr.strip().splitlines()[-1]
+    m = re.search(
+        r"with 32 concurrent writers .*?([\d.]+) ops per batch.*; (\d+) records/s, "
+        r"p50 ([\d.]+) ms, p99 ([\d.]+) ms$",
+        summary,
+    )
+    assert m is not None, summary
+    assert float(m.group(1)) > 2  # ops shared round trips (group commit)
+    assert int(m.group(2)) > 0 and 0 < float(m.group(3)) <= float(m.group(4))
+    for cur in currents(jns):
+        assert list(read_dir_segments(cur)) == [(1, 302)]
+    both = run_qjm(*args, "--batch", "5")
+    assert both.returncode != 0 and "--batch or --concurrency" in both.stderr
+    assert "Traceback" not in both.stderr
 
 
 def test_kill_9_writer_then_recover_keeps_every_printed_txid(jn_factory: JNFactory) -> None:

@@ -360,7 +360,8 @@ async def test_c_a_node_of_another_namespace_does_not_block_the_writer(
         q = cluster.qjm(jid, f)  # no namespace given: the writer discovers it
         try:
             await q.recover_unfinalized_segments()
-            assert q.ns_info is not None and q.ns_info.namespace_id == ns.namespace_id
+            assert q.ns_info is not None
+            assert q.ns_info.storage_info.namespace_id == ns.storage_info.namespace_id
             stream = await q.start_log_segment(1)
             assert await write_txns(stream, 1, 3) == 3
         finally:

@@ -5,14 +5,19 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from qjm.client.logger_channel import HEARTBEAT_INTERVAL_S, LoggerTooFarBehindError
+from qjm.client.journalnode_client import JournalNodeClient
+from qjm.client.logger_channel import HEARTBEAT_INTERVAL_S, LoggerTooFarBehindError, RpcClient
+from qjm.client.output_stream import QuorumOutputStream
 from qjm.client.quorum_call import QuorumError
+from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.config import QJournalSettings
 from qjm.editlog.framing import OP_OPAQUE
 from qjm.journalnode.syncer import JournalSyncer
+from qjm.protocol.namespace import namespace_identity
 from qjm_cluster import (
     FAST_SETTINGS,
     JNCluster,
@@ -243,7 +248,7 @@ async def test_metrics_and_format_helpers(tmp_path: Path) -> None:
         try:
             assert await q.has_some_data()
             found = await q.discover_namespace()
-            assert (found.namespace_id, found.cluster_id) == (ns.namespace_id, ns.cluster_id)
+            assert namespace_identity(found) == namespace_identity(ns)
             await q.recover_unfinalized_segments()
             await write_segment(q, 1, 5)
             await asyncio.wait_for(q.loggers.wait_idle(), 10)
@@ -253,3 +258,91 @@ async def test_metrics_and_format_helpers(tmp_path: Path) -> None:
                 assert m.rpc["journal"].calls == 1 and m.rpc["journal"].mean_s > 0
         finally:
             await settle(q)
+
+
+class _HoldFirstBatchAnswer:
+    """Holds the answer to the batch at txid 1 until the batch at txid 2 was sent."""
+
+    def __init__(self, inner: RpcClient, second_sent: asyncio.Event) -> None:
+        self.inner = inner
+        self.address = inner.address
+        self.second_sent = second_sent
+
+    async def call(self, method: str, request: Any, deadline: float) -> Any:
+        if method == "journal" and request.first_txid == 2:
+            self.second_sent.set()
+        resp = await self.inner.call(method, request, deadline)
+        if method == "journal" and request.first_txid == 1:
+            # Without pipelining the second batch waits for this answer: a deadlock.
+            await asyncio.wait_for(self.second_sent.wait(), 5)
+        return resp
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+async def _cut_batches(stream: QuorumOutputStream, n: int) -> None:
+    """Let the stream cut its scheduled batch (bounded)."""
+    for _ in range(100):
+        if stream.batches_sent >= n:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"the stream cut {stream.batches_sent} batches, expected {n}")
+
+
+async def test_the_next_batch_is_sent_while_the_previous_one_syncs(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        events: dict[str, asyncio.Event] = {}
+
+        def factory(addr: str) -> RpcClient:
+            events[addr] = asyncio.Event()
+            return _HoldFirstBatchAnswer(JournalNodeClient(addr), events[addr])
+
+        q = QuorumJournalManager(cluster.uri(jid), None, FAST_SETTINGS, client_factory=factory)
+        try:
+            await q.recover_unfinalized_segments()
+            stream = await q.start_log_segment(1)
+            first = asyncio.ensure_future(stream.sync(stream.write_op(OP_OPAQUE, payload(1))))
+            await _cut_batches(stream, 1)
+            second = asyncio.ensure_future(stream.sync(stream.write_op(OP_OPAQUE, payload(2))))
+            await _cut_batches(stream, 2)
+            await asyncio.wait_for(asyncio.gather(first, second), 10)
+            assert all(e.is_set() for e in events.values())
+            assert stream.acked_txid == 2
+            await q.loggers.wait_idle()
+            for ch in q.loggers.channels:
+                assert not ch.out_of_sync and ch.highest_acked_txid == 2
+            await stream.close()
+            await q.finalize_log_segment(1, 2)
+        finally:
+            await settle(q)
+        for i in range(3):
+            assert cluster.read_segments(i, jid)[(1, 2)] == {1: payload(1), 2: payload(2)}
+
+
+async def test_a_failed_batch_fails_the_batches_pipelined_behind_it(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        faults = [NodeFaults() for _ in range(3)]
+        jid, q = await started(cluster, faults)
+        try:
+            stream = await q.start_log_segment(1)
+            faults[2].fail_method("journal", lambda r: r.first_txid == 1)
+            first = asyncio.ensure_future(stream.sync(stream.write_op(OP_OPAQUE, payload(1))))
+            await _cut_batches(stream, 1)
+            second = asyncio.ensure_future(stream.sync(stream.write_op(OP_OPAQUE, payload(2))))
+            await _cut_batches(stream, 2)
+            await asyncio.wait_for(asyncio.gather(first, second), 10)  # the others suffice
+            await asyncio.wait_for(q.loggers.wait_idle(), 10)
+            ch = q.loggers.channels[2]
+            assert ch.out_of_sync and ch.highest_acked_txid == 0
+            # The batch at txid 2 was sent behind the failed one; the node refused the gap.
+            assert faults[2].log.count("journal") == 2
+            assert ch.metrics().rpc["journal"].failures == 2
+            end = await stream.close()
+            await q.finalize_log_segment(1, end)
+        finally:
+            await settle(q)
+        assert (1, 2) not in cluster.read_segments(2, jid)
+        check_one_value_per_txid(cluster, jid)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
+from qjm.cli import eventloop
 from qjm.cli.journal import STATUS_HEADERS, status_rows
 from qjm.cli.table import render_table
 from qjm.client.admin import journal_status
@@ -69,7 +69,7 @@ def cluster_status(directory: Path) -> dict[str, Any]:
     daemons = {
         name: {**d, "running": pid_alive(d.get("pid"))} for name, d in daemons_of(cluster).items()
     }
-    journal = asyncio.run(journal_status(parse_qjournal_uri(cluster["shared_edits"])))
+    journal = eventloop.run(journal_status(parse_qjournal_uri(cluster["shared_edits"])))
     return {"daemons": daemons, "journal": journal, "shared_edits": cluster["shared_edits"]}
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 
+from qjm.cli import eventloop
 from qjm.cli.table import render_table
 from qjm.client.admin import format_journal, journal_status, new_namespace_info
 from qjm.client.uri import QJournalUri, parse_qjournal_uri
@@ -98,7 +98,7 @@ STATUS_HEADERS = [
 def run_status(args: argparse.Namespace) -> int:
     """Print the journal's state per node; exit 2 when a majority is unreachable."""
     uri = resolve_uri(args)
-    nodes = asyncio.run(journal_status(uri))
+    nodes = eventloop.run(journal_status(uri))
     if args.json:
         print(json.dumps({"jid": uri.jid, "uri": str(uri), "nodes": nodes}, indent=2))
     else:
@@ -114,7 +114,7 @@ def run_format(args: argparse.Namespace) -> int:
     """Format the journal on all nodes."""
     uri = resolve_uri(args)
     ns = new_namespace_info(args.cluster_id, args.namespace_id)
-    nodes = asyncio.run(format_journal(uri, ns, args.force))
+    nodes = eventloop.run(format_journal(uri, ns, args.force))
     print(
         f"formatted journal {uri.jid} on {', '.join(nodes)} "
         f"(namespaceID={ns.storage_info.namespace_id}, clusterID={ns.storage_info.cluster_id})"

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from collections.abc import Callable, Iterable
 from typing import TextIO
 from xml.sax.saxutils import escape
 
+from qjm.cli import eventloop
 from qjm.cli.journal_write import qjournal_settings
 from qjm.client.reader import QuorumJournalReader
 from qjm.editlog.framing import RawOp
@@ -114,7 +114,7 @@ def run_read(args: argparse.Namespace) -> int:
                     batch = []
             printer.batch(batch)
 
-    asyncio.run(go())
+    eventloop.run(go())
     printer.close()
     print(f"read {printer.count} ops of journal {uri.jid}", file=sys.stderr)
     return 0
@@ -140,7 +140,7 @@ def run_tail(args: argparse.Namespace) -> int:
                     return
 
     try:
-        asyncio.run(go())
+        eventloop.run(go())
     finally:
         printer.close()
     return 0

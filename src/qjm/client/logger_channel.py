@@ -178,18 +178,28 @@ class IPCLoggerChannel:
     # -- the ordered queue ------------------------------------------------------------------
     def _submit(self, fn: Callable[[], Awaitable[T]], pipelined: bool = False) -> asyncio.Future[T]:
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[T] = loop.create_future()
-        fut.add_done_callback(_retrieve)
-        if self._closed:
-            fut.set_exception(ChannelClosedError(f"{self.address}: channel is closed"))
-            return fut
         if (
             pipelined
+            and not self._closed
             and not self._queue
             and not self._running_alone
             and len(self._inflight) < self.max_pipelined
         ):
-            self._launch(fn, fut)  # nothing before it waits: send it now
+            # Nothing before it waits: send it now; its task is the caller's future.
+            try:
+                task = asyncio.ensure_future(fn())
+            except Exception as e:  # a request that could not be built
+                failed: asyncio.Future[T] = loop.create_future()
+                failed.set_exception(e)
+                return failed
+            task.add_done_callback(_retrieve)
+            self._inflight.add(task)
+            task.add_done_callback(self._landed)
+            return task
+        fut: asyncio.Future[T] = loop.create_future()
+        fut.add_done_callback(_retrieve)
+        if self._closed:
+            fut.set_exception(ChannelClosedError(f"{self.address}: channel is closed"))
             return fut
         self._queue.append((pipelined, fn, fut))
         if self._task is None:
@@ -209,9 +219,7 @@ class IPCLoggerChannel:
         self._inflight.add(task)
 
         def done(t: asyncio.Future[T]) -> None:
-            self._inflight.discard(t)
-            if self._slot_free is not None and not self._slot_free.done():
-                self._slot_free.set_result(None)
+            self._landed(t)
             if fut.done():
                 if not t.cancelled():
                     t.exception()
@@ -223,6 +231,12 @@ class IPCLoggerChannel:
                 fut.set_result(t.result())
 
         task.add_done_callback(done)
+
+    def _landed(self, task: asyncio.Future[Any]) -> None:
+        """A pipelined call was answered (or failed): free its slot."""
+        self._inflight.discard(task)
+        if self._slot_free is not None and not self._slot_free.done():
+            self._slot_free.set_result(None)
 
     async def _wait_inflight(self, below: int) -> None:
         """Wait until fewer than `below` pipelined calls are unanswered."""

@@ -4,8 +4,11 @@ Writers append ops to a buffer (cheap, synchronous: assign the txid and frame th
 A sync cuts the buffer into one journal() batch, queues it on every node's channel and
 waits until a majority acknowledged it. Callers that sync while a batch is in flight wait
 for it, and the ops they wrote meanwhile go out together in the next batch: many
-concurrent writers share each round trip. Up to max_in_flight batches may be queued at
-once, so a node's channel always has the next batch ready when it finishes one.
+concurrent writers share each round trip. Up to max_in_flight batches may await their
+quorum at once; each node's channel pipelines them on its connection, so the next batch
+is already at the node when it finishes syncing one. A JournalNode syncs each batch on its
+own, one after the other, so a deeper pipeline would split the same ops into more syncs
+and queue them at the node; a few batches in flight keep every node busy.
 
 A batch that cannot reach a majority breaks the stream: it and every later sync raise,
 and the writer must stop (an HDFS NameNode aborts) rather than go on unreplicated.
@@ -25,7 +28,7 @@ from qjm.errors import QjmError
 log = logging.getLogger("qjm.client.output_stream")
 
 DEFAULT_BUFFER_CAPACITY = 512 * 1024  # HDFS's dfs.namenode.edits.qjournal output buffer
-DEFAULT_MAX_IN_FLIGHT = 2
+DEFAULT_MAX_IN_FLIGHT = 4
 
 
 class StreamClosedError(QjmError):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Awaitable, Mapping
 from typing import Generic, TypeVar
 
@@ -53,6 +52,11 @@ def _short(key: object, e: BaseException) -> str:
     return text if isinstance(e, QjmError) else f"{type(e).__name__}: {text}"
 
 
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 class QuorumCall(Generic[K, T]):
     """The answers of one call to many nodes, keyed by node, as they arrive."""
 
@@ -61,7 +65,7 @@ class QuorumCall(Generic[K, T]):
         self.keys = list(calls)
         self.successes: dict[K, T] = {}
         self.errors: dict[K, BaseException] = {}
-        self._changed = asyncio.Event()
+        self._waiters: list[asyncio.Future[None]] = []
         self.futures: dict[K, asyncio.Future[T]] = {}
         for key, aw in calls.items():
             fut = asyncio.ensure_future(aw)
@@ -77,7 +81,10 @@ class QuorumCall(Generic[K, T]):
             self.errors[key] = exc
         else:
             self.successes[key] = fut.result()
-        self._changed.set()
+        waiters, self._waiters = self._waiters, []
+        for w in waiters:
+            if not w.done():
+                w.set_result(None)
 
     @property
     def responses(self) -> int:
@@ -107,7 +114,8 @@ class QuorumCall(Generic[K, T]):
         Returns when responses >= min_responses, successes >= min_successes or
         errors > max_errors (whichever comes first); raises QuorumTimeout otherwise.
         """
-        deadline = time.monotonic() + wait_s
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
         while True:
             for key, fut in self.futures.items():
                 if fut.done():  # done callbacks may not have run yet
@@ -118,7 +126,7 @@ class QuorumCall(Generic[K, T]):
                 or len(self.errors) > max_errors
             ):
                 return
-            left = deadline - time.monotonic()
+            left = deadline - loop.time()
             if left <= 0:
                 raise QuorumTimeout(
                     f"timed out after {wait_s * 1000:.0f} ms waiting for a quorum of "
@@ -126,10 +134,16 @@ class QuorumCall(Generic[K, T]):
                     f"{self.describe()}",
                     self._error_map(),
                 )
-            self._changed.clear()
-            # On timeout, loop to re-check: answers may have arrived as the wait ended.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), left)
+            # Woken by the next answer or at the deadline; either way, look again.
+            waiter: asyncio.Future[None] = loop.create_future()
+            self._waiters.append(waiter)
+            timer = loop.call_later(left, _wake, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
 
     async def wait_for_quorum(self, wait_s: float) -> dict[K, T]:
         """The successes once a majority succeeded; fail as soon as a majority cannot."""

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import urllib.request
 from pathlib import Path
 
+from qjm.cli import eventloop
 from qjm.cli.journal import STATUS_HEADERS, status_rows
 from qjm.cli.table import render_table
 from qjm.client.admin import format_journal, journal_status, new_namespace_info
@@ -33,10 +33,10 @@ def run(directory: Path) -> int:
     uri = parse_qjournal_uri(cluster["shared_edits"])
     say(f"formatting journal {uri.jid} on all of them (qjm journal format)")
     ns = new_namespace_info()
-    asyncio.run(format_journal(uri, ns, force=True))
-    print(f"  namespaceID={ns.namespace_id} clusterID={ns.cluster_id}")
+    eventloop.run(format_journal(uri, ns, force=True))
+    print(f"  namespaceID={ns.storage_info.namespace_id} clusterID={ns.storage_info.cluster_id}")
     say("journal status (qjm journal status)")
-    print(render_table(STATUS_HEADERS, status_rows(asyncio.run(journal_status(uri)))))
+    print(render_table(STATUS_HEADERS, status_rows(eventloop.run(journal_status(uri)))))
     jn1 = daemons_of(cluster)["jn1"]
     say(f"a few metrics of jn1 (curl http://{jn1['http']}/metrics)")
     with urllib.request.urlopen(f"http://{jn1['http']}/metrics", timeout=5) as resp:

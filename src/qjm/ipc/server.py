@@ -158,8 +158,8 @@ class _Connection(asyncio.Protocol):
     # -- asyncio.Protocol ------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's transports implement asyncio.Transport without subclassing it.
+        self.transport = cast(asyncio.Transport, transport)
         self.peer = _peer_name(transport)
         sock = transport.get_extra_info("socket")
         if sock is not None:
@@ -175,7 +175,7 @@ class _Connection(asyncio.Protocol):
             )
             server._refused += 1
             self.closing = True
-            transport.abort()
+            self.transport.abort()
             return
         server._conns.add(self)
         server._connections_total += 1

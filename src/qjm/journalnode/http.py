@@ -8,7 +8,7 @@ import json
 import logging
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -170,7 +170,8 @@ class _Refuse(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         """Send the 503, half-close, and drop the connection shortly after."""
-        assert isinstance(transport, asyncio.Transport)
+        # uvloop's transports implement asyncio.Transport without subclassing it.
+        transport = cast(asyncio.Transport, transport)
         body = json.dumps(
             {
                 "error": f"too many HTTP connections: the limit is {self.limit} "
