@@ -10,6 +10,7 @@ import asyncio
 import time
 
 from benchmarks.common import BODY, RECORD, journalnodes, percentile
+from qjm.cli import eventloop
 from qjm.client.admin import new_namespace_info
 from qjm.client.output_stream import DEFAULT_MAX_IN_FLIGHT
 from qjm.client.quorum_journal_manager import QuorumJournalManager
@@ -57,7 +58,7 @@ def run() -> str:
     rows = []
     for writers in WRITERS:
         with journalnodes(3) as addrs:
-            rows.append(asyncio.run(_measure(f"qjournal://{';'.join(addrs)}/bench", writers)))
+            rows.append(eventloop.run(_measure(f"qjournal://{';'.join(addrs)}/bench", writers)))
     lines = [
         "## Quorum writes (QuorumJournalManager, 3 JournalNode processes)",
         "",
