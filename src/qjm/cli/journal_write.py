@@ -198,7 +198,8 @@ async def write_ops(
         per_batch = count / batches if batches else 0.0
         records_per_s = count / writes_took if writes_took > 0 else 0.0
         print(
-            f"wrote {count} ops with {concurrency} concurrent writers (txids {first}-{acked}, "
+            f"wrote {count} ops with {concurrency} concurrent "
+            f"writer{'s' if concurrency != 1 else ''} (txids {first}-{acked}, "
             f"{per_batch:.1f} ops per batch) in epoch {epoch}; {state}; "
             f"{records_per_s:.0f} records/s, p50 {percentile(latencies, 50) * 1000:.2f} ms, "
             f"p99 {percentile(latencies, 99) * 1000:.2f} ms",
