@@ -6,7 +6,8 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from qjm.client.logger_channel import ChannelMetrics, IPCLoggerChannel
+from qjm.client.async_logger import AsyncLogger
+from qjm.client.logger_channel import ChannelMetrics
 from qjm.client.quorum_call import QuorumCall, majority_of
 from qjm.protocol import qjournal_pb2 as pb
 
@@ -16,7 +17,7 @@ T = TypeVar("T")
 class AsyncLoggerSet:
     """Fans each call out to all channels and waits for a majority (HDFS's AsyncLoggerSet)."""
 
-    def __init__(self, channels: Sequence[IPCLoggerChannel]) -> None:
+    def __init__(self, channels: Sequence[AsyncLogger]) -> None:
         if not channels:
             raise ValueError("a logger set needs at least one JournalNode")
         self.channels = list(channels)
@@ -47,44 +48,40 @@ class AsyncLoggerSet:
             ch.report_committed()
 
     def _call(
-        self, operation: str, fn: Callable[[IPCLoggerChannel], asyncio.Future[T]]
-    ) -> QuorumCall[IPCLoggerChannel, T]:
+        self, operation: str, fn: Callable[[AsyncLogger], asyncio.Future[T]]
+    ) -> QuorumCall[AsyncLogger, T]:
         return QuorumCall(operation, {ch: fn(ch) for ch in self.channels})
 
     async def wait_for_write_quorum(
-        self, call: QuorumCall[IPCLoggerChannel, T], wait_s: float
-    ) -> dict[IPCLoggerChannel, T]:
+        self, call: QuorumCall[AsyncLogger, T], wait_s: float
+    ) -> dict[AsyncLogger, T]:
         """The answers once a majority succeeded; raise once a majority cannot."""
         return await call.wait_for_quorum(wait_s)
 
     # -- fan-outs ------------------------------------------------------------------------------
-    def is_formatted(self) -> QuorumCall[IPCLoggerChannel, bool]:
+    def is_formatted(self) -> QuorumCall[AsyncLogger, bool]:
         """is_formatted on every node."""
         return self._call("isFormatted()", lambda ch: ch.is_formatted())
 
-    def format(
-        self, ns_info: pb.NamespaceInfoProto, force: bool
-    ) -> QuorumCall[IPCLoggerChannel, None]:
+    def format(self, ns_info: pb.NamespaceInfoProto, force: bool) -> QuorumCall[AsyncLogger, None]:
         """format on every node."""
         return self._call("format()", lambda ch: ch.format(ns_info, force))
 
-    def get_journal_status(self) -> QuorumCall[IPCLoggerChannel, pb.JournalStatusProto]:
+    def get_journal_status(self) -> QuorumCall[AsyncLogger, pb.JournalStatusProto]:
         """get_journal_status on every node."""
         return self._call("getJournalStatus()", lambda ch: ch.get_journal_status())
 
-    def get_journal_state(self) -> QuorumCall[IPCLoggerChannel, pb.GetJournalStateResponseProto]:
+    def get_journal_state(self) -> QuorumCall[AsyncLogger, pb.GetJournalStateResponseProto]:
         """get_journal_state on every node."""
         return self._call("getJournalState()", lambda ch: ch.get_journal_state())
 
     def new_epoch(
         self, ns_info: pb.NamespaceInfoProto, epoch: int
-    ) -> QuorumCall[IPCLoggerChannel, pb.NewEpochResponseProto]:
+    ) -> QuorumCall[AsyncLogger, pb.NewEpochResponseProto]:
         """new_epoch on every node."""
         return self._call(f"newEpoch({epoch})", lambda ch: ch.new_epoch(ns_info, epoch))
 
-    def start_log_segment(
-        self, txid: int, layout_version: int
-    ) -> QuorumCall[IPCLoggerChannel, None]:
+    def start_log_segment(self, txid: int, layout_version: int) -> QuorumCall[AsyncLogger, None]:
         """start_log_segment on every node."""
         return self._call(
             f"startLogSegment({txid})", lambda ch: ch.start_log_segment(txid, layout_version)
@@ -92,7 +89,7 @@ class AsyncLoggerSet:
 
     def send_edits(
         self, segment_txid: int, first_txid: int, num_txns: int, records: bytes
-    ) -> QuorumCall[IPCLoggerChannel, None]:
+    ) -> QuorumCall[AsyncLogger, None]:
         """journal() of one batch on every node."""
         last = first_txid + num_txns - 1
         return self._call(
@@ -100,13 +97,13 @@ class AsyncLoggerSet:
             lambda ch: ch.send_edits(segment_txid, first_txid, num_txns, records),
         )
 
-    def finalize_log_segment(self, start: int, end: int) -> QuorumCall[IPCLoggerChannel, None]:
+    def finalize_log_segment(self, start: int, end: int) -> QuorumCall[AsyncLogger, None]:
         """finalize_log_segment on every node."""
         return self._call(
             f"finalizeLogSegment({start}-{end})", lambda ch: ch.finalize_log_segment(start, end)
         )
 
-    def purge_logs_older_than(self, min_txid: int) -> QuorumCall[IPCLoggerChannel, None]:
+    def purge_logs_older_than(self, min_txid: int) -> QuorumCall[AsyncLogger, None]:
         """purge_logs_older_than on every node."""
         return self._call(
             f"purgeLogsOlderThan({min_txid})", lambda ch: ch.purge_logs_older_than(min_txid)
@@ -114,15 +111,15 @@ class AsyncLoggerSet:
 
     def prepare_recovery(
         self, segment_txid: int
-    ) -> QuorumCall[IPCLoggerChannel, pb.PrepareRecoveryResponseProto]:
+    ) -> QuorumCall[AsyncLogger, pb.PrepareRecoveryResponseProto]:
         """prepare_recovery on every node."""
         return self._call(
             f"prepareRecovery({segment_txid})", lambda ch: ch.prepare_recovery(segment_txid)
         )
 
     def accept_recovery(
-        self, state: pb.SegmentStateProto, source: IPCLoggerChannel, from_url: str
-    ) -> QuorumCall[IPCLoggerChannel, None]:
+        self, state: pb.SegmentStateProto, source: AsyncLogger, from_url: str
+    ) -> QuorumCall[AsyncLogger, None]:
         """accept_recovery on every node; the source gets no URL: it holds the chosen log."""
         desc = f"{state.start_txid}-{state.end_txid}"
         return self._call(
@@ -132,7 +129,7 @@ class AsyncLoggerSet:
 
     def get_edit_log_manifest(
         self, since_txid: int, in_progress_ok: bool
-    ) -> QuorumCall[IPCLoggerChannel, pb.GetEditLogManifestResponseProto]:
+    ) -> QuorumCall[AsyncLogger, pb.GetEditLogManifestResponseProto]:
         """get_edit_log_manifest on every node."""
         return self._call(
             f"getEditLogManifest({since_txid})",

@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from qjm.client.async_logger import AsyncLogger
 from qjm.client.journalnode_client import JournalNodeClient
 from qjm.client.logger_channel import IPCLoggerChannel, RpcClient
 from qjm.client.logger_set import AsyncLoggerSet
@@ -38,7 +39,7 @@ DISTINCT_NODES_GRACE_S = 1.0  # how long to wait for the last get_journal_state 
 
 
 def _majority_namespace(
-    answers: dict[IPCLoggerChannel, pb.JournalStatusProto], majority: int
+    answers: dict[AsyncLogger, pb.JournalStatusProto], majority: int
 ) -> pb.NamespaceInfoProto | None:
     """The namespace a majority of all the journal's nodes is formatted for, if any."""
     by_id: dict[tuple[int, str], list[pb.NamespaceInfoProto]] = {}
@@ -158,7 +159,7 @@ class QuorumJournalManager:
         return ns
 
     # -- becoming the writer ---------------------------------------------------------------
-    async def create_new_unique_epoch(self) -> dict[IPCLoggerChannel, pb.NewEpochResponseProto]:
+    async def create_new_unique_epoch(self) -> dict[AsyncLogger, pb.NewEpochResponseProto]:
         """Fence older writers: promise max(last promised)+1 on a majority (design 2.5)."""
         if self.loggers.epoch is not None:
             raise QjmError(f"{self}: epoch {self.loggers.epoch} already established")

@@ -196,6 +196,8 @@ class JournalNode:
         self._sync_task: asyncio.Task[None] | None = None
         # accept_recovery's downloads, off the journals' threads (a few at a time).
         self._fetch_pool = ThreadPoolExecutor(FETCH_THREADS, thread_name_prefix="segment-fetch")
+        # Called with each journal as it opens (an in-process transport swaps its fetcher).
+        self.on_journal_open: Callable[[Journal], None] = lambda journal: None
 
     # -- journals ------------------------------------------------------------------------------
     def journals(self) -> list[Journal]:
@@ -256,6 +258,7 @@ class JournalNode:
                 loop.call_soon_threadsafe(self._wake_syncer)
 
             journal.on_gap = gap
+            self.on_journal_open(journal)
             self.progress[jid] = progress
             opened = _Open(journal, executor)
             self._journals[jid] = opened
@@ -384,17 +387,25 @@ class JournalNode:
         except StorageError as e:
             raise StartupError(str(e)) from None
 
-    async def start(self) -> None:
-        """Check storage, open the existing journals, start both servers."""
-        from qjm.journalnode.http import capped_factory, make_app
-        from qjm.journalnode.rpc import JournalNodeHandlers
-
+    async def open_storage(self) -> None:
+        """Check limits and the edits dir, lock it and open its journals; listens on nothing."""
         check_limits(self.settings)
         check_edits_dir(self.edits_dir)
         self._lock_node()
         try:
             for jid in self._journal_dirs():
                 await self._open_at_start(jid)
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def start(self) -> None:
+        """Check storage, open the existing journals, start both servers."""
+        from qjm.journalnode.http import capped_factory, make_app
+        from qjm.journalnode.rpc import JournalNodeHandlers
+
+        await self.open_storage()
+        try:
             _check_bindable(self.rpc_host, self.rpc_port, "RPC")
             _check_bindable(self.http_host, self.http_port, "HTTP")
             server = IpcServer(
