@@ -1,0 +1,566 @@
+"""JournalNodes in this process, reached without sockets (Hadoop's TestQuorumJournalManagerUnit).
+
+InMemoryCluster holds N real JournalNodes on their own edits dirs, opened without listening.
+InMemoryClient is an RpcClient (what IPCLoggerChannel needs) whose call() encodes the
+request to protobuf bytes, hands them to the node's real IPC handlers (journalnode/rpc.py:
+the same field checks, journal threads and error types as over the wire), and decodes
+the answer from bytes; an error leaves as the Java class name and message the IPC server
+would send and comes back as the error type the IPC client would raise. accept_recovery's
+segment download reads the source node's file through the same lookup as its /getJournal.
+
+Faults, per node (NodeFaults), all deterministic: fail the next k calls of a method before
+the node sees them; drop the answer after the node applied the call; hold calls at a gate
+until the test opens it (a held call holds back the later calls of its connection, as a
+stalled TCP connection would); crash a node (calls fail as unreachable) and restart it from
+its disk; or a seeded random schedule of failures and dropped answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import urllib.parse
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from google.protobuf.message import Message
+
+from qjm.config import JournalNodeSettings
+from qjm.editlog.framing import iter_ops, read_header
+from qjm.editlog.segments import list_segments
+from qjm.ipc import CallContext, Method, RemoteError
+from qjm.journalnode.journal import RECOVERY_EPOCH_PARAM, FaultInjector, Journal
+from qjm.journalnode.node import JournalNode
+from qjm.journalnode.rpc import JournalNodeHandlers
+from qjm.journalnode.segment_fetch import FetchError, FetchLimits
+from qjm.protocol.errors import JournalNodeUnavailable
+from qjm.protocol.qjournal import PROTOCOLS, QJOURNAL_PROTOCOL, MethodSpec
+from qjm.protocol.qjournal_client import translate_remote_error
+
+__all__ = [
+    "Action",
+    "Gate",
+    "InMemoryClient",
+    "InMemoryCluster",
+    "InjectedFault",
+    "NodeFaults",
+    "RpcRecord",
+]
+
+RPC_PORT = 8485
+HTTP_PORT = 8480
+IO_EXCEPTION = "java.io.IOException"
+FETCH_METHOD = "getJournal"  # the name a segment download has in fault rules and logs
+
+
+class InjectedFault(JournalNodeUnavailable):
+    """A failure the test made up (the node may or may not have applied the call)."""
+
+
+class Action(Enum):
+    """What a fault rule does to one call."""
+
+    FAIL = "fail"  # the node never sees the call; the caller gets InjectedFault
+    DROP = "drop"  # the node applies the call; the caller gets InjectedFault
+    HOLD = "hold"  # the call waits at a gate (see NodeFaults.hold)
+
+
+class Gate:
+    """Holds the calls a hold rule matched until opened; reports when it first held one."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.opened = False
+        self.held = asyncio.Event()
+        self._on_open: list[Callable[[], None]] = []
+
+    def open(self) -> None:
+        """Let the held calls (and those queued behind them) go, in order."""
+        self.opened = True
+        callbacks, self._on_open = self._on_open, []
+        for cb in callbacks:
+            cb()
+
+    async def wait_held(self, timeout_s: float = 10.0) -> None:
+        """Return once a call is held here; fail after timeout_s."""
+        await asyncio.wait_for(self.held.wait(), timeout_s)
+
+
+@dataclass(frozen=True)
+class RpcRecord:
+    """One call a node's client saw: method, request, and the answer or error."""
+
+    method: str
+    request: Any
+    response: Any = None
+    error: BaseException | None = None
+
+
+Rule = Callable[[str, Any], "Action | Gate | None"]
+
+
+@dataclass
+class NodeFaults:
+    """The faults of one node's link; shared by every client connected to that node."""
+
+    address: str
+    rules: list[Rule] = field(default_factory=list)
+    log: list[RpcRecord] = field(default_factory=list)
+    # Rewrites an answer before the caller decodes it (a buggy node, like Hadoop's spies).
+    tamper: Callable[[str, Message], Message] | None = None
+
+    def calls(self, method: str | None = None) -> list[RpcRecord]:
+        """The recorded calls, of one method or all."""
+        return [r for r in self.log if method is None or r.method == method]
+
+    def _add(
+        self,
+        action: Action | Gate,
+        method: str | None,
+        times: int | None,
+        when: Callable[[Any], bool],
+    ) -> None:
+        left = [times]
+
+        def rule(m: str, request: Any) -> Action | Gate | None:
+            if (method is not None and m != method) or left[0] == 0 or not when(request):
+                return None
+            if left[0] is not None:
+                left[0] -= 1
+            return action
+
+        self.rules.append(rule)
+
+    def fail(
+        self,
+        method: str | None = None,
+        times: int | None = None,
+        when: Callable[[Any], bool] = lambda r: True,
+    ) -> None:
+        """Fail matching calls before the node sees them (the next `times`, or all)."""
+        self._add(Action.FAIL, method, times, when)
+
+    def drop_answer(
+        self,
+        method: str | None = None,
+        times: int | None = None,
+        when: Callable[[Any], bool] = lambda r: True,
+    ) -> None:
+        """Let the node apply matching calls, then fail them for the caller."""
+        self._add(Action.DROP, method, times, when)
+
+    def hold(
+        self,
+        method: str | None = None,
+        times: int | None = None,
+        when: Callable[[Any], bool] = lambda r: True,
+    ) -> Gate:
+        """Hold matching calls, and the later calls of their connection, until the gate opens."""
+        gate = Gate(f"{self.address}:{method or '*'}")
+        self._add(gate, method, times, when)
+        return gate
+
+    def fail_from_txn(self, txid: int) -> None:
+        """Fail every journal() holding txid or later (Hadoop's failLoggerAtTxn)."""
+        self.fail("journal", when=lambda r: r.first_txid + r.num_txns - 1 >= txid)
+
+    def randomly(self, rng: random.Random, p_fail: float, p_drop: float) -> None:
+        """Fail (before) or drop the answer of (after) each call with these probabilities."""
+
+        def rule(m: str, request: Any) -> Action | None:
+            x = rng.random()
+            if x < p_fail:
+                return Action.FAIL
+            if x < p_fail + p_drop:
+                return Action.DROP
+            return None
+
+        self.rules.append(rule)
+
+    def clear(self) -> None:
+        """Remove every rule (the log stays)."""
+        self.rules.clear()
+        self.tamper = None
+
+    def decide(self, method: str, request: Any) -> Action | Gate | None:
+        """The first rule's verdict on a call."""
+        for rule in list(self.rules):
+            verdict = rule(method, request)
+            if verdict is not None:
+                return verdict
+        return None
+
+
+def _method_table() -> dict[str, tuple[str, MethodSpec]]:
+    table: dict[str, tuple[str, MethodSpec]] = {}
+    for protocol, specs in PROTOCOLS.items():
+        for name, spec in specs.items():
+            if name not in table or protocol == QJOURNAL_PROTOCOL:
+                table[name] = (protocol, spec)
+    return table
+
+
+METHODS = _method_table()
+
+
+class _Node:
+    """One JournalNode slot of the cluster: the running node (None while crashed)."""
+
+    def __init__(self, index: int, edits_dir: Path) -> None:
+        self.index = index
+        self.edits_dir = edits_dir
+        self.address = f"jn{index}.in-memory.invalid:{RPC_PORT}"
+        self.http_host = f"jn{index}.in-memory.invalid"
+        self.node: JournalNode | None = None
+        self.methods: dict[str, Method] = {}
+        self.generation = 0  # bumped at every crash: answers of an older run are lost
+        self.call_ids = 0
+
+
+@dataclass
+class _Queued:
+    method: str
+    body: bytes
+    gate: Gate | None
+    answer: asyncio.Future[bytes]
+    generation: int
+
+
+class InMemoryClient:
+    """One writer's connection to one in-process JournalNode (an RpcClient)."""
+
+    def __init__(self, cluster: InMemoryCluster, slot: _Node) -> None:
+        self.cluster = cluster
+        self.slot = slot
+        self.address = slot.address
+        self.faults = cluster.faults[slot.index]
+        self.client_id = random.randbytes(16)
+        self._queue: deque[_Queued] = deque()  # calls held back, in call order
+        self._closed = False
+
+    def __str__(self) -> str:
+        return self.address
+
+    def _unreachable(self, method: str) -> InjectedFault:
+        return InjectedFault(f"{self.address}: unreachable ({method}): the JournalNode is down")
+
+    async def call(self, method: str, request: Any, deadline: float) -> Any:
+        """Encode, maybe fault, deliver in connection order, decode; raise QjmError on failure."""
+        found = METHODS.get(method)
+        if found is None:
+            raise RemoteError(
+                "org.apache.hadoop.ipc.RpcNoSuchMethodException",
+                f"unknown method {method}",
+                peer=self.address,
+                method=method,
+            )
+        protocol, spec = found
+        body = request.SerializeToString()  # EncodeError on a missing required field
+        try:
+            resp = await self._call(protocol, spec, method, body, deadline)
+        except BaseException as e:
+            self.faults.log.append(RpcRecord(method, request, error=e))
+            raise
+        self.faults.log.append(RpcRecord(method, request, response=resp))
+        return resp
+
+    async def _call(
+        self, protocol: str, spec: MethodSpec, method: str, body: bytes, deadline: float
+    ) -> Message:
+        slot = self.slot
+        if self._closed:
+            raise JournalNodeUnavailable(f"{self.address}: {method} on a closed client")
+        verdict = self.faults.decide(method, spec.request.FromString(body))
+        if slot.node is None:
+            raise self._unreachable(method)
+        if verdict is Action.FAIL:
+            raise InjectedFault(f"{self.address}: injected failure of {method}")
+        loop = asyncio.get_running_loop()
+        gate = verdict if isinstance(verdict, Gate) and not verdict.opened else None
+        answer: asyncio.Future[bytes] = loop.create_future()
+        answer.add_done_callback(lambda f: f.cancelled() or f.exception())
+        queued = _Queued(method, body, gate, answer, slot.generation)
+        if gate is not None or self._queue:
+            self._queue.append(queued)
+            if gate is not None:
+                gate.held.set()
+                gate._on_open.append(self._drain)
+        else:
+            self._deliver(protocol, queued)
+        try:
+            raw = await asyncio.wait_for(asyncio.shield(answer), deadline)
+        except TimeoutError:
+            raise JournalNodeUnavailable(f"{self.address}: {method} timed out") from None
+        if slot.generation != queued.generation:
+            raise self._unreachable(method)  # it crashed: the answer was lost with it
+        if verdict is Action.DROP:
+            raise InjectedFault(f"{self.address}: injected loss of the answer to {method}")
+        resp = spec.response.FromString(raw)
+        if self.faults.tamper is not None:
+            resp = self.faults.tamper(method, resp)
+        return resp
+
+    def _drain(self) -> None:
+        """Deliver the held-back calls in order, up to one at a gate still closed."""
+        while self._queue:
+            q = self._queue[0]
+            if q.gate is not None and not q.gate.opened:
+                return
+            self._queue.popleft()
+            if q.generation != self.slot.generation or self.slot.node is None:
+                if not q.answer.done():
+                    q.answer.set_exception(self._unreachable(q.method))
+                continue
+            self._deliver(METHODS[q.method][0], q)
+
+    def _deliver(self, protocol: str, q: _Queued) -> None:
+        """Start the node's handler now (its journal work is queued in delivery order)."""
+        slot = self.slot
+        handler = slot.methods[q.method]
+        slot.call_ids += 1
+        ctx = CallContext(
+            protocol=protocol,
+            method=q.method,
+            user="in-memory",
+            client_id=self.client_id,
+            call_id=slot.call_ids,
+            retry_count=0,
+            peer=f"writer.in-memory.invalid:{slot.call_ids}",
+        )
+        request = handler.request_type.FromString(q.body)
+        address = self.address
+
+        async def serve() -> None:
+            try:
+                response = await handler.handler(request, ctx)
+                raw = response.SerializeToString()
+            except Exception as exc:
+                # As the IPC server sends it and the IPC client raises it.
+                java = getattr(exc, "java_class", None)
+                name = java if isinstance(java, str) and java else IO_EXCEPTION
+                remote = RemoteError(name, str(exc) or type(exc).__name__, peer=address)
+                if not q.answer.done():
+                    q.answer.set_exception(translate_remote_error(address, remote))
+                return
+            if not q.answer.done():
+                q.answer.set_result(raw)
+
+        task = asyncio.get_running_loop().create_task(serve(), name=f"in-memory-{q.method}")
+        self.cluster._tasks.add(task)
+        task.add_done_callback(self.cluster._tasks.discard)
+
+    def fail_queued(self) -> None:
+        """Fail every held-back call as unreachable (the node crashed)."""
+        while self._queue:
+            q = self._queue.popleft()
+            if not q.answer.done():
+                q.answer.set_exception(self._unreachable(q.method))
+
+    async def close(self) -> None:
+        """Drop the connection: held-back calls fail."""
+        self._closed = True
+        self.fail_queued()
+
+
+def _read_prefix(path: Path, length: int) -> bytes:
+    """The first length bytes of a file."""
+    with open(path, "rb") as f:
+        return f.read(length)
+
+
+class InMemoryFetcher:
+    """A JournalNode's segment downloads, read from the source node's file (no HTTP)."""
+
+    def __init__(self, cluster: InMemoryCluster, loop: asyncio.AbstractEventLoop) -> None:
+        self.cluster = cluster
+        self.loop = loop
+        self.cancelled = False
+
+    def fetch(self, url: str, dest: Path, limits: FetchLimits) -> int:
+        """Copy the segment url names into dest (fsynced); runs on a fetch thread."""
+        if self.cancelled:
+            raise FetchError(f"download of {url} cancelled: the JournalNode is stopping")
+        future = asyncio.run_coroutine_threadsafe(self.cluster._serve_segment(url), self.loop)
+        data = future.result(limits.deadline_seconds)
+        if len(data) > limits.max_bytes:
+            raise FetchError(f"{url} sent {len(data)} bytes, more than {limits.max_bytes}")
+        try:
+            read_header(data)
+        except Exception as e:
+            raise FetchError(f"{url} is not an edit log: {e}") from None
+        with open(dest, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        return len(data)
+
+    def cancel_all(self) -> None:
+        """Refuse later downloads (the node is stopping)."""
+        self.cancelled = True
+
+
+class InMemoryCluster:
+    """N JournalNodes in this process, their journals real, their transport in memory."""
+
+    def __init__(
+        self,
+        root: Path,
+        n: int = 3,
+        settings: JournalNodeSettings | None = None,
+    ) -> None:
+        self.root = root
+        self.n = n
+        self.settings = settings or JournalNodeSettings(sync_enabled=False, max_journals=100_000)
+        self.slots = [_Node(i, root / f"jn{i}") for i in range(n)]
+        self.faults = [NodeFaults(s.address) for s in self.slots]
+        self.injectors = [FaultInjector() for _ in range(n)]
+        self.clients: list[InMemoryClient] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def __aenter__(self) -> InMemoryCluster:
+        for i in range(self.n):
+            await self.start_node(i)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    # -- addresses -------------------------------------------------------------------------
+    @property
+    def addresses(self) -> list[str]:
+        """Every node's RPC address (names that resolve nowhere: nothing listens)."""
+        return [s.address for s in self.slots]
+
+    def uri(self, jid: str) -> str:
+        """The qjournal URI of every node."""
+        return f"qjournal://{';'.join(self.addresses)}/{jid}"
+
+    def index(self, address: str) -> int:
+        """The node index of an RPC address."""
+        for s in self.slots:
+            if s.address == address:
+                return s.index
+        raise KeyError(f"no in-memory JournalNode at {address}")
+
+    def client(self, address: str) -> InMemoryClient:
+        """A new connection to a node: pass as a QuorumJournalManager's client_factory."""
+        c = InMemoryClient(self, self.slots[self.index(address)])
+        self.clients.append(c)
+        return c
+
+    def node(self, i: int) -> JournalNode:
+        """Node i, which must be running."""
+        node = self.slots[i].node
+        assert node is not None, f"jn{i} is down"
+        return node
+
+    # -- lifecycle -------------------------------------------------------------------------
+    async def start_node(self, i: int) -> None:
+        """Start node i from its disk (a restart after a crash)."""
+        slot = self.slots[i]
+        assert slot.node is None, f"jn{i} is running"
+        node = JournalNode(
+            slot.edits_dir,
+            (slot.http_host, RPC_PORT),
+            (slot.http_host, HTTP_PORT),
+            self.settings,
+            faults=self.injectors[i],
+        )
+        fetcher = InMemoryFetcher(self, asyncio.get_running_loop())
+
+        def use_memory(journal: Journal) -> None:
+            journal.fetcher = fetcher  # type: ignore[assignment]
+
+        node.on_journal_open = use_memory
+        await node.open_storage()
+        handlers = JournalNodeHandlers(node)
+        slot.methods = {
+            name: handlers.methods(PROTOCOLS[protocol])[name]
+            for name, (protocol, _) in METHODS.items()
+        }
+        slot.node = node
+
+    async def crash(self, i: int) -> None:
+        """Node i goes down: calls fail as unreachable; its disk stays."""
+        slot = self.slots[i]
+        node = slot.node
+        assert node is not None, f"jn{i} is already down"
+        slot.node = None
+        slot.generation += 1
+        for c in self.clients:
+            if c.slot is slot:
+                c.fail_queued()
+        await node.stop()
+
+    async def restart(self, i: int) -> None:
+        """Crash node i if it runs, then start it from its disk."""
+        if self.slots[i].node is not None:
+            await self.crash(i)
+        await self.start_node(i)
+
+    def is_up(self, i: int) -> bool:
+        """Whether node i runs."""
+        return self.slots[i].node is not None
+
+    async def shutdown(self) -> None:
+        """Stop every running node."""
+        for c in self.clients:
+            c.fail_queued()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=10)
+        for i in range(self.n):
+            if self.slots[i].node is not None:
+                await self.crash(i)
+
+    # -- the /getJournal of a node, without HTTP ----------------------------------------------
+    async def _serve_segment(self, url: str) -> bytes:
+        """The bytes a node's /getJournal would send for url; FetchError when it would not."""
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname or ""
+        slot = next((s for s in self.slots if s.http_host == host), None)
+        if slot is None or slot.node is None:
+            raise FetchError(f"cannot fetch {url}: no JournalNode answers at {host}")
+        query = urllib.parse.parse_qs(parts.query)
+        jid = query.get("jid", [""])[-1]
+        txid = int(query.get("segmentTxId", ["0"])[-1])
+        in_progress_ok = query.get("inProgressOk", ["false"])[-1].lower() == "true"
+        epoch = int(query.get(RECOVERY_EPOCH_PARAM, ["0"])[-1])
+        verdict = self.faults[slot.index].decide(FETCH_METHOD, url)
+        if verdict is not None:
+            raise FetchError(f"cannot fetch {url}: injected failure")
+        node = slot.node
+        found = await node.run(jid, lambda j: j.segment_path(txid, in_progress_ok, epoch))
+        if found is None:
+            raise FetchError(f"cannot fetch {url}: 404, no such segment")
+        path, length = found
+        return await asyncio.to_thread(_read_prefix, path, length)
+
+    # -- what the nodes hold, read from disk -----------------------------------------------
+    def segments(
+        self, i: int, jid: str, finalized_only: bool = True
+    ) -> dict[tuple[int, int | None], dict[int, bytes]]:
+        """Node i's segments on disk: (start, end or None if in progress) -> {txid: body}."""
+        current = self.slots[i].edits_dir / jid / "current"
+        out: dict[tuple[int, int | None], dict[int, bytes]] = {}
+        if not current.is_dir():
+            return out
+        for seg in list_segments(current):
+            if finalized_only and seg.end is None:
+                continue
+            data = seg.path.read_bytes()
+            try:
+                read_header(data)
+            except Exception:
+                continue  # an empty in-progress file
+            out[(seg.start, seg.end)] = {op.txid: op.body for op in iter_ops(data)}
+        return out
+
+    def segment_names(self, i: int, jid: str) -> list[str]:
+        """Node i's segment file names."""
+        current = self.slots[i].edits_dir / jid / "current"
+        return [s.path.name for s in list_segments(current)] if current.is_dir() else []

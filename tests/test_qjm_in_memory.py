@@ -1,0 +1,683 @@
+"""The writer against real JournalNodes over an in-memory transport (no sockets, no sleeps).
+
+Like Hadoop's TestQuorumJournalManagerUnit: the design's recovery cases 2.10.1-2.10.7, the
+committed-txid check, fencing, the output stream's group commit and out-of-sync rules, and
+a seeded randomized schedule of crashes, restarts, failed calls and lost answers. Every
+call goes through the nodes' real IPC handlers and journals (qjm.testing.in_memory);
+tests/test_recovery_scenarios.py runs the same cases over real sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from qjm.client.admin import new_namespace_info
+from qjm.client.logger_channel import request_info
+from qjm.client.output_stream import QuorumOutputStream
+from qjm.client.quorum_call import QuorumError
+from qjm.client.quorum_journal_manager import QuorumJournalManager
+from qjm.client.recovery_comparator import RecoveryInvariantError
+from qjm.config import QJournalSettings
+from qjm.editlog.framing import OP_OPAQUE
+from qjm.errors import QjmError
+from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.errors import EpochError, JournalNodeUnavailable, JournalOutOfSyncError
+from qjm.testing.in_memory import InjectedFault, InMemoryCluster
+
+pytestmark = pytest.mark.timeout(60)
+
+SETTINGS = QJournalSettings(
+    start_segment_timeout_ms=5_000,
+    prepare_recovery_timeout_ms=5_000,
+    accept_recovery_timeout_ms=5_000,
+    finalize_segment_timeout_ms=5_000,
+    select_input_streams_timeout_ms=5_000,
+    get_journal_state_timeout_ms=5_000,
+    new_epoch_timeout_ms=5_000,
+    write_txns_timeout_ms=5_000,
+)
+JID = "inmem"
+
+
+def payload(txid: int, tag: str = "") -> bytes:
+    """The body of a test op: names its txid (and writer), so each value is checkable."""
+    return f"tx {txid} {tag}".encode()
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[InMemoryCluster]:
+    async with InMemoryCluster(tmp_path) as c:
+        q = qjm(c)
+        try:
+            await q.format(new_namespace_info(cluster_id="CID-mem", namespace_id=4242))
+        finally:
+            await q.close()
+        yield c
+
+
+def qjm(c: InMemoryCluster, **kw: object) -> QuorumJournalManager:
+    """A writer on the in-memory cluster."""
+    return QuorumJournalManager(c.uri(JID), None, SETTINGS, client_factory=c.client, **kw)  # type: ignore[arg-type]
+
+
+async def write_txns(stream: QuorumOutputStream, first: int, n: int, tag: str = "") -> int:
+    """Write n ops from txid first as one batch and sync it; returns the acked txid."""
+    for txid in range(first, first + n):
+        assert stream.write_op(OP_OPAQUE, payload(txid, tag)) == txid
+    return await stream.flush()
+
+
+async def idle(q: QuorumJournalManager) -> None:
+    """Wait until every node answered every call the writer sent so far."""
+    await asyncio.wait_for(q.loggers.wait_idle(), 10)
+
+
+async def settle(q: QuorumJournalManager) -> None:
+    """Let every call already sent reach its node, then close the writer."""
+    try:
+        await asyncio.wait_for(q.loggers.wait_idle(), 10)
+    finally:
+        await q.close()
+
+
+async def writer(c: InMemoryCluster, expect_recovered: int | None = None) -> QuorumJournalManager:
+    """A new writer that fenced and recovered."""
+    q = qjm(c)
+    got = await q.recover_unfinalized_segments()
+    if expect_recovered is not None:
+        assert got == expect_recovered
+    return q
+
+
+async def recover(c: InMemoryCluster) -> int:
+    """A new writer recovers and settles; returns the recovered last txid."""
+    q = qjm(c)
+    try:
+        return await q.recover_unfinalized_segments()
+    finally:
+        await settle(q)
+
+
+async def first_segment(c: InMemoryCluster, end: int = 100) -> QuorumJournalManager:
+    """Writer 1 (epoch 1) with segment 1-end finalized on every node."""
+    q = await writer(c, 0)
+    assert q.epoch == 1
+    stream = await q.start_log_segment(1)
+    assert await write_txns(stream, 1, end) == end
+    await stream.close()
+    await q.finalize_log_segment(1, end)
+    return q
+
+
+def finalized(c: InMemoryCluster, i: int, start: int, end: int, tag: str = "") -> None:
+    """Node i holds a finalized segment start-end whose ops are the written ones."""
+    segs = c.segments(i, JID)
+    assert (start, end) in segs, f"jn{i}: {c.segment_names(i, JID)}"
+    ops = segs[(start, end)]
+    assert sorted(ops) == list(range(start, end + 1))
+    assert ops[end] == payload(end, tag)
+
+
+def one_value_per_txid(c: InMemoryCluster) -> dict[int, bytes]:
+    """Every finalized segment is whole and every txid has one value across the nodes."""
+    seen: dict[int, tuple[int, bytes]] = {}
+    for i in range(c.n):
+        for (start, end), ops in c.segments(i, JID).items():
+            assert end is not None and sorted(ops) == list(range(start, end + 1)), (i, start, end)
+            for txid, body in ops.items():
+                other = seen.setdefault(txid, (i, body))
+                assert other[1] == body, f"txid {txid}: jn{other[0]} {other[1]!r}, jn{i} {body!r}"
+    return {t: v for t, (_, v) in seen.items()}
+
+
+async def state_150_153_125(c: InMemoryCluster) -> None:
+    """Design 2.10.2: segment 101 in progress ending 150 / 153 / 125 at writer epoch 1."""
+    q = await first_segment(c)
+    stream = await q.start_log_segment(101)
+    await write_txns(stream, 101, 25)  # 101-125 everywhere
+    c.faults[2].fail_from_txn(126)
+    await write_txns(stream, 126, 25)  # 126-150 on jn0, jn1: acknowledged
+    c.faults[0].fail_from_txn(151)
+    with pytest.raises(QuorumError) as e:
+        await write_txns(stream, 151, 3)  # 151-153 on jn1 only
+    assert all(
+        isinstance(x, (JournalNodeUnavailable, JournalOutOfSyncError))
+        for x in e.value.errors.values()
+    )
+    await settle(q)
+    for f in c.faults:
+        f.clear()
+    assert [max(c.segments(i, JID, False)[(101, None)]) for i in range(3)] == [150, 153, 125]
+
+
+# -- the recovery cases of design 2.10 ---------------------------------------------------------
+@pytest.mark.parametrize("away", [None, 0, 1, 2])
+async def test_2_10_1_in_progress_inconsistent_majority_succeeded(
+    cluster: InMemoryCluster, away: int | None
+) -> None:
+    q = await first_segment(cluster)
+    stream = await q.start_log_segment(101)
+    await write_txns(stream, 101, 50)
+    cluster.faults[0].fail_from_txn(151)
+    assert await write_txns(stream, 151, 3) == 153  # jn1, jn2: acknowledged
+    await settle(q)
+    cluster.faults[0].clear()
+    if away is not None:
+        await cluster.crash(away)
+    assert await recover(cluster) == 153  # every majority holds a node at 153 (rule 3c)
+    for i in range(3):
+        if i != away:
+            finalized(cluster, i, 101, 153)
+    one_value_per_txid(cluster)
+
+
+@pytest.mark.parametrize(("away", "expected"), [(None, 153), (2, 153), (1, 150), (0, 153)], ids=str)
+async def test_2_10_2_in_progress_inconsistent_no_majority(
+    cluster: InMemoryCluster, away: int | None, expected: int
+) -> None:
+    await state_150_153_125(cluster)
+    if away is not None:
+        await cluster.crash(away)  # recovery sees only the other two
+    assert await recover(cluster) == expected
+    for i in range(3):
+        if i != away:
+            finalized(cluster, i, 101, expected)
+    one_value_per_txid(cluster)
+
+
+@pytest.mark.parametrize("away", [None, 0, 1, 2])
+async def test_2_10_3_finalized_inconsistent_majority_succeeded(
+    cluster: InMemoryCluster, away: int | None
+) -> None:
+    q = await first_segment(cluster)
+    stream = await q.start_log_segment(101)
+    await write_txns(stream, 101, 45)
+    cluster.faults[2].fail_from_txn(146)
+    assert await write_txns(stream, 146, 5) == 150
+    await stream.close()
+    await q.finalize_log_segment(101, 150)  # jn2 is out of sync: not finalized there
+    await settle(q)
+    cluster.faults[2].clear()
+    assert (101, 150) not in cluster.segments(2, JID)
+    if away is not None:
+        await cluster.crash(away)
+    assert await recover(cluster) == 150  # every majority sees a finalized copy (rule 2)
+    for i in range(3):
+        if i != away:
+            finalized(cluster, i, 101, 150)
+
+
+@pytest.mark.parametrize("away", [None, 0, 1, 2])
+async def test_2_10_4_finalized_inconsistent_no_majority(
+    cluster: InMemoryCluster, away: int | None
+) -> None:
+    q = await first_segment(cluster)
+    stream = await q.start_log_segment(101)
+    await write_txns(stream, 101, 25)
+    cluster.faults[2].fail_from_txn(126)
+    assert await write_txns(stream, 126, 25) == 150
+    await stream.close()
+    cluster.faults[1].fail("finalizeLogSegment")
+    with pytest.raises(QuorumError):
+        await q.finalize_log_segment(101, 150)  # jn0 only
+    await settle(q)
+    for f in cluster.faults:
+        f.clear()
+    assert (101, 150) in cluster.segments(0, JID)
+    if away is not None:
+        await cluster.crash(away)
+    # jn0's finalized copy wins (rule 2); without it, jn1's 150 beats jn2's 125 (rule 3c).
+    assert await recover(cluster) == 150
+    for i in range(3):
+        if i != away:
+            finalized(cluster, i, 101, 150)
+
+
+async def test_2_10_5_start_inconsistent_majority_not_started(cluster: InMemoryCluster) -> None:
+    q = await first_segment(cluster, 150)
+    cluster.faults[1].fail("startLogSegment")
+    cluster.faults[2].fail("startLogSegment")
+    with pytest.raises(QuorumError):
+        await q.start_log_segment(151)  # only jn0 opens edits_inprogress_151
+    await settle(q)
+    for f in cluster.faults:
+        f.clear()
+    assert any("inprogress" in n for n in cluster.segment_names(0, JID))
+    # The empty segment counts as absent: nothing to recover, the journal ends at 150.
+    assert await recover(cluster) == 150
+    prepared = [r.request.segment_txid for f in cluster.faults for r in f.calls("prepareRecovery")]
+    assert 151 not in prepared
+    q = await writer(cluster, 150)
+    stream = await q.start_log_segment(151)  # and the next writer starts at 151
+    assert await write_txns(stream, 151, 1) == 151
+    await settle(q)
+
+
+@pytest.mark.parametrize("last_recovery_away", [None, 2])
+async def test_2_10_6_first_batch_on_a_minority_newer_writer_wins(
+    cluster: InMemoryCluster, last_recovery_away: int | None
+) -> None:
+    q = await first_segment(cluster, 150)
+    stream = await q.start_log_segment(151)
+    cluster.faults[1].fail("journal")
+    cluster.faults[2].fail("journal")
+    with pytest.raises(QuorumError):
+        await write_txns(stream, 151, 3)  # 151-153 on jn0 only
+    await settle(q)
+    for f in cluster.faults:
+        f.clear()
+    await cluster.crash(0)
+    q2 = await writer(cluster, 150)  # jn1, jn2: their empty 151 counts as absent
+    assert q2.epoch == 2
+    stream = await q2.start_log_segment(151)
+    assert await write_txns(stream, 151, 1, "w2") == 151  # on jn1, jn2 at writer epoch 2
+    await settle(q2)
+    await cluster.start_node(0)
+    if last_recovery_away is not None:
+        await cluster.crash(last_recovery_away)
+    # jn0's longer log has writer epoch 1; jn1's has 2 and wins (rule 3b).
+    assert await recover(cluster) == 151
+    for i in range(3):
+        if i != last_recovery_away:
+            finalized(cluster, i, 151, 151, "w2")
+    one_value_per_txid(cluster)
+
+
+async def test_2_10_7_multiple_recoveries_first_failed(cluster: InMemoryCluster) -> None:
+    await state_150_153_125(cluster)
+    # The first recovery hears jn0 and jn2, accepts 150 on both, finalizes only on jn2.
+    await cluster.crash(1)
+    cluster.faults[0].fail("finalizeLogSegment")
+    with pytest.raises(QuorumError):
+        await recover(cluster)
+    cluster.faults[0].clear()
+    assert cluster.faults[0].calls("acceptRecovery")[-1].error is None
+    assert (101, 150) in cluster.segments(2, JID)
+    # The next hears jn0 and jn1: jn0's accepted recovery (epoch 2) beats jn1's longer
+    # log (writer epoch 1), so it finalizes 150 as jn2 did, not 153.
+    await cluster.start_node(1)
+    await cluster.crash(2)
+    assert await recover(cluster) == 150
+    for i in range(3):
+        finalized(cluster, i, 101, 150)
+    prepared = cluster.faults[0].calls("prepareRecovery")[-1].response
+    assert prepared.accepted_in_epoch == 2
+    one_value_per_txid(cluster)
+
+
+# -- the committed-txid check --------------------------------------------------------------------
+async def test_recovery_never_ends_below_a_reported_committed_txid(
+    cluster: InMemoryCluster,
+) -> None:
+    await state_150_153_125(cluster)
+    await cluster.crash(1)  # recovery would choose jn0's 150 ...
+
+    def claim_committed(method: str, resp: object) -> object:
+        if method == "prepareRecovery":
+            assert isinstance(resp, pb.PrepareRecoveryResponseProto)
+            resp.last_committed_txid = 152  # ... but jn2 says 152 was committed
+        return resp
+
+    cluster.faults[2].tamper = claim_committed
+    with pytest.raises(RecoveryInvariantError, match="152"):
+        await recover(cluster)
+    # Nothing was accepted or finalized: the in-progress copies are untouched.
+    assert not cluster.faults[0].calls("acceptRecovery")
+    assert not cluster.faults[2].calls("acceptRecovery")
+    assert max(cluster.segments(0, JID, False)[(101, None)]) == 150
+    assert max(cluster.segments(2, JID, False)[(101, None)]) == 125
+
+
+async def test_prepare_recovery_reports_the_committed_txid_recovery_keeps(
+    cluster: InMemoryCluster,
+) -> None:
+    q = await first_segment(cluster)
+    stream = await q.start_log_segment(101)
+    await write_txns(stream, 101, 10)
+    await write_txns(stream, 111, 10)  # carries committed txid 110 to every node
+    await settle(q)
+    assert await recover(cluster) == 120
+    answers = [f.calls("prepareRecovery")[-1].response for f in cluster.faults]
+    assert all(a.last_committed_txid >= 110 for a in answers), answers
+
+
+# -- fencing ---------------------------------------------------------------------------------------
+async def test_a_new_writer_fences_the_old_one(cluster: InMemoryCluster) -> None:
+    q1 = await first_segment(cluster, 10)
+    s1 = await q1.start_log_segment(11)
+    assert await write_txns(s1, 11, 3, "w1") == 13
+    q2 = await writer(cluster, 13)  # recovers 11-13 and finalizes it
+    assert q2.epoch == 2
+    with pytest.raises(QuorumError) as e:
+        await write_txns(s1, 14, 1, "w1")
+    assert e.value.epoch_error is not None
+    assert all(isinstance(x, EpochError) for x in e.value.errors.values())
+    with pytest.raises(QjmError):  # the writer refuses: its stream failed
+        await q1.finalize_log_segment(11, 13)
+    # The nodes refuse too, whatever the writer thinks.
+    client = cluster.client(cluster.addresses[0])
+    fin = pb.FinalizeLogSegmentRequestProto(
+        req=request_info(JID, 1, 1000), start_txid=11, end_txid=13
+    )
+    with pytest.raises(EpochError):
+        await client.call("finalizeLogSegment", fin, 5)
+    with pytest.raises(QuorumError) as e:
+        await q1.start_log_segment(14)
+    assert e.value.epoch_error is not None
+    assert 14 not in one_value_per_txid(cluster)
+    stream = await q2.start_log_segment(14)
+    assert await write_txns(stream, 14, 1, "w2") == 14
+    await settle(q1)
+    await settle(q2)
+
+
+async def test_a_fenced_writers_delayed_batch_never_lands(cluster: InMemoryCluster) -> None:
+    q1 = await first_segment(cluster, 10)
+    s1 = await q1.start_log_segment(11)
+    gates = [f.hold("journal") for f in cluster.faults]
+    for txid in (11, 12):
+        s1.write_op(OP_OPAQUE, payload(txid, "w1"))
+    flush = asyncio.ensure_future(s1.flush())
+    for g in gates:
+        await g.wait_held()  # the batch is on its way to every node
+    q2 = await writer(cluster, 10)  # sees no txid of segment 11: ends at 10
+    for g in gates:
+        g.open()  # the old writer's batch arrives after the new promise
+    with pytest.raises(QuorumError) as e:
+        await flush
+    assert all(isinstance(x, EpochError) for x in e.value.errors.values())
+    stream = await q2.start_log_segment(11)
+    await write_txns(stream, 11, 2, "w2")
+    await stream.close()
+    await q2.finalize_log_segment(11, 12)
+    values = one_value_per_txid(cluster)
+    assert values[11] == payload(11, "w2") and values[12] == payload(12, "w2")
+    await settle(q1)
+    await settle(q2)
+
+
+async def test_two_writers_racing_never_share_an_epoch(cluster: InMemoryCluster) -> None:
+    qs = [qjm(cluster) for _ in range(4)]
+    results = await asyncio.gather(
+        *(q.recover_unfinalized_segments() for q in qs), return_exceptions=True
+    )
+    epochs = [q.epoch for q, r in zip(qs, results, strict=True) if not isinstance(r, Exception)]
+    assert epochs and len(set(epochs)) == len(epochs)
+    for r in results:
+        assert not isinstance(r, Exception) or isinstance(r, QjmError), r
+    for q in qs:
+        await settle(q)
+
+
+# -- the output stream -------------------------------------------------------------------------------
+async def test_group_commit_concurrent_writers_share_one_batch(cluster: InMemoryCluster) -> None:
+    q = await writer(cluster, 0)
+    stream = await q.start_log_segment(1)
+
+    async def one(i: int) -> int:
+        txid = stream.write_op(OP_OPAQUE, payload(i))
+        await stream.sync(txid)
+        return txid
+
+    assert sorted(await asyncio.gather(*(one(i) for i in range(64)))) == list(range(1, 65))
+    assert stream.batches_sent == 1
+    await idle(q)
+    assert [len(f.calls("journal")) for f in cluster.faults] == [1, 1, 1]
+    await settle(q)
+
+
+async def test_group_commit_writers_behind_a_batch_share_the_next(
+    cluster: InMemoryCluster,
+) -> None:
+    q = await writer(cluster, 0)
+    stream = await q.start_log_segment(1)
+    stream.max_in_flight = 1
+    gates = [f.hold("journal", times=1) for f in cluster.faults]
+    first = asyncio.ensure_future(stream.sync(stream.write_op(OP_OPAQUE, payload(1))))
+    await gates[0].wait_held()
+
+    async def one(i: int) -> None:
+        await stream.sync(stream.write_op(OP_OPAQUE, payload(i)))
+
+    rest = asyncio.gather(*(one(i) for i in range(2, 65)))
+    for g in gates:
+        g.open()
+    await first
+    await rest
+    assert stream.acked_txid == 64
+    assert stream.batches_sent == 2  # txid 1, then 2-64 together
+    assert [r.request.num_txns for r in cluster.faults[0].calls("journal")] == [1, 63]
+    await settle(q)
+
+
+async def test_a_failed_node_is_out_of_sync_until_the_next_segment(
+    cluster: InMemoryCluster,
+) -> None:
+    q = await writer(cluster, 0)
+    stream = await q.start_log_segment(1)
+    await write_txns(stream, 1, 1)
+    cluster.faults[0].fail("journal", times=1)
+    assert await write_txns(stream, 2, 1) == 2  # jn1, jn2 suffice
+    assert q.loggers.metrics()[0].out_of_sync
+    await idle(q)
+    sent = len(cluster.faults[0].calls("journal"))
+    assert await write_txns(stream, 3, 2) == 4
+    await idle(q)
+    assert len(cluster.faults[0].calls("journal")) == sent  # skipped, not sent
+    await stream.close()
+    await q.finalize_log_segment(1, 4)  # not on jn0, which lacks txids 2-4
+    assert (1, 4) not in cluster.segments(0, JID)
+    assert (1, 4) in cluster.segments(1, JID)
+    stream = await q.start_log_segment(5)  # jn0 is back in sync
+    assert not q.loggers.metrics()[0].out_of_sync
+    assert await write_txns(stream, 5, 2) == 6
+    await idle(q)
+    assert len(cluster.faults[0].calls("journal")) == sent + 1
+    await stream.close()
+    await q.finalize_log_segment(5, 6)
+    finalized(cluster, 0, 5, 6)
+    await settle(q)
+
+
+async def test_a_majority_failing_fails_the_write_and_the_stream(cluster: InMemoryCluster) -> None:
+    q = await writer(cluster, 0)
+    stream = await q.start_log_segment(1)
+    await write_txns(stream, 1, 2)
+    cluster.faults[0].fail("journal")
+    cluster.faults[2].fail("journal")
+    with pytest.raises(QuorumError) as e:
+        await write_txns(stream, 3, 1)
+    assert set(e.value.errors) == {cluster.addresses[0], cluster.addresses[2]}
+    assert all(isinstance(x, InjectedFault) for x in e.value.errors.values())
+    assert stream.failed is not None and stream.acked_txid == 2
+    with pytest.raises(QuorumError):
+        stream.write_op(OP_OPAQUE, b"x")  # the stream stays broken
+    with pytest.raises(QjmError):
+        await q.finalize_log_segment(1, 2)
+    await settle(q)
+    for f in cluster.faults:
+        f.clear()
+    assert await recover(cluster) >= 2
+
+
+async def test_a_hanging_minority_does_not_block_writes(cluster: InMemoryCluster) -> None:
+    q = await writer(cluster, 0)
+    stream = await q.start_log_segment(1)
+    gate = cluster.faults[2].hold("journal")
+    assert await write_txns(stream, 1, 5) == 5
+    assert await write_txns(stream, 6, 5) == 10
+    await gate.wait_held()
+    assert cluster.faults[2].calls("journal") == []  # none answered yet
+    gate.open()
+    await settle(q)
+    assert [len(f.calls("journal")) for f in cluster.faults] == [2, 2, 2]
+
+
+async def test_answers_lost_after_the_nodes_applied_them_survive_recovery(
+    cluster: InMemoryCluster,
+) -> None:
+    q = await writer(cluster, 0)
+    stream = await q.start_log_segment(1)
+    await write_txns(stream, 1, 3)
+    for f in cluster.faults:
+        f.drop_answer("journal")
+    with pytest.raises(QuorumError):
+        await write_txns(stream, 4, 2)  # every node holds 4-5; the writer saw failures
+    await settle(q)
+    for f in cluster.faults:
+        f.clear()
+    assert await recover(cluster) == 5  # on a majority, so possibly committed: kept
+    for i in range(3):
+        finalized(cluster, i, 1, 5)
+
+
+async def test_a_crashed_and_restarted_node_rejoins_at_the_next_segment(
+    cluster: InMemoryCluster,
+) -> None:
+    q = await writer(cluster, 0)
+    stream = await q.start_log_segment(1)
+    await write_txns(stream, 1, 2)
+    await cluster.crash(1)
+    assert await write_txns(stream, 3, 2) == 4
+    await cluster.start_node(1)
+    assert await write_txns(stream, 5, 1) == 5  # still out of sync in this segment
+    await stream.close()
+    await q.finalize_log_segment(1, 5)
+    stream = await q.start_log_segment(6)
+    assert await write_txns(stream, 6, 2) == 7
+    await stream.close()
+    await q.finalize_log_segment(6, 7)
+    finalized(cluster, 1, 6, 7)
+    assert (1, 5) not in cluster.segments(1, JID)
+    await settle(q)
+
+
+async def test_accept_recovery_downloads_the_chosen_copy_from_its_node(
+    cluster: InMemoryCluster,
+) -> None:
+    await state_150_153_125(cluster)
+    assert await recover(cluster) == 153
+    # jn0 and jn2 held other lengths: they fetched jn1's copy through its /getJournal.
+    for i in range(3):
+        finalized(cluster, i, 101, 153)
+    urls = [r.request.from_url for r in cluster.faults[0].calls("acceptRecovery")]
+    assert urls and "jn1.in-memory.invalid" in urls[-1]
+
+
+async def test_accept_recovery_fails_where_the_source_cannot_be_fetched(
+    cluster: InMemoryCluster,
+) -> None:
+    await state_150_153_125(cluster)
+    cluster.faults[1].fail("getJournal")  # jn1's segment downloads fail
+    with pytest.raises(QuorumError):
+        await recover(cluster)  # jn0 and jn2 cannot take 153: no majority accepts
+    cluster.faults[1].clear()
+    assert await recover(cluster) == 153
+    for i in range(3):
+        finalized(cluster, i, 101, 153)
+
+
+# -- a seeded randomized schedule ---------------------------------------------------------------------
+ROUNDS = int(os.environ.get("QJM_INMEM_ROUNDS", "200"))
+SEED = int(os.environ.get("QJM_INMEM_SEED", "3077"))
+
+
+async def test_randomized_schedule_every_acked_txid_survives(cluster: InMemoryCluster) -> None:
+    try:
+        await _randomized(cluster, random.Random(SEED))
+    except BaseException as e:
+        e.add_note(f"randomized schedule seed: QJM_INMEM_SEED={SEED} ({ROUNDS} rounds)")
+        raise
+
+
+async def _randomized(c: InMemoryCluster, rng: random.Random) -> None:
+    acked: dict[int, bytes] = {}
+    q: QuorumJournalManager | None = None
+    stream: QuorumOutputStream | None = None
+    generation = 0
+
+    async def drop_writer() -> None:
+        nonlocal q, stream
+        if q is not None:
+            await q.close()  # a crash: calls in flight are abandoned
+        q = stream = None
+
+    for rnd in range(ROUNDS):
+        where = f"round {rnd}"
+        roll = rng.random()
+        if roll < 0.08:
+            down = [i for i in range(c.n) if not c.is_up(i)]
+            if down:
+                await c.start_node(rng.choice(down))
+            else:
+                await c.crash(rng.randrange(c.n))
+            continue
+        if roll < 0.16:
+            for f in c.faults:
+                f.clear()
+                if rng.random() < 0.5:
+                    f.randomly(random.Random(rng.random()), 0.1, 0.05)
+            continue
+        if roll < 0.22 or q is None:
+            await drop_writer()
+            generation += 1
+            q = qjm(c)
+            try:
+                last = await q.recover_unfinalized_segments()
+            except QjmError as e:
+                assert not isinstance(e, RecoveryInvariantError), f"{where}: {e}"
+                await drop_writer()
+                continue
+            assert last >= max(acked, default=0), f"{where}: recovered to {last}, acked {acked}"
+            try:
+                stream = await q.start_log_segment(last + 1)
+            except QjmError:
+                await drop_writer()
+            continue
+        assert stream is not None
+        if roll < 0.30:
+            end = stream.acked_txid
+            if stream.last_written_txid < stream.segment_txid:
+                continue  # nothing to roll
+            try:
+                await stream.close()
+                if end >= stream.segment_txid:
+                    await q.finalize_log_segment(stream.segment_txid, end)
+                    stream = await q.start_log_segment(end + 1)
+            except QjmError:
+                await drop_writer()
+            continue
+        n = rng.randint(1, 4)
+        first = stream.next_txid
+        bodies = {t: payload(t, f"g{generation}") for t in range(first, first + n)}
+        for body in bodies.values():
+            stream.write_op(OP_OPAQUE, body)
+        try:
+            await stream.flush()
+        except QjmError:
+            await drop_writer()
+            continue
+        acked.update(bodies)
+
+    # Heal everything; a new writer recovers; every acknowledged txid is there, once.
+    await drop_writer()
+    for i, f in enumerate(c.faults):
+        f.clear()
+        if not c.is_up(i):
+            await c.start_node(i)
+    last = await recover(c)
+    assert last >= max(acked, default=0)
+    values = one_value_per_txid(c)
+    for txid, body in acked.items():
+        assert values.get(txid) == body, f"acked txid {txid}: {values.get(txid)!r} != {body!r}"
+        holders = [
+            i for i in range(c.n) if any(s <= txid <= (e or 0) for (s, e) in c.segments(i, JID))
+        ]
+        assert len(holders) >= 2, f"acked txid {txid} finalized only on {holders}"
+    assert len(acked) > ROUNDS // 10, "the schedule acknowledged almost nothing"
