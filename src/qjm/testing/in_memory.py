@@ -88,7 +88,8 @@ class Gate:
 
     async def wait_held(self, timeout_s: float = 10.0) -> None:
         """Return once a call is held here; fail after timeout_s."""
-        await asyncio.wait_for(self.held.wait(), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            await self.held.wait()
 
 
 @dataclass(frozen=True)
@@ -293,7 +294,10 @@ class InMemoryClient:
         else:
             self._deliver(protocol, queued)
         try:
-            raw = await asyncio.wait_for(asyncio.shield(answer), deadline)
+            # asyncio.timeout, not wait_for: wait_for (3.11) swallows a cancellation that
+            # arrives as the answer does, and a closing channel would wait for it forever.
+            async with asyncio.timeout(deadline):
+                raw = await asyncio.shield(answer)
         except TimeoutError:
             raise JournalNodeUnavailable(f"{self.address}: {method} timed out") from None
         if slot.generation != queued.generation:
