@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from google.protobuf.message import EncodeError
 
 from qjm.client.admin import new_namespace_info
 from qjm.client.logger_channel import request_info
@@ -26,8 +28,10 @@ from qjm.client.recovery_comparator import RecoveryInvariantError
 from qjm.config import QJournalSettings
 from qjm.editlog.framing import OP_OPAQUE
 from qjm.errors import QjmError
+from qjm.ipc import RemoteError
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import EpochError, JournalNodeUnavailable, JournalOutOfSyncError
+from qjm.protocol.qjournal import journal_id
 from qjm.testing.in_memory import InjectedFault, InMemoryCluster
 
 pytestmark = pytest.mark.timeout(60)
@@ -604,14 +608,18 @@ SEED = int(os.environ.get("QJM_INMEM_SEED", "3077"))
 
 
 async def test_randomized_schedule_every_acked_txid_survives(cluster: InMemoryCluster) -> None:
+    stats: Counter[str] = Counter()
     try:
-        await _randomized(cluster, random.Random(SEED))
+        await _randomized(cluster, random.Random(SEED), stats)
     except BaseException as e:
-        e.add_note(f"randomized schedule seed: QJM_INMEM_SEED={SEED} ({ROUNDS} rounds)")
+        e.add_note(f"randomized schedule: QJM_INMEM_SEED={SEED} QJM_INMEM_ROUNDS={ROUNDS}; {stats}")
         raise
+    if ROUNDS >= 100:  # the schedule did exercise what it is for
+        for what in ("crash", "restart", "recovered", "acked", "write failed", "rolled"):
+            assert stats[what] >= 3, f"seed {SEED}: only {stats[what]} {what!r}: {stats}"
 
 
-async def _randomized(c: InMemoryCluster, rng: random.Random) -> None:
+async def _randomized(c: InMemoryCluster, rng: random.Random, stats: Counter[str]) -> None:
     acked: dict[int, bytes] = {}
     q: QuorumJournalManager | None = None
     stream: QuorumOutputStream | None = None
@@ -628,10 +636,12 @@ async def _randomized(c: InMemoryCluster, rng: random.Random) -> None:
         roll = rng.random()
         if roll < 0.08:
             down = [i for i in range(c.n) if not c.is_up(i)]
-            if down:
+            if down and (len(down) == 2 or rng.random() < 0.7):
                 await c.start_node(rng.choice(down))
+                stats["restart"] += 1
             else:
-                await c.crash(rng.randrange(c.n))
+                await c.crash(rng.choice([i for i in range(c.n) if c.is_up(i)]))
+                stats["crash"] += 1
             continue
         if roll < 0.16:
             for f in c.faults:
@@ -647,8 +657,10 @@ async def _randomized(c: InMemoryCluster, rng: random.Random) -> None:
                 last = await q.recover_unfinalized_segments()
             except QjmError as e:
                 assert not isinstance(e, RecoveryInvariantError), f"{where}: {e}"
+                stats["recovery failed"] += 1
                 await drop_writer()
                 continue
+            stats["recovered"] += 1
             assert last >= max(acked, default=0), f"{where}: recovered to {last}, acked {acked}"
             try:
                 stream = await q.start_log_segment(last + 1)
@@ -665,6 +677,7 @@ async def _randomized(c: InMemoryCluster, rng: random.Random) -> None:
                 if end >= stream.segment_txid:
                     await q.finalize_log_segment(stream.segment_txid, end)
                     stream = await q.start_log_segment(end + 1)
+                    stats["rolled"] += 1
             except QjmError:
                 await drop_writer()
             continue
@@ -675,9 +688,12 @@ async def _randomized(c: InMemoryCluster, rng: random.Random) -> None:
             stream.write_op(OP_OPAQUE, body)
         try:
             await stream.flush()
-        except QjmError:
+        except QjmError as e:
+            assert not isinstance(e, RecoveryInvariantError), f"{where}: {e}"
+            stats["write failed"] += 1
             await drop_writer()
             continue
+        stats["acked"] += 1
         acked.update(bodies)
 
     # Heal everything; a new writer recovers; every acknowledged txid is there, once.
@@ -696,3 +712,26 @@ async def _randomized(c: InMemoryCluster, rng: random.Random) -> None:
         ]
         assert len(holders) >= 2, f"acked txid {txid} finalized only on {holders}"
     assert len(acked) > ROUNDS // 10, "the schedule acknowledged almost nothing"
+
+
+# -- the transport itself ------------------------------------------------------------------------
+async def test_transport_checks_messages_and_errors_as_the_wire_does(
+    cluster: InMemoryCluster,
+) -> None:
+    client = cluster.client(cluster.addresses[0])
+    with pytest.raises(EncodeError):  # a required field missing: not sent, as over IPC
+        await client.call("journal", pb.JournalRequestProto(first_txid=1), 5)
+    with pytest.raises(RemoteError, match="NoSuchMethod"):
+        await client.call("noSuchMethod", pb.IsFormattedRequestProto(), 5)
+    # A refusal comes back as the error type the IPC client raises, named by address.
+    await recover(cluster)
+    await recover(cluster)  # the nodes promised epoch 2
+    stale = pb.HeartbeatRequestProto(req=request_info(JID, 1, 1000))
+    with pytest.raises(EpochError, match=cluster.addresses[0]):
+        await client.call("heartbeat", stale, 5)
+    await cluster.crash(0)
+    with pytest.raises(JournalNodeUnavailable, match="down"):
+        await client.call("isFormatted", pb.IsFormattedRequestProto(jid=journal_id(JID)), 5)
+    await cluster.start_node(0)  # from its disk: still formatted
+    answer = await client.call("isFormatted", pb.IsFormattedRequestProto(jid=journal_id(JID)), 5)
+    assert answer.is_formatted
