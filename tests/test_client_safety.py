@@ -19,10 +19,10 @@ from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.reader import IncompleteReadError, QuorumJournalReader
 from qjm.client.rpc import JournalNodeClient
 from qjm.client.uri import parse_qjournal_uri
+from qjm.editlog.file_journal import truncate_after as _truncate_after
 from qjm.editlog.framing import OP_OPAQUE
 from qjm.editlog.segments import finalized_name
 from qjm.errors import ConfigError, QjmError
-from qjm.editlog.file_journal import truncate_after as _truncate_after
 from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import EpochError
