@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from qjm.editlog.file_journal import DOWNLOAD_SUFFIX as DOWNLOAD_SUFFIX
 from qjm.editlog.file_journal import FileJournal, SegmentInfo
 from qjm.editlog.framing import EDITLOG_LENGTH_LAYOUT, LAYOUT_VERSION, validate_batch
 from qjm.editlog.segments import SegmentFile
