@@ -76,7 +76,11 @@ async def test_a_node_that_lost_acked_txids_does_not_vote_them_away(
         refusal = AmnesiacNodeError if loss == "restored" else TombstonedSegmentError
         with pytest.raises(QuorumError) as info:
             await recover(cluster, jid)
-        assert any(isinstance(e, refusal) for e in info.value.errors.values()), info.value
+        refused = {type(e) for e in info.value.errors.values()}
+        # The error's traceback keeps that writer's connections, and with them jn0's, which
+        # backs off after the refused connects: drop it before the next writer connects.
+        del info
+        assert refusal in refused, refused
         for i in (1, 2):
             assert (6, 8) not in cluster.read_segments(i, jid), cluster.segment_files(i, jid)
         await cluster.start_node(0)
