@@ -214,12 +214,7 @@ class JournalNodeHandlers:
         progress = self.node.progress[jid]
         while True:
             woken = progress.current()
-            resp = journal.get_journaled_edits(request.since_txid, request.max_txns)
-            visible = (
-                resp.txn_count > 0
-                and resp.HasField("committed_txid")
-                and resp.committed_txid >= request.since_txid
-            )
+            resp, visible = journal.poll_journaled_edits(request.since_txid, request.max_txns)
             left = deadline - time.monotonic()
             if visible or left <= 0:
                 return resp
