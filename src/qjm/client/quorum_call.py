@@ -12,8 +12,11 @@ import time
 from collections.abc import Awaitable, Mapping
 from typing import Generic, TypeVar
 
+from qjm.client.decisions import majority_of
 from qjm.errors import QjmError
 from qjm.protocol.errors import EpochError
+
+__all__ = ["QuorumCall", "QuorumError", "QuorumTimeout", "majority_of"]
 
 K = TypeVar("K")
 T = TypeVar("T")
@@ -37,11 +40,6 @@ class QuorumError(QjmError):
 
 class QuorumTimeout(QuorumError):
     """Not enough nodes answered before the deadline."""
-
-
-def majority_of(n: int) -> int:
-    """The smallest majority of n nodes."""
-    return n // 2 + 1
 
 
 def _short(key: object, e: BaseException) -> str:
