@@ -17,6 +17,8 @@ GET_JOURNAL_PATH = "/getJournal"
 JID_PARAM = "jid"
 SEGMENT_TXID_PARAM = "segmentTxId"
 IN_PROGRESS_OK_PARAM = "inProgressOk"
+# The recovering writer's epoch, with which accept_recovery fetches an in-progress segment
+# readers may not see; it must be the source's promise.
 RECOVERY_EPOCH_PARAM = "recoveryEpoch"
 
 
