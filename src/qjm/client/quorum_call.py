@@ -9,14 +9,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Generic, TypeVar
 
 from qjm.client.decisions import majority_of
 from qjm.errors import QjmError
 from qjm.protocol.errors import EpochError
 
-__all__ = ["QuorumCall", "QuorumError", "QuorumTimeout", "majority_of"]
+__all__ = ["QuorumCall", "QuorumError", "QuorumTimeout", "call_all", "majority_of"]
 
 K = TypeVar("K")
 T = TypeVar("T")
@@ -159,3 +159,10 @@ class QuorumCall(Generic[K, T]):
                 self._error_map(),
             )
         return dict(self.successes)
+
+
+def call_all(
+    operation: str, nodes: Iterable[K], fn: Callable[[K], Awaitable[T]]
+) -> QuorumCall[K, T]:
+    """Send one call to every node; its answers arrive in the returned QuorumCall."""
+    return QuorumCall(operation, {node: fn(node) for node in nodes})

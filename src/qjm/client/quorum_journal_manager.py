@@ -74,6 +74,10 @@ def _recovery_answer(resp: pb.PrepareRecoveryResponse) -> RecoveryAnswer:
     )
 
 
+class FormatRefused(QjmError):
+    """Format was refused: a node is unreachable or already holds the journal."""
+
+
 class NotWriterError(QjmError):
     """A write operation before this manager became the writer (or after it closed)."""
 
@@ -124,7 +128,26 @@ class QuorumJournalManager:
 
     # -- administration ------------------------------------------------------------------
     async def format(self, ns_info: pb.NamespaceInfo, force: bool = False) -> None:
-        """Format the journal on every node; all nodes must succeed."""
+        """Format the journal on every node; all must answer, and without force none may
+        hold the journal already."""
+        asked = self.loggers.is_formatted()
+        try:
+            formatted = await asked.wait_for_all(FORMAT_TIMEOUT_S)
+        except QuorumError:
+            down = [
+                f"{ch} ({asked.errors.get(ch, 'no answer')})"
+                for ch in asked.keys
+                if ch not in asked.successes
+            ]
+            raise FormatRefused(
+                "format needs every JournalNode to answer; unreachable: " + "; ".join(down)
+            ) from None
+        held = [str(ch) for ch, yes in formatted.items() if yes]
+        if held and not force:
+            raise FormatRefused(
+                f"journal {self.uri.jid!r} is already formatted on {', '.join(held)}; "
+                "pass --force to wipe it"
+            )
         await self.loggers.format(ns_info, force).wait_for_all(FORMAT_TIMEOUT_S)
         self.ns_info = ns_info
 

@@ -26,7 +26,7 @@ from qjm.client.decisions import (
     merge_manifests,
 )
 from qjm.client.edit_streams import ReadError, SegmentSource, read_segment
-from qjm.client.quorum_call import QuorumCall, QuorumError, majority_of
+from qjm.client.quorum_call import QuorumCall, QuorumError, call_all, majority_of
 from qjm.client.rpc import JournalNodeClient
 from qjm.client.uri import QJournalUri
 from qjm.config import QJournalSettings, parse_address
@@ -153,9 +153,8 @@ class QuorumJournalReader:
             jid=self.uri.jid, since_txid=since_txid, in_progress_ok=in_progress_ok
         )
         wait = self.settings.select_input_streams_timeout_ms / 1000 if wait_s is None else wait_s
-        call = QuorumCall(
-            "getEditLogManifest()",
-            {c: c.call("GetEditLogManifest", req, wait) for c in self.clients},
+        call = call_all(
+            "getEditLogManifest()", self.clients, lambda c: c.call("GetEditLogManifest", req, wait)
         )
         answers: dict[JournalNodeClient, pb.GetEditLogManifestResponse] = await self._ask_all(
             call, wait
@@ -282,9 +281,8 @@ class QuorumJournalReader:
             jid=self.uri.jid, since_txid=since_txid, max_txns=max_txns, wait_ms=wait_ms
         )
         wait = self.settings.select_input_streams_timeout_ms / 1000 + wait_ms / 1000
-        call = QuorumCall(
-            "getJournaledEdits()",
-            {c: c.call("GetJournaledEdits", req, wait) for c in self.clients},
+        call = call_all(
+            "getJournaledEdits()", self.clients, lambda c: c.call("GetJournaledEdits", req, wait)
         )
         deadline = time.monotonic() + wait
         answers: dict[JournalNodeClient, pb.GetJournaledEditsResponse] = await call.wait_for_quorum(
