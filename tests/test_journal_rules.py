@@ -10,7 +10,7 @@ from conftest import snapshot
 from qjm.editlog.segments import finalized_name, inprogress_name
 from qjm.journalnode import journal as journal_module
 from qjm.journalnode.journal import Journal
-from qjm.journalnode.storage import NsInfo, check_journal_id
+from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
     AmnesiacNodeError,
@@ -26,6 +26,7 @@ from qjm.protocol.errors import (
     SegmentStartError,
     SegmentStateError,
 )
+from qjm.protocol.identity import check_journal_id
 from test_journal import NS, Writer, open_journal, write
 
 NS_B = NsInfo(999, "CID-other")

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from qjm.client.logger_channel import ChannelMetrics, IPCLoggerChannel
-from qjm.client.quorum_call import QuorumCall, majority_of
+from qjm.client.quorum_call import QuorumCall, call_all, majority_of
 from qjm.protocol import qjournal_pb2 as pb
 
 T = TypeVar("T")
@@ -49,7 +49,7 @@ class AsyncLoggerSet:
     def _call(
         self, operation: str, fn: Callable[[IPCLoggerChannel], asyncio.Future[T]]
     ) -> QuorumCall[IPCLoggerChannel, T]:
-        return QuorumCall(operation, {ch: fn(ch) for ch in self.channels})
+        return call_all(operation, self.channels, fn)
 
     async def wait_for_write_quorum(
         self, call: QuorumCall[IPCLoggerChannel, T], wait_s: float

@@ -13,7 +13,6 @@ import logging
 import os
 import struct
 import time
-import urllib.parse
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -80,6 +79,8 @@ from qjm.protocol.errors import (
     UnpromisedEpochError,
     WrongSegmentError,
 )
+from qjm.protocol.namespace import same_namespace
+from qjm.protocol.urls import with_recovery_epoch
 
 log = logging.getLogger("qjm.journalnode.journal")
 T = TypeVar("T")
@@ -89,9 +90,6 @@ DEFAULT_CACHE_BYTES = 1024 * 1024  # HDFS's dfs.journalnode.edit-cache-size.byte
 # one new_epoch must never use up the epochs every later writer needs (HDFS has no limit).
 MAX_EPOCH_STEP = 1_000_000
 MAX_EPOCH = 2**62
-# The query parameter with which accept_recovery fetches an in-progress segment that
-# readers may not see: the recovering writer's epoch, which must be the source's promise.
-RECOVERY_EPOCH_PARAM = "recoveryEpoch"
 
 
 @dataclass
@@ -246,7 +244,7 @@ class Journal:
 
     def _check_ns(self, ns: NsInfo) -> None:
         mine = self._check_formatted()
-        if (ns.namespace_id, ns.cluster_id) != (mine.namespace_id, mine.cluster_id):
+        if not same_namespace(ns, mine):
             raise NamespaceMismatchError(
                 f"incompatible namespace for journal {self.jid!r}: the request has "
                 f"{ns.describe()}, this JournalNode is formatted for {mine.describe()}"
@@ -876,7 +874,7 @@ class Journal:
     ) -> AcceptPlan:
         """Check an accept_recovery and say what must be downloaded; changes nothing."""
         fetch, compare = self._check_accept(req, segment, from_url)
-        from_url = _for_recovery(from_url, req.epoch)
+        from_url = with_recovery_epoch(from_url, req.epoch)
         if not fetch:
             return AcceptPlan(segment.start_txid, segment.end_txid, from_url)
         return AcceptPlan(
@@ -1256,15 +1254,3 @@ def _read(path: Path, read: Callable[[], T]) -> T:
         raise StorageError(f"cannot read {path}: {e.strerror or e}") from None
     except (ValueError, OverflowError) as e:
         raise StorageError(f"{path} is corrupt: {e}") from None
-
-
-def _for_recovery(url: str, epoch: int) -> str:
-    """The source URL with the recovering writer's epoch, which lets the source serve an
-    in-progress segment that readers may not see (see segment_path)."""
-    if not url:
-        return url
-    parts = urllib.parse.urlsplit(url)
-    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-    query = [(k, v) for k, v in query if k != RECOVERY_EPOCH_PARAM]
-    query.append((RECOVERY_EPOCH_PARAM, str(epoch)))
-    return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))

@@ -22,10 +22,11 @@ from qjm.errors import QjmError
 from qjm.ipc import IpcServer
 from qjm.journalnode.journal import FaultInjector, Journal
 from qjm.journalnode.metrics import JournalNodeMetrics
-from qjm.journalnode.storage import JNStorage, check_journal_id, lock_file
+from qjm.journalnode.storage import JNStorage, lock_file
 from qjm.journalnode.syncer import JournalSyncer
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import JournalError, JournalNotFormattedError, StorageError
+from qjm.protocol.identity import check_journal_id
 
 log = logging.getLogger("qjm.journalnode")
 T = TypeVar("T")
