@@ -12,7 +12,7 @@ from qjm.client.decisions import majority_of
 from qjm.client.uri import QJournalUri, parse_qjournal_uri
 from qjm.config import load_config
 from qjm.errors import ConfigError
-from qjm.journalnode.status import describe_segments, problem_lines
+from qjm.protocol.status import describe_segments, problem_lines
 
 
 def add_uri_args(p: argparse.ArgumentParser) -> None:

@@ -12,9 +12,9 @@ from qjm.client.quorum_call import call_all
 from qjm.client.quorum_journal_manager import FormatRefused, QuorumJournalManager
 from qjm.client.uri import QJournalUri, check_distinct_nodes
 from qjm.errors import QjmError
-from qjm.journalnode.status import journal_status_dict
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.namespace import namespace_info
+from qjm.protocol.status import journal_status_dict
 
 STATUS_TIMEOUT = 5.0
 ANSWER_GRACE_S = 1.0  # beyond each call's own timeout, before a node counts as silent

@@ -14,8 +14,8 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from qjm.errors import QjmError
-from qjm.journalnode.status import describe_segments, node_status_dict
 from qjm.protocol.errors import InvalidRequestError, JournalNotFormattedError
+from qjm.protocol.status import describe_segments, node_status_dict
 from qjm.protocol.urls import GET_JOURNAL_PATH, parse_get_journal_query
 
 if TYPE_CHECKING:
