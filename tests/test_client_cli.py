@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -228,3 +229,67 @@ def test_write_refuses_ops_and_batches_too_large_before_fencing() -> None:
     assert done.returncode == 1
     assert "--batch 10 ops of --size 10000000 make" in done.stderr
     assert "use a smaller --batch" in done.stderr
+
+
+SUMMARY = re.compile(
+    r"^wrote (\d+) records in (\d+\.\d\d) s: (\d+) records/s, p50 (\d+\.\d\d) ms, "
+    r"p99 (\d+\.\d\d) ms, (\d+) writers \(txids (\d+)-(\d+) in (\d+) batches, epoch (\d+)\)$"
+)
+
+
+def test_write_concurrency_ends_with_one_summary_line_and_writes_exact_txids(
+    jn_factory: JNFactory,
+) -> None:
+    _, uri = start3(jn_factory)
+    done = run_qjm(
+        "journal", "write", "--uri", uri, "--concurrency", "16", "--count", "300",
+        "--size", "183", "--finalize",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    m = SUMMARY.match(last)
+    assert m, f"not a summary line: {last!r}"
+    records, seconds, rate, p50, p99, writers, first, end, batches, epoch = m.groups()
+    assert (int(records), int(writers), int(first), int(end)) == (300, 16, 2, 301)
+    assert float(seconds) > 0 and int(rate) > 0
+    assert 0 < float(p50) <= float(p99)
+    # Group commit: 16 writers waiting together share batches.
+    assert 1 <= int(batches) < 300
+    assert epoch == "1"
+    # START at 1, the 300 ops, END at 302; stdout is the last acknowledged txid.
+    assert done.stdout.split() == ["302"]
+    read = run_qjm("journal", "read", "--uri", uri)
+    assert read.returncode == 0, read.stderr
+    ops = [json.loads(line) for line in read.stdout.splitlines()]
+    assert [op["txid"] for op in ops] == list(range(1, 303))
+    for op in ops[1:-1]:
+        assert op["opcode"] == "OP_OPAQUE"
+        body = bytes.fromhex(op["payload"])
+        assert len(body) == 183
+        assert body.startswith(f"qjm-write epoch=1 txid={op['txid']} ".encode())
+
+
+def test_write_concurrency_for_a_duration_then_recover_keeps_every_record(
+    jn_factory: JNFactory,
+) -> None:
+    _, uri = start3(jn_factory)
+    done = run_qjm("journal", "write", "--uri", uri, "--concurrency", "4", "--duration", "0.5")
+    assert done.returncode == 0, done.stderr
+    m = SUMMARY.match(done.stderr.strip().splitlines()[-1])
+    assert m, done.stderr
+    records, end = int(m.group(1)), int(m.group(8))
+    assert records > 0 and end == records + 1
+    assert done.stdout.split() == [str(end)]
+    again = run_qjm("journal", "recover", "--uri", uri)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == str(end)
+
+
+def test_write_concurrency_refuses_batch_and_duration_alone() -> None:
+    uri = "qjournal://127.0.0.1:1;127.0.0.1:2;127.0.0.1:3/x"
+    both = run_qjm(
+        "journal", "write", "--uri", uri, "--concurrency", "2", "--count", "5", "--batch", "3"
+    )
+    assert both.returncode != 0 and "--batch does not apply with --concurrency" in both.stderr
+    alone = run_qjm("journal", "write", "--uri", uri, "--duration", "1")
+    assert alone.returncode != 0 and "--duration needs --concurrency" in alone.stderr

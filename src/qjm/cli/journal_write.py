@@ -4,6 +4,10 @@ Both fence every older writer (a new epoch on a majority) and recover the newest
 `write` then opens a segment and writes opaque ops in batches, printing the last txid of
 each batch on its own line as soon as a majority acknowledged it (so a script that kills
 the writer knows what must survive); `recover` prints the journal's last txid.
+
+`write --concurrency N` instead runs N writers in one process, each appending one op and
+waiting for its own commit (they share group commit), and ends with one summary line on
+stderr: records/s, p50 and p99 commit latency.
 """
 
 from __future__ import annotations
@@ -11,9 +15,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TextIO
 
 from qjm.client.quorum_journal_manager import QuorumJournalManager
@@ -49,8 +55,20 @@ def add_parsers(
         help="become the writer (fence + recover) and write ops; prints each acked txid",
     )
     add_uri_args(wr)
-    wr.add_argument("--count", type=int, required=True, help="number of ops to write")
-    wr.add_argument("--batch", type=int, default=10, help="ops per acknowledged batch")
+    amount = wr.add_mutually_exclusive_group(required=True)
+    amount.add_argument("--count", type=int, help="number of ops to write")
+    amount.add_argument(
+        "--duration",
+        type=float,
+        help="with --concurrency: write for this many seconds instead of --count ops",
+    )
+    wr.add_argument("--batch", type=int, help="ops per acknowledged batch (default 10)")
+    wr.add_argument(
+        "--concurrency",
+        type=int,
+        help="run N writers, each appending one op and waiting for its commit; "
+        "ends with one summary line (records/s, p50, p99) on stderr",
+    )
     wr.add_argument("--size", type=int, default=100, help="payload bytes per op")
     wr.add_argument(
         "--finalize", action="store_true", help="end and finalize the segment at the end"
@@ -138,6 +156,102 @@ async def recover_journal(uri: QJournalUri, settings: QJournalSettings) -> tuple
         await qjm.close()
 
 
+def percentile(sorted_values: list[float], p: float) -> float:
+    """The p-th percentile (0-100) of already sorted values (nearest rank)."""
+    if not sorted_values:
+        return float("nan")
+    k = min(len(sorted_values) - 1, max(0, math.ceil(p / 100 * len(sorted_values)) - 1))
+    return sorted_values[k]
+
+
+@dataclass(frozen=True)
+class ConcurrentResult:
+    """What `write --concurrency` measured: ops written, seconds, per-op commit latencies."""
+
+    records: int
+    seconds: float
+    latencies_s: list[float]
+    writers: int
+    first_txid: int
+    last_txid: int
+    batches: int
+    epoch: int
+
+    def summary(self) -> str:
+        """The one summary line: records/s, p50 and p99 in ms, writers."""
+        lat = sorted(self.latencies_s)
+        rate = self.records / self.seconds if self.seconds > 0 else 0.0
+        return (
+            f"wrote {self.records} records in {self.seconds:.2f} s: {rate:.0f} records/s, "
+            f"p50 {percentile(lat, 50) * 1000:.2f} ms, p99 {percentile(lat, 99) * 1000:.2f} ms, "
+            f"{self.writers} writers (txids {self.first_txid}-{self.last_txid} in "
+            f"{self.batches} batches, epoch {self.epoch})"
+        )
+
+
+async def write_concurrently(
+    uri: QJournalUri,
+    settings: QJournalSettings,
+    writers: int,
+    count: int | None,
+    duration_s: float | None,
+    size: int,
+    finalize: bool,
+    out: TextIO,
+    err: TextIO,
+) -> ConcurrentResult:
+    """Fence, recover, then run `writers` writers that each append one op and wait for it."""
+    qjm = QuorumJournalManager(uri, None, settings)
+    try:
+        last = await qjm.recover_unfinalized_segments()
+        epoch = qjm.epoch or 0
+        print(f"writer epoch {epoch}: journal {uri.jid} recovered to txid {last}", file=err)
+        first = last + 1
+        stream = await qjm.start_log_segment(first)
+        stream.write_op(OP_START_LOG_SEGMENT)
+        await stream.flush()
+        batches_before = stream.batches_sent
+        latencies: list[float] = []
+        left = count if count is not None else -1
+        started = time.perf_counter()
+        stop_at = started + duration_s if duration_s is not None else math.inf
+
+        async def writer() -> None:
+            nonlocal left
+            clock = time.perf_counter
+            while left != 0 and clock() < stop_at:
+                left -= 1
+                t0 = clock()
+                txid = stream.write_op(OP_OPAQUE, _payload(epoch, stream.next_txid, size))
+                await stream.sync(txid)
+                latencies.append(clock() - t0)
+
+        await asyncio.gather(*(writer() for _ in range(writers)))
+        took = time.perf_counter() - started
+        acked = stream.acked_txid
+        batches = stream.batches_sent - batches_before
+        if finalize:
+            stream.write_op(OP_END_LOG_SEGMENT)
+            acked = await stream.close()
+            await qjm.finalize_log_segment(first, acked)
+        out.write(f"{acked}\n")
+        out.flush()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(qjm.loggers.wait_idle(), 5.0)
+        return ConcurrentResult(
+            records=len(latencies),
+            seconds=took,
+            latencies_s=latencies,
+            writers=writers,
+            first_txid=first + 1,
+            last_txid=first + len(latencies),
+            batches=batches,
+            epoch=epoch,
+        )
+    finally:
+        await qjm.close()
+
+
 def check_write_sizes(size: int, batch: int) -> None:
     """Refuse ops or batches too large to write, before becoming the writer."""
     largest = MAX_OP_SIZE - op_size(0)
@@ -158,6 +272,12 @@ def run_write(args: argparse.Namespace) -> int:
     """`qjm journal write`."""
     from qjm.cli.journal import resolve_uri
 
+    if args.concurrency is not None:
+        return run_write_concurrently(args)
+    if args.duration is not None:
+        raise ConfigError("--duration needs --concurrency; without it, give --count")
+    if args.batch is None:
+        args.batch = 10
     if args.count < 0 or args.batch < 1 or args.size < 0:
         raise ConfigError("--count must be >= 0, --batch >= 1 and --size >= 0")
     check_write_sizes(args.size, args.batch)
@@ -174,6 +294,42 @@ def run_write(args: argparse.Namespace) -> int:
             sys.stderr,
         )
     )
+    return 0
+
+
+def run_write_concurrently(args: argparse.Namespace) -> int:
+    """`qjm journal write --concurrency N`."""
+    from qjm.cli.journal import resolve_uri
+
+    if args.concurrency < 1:
+        raise ConfigError(f"--concurrency must be >= 1, got {args.concurrency}")
+    if args.batch is not None:
+        raise ConfigError(
+            "--batch does not apply with --concurrency: each writer appends one op and waits "
+            "for it, and the writers waiting together share a batch"
+        )
+    if args.count is not None and args.count < 0:
+        raise ConfigError(f"--count must be >= 0, got {args.count}")
+    if args.duration is not None and not args.duration > 0:
+        raise ConfigError(f"--duration must be > 0 seconds, got {args.duration}")
+    if args.size < 0:
+        raise ConfigError(f"--size must be >= 0, got {args.size}")
+    check_write_sizes(args.size, 1)
+    uri = resolve_uri(args)
+    result = asyncio.run(
+        write_concurrently(
+            uri,
+            qjournal_settings(args),
+            args.concurrency,
+            args.count,
+            args.duration,
+            args.size,
+            args.finalize,
+            sys.stdout,
+            sys.stderr,
+        )
+    )
+    print(result.summary(), file=sys.stderr, flush=True)
     return 0
 
 
