@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -120,7 +121,8 @@ def render(run: Run) -> str:
     lines = [
         "## Side by side: disk ideal, qjm, etcd, ZooKeeper (one run, alternating rounds)",
         "",
-        f"3 members or copies each on loopback, data in temp dirs on one disk, {RECORD}-byte",
+        f"3 members or copies each on loopback, data in temp dirs under {tempfile.gettempdir()}"
+        f" (one disk), {RECORD}-byte",
         "records; every writer commits one record and waits for it before its next.",
         f"{ROUNDS} rounds of {SECONDS:g} s per system and writer count, systems alternating",
         f"(after a {WARMUP_S:g} s warm-up each); records/s over all rounds, p50 and p99 the",
@@ -248,10 +250,17 @@ def run() -> str:
     start = time.perf_counter()
     result = measure_all()
     took = time.perf_counter() - start
+    after = os.getloadavg()[0]
     text = render(result)
+    busy = ""
+    if max(load, after) > (os.cpu_count() or 1):
+        busy = (
+            " The machine was busy with other work (load above its core count): absolute "
+            "latencies are inflated; the ratios, from alternating rounds, are the fairer reading."
+        )
     return text + (
         f"\nThis section took {took:.0f} s; load average (1 min) {load:.2f} before, "
-        f"{os.getloadavg()[0]:.2f} after.\n"
+        f"{after:.2f} after.{busy}\n"
     )
 
 
