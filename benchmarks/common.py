@@ -21,8 +21,8 @@ BODY = RECORD - 17  # body bytes that make a framed op of RECORD bytes
 
 
 @contextlib.contextmanager
-def journalnodes(n: int = 3) -> Iterator[list[str]]:
-    """n JournalNode processes on loopback; yields their RPC addresses."""
+def journalnodes(n: int = 3, pids: list[int] | None = None) -> Iterator[list[str]]:
+    """n JournalNode processes on loopback; yields their RPC addresses (pids, if given, filled)."""
     with tempfile.TemporaryDirectory(prefix="qjm-bench-") as tmp:
         root = Path(tmp)
         daemons = [
@@ -46,6 +46,8 @@ def journalnodes(n: int = 3) -> Iterator[list[str]]:
         ]
         try:
             ready = wait_ready(daemons)
+            if pids is not None:
+                pids.extend(d.pid for d in daemons)
             yield [ready[d.name]["rpc"] for d in daemons]
         finally:
             for d in daemons:
@@ -69,6 +71,8 @@ class Sample:
     p50_s: float
     p99_s: float
     batches: int | None = None
+    client_cpu: float | None = None  # cores the client used while measuring
+    server_cpu: float | None = None  # cores the servers used together while measuring
 
     @staticmethod
     def of(latencies: list[float], seconds: float, records: int | None = None) -> Sample:
@@ -105,6 +109,18 @@ class Result:
         return statistics.median(s.p99_s for s in self.samples) * 1000
 
     @property
+    def client_cpu(self) -> float | None:
+        """Cores the client used, averaged over the rounds that measured it."""
+        xs = [s.client_cpu for s in self.samples if s.client_cpu is not None]
+        return statistics.mean(xs) if xs else None
+
+    @property
+    def server_cpu(self) -> float | None:
+        """Cores the servers used together, averaged over the rounds that measured it."""
+        xs = [s.server_cpu for s in self.samples if s.server_cpu is not None]
+        return statistics.mean(xs) if xs else None
+
+    @property
     def per_batch(self) -> float | None:
         """Records per batch, where the system reports batches."""
         batches = [s.batches for s in self.samples]
@@ -112,6 +128,18 @@ class Result:
             return None
         total = sum(b for b in batches if b is not None)
         return sum(s.records for s in self.samples) / total if total else None
+
+
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """User + system CPU seconds the processes used so far (0 for one that is gone)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def free_port() -> int:
@@ -149,6 +177,11 @@ class Processes:
 
     def __init__(self) -> None:
         self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+
+    @property
+    def pids(self) -> list[int]:
+        """The pids of the processes started."""
+        return [p.pid for _, p in self.procs]
 
     def start(self, argv: list[str], log: Path, cwd: Path | None = None) -> subprocess.Popen[bytes]:
         """Start argv with stdout and stderr to log."""

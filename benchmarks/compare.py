@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from benchmarks import disk, echo, etcd, qjm_write, zookeeper
-from benchmarks.common import RECORD, Result, Sample, journalnodes
+from benchmarks.common import RECORD, Result, Sample, cpu_seconds, journalnodes
 
 SECONDS = 3.0
 ROUNDS = 3
@@ -45,41 +45,58 @@ class Run:
         return r if r is not None and r.samples else None
 
 
-def _systems(stack: contextlib.ExitStack, skipped: dict[str, str]) -> dict[str, Measure]:
+def _systems(
+    stack: contextlib.ExitStack, skipped: dict[str, str], pids: dict[str, list[int]]
+) -> dict[str, Measure]:
+    """Start every system; returns how to measure each, and fills in its server pids."""
     systems: dict[str, Measure] = {"disk ideal": lambda w, s, _t: disk.ideal(w, s)}
     print("  starting 3 JournalNodes ...", flush=True)
-    addrs = stack.enter_context(journalnodes(3))
+    addrs = stack.enter_context(journalnodes(3, pids.setdefault("qjm", [])))
     uri = f"qjournal://{';'.join(addrs)}/bench"
     qjm_write.format_journal(uri)
     systems["qjm"] = lambda w, s, _t: qjm_write.measure(uri, w, s)
     try:
         print("  starting etcd ...", flush=True)
-        leader = stack.enter_context(etcd.cluster())
+        leader = stack.enter_context(etcd.cluster(3, pids.setdefault("etcd", [])))
         systems["etcd"] = lambda w, s, t: etcd.measure(leader, w, s, t)
     except (OSError, TimeoutError, RuntimeError) as e:
         skipped["etcd"] = str(e)
     try:
         print("  starting ZooKeeper ...", flush=True)
-        zk = stack.enter_context(zookeeper.cluster())
+        zk = stack.enter_context(zookeeper.cluster(3, pids.setdefault("ZooKeeper", [])))
         systems["ZooKeeper"] = lambda w, s, t: zookeeper.measure(zk, w, s, t)
     except (OSError, TimeoutError, RuntimeError) as e:
         skipped["ZooKeeper"] = str(e)
-    tcp = stack.enter_context(echo.server("tcp"))
+    tcp = stack.enter_context(echo.server("tcp", pids.setdefault("asyncio TCP round trip", [])))
     systems["asyncio TCP round trip"] = lambda w, s, _t: echo.measure("tcp", tcp, w, s)
     why = echo.ipc_available()
     if why is None:
-        ipc = stack.enter_context(echo.server("ipc"))
+        ipc = stack.enter_context(echo.server("ipc", pids.setdefault("qjm.ipc round trip", [])))
         systems["qjm.ipc round trip"] = lambda w, s, _t: echo.measure("ipc", ipc, w, s)
     else:
         skipped["qjm.ipc round trip"] = f"qjm.ipc is not importable here ({why})"
     return systems
 
 
+def _timed(fn: Measure, pids: list[int], writers: int, tag: str) -> Sample:
+    """fn's sample, with the CPU its client (this process, unless fn set it) and servers used."""
+    t0, s0 = os.times(), cpu_seconds(pids)
+    sample = fn(writers, SECONDS, tag)
+    t1, s1 = os.times(), cpu_seconds(pids)
+    if sample.seconds > 0:
+        if sample.client_cpu is None:
+            sample.client_cpu = (t1.user - t0.user + t1.system - t0.system) / sample.seconds
+        if pids:
+            sample.server_cpu = (s1 - s0) / sample.seconds
+    return sample
+
+
 def measure_all() -> Run:
     """Start everything, warm it up, measure ROUNDS alternating rounds; stop everything."""
     run = Run()
     with contextlib.ExitStack() as stack:
-        systems = _systems(stack, run.skipped)
+        pids: dict[str, list[int]] = {}
+        systems = _systems(stack, run.skipped, pids)
         for name, fn in systems.items():
             try:
                 fn(max(WRITERS), WARMUP_S, "warmup")
@@ -95,7 +112,7 @@ def measure_all() -> Run:
                         continue
                     print(f"  round {rnd + 1}/{ROUNDS}: {name}, {w} writers", flush=True)
                     try:
-                        sample = systems[name](w, SECONDS, f"r{rnd}w{w}")
+                        sample = _timed(systems[name], pids.get(name, []), w, f"r{rnd}w{w}")
                     except Exception as e:
                         run.skipped[name] = f"failed in round {rnd + 1}: {e}"
                         continue
@@ -131,16 +148,17 @@ def render(run: Run) -> str:
         "3.4 through its JSON gateway (`POST /v3/kv/put`, aiohttp, a new key per put) at the",
         "leader; ZooKeeper 3.8 with kazoo's async create of sequential znodes, one session to the",
         "leader. The disk ideal is 3 threads appending batches of min(writers, 64) records and",
-        "fdatasyncing each (records/s of the second-fastest copy, latency per batch).",
+        "fdatasyncing each (records/s of the second-fastest copy, latency per batch). CPU is",
+        "the share of one core used while measuring: the client's, and the 3 servers' together.",
         "",
-        "| system | writers | records/s | p50 ms | p99 ms |",
-        "|---|---:|---:|---:|---:|",
+        "| system | writers | records/s | p50 ms | p99 ms | client CPU | servers' CPU |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     f = run.fsync
     if f.samples:
         lines.append(
             f"| fdatasync of a 4 KiB append (1 thread) | 1 | {_num(f.records_per_s)} | "
-            f"{f.p50_ms:.3f} | {f.p99_ms:.3f} |"
+            f"{f.p50_ms:.3f} | {f.p99_ms:.3f} | | |"
         )
     for name in (
         "disk ideal",
@@ -152,15 +170,16 @@ def render(run: Run) -> str:
     ):
         if all(run.get(name, w) is None for w in WRITERS):
             why = run.skipped.get(name, "not measured").splitlines()[0]
-            lines.append(f"| {name} | - | skipped: {why} | - | - |")
+            lines.append(f"| {name} | - | skipped: {why} | - | - | - | - |")
             continue
         for w in WRITERS:
             r = run.get(name, w)
             if r is None:
-                lines.append(f"| {name} | {w} | - | - | - |")
+                lines.append(f"| {name} | {w} | - | - | - | - | - |")
                 continue
             lines.append(
-                f"| {name} | {w} | {_num(r.records_per_s)} | {r.p50_ms:.3f} | {r.p99_ms:.3f} |"
+                f"| {name} | {w} | {_num(r.records_per_s)} | {r.p50_ms:.3f} | {r.p99_ms:.3f} | "
+                f"{_num(r.client_cpu, '{:.0%}')} | {_num(r.server_cpu, '{:.0%}')} |"
             )
     lines += ["", "| ratio of records/s | 1 writer | 64 writers |", "|---|---:|---:|"]
     for label, other in (
@@ -233,7 +252,26 @@ def _notes(run: Run) -> list[str]:
             f"disk ideal's 64, and its batch p50 is {q64.p50_ms:.2f} ms against the ideal's "
             f"{ideal64.p50_ms:.2f} ms per fdatasync: the gap is the time per batch spent outside "
             "the disk (the RPC to each JournalNode, framing and checks in Python on the client "
-            "and on 3 nodes) while at most 2 batches are in flight."
+            "and on 3 nodes)."
+        )
+    for name in ("qjm", "etcd", "ZooKeeper"):
+        r = run.get(name, 64)
+        if r is None or r.client_cpu is None:
+            continue
+        cpu, servers = r.client_cpu, r.server_cpu or 0.0
+        cores = os.cpu_count() or 1
+        if cpu >= 0.8:
+            verdict = "about one core busy: the client's own Python work limits this rate"
+        elif cpu + servers >= 0.75 * cores:
+            verdict = (
+                f"together {cpu + servers:.0%} of the machine's {cores} cores: CPU, not the "
+                "disk, limits this rate"
+            )
+        else:
+            verdict = "neither the client nor the CPU is saturated: it waits on disk and network"
+        notes.append(
+            f"- {name}, 64 writers: the client used {cpu:.0%} of a core, the 3 servers "
+            f"{servers:.0%}; {verdict}."
         )
     notes.append(
         f"- The machine has {os.cpu_count()} cores: the 3 servers of a system and its client "

@@ -68,8 +68,8 @@ async def _serve(kind: str) -> None:
 
 
 @contextlib.contextmanager
-def server(kind: str) -> Iterator[int]:
-    """An echo server process of kind tcp or ipc; yields its port."""
+def server(kind: str, pids: list[int] | None = None) -> Iterator[int]:
+    """An echo server process of kind tcp or ipc; yields its port (pids, if given, filled)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "benchmarks.echo", kind],
         stdin=subprocess.PIPE,
@@ -82,6 +82,8 @@ def server(kind: str) -> Iterator[int]:
         line = proc.stdout.readline().strip()
         if not line.isdigit():
             raise RuntimeError(f"echo server {kind} did not start (said {line!r})")
+        if pids is not None:
+            pids.append(proc.pid)
         yield int(line)
     finally:
         if proc.stdin is not None:

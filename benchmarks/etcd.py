@@ -40,7 +40,7 @@ def _healthy(client: str) -> bool:
 
 
 @contextlib.contextmanager
-def cluster(n: int = 3) -> Iterator[str]:
+def cluster(n: int = 3, pids: list[int] | None = None) -> Iterator[str]:
     """n etcd members on loopback in a temp dir; yields the leader's client URL."""
     binary = shutil.which(ETCD)
     if binary is None:
@@ -89,6 +89,8 @@ def cluster(n: int = 3) -> Iterator[str]:
 
             wait_until("an etcd leader", find_leader, 30, logs=logs)
             assert leader is not None
+            if pids is not None:
+                pids.extend(procs.pids)
             yield leader
         finally:
             procs.stop()

@@ -15,7 +15,8 @@ from benchmarks.common import BODY, Sample
 
 SUMMARY = re.compile(
     r"^wrote (\d+) records in (\d+\.\d+) s: \d+ records/s, p50 (\d+\.\d+) ms, "
-    r"p99 (\d+\.\d+) ms, \d+ writers \(txids \d+-\d+ in (\d+) batches"
+    r"p99 (\d+\.\d+) ms, \d+ writers \(txids \d+-\d+ in (\d+) batches, epoch \d+, "
+    r"client CPU (\d+)%\)$"
 )
 
 
@@ -49,5 +50,12 @@ def measure(uri: str, writers: int, seconds: float) -> Sample:
     m = SUMMARY.match(last)
     if not m:
         raise RuntimeError(f"qjm journal write: unexpected summary line {last!r}")
-    records, secs, p50, p99, batches = m.groups()
-    return Sample(int(records), float(secs), float(p50) / 1000, float(p99) / 1000, int(batches))
+    records, secs, p50, p99, batches, cpu = m.groups()
+    return Sample(
+        int(records),
+        float(secs),
+        float(p50) / 1000,
+        float(p99) / 1000,
+        int(batches),
+        client_cpu=int(cpu) / 100,
+    )

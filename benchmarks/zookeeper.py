@@ -40,7 +40,7 @@ def _mode(port: int) -> str:
 
 
 @contextlib.contextmanager
-def cluster(n: int = 3) -> Iterator[str]:
+def cluster(n: int = 3, pids: list[int] | None = None) -> Iterator[str]:
     """n ZooKeeper members on loopback in a temp dir; yields the leader's host:port."""
     java = shutil.which("java")
     if java is None or not Path("/usr/share/java/zookeeper.jar").exists():
@@ -84,6 +84,8 @@ def cluster(n: int = 3) -> Iterator[str]:
 
             wait_until("a ZooKeeper quorum", quorum_up, 90, logs=logs)
             assert leader is not None
+            if pids is not None:
+                pids.extend(procs.pids)
             yield leader
         finally:
             procs.stop()

@@ -233,7 +233,8 @@ def test_write_refuses_ops_and_batches_too_large_before_fencing() -> None:
 
 SUMMARY = re.compile(
     r"^wrote (\d+) records in (\d+\.\d\d) s: (\d+) records/s, p50 (\d+\.\d\d) ms, "
-    r"p99 (\d+\.\d\d) ms, (\d+) writers \(txids (\d+)-(\d+) in (\d+) batches, epoch (\d+)\)$"
+    r"p99 (\d+\.\d\d) ms, (\d+) writers \(txids (\d+)-(\d+) in (\d+) batches, epoch (\d+), "
+    r"client CPU (\d+)%\)$"
 )
 
 
@@ -249,13 +250,14 @@ def test_write_concurrency_ends_with_one_summary_line_and_writes_exact_txids(
     last = done.stderr.strip().splitlines()[-1]
     m = SUMMARY.match(last)
     assert m, f"not a summary line: {last!r}"
-    records, seconds, rate, p50, p99, writers, first, end, batches, epoch = m.groups()
+    records, seconds, rate, p50, p99, writers, first, end, batches, epoch, cpu = m.groups()
     assert (int(records), int(writers), int(first), int(end)) == (300, 16, 2, 301)
     assert float(seconds) > 0 and int(rate) > 0
     assert 0 < float(p50) <= float(p99)
     # Group commit: 16 writers waiting together share batches.
     assert 1 <= int(batches) < 300
     assert epoch == "1"
+    assert int(cpu) > 0
     # START at 1, the 300 ops, END at 302; stdout is the last acknowledged txid.
     assert done.stdout.split() == ["302"]
     read = run_qjm("journal", "read", "--uri", uri)

@@ -176,16 +176,18 @@ class ConcurrentResult:
     last_txid: int
     batches: int
     epoch: int
+    cpu_s: float = 0.0  # CPU seconds this process used while writing
 
     def summary(self) -> str:
         """The one summary line: records/s, p50 and p99 in ms, writers."""
         lat = sorted(self.latencies_s)
         rate = self.records / self.seconds if self.seconds > 0 else 0.0
+        cpu = self.cpu_s / self.seconds if self.seconds > 0 else 0.0
         return (
             f"wrote {self.records} records in {self.seconds:.2f} s: {rate:.0f} records/s, "
             f"p50 {percentile(lat, 50) * 1000:.2f} ms, p99 {percentile(lat, 99) * 1000:.2f} ms, "
             f"{self.writers} writers (txids {self.first_txid}-{self.last_txid} in "
-            f"{self.batches} batches, epoch {self.epoch})"
+            f"{self.batches} batches, epoch {self.epoch}, client CPU {cpu:.0%})"
         )
 
 
@@ -214,6 +216,7 @@ async def write_concurrently(
         latencies: list[float] = []
         left = count if count is not None else -1
         started = time.perf_counter()
+        cpu_started = time.process_time()
         stop_at = started + duration_s if duration_s is not None else math.inf
 
         async def writer() -> None:
@@ -228,6 +231,7 @@ async def write_concurrently(
 
         await asyncio.gather(*(writer() for _ in range(writers)))
         took = time.perf_counter() - started
+        cpu_s = time.process_time() - cpu_started
         acked = stream.acked_txid
         batches = stream.batches_sent - batches_before
         if finalize:
@@ -247,6 +251,7 @@ async def write_concurrently(
             last_txid=first + len(latencies),
             batches=batches,
             epoch=epoch,
+            cpu_s=cpu_s,
         )
     finally:
         await qjm.close()
