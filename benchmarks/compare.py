@@ -268,7 +268,10 @@ def _notes(run: Run) -> list[str]:
                 "disk, limits this rate"
             )
         else:
-            verdict = "neither the client nor the CPU is saturated: it waits on disk and network"
+            verdict = (
+                "neither the client nor the machine's CPU is saturated by this system: its "
+                "time goes to waiting (disk, network, and CPU held by any other work)"
+            )
         notes.append(
             f"- {name}, 64 writers: the client used {cpu:.0%} of a core, the 3 servers "
             f"{servers:.0%}; {verdict}."
