@@ -365,14 +365,44 @@ class JournalNode:
         one order (the IPC handlers of a pipelining writer) apply in that order. Calls that
         find the journal not open yet queue behind each other until it is.
         """
+        return await self.submit(jid, fn, create=create)
+
+    def submit(
+        self, jid: str, fn: Callable[[Journal], T], *, create: bool = False
+    ) -> asyncio.Future[T]:
+        """Queue fn(journal) on that journal's thread now; the future of its result.
+
+        Calls queue in the order submit (or run) was called, whether the journal is open
+        or still opening.
+        """
         opened = self._journals.get(jid)
         ahead = self._opening.get(jid)
         if opened is not None and ahead is None:
             journal = opened.journal
-            return await opened.executor.submit(lambda: fn(journal))
+            return opened.executor.submit(lambda: fn(journal))
         loop = asyncio.get_running_loop()
         mine: asyncio.Future[None] = loop.create_future()
-        self._opening[jid] = mine
+        self._opening[jid] = mine  # later calls queue behind this one from now on
+        task = loop.create_task(self._run_when_open(jid, fn, create, mine, ahead))
+        # Also when cancelled before its first step: the calls behind it must not hang.
+        task.add_done_callback(lambda _: self._let_next_go(jid, mine, ahead))
+        return task
+
+    def _let_next_go(
+        self, jid: str, mine: asyncio.Future[None], ahead: asyncio.Future[None] | None
+    ) -> None:
+        _release_after(mine, ahead)
+        if self._opening.get(jid) is mine:
+            del self._opening[jid]
+
+    async def _run_when_open(
+        self,
+        jid: str,
+        fn: Callable[[Journal], T],
+        create: bool,
+        mine: asyncio.Future[None],
+        ahead: asyncio.Future[None] | None,
+    ) -> T:
         try:
             if ahead is not None:
                 await asyncio.shield(ahead)
@@ -380,9 +410,7 @@ class JournalNode:
             journal = opened.journal
             work = opened.executor.submit(lambda: fn(journal))
         finally:
-            _release_after(mine, ahead)
-            if self._opening.get(jid) is mine:
-                del self._opening[jid]
+            self._let_next_go(jid, mine, ahead)
         return await work
 
     async def accept_recovery(
