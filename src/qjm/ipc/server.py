@@ -511,9 +511,11 @@ class _Connection(asyncio.Protocol):
         exc = fut.exception()
         if exc is None:
             self._respond(fut.result(), ctx, call_id, client_id, retry)
-        elif isinstance(exc, Exception):
-            class_name, message = self.server._map_error(exc, ctx)
-            self.error(call_id, client_id, retry, class_name, message, ERROR_APPLICATION)
+            return
+        if not isinstance(exc, Exception):  # the caller still gets an answer
+            exc = RuntimeError(f"{type(exc).__name__}: {exc}")
+        class_name, message = self.server._map_error(exc, ctx)
+        self.error(call_id, client_id, retry, class_name, message, ERROR_APPLICATION)
 
     def _respond(
         self, response: Message, ctx: CallContext, call_id: int, client_id: bytes, retry: int
