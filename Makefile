@@ -55,7 +55,9 @@ lint: install
 demo: install
 	$(PY) -m qjm.cluster.demo
 
+# The side-by-side benchmark also needs etcd and ZooKeeper from Debian (installed when missing).
 bench: install
+	@$(MAKE) --no-print-directory debian DEBIAN_PACKAGES="etcd-server zookeeper default-jre-headless"
 	$(PY) -m benchmarks.run
 
 clean:

@@ -1,56 +1,66 @@
-"""Quorum writes: 64 concurrent writers through the QuorumJournalManager to 3 JournalNodes.
+"""qjm: `qjm journal write --concurrency N` against 3 JournalNode processes.
 
-Each writer appends one 200-byte record and waits until a majority has synced it; group
-commit lets the writers that wait together share one batch.
+The benchmark measures the way anyone can: it runs the command (a fresh writer each time:
+fence, recover, one segment of 200-byte ops, finalize) and reads its summary line.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
+import os
+import re
+import subprocess
+import sys
 
-from benchmarks.common import BODY, RECORD, journalnodes, percentile
-from qjm.cli import eventloop
-from qjm.client.admin import new_namespace_info
-from qjm.client.output_stream import DEFAULT_MAX_IN_FLIGHT
-from qjm.client.quorum_journal_manager import QuorumJournalManager
-from qjm.client.uri import parse_qjournal_uri
-from qjm.editlog.framing import OP_OPAQUE
+from benchmarks.common import BODY, RECORD, Sample, journalnodes
 
-WRITERS = (1, 64, 256)
+SUMMARY = re.compile(
+    r"^wrote (\d+) records in (\d+\.\d+) s: \d+ records/s, p50 (\d+\.\d+) ms, "
+    r"p99 (\d+\.\d+) ms, \d+ writers? \(txids \d+-\d+ in (\d+) batches, "
+    r"\d+\.\d ops per batch, epoch \d+, client CPU (\d+)%\)$"
+)
+WRITERS = (1, 64, 256)  # the writer counts of this benchmark's own section (run())
 SECONDS = 4.0
 
 
-async def _measure(uri: str, writers: int) -> dict[str, float]:
-    q = QuorumJournalManager(parse_qjournal_uri(uri), new_namespace_info())
-    await q.format(q.ns_info, force=True)  # type: ignore[arg-type]
-    await q.recover_unfinalized_segments()
-    stream = await q.start_log_segment(1)
-    body = b"x" * BODY
-    latencies: list[float] = []
-    stop = time.perf_counter() + SECONDS
+def qjm(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run the qjm command; raise with its stderr if it fails."""
+    done = subprocess.run(
+        [sys.executable, "-m", "qjm", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"qjm {' '.join(args)} failed:\n{done.stderr}")
+    return done
 
-    async def one() -> None:
-        while time.perf_counter() < stop:
-            t0 = time.perf_counter()
-            txid = stream.write_op(OP_OPAQUE, body)
-            await stream.sync(txid)
-            latencies.append(time.perf_counter() - t0)
 
-    start = time.perf_counter()
-    await asyncio.gather(*(one() for _ in range(writers)))
-    elapsed = time.perf_counter() - start
-    batches = stream.batches_sent
-    await stream.close()
-    await q.close()
-    latencies.sort()
-    return {
-        "writers": writers,
-        "records_per_s": len(latencies) / elapsed,
-        "per_batch": len(latencies) / max(batches, 1),
-        "p50_ms": percentile(latencies, 50) * 1000,
-        "p99_ms": percentile(latencies, 99) * 1000,
-    }
+def format_journal(uri: str) -> None:
+    """Format the journal on every node."""
+    qjm("journal", "format", "--uri", uri, timeout=60)
+
+
+def measure(uri: str, writers: int, seconds: float) -> Sample:
+    """One `qjm journal write --concurrency` run of seconds; its summary as a Sample."""
+    done = qjm(
+        "journal", "write", "--uri", uri, "--concurrency", str(writers),
+        "--duration", str(seconds), "--size", str(BODY), "--finalize",
+        timeout=seconds + 120,
+    )  # fmt: skip
+    last = done.stderr.strip().splitlines()[-1]
+    m = SUMMARY.match(last)
+    if not m:
+        raise RuntimeError(f"qjm journal write: unexpected summary line {last!r}")
+    records, secs, p50, p99, batches, cpu = m.groups()
+    return Sample(
+        int(records),
+        float(secs),
+        float(p50) / 1000,
+        float(p99) / 1000,
+        int(batches),
+        client_cpu=int(cpu) / 100,
+    )
 
 
 def run() -> str:
@@ -58,20 +68,22 @@ def run() -> str:
     rows = []
     for writers in WRITERS:
         with journalnodes(3) as addrs:
-            rows.append(eventloop.run(_measure(f"qjournal://{';'.join(addrs)}/bench", writers)))
+            uri = f"qjournal://{';'.join(addrs)}/bench"
+            format_journal(uri)
+            rows.append((writers, measure(uri, writers, SECONDS)))
     lines = [
-        "## Quorum writes (QuorumJournalManager, 3 JournalNode processes)",
+        "## Quorum writes (`qjm journal write --concurrency N`, 3 JournalNode processes)",
         "",
         f"Concurrent writers each append a {RECORD}-byte record and wait for a majority to",
-        f"sync it (group commit, up to {DEFAULT_MAX_IN_FLIGHT} batches in flight, pipelined "
-        f"on each node's connection); {SECONDS:.0f} s per row.",
+        f"sync it (group commit, pipelined on each node's connection); {SECONDS:.0f} s per row.",
         "",
         "| writers | records/s | records per batch | p50 ms | p99 ms |",
         "|---:|---:|---:|---:|---:|",
     ]
-    for r in rows:
+    for writers, r in rows:
+        per_batch = r.records / r.batches if r.batches else 0.0
         lines.append(
-            f"| {r['writers']:.0f} | {r['records_per_s']:,.0f} | {r['per_batch']:.1f} | "
-            f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f} |"
+            f"| {writers} | {r.records / r.seconds:,.0f} | {per_batch:.1f} | "
+            f"{r.p50_s * 1000:.2f} | {r.p99_s * 1000:.2f} |"
         )
     return "\n".join(lines) + "\n"

@@ -18,7 +18,12 @@ from qjm.editlog.framing import HEADER
 from qjm.journalnode.journal import Journal
 from qjm.journalnode.segment_fetch import MAX_FALLBACK_BYTES, size_cap
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol.errors import EpochError, InvalidRequestError, SegmentStateError, StorageError
+from qjm.protocol.errors import (
+    InvalidRequestError,
+    SegmentChangedError,
+    StaleEpochError,
+    StorageError,
+)
 from raw_writer import JID, JNClient, RawWriter
 from test_journal import NS, Writer, open_journal, txns, write
 
@@ -258,7 +263,7 @@ def test_a_promise_raised_during_the_download_is_not_overridden(
     plan = j.begin_accept_recovery(w2.req(), SEG, url)
     j.new_epoch(NS, 3)  # a newer writer while the download runs off the journal thread
     j.download(plan)
-    with pytest.raises(EpochError, match="epoch 2 is less than the last promised epoch 3"):
+    with pytest.raises(StaleEpochError, match="epoch 2 is less than the last promised epoch 3"):
         j.finish_accept_recovery(w2.req(), SEG, plan)
     untouched(j)
 
@@ -278,7 +283,7 @@ def test_a_newer_accept_during_the_download_wins(
     four = pb.SegmentStateProto(start_txid=1, end_txid=4, is_in_progress=True)
     j.accept_recovery(w3.req(), four, url)
     j.download(plan)
-    with pytest.raises(EpochError):
+    with pytest.raises(StaleEpochError):
         j.finish_accept_recovery(w2.req(), SEG, plan)
     accepted = j.storage.read_paxos(1)
     assert accepted is not None and accepted.accepted_in_epoch == 3
@@ -298,7 +303,7 @@ def test_a_download_that_went_away_is_not_installed(
     j.download(plan)
     assert plan.download is not None
     plan.download.unlink()
-    with pytest.raises(SegmentStateError, match="went away before it was installed"):
+    with pytest.raises(SegmentChangedError, match="went away before it was installed"):
         j.finish_accept_recovery(w2.req(), SEG, plan)
     untouched(j)
 

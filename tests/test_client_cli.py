@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import JNFactory, JNProcess, run_qjm
+from qjm.cli.journal_write import ConcurrentResult
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.config import QJournalSettings
 from qjm.editlog.framing import OP_OPAQUE
@@ -83,13 +84,13 @@ def test_write_with_concurrent_writers_group_commits_and_summarizes(jn_factory: 
     assert sorted(printed[1:-1]) == list(range(2, 302))
     summary = done.stderr.strip().splitlines()[-1]
     m = re.search(
-        r"with 32 concurrent writers .*?([\d.]+) ops per batch.*; (\d+) records/s, "
-        r"p50 ([\d.]+) ms, p99 ([\d.]+) ms$",
+        r"(\d+) records/s, p50 ([\d.]+) ms, p99 ([\d.]+) ms, 32 writers \(.*?"
+        r"([\d.]+) ops per batch",
         summary,
     )
     assert m is not None, summary
-    assert float(m.group(1)) > 2  # ops shared round trips (group commit)
-    assert int(m.group(2)) > 0 and 0 < float(m.group(3)) <= float(m.group(4))
+    assert float(m.group(4)) > 2  # ops shared round trips (group commit)
+    assert int(m.group(1)) > 0 and 0 < float(m.group(2)) <= float(m.group(3))
     for cur in currents(jns):
         assert list(read_dir_segments(cur)) == [(1, 302)]
     both = run_qjm(*args, "--batch", "5")
@@ -254,3 +255,93 @@ def test_write_refuses_ops_and_batches_too_large_before_fencing() -> None:
     assert done.returncode == 1
     assert "--batch 10 ops of --size 10000000 make" in done.stderr
     assert "use a smaller --batch" in done.stderr
+
+
+SUMMARY = re.compile(
+    r"^wrote (\d+) records in (\d+\.\d\d) s: (\d+) records/s, p50 (\d+\.\d\d) ms, "
+    r"p99 (\d+\.\d\d) ms, (\d+) writers? \(txids (\d+)-(\d+) in (\d+) batches, "
+    r"\d+\.\d ops per batch, epoch (\d+), client CPU (\d+)%\)$"
+)
+
+
+def test_write_concurrency_ends_with_one_summary_line_and_writes_exact_txids(
+    jn_factory: JNFactory,
+) -> None:
+    _, uri = start3(jn_factory)
+    done = run_qjm(
+        "journal", "write", "--uri", uri, "--concurrency", "16", "--count", "300",
+        "--size", "183", "--finalize",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    m = SUMMARY.match(last)
+    assert m, f"not a summary line: {last!r}"
+    records, seconds, rate, p50, p99, writers, first, end, batches, epoch, cpu = m.groups()
+    assert (int(records), int(writers), int(first), int(end)) == (300, 16, 2, 301)
+    assert float(seconds) > 0 and int(rate) > 0
+    assert 0 < float(p50) <= float(p99)
+    # Group commit: 16 writers waiting together share batches.
+    assert 1 <= int(batches) < 300
+    assert epoch == "1"
+    assert int(cpu) > 0
+    # START at 1, each of the 300 ops as acknowledged, END at 302: the last line is the
+    # last acknowledged txid.
+    printed = [int(t) for t in done.stdout.split()]
+    assert printed[0] == 1 and printed[-1] == 302
+    assert sorted(printed[1:-1]) == list(range(2, 302))
+    read = run_qjm("journal", "read", "--uri", uri)
+    assert read.returncode == 0, read.stderr
+    ops = [json.loads(line) for line in read.stdout.splitlines()]
+    assert [op["txid"] for op in ops] == list(range(1, 303))
+    for op in ops[1:-1]:
+        assert op["opcode"] == "OP_OPAQUE"
+        body = bytes.fromhex(op["payload"])
+        assert len(body) == 183
+        assert body.startswith(f"qjm-write epoch=1 txid={op['txid']} ".encode())
+
+
+def test_write_concurrency_for_a_duration_then_recover_keeps_every_record(
+    jn_factory: JNFactory,
+) -> None:
+    _, uri = start3(jn_factory)
+    done = run_qjm("journal", "write", "--uri", uri, "--concurrency", "4", "--duration", "0.5")
+    assert done.returncode == 0, done.stderr
+    m = SUMMARY.match(done.stderr.strip().splitlines()[-1])
+    assert m, done.stderr
+    records, end = int(m.group(1)), int(m.group(8))
+    assert records > 0 and end == records + 1
+    # Every acknowledged txid is printed; the last line is the last acknowledged txid.
+    printed = [int(t) for t in done.stdout.split()]
+    assert printed[-1] == end
+    assert set(printed) == set(range(1, end + 1))
+    again = run_qjm("journal", "recover", "--uri", uri)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == str(end)
+
+
+def test_write_concurrency_refuses_batch_and_duration_alone() -> None:
+    uri = "qjournal://127.0.0.1:1;127.0.0.1:2;127.0.0.1:3/x"
+    both = run_qjm(
+        "journal", "write", "--uri", uri, "--concurrency", "2", "--count", "5", "--batch", "3"
+    )
+    assert both.returncode != 0 and "--batch does not apply with --concurrency" in both.stderr
+    alone = run_qjm("journal", "write", "--uri", uri, "--duration", "1")
+    assert alone.returncode != 0 and "--duration needs --concurrency" in alone.stderr
+
+
+def test_write_concurrency_summary_names_one_writer_in_the_singular() -> None:
+    result = ConcurrentResult(
+        records=4,
+        seconds=2.0,
+        latencies_s=[0.001, 0.002, 0.003, 0.004],
+        writers=1,
+        first_txid=2,
+        last_txid=5,
+        batches=4,
+        epoch=3,
+        cpu_s=1.0,
+    )
+    line = result.summary()
+    assert SUMMARY.match(line), line
+    assert ", 1 writer (txids 2-5 in 4 batches, 1.0 ops per batch, epoch 3" in line
+    assert "2 records/s" in line and "client CPU 50%" in line

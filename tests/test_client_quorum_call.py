@@ -6,7 +6,13 @@ import asyncio
 
 import pytest
 
-from qjm.client.quorum_call import QuorumCall, QuorumError, QuorumTimeout, majority_of
+from qjm.client.quorum_call import (
+    QuorumCall,
+    QuorumError,
+    QuorumTimeout,
+    call_all,
+    majority_of,
+)
 from qjm.protocol.errors import EpochError, JournalError
 
 
@@ -111,3 +117,15 @@ async def test_cancelled_future_counts_as_error() -> None:
     fs["jn1"].cancel()
     with pytest.raises(QuorumError, match="cancelled"):
         await call.wait_for_quorum(1.0)
+
+
+async def test_call_all_sends_one_call_per_node() -> None:
+    async def answer(node: str) -> str:
+        if node == "jn2":
+            raise JournalError("jn2: no")
+        return node.upper()
+
+    call = call_all("status()", ["jn1", "jn2", "jn3"], answer)
+    assert call.keys == ["jn1", "jn2", "jn3"]
+    assert await call.wait_for_every_answer(5.0) == {"jn1": "JN1", "jn3": "JN3"}
+    assert list(call.errors) == ["jn2"]

@@ -7,13 +7,14 @@ import itertools
 import pytest
 
 from qjm.client.recovery_comparator import (
+    RecoveryAnswer,
     RecoveryInvariantError,
+    Segment,
     choose_recovery_source,
     compare_responses,
     describe_response,
     seen_epoch,
 )
-from qjm.protocol import qjournal_pb2 as pb
 
 
 def resp(
@@ -24,17 +25,9 @@ def resp(
     accepted: int | None = None,
     committed: int | None = None,
     start: int = 1,
-) -> pb.PrepareRecoveryResponseProto:
-    r = pb.PrepareRecoveryResponseProto(last_writer_epoch=writer)
-    if end is not None:
-        r.segment_state.CopyFrom(
-            pb.SegmentStateProto(start_txid=start, end_txid=end, is_in_progress=in_progress)
-        )
-    if accepted is not None:
-        r.accepted_in_epoch = accepted
-    if committed is not None:
-        r.last_committed_txid = committed
-    return r
+) -> RecoveryAnswer:
+    segment = None if end is None else Segment(start, end, in_progress)
+    return RecoveryAnswer(segment, writer, accepted, committed)
 
 
 NONE = resp(None)
@@ -62,9 +55,7 @@ ORDERED = [
 
 
 @pytest.mark.parametrize(("better", "worse"), ORDERED, ids=range(len(ORDERED)))
-def test_ordered_pairs(
-    better: pb.PrepareRecoveryResponseProto, worse: pb.PrepareRecoveryResponseProto
-) -> None:
+def test_ordered_pairs(better: RecoveryAnswer, worse: RecoveryAnswer) -> None:
     assert compare_responses(better, worse) == 1
     assert compare_responses(worse, better) == -1
 
@@ -79,9 +70,7 @@ def test_ordered_pairs(
         (resp(4, writer=2), resp(4, accepted=2)),  # seen epoch is the max of both
     ],
 )
-def test_equal_pairs(
-    a: pb.PrepareRecoveryResponseProto, b: pb.PrepareRecoveryResponseProto
-) -> None:
+def test_equal_pairs(a: RecoveryAnswer, b: RecoveryAnswer) -> None:
     assert compare_responses(a, b) == 0
     assert compare_responses(b, a) == 0
     assert compare_responses(a, a) == 0
@@ -160,7 +149,7 @@ FINALIZED_VS_NEWER = [
     ("answers", "source"), FINALIZED_VS_NEWER, ids=range(len(FINALIZED_VS_NEWER))
 )
 def test_finalized_copy_against_a_newer_epochs_copy(
-    answers: list[pb.PrepareRecoveryResponseProto], source: int | None
+    answers: list[RecoveryAnswer], source: int | None
 ) -> None:
     keyed = list(enumerate(answers))
     if source is None:

@@ -20,13 +20,13 @@ from qjm.client.quorum_call import QuorumError
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.reader import IncompleteReadError, QuorumJournalReader
 from qjm.client.uri import parse_qjournal_uri
+from qjm.editlog.file_journal import truncate_after as _truncate_after
 from qjm.editlog.framing import OP_OPAQUE
 from qjm.editlog.segments import finalized_name
 from qjm.errors import ConfigError, QjmError
-from qjm.journalnode.journal import _truncate_after
 from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol.errors import EpochError
+from qjm.protocol.errors import EpochError, UnpromisedEpochError
 from qjm.protocol.qjournal import journal_id
 from qjm_cluster import (
     FAST_SETTINGS,
@@ -75,7 +75,9 @@ async def test_a_request_above_the_promise_is_refused_naming_both_epochs(tmp_pat
         client = JournalNodeClient(cluster.address(0))
         try:
             req = request_info(jid, 7, 1)
-            with pytest.raises(EpochError, match=r"epoch 7 was never promised.*last promise 1"):
+            with pytest.raises(
+                UnpromisedEpochError, match=r"epoch 7 was never promised.*last promise 1"
+            ):
                 await client.call("heartbeat", pb.HeartbeatRequestProto(req=req), 5)
             state = await client.call(
                 "getJournalState", pb.GetJournalStateRequestProto(jid=journal_id(jid)), 5

@@ -114,3 +114,38 @@ def test_journal_serves_synced_batches_from_memory(tmp_path: Path) -> None:
         assert j.counters.rpc_empty_responses == 2
     finally:
         j.close()
+
+
+def test_long_poll_answers_early_only_with_committed_edits(tmp_path: Path) -> None:
+    ns = NsInfo(1, "CID-c")
+    j = Journal("c", JNStorage(tmp_path / "c"))
+    try:
+        j.format(ns, force=False)
+        j.new_epoch(ns, 1)
+        serial = iter(range(1, 1000))
+
+        def req(committed: int | None = None) -> pb.RequestInfoProto:
+            r = pb.RequestInfoProto(
+                journal_id=pb.JournalIdProto(identifier="c"), epoch=1, ipc_serial=next(serial)
+            )
+            if committed is not None:
+                r.committed_txid = committed
+            return r
+
+        j.start_log_segment(req(), 1, -64)
+        resp, ready = j.poll_journaled_edits(1, 10)
+        assert (resp.txn_count, ready) == (0, False)  # nothing written: wait
+        data, _ = batch(1, 3)
+        j.journal(req(), 1, 1, 3, data)
+        resp, ready = j.poll_journaled_edits(1, 10)
+        assert (resp.txn_count, ready) == (3, False)  # written, none known committed: wait
+        data, _ = batch(4, 3)
+        j.journal(req(3), 1, 4, 3, data)
+        resp, ready = j.poll_journaled_edits(1, 10)
+        assert (resp.txn_count, resp.committed_txid, ready) == (6, 3, True)
+        resp, ready = j.poll_journaled_edits(4, 10)
+        assert (resp.txn_count, ready) == (3, False)  # 4-6 are not committed yet: wait
+        j.heartbeat(req(6))
+        assert j.poll_journaled_edits(4, 10)[1]
+    finally:
+        j.close()

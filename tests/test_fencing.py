@@ -13,7 +13,7 @@ from qjm.client.admin import new_namespace_info
 from qjm.client.journalnode_client import JournalNodeClient
 from qjm.client.quorum_call import QuorumError
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol.errors import EpochError, NamespaceMismatchError
+from qjm.protocol.errors import NamespaceMismatchError, StaleEpochError
 from qjm.protocol.qjournal import journal_id
 from qjm_cluster import (
     InjectedFault,
@@ -118,10 +118,11 @@ async def test_deposed_writer_fails_naming_both_epochs(tmp_path: Path) -> None:
                 await stream.flush()
             msg = str(info.value)
             assert "IPC's epoch 1 is less than the last promised epoch 2" in msg
-            assert isinstance(info.value.epoch_error, EpochError)
+            assert isinstance(info.value.epoch_error, StaleEpochError)
             # The stream stays broken: every later call gives the same error.
-            with pytest.raises(QuorumError, match="epoch 1"):
+            with pytest.raises(QuorumError, match="epoch 1") as again:
                 await stream.flush()
+            assert isinstance(again.value.epoch_error, StaleEpochError)
         finally:
             await settle(old)
             await settle(new)
@@ -147,8 +148,11 @@ async def test_no_op_of_the_old_writer_lands_after_a_majority_promised(tmp_path:
                 await settle(new)
             # The old writer's next batch reaches JN2 at most: never a quorum.
             assert stream.write_op(0x80, payload(3, "old")) == 3
-            with pytest.raises(QuorumError, match="epoch 1 is less than the last promised epoch 2"):
+            with pytest.raises(
+                QuorumError, match="epoch 1 is less than the last promised epoch 2"
+            ) as info:
                 await stream.flush()
+            assert isinstance(info.value.epoch_error, StaleEpochError)
         finally:
             await settle(old)
         for i in (0, 1):  # the nodes that promised epoch 2 hold nothing after txid 2

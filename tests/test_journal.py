@@ -15,13 +15,30 @@ from qjm.journalnode.journal import FaultInjector, Journal
 from qjm.journalnode.storage import JNStorage, NsInfo
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
-    EpochError,
+    CommittedTxidLossError,
+    CommittedTxidRegressionError,
+    CorruptSegmentError,
+    DownloadRangeError,
+    EpochNotNewerError,
+    FinalizedReplaceError,
+    FinalizeEndMismatchError,
     InvalidRequestError,
+    IpcSerialError,
     JournalNotFormattedError,
-    JournalOutOfSyncError,
+    MissingEpochError,
     NamespaceMismatchError,
-    SegmentStateError,
+    NoOpenSegmentError,
+    NoSuchSegmentError,
+    NotWriterEpochError,
+    PurgeRefusedError,
+    SegmentExistsError,
+    StaleEpochError,
     StorageError,
+    StorageNotEmptyError,
+    TombstonedSegmentError,
+    TxidGapError,
+    UnpromisedEpochError,
+    WrongSegmentError,
 )
 
 NS = NsInfo(12345, "CID-test")
@@ -86,15 +103,16 @@ def test_epoch_handling(journal: Journal) -> None:
     assert journal.new_epoch(NS, 1) is None
     assert journal.get_journal_state() == 1
     journal.new_epoch(NS, 3)
-    with pytest.raises(EpochError, match="proposed epoch 3 <= last promise 3"):
+    with pytest.raises(EpochNotNewerError, match="proposed epoch 3 <= last promise 3"):
         journal.new_epoch(NS, 3)
-    with pytest.raises(EpochError, match="IPC's epoch 1 is less than the last promised epoch 3"):
+    # The refusal names both epochs (SPEC §2).
+    with pytest.raises(StaleEpochError, match="epoch 1 is less than the last promised epoch 3"):
         journal.start_log_segment(Writer(1).req(), 1, -64)
     assert journal.last_promised_epoch == 3
 
 
 def test_request_without_epoch_is_refused(journal: Journal) -> None:
-    with pytest.raises(InvalidRequestError, match="carries no epoch"):
+    with pytest.raises(MissingEpochError, match="carries no epoch"):
         journal.heartbeat(
             pb.RequestInfoProto(
                 journal_id=pb.JournalIdProto(identifier="test"), epoch=0, ipc_serial=1
@@ -105,7 +123,9 @@ def test_request_without_epoch_is_refused(journal: Journal) -> None:
 def test_higher_epoch_in_a_request_is_refused_until_new_epoch(journal: Journal) -> None:
     # Only new_epoch raises a promise (issue 8, D1; HDFS raises it from any request).
     journal.new_epoch(NS, 1)
-    with pytest.raises(EpochError, match="epoch 5 was never promised here .last promise 1"):
+    with pytest.raises(
+        UnpromisedEpochError, match="epoch 5 was never promised here .last promise 1"
+    ):
         journal.heartbeat(Writer(5).req())
     assert journal.last_promised_epoch == 1
     assert journal.storage.read_long("last-promised-epoch", 0) == 1
@@ -116,7 +136,7 @@ def test_ipc_serial_must_increase(journal: Journal) -> None:
     w = Writer(1)
     journal.heartbeat(w.req())
     w.serial -= 1
-    with pytest.raises(JournalOutOfSyncError, match="not higher than the prior serial"):
+    with pytest.raises(IpcSerialError, match="not higher than the prior serial"):
         journal.heartbeat(w.req())
 
 
@@ -131,7 +151,7 @@ def test_maintain_committed_txid(journal: Journal) -> None:
     journal.heartbeat(w.req())
     assert journal.committed_txid == 3
     w.committed = 2
-    with pytest.raises(InvalidRequestError, match="backward from 3 to 2"):
+    with pytest.raises(CommittedTxidRegressionError, match="backward from 3 to 2"):
         journal.heartbeat(w.req())
 
 
@@ -160,7 +180,7 @@ def test_format_resets_cached_values(journal: Journal) -> None:
     w = Writer(1)
     journal.start_log_segment(w.req(), 1, -64)
     write(journal, w, 1, 1, 2)
-    with pytest.raises(StorageError, match="not empty"):
+    with pytest.raises(StorageNotEmptyError, match="not empty"):
         journal.format(NsInfo(999, "CID-other"), force=False)
     journal.format(NsInfo(999, "CID-other"), force=True)
     # epochs never go back: a live writer of the old namespace must not write here
@@ -206,12 +226,12 @@ def test_finalize_when_edits_are_missed(tmp_path: Path) -> None:
     w = Writer(1)
     j.start_log_segment(w.req(), 1, -64)
     write(j, w, 1, 1, 3)
-    with pytest.raises(SegmentStateError, match="only written up to txid 3"):
+    with pytest.raises(FinalizeEndMismatchError, match="only written up to txid 3"):
         j.finalize_log_segment(w.req(), 1, 6)
     j.close()
     j = open_journal(tmp_path)
     try:
-        with pytest.raises(SegmentStateError, match="disk only contains up to txid 3"):
+        with pytest.raises(FinalizeEndMismatchError, match="disk only contains up to txid 3"):
             j.finalize_log_segment(Writer(1).req(), 1, 6)
     finally:
         j.close()
@@ -219,7 +239,7 @@ def test_finalize_when_edits_are_missed(tmp_path: Path) -> None:
 
 def test_finalize_missing_segment(journal: Journal) -> None:
     journal.new_epoch(NS, 1)
-    with pytest.raises(SegmentStateError, match="no log file to finalize at transaction id 1000"):
+    with pytest.raises(NoSuchSegmentError, match="no log file to finalize at transaction id 1000"):
         journal.finalize_log_segment(Writer(1).req(), 1000, 1001)
 
 
@@ -230,7 +250,7 @@ def test_finalize_is_idempotent_and_checks_the_end(journal: Journal) -> None:
     write(journal, w, 1, 1, 3)
     journal.finalize_log_segment(w.req(), 1, 3)
     journal.finalize_log_segment(w.req(), 1, 3)
-    with pytest.raises(SegmentStateError, match="different end txid 4"):
+    with pytest.raises(FinalizeEndMismatchError, match="different end txid 4"):
         journal.finalize_log_segment(w.req(), 1, 4)
     final = current(journal) / finalized_name(1, 3)
     assert final.stat().st_size == len(HEADER) + len(txns(1, 3))  # padding cut
@@ -256,11 +276,11 @@ def test_start_segment_when_already_exists(journal: Journal) -> None:
     journal.start_log_segment(w.req(), 1, -64)  # one txn: may restart
     write(journal, w, 1, 1, 2)
     before = snapshot(current(journal))
-    with pytest.raises(SegmentStateError, match="holds valid transactions up to 2"):
+    with pytest.raises(SegmentExistsError, match="holds valid transactions up to 2"):
         journal.start_log_segment(w.req(), 1, -64)
     assert snapshot(current(journal)) == before
     journal.finalize_log_segment(w.req(), 1, 2)
-    with pytest.raises(SegmentStateError, match="already have a finalized segment"):
+    with pytest.raises(SegmentExistsError, match="already have a finalized segment"):
         journal.start_log_segment(w.req(), 1, -64)
 
 
@@ -294,13 +314,15 @@ def test_write_rules_change_nothing_on_disk(journal: Journal) -> None:
     state = (journal.last_promised_epoch, journal.committed_txid, journal.highest_written_txid)
     stale = Writer(1)
     stale.committed = 3
-    with pytest.raises(EpochError, match="IPC's epoch 1 is less than the last promised epoch 2"):
+    with pytest.raises(
+        StaleEpochError, match="IPC's epoch 1 is less than the last promised epoch 2"
+    ):
         journal.journal(stale.req(), 1, 4, 1, txns(4, 1))
-    with pytest.raises(JournalOutOfSyncError, match="can't write txid 6: expecting next txid 4"):
+    with pytest.raises(TxidGapError, match="can't write txid 6: expecting next txid 4"):
         journal.journal(w.req(), 1, 6, 1, txns(6, 1))
-    with pytest.raises(JournalOutOfSyncError, match="expecting next txid 4"):
+    with pytest.raises(TxidGapError, match="expecting next txid 4"):
         journal.journal(w.req(), 1, 2, 1, txns(2, 1))  # reordering / overwrite
-    with pytest.raises(JournalOutOfSyncError, match="writes segment 9"):
+    with pytest.raises(WrongSegmentError, match="writes segment 9"):
         journal.journal(w.req(), 9, 4, 1, txns(4, 1))
     bad = bytearray(txns(4, 2))
     bad[20] ^= 0xFF
@@ -326,10 +348,10 @@ def test_journal_needs_the_writer_epoch(journal: Journal) -> None:
     journal.start_log_segment(w.req(), 1, -64)
     write(journal, w, 1, 1, 1)
     journal.new_epoch(NS, 2)
-    with pytest.raises(EpochError, match="epoch 1 is less than the last promised epoch 2"):
+    with pytest.raises(StaleEpochError, match="epoch 1 is less than the last promised epoch 2"):
         write(journal, w, 1, 2, 1)
     w2 = Writer(2)
-    with pytest.raises(EpochError, match="not the current writer epoch 1"):
+    with pytest.raises(NotWriterEpochError, match="not the current writer epoch 1"):
         write(journal, w2, 1, 2, 1)
 
 
@@ -364,7 +386,7 @@ def test_disk_full_fails_the_batch_and_keeps_acknowledged_data(
         m.setattr(SegmentWriter, "write", full)
         with pytest.raises(StorageError, match="txids 4-5 .*No space left on device"):
             write(journal, w, 1, 4, 2)
-    with pytest.raises(JournalOutOfSyncError, match="no segment is open"):
+    with pytest.raises(NoOpenSegmentError, match="no segment is open"):
         write(journal, w, 1, 4, 2)
     assert journal.highest_written_txid == 3
     assert scan_file(current(journal) / inprogress_name(1)).last_txid == 3
@@ -426,7 +448,9 @@ def test_bit_flip_in_an_open_segment_costs_only_its_recovery_vote(
         )
         assert j.new_epoch(NS, 2) == 1  # the corrupt segment is still the newest
         w2 = Writer(2)
-        with pytest.raises(StorageError, match=rf"{inprogress_name(1)} is corrupt at txid 4"):
+        with pytest.raises(
+            CorruptSegmentError, match=rf"{inprogress_name(1)} is corrupt at txid 4"
+        ):
             j.prepare_recovery(w2.req(), 1)
         assert path.read_bytes() == bytes(data)  # nothing was cut or moved
         chosen = pb.SegmentStateProto(start_txid=1, end_txid=6, is_in_progress=True)
@@ -480,7 +504,7 @@ def test_purge_keeps_what_it_must(journal: Journal) -> None:
         journal.storage.write_paxos(
             t, pb.PersistedRecoveryPaxosData(segment_state=seg, accepted_in_epoch=1)
         )
-    with pytest.raises(SegmentStateError, match="open segment starts at 7"):
+    with pytest.raises(PurgeRefusedError, match="open segment starts at 7"):
         journal.purge_logs_older_than(w.req(), 8)
     assert journal.purge_logs_older_than(w.req(), 3) == 1
     names = sorted(p.name for p in current(journal).glob("edits_*"))
@@ -538,9 +562,9 @@ def test_accept_recovery_behavior(tmp_path: Path) -> None:
         prep2 = j.prepare_recovery(w2.req(), 1)
         assert prep2.accepted_in_epoch == 1
         assert prep2.segment_state.end_txid == 3
-        with pytest.raises(EpochError, match="epoch 1 is less than the last promised epoch 2"):
+        with pytest.raises(StaleEpochError, match="epoch 1 is less than the last promised epoch 2"):
             j.prepare_recovery(w.req(), 1)
-        with pytest.raises(EpochError, match="epoch 1 is less than the last promised epoch 2"):
+        with pytest.raises(StaleEpochError, match="epoch 1 is less than the last promised epoch 2"):
             j.accept_recovery(w.req(), prep.segment_state, "http://unused")
         with pytest.raises(InvalidRequestError, match="bad recovery state"):
             j.accept_recovery(w2.req(), pb.SegmentStateProto(start_txid=1, end_txid=0), "x")
@@ -601,7 +625,7 @@ def test_a_bad_finalized_segment_moved_aside_takes_its_kept_decision_along(
         j.new_epoch(NS, 2)
         # The moved-aside file is a tombstone: "absent" would hide txids this node held.
         w2 = Writer(2)
-        with pytest.raises(SegmentStateError, match=rf"{finalized_name(1, 5)}\.corrupt"):
+        with pytest.raises(TombstonedSegmentError, match=rf"{finalized_name(1, 5)}\.corrupt"):
             j.prepare_recovery(w2.req(), 1)
         good = tmp_path / "good"
         good.write_bytes(HEADER + txns(1, 5))
@@ -621,7 +645,7 @@ def test_accept_recovery_refuses_a_download_of_the_wrong_range(tmp_path: Path) -
     try:
         j.new_epoch(NS, 1)
         w = Writer(1)
-        with pytest.raises(SegmentStateError, match="holds txids 1-2, not 1-4"):
+        with pytest.raises(DownloadRangeError, match="holds txids 1-2, not 1-4"):
             j.accept_recovery(
                 w.req(),
                 pb.SegmentStateProto(start_txid=1, end_txid=4, is_in_progress=True),
@@ -643,7 +667,7 @@ def test_accept_recovery_never_discards_a_committed_txid(journal: Journal) -> No
     journal.new_epoch(NS, 2)
     w2 = Writer(2)
     journal.prepare_recovery(w2.req(), 1)
-    with pytest.raises(SegmentStateError, match="discard committed txid 5"):
+    with pytest.raises(CommittedTxidLossError, match="discard committed txid 5"):
         journal.accept_recovery(
             w2.req(), pb.SegmentStateProto(start_txid=1, end_txid=3, is_in_progress=True), PEER_URL
         )
@@ -657,7 +681,7 @@ def test_accept_recovery_refuses_to_replace_a_finalized_segment(journal: Journal
     write(journal, w, 1, 1, 3)
     journal.finalize_log_segment(w.req(), 1, 3)
     journal.new_epoch(NS, 2)
-    with pytest.raises(SegmentStateError, match="replace finalized segment 1-3"):
+    with pytest.raises(FinalizedReplaceError, match="replace finalized segment 1-3"):
         journal.accept_recovery(
             Writer(2).req(),
             pb.SegmentStateProto(start_txid=1, end_txid=4, is_in_progress=True),

@@ -12,7 +12,13 @@ import pytest
 from conftest import JNFactory, JNProcess
 from qjm.editlog.framing import HEADER, OP_OPAQUE, encode_op
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol.errors import EpochError, InvalidRequestError, NamespaceMismatchError
+from qjm.protocol.errors import (
+    AwaitingNewEpochError,
+    EpochLimitError,
+    InvalidRequestError,
+    MembershipMismatchError,
+    NamespaceMismatchError,
+)
 from qjm.protocol.qjournal import journal_id
 from raw_writer import JNClient, RawWriter, ns_info
 
@@ -48,7 +54,7 @@ async def test_hostile_epoch_and_committed_txid_do_not_wedge_the_journal(
     evil, w1, w2 = raw(jn, 2**63 - 1), raw(jn, 1), raw(jn, 2)
     try:
         await w1.format()
-        with pytest.raises(InvalidRequestError, match="above the limit 1000000"):
+        with pytest.raises(EpochLimitError, match="above the limit 1000000"):
             await evil.new_epoch()
         await w1.new_epoch()
         await w1.start(1)
@@ -112,9 +118,11 @@ async def test_reformat_with_another_namespace_refuses_the_live_writer(
         await a.start(1)
         await a.write(1, 1, 3)
         await b.format(force=True)
-        with pytest.raises(EpochError, match="formatted for namespaceID=2222.*new_epoch"):
+        with pytest.raises(
+            AwaitingNewEpochError, match="formatted for namespaceID=2222.*new_epoch"
+        ):
             await a.start(1)
-        with pytest.raises(EpochError, match="formatted for namespaceID=2222"):
+        with pytest.raises(AwaitingNewEpochError, match="formatted for namespaceID=2222"):
             await a.write(1, 1, 1)
         with pytest.raises(NamespaceMismatchError, match="namespaceID=1111"):
             await raw(jn, 2, NS_A).new_epoch()
@@ -174,7 +182,7 @@ async def test_membership_from_format_is_enforced_and_shown(jn_factory: JNFactor
     w = raw(jn, 1)
     try:
         await w.format(members=members)
-        with pytest.raises(NamespaceMismatchError, match=r"names \['127.0.0.1:7002'\] but"):
+        with pytest.raises(MembershipMismatchError, match=r"names \['127.0.0.1:7002'\] but"):
             await w.new_epoch(members=members[1:2])
         await w.new_epoch(members=list(reversed(members)))
         assert list((await w.status()).members) == members

@@ -10,14 +10,23 @@ from conftest import snapshot
 from qjm.editlog.segments import finalized_name, inprogress_name
 from qjm.journalnode import journal as journal_module
 from qjm.journalnode.journal import Journal
-from qjm.journalnode.storage import NsInfo, check_journal_id
+from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
-    EpochError,
+    AmnesiacNodeError,
+    AwaitingNewEpochError,
+    EmptyFinalizeError,
+    EpochLimitError,
+    EpochNotNewerError,
+    FinalizeRefusedError,
     InvalidRequestError,
+    MembershipMismatchError,
     NamespaceMismatchError,
+    SegmentExistsError,
+    SegmentStartError,
     SegmentStateError,
 )
+from qjm.protocol.identity import check_journal_id
 from test_journal import NS, Writer, open_journal, write
 
 NS_B = NsInfo(999, "CID-other")
@@ -51,7 +60,7 @@ def test_older_writers_inprogress_segment_is_neither_listed_nor_served(journal: 
     # writer 2 recovered elsewhere (ending at 5) and rejoins this node: it refuses the start
     journal.new_epoch(NS, 2)
     w2 = Writer(2)
-    with pytest.raises(SegmentStateError, match="holds valid transactions up to 20"):
+    with pytest.raises(SegmentExistsError, match="holds valid transactions up to 20"):
         journal.start_log_segment(w2.req(), 6, -64)
     w2.committed = 10  # learned from heartbeats: must not make writer 1's 6-10 visible
     journal.heartbeat(w2.req())
@@ -95,7 +104,7 @@ def test_finalize_of_a_segment_the_writer_did_not_write_is_refused(journal: Jour
     journal.new_epoch(NS, 2)
     w2 = Writer(2)
     before = snapshot(journal.storage.current)
-    with pytest.raises(SegmentStateError, match="neither written by the writer of epoch 2"):
+    with pytest.raises(FinalizeRefusedError, match="neither written by the writer of epoch 2"):
         journal.finalize_log_segment(w2.req(), 1, 5)
     assert snapshot(journal.storage.current) == before
     prep = journal.prepare_recovery(w2.req(), 1)
@@ -124,11 +133,11 @@ def test_format_force_with_another_namespace_refuses_the_old_writer(journal: Jou
     w = writer_with(journal, 3, 1, 1, 3)
     journal.format(NS_B, force=True)
     assert journal.last_promised_epoch == 3  # kept: epochs never go back
-    with pytest.raises(EpochError, match="awaits a new writer's new_epoch"):
+    with pytest.raises(AwaitingNewEpochError, match="awaits a new writer's new_epoch"):
         journal.start_log_segment(w.req(), 4, -64)
-    with pytest.raises(EpochError, match="was formatted for namespaceID=999"):
+    with pytest.raises(AwaitingNewEpochError, match="was formatted for namespaceID=999"):
         write(journal, w, 1, 4, 1)
-    with pytest.raises(EpochError, match="awaits a new writer's new_epoch"):
+    with pytest.raises(AwaitingNewEpochError, match="awaits a new writer's new_epoch"):
         journal.heartbeat(w.req())
     with pytest.raises(NamespaceMismatchError, match="namespaceID=12345"):
         journal.new_epoch(NS, 4)
@@ -149,7 +158,7 @@ def test_format_keeps_the_promise_of_a_journal_that_lost_its_version(tmp_path: P
         assert not j.is_formatted()
         j.format(NS_B, force=True)
         assert j.last_promised_epoch == 7
-        with pytest.raises(EpochError, match="proposed epoch 7 <= last promise 7"):
+        with pytest.raises(EpochNotNewerError, match="proposed epoch 7 <= last promise 7"):
             j.new_epoch(NS_B, 7)
     finally:
         j.close()
@@ -172,12 +181,12 @@ def test_every_writer_call_waits_for_new_epoch_after_format(tmp_path: Path) -> N
             ),
         }
         for name, call in calls.items():
-            with pytest.raises(EpochError, match="awaits a new writer's new_epoch"):
+            with pytest.raises(AwaitingNewEpochError, match="awaits a new writer's new_epoch"):
                 call()
             assert j.last_promised_epoch == 0, name
         j.close()
         j = open_journal(tmp_path)  # the marker is persisted
-        with pytest.raises(EpochError, match="awaits a new writer's new_epoch"):
+        with pytest.raises(AwaitingNewEpochError, match="awaits a new writer's new_epoch"):
             j.heartbeat(Writer(1).req())
         j.new_epoch(NS, 1)
         j.heartbeat(Writer(1).req())
@@ -194,15 +203,15 @@ def test_restored_version_waits_for_a_new_epoch(tmp_path: Path) -> None:
     j = open_journal(tmp_path)
     try:
         assert j.restore_version(NS, 2)
-        with pytest.raises(EpochError, match="awaits a new writer's new_epoch"):
+        with pytest.raises(AwaitingNewEpochError, match="awaits a new writer's new_epoch"):
             j.heartbeat(w.req())
-        with pytest.raises(EpochError, match="awaits a new writer's new_epoch"):
+        with pytest.raises(AwaitingNewEpochError, match="awaits a new writer's new_epoch"):
             j.prepare_recovery(w.req(), 1)
         assert listed(j) == [] and j.segment_path(1, True) is None
         j.new_epoch(NS, 3)
         # Restored storage is an amnesiac acceptor: no recovery vote after new_epoch either
         # (until a writer starts a segment here; see test_recovery_amnesia.py).
-        with pytest.raises(SegmentStateError, match="restored from a peer.*prepare_recovery"):
+        with pytest.raises(AmnesiacNodeError, match="restored from a peer.*prepare_recovery"):
             j.prepare_recovery(Writer(3).req(), 1)
     finally:
         j.close()
@@ -213,7 +222,7 @@ def test_a_wiped_journal_restored_from_a_peer_waits_for_a_new_epoch(tmp_path: Pa
     try:
         assert j.restore_version(NS, 4)  # nothing on disk: the syncer re-creates it
         assert j.last_promised_epoch == 4
-        with pytest.raises(EpochError, match="restored from a peer.*awaits"):
+        with pytest.raises(AwaitingNewEpochError, match="restored from a peer.*awaits"):
             j.heartbeat(Writer(4).req())
         j.new_epoch(NS, 5)
         assert j.storage.awaiting_new_epoch() is None
@@ -228,7 +237,7 @@ def test_finalize_with_end_before_start_is_refused(journal: Journal) -> None:
     w = writer_with(journal, 1, 1, 1, 5)
     journal.finalize_log_segment(w.req(), 1, 5)
     journal.start_log_segment(w.req(), 6, -64)
-    with pytest.raises(InvalidRequestError, match="end 5 is before its start 6"):
+    with pytest.raises(EmptyFinalizeError, match="end 5 is before its start 6"):
         journal.finalize_log_segment(w.req(), 6, 5)
     assert not (journal.storage.current / finalized_name(6, 5)).exists()
     assert (journal.storage.current / inprogress_name(6)).exists()
@@ -242,7 +251,7 @@ def test_new_epoch_refuses_a_writer_naming_other_members(tmp_path: Path) -> None
     try:
         j.format(NS, force=False, members=list(reversed(MEMBERS)))
         assert (j.storage.current / "members").read_text().split() == MEMBERS
-        with pytest.raises(NamespaceMismatchError, match=r"names \['127.0.0.1:8485'\] but"):
+        with pytest.raises(MembershipMismatchError, match=r"names \['127.0.0.1:8485'\] but"):
             j.new_epoch(NS, 1, members=MEMBERS[:1])
         assert j.last_promised_epoch == 0
         j.new_epoch(NS, 1, members=[MEMBERS[2], MEMBERS[0], MEMBERS[1]])
@@ -250,7 +259,7 @@ def test_new_epoch_refuses_a_writer_naming_other_members(tmp_path: Path) -> None
         assert list(j.status().members) == MEMBERS
         j.close()
         j = open_journal(tmp_path)
-        with pytest.raises(NamespaceMismatchError, match="was formatted for"):
+        with pytest.raises(MembershipMismatchError, match="was formatted for"):
             j.new_epoch(NS, 3, members=MEMBERS[:2])
     finally:
         j.close()
@@ -262,7 +271,7 @@ def test_new_epoch_refuses_a_writer_naming_other_members(tmp_path: Path) -> None
 def test_epochs_that_leave_no_room_are_refused(journal: Journal) -> None:
     step = getattr(journal_module, "MAX_EPOCH_STEP", 1_000_000)
     for epoch in (2**63 - 1, 2**62, step + 1):
-        with pytest.raises(InvalidRequestError, match="above the limit"):
+        with pytest.raises(EpochLimitError, match="above the limit"):
             journal.new_epoch(NS, epoch)
     assert journal.last_promised_epoch == 0
     journal.new_epoch(NS, step)
@@ -322,14 +331,14 @@ def test_start_segment_at_or_below_written_or_committed_or_past_the_writers_is_r
     w.committed = 5
     journal.finalize_log_segment(w.req(), 1, 5)
     before = snapshot(journal.storage.current)
-    with pytest.raises(SegmentStateError, match="txid 3 is not above the committed txid 5"):
+    with pytest.raises(SegmentStartError, match="txid 3 is not above the committed txid 5"):
         journal.start_log_segment(w.req(), 3, -64)
-    with pytest.raises(SegmentStateError, match="starts at 6; txids would be skipped"):
+    with pytest.raises(SegmentStartError, match="starts at 6; txids would be skipped"):
         journal.start_log_segment(w.req(), 9, -64)
     assert snapshot(journal.storage.current) == before
     journal.start_log_segment(w.req(), 6, -64)
     write(journal, w, 6, 6, 2)
-    with pytest.raises(SegmentStateError, match="txid 7 is not above the highest written txid 7"):
+    with pytest.raises(SegmentStartError, match="txid 7 is not above the highest written txid 7"):
         journal.start_log_segment(w.req(), 7, -64)
 
 
@@ -356,7 +365,7 @@ def test_a_node_that_missed_txids_takes_the_next_segment_and_wakes_the_syncer(
 def test_start_segment_below_written_is_refused_without_committed(journal: Journal) -> None:
     w = writer_with(journal, 1, 1, 1, 5)
     journal.finalize_log_segment(w.req(), 1, 5)
-    with pytest.raises(SegmentStateError, match="txid 4 is not above the highest written txid 5"):
+    with pytest.raises(SegmentStartError, match="txid 4 is not above the highest written txid 5"):
         journal.start_log_segment(w.req(), 4, -64)
 
 

@@ -19,13 +19,13 @@ from qjm.editlog.segments import finalized_name, inprogress_name
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
     CacheMissError,
-    EpochError,
     InvalidRequestError,
     JournalNodeUnavailable,
     JournalNotFormattedError,
-    JournalOutOfSyncError,
     NamespaceMismatchError,
     SegmentStateError,
+    StaleEpochError,
+    TxidGapError,
 )
 from qjm.protocol.qjournal import journal_id
 from raw_writer import JID, JNClient, RawWriter, ns_info, txns
@@ -91,12 +91,10 @@ async def test_rejected_requests_change_nothing_on_disk(jn_factory: JNFactory) -
         before = snapshot(jn.edits_dir)
 
         stale = RawWriter(jn, epoch=1)
-        with pytest.raises(EpochError, match="epoch 1 is less than the last promised epoch 2"):
+        with pytest.raises(StaleEpochError, match="epoch 1 is less than the last promised epoch 2"):
             await stale.write(1, 4, 1)
         await stale.close()
-        with pytest.raises(
-            JournalOutOfSyncError, match="can't write txid 7: expecting next txid 4"
-        ):
+        with pytest.raises(TxidGapError, match="can't write txid 7: expecting next txid 4"):
             await w.write(1, 7, 1)
         other = ns_info(1, "CID-other")
         with pytest.raises(NamespaceMismatchError, match="namespaceID=1.*namespaceID=4242"):

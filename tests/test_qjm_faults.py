@@ -30,6 +30,11 @@ from qjm.client.uri import parse_qjournal_uri
 from qjm.editlog.framing import OP_OPAQUE, RawOp
 from qjm.errors import QjmError
 from qjm.journalnode.journal import FaultInjector
+from qjm.protocol.errors import (
+    AcceptedStateMismatchError,
+    CommittedTxidLossError,
+    NewerAcceptError,
+)
 from qjm_cluster import (
     FAST_SETTINGS,
     InjectedFault,
@@ -46,8 +51,18 @@ SEED = int(os.environ.get("QJM_FAULT_SEED", "3077"))  # HDFS-3077, the QJM desig
 TXNS_PER_SEGMENT = 4
 SEGMENTS_PER_WRITER = 2
 
-# Messages that mean a broken invariant, never an ordinary consequence of a fault.
+# Refusals that mean a broken invariant, never an ordinary consequence of a fault: a
+# JournalNode asked to discard a committed txid, to accept below an accepted epoch, or
+# holding another segment than it accepted; the client's recovery invariants.
 FORBIDDEN = (
+    CommittedTxidLossError,
+    NewerAcceptError,
+    AcceptedStateMismatchError,
+    RecoveryInvariantError,
+)
+# Messages that mean a broken invariant (kept beside the types: a refusal of another type
+# with such a message would be a broken invariant too).
+FORBIDDEN_TEXT = (
     "discard committed",
     "already accepted in epoch",
     "accepted recovery is",
@@ -59,12 +74,12 @@ FORBIDDEN = (
 
 def check_fault(e: BaseException, where: str) -> None:
     """A failure under faults must be an ordinary one, never a broken invariant."""
-    assert not isinstance(e, RecoveryInvariantError), f"{where}: {e}"
     assert isinstance(e, QjmError), f"{where}: unexpected {type(e).__name__}: {e}"
-    causes: list[BaseException] = list(e.errors.values()) if isinstance(e, QuorumError) else [e]
-    for cause in causes:
+    causes: list[BaseException] = list(e.errors.values()) if isinstance(e, QuorumError) else []
+    for cause in [e, *causes]:
         text = str(cause)
-        for bad in FORBIDDEN:
+        assert not isinstance(cause, FORBIDDEN), f"{where}: {type(cause).__name__}: {text}"
+        for bad in FORBIDDEN_TEXT:
             assert bad not in text, f"{where}: {text}"
         if "internal error" in text:
             assert "Injected" in text, f"{where}: {text}"

@@ -14,7 +14,7 @@ from qjm.client.admin import journal_status
 from qjm.client.uri import parse_qjournal_uri
 from qjm.cluster.launcher import cluster_down, cluster_up, daemons_of, read_cluster
 from qjm.cluster.process import pid_alive
-from qjm.journalnode.status import problem_lines
+from qjm.protocol.status import problem_lines
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

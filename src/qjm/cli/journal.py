@@ -8,10 +8,11 @@ import json
 from qjm.cli import eventloop
 from qjm.cli.table import render_table
 from qjm.client.admin import format_journal, journal_status, new_namespace_info
+from qjm.client.decisions import majority_of
 from qjm.client.uri import QJournalUri, parse_qjournal_uri
 from qjm.config import load_config
 from qjm.errors import ConfigError
-from qjm.journalnode.status import describe_segments, problem_lines
+from qjm.protocol.status import describe_segments, problem_lines
 
 
 def add_uri_args(p: argparse.ArgumentParser) -> None:
@@ -107,7 +108,7 @@ def run_status(args: argparse.Namespace) -> int:
         for line in problem_lines(nodes):
             print(f"PROBLEM {line}")
     reachable = sum(1 for n in nodes if n["reachable"])
-    return 0 if reachable > len(nodes) // 2 else 2
+    return 0 if reachable >= majority_of(len(nodes)) else 2
 
 
 def run_format(args: argparse.Namespace) -> int:

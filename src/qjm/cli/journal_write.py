@@ -4,6 +4,11 @@ Both fence every older writer (a new epoch on a majority) and recover the newest
 `write` then opens a segment and writes opaque ops in batches, printing the last txid of
 each batch on its own line as soon as a majority acknowledged it (so a script that kills
 the writer knows what must survive); `recover` prints the journal's last txid.
+
+`write --concurrency N` instead runs N writers in one process, each appending one op and
+waiting for its own commit (they share group commit); each acknowledged txid is printed
+as its writer learns of it, and the run ends with one summary line on stderr: records/s,
+p50 and p99 commit latency.
 """
 
 from __future__ import annotations
@@ -11,13 +16,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TextIO
 
 from qjm.cli import eventloop
-from qjm.client.output_stream import QuorumOutputStream
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.uri import QJournalUri
 from qjm.config import QJournalSettings, load_config
@@ -53,13 +59,20 @@ def add_parsers(
         help="become the writer (fence + recover) and write ops; prints each acked txid",
     )
     add_uri_args(wr)
-    wr.add_argument("--count", type=int, required=True, help="number of ops to write")
+    amount = wr.add_mutually_exclusive_group(required=True)
+    amount.add_argument("--count", type=int, help="number of ops to write")
+    amount.add_argument(
+        "--duration",
+        type=float,
+        help="with --concurrency: write for this many seconds instead of --count ops",
+    )
     wr.add_argument("--batch", type=int, help="ops per acknowledged batch (default 10)")
     wr.add_argument(
         "--concurrency",
         type=int,
         help="run N writers at once, each appending one op and waiting for its own commit "
-        "(they share group commit); ends with records/s, p50 and p99 on stderr",
+        "(they share group commit); prints each acknowledged txid and ends with one summary "
+        "line (records/s, p50, p99) on stderr",
     )
     wr.add_argument("--size", type=int, default=100, help="payload bytes per op")
     wr.add_argument(
@@ -81,56 +94,6 @@ def _payload(epoch: int, txid: int, size: int) -> bytes:
     return head + b"." * (size - len(head))
 
 
-def percentile(sorted_values: list[float], p: float) -> float:
-    """The p-th percentile (0-100, nearest rank) of already sorted values."""
-    if not sorted_values:
-        return float("nan")
-    k = min(len(sorted_values) - 1, max(0, round(p / 100 * len(sorted_values)) - 1))
-    return sorted_values[k]
-
-
-class _LinePrinter:
-    """Writes lines at once and flushes them once per event-loop turn."""
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-        self._pending = False
-
-    def line(self, text: str) -> None:
-        self.out.write(text + "\n")
-        if not self._pending:
-            self._pending = True
-            asyncio.get_running_loop().call_soon(self._flush)
-
-    def _flush(self) -> None:
-        self._pending = False
-        self.out.flush()
-
-
-async def _write_concurrently(
-    stream: QuorumOutputStream, epoch: int, count: int, size: int, writers: int, out: TextIO
-) -> list[float]:
-    """count ops by `writers` coroutines, each syncing its own op; their latencies, sorted."""
-    printer = _LinePrinter(out)
-    latencies: list[float] = []
-    left = count
-
-    async def writer() -> None:
-        nonlocal left
-        while left > 0:
-            left -= 1
-            started = time.perf_counter()
-            txid = stream.write_op(OP_OPAQUE, _payload(epoch, stream.next_txid, size))
-            await stream.sync(txid)
-            latencies.append(time.perf_counter() - started)
-            printer.line(str(txid))
-
-    await asyncio.gather(*(writer() for _ in range(writers)))
-    out.flush()
-    latencies.sort()
-    return latencies
-
-
 async def write_ops(
     uri: QJournalUri,
     settings: QJournalSettings,
@@ -140,13 +103,8 @@ async def write_ops(
     finalize: bool,
     out: TextIO,
     err: TextIO,
-    concurrency: int | None = None,
 ) -> int:
-    """Fence, recover, write count ops; print each acked txid. Returns the last.
-
-    Without concurrency, ops go in batches of `batch`, one batch acknowledged at a time;
-    with it, that many writers each append one op and wait for its commit.
-    """
+    """Fence, recover, write count ops in batches; print each acked txid. Returns the last."""
     qjm = QuorumJournalManager(uri, None, settings)
     try:
         last = await qjm.recover_unfinalized_segments()
@@ -159,14 +117,8 @@ async def write_ops(
         acked = await stream.flush()
         out.write(f"{acked}\n")
         out.flush()
-        latencies: list[float] = []
-        batches_before = stream.batches_sent
-        writes_started = time.perf_counter()
-        if concurrency is not None:
-            latencies = await _write_concurrently(stream, epoch, count, size, concurrency, out)
-            acked = stream.acked_txid
         written = 0
-        while concurrency is None and written < count:
+        while written < count:
             n = min(batch, count - written)
             for _ in range(n):
                 stream.write_op(OP_OPAQUE, _payload(epoch, stream.next_txid, size))
@@ -174,8 +126,6 @@ async def write_ops(
             acked = await stream.flush()
             out.write(f"{acked}\n")
             out.flush()
-        writes_took = time.perf_counter() - writes_started
-        batches = stream.batches_sent - batches_before
         if finalize:
             stream.write_op(OP_END_LOG_SEGMENT)
             acked = await stream.close()
@@ -188,21 +138,9 @@ async def write_ops(
             await asyncio.wait_for(qjm.loggers.wait_idle(), 5.0)
         rate = count / took if took > 0 else 0.0
         state = f"finalized segment {first}-{acked}" if finalize else f"segment {first} open"
-        if concurrency is None:
-            print(
-                f"wrote {count} ops (txids {first}-{acked}, {stream.batches_sent} batches) in "
-                f"epoch {epoch} in {took:.2f}s ({rate:.0f} ops/s); {state}",
-                file=err,
-            )
-            return acked
-        per_batch = count / batches if batches else 0.0
-        records_per_s = count / writes_took if writes_took > 0 else 0.0
         print(
-            f"wrote {count} ops with {concurrency} concurrent "
-            f"writer{'s' if concurrency != 1 else ''} (txids {first}-{acked}, "
-            f"{per_batch:.1f} ops per batch) in epoch {epoch}; {state}; "
-            f"{records_per_s:.0f} records/s, p50 {percentile(latencies, 50) * 1000:.2f} ms, "
-            f"p99 {percentile(latencies, 99) * 1000:.2f} ms",
+            f"wrote {count} ops (txids {first}-{acked}, {stream.batches_sent} batches) in epoch "
+            f"{epoch} in {took:.2f}s ({rate:.0f} ops/s); {state}",
             file=err,
         )
         return acked
@@ -219,6 +157,138 @@ async def recover_journal(uri: QJournalUri, settings: QJournalSettings) -> tuple
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(qjm.loggers.wait_idle(), 5.0)
         return qjm.epoch or 0, last
+    finally:
+        await qjm.close()
+
+
+def percentile(sorted_values: list[float], p: float) -> float:
+    """The p-th percentile (0-100) of already sorted values (nearest rank)."""
+    if not sorted_values:
+        return float("nan")
+    k = min(len(sorted_values) - 1, max(0, math.ceil(p / 100 * len(sorted_values)) - 1))
+    return sorted_values[k]
+
+
+@dataclass(frozen=True)
+class ConcurrentResult:
+    """What `write --concurrency` measured: ops written, seconds, per-op commit latencies."""
+
+    records: int
+    seconds: float
+    latencies_s: list[float]
+    writers: int
+    first_txid: int
+    last_txid: int
+    batches: int
+    epoch: int
+    cpu_s: float = 0.0  # CPU seconds this process used while writing
+
+    def summary(self) -> str:
+        """The one summary line: records/s, p50 and p99 in ms, writers, batching."""
+        lat = sorted(self.latencies_s)
+        rate = self.records / self.seconds if self.seconds > 0 else 0.0
+        cpu = self.cpu_s / self.seconds if self.seconds > 0 else 0.0
+        per_batch = self.records / self.batches if self.batches else 0.0
+        writers = f"{self.writers} writer{'s' if self.writers != 1 else ''}"
+        return (
+            f"wrote {self.records} records in {self.seconds:.2f} s: {rate:.0f} records/s, "
+            f"p50 {percentile(lat, 50) * 1000:.2f} ms, p99 {percentile(lat, 99) * 1000:.2f} ms, "
+            f"{writers} (txids {self.first_txid}-{self.last_txid} in {self.batches} batches, "
+            f"{per_batch:.1f} ops per batch, epoch {self.epoch}, client CPU {cpu:.0%})"
+        )
+
+
+class _LinePrinter:
+    """Writes lines at once and flushes them once per event-loop turn."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.last: str | None = None
+        self._pending = False
+
+    def line(self, text: str) -> None:
+        """Write one line; it is flushed before the loop's next turn."""
+        self.out.write(text + "\n")
+        self.last = text
+        if not self._pending:
+            self._pending = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._pending = False
+        self.out.flush()
+
+
+async def write_concurrently(
+    uri: QJournalUri,
+    settings: QJournalSettings,
+    writers: int,
+    count: int | None,
+    duration_s: float | None,
+    size: int,
+    finalize: bool,
+    out: TextIO,
+    err: TextIO,
+) -> ConcurrentResult:
+    """Fence, recover, then run `writers` writers that each append one op and wait for it.
+
+    Prints the START op's txid, each op's txid once a majority acknowledged it, and the
+    END op's with finalize; the last line is always the last acknowledged txid.
+    """
+    qjm = QuorumJournalManager(uri, None, settings)
+    try:
+        last = await qjm.recover_unfinalized_segments()
+        epoch = qjm.epoch or 0
+        print(f"writer epoch {epoch}: journal {uri.jid} recovered to txid {last}", file=err)
+        first = last + 1
+        stream = await qjm.start_log_segment(first)
+        printer = _LinePrinter(out)
+        stream.write_op(OP_START_LOG_SEGMENT)
+        printer.line(str(await stream.flush()))
+        batches_before = stream.batches_sent
+        latencies: list[float] = []
+        left = count if count is not None else -1
+        started = time.perf_counter()
+        cpu_started = time.process_time()
+        stop_at = started + duration_s if duration_s is not None else math.inf
+
+        async def writer() -> None:
+            nonlocal left
+            clock = time.perf_counter
+            while left != 0 and clock() < stop_at:
+                left -= 1
+                t0 = clock()
+                txid = stream.write_op(OP_OPAQUE, _payload(epoch, stream.next_txid, size))
+                await stream.sync(txid)
+                latencies.append(clock() - t0)
+                printer.line(str(txid))
+
+        await asyncio.gather(*(writer() for _ in range(writers)))
+        took = time.perf_counter() - started
+        cpu_s = time.process_time() - cpu_started
+        acked = stream.acked_txid
+        batches = stream.batches_sent - batches_before
+        if finalize:
+            stream.write_op(OP_END_LOG_SEGMENT)
+            acked = await stream.close()
+            printer.line(str(acked))
+            await qjm.finalize_log_segment(first, acked)
+        elif printer.last != str(acked):
+            printer.line(str(acked))  # the last line says how far the journal goes
+        out.flush()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(qjm.loggers.wait_idle(), 5.0)
+        return ConcurrentResult(
+            records=len(latencies),
+            seconds=took,
+            latencies_s=latencies,
+            writers=writers,
+            first_txid=first + 1,
+            last_txid=first + len(latencies),
+            batches=batches,
+            epoch=epoch,
+            cpu_s=cpu_s,
+        )
     finally:
         await qjm.close()
 
@@ -244,28 +314,64 @@ def run_write(args: argparse.Namespace) -> int:
     from qjm.cli.journal import resolve_uri
 
     if args.concurrency is not None:
-        if args.batch is not None:
-            raise ConfigError("give --batch or --concurrency, not both")
-        if args.concurrency < 1:
-            raise ConfigError(f"--concurrency must be at least 1, got {args.concurrency}")
-    batch = 10 if args.batch is None else args.batch
-    if args.count < 0 or batch < 1 or args.size < 0:
+        return run_write_concurrently(args)
+    if args.duration is not None:
+        raise ConfigError("--duration needs --concurrency; without it, give --count")
+    if args.batch is None:
+        args.batch = 10
+    if args.count < 0 or args.batch < 1 or args.size < 0:
         raise ConfigError("--count must be >= 0, --batch >= 1 and --size >= 0")
-    check_write_sizes(args.size, batch if args.concurrency is None else 1)
+    check_write_sizes(args.size, args.batch)
     uri = resolve_uri(args)
     eventloop.run(
         write_ops(
             uri,
             qjournal_settings(args),
             args.count,
-            batch,
+            args.batch,
             args.size,
             args.finalize,
             sys.stdout,
             sys.stderr,
-            args.concurrency,
         )
     )
+    return 0
+
+
+def run_write_concurrently(args: argparse.Namespace) -> int:
+    """`qjm journal write --concurrency N`."""
+    from qjm.cli.journal import resolve_uri
+
+    if args.concurrency < 1:
+        raise ConfigError(f"--concurrency must be at least 1, got {args.concurrency}")
+    if args.batch is not None:
+        raise ConfigError(
+            "give --batch or --concurrency, not both: --batch does not apply with "
+            "--concurrency (each writer appends one op and waits for it, and the writers "
+            "waiting together share a batch)"
+        )
+    if args.count is not None and args.count < 0:
+        raise ConfigError(f"--count must be >= 0, got {args.count}")
+    if args.duration is not None and not args.duration > 0:
+        raise ConfigError(f"--duration must be > 0 seconds, got {args.duration}")
+    if args.size < 0:
+        raise ConfigError(f"--size must be >= 0, got {args.size}")
+    check_write_sizes(args.size, 1)
+    uri = resolve_uri(args)
+    result = eventloop.run(
+        write_concurrently(
+            uri,
+            qjournal_settings(args),
+            args.concurrency,
+            args.count,
+            args.duration,
+            args.size,
+            args.finalize,
+            sys.stdout,
+            sys.stderr,
+        )
+    )
+    print(result.summary(), file=sys.stderr, flush=True)
     return 0
 
 

@@ -8,19 +8,17 @@ import uuid
 from typing import Any
 
 from qjm.client.journalnode_client import JournalNodeClient
+from qjm.client.quorum_call import call_all
+from qjm.client.quorum_journal_manager import FormatRefused, QuorumJournalManager
 from qjm.client.uri import QJournalUri, check_distinct_nodes
 from qjm.errors import QjmError
-from qjm.journalnode.status import journal_status_dict
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.namespace import namespace_info
-from qjm.protocol.qjournal import journal_id
+from qjm.protocol.status import journal_status_dict
 
 STATUS_TIMEOUT = 5.0
-FORMAT_TIMEOUT = 60.0  # HDFS's dfs.qjm.operations.timeout
-
-
-class FormatRefused(QjmError):
-    """Format was refused: a node is unreachable or already holds data."""
+ANSWER_GRACE_S = 1.0  # beyond each call's own timeout, before a node counts as silent
+__all__ = ["FormatRefused", "format_journal", "journal_status", "new_namespace_info"]
 
 
 async def _node_status(client: JournalNodeClient, jid: str) -> dict[str, Any]:
@@ -44,7 +42,13 @@ async def journal_status(uri: QJournalUri) -> list[dict[str, Any]]:
     """The status of the journal on every node of the URI, unreachable ones included."""
     clients = [JournalNodeClient(a) for a in uri.addresses]
     try:
-        return list(await asyncio.gather(*(_node_status(c, uri.jid) for c in clients)))
+        call = call_all("getNodeStatus()", clients, lambda c: _node_status(c, uri.jid))
+        rows = await call.wait_for_every_answer(STATUS_TIMEOUT + ANSWER_GRACE_S)
+        return [
+            rows.get(c)
+            or {"address": c.address, "reachable": False, "error": str(call.errors.get(c))}
+            for c in clients
+        ]
     finally:
         await asyncio.gather(*(c.close() for c in clients))
 
@@ -60,57 +64,31 @@ def new_namespace_info(
     )
 
 
-async def _check_distinct(clients: list[JournalNodeClient], uri: QJournalUri) -> None:
-    """Refuse a URI naming one JournalNode under two addresses."""
-    req = pb.GetNodeStatusRequestProto()
-    statuses = await asyncio.gather(
-        *(c.call("getNodeStatus", req, STATUS_TIMEOUT) for c in clients)
-    )
-    check_distinct_nodes(
-        {c.address: st.node_id for c, st in zip(clients, statuses, strict=True)}, uri
-    )
-
-
 async def format_journal(
     uri: QJournalUri, ns: pb.NamespaceInfoProto, force: bool = False
 ) -> list[str]:
     """Format the journal on every node; all must answer. Returns the node addresses."""
     clients = [JournalNodeClient(a) for a in uri.addresses]
     try:
-        req = pb.IsFormattedRequestProto(jid=journal_id(uri.jid))
-        answers = await asyncio.gather(
-            *(c.call("isFormatted", req, STATUS_TIMEOUT) for c in clients),
-            return_exceptions=True,
+        req = pb.GetNodeStatusRequestProto()
+        call = call_all(
+            "getNodeStatus()", clients, lambda c: c.call("getNodeStatus", req, STATUS_TIMEOUT)
         )
+        statuses = await call.wait_for_every_answer(STATUS_TIMEOUT + ANSWER_GRACE_S)
         down = [
-            f"{c.address} ({a})"
-            for c, a in zip(clients, answers, strict=True)
-            if isinstance(a, BaseException)
+            f"{c.address} ({call.errors.get(c, 'no answer')})" for c in clients if c not in statuses
         ]
         if down:
             raise FormatRefused(
                 "format needs every JournalNode to answer; unreachable: " + "; ".join(down)
             )
-        await _check_distinct(clients, uri)
-        formatted = [
-            c.address
-            for c, a in zip(clients, answers, strict=True)
-            if not isinstance(a, BaseException) and a.is_formatted
-        ]
-        if formatted and not force:
-            raise FormatRefused(
-                f"journal {uri.jid!r} is already formatted on {', '.join(formatted)}; "
-                "pass --force to wipe it"
-            )
-        freq = pb.FormatRequestProto(
-            jid=journal_id(uri.jid), ns_info=ns, force=force, members=sorted(uri.addresses)
-        )
-        results = await asyncio.gather(
-            *(c.call("format", freq, FORMAT_TIMEOUT) for c in clients), return_exceptions=True
-        )
-        failed = [f"{r}" for r in results if isinstance(r, BaseException)]
-        if failed:
-            raise FormatRefused("format failed: " + "; ".join(failed))
-        return [c.address for c in clients]
+        # One node named twice would get two votes: refuse before anything is written.
+        check_distinct_nodes({c.address: statuses[c].node_id for c in clients}, uri)  # URI order
     finally:
         await asyncio.gather(*(c.close() for c in clients))
+    qjm = QuorumJournalManager(uri)
+    try:
+        await qjm.format(ns, force)
+    finally:
+        await qjm.close()
+    return list(uri.addresses)

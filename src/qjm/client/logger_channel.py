@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import urllib.parse
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from qjm.errors import QjmError
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import EpochError, JournalNodeUnavailable, JournalOutOfSyncError
 from qjm.protocol.qjournal import journal_id
+from qjm.protocol.urls import get_journal_url
 
 __all__ = [
     "ChannelClosedError",
@@ -337,10 +337,7 @@ class IPCLoggerChannel:
         """The URL a peer downloads this node's copy of a segment from."""
         if not self.http_url:
             raise QjmError(f"{self.address}: HTTP address unknown (no get_journal_state answer)")
-        query = urllib.parse.urlencode(
-            {"jid": self.jid, "segmentTxId": segment_txid, "inProgressOk": "true"}
-        )
-        return f"{self.http_url}/getJournal?{query}"
+        return get_journal_url(self.http_url, self.jid, segment_txid, in_progress_ok=True)
 
     @staticmethod
     def _s(ms: int) -> float:

@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from qjm.client.async_logger import AsyncLogger
 from qjm.client.logger_channel import ChannelMetrics
-from qjm.client.quorum_call import QuorumCall, majority_of
+from qjm.client.quorum_call import QuorumCall, call_all, majority_of
 from qjm.protocol import qjournal_pb2 as pb
 
 T = TypeVar("T")
@@ -50,7 +50,7 @@ class AsyncLoggerSet:
     def _call(
         self, operation: str, fn: Callable[[AsyncLogger], asyncio.Future[T]]
     ) -> QuorumCall[AsyncLogger, T]:
-        return QuorumCall(operation, {ch: fn(ch) for ch in self.channels})
+        return call_all(operation, self.channels, fn)
 
     async def wait_for_write_quorum(
         self, call: QuorumCall[AsyncLogger, T], wait_s: float

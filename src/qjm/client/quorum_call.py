@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Generic, TypeVar
 
+from qjm.client.decisions import majority_of
 from qjm.errors import QjmError
 from qjm.protocol.errors import EpochError
+
+__all__ = ["QuorumCall", "QuorumError", "QuorumTimeout", "call_all", "majority_of"]
 
 K = TypeVar("K")
 T = TypeVar("T")
@@ -36,11 +39,6 @@ class QuorumError(QjmError):
 
 class QuorumTimeout(QuorumError):
     """Not enough nodes answered before the deadline."""
-
-
-def majority_of(n: int) -> int:
-    """The smallest majority of n nodes."""
-    return n // 2 + 1
 
 
 def _short(key: object, e: BaseException) -> str:
@@ -175,3 +173,10 @@ class QuorumCall(Generic[K, T]):
                 self._error_map(),
             )
         return dict(self.successes)
+
+
+def call_all(
+    operation: str, nodes: Iterable[K], fn: Callable[[K], Awaitable[T]]
+) -> QuorumCall[K, T]:
+    """Send one call to every node; its answers arrive in the returned QuorumCall."""
+    return QuorumCall(operation, {node: fn(node) for node in nodes})

@@ -14,16 +14,19 @@ import time
 from collections.abc import Callable
 
 from qjm.client.async_logger import AsyncLogger
+from qjm.client.decisions import (
+    NothingToRecover,
+    RecoveryAnswer,
+    Segment,
+    next_epoch,
+    plan_recovery,
+)
 from qjm.client.journalnode_client import JournalNodeClient
 from qjm.client.logger_channel import IPCLoggerChannel, RpcClient
 from qjm.client.logger_set import AsyncLoggerSet
 from qjm.client.output_stream import DEFAULT_MAX_IN_FLIGHT, QuorumOutputStream
 from qjm.client.quorum_call import QuorumError
-from qjm.client.recovery_comparator import (
-    RecoveryInvariantError,
-    choose_recovery_source,
-    describe_response,
-)
+from qjm.client.recovery_comparator import describe_response
 from qjm.client.uri import QJournalUri, check_distinct_nodes, parse_qjournal_uri
 from qjm.config import QJournalSettings
 from qjm.editlog.framing import LAYOUT_VERSION
@@ -50,6 +53,23 @@ def _majority_namespace(
         if len(infos) >= majority:
             return infos[0]
     return None
+
+
+def _recovery_answer(resp: pb.PrepareRecoveryResponseProto) -> RecoveryAnswer:
+    """A prepare_recovery answer as the plain record the recovery decision takes."""
+    s = resp.segment_state
+    return RecoveryAnswer(
+        Segment(s.start_txid, s.end_txid, s.is_in_progress)
+        if resp.HasField("segment_state")
+        else None,
+        resp.last_writer_epoch,
+        resp.accepted_in_epoch if resp.HasField("accepted_in_epoch") else None,
+        resp.last_committed_txid if resp.HasField("last_committed_txid") else None,
+    )
+
+
+class FormatRefused(QjmError):
+    """Format was refused: a node is unreachable or already holds the journal."""
 
 
 class NotWriterError(QjmError):
@@ -102,8 +122,30 @@ class QuorumJournalManager:
 
     # -- administration ------------------------------------------------------------------
     async def format(self, ns_info: pb.NamespaceInfoProto, force: bool = False) -> None:
-        """Format the journal on every node; all nodes must succeed."""
-        await self.loggers.format(ns_info, force).wait_for_all(FORMAT_TIMEOUT_S)
+        """Format the journal on every node; all must answer, and without force none may
+        hold the journal already."""
+        asked = self.loggers.is_formatted()
+        try:
+            formatted = await asked.wait_for_all(FORMAT_TIMEOUT_S)
+        except QuorumError:
+            down = [
+                f"{ch} ({asked.errors.get(ch, 'no answer')})"
+                for ch in asked.keys
+                if ch not in asked.successes
+            ]
+            raise FormatRefused(
+                "format needs every JournalNode to answer; unreachable: " + "; ".join(down)
+            ) from None
+        held = [str(ch) for ch, yes in formatted.items() if yes]
+        if held and not force:
+            raise FormatRefused(
+                f"journal {self.uri.jid!r} is already formatted on {', '.join(held)}; "
+                "pass --force to wipe it"
+            )
+        try:
+            await self.loggers.format(ns_info, force).wait_for_all(FORMAT_TIMEOUT_S)
+        except QuorumError as e:
+            raise FormatRefused(f"format failed: {e}") from None
         self.ns_info = ns_info
 
     async def has_some_data(self) -> bool:
@@ -175,7 +217,7 @@ class QuorumJournalManager:
         heard = await call.wait_for_every_answer(DISTINCT_NODES_GRACE_S)
         ids = {c.address: heard[c].node_id for c in call.keys if c in heard}
         check_distinct_nodes(ids, self.uri)
-        my_epoch = max(st.last_promised_epoch for st in states.values()) + 1
+        my_epoch = next_epoch([st.last_promised_epoch for st in states.values()], len(call.keys))
         epoch_call = self.loggers.new_epoch(self.ns_info, my_epoch)
         answers = await self.loggers.wait_for_write_quorum(
             epoch_call, self._s(self.settings.new_epoch_timeout_ms)
@@ -209,36 +251,24 @@ class QuorumJournalManager:
             self.loggers.prepare_recovery(segment_txid),
             self._s(self.settings.prepare_recovery_timeout_ms),
         )
-        for ch, resp in prepared.items():
-            log.info("%s: prepare_recovery(%d): %s", ch, segment_txid, describe_response(resp))
-        chosen = choose_recovery_source(prepared.items())
-        if chosen is None:
+        answers = {ch: _recovery_answer(resp) for ch, resp in prepared.items()}
+        for ch, answer in answers.items():
+            log.info("%s: prepare_recovery(%d): %s", ch, segment_txid, describe_response(answer))
+        plan = plan_recovery(segment_txid, answers, len(self.loggers.channels))
+        if isinstance(plan, NothingToRecover):
             # None of a majority has it, so none of its txns was committed; by invariant 2
             # of the design a majority finalized the previous segment at segment_txid - 1.
-            log.info("%s: no responder has a segment at txid %d to recover", self, segment_txid)
-            return segment_txid - 1
-        source, best = chosen
-        state = best.segment_state
-        for ch, resp in prepared.items():
-            if resp.HasField("last_committed_txid") and resp.last_committed_txid > state.end_txid:
-                raise RecoveryInvariantError(
-                    f"recovery of segment {state.start_txid} chose {source} ending at txid "
-                    f"{state.end_txid}, but {ch} reports txid {resp.last_committed_txid} as "
-                    "committed; refusing to truncate below it"
-                )
-        if not state.is_in_progress:
-            how = "the finalized copy"
-        elif best.HasField("accepted_in_epoch"):
-            how = f"the recovery already accepted in epoch {best.accepted_in_epoch}"
-        else:
-            how = "the longest log of the newest writer"
+            log.info("%s: nothing to recover: %s", self, plan.reason)
+            return plan.last_txid
+        source = plan.source
+        state = prepared[source].segment_state  # the source's own copy, as the wire has it
         log.info(
             "%s: recovering segment %d-%d from %s (%s)",
             self,
             state.start_txid,
             state.end_txid,
             source,
-            how,
+            plan.reason,
         )
         url = await source.fetch_url(segment_txid)
         await self.loggers.wait_for_write_quorum(

@@ -11,27 +11,36 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import aiohttp
 
+from qjm.client.decisions import (
+    CachedEdits,
+    NodeManifest,
+    Segment,
+    current_writers,
+    durable_cached_run,
+    merge_manifests,
+)
 from qjm.client.edit_streams import ReadError, SegmentSource, read_segment
 from qjm.client.journalnode_client import JournalNodeClient
-from qjm.client.quorum_call import QuorumCall, QuorumError, majority_of
+from qjm.client.quorum_call import QuorumCall, QuorumError, call_all, majority_of
 from qjm.client.uri import QJournalUri
 from qjm.config import QJournalSettings, parse_address
 from qjm.editlog.framing import RawOp, iter_ops, read_header
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.qjournal import journal_id
+from qjm.protocol.urls import get_journal_url
 
 log = logging.getLogger("qjm.client.reader")
 MAX_TXNS_PER_RPC = 5000  # HDFS's dfs.ha.tail-edits.qjm.rpc.max-txns
 MANIFEST_RETRY_S = 0.5  # pause before asking for the manifest again
 MANIFEST_MIN_WAIT_S = 1.0  # the least time an attempt gives the nodes to answer
-K = TypeVar("K")
 T = TypeVar("T")
+__all__ = ["IncompleteReadError", "Manifest", "QuorumJournalReader", "current_writers"]
 
 
 @dataclass(frozen=True)
@@ -51,30 +60,24 @@ class IncompleteReadError(ReadError):
     """Committed txids that no majority of the answering JournalNodes holds."""
 
 
-class _EpochAnswer(Protocol):
-    last_writer_epoch: int
-    last_promised_epoch: int
+def _node_manifest(a: pb.GetEditLogManifestResponseProto) -> NodeManifest:
+    """A manifest answer as the plain record the merge decision takes."""
+    return NodeManifest(
+        tuple(Segment(s.start_txid, s.end_txid, s.is_in_progress) for s in a.manifest.logs),
+        a.manifest.committed_txid if a.manifest.HasField("committed_txid") else None,
+        a.last_writer_epoch,
+        a.last_promised_epoch,
+    )
 
 
-A = TypeVar("A", bound=_EpochAnswer)
-
-
-def current_writers(answers: Mapping[K, A]) -> set[K]:
-    """The nodes whose in-progress edits and committed txid a reader may use (D3).
-
-    Only nodes at the highest writer epoch among the answers, and only while that epoch
-    is also their promise: a node that a newer writer fenced, or that missed the newest
-    writer's segments, may hold a fenced writer's unacknowledged tail, and the committed
-    txid it learned from heartbeats validates only the newest writer's data.
-    """
-    if not answers:
-        return set()
-    top = max(a.last_writer_epoch for a in answers.values())
-    return {
-        k
-        for k, a in answers.items()
-        if a.last_writer_epoch == top and a.last_promised_epoch == a.last_writer_epoch
-    }
+def _cached_edits(a: pb.GetJournaledEditsResponseProto) -> CachedEdits:
+    """A getJournaledEdits answer as the plain record the read decision takes."""
+    return CachedEdits(
+        a.txn_count,
+        a.committed_txid if a.HasField("committed_txid") else None,
+        a.last_writer_epoch,
+        a.last_promised_epoch,
+    )
 
 
 class QuorumJournalReader:
@@ -151,54 +154,36 @@ class QuorumJournalReader:
             jid=journal_id(self.uri.jid), since_txid=since_txid, in_progress_ok=in_progress_ok
         )
         wait = self.settings.select_input_streams_timeout_ms / 1000 if wait_s is None else wait_s
-        call = QuorumCall(
-            "getEditLogManifest()",
-            {c: c.call("getEditLogManifest", req, wait) for c in self.clients},
+        call = call_all(
+            "getEditLogManifest()", self.clients, lambda c: c.call("getEditLogManifest", req, wait)
         )
         answers: dict[JournalNodeClient, pb.GetEditLogManifestResponseProto] = await self._ask_all(
             call, wait
         )
-        current = current_writers(answers)
-        committed_values = [
-            a.manifest.committed_txid
-            for c, a in answers.items()
-            if c in current and a.manifest.HasField("committed_txid")
-        ]
-        committed = max(committed_values) if committed_values else None
-        finalized: dict[int, dict[int, list[str]]] = {}
-        open_ends: dict[int, dict[JournalNodeClient, int]] = {}
-        for client, answer in answers.items():
-            base = self._base_url(client, answer.http_port)
-            for seg in answer.manifest.logs:
-                if seg.is_in_progress:
-                    if client in current:  # never a fenced writer's unacknowledged tail
-                        open_ends.setdefault(seg.start_txid, {})[client] = seg.end_txid
-                else:
-                    url = f"{base}/getJournal?jid={self.uri.jid}&segmentTxId={seg.start_txid}"
-                    finalized.setdefault(seg.start_txid, {}).setdefault(seg.end_txid, []).append(
-                        url
+        merged = merge_manifests(
+            {c: _node_manifest(a) for c, a in answers.items()}, len(self.clients)
+        )
+        for note in merged.notes:
+            log.warning("%s", note)
+        current, committed = merged.current, merged.committed_txid
+        segments = [
+            SegmentSource(
+                seg.start,
+                seg.end,
+                seg.in_progress,
+                tuple(
+                    get_journal_url(
+                        self._base_url(c, answers[c].http_port),
+                        self.uri.jid,
+                        seg.start,
+                        in_progress_ok=seg.in_progress,
                     )
-        segments: dict[int, SegmentSource] = {}
-        for start, by_end in finalized.items():
-            end, urls = self._agreed_end(start, by_end)
-            segments[start] = SegmentSource(start, end, False, tuple(urls))
-        for start, ends in open_ends.items():
-            if start in segments or len(ends) < self.majority:
-                continue  # finalized on some node (that copy wins), or not on a majority
-            # A txid is durable when a majority of all the journal's nodes holds it ...
-            durable = sorted(ends.values(), reverse=True)[self.majority - 1]
-            # ... and the writer reported it committed (nothing is before the first report).
-            durable = min(durable, committed) if committed is not None else start - 1
-            if durable < start:
-                continue
-            open_urls = tuple(
-                f"{self._base_url(c, answers[c].http_port)}/getJournal?jid={self.uri.jid}"
-                f"&segmentTxId={start}&inProgressOk=true"
-                for c, end in ends.items()
-                if end >= durable
+                    for c in seg.holders
+                ),
             )
-            segments[start] = SegmentSource(start, durable, True, open_urls)
-        chain = self._chain(sorted(segments.values(), key=lambda s: s.start), since_txid)
+            for seg in merged.segments
+        ]
+        chain = self._chain(segments, since_txid)
         manifest = Manifest(chain, committed, len(answers))
         # A committed txid above what the answers can return is missing, also when fewer
         # than a majority is at the writer's epoch (a node away, another stale, or a new
@@ -215,29 +200,6 @@ class QuorumJournalReader:
                     f"writer's epoch): {call.describe()}"
                 )
         return manifest
-
-    def _agreed_end(self, start: int, by_end: dict[int, list[str]]) -> tuple[int, list[str]]:
-        """The end of a finalized segment and the URLs of its copies; a majority decides.
-
-        Honest finalizes agree; a copy ending elsewhere was finalized by a deposed writer
-        past what it had acknowledged, so it is never read. Without a majority for one end
-        the read refuses to choose.
-        """
-        if len(by_end) == 1:
-            ((end, urls),) = by_end.items()
-            return end, urls
-        disagreement = "; ".join(f"{e} on {len(u)} node(s)" for e, u in sorted(by_end.items()))
-        agreed = [(end, urls) for end, urls in by_end.items() if len(urls) >= self.majority]
-        if not agreed:
-            raise ReadError(
-                f"JournalNodes disagree on where finalized segment {start} ends: {disagreement}"
-            )
-        log.warning(
-            "finalized segment %d: reading the copies a majority holds (%s)",
-            start,
-            disagreement,
-        )
-        return agreed[0]
 
     @staticmethod
     def _chain(segments: list[SegmentSource], since_txid: int) -> list[SegmentSource]:
@@ -320,9 +282,8 @@ class QuorumJournalReader:
             jid=journal_id(self.uri.jid), since_txid=since_txid, max_txns=max_txns, wait_ms=wait_ms
         )
         wait = self.settings.select_input_streams_timeout_ms / 1000 + wait_ms / 1000
-        call = QuorumCall(
-            "getJournaledEdits()",
-            {c: c.call("getJournaledEdits", req, wait) for c in self.clients},
+        call = call_all(
+            "getJournaledEdits()", self.clients, lambda c: c.call("getJournaledEdits", req, wait)
         )
         deadline = time.monotonic() + wait
         answers: dict[
@@ -386,24 +347,13 @@ class QuorumJournalReader:
         max_txns: int,
     ) -> tuple[int, pb.GetJournaledEditsResponseProto | None]:
         """How many cached ops from since_txid are durable, and a node to take them from."""
-        current = current_writers(answers)
-        counts = sorted((a.txn_count for c, a in answers.items() if c in current), reverse=True)
-        if len(counts) < self.majority:
-            return 0, None
-        count = min(counts[self.majority - 1], max_txns)
-        committed = max(
-            (
-                a.committed_txid
-                for c, a in answers.items()
-                if c in current and a.HasField("committed_txid")
-            ),
-            default=since_txid - 1,
+        count, key = durable_cached_run(
+            {c: _cached_edits(a) for c, a in answers.items()},
+            since_txid,
+            max_txns,
+            len(self.clients),
         )
-        count = min(count, committed - since_txid + 1)
-        if count <= 0:
-            return 0, None
-        source = next(a for c, a in answers.items() if c in current and a.txn_count >= count)
-        return count, source
+        return count, (None if key is None else answers[key])
 
     async def tail(
         self, from_txid: int, wait_ms: int = 1000, max_txns: int = MAX_TXNS_PER_RPC

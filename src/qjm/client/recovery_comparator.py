@@ -1,6 +1,7 @@
 """Choosing the source of a segment recovery among prepare_recovery answers (design 2.9).
 
-Pure functions over PrepareRecoveryResponse messages; no I/O. The rules, best first:
+Pure functions over plain records of the answers (RecoveryAnswer); no I/O, no wire
+messages. The rules, best first:
 
 1. a node that has no segment starting at the txid can never be the source;
 2. a finalized segment beats any in-progress one (a previous recovery was committed);
@@ -16,10 +17,10 @@ A finalized copy that an in-progress copy of a newer seen epoch contradicts is r
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TypeVar
 
 from qjm.errors import QjmError
-from qjm.protocol import qjournal_pb2 as pb
 
 K = TypeVar("K")
 
@@ -28,44 +29,55 @@ class RecoveryInvariantError(QjmError):
     """The answers contradict an invariant of the protocol; recovery must not go on."""
 
 
-def describe_response(resp: pb.PrepareRecoveryResponseProto) -> str:
+@dataclass(frozen=True)
+class Segment:
+    """One node's copy of a segment: its first and last txid, and whether it is open."""
+
+    start_txid: int
+    end_txid: int
+    in_progress: bool
+
+    def __str__(self) -> str:
+        kind = "in progress" if self.in_progress else "finalized"
+        return f"segment {self.start_txid}-{self.end_txid} ({kind})"
+
+
+@dataclass(frozen=True)
+class RecoveryAnswer:
+    """One node's prepare_recovery answer about one segment."""
+
+    segment: Segment | None
+    last_writer_epoch: int
+    accepted_in_epoch: int | None = None
+    last_committed_txid: int | None = None
+
+
+def describe_response(resp: RecoveryAnswer) -> str:
     """A one-line summary of a prepare_recovery answer, for logs and errors."""
-    if not resp.HasField("segment_state"):
-        seg = "no segment"
-    else:
-        s = resp.segment_state
-        kind = "in progress" if s.is_in_progress else "finalized"
-        seg = f"segment {s.start_txid}-{s.end_txid} ({kind})"
-    parts = [seg, f"last writer epoch {resp.last_writer_epoch}"]
-    if resp.HasField("accepted_in_epoch"):
+    parts = [str(resp.segment or "no segment"), f"last writer epoch {resp.last_writer_epoch}"]
+    if resp.accepted_in_epoch is not None:
         parts.append(f"accepted in epoch {resp.accepted_in_epoch}")
-    if resp.HasField("last_committed_txid"):
+    if resp.last_committed_txid is not None:
         parts.append(f"committed txid {resp.last_committed_txid}")
     return ", ".join(parts)
 
 
-def seen_epoch(resp: pb.PrepareRecoveryResponseProto) -> int:
+def seen_epoch(resp: RecoveryAnswer) -> int:
     """The newest epoch that wrote or decided this node's copy of the segment (rule 3)."""
-    accepted = resp.accepted_in_epoch if resp.HasField("accepted_in_epoch") else 0
-    return max(accepted, resp.last_writer_epoch)
+    return max(resp.accepted_in_epoch or 0, resp.last_writer_epoch)
 
 
-def compare_responses(
-    a: pb.PrepareRecoveryResponseProto, b: pb.PrepareRecoveryResponseProto
-) -> int:
+def compare_responses(a: RecoveryAnswer, b: RecoveryAnswer) -> int:
     """-1, 0 or 1 as a is a worse, equally good or better recovery source than b."""
-    a_has, b_has = a.HasField("segment_state"), b.HasField("segment_state")
-    if a_has != b_has:
-        return 1 if a_has else -1
-    if not a_has:
-        return 0
-    sa, sb = a.segment_state, b.segment_state
+    sa, sb = a.segment, b.segment
+    if sa is None or sb is None:
+        return (sa is not None) - (sb is not None)
     if sa.start_txid != sb.start_txid:
         raise ValueError(
             f"can only compare answers about one segment, got segments starting at "
             f"{sa.start_txid} and {sb.start_txid}"
         )
-    a_final, b_final = not sa.is_in_progress, not sb.is_in_progress
+    a_final, b_final = not sa.in_progress, not sb.in_progress
     if a_final != b_final:
         return 1 if a_final else -1
     if a_final:
@@ -81,34 +93,34 @@ def compare_responses(
 
 
 def choose_recovery_source(
-    responses: Iterable[tuple[K, pb.PrepareRecoveryResponseProto]],
-) -> tuple[K, pb.PrepareRecoveryResponseProto] | None:
+    responses: Iterable[tuple[K, RecoveryAnswer]],
+) -> tuple[K, RecoveryAnswer] | None:
     """The best answer (the first of equally good ones), or None when no node has the segment.
 
     Every pair of finalized answers is checked for equal length, not only the winner's.
     """
-    best: tuple[K, pb.PrepareRecoveryResponseProto] | None = None
+    best: tuple[K, RecoveryAnswer] | None = None
     finalized_end: int | None = None
-    answers: list[pb.PrepareRecoveryResponseProto] = []
+    answers: list[RecoveryAnswer] = []
     for key, resp in responses:
         answers.append(resp)
-        if resp.HasField("segment_state") and not resp.segment_state.is_in_progress:
-            end = resp.segment_state.end_txid
+        if resp.segment is not None and not resp.segment.in_progress:
+            end = resp.segment.end_txid
             if finalized_end is not None and end != finalized_end:
                 raise RecoveryInvariantError(
-                    f"two finalized copies of segment {resp.segment_state.start_txid} end at "
+                    f"two finalized copies of segment {resp.segment.start_txid} end at "
                     f"different txids ({finalized_end} and {end})"
                 )
             finalized_end = end
         if best is None or compare_responses(resp, best[1]) > 0:
             best = (key, resp)
-    if best is None or not best[1].HasField("segment_state"):
+    if best is None or best[1].segment is None:
         return None
     _check_finalized_against_newer(answers)
     return best
 
 
-def _check_finalized_against_newer(answers: list[pb.PrepareRecoveryResponseProto]) -> None:
+def _check_finalized_against_newer(answers: list[RecoveryAnswer]) -> None:
     """Refuse a finalized copy contradicted by a newer epoch's in-progress copy.
 
     A writer finalizes only at the txid a majority acknowledged, and a later recovery
@@ -126,20 +138,16 @@ def _check_finalized_against_newer(answers: list[pb.PrepareRecoveryResponseProto
     recovery chose and finalized, which is an honest state (Paxos: a later prepare quorum
     that saw no accepted value may choose another).
     """
-    finalized = [
-        a for a in answers if a.HasField("segment_state") and not a.segment_state.is_in_progress
-    ]
+    finalized = [a for a in answers if a.segment is not None and not a.segment.in_progress]
     for f in finalized:
+        assert f.segment is not None
         for a in answers:
-            if not a.HasField("segment_state") or not a.segment_state.is_in_progress:
+            if a.segment is None or not a.segment.in_progress:
                 continue
-            if (
-                seen_epoch(a) > seen_epoch(f)
-                and a.segment_state.end_txid != f.segment_state.end_txid
-            ):
+            if seen_epoch(a) > seen_epoch(f) and a.segment.end_txid != f.segment.end_txid:
                 raise RecoveryInvariantError(
-                    f"segment {f.segment_state.start_txid} is finalized at txid "
-                    f"{f.segment_state.end_txid} ({describe_response(f)}) but a newer epoch's "
-                    f"copy ends at {a.segment_state.end_txid} ({describe_response(a)}): "
+                    f"segment {f.segment.start_txid} is finalized at txid "
+                    f"{f.segment.end_txid} ({describe_response(f)}) but a newer epoch's "
+                    f"copy ends at {a.segment.end_txid} ({describe_response(a)}): "
                     "evidence of an unacknowledged finalize; refusing to recover from it"
                 )

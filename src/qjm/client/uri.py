@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 from qjm.config import JN_RPC_PORT, format_address, parse_address
 from qjm.errors import ConfigError
-from qjm.journalnode.storage import check_journal_id
 from qjm.protocol.errors import InvalidRequestError
+from qjm.protocol.identity import check_journal_id
 
 SCHEME = "qjournal://"
 

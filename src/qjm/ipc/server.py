@@ -50,6 +50,7 @@ def _bytes(view: memoryview) -> bytes:
 
 
 Handler = Callable[[Any, "CallContext"], Awaitable[Message]]
+Starter = Callable[[Any, "CallContext"], "asyncio.Future[Message]"]
 
 _Code = RpcResponseHeaderProto.RpcErrorCodeProto
 STATUS_ERROR = RpcResponseHeaderProto.ERROR
@@ -107,10 +108,17 @@ def _success_tail(client_id: bytes, retry: int) -> bytes:
 
 @dataclass(frozen=True)
 class Method:
-    """One RPC method: the request message type and the coroutine that answers it."""
+    """One RPC method: the request message type and the coroutine that answers it.
+
+    start, when given, is a cheaper way in to the same method: called at once as the call
+    arrives (no task), it returns the future of the response; it must behave as handler
+    does. The server calls it only when every earlier call on the connection has started,
+    so calls still start in arrival order.
+    """
 
     request_type: type[Message]
     handler: Handler
+    start: Starter | None = None
 
 
 @dataclass(slots=True)
@@ -152,6 +160,7 @@ class _Connection(asyncio.Protocol):
         self.success_tail = _success_tail(b"", 0)
         self.closing = False
         self.inflight = 0
+        self.unstarted = 0  # handler tasks created but not yet at their first step
         self.last_active = 0.0
         self.idle_timer: asyncio.TimerHandle | None = None
 
@@ -355,6 +364,20 @@ class _Connection(asyncio.Protocol):
             return
         ctx = CallContext(protocol, method_name, self.user, client_id, call_id, retry, self.peer)
         self.inflight += 1
+        starter = method.start
+        if starter is not None and not self.unstarted:
+            # Every earlier call has started: start this one now, without a task.
+            try:
+                fut = starter(request, ctx)
+            except Exception as exc:
+                self.inflight -= 1
+                class_name, message = server._map_error(exc, ctx)
+                self.error(call_id, client_id, retry, class_name, message, ERROR_APPLICATION)
+                return
+            server._tasks.add(fut)
+            fut.add_done_callback(lambda f: self._answer(f, ctx, call_id, client_id, retry))
+            return
+        self.unstarted += 1
         task = self.loop.create_task(
             self._run(method.handler, request, ctx, call_id, client_id, retry)
         )
@@ -459,6 +482,7 @@ class _Connection(asyncio.Protocol):
         client_id: bytes,
         retry: int,
     ) -> None:
+        self.unstarted -= 1
         try:
             try:
                 response = await handler(request, ctx)
@@ -466,22 +490,49 @@ class _Connection(asyncio.Protocol):
                 class_name, message = self.server._map_error(exc, ctx)
                 self.error(call_id, client_id, retry, class_name, message, ERROR_APPLICATION)
                 return
-            try:
-                body = response.SerializeToString()
-            except Exception as exc:
-                self.error(
-                    call_id,
-                    client_id,
-                    retry,
-                    RPC_SERVER_EXCEPTION,
-                    f"cannot serialize the {ctx.method} response: {exc}",
-                    ERROR_SERIALIZING_RESPONSE,
-                )
-                return
-            self.send_success(call_id, client_id, retry, body)
+            self._respond(response, ctx, call_id, client_id, retry)
         finally:
             self.inflight -= 1
             self.server._tasks.discard(asyncio.current_task())  # type: ignore[arg-type,unused-ignore]
+
+    def _answer(
+        self,
+        fut: asyncio.Future[Message],
+        ctx: CallContext,
+        call_id: int,
+        client_id: bytes,
+        retry: int,
+    ) -> None:
+        """Answer a call started without a task, once its future is done."""
+        self.inflight -= 1
+        self.server._tasks.discard(fut)
+        if fut.cancelled():  # as a cancelled handler task: no answer
+            return
+        exc = fut.exception()
+        if exc is None:
+            self._respond(fut.result(), ctx, call_id, client_id, retry)
+            return
+        if not isinstance(exc, Exception):  # the caller still gets an answer
+            exc = RuntimeError(f"{type(exc).__name__}: {exc}")
+        class_name, message = self.server._map_error(exc, ctx)
+        self.error(call_id, client_id, retry, class_name, message, ERROR_APPLICATION)
+
+    def _respond(
+        self, response: Message, ctx: CallContext, call_id: int, client_id: bytes, retry: int
+    ) -> None:
+        try:
+            body = response.SerializeToString()
+        except Exception as exc:
+            self.error(
+                call_id,
+                client_id,
+                retry,
+                RPC_SERVER_EXCEPTION,
+                f"cannot serialize the {ctx.method} response: {exc}",
+                ERROR_SERIALIZING_RESPONSE,
+            )
+            return
+        self.send_success(call_id, client_id, retry, body)
 
     # -- responses --------------------------------------------------------------------------
 
@@ -609,7 +660,7 @@ class IpcServer:
         self._server: asyncio.Server | None = None
         self._port = 0
         self._conns: set[_Connection] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Future[Any]] = set()  # handler tasks and started calls
         self._connections_total = 0
         self._refused = 0
         self._calls = 0

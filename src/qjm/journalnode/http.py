@@ -14,9 +14,9 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from qjm.errors import QjmError
-from qjm.journalnode.journal import RECOVERY_EPOCH_PARAM
-from qjm.journalnode.status import describe_segments, node_status_dict
 from qjm.protocol.errors import InvalidRequestError, JournalNotFormattedError
+from qjm.protocol.status import describe_segments, node_status_dict
+from qjm.protocol.urls import GET_JOURNAL_PATH, parse_get_journal_query
 
 if TYPE_CHECKING:
     from qjm.journalnode.node import JournalNode
@@ -26,16 +26,6 @@ log = logging.getLogger("qjm.journalnode.http")
 NODE_KEY = web.AppKey("node", object)
 
 
-def _int_param(request: web.Request, name: str) -> int:
-    raw = request.query.get(name)
-    if raw is None:
-        raise InvalidRequestError(f"missing query parameter {name}")
-    try:
-        return int(raw)
-    except ValueError:
-        raise InvalidRequestError(f"query parameter {name}={raw!r} is not a number") from None
-
-
 def _error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
 
@@ -43,18 +33,12 @@ def _error(status: int, message: str) -> web.Response:
 async def get_journal(request: web.Request) -> web.StreamResponse:
     """Stream a segment: finalized, or in progress when inProgressOk=true."""
     node: JournalNode = request.app[NODE_KEY]  # type: ignore[assignment]
-    jid = request.query.get("jid", "")
     try:
-        if not jid:
-            raise InvalidRequestError("missing query parameter jid")
-        txid = _int_param(request, "segmentTxId")
-        in_progress_ok = request.query.get("inProgressOk", "false").lower() == "true"
-        recovery_epoch = (
-            _int_param(request, RECOVERY_EPOCH_PARAM)
-            if RECOVERY_EPOCH_PARAM in request.query
-            else 0
+        q = parse_get_journal_query(request.query)
+        jid, txid, in_progress_ok = q.jid, q.segment_txid, q.in_progress_ok
+        found = await node.run(
+            jid, lambda j: j.segment_path(txid, in_progress_ok, q.recovery_epoch)
         )
-        found = await node.run(jid, lambda j: j.segment_path(txid, in_progress_ok, recovery_epoch))
     except InvalidRequestError as e:
         return _error(400, str(e))
     except JournalNotFormattedError as e:
@@ -155,7 +139,7 @@ def make_app(node: JournalNode) -> web.Application:
     """The aiohttp application of one JournalNode."""
     app = web.Application()
     app[NODE_KEY] = node
-    app.router.add_get("/getJournal", get_journal)
+    app.router.add_get(GET_JOURNAL_PATH, get_journal)
     app.router.add_get("/status", status_json)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/", status_page)

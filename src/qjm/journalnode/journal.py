@@ -11,33 +11,17 @@ import dataclasses
 import functools
 import logging
 import os
-import re
 import struct
 import time
-import urllib.parse
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from qjm.editlog.framing import (
-    EDITLOG_LENGTH_LAYOUT,
-    HEADER_LEN,
-    LAYOUT_VERSION,
-    MIN_OP_SIZE,
-    ScanResult,
-    iter_ops,
-    validate_batch,
-)
-from qjm.editlog.segments import (
-    SegmentFile,
-    SegmentWriter,
-    finalized_name,
-    fsync_dir,
-    inprogress_name,
-    scan_file,
-)
+from qjm.editlog.file_journal import FileJournal, SegmentInfo
+from qjm.editlog.framing import EDITLOG_LENGTH_LAYOUT, LAYOUT_VERSION, validate_batch
+from qjm.editlog.segments import SegmentFile
 from qjm.errors import EditLogError
 from qjm.journalnode.edits_cache import JournaledEditsCache
 from qjm.journalnode.health import disk_facts, journal_problems
@@ -59,15 +43,44 @@ from qjm.journalnode.storage import (
 )
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
+    AcceptedStateMismatchError,
+    AmnesiacNodeError,
+    AwaitingNewEpochError,
+    BadFinalizedSegmentError,
     CacheMissError,
-    EpochError,
+    CommittedTxidLossError,
+    CommittedTxidRegressionError,
+    EmptyFinalizeError,
+    EpochLimitError,
+    EpochNotNewerError,
+    FinalizedReplaceError,
+    FinalizeEndMismatchError,
+    FinalizeRefusedError,
     InvalidRequestError,
+    IpcSerialError,
     JournalNotFormattedError,
-    JournalOutOfSyncError,
+    MembershipMismatchError,
+    MissingEpochError,
     NamespaceMismatchError,
+    NewerAcceptError,
+    NoOpenSegmentError,
+    NoSuchSegmentError,
+    NotWriterEpochError,
+    PurgeRefusedError,
+    SegmentChangedError,
+    SegmentExistsError,
+    SegmentStartError,
     SegmentStateError,
+    StaleEpochError,
     StorageError,
+    StorageNotEmptyError,
+    TombstonedSegmentError,
+    TxidGapError,
+    UnpromisedEpochError,
+    WrongSegmentError,
 )
+from qjm.protocol.namespace import same_namespace
+from qjm.protocol.urls import with_recovery_epoch
 
 log = logging.getLogger("qjm.journalnode.journal")
 T = TypeVar("T")
@@ -77,12 +90,6 @@ DEFAULT_CACHE_BYTES = 1024 * 1024  # HDFS's dfs.journalnode.edit-cache-size.byte
 # one new_epoch must never use up the epochs every later writer needs (HDFS has no limit).
 MAX_EPOCH_STEP = 1_000_000
 MAX_EPOCH = 2**62
-# The query parameter with which accept_recovery fetches an in-progress segment that
-# readers may not see: the recovering writer's epoch, which must be the source's promise.
-RECOVERY_EPOCH_PARAM = "recoveryEpoch"
-DOWNLOAD_SUFFIX = ".download"  # accept_recovery's private download files in current/
-# A download accept_recovery staged under storage.sync_temp_file before persisting its paxos data.
-_STAGED = re.compile(r"edits_inprogress_(\d{19})\.epoch=(\d+)")
 
 
 @dataclass
@@ -123,26 +130,14 @@ class AcceptPlan:
     limits: FetchLimits | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class SegmentInfo:
-    """A segment as found on disk: its range and whether it is still open."""
-
-    start_txid: int
-    end_txid: int
-    is_in_progress: bool
-    byte_length: int = 0  # valid bytes of the file; 0 where not measured
-    # Why an in-progress file is corrupt (a bad op that valid ops follow); then end_txid is
-    # its last valid txid (start - 1 if none), not the end of the log it held.
-    corrupt: str | None = None
-
-    def to_proto(self) -> pb.SegmentStateProto:
-        """The wire message."""
-        return pb.SegmentStateProto(
-            start_txid=self.start_txid,
-            end_txid=self.end_txid,
-            is_in_progress=self.is_in_progress,
-            byte_length=self.byte_length,
-        )
+def _segment_proto(seg: SegmentInfo) -> pb.SegmentStateProto:
+    """A segment as the wire message."""
+    return pb.SegmentStateProto(
+        start_txid=seg.start_txid,
+        end_txid=seg.end_txid,
+        is_in_progress=seg.is_in_progress,
+        byte_length=seg.byte_length,
+    )
 
 
 def _describe(seg: pb.SegmentStateProto) -> str:
@@ -178,16 +173,12 @@ class Journal:
         self.committed_txid: int | None = None
         self.highest_written_txid = 0
         self.current_epoch_ipc_serial = -1
-        self._writer: SegmentWriter | None = None
-        self.cur_segment_txid: int | None = None
+        # The segment files; the open segment (cur_segment_txid) is the current writer's.
+        self.files = FileJournal(storage.current, jid, on_moved_aside=self._forget_moved_aside)
         self._next_txid = 0
         self._cur_layout = LAYOUT_VERSION
         self._committed_fd = -1
         self.cache = JournaledEditsCache(cache_bytes)
-        self._verified: dict[str, tuple[int, int]] = {}  # finalized name: (size, mtime) checked
-        # The newest in-progress file, if corrupt, and why (_scan_for_latest_edits): shown
-        # in status problems until a recovery replaces it.
-        self._corrupt_latest: tuple[Path, str] | None = None
         # Called on the journal thread after new edits or a new committed txid (long polls).
         self.on_progress: Callable[[], None] = lambda: None
         # Called on the journal thread when a segment is started or finalized above txids
@@ -199,6 +190,11 @@ class Journal:
         except BaseException:
             storage.unlock()
             raise
+
+    @property
+    def cur_segment_txid(self) -> int | None:
+        """The start txid of the segment open for the current writer, if any."""
+        return self.files.cur_segment_txid
 
     # -- lifecycle -----------------------------------------------------------------------
     def _load(self) -> None:
@@ -219,14 +215,13 @@ class Journal:
         self.amnesiac = self.storage.amnesiac()
         for txid in self.storage.paxos_txids():
             _read(self.storage.paxos_file(txid), functools.partial(self.storage.read_paxos, txid))
-        for stale in cur.glob(f"*{DOWNLOAD_SUFFIX}"):
-            stale.unlink()  # an accept_recovery download cut short by a stop or a crash
+        self.files.remove_stale_downloads()  # accept_recovery downloads cut short
         self._committed_fd = self.storage.open_committed_txid()
-        for seg in self.storage.segments():
+        for seg in self.files.segments():
             if seg.end is not None:
                 self._check_finalized(seg)
         self._roll_forward_half_done_accepts()
-        latest = self._scan_for_latest_edits()
+        latest = self.files.scan_for_latest_edits()
         if latest is not None:
             self.highest_written_txid = latest.end_txid
 
@@ -249,7 +244,7 @@ class Journal:
 
     def _check_ns(self, ns: NsInfo) -> None:
         mine = self._check_formatted()
-        if (ns.namespace_id, ns.cluster_id) != (mine.namespace_id, mine.cluster_id):
+        if not same_namespace(ns, mine):
             raise NamespaceMismatchError(
                 f"incompatible namespace for journal {self.jid!r}: the request has "
                 f"{ns.describe()}, this JournalNode is formatted for {mine.describe()}"
@@ -259,12 +254,12 @@ class Journal:
         """Validate epoch, serial and committed txid without changing anything."""
         self._check_formatted()
         if req.epoch <= 0:
-            raise InvalidRequestError(
+            raise MissingEpochError(
                 f"request for journal {self.jid!r} carries no epoch ({req.epoch}); a writer "
                 "must win new_epoch first"
             )
         if req.epoch < self.last_promised_epoch:
-            raise EpochError(
+            raise StaleEpochError(
                 f"IPC's epoch {req.epoch} is less than the last promised epoch "
                 f"{self.last_promised_epoch} (journal {self.jid!r}): a newer writer has "
                 "taken over"
@@ -273,7 +268,7 @@ class Journal:
             # HDFS raises the promise from any request; we raise it only in new_epoch, so
             # every writer passes new_epoch's checks (namespace, membership, a restored
             # node's marker) and the edits cache is cleared with every promise.
-            raise EpochError(
+            raise UnpromisedEpochError(
                 f"epoch {req.epoch} was never promised here (last promise "
                 f"{self.last_promised_epoch}, journal {self.jid!r}); call new_epoch first"
             )
@@ -281,7 +276,7 @@ class Journal:
             req.epoch == self.last_promised_epoch
             and req.ipc_serial <= self.current_epoch_ipc_serial
         ):
-            raise JournalOutOfSyncError(
+            raise IpcSerialError(
                 f"IPC serial {req.ipc_serial} in epoch {req.epoch} is not higher than the "
                 f"prior serial {self.current_epoch_ipc_serial} (journal {self.jid!r})"
             )
@@ -290,7 +285,7 @@ class Journal:
             and self.committed_txid is not None
             and req.committed_txid < self.committed_txid
         ):
-            raise InvalidRequestError(
+            raise CommittedTxidRegressionError(
                 f"client tried to move the committed txid backward from "
                 f"{self.committed_txid} to {req.committed_txid} (journal {self.jid!r})"
             )
@@ -298,7 +293,7 @@ class Journal:
     def _check_writer_call(self, req: pb.RequestInfoProto) -> None:
         """Refuse every writer call while the journal awaits a new_epoch, then check req."""
         if self.awaiting_new_epoch is not None and req.epoch > 0:
-            raise EpochError(
+            raise AwaitingNewEpochError(
                 f"journal {self.jid!r} {self.awaiting_new_epoch} and awaits a new writer's "
                 f"new_epoch (last promise {self.last_promised_epoch}): the writer of epoch "
                 f"{req.epoch} may not write or vote here until then"
@@ -343,7 +338,7 @@ class Journal:
 
     def _check_writer_epoch(self, req: pb.RequestInfoProto) -> None:
         if req.epoch != self.last_writer_epoch:
-            raise EpochError(
+            raise NotWriterEpochError(
                 f"IPC's epoch {req.epoch} is not the current writer epoch "
                 f"{self.last_writer_epoch} (journal {self.jid!r}): start a segment first"
             )
@@ -361,9 +356,9 @@ class Journal:
         writer = self.last_writer_epoch
         if self.awaiting_new_epoch is not None or writer <= 0 or writer != self.last_promised_epoch:
             return False
-        if start_txid == self.cur_segment_txid and self._writer is not None:
+        if start_txid == self.cur_segment_txid:
             return True
-        segments = segments if segments is not None else self.storage.segments()
+        segments = segments if segments is not None else self.files.segments()
         if any(
             s.start > start_txid or (s.start == start_txid and not s.in_progress) for s in segments
         ):
@@ -390,7 +385,7 @@ class Journal:
     def format(self, ns: NsInfo, force: bool, members: Sequence[str] = ()) -> None:
         """Format the storage for a namespace and membership; writers wait for new_epoch."""
         if self.storage.has_data() and not force:
-            raise StorageError(
+            raise StorageNotEmptyError(
                 f"can't format the storage directory {self.storage.current} because it is "
                 "not empty; pass --force to wipe it"
             )
@@ -404,6 +399,7 @@ class Journal:
         kept = max(self.last_promised_epoch, self._promise_on_disk())
         new_members = sorted(members) if members else None
         self.storage.format(ns, kept, new_members)
+        self.files.reset()
         self.cache.clear()
         self.ns_info = ns
         self.members = new_members
@@ -435,13 +431,13 @@ class Journal:
         self._check_ns(ns)
         self._check_members(members)
         if epoch <= self.last_promised_epoch:
-            raise EpochError(
+            raise EpochNotNewerError(
                 f"proposed epoch {epoch} <= last promise {self.last_promised_epoch} "
                 f"(journal {self.jid!r})"
             )
         limit = min(self.last_promised_epoch + MAX_EPOCH_STEP, MAX_EPOCH - 1)
         if epoch > limit:
-            raise InvalidRequestError(
+            raise EpochLimitError(
                 f"proposed epoch {epoch} is above the limit {limit} of journal {self.jid!r}: "
                 f"at most {MAX_EPOCH_STEP} above the last promise {self.last_promised_epoch} "
                 "and below 2**62, so that epochs never run out"
@@ -452,7 +448,7 @@ class Journal:
             self.awaiting_new_epoch = None
         self._abort_cur_segment()  # _set_promised_epoch cleared the old writer's cache
         self._roll_forward_half_done_accepts()
-        latest = self._scan_for_latest_edits()
+        latest = self.files.scan_for_latest_edits()
         log.info("journal %s: promised epoch %d; latest segment %s", self.jid, epoch, latest)
         return latest.start_txid if latest else None
 
@@ -461,7 +457,7 @@ class Journal:
         if not members or self.members is None:
             return  # an old writer or old storage: nothing to compare
         if sorted(members) != self.members:
-            raise NamespaceMismatchError(
+            raise MembershipMismatchError(
                 f"writer's URI names {sorted(members)} but journal {self.jid!r} was "
                 f"formatted for {self.members}"
             )
@@ -478,16 +474,16 @@ class Journal:
                 f"layout version {layout_version} is not supported (need "
                 f"{EDITLOG_LENGTH_LAYOUT} or newer, i.e. smaller)"
             )
-        existing = self._find_segment(txid)
+        existing = self.files.find_segment(txid)
         if existing is not None:
             if not existing.in_progress:
-                raise SegmentStateError(
+                raise SegmentExistsError(
                     f"already have a finalized segment {existing.path.name} beginning at "
                     f"txid {txid} (journal {self.jid!r})"
                 )
-            found = scan_file(existing.path)
+            found = self.files.scan(existing.path)
             if found.num_ops > 1:
-                raise SegmentStateError(
+                raise SegmentExistsError(
                     f"already have an in-progress segment {existing.path.name} beginning at "
                     f"txid {txid} which holds valid transactions up to {found.last_txid}; "
                     "refusing to overwrite it"
@@ -498,7 +494,7 @@ class Journal:
             # now rather than at its next interval.
             self.on_gap()
         self._apply_request(req)
-        if self._writer is not None:
+        if self.cur_segment_txid is not None:
             log.warning(
                 "journal %s: starting segment %d while segment %s is open; aborting it",
                 self.jid,
@@ -510,9 +506,7 @@ class Journal:
             self.storage.write_long(LAST_WRITER_EPOCH, req.epoch)
             self.last_writer_epoch = req.epoch
         self.storage.purge_paxos(txid)
-        path = self.storage.current / inprogress_name(txid)
-        self._writer = self._io(lambda: SegmentWriter.create(path, layout_version), path)
-        self.cur_segment_txid = txid
+        self.files.open_segment(txid, layout_version)
         self._next_txid = txid
         self._cur_layout = layout_version
         if self.amnesiac is not None:
@@ -527,27 +521,20 @@ class Journal:
         """True when the finalized segments here leave a hole before txid."""
         if txid > self.highest_written_txid + 1:
             return True
-        expected: int | None = None
-        for seg in self.storage.segments():
-            if seg.end is None or seg.start >= txid:
-                continue
-            if expected is not None and seg.start > expected:
-                return True
-            expected = max(expected or 0, seg.end + 1)
-        return expected is not None and expected < txid
+        return self.files.finalized_gap_below(txid)
 
     def _check_segment_start(self, req: pb.RequestInfoProto, txid: int, restart: bool) -> None:
         """A new segment starts above every txid here and right after the writer's committed."""
         committed, written = self.committed_txid, self.highest_written_txid
         where = f"can't start a segment at txid {txid} in journal {self.jid!r}"
         if committed is not None and txid <= committed:
-            raise SegmentStateError(
+            raise SegmentStartError(
                 f"{where}: txid {txid} is not above the committed txid {committed}"
             )
         # Re-starting the newest in-progress segment that holds at most one txn is allowed,
         # as in HDFS (the writer may have crashed right after its first batch).
         if txid <= written and not (restart and written <= txid):
-            raise SegmentStateError(
+            raise SegmentStartError(
                 f"{where}: txid {txid} is not above the highest written txid {written}"
             )
         # Everything before a segment is acknowledged when the writer starts it, so the
@@ -559,7 +546,7 @@ class Journal:
         # back to back, so refusing would keep a node that missed one segment out for
         # good; the syncer fills the gap (start_log_segment wakes it).
         if req.HasField("committed_txid") and txid > req.committed_txid + 1:
-            raise SegmentStateError(
+            raise SegmentStartError(
                 f"{where}: the writer reports txid {req.committed_txid} committed, so its "
                 f"next segment starts at {req.committed_txid + 1}; txids would be skipped"
             )
@@ -575,17 +562,17 @@ class Journal:
         """Append a batch to the open segment and fsync it before returning."""
         self._check_writer_call(req)
         self._check_writer_epoch(req)
-        if self._writer is None or self.cur_segment_txid is None:
-            raise JournalOutOfSyncError(
+        if self.cur_segment_txid is None:
+            raise NoOpenSegmentError(
                 f"can't write txid {first_txid}: no segment is open on journal {self.jid!r}"
             )
         if segment_txid != self.cur_segment_txid:
-            raise JournalOutOfSyncError(
+            raise WrongSegmentError(
                 f"writer out of sync: it writes segment {segment_txid} but the open segment "
                 f"is {self.cur_segment_txid} (journal {self.jid!r})"
             )
         if first_txid != self._next_txid:
-            raise JournalOutOfSyncError(
+            raise TxidGapError(
                 f"can't write txid {first_txid}: expecting next txid {self._next_txid} "
                 f"(journal {self.jid!r}); gaps and reordering are refused"
             )
@@ -609,11 +596,11 @@ class Journal:
         self._apply_request(req, written_through=last_txid if num_txns else None)
         if not num_txns:
             return
-        writer = self._writer
+        path = self.files.open_path
         try:
-            writer.write(records)
+            self.files.append(records)
             started = time.perf_counter()
-            writer.sync()
+            self.files.sync()
             took = time.perf_counter() - started
             self.counters.observe_sync(took)
             if took > SLOW_SYNC_SECONDS:
@@ -622,7 +609,7 @@ class Journal:
             # The segment's tail is now unknown: stop writing it until the next segment.
             self._abort_cur_segment()
             raise StorageError(
-                f"writing txids {first_txid}-{last_txid} to {writer.path} failed: "
+                f"writing txids {first_txid}-{last_txid} to {path} failed: "
                 f"{e.strerror or e}; the segment is closed until the writer starts a new one"
             ) from None
         self.cache.store(records, first_txid, offsets, self._cur_layout)
@@ -650,18 +637,18 @@ class Journal:
         # HDFS allows end = start - 1 (an empty segment); an edits_6-5 then fails every
         # later recovery, so an empty segment is never finalized here.
         if end_txid < start_txid:
-            raise InvalidRequestError(
+            raise EmptyFinalizeError(
                 f"can't finalize segment {start_txid} of journal {self.jid!r}: its end "
                 f"{end_txid} is before its start {start_txid}"
             )
-        existing = self._find_segment(start_txid)
+        existing = self.files.find_segment(start_txid)
         if existing is None:
-            raise SegmentStateError(
+            raise NoSuchSegmentError(
                 f"no log file to finalize at transaction id {start_txid} (journal {self.jid!r})"
             )
         if not existing.in_progress:
             if existing.end != end_txid:
-                raise SegmentStateError(
+                raise FinalizeEndMismatchError(
                     f"trying to re-finalize already finalized segment {existing.path.name} "
                     f"with a different end txid {end_txid}"
                 )
@@ -669,38 +656,24 @@ class Journal:
             self._keep_paxos_of_finalized(start_txid, end_txid)
             return
         self._check_may_finalize(req, start_txid)
-        if self.cur_segment_txid == start_txid and self._writer is not None:
+        if self.cur_segment_txid == start_txid:
             if self._next_txid != end_txid + 1:
-                raise SegmentStateError(
+                raise FinalizeEndMismatchError(
                     f"trying to finalize in-progress segment {start_txid} to end at txid "
                     f"{end_txid} but only written up to txid {self._next_txid - 1}"
                 )
             self._apply_request(req)
-            writer = self._writer
-            self._writer = None
-            self.cur_segment_txid = None
-            valid_length = writer.position
-            self._io(writer.close, writer.path)
+            valid_length = self.files.close_open()
         else:
-            found = scan_file(existing.path)
+            found = self.files.scan(existing.path)
             if found.last_txid != end_txid:
-                raise SegmentStateError(
+                raise FinalizeEndMismatchError(
                     f"trying to finalize in-progress segment {start_txid} to end at txid "
                     f"{end_txid} but the disk only contains up to txid {found.last_txid}"
                 )
             self._apply_request(req)
             valid_length = found.valid_length
-        final = self.storage.current / finalized_name(start_txid, end_txid)
-
-        def cut_and_rename() -> None:
-            with open(existing.path, "r+b") as f:
-                if os.fstat(f.fileno()).st_size != valid_length:
-                    f.truncate(valid_length)
-                os.fsync(f.fileno())
-            os.replace(existing.path, final)
-            fsync_dir(final.parent)
-
-        self._io(cut_and_rename, existing.path)
+        self.files.finalize(existing, end_txid, valid_length)
         self._keep_paxos_of_finalized(start_txid, end_txid)
         log.info("journal %s: finalized segment %d-%d", self.jid, start_txid, end_txid)
         if self._misses_txids_below(start_txid):
@@ -729,7 +702,7 @@ class Journal:
             return
         if req.epoch == self.last_writer_epoch and self._is_current_writers(start_txid):
             return
-        raise SegmentStateError(
+        raise FinalizeRefusedError(
             f"can't finalize in-progress segment {start_txid} of journal {self.jid!r}: it was "
             f"neither written by the writer of epoch {req.epoch} (writer epoch here "
             f"{self.last_writer_epoch}, promise {self.last_promised_epoch}) nor accepted in a "
@@ -740,24 +713,15 @@ class Journal:
         """Delete finalized segments and paxos files wholly below a txid; return the count."""
         self._check_writer_call(req)
         if self.cur_segment_txid is not None and self.cur_segment_txid < min_txid_to_keep:
-            raise SegmentStateError(
+            raise PurgeRefusedError(
                 f"can't purge below txid {min_txid_to_keep}: the open segment starts at "
                 f"{self.cur_segment_txid}"
             )
         self._apply_request(req)
-        removed = 0
-        for seg in self.storage.segments():
-            stale_inprogress = seg.in_progress and seg.start < min_txid_to_keep
-            if (seg.end is not None and seg.end < min_txid_to_keep) or stale_inprogress:
-                if stale_inprogress and self._is_latest_inprogress(seg):
-                    continue  # it may still be recovered
-                seg.path.unlink()
-                removed += 1
+        removed = self.files.purge_older_than(min_txid_to_keep)
         for txid in self.storage.paxos_txids():
             if txid < min_txid_to_keep:
                 self.storage.purge_paxos(txid)
-        if removed:
-            fsync_dir(self.storage.current)
         log.info(
             "journal %s: purged %d segments below txid %d", self.jid, removed, min_txid_to_keep
         )
@@ -776,7 +740,7 @@ class Journal:
         where = f"can't discard the segments of journal {self.jid!r} from txid {start_txid}"
         if start_txid <= 0:
             raise InvalidRequestError(f"{where}: the txid must be positive")
-        if self._writer is not None and self.cur_segment_txid is not None:
+        if self.files.open_path is not None and self.cur_segment_txid is not None:
             raise SegmentStateError(
                 f"{where}: segment {self.cur_segment_txid} is open for the writer of epoch "
                 f"{self.last_writer_epoch}"
@@ -785,10 +749,9 @@ class Journal:
             raise SegmentStateError(
                 f"{where}: txids {start_txid}-{self.committed_txid} are committed"
             )
-        segments = self.storage.segments()
         doomed = []
-        for seg in segments:
-            end = seg.end if seg.end is not None else self._segment_end(seg)
+        for seg in self.files.segments():
+            end = seg.end if seg.end is not None else self.files.last_txid(seg)
             if seg.start < start_txid <= end:
                 raise SegmentStateError(
                     f"{where}: segment {seg.path.name} holds txids {seg.start}-{end}, "
@@ -796,24 +759,17 @@ class Journal:
                 )
             if seg.start >= start_txid:
                 doomed.append(seg)
-        for seg in doomed:
-            seg.path.unlink()
+        self.files.remove(doomed)
         for txid in self.storage.paxos_txids():
             if txid >= start_txid:
                 self.storage.purge_paxos(txid)
-        if doomed:
-            fsync_dir(self.storage.current)
         self.cache.clear()
-        latest = self._scan_for_latest_edits()
+        latest = self.files.scan_for_latest_edits()
         self.highest_written_txid = latest.end_txid if latest else 0
         log.info(
             "journal %s: discarded %d segments from txid %d", self.jid, len(doomed), start_txid
         )
         return len(doomed)
-
-    def _segment_end(self, seg: SegmentFile) -> int:
-        """The last valid txid of an in-progress segment (start - 1 when it holds none)."""
-        return scan_file(seg.path).last_txid or seg.start - 1
 
     def get_edit_log_manifest(
         self, since_txid: int, in_progress_ok: bool, *, all_in_progress: bool = False
@@ -821,21 +777,21 @@ class Journal:
         """The segments holding txids at or after since_txid; in-progress ones if visible."""
         self._check_formatted()
         out: list[SegmentInfo] = []
-        segments = self.storage.segments()
+        segments = self.files.segments()
         for seg in segments:
             if seg.end is not None:
                 if seg.end >= since_txid:
                     out.append(SegmentInfo(seg.start, seg.end, False))
             elif (
                 in_progress_ok
-                and self._is_latest_inprogress(seg, segments)
+                and self.files.is_latest_inprogress(seg, segments)
                 and not any(o.start == seg.start and o.end is not None for o in segments)
                 and (all_in_progress or self._is_current_writers(seg.start, segments))
             ):
                 if seg.start == self.cur_segment_txid:
                     end = self._next_txid - 1
                 else:
-                    end = scan_file(seg.path).last_txid or seg.start - 1
+                    end = self.files.scan(seg.path).last_txid or seg.start - 1
                 if end >= seg.start and end >= since_txid:
                     out.append(SegmentInfo(seg.start, end, True))
         return out
@@ -849,7 +805,7 @@ class Journal:
             # An amnesiac acceptor (it lost what it promised and accepted) must not vote:
             # "no segment" could hide txids it acknowledged, and with a lagging node it would
             # form a quorum that truncates them. HDFS has no such rule; it lets the node vote.
-            raise SegmentStateError(
+            raise AmnesiacNodeError(
                 f"journal {self.jid!r} {self.amnesiac}, so it may not answer "
                 f"prepare_recovery of segment {segment_txid} (its empty answer could hide "
                 "acknowledged txids) until a writer starts a segment on it; recover with "
@@ -860,20 +816,20 @@ class Journal:
         self._roll_forward_half_done_accepts()
         self._refuse_tombstoned(segment_txid)
         accepted = self.storage.read_paxos(segment_txid)
-        seg = self._segment_info(segment_txid)
+        seg = self.files.segment_info(segment_txid)
         resp = pb.PrepareRecoveryResponseProto(last_writer_epoch=self.last_writer_epoch)
         if accepted is not None and (seg is None or seg.is_in_progress):
             acc = accepted.segment_state
             if seg is None or seg.end_txid != acc.end_txid:
                 on_disk = f"ends at {seg.end_txid}" if seg else "is absent"
-                raise SegmentStateError(
+                raise AcceptedStateMismatchError(
                     f"journal {self.jid!r}: segment {segment_txid} on disk {on_disk}, but the "
                     f"accepted recovery is {_describe(acc)}"
                 )
             resp.accepted_in_epoch = accepted.accepted_in_epoch
             resp.segment_state.CopyFrom(acc)
         elif seg is not None:
-            resp.segment_state.CopyFrom(seg.to_proto())
+            resp.segment_state.CopyFrom(_segment_proto(seg))
             if accepted is not None and accepted.segment_state.end_txid == seg.end_txid:
                 # The epoch of the recovery that decided this finalized copy (see
                 # _keep_paxos_of_finalized): a seen epoch, like an in-progress copy's.
@@ -895,15 +851,11 @@ class Journal:
         txids, so answering "absent" could let a quorum truncate them. HDFS has no such
         file and would answer "absent".
         """
-        seg = self._find_segment(segment_txid)
-        if seg is not None and seg.end is not None:
-            return  # a good finalized copy is back (e.g. fetched by the syncer)
-        prefix = finalized_name(segment_txid, 0).rsplit("-", 1)[0]
-        dead = sorted(self.storage.current.glob(f"{prefix}-*.corrupt"))
-        if dead:
-            raise SegmentStateError(
+        dead = self.files.tombstone(segment_txid)
+        if dead is not None:
+            raise TombstonedSegmentError(
                 f"journal {self.jid!r}: finalized segment {segment_txid} was moved aside as "
-                f"{dead[-1].name} because it was bad, and no good copy is back; refusing to "
+                f"{dead.name} because it was bad, and no good copy is back; refusing to "
                 "answer prepare_recovery as if this node never had it (the syncer fetches "
                 "a good copy from a peer)"
             )
@@ -922,15 +874,14 @@ class Journal:
     ) -> AcceptPlan:
         """Check an accept_recovery and say what must be downloaded; changes nothing."""
         fetch, compare = self._check_accept(req, segment, from_url)
-        from_url = _for_recovery(from_url, req.epoch)
+        from_url = with_recovery_epoch(from_url, req.epoch)
         if not fetch:
             return AcceptPlan(segment.start_txid, segment.end_txid, from_url)
-        tmp = self.storage.sync_temp_file(segment.start_txid, req.epoch)
         return AcceptPlan(
             segment.start_txid,
             segment.end_txid,
             from_url,
-            download=tmp.with_name(f"{tmp.name}.{uuid.uuid4().hex[:12]}{DOWNLOAD_SUFFIX}"),
+            download=self.files.download_path(segment.start_txid, req.epoch, uuid.uuid4().hex[:12]),
             compare=compare,
             limits=FetchLimits(
                 size_cap(segment.start_txid, segment.end_txid, segment.byte_length),
@@ -947,16 +898,7 @@ class Journal:
                 self._fetch(plan.url, dest)
             else:
                 self.fetcher.fetch(plan.url, dest, plan.limits)
-            found = scan_file(dest)
-            if found.first_txid != plan.start or (found.last_txid or 0) < plan.end:
-                raise SegmentStateError(
-                    f"segment downloaded from {plan.url} holds txids {found.first_txid}-"
-                    f"{found.last_txid}, not {plan.start}-{plan.end}"
-                )
-            if found.last_txid != plan.end:
-                _truncate_after(dest, plan.end)
-            with open(dest, "rb+") as f:
-                os.fsync(f.fileno())
+            self.files.check_download(dest, plan.start, plan.end, plan.url)
         except OSError as e:
             dest.unlink(missing_ok=True)
             raise StorageError(f"downloading {plan.url} to {dest} failed: {e}") from None
@@ -975,12 +917,12 @@ class Journal:
             # a local segment that changed so that the plan no longer fits.
             fetch, _ = self._check_accept(req, segment, plan.url)
             if fetch != (synced is not None):
-                raise SegmentStateError(
+                raise SegmentChangedError(
                     f"segment {plan.start} of journal {self.jid!r} changed while "
                     f"{_describe(segment)} was downloaded from {plan.url}; retry the recovery"
                 )
             if synced is not None and not synced.exists():
-                raise SegmentStateError(
+                raise SegmentChangedError(
                     f"the download of {_describe(segment)} from {plan.url} to {synced} went "
                     f"away before it was installed (journal {self.jid!r} reformatted?); retry "
                     "the recovery"
@@ -994,8 +936,7 @@ class Journal:
         self.cache.clear()
         start = plan.start
         if synced is not None and plan.compare:
-            local = self.storage.current / inprogress_name(start)
-            if _same_log(synced, local):
+            if self.files.same_log(synced, start):
                 synced.unlink()
                 synced = None
             else:
@@ -1010,18 +951,15 @@ class Journal:
         if synced is not None:
             # Under the name a crash after the paxos write rolls forward
             # (_roll_forward_half_done_accepts).
-            staged = self.storage.sync_temp_file(start, req.epoch)
-            os.replace(synced, staged)
+            staged = self.files.stage(synced, start, req.epoch)
         self.faults.before_persist_paxos_data()
         self.storage.write_paxos(
             start, pb.PersistedRecoveryPaxosData(segment_state=segment, accepted_in_epoch=req.epoch)
         )
         self.faults.after_persist_paxos_data()
         if staged is not None:
-            target = self.storage.current / inprogress_name(start)
-            os.replace(staged, target)
-            fsync_dir(target.parent)
-            latest = self._scan_for_latest_edits()
+            self.files.install_staged(staged, start)
+            latest = self.files.scan_for_latest_edits()
             self.highest_written_txid = latest.end_txid if latest else 0
         log.info(
             "journal %s: accepted recovery of %s in epoch %d",
@@ -1043,13 +981,13 @@ class Journal:
             )
         old = self.storage.read_paxos(start)
         if old is not None and old.accepted_in_epoch > req.epoch:
-            raise EpochError(
+            raise NewerAcceptError(
                 f"segment {start} was already accepted in epoch {old.accepted_in_epoch}, "
                 f"newer than this request's epoch {req.epoch}"
             )
         # A corrupt copy of ours is "different": fetch the chosen one and replace it, so
         # that the recovery repairs this node (review finding 4).
-        current = self._segment_info(start, corrupt_ok=True)
+        current = self.files.segment_info(start, corrupt_ok=True)
         fetch = compare = False
         if current is None or current.end_txid != end or current.corrupt is not None:
             if current is not None:
@@ -1059,12 +997,12 @@ class Journal:
                     and current.start_txid <= committed <= current.end_txid
                     and not (start <= committed <= end)
                 ):
-                    raise SegmentStateError(
+                    raise CommittedTxidLossError(
                         f"can't replace segment {current.start_txid}-{current.end_txid} with "
                         f"{start}-{end}: that would discard committed txid {committed}"
                     )
                 if not current.is_in_progress:
-                    raise SegmentStateError(
+                    raise FinalizedReplaceError(
                         f"asked to replace finalized segment {current.start_txid}-"
                         f"{current.end_txid} with {_describe(segment)}"
                     )
@@ -1118,6 +1056,23 @@ class Journal:
         c.bytes_served_via_rpc += len(data)
         return resp
 
+    def poll_journaled_edits(
+        self, since_txid: int, max_txns: int
+    ) -> tuple[pb.GetJournaledEditsResponseProto, bool]:
+        """get_journaled_edits, and whether a long poll may answer with it before its deadline.
+
+        A waiting reader is answered early only with edits it may read: some txns, and a
+        committed txid at or past since_txid. Otherwise the poll waits for progress and
+        answers with whatever is there when its time is up.
+        """
+        resp = self.get_journaled_edits(since_txid, max_txns)
+        visible = (
+            resp.txn_count > 0
+            and resp.HasField("committed_txid")
+            and resp.committed_txid >= since_txid
+        )
+        return resp, visible
+
     # -- syncer ------------------------------------------------------------------------------
     def restore_version(self, ns: NsInfo, promised_epoch: int) -> bool:
         """Re-create a lost VERSION from a peer's namespace; False if already formatted."""
@@ -1145,7 +1100,7 @@ class Journal:
         """Finalized (start, end) ranges a peer has that this node lacks and may take."""
         self._check_formatted()
         bound = max(self.committed_txid or 0, peer_committed or 0)
-        local = [(s.start, s.end) for s in self.storage.segments() if s.end is not None]
+        local = [(s.start, s.end) for s in self.files.segments() if s.end is not None]
         out = []
         for start, end in peer_segments:
             overlaps = any(not (end < a or start > b) for a, b in local)
@@ -1156,13 +1111,9 @@ class Journal:
     def install_synced_segment(self, tmp: Path, start: int, end: int) -> bool:
         """Move a downloaded, checked segment into current/; False if no longer missing."""
         self._check_formatted()
-        for seg in self.storage.segments():
-            if seg.end is not None and not (end < seg.start or start > seg.end):
-                tmp.unlink(missing_ok=True)
-                return False
-        final = self.storage.current / finalized_name(start, end)
-        os.replace(tmp, final)
-        fsync_dir(final.parent)
+        final = self.files.install_finalized(tmp, start, end)
+        if final is None:
+            return False
         self.highest_written_txid = max(self.highest_written_txid, end)
         self.counters.segments_synced += 1
         self.counters.last_sync_timestamp = time.time()
@@ -1184,7 +1135,7 @@ class Journal:
         if self.cur_segment_txid is not None:
             st.current_segment_txid = self.cur_segment_txid
         facts = disk_facts(self.storage.current)
-        corrupt = self._corrupt_latest
+        corrupt = self.files.corrupt_latest
         if corrupt is not None and corrupt[0].exists():
             facts = dataclasses.replace(facts, corrupt=[corrupt[1]])
         st.problems.extend(journal_problems(st, facts))
@@ -1220,13 +1171,13 @@ class Journal:
         (_is_current_writers), and to a recovery only in the epoch this node promised last.
         """
         self._check_formatted()
-        seg = self._find_segment(segment_txid)
+        seg = self.files.find_segment(segment_txid)
         if seg is None:
             return None
         if not seg.in_progress:
             problem = self._check_finalized(seg)
             if problem is not None:
-                raise SegmentStateError(
+                raise BadFinalizedSegmentError(
                     f"finalized segment {seg.path.name} of journal {self.jid!r} is bad "
                     f"({problem}); moved aside, a peer's copy will replace it"
                 )
@@ -1240,185 +1191,32 @@ class Journal:
         )
         if not (for_recovery or self._is_current_writers(segment_txid)):
             return None
-        if seg.start == self.cur_segment_txid and self._writer is not None:
-            return seg.path, self._writer.position
-        found = scan_file(seg.path)
-        self._refuse_corrupt(seg, found)  # never serve the prefix as the log: readers switch
-        if found.num_ops == 0:
-            return None
-        return seg.path, found.valid_length
+        length = self.files.servable_length(seg)
+        return None if length is None else (seg.path, length)
 
     # -- internals ---------------------------------------------------------------------------
-    def _io(self, fn: Callable[[], T], path: Path) -> T:
-        try:
-            return fn()
-        except OSError as e:
-            raise StorageError(f"I/O error on {path}: {e.strerror or e}") from None
-
     def _abort_cur_segment(self) -> None:
-        if self._writer is not None:
-            self._writer.abort()
-            self._writer = None
-        self.cur_segment_txid = None
-
-    def _find_segment(self, start_txid: int) -> SegmentFile | None:
-        """The segment file starting at a txid; a finalized one wins over an in-progress one."""
-        for seg in self.storage.segments():
-            if seg.start == start_txid:
-                return seg
-        return None
-
-    def _is_latest_inprogress(
-        self, seg: SegmentFile, segments: list[SegmentFile] | None = None
-    ) -> bool:
-        """True unless a segment starting later supersedes this in-progress one."""
-        segments = segments if segments is not None else self.storage.segments()
-        return all(other.start <= seg.start for other in segments)
-
-    def _segment_info(self, start_txid: int, *, corrupt_ok: bool = False) -> SegmentInfo | None:
-        """The segment starting at a txid as recovery sees it; empty ones count as absent.
-
-        A corrupt in-progress file fails loudly, or with corrupt_ok is returned marked
-        corrupt (SegmentInfo.corrupt).
-        """
-        seg = self._find_segment(start_txid)
-        if seg is None:
-            return None
-        if seg.end is not None:
-            return SegmentInfo(seg.start, seg.end, False, seg.path.stat().st_size)
-        found = scan_file(seg.path)
-        if corrupt_ok and found.end == "corrupt":
-            return _corrupt_info(seg, found, self._corrupt_message(seg, found))
-        self._refuse_corrupt(seg, found)
-        if found.num_ops == 0:
-            self._move_aside_empty(seg, found)
-            return None
-        assert found.last_txid is not None
-        return SegmentInfo(seg.start, found.last_txid, True, found.valid_length)
-
-    def _scan_for_latest_edits(self) -> SegmentInfo | None:
-        """The newest segment holding txns; empty in-progress files are moved aside.
-
-        A corrupt newest in-progress file does not fail the journal (review finding 4): it
-        is reported by the start txid of its name, so new_epoch names it and the writer
-        recovers it, with end_txid its last valid txid; a warning and the status name it.
-        Only prepare_recovery and serving it fail (_refuse_corrupt). HDFS's scan resyncs
-        past the bad op and reports the txids after it as written; we deviate and count
-        only the valid prefix, since the txids past the damage cannot be served from here.
-        """
-        self._corrupt_latest = None
-        segments = self.storage.segments()
-        for seg in reversed(segments):
-            if seg.end is not None:
-                return SegmentInfo(seg.start, seg.end, False)
-            if any(o.start == seg.start and o.end is not None for o in segments):
-                continue  # a finalized copy (e.g. synced from a peer) supersedes this file
-            found = scan_file(seg.path)
-            if found.end == "corrupt":
-                why = self._corrupt_message(seg, found)
-                log.warning("%s; a recovery must replace it with the chosen copy", why)
-                self._corrupt_latest = (seg.path, why)
-                return _corrupt_info(seg, found, why)
-            if found.num_ops == 0:
-                self._move_aside_empty(seg, found)
-                continue
-            if found.problem:
-                log.warning("journal %s: %s: %s", self.jid, seg.path.name, found.problem)
-            assert found.last_txid is not None
-            return SegmentInfo(seg.start, found.last_txid, True)
-        return None
-
-    def _refuse_corrupt(self, seg: SegmentFile, found: ScanResult) -> None:
-        """Fail loudly on a bad op that valid ops follow: it is damage, not a torn tail.
-
-        Cutting there would make this node report a log shorter than what it acknowledged,
-        and recovery could choose that length (issue 8, A3); failing makes this node one
-        failed answer instead. HDFS resyncs past the bad op; see framing._valid_frame_after.
-        """
-        if found.end == "corrupt":
-            raise StorageError(f"{self._corrupt_message(seg, found)}; refusing to use it")
-
-    def _corrupt_message(self, seg: SegmentFile, found: ScanResult) -> str:
-        """Name the corrupt file, the txid and offset of the damage, and what is wrong."""
-        where = (
-            f"at txid {found.problem_txid}"
-            if found.problem_txid is not None
-            else f"after txid {found.last_txid}"
-        )
-        return (
-            f"journal {self.jid!r}: {seg.path} is corrupt {where} (offset "
-            f"{found.valid_length}) with valid ops after it, so it is not a torn tail: "
-            f"{found.problem}"
-        )
+        self.files.abort_open()
 
     def _check_finalized(self, seg: SegmentFile) -> str | None:
-        """None if a finalized segment holds exactly its named range; else move it aside."""
-        assert seg.end is not None
-        try:
-            st = seg.path.stat()
-        except FileNotFoundError:
-            return "it went away"
-        key = (st.st_size, st.st_mtime_ns)
-        if self._verified.get(seg.path.name) == key:
-            return None
-        need = HEADER_LEN + (seg.end - seg.start + 1) * MIN_OP_SIZE
-        problem: str | None = None
-        if st.st_size < need:
-            problem = f"{st.st_size} bytes, shorter than the {need} its txids need"
-        else:
-            found = scan_file(seg.path)
-            # A bad frame with valid ones after it is mid-file corruption, not a short file:
-            # that is left to the corruption scans (readers check every CRC and switch node).
-            short = found.end != "corrupt"
-            if short and (found.first_txid, found.last_txid, found.end) != (
-                seg.start,
-                seg.end,
-                "eof",
-            ):
-                problem = (
-                    f"it holds txids {found.first_txid}-{found.last_txid} and ends with "
-                    f"{found.problem or found.end}"
-                )
-        if problem is None:
-            self._verified[seg.path.name] = key
-            return None
-        self._verified.pop(seg.path.name, None)
-        aside = seg.path.with_name(seg.path.name + ".corrupt")
-        os.replace(seg.path, aside)
-        fsync_dir(seg.path.parent)
-        # Without its file, a kept decision (_keep_paxos_of_finalized) names a segment this
-        # node no longer holds: forget it, as if finalize had purged it (HDFS does).
+        """None if a finalized segment holds exactly its named range; else it is moved aside."""
+        return self.files.check_finalized(seg)
+
+    def _forget_moved_aside(self, seg: SegmentFile) -> None:
+        """Forget the kept decision of a finalized segment moved aside as bad.
+
+        Without its file, a kept decision (_keep_paxos_of_finalized) names a segment this
+        node no longer holds: forget it, as if finalize had purged it (HDFS does).
+        """
         accepted = self.storage.read_paxos(seg.start)
         if accepted is not None and accepted.segment_state.end_txid == seg.end:
             self.storage.purge_paxos(seg.start)
-        log.warning(
-            "journal %s: finalized segment %s is bad (%s); moved aside as %s, never served; "
-            "the syncer fetches it from a peer",
-            self.jid,
-            seg.path.name,
-            problem,
-            aside.name,
-        )
-        return problem
-
-    def _move_aside_empty(self, seg: SegmentFile, found: ScanResult) -> None:
-        if seg.start == self.cur_segment_txid:
-            return  # the open segment is empty until its first batch
-        aside = seg.path.with_name(seg.path.name + ".empty")
-        os.replace(seg.path, aside)
-        fsync_dir(seg.path.parent)
-        log.info(
-            "journal %s: moved aside %s, which holds no transactions (%s)",
-            self.jid,
-            seg.path.name,
-            found.end,
-        )
 
     def _roll_forward_half_done_accepts(self) -> None:
         """Finish each accept_recovery that persisted its paxos data but not its log.
 
         finish_accept_recovery persists the decision, then moves the download (staged
-        under storage.sync_temp_file) into place; a crash between the two leaves a node
+        under files.staged_path) into place; a crash between the two leaves a node
         that voted for a log it does not hold. HDFS completes it only in prepareRecovery
         of that segment, which is wrong: until then newEpoch reports an older newest
         segment than the one this node accepted, so a writer may skip recovering it, and
@@ -1429,33 +1227,13 @@ class Journal:
         or purged by a later start since) was never accepted and is deleted, and so is one
         a finalized segment superseded.
         """
-        cur = self.storage.current
-        changed = rolled = False
-        for tmp in sorted(cur.glob("edits_inprogress_*.epoch=*")):
-            m = _STAGED.fullmatch(tmp.name)
-            if m is None:
-                continue  # a download in flight (_load deletes those a stop cut short)
-            start, epoch = int(m[1]), int(m[2])
+
+        def accepted_in(start: int, epoch: int) -> bool:
             accepted = self.storage.read_paxos(start)
-            segments = self.storage.segments()
-            superseded = any(s.start == start and s.end is not None for s in segments)
-            changed = True
-            if accepted is None or accepted.accepted_in_epoch != epoch or superseded:
-                log.info(
-                    "journal %s: deleting %s: no accepted recovery names it, or a finalized "
-                    "segment superseded it",
-                    self.jid,
-                    tmp.name,
-                )
-                tmp.unlink()
-                continue
-            log.info("journal %s: rolling forward accepted recovery file %s", self.jid, tmp.name)
-            os.replace(tmp, cur / inprogress_name(start))
-            rolled = True
-        if changed:
-            fsync_dir(cur)
-        if rolled:
-            latest = self._scan_for_latest_edits()
+            return accepted is not None and accepted.accepted_in_epoch == epoch
+
+        if self.files.roll_forward_staged(accepted_in):
+            latest = self.files.scan_for_latest_edits()
             self.highest_written_txid = latest.end_txid if latest else 0
 
 
@@ -1476,39 +1254,3 @@ def _read(path: Path, read: Callable[[], T]) -> T:
         raise StorageError(f"cannot read {path}: {e.strerror or e}") from None
     except (ValueError, OverflowError) as e:
         raise StorageError(f"{path} is corrupt: {e}") from None
-
-
-def _corrupt_info(seg: SegmentFile, found: ScanResult, why: str) -> SegmentInfo:
-    """A corrupt in-progress file as a SegmentInfo: its name's start, its last valid txid."""
-    end = found.last_txid if found.last_txid is not None else seg.start - 1
-    return SegmentInfo(seg.start, end, True, found.valid_length, corrupt=why)
-
-
-def _for_recovery(url: str, epoch: int) -> str:
-    """The source URL with the recovering writer's epoch, which lets the source serve an
-    in-progress segment that readers may not see (see segment_path)."""
-    if not url:
-        return url
-    parts = urllib.parse.urlsplit(url)
-    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
-    query = [(k, v) for k, v in query if k != RECOVERY_EPOCH_PARAM]
-    query.append((RECOVERY_EPOCH_PARAM, str(epoch)))
-    return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
-
-
-def _same_log(synced: Path, local: Path) -> bool:
-    """True when a downloaded segment holds exactly the ops of the local file."""
-    found = scan_file(local)
-    with open(local, "rb") as f:
-        mine = f.read(found.valid_length)
-    return synced.read_bytes() == mine
-
-
-def _truncate_after(path: Path, end_txid: int) -> None:
-    """Cut a segment file right after the op with end_txid."""
-    data = path.read_bytes()
-    for op in iter_ops(data):
-        if op.txid == end_txid:
-            with open(path, "r+b") as f:
-                f.truncate(op.offset + op.size)
-            return

@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import queue
 import signal
 import socket
+import threading
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from aiohttp import web
 
@@ -22,10 +24,11 @@ from qjm.errors import QjmError
 from qjm.ipc import IpcServer
 from qjm.journalnode.journal import FaultInjector, Journal
 from qjm.journalnode.metrics import JournalNodeMetrics
-from qjm.journalnode.storage import JNStorage, check_journal_id, lock_file
+from qjm.journalnode.storage import JNStorage, lock_file
 from qjm.journalnode.syncer import JournalSyncer
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import JournalError, JournalNotFormattedError, StorageError
+from qjm.protocol.identity import check_journal_id
 
 log = logging.getLogger("qjm.journalnode")
 T = TypeVar("T")
@@ -75,10 +78,90 @@ class StartupError(QjmError):
     """The JournalNode cannot start: bad edits dir, busy port, locked storage."""
 
 
+_Work = tuple[Callable[[], object], "asyncio.Future[Any]"]
+
+
+class JournalThread:
+    """One journal's thread: runs work in submission order, answers on the event loop.
+
+    Leaner than a one-thread ThreadPoolExecutor behind run_in_executor: the work item is an
+    asyncio future (no concurrent future to chain), and the results that finish while the
+    loop has not yet taken the previous ones are handed over in one loop wakeup. A journal's
+    progress wakeups raised on this thread ride along with that handover.
+    """
+
+    def __init__(self, name: str, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self._queue: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._finished: list[tuple[asyncio.Future[Any], object, BaseException | None]] = []
+        self._progress: Callable[[], None] | None = None  # a notify to run with the handover
+        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable[[], T]) -> asyncio.Future[T]:
+        """Queue fn behind the work already queued; the future gets its result or error."""
+        fut: asyncio.Future[T] = self.loop.create_future()
+        self._queue.put((fn, fut))
+        return fut
+
+    def on_thread(self) -> bool:
+        """True when called from this journal's thread."""
+        return threading.current_thread() is self._thread
+
+    def progress(self, notify: Callable[[], None]) -> None:
+        """From this thread: run notify on the loop with the next handover of results."""
+        with self._lock:
+            self._progress = notify
+
+    def shutdown(self) -> None:
+        """Stop the thread after the work queued so far; waits for it."""
+        self._queue.put(None)
+        self._thread.join()
+
+    def _work(self) -> None:
+        get = self._queue.get
+        while True:
+            item = get()
+            if item is None:
+                return
+            fn, fut = item
+            if fut.cancelled():  # as an executor skips work cancelled before it started
+                continue
+            result: object = None
+            error: BaseException | None = None
+            try:
+                result = fn()
+            except BaseException as e:  # handed to the caller, as an executor does
+                error = e
+            with self._lock:
+                first = not self._finished
+                self._finished.append((fut, result, error))
+            if first:
+                try:
+                    self.loop.call_soon_threadsafe(self._hand_over)
+                except RuntimeError:  # the loop is closed: nobody waits any more
+                    return
+
+    def _hand_over(self) -> None:
+        with self._lock:
+            finished, self._finished = self._finished, []
+            notify, self._progress = self._progress, None
+        if notify is not None:
+            notify()
+        for fut, result, error in finished:
+            if fut.cancelled():
+                continue
+            if error is not None:
+                fut.set_exception(error)
+            else:
+                fut.set_result(result)
+
+
 @dataclass
 class _Open:
     journal: Journal
-    executor: ThreadPoolExecutor
+    executor: JournalThread
 
 
 def check_edits_dir(path: str | Path) -> Path:
@@ -231,11 +314,10 @@ class JournalNode:
                     f"(journalnode.max_journals = {self.settings.max_journals}); refusing to "
                     f"create journal {jid!r}"
                 )
-            executor = ThreadPoolExecutor(1, thread_name_prefix=f"journal-{jid}")
             loop = asyncio.get_running_loop()
+            executor = JournalThread(f"journal-{jid}", loop)
             try:
-                journal = await loop.run_in_executor(
-                    executor,
+                journal = await executor.submit(
                     lambda: Journal(
                         jid,
                         JNStorage(root),
@@ -244,13 +326,16 @@ class JournalNode:
                     ),
                 )
             except BaseException:
-                executor.shutdown(wait=False)
+                executor.shutdown()
                 raise
             self.metrics.attach(journal)
             progress = Progress()
 
-            def wake(progress: Progress = progress) -> None:
-                loop.call_soon_threadsafe(progress.notify)
+            def wake(progress: Progress = progress, executor: JournalThread = executor) -> None:
+                if executor.on_thread():  # answered with the call's result: no extra wakeup
+                    executor.progress(progress.notify)
+                else:
+                    loop.call_soon_threadsafe(progress.notify)
 
             journal.on_progress = wake
 
@@ -284,22 +369,52 @@ class JournalNode:
         one order (the IPC handlers of a pipelining writer) apply in that order. Calls that
         find the journal not open yet queue behind each other until it is.
         """
-        loop = asyncio.get_running_loop()
+        return await self.submit(jid, fn, create=create)
+
+    def submit(
+        self, jid: str, fn: Callable[[Journal], T], *, create: bool = False
+    ) -> asyncio.Future[T]:
+        """Queue fn(journal) on that journal's thread now; the future of its result.
+
+        Calls queue in the order submit (or run) was called, whether the journal is open
+        or still opening.
+        """
         opened = self._journals.get(jid)
         ahead = self._opening.get(jid)
         if opened is not None and ahead is None:
-            return await loop.run_in_executor(opened.executor, fn, opened.journal)
+            journal = opened.journal
+            return opened.executor.submit(lambda: fn(journal))
+        loop = asyncio.get_running_loop()
         mine: asyncio.Future[None] = loop.create_future()
-        self._opening[jid] = mine
+        self._opening[jid] = mine  # later calls queue behind this one from now on
+        task = loop.create_task(self._run_when_open(jid, fn, create, mine, ahead))
+        # Also when cancelled before its first step: the calls behind it must not hang.
+        task.add_done_callback(lambda _: self._let_next_go(jid, mine, ahead))
+        return task
+
+    def _let_next_go(
+        self, jid: str, mine: asyncio.Future[None], ahead: asyncio.Future[None] | None
+    ) -> None:
+        _release_after(mine, ahead)
+        if self._opening.get(jid) is mine:
+            del self._opening[jid]
+
+    async def _run_when_open(
+        self,
+        jid: str,
+        fn: Callable[[Journal], T],
+        create: bool,
+        mine: asyncio.Future[None],
+        ahead: asyncio.Future[None] | None,
+    ) -> T:
         try:
             if ahead is not None:
                 await asyncio.shield(ahead)
             opened = await self._get(jid, create)
-            work = loop.run_in_executor(opened.executor, fn, opened.journal)
+            journal = opened.journal
+            work = opened.executor.submit(lambda: fn(journal))
         finally:
-            _release_after(mine, ahead)
-            if self._opening.get(jid) is mine:
-                del self._opening[jid]
+            self._let_next_go(jid, mine, ahead)
         return await work
 
     async def accept_recovery(
@@ -346,8 +461,7 @@ class JournalNode:
         opened = self._journals.get(jid)
         if opened is None:
             opened = await self._get(jid, create=False)
-        loop = asyncio.get_running_loop()
-        work = loop.run_in_executor(opened.executor, opened.journal.status)
+        work = opened.executor.submit(opened.journal.status)
         try:
             return await asyncio.wait_for(asyncio.shield(work), STATUS_TIMEOUT_SECONDS)
         except TimeoutError:
@@ -474,15 +588,14 @@ class JournalNode:
         if self._http is not None:
             await self._http.cleanup()
             self._http = None
-        loop = asyncio.get_running_loop()
         for opened in list(self._journals.values()):
             opened.journal.fetcher.cancel_all()  # a download must not hold up the stop
         self._fetch_pool.shutdown(wait=False, cancel_futures=True)
         for opened in list(self._journals.values()):
             try:
-                await loop.run_in_executor(opened.executor, opened.journal.close)
+                await opened.executor.submit(opened.journal.close)
             finally:
-                opened.executor.shutdown(wait=True)
+                opened.executor.shutdown()
         self._journals.clear()
         if self._lock_fd >= 0:
             os.close(self._lock_fd)

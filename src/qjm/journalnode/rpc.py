@@ -76,6 +76,56 @@ def _checked(spec: MethodSpec, serve: Serve, node: JournalNode) -> Method:
     return Method(spec.request, handler)
 
 
+Work = tuple[str, Callable[[Journal], Message]]
+
+
+def _started(spec: MethodSpec, work_of: Callable[[Any], Work], node: JournalNode) -> Method:
+    """The IPC method for a call that is one piece of journal work, started without a task.
+
+    The same checks and error translation as _checked; the work is queued on the journal's
+    thread as the call arrives and the server answers when it is done.
+    """
+    name = spec.name
+
+    def guarded(fn: Callable[[Journal], Message], peer: str) -> Callable[[Journal], Message]:
+        def run(j: Journal) -> Message:
+            try:
+                return fn(j)
+            except JournalError:
+                raise
+            except QjmError as e:
+                raise JournalError(str(e)) from None
+            except Exception as e:
+                log.exception("internal error serving %s from %s", name, peer)
+                raise JournalError(
+                    f"internal error in JournalNode serving {name}: {type(e).__name__}: {e}"
+                ) from None
+
+        return run
+
+    def start(request: Message, ctx: CallContext) -> asyncio.Future[Message]:
+        if not request.IsInitialized():
+            missing = ", ".join(request.FindInitializationErrors())  # type: ignore[attr-defined]
+            raise InvalidRequestError(
+                f"malformed {spec.request.DESCRIPTOR.name} in {name} from {ctx.peer}: "
+                f"missing required fields: {missing}"
+            )
+        jid, fn = work_of(request)
+        held = node.inflight.take(request.ByteSize())
+        try:
+            fut = node.submit(jid, guarded(fn, ctx.peer))
+        except BaseException:
+            node.inflight.release(held)
+            raise
+        fut.add_done_callback(lambda _: node.inflight.release(held))
+        return fut
+
+    async def handler(request: Message, ctx: CallContext) -> Message:
+        return await start(request, ctx)
+
+    return Method(spec.request, handler, start)
+
+
 def _jid(msg: pb.JournalIdProto) -> str:
     return msg.identifier
 
@@ -136,20 +186,27 @@ class JournalNodeHandlers:
         await self.node.run(_jid(req.journal_id), lambda j: j.start_log_segment(req, txid, layout))
         return pb.StartLogSegmentResponseProto()
 
-    async def journal(self, request: pb.JournalRequestProto) -> Message:
+    @staticmethod
+    def journal(request: pb.JournalRequestProto) -> Work:
         """Append and sync a batch."""
         r = request
-        await self.node.run(
-            _jid(r.req.journal_id),
-            lambda j: j.journal(r.req, r.segment_txid, r.first_txid, r.num_txns, r.records),
-        )
-        return pb.JournalResponseProto()
 
-    async def heartbeat(self, request: pb.HeartbeatRequestProto) -> Message:
+        def work(j: Journal) -> Message:
+            j.journal(r.req, r.segment_txid, r.first_txid, r.num_txns, r.records)
+            return pb.JournalResponseProto()
+
+        return _jid(r.req.journal_id), work
+
+    @staticmethod
+    def heartbeat(request: pb.HeartbeatRequestProto) -> Work:
         """Check epoch and serial; record the committed txid."""
         req = request.req
-        await self.node.run(_jid(req.journal_id), lambda j: j.heartbeat(req))
-        return pb.HeartbeatResponseProto()
+
+        def work(j: Journal) -> Message:
+            j.heartbeat(req)
+            return pb.HeartbeatResponseProto()
+
+        return _jid(req.journal_id), work
 
     async def finalize_log_segment(self, request: pb.FinalizeLogSegmentRequestProto) -> Message:
         """Finalize a segment."""
@@ -214,12 +271,7 @@ class JournalNodeHandlers:
         progress = self.node.progress[jid]
         while True:
             woken = progress.current()
-            resp = journal.get_journaled_edits(request.since_txid, request.max_txns)
-            visible = (
-                resp.txn_count > 0
-                and resp.HasField("committed_txid")
-                and resp.committed_txid >= request.since_txid
-            )
+            resp, visible = journal.poll_journaled_edits(request.since_txid, request.max_txns)
             left = deadline - time.monotonic()
             if visible or left <= 0:
                 return resp
@@ -243,8 +295,6 @@ class JournalNodeHandlers:
             "getJournalState": self.get_journal_state,
             "newEpoch": self.new_epoch,
             "format": self.format,
-            "journal": self.journal,
-            "heartbeat": self.heartbeat,
             "startLogSegment": self.start_log_segment,
             "finalizeLogSegment": self.finalize_log_segment,
             "purgeLogs": self.purge_logs,
@@ -257,10 +307,19 @@ class JournalNodeHandlers:
             "getNodeStatus": self.get_node_status,
         }
 
+    def _work_table(self) -> dict[str, Callable[[Any], Work]]:
+        return {"journal": self.journal, "heartbeat": self.heartbeat}
+
     def methods(self, specs: Mapping[str, MethodSpec]) -> dict[str, Method]:
         """The IPC methods of one protocol's method table."""
         table = self._table()
-        return {name: _checked(spec, table[name], self.node) for name, spec in specs.items()}
+        works = self._work_table()
+        return {
+            name: _started(spec, works[name], self.node)
+            if name in works
+            else _checked(spec, table[name], self.node)
+            for name, spec in specs.items()
+        }
 
     def register(self, server: IpcServer) -> None:
         """Register the three protocols a JournalNode serves."""

@@ -21,6 +21,7 @@ from pathlib import Path
 from qjm.editlog.framing import HEADER_LEN, MAX_OP_SIZE, read_header
 from qjm.errors import EditLogError
 from qjm.protocol.errors import InvalidRequestError, StorageError
+from qjm.protocol.urls import JID_PARAM, SEGMENT_TXID_PARAM
 
 TRANSFER_TIMEOUT_SECONDS = 30.0  # HDFS's dfs.edit.log.transfer.timeout
 MAX_FALLBACK_BYTES = 1 << 30  # cap when the segment state carries no byte length
@@ -59,13 +60,13 @@ def check_segment_url(url: str, jid: str, segment_txid: int) -> urllib.parse.Spl
     if not parts.hostname:
         raise InvalidRequestError(f"refusing to fetch from {url!r}: the URL names no host")
     query = urllib.parse.parse_qs(parts.query)
-    got_jid = query.get("jid", [""])[-1]
+    got_jid = query.get(JID_PARAM, [""])[-1]
     if got_jid != jid:
         raise InvalidRequestError(
             f"refusing to fetch from {url!r}: it names journal {got_jid!r}, "
             f"but this is journal {jid!r}"
         )
-    got_txid = query.get("segmentTxId", [""])[-1]
+    got_txid = query.get(SEGMENT_TXID_PARAM, [""])[-1]
     if got_txid != str(segment_txid):
         raise InvalidRequestError(
             f"refusing to fetch from {url!r}: it names segment {got_txid!r}, "

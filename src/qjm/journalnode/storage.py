@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import re
 import shutil
 import struct
 import time
@@ -21,6 +20,7 @@ from pathlib import Path
 from qjm.editlog.segments import SegmentFile, fsync_dir, list_segments
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import InvalidRequestError, StorageError
+from qjm.protocol.identity import RESERVED_NAMES
 from qjm.protocol.namespace import layout_version, namespace_info
 
 LAST_PROMISED_EPOCH = "last-promised-epoch"
@@ -36,27 +36,7 @@ LOCK_FILE = "in_use.lock"
 SYNC_DIR = "edits.sync"
 CURRENT_DIR = "current"
 STORAGE_TYPE = "JOURNAL_NODE"
-_JID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-# Names the node or a journal's storage uses for itself: a journal called so would share
-# (or be) the node's lock file or a storage directory.
-RESERVED_NAMES = frozenset({LOCK_FILE, CURRENT_DIR, SYNC_DIR, "lost+found"})
-
-
-def check_journal_id(jid: str) -> str:
-    """Return jid if it is a valid journal id, else raise naming it."""
-    if not jid:
-        raise InvalidRequestError("request has no journal id")
-    if not _JID.match(jid):
-        raise InvalidRequestError(
-            f"invalid journal id {jid!r}: use 1-128 letters, digits, '_', '-' or '.', "
-            "not starting with '.' or '-'"
-        )
-    if jid in RESERVED_NAMES:
-        raise InvalidRequestError(
-            f"invalid journal id {jid!r}: it is a name the JournalNode's storage uses "
-            f"itself ({', '.join(sorted(RESERVED_NAMES))})"
-        )
-    return jid
+assert {LOCK_FILE, CURRENT_DIR, SYNC_DIR} <= RESERVED_NAMES  # journal ids may not be these
 
 
 class LockHeld(StorageError):

@@ -22,8 +22,10 @@ from qjm.errors import QjmError
 from qjm.journalnode.journal import Journal, download_segment
 from qjm.journalnode.storage import NsInfo, atomic_write
 from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.namespace import same_namespace
 from qjm.protocol.qjournal import STATUS_PROTOCOL
 from qjm.protocol.qjournal_client import QJournalClient
+from qjm.protocol.urls import get_journal_url
 
 if TYPE_CHECKING:
     from qjm.journalnode.node import JournalNode
@@ -119,10 +121,7 @@ class JournalSyncer:
         finalized = [(s.start_txid, s.end_txid) for s in peer.segments if not s.is_in_progress]
         committed = peer.committed_txid if peer.HasField("committed_txid") else None
         mine: Journal = await self.node.journal(jid)
-        if mine.ns_info is not None and (mine.ns_info.namespace_id, mine.ns_info.cluster_id) != (
-            ns.namespace_id,
-            ns.cluster_id,
-        ):
+        if mine.ns_info is not None and not same_namespace(mine.ns_info, ns):
             log.warning(
                 "journal %s: peer %s is formatted for %s, this node for %s; not syncing",
                 jid,
@@ -221,7 +220,7 @@ class JournalSyncer:
         staging = journal.storage.sync_dir
         staging.mkdir(parents=True, exist_ok=True)
         tmp = staging / finalized_name(start, end)
-        url = f"{base_url}/getJournal?jid={journal.jid}&segmentTxId={start}"
+        url = get_journal_url(base_url, journal.jid, start)
         download_segment(url, tmp)
         found = scan_file(tmp)
         if (found.first_txid, found.last_txid, found.end) != (start, end, "eof"):

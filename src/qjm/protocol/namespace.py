@@ -1,11 +1,15 @@
 """Namespace identity on the wire: one home for building, reading and comparing it.
 
 HDFS sends a namespace as NamespaceInfoProto holding a StorageInfoProto; the identity a
-journal is formatted for is the namespace id and cluster id. Layout versions are negative
+journal is formatted for is the namespace id and cluster id, compared here and nowhere
+else (the wire message, a node's NsInfo record and the syncer's peer all use
+same_namespace). Layout versions are negative
 in HDFS and travel as 32-bit two's complement in a uint32.
 """
 
 from __future__ import annotations
+
+from typing import Protocol
 
 from qjm import __version__
 from qjm.protocol import qjournal_pb2 as pb
@@ -45,13 +49,26 @@ def namespace_info(
     )
 
 
-def namespace_identity(ns: pb.NamespaceInfoProto) -> tuple[int, str]:
-    """What makes two namespace infos the same namespace: (namespace id, cluster id)."""
-    return (ns.storage_info.namespace_id, ns.storage_info.cluster_id)
+class Namespace(Protocol):
+    """Anything naming a namespace by its ids: StorageInfoProto, a node's NsInfo record."""
+
+    @property
+    def namespace_id(self) -> int: ...
+
+    @property
+    def cluster_id(self) -> str: ...
 
 
-def same_namespace(a: pb.NamespaceInfoProto, b: pb.NamespaceInfoProto) -> bool:
-    """Whether two namespace infos name the same namespace."""
+def namespace_identity(ns: pb.NamespaceInfoProto | Namespace) -> tuple[int, str]:
+    """What makes two namespaces the same namespace: (namespace id, cluster id)."""
+    ids: Namespace = ns.storage_info if isinstance(ns, pb.NamespaceInfoProto) else ns
+    return (ids.namespace_id, ids.cluster_id)
+
+
+def same_namespace(
+    a: pb.NamespaceInfoProto | Namespace, b: pb.NamespaceInfoProto | Namespace
+) -> bool:
+    """Whether a and b name the same namespace (HDFS's NamespaceInfo check)."""
     return namespace_identity(a) == namespace_identity(b)
 
 

@@ -34,13 +34,14 @@ from qjm.config import JournalNodeSettings
 from qjm.editlog.framing import iter_ops, read_header
 from qjm.editlog.segments import list_segments
 from qjm.ipc import CallContext, Method, RemoteError
-from qjm.journalnode.journal import RECOVERY_EPOCH_PARAM, FaultInjector, Journal
+from qjm.journalnode.journal import FaultInjector, Journal
 from qjm.journalnode.node import JournalNode
 from qjm.journalnode.rpc import JournalNodeHandlers
 from qjm.journalnode.segment_fetch import FetchError, FetchLimits
 from qjm.protocol.errors import JournalNodeUnavailable
 from qjm.protocol.qjournal import PROTOCOLS, QJOURNAL_PROTOCOL, MethodSpec
 from qjm.protocol.qjournal_client import translate_remote_error
+from qjm.protocol.urls import parse_get_journal_query
 
 __all__ = [
     "Action",
@@ -242,6 +243,7 @@ class InMemoryClient:
         self.faults = cluster.faults[slot.index]
         self.client_id = random.randbytes(16)
         self._queue: deque[_Queued] = deque()  # calls held back, in call order
+        self._unstarted = 0  # handler tasks created and not yet running (as the IPC server)
         self._closed = False
 
     def __str__(self) -> str:
@@ -339,20 +341,52 @@ class InMemoryClient:
         request = handler.request_type.FromString(q.body)
         address = self.address
 
-        async def serve() -> None:
+        def fail(exc: BaseException) -> None:
+            # As the IPC server sends it and the IPC client raises it.
+            java = getattr(exc, "java_class", None)
+            name = java if isinstance(java, str) and java else IO_EXCEPTION
+            remote = RemoteError(name, str(exc) or type(exc).__name__, peer=address)
+            if not q.answer.done():
+                q.answer.set_exception(translate_remote_error(address, remote))
+
+        def answer(response: Message) -> None:
             try:
-                response = await handler.handler(request, ctx)
                 raw = response.SerializeToString()
             except Exception as exc:
-                # As the IPC server sends it and the IPC client raises it.
-                java = getattr(exc, "java_class", None)
-                name = java if isinstance(java, str) and java else IO_EXCEPTION
-                remote = RemoteError(name, str(exc) or type(exc).__name__, peer=address)
-                if not q.answer.done():
-                    q.answer.set_exception(translate_remote_error(address, remote))
+                fail(exc)
                 return
             if not q.answer.done():
                 q.answer.set_result(raw)
+
+        if handler.start is not None and self._unstarted == 0:
+            # Started at once, without a task, as the IPC server starts it.
+            try:
+                fut = handler.start(request, ctx)
+            except Exception as exc:
+                fail(exc)
+                return
+
+            def landed(f: asyncio.Future[Message]) -> None:
+                if f.cancelled():
+                    fail(JournalNodeUnavailable(f"{address}: {q.method} was cancelled"))
+                elif (exc := f.exception()) is not None:
+                    fail(exc)
+                else:
+                    answer(f.result())
+
+            fut.add_done_callback(landed)
+            return
+
+        self._unstarted += 1
+
+        async def serve() -> None:
+            self._unstarted -= 1
+            try:
+                response = await handler.handler(request, ctx)
+            except Exception as exc:
+                fail(exc)
+                return
+            answer(response)
 
         task = asyncio.get_running_loop().create_task(serve(), name=f"in-memory-{q.method}")
         self.cluster._tasks.add(task)
@@ -529,11 +563,9 @@ class InMemoryCluster:
         slot = next((s for s in self.slots if s.http_host == host), None)
         if slot is None or slot.node is None:
             raise FetchError(f"cannot fetch {url}: no JournalNode answers at {host}")
-        query = urllib.parse.parse_qs(parts.query)
-        jid = query.get("jid", [""])[-1]
-        txid = int(query.get("segmentTxId", ["0"])[-1])
-        in_progress_ok = query.get("inProgressOk", ["false"])[-1].lower() == "true"
-        epoch = int(query.get(RECOVERY_EPOCH_PARAM, ["0"])[-1])
+        asked = parse_get_journal_query(dict(urllib.parse.parse_qsl(parts.query)))
+        jid, txid = asked.jid, asked.segment_txid
+        in_progress_ok, epoch = asked.in_progress_ok, asked.recovery_epoch
         verdict = self.faults[slot.index].decide(FETCH_METHOD, url)
         if verdict is not None:
             raise FetchError(f"cannot fetch {url}: injected failure")
