@@ -135,7 +135,8 @@ async def write_ops(
         took = time.perf_counter() - started
         # Let the nodes outside the last quorum finish too (not required for safety).
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(qjm.loggers.wait_idle(), 5.0)
+            async with asyncio.timeout(5.0):
+                await qjm.loggers.wait_idle()
         rate = count / took if took > 0 else 0.0
         state = f"finalized segment {first}-{acked}" if finalize else f"segment {first} open"
         print(
@@ -155,7 +156,8 @@ async def recover_journal(uri: QJournalUri, settings: QJournalSettings) -> tuple
         last = await qjm.recover_unfinalized_segments()
         # Give the nodes outside the quorum a moment to finish too (not required).
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(qjm.loggers.wait_idle(), 5.0)
+            async with asyncio.timeout(5.0):
+                await qjm.loggers.wait_idle()
         return qjm.epoch or 0, last
     finally:
         await qjm.close()
@@ -277,7 +279,8 @@ async def write_concurrently(
             printer.line(str(acked))  # the last line says how far the journal goes
         out.flush()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(qjm.loggers.wait_idle(), 5.0)
+            async with asyncio.timeout(5.0):
+                await qjm.loggers.wait_idle()
         return ConcurrentResult(
             records=len(latencies),
             seconds=took,

@@ -463,7 +463,8 @@ class JournalNode:
             opened = await self._get(jid, create=False)
         work = opened.executor.submit(opened.journal.status)
         try:
-            return await asyncio.wait_for(asyncio.shield(work), STATUS_TIMEOUT_SECONDS)
+            async with asyncio.timeout(STATUS_TIMEOUT_SECONDS):
+                return await asyncio.shield(work)
         except TimeoutError:
             work.add_done_callback(lambda f: f.cancelled() or f.exception())
             return opened.journal.status_snapshot(

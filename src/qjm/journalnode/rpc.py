@@ -276,7 +276,8 @@ class JournalNodeHandlers:
             if visible or left <= 0:
                 return resp
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(woken.wait(), left)
+                async with asyncio.timeout(left):
+                    await woken.wait()
 
     # -- status protocol ---------------------------------------------------------------------
     async def get_journal_status(self, request: pb.GetJournalStatusRequestProto) -> Message:

@@ -71,7 +71,8 @@ class JournalSyncer:
             wait = self.last_round + MIN_WOKEN_INTERVAL - time.time()
             if wait > 0:
                 try:
-                    await asyncio.wait_for(stop.wait(), wait)
+                    async with asyncio.timeout(wait):
+                        await stop.wait()
                     return True
                 except TimeoutError:
                     pass
