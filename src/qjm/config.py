@@ -67,7 +67,7 @@ class JournalNodeSettings:
     edit_cache_size_bytes: int = 1_048_576
     # Resource limits; HDFS has no journal count limit, the others follow its settings.
     max_journals: int = 100  # journals one node holds (formats and peers' clones refused beyond)
-    ipc_maximum_data_length: int = 67_108_864  # largest RPC message (HDFS ipc.maximum.data.length)
+    ipc_maximum_data_length: int = 134_217_728  # largest RPC frame (HDFS ipc.maximum.data.length)
     max_inflight_request_bytes: int = 268_435_456  # RPC payload bytes queued at once, all journals
     # Idle and half-sent HTTP connections close after this (hadoop.http.idle_timeout.ms).
     http_idle_timeout_ms: int = 60_000
