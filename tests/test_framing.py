@@ -199,6 +199,25 @@ def test_validate_batch() -> None:
         validate_batch(gap, 10, 2)
 
 
+def test_validate_batch_refuses_every_changed_byte() -> None:
+    # Each byte of a frame is covered by its length, txid or checksum check.
+    batch = b"".join(encode_op(OP_OPAQUE, t, bytes([t]) * (t - 9)) for t in range(10, 13))
+    offsets = validate_batch(batch, 10, 3)
+    assert offsets == [0, 18, 37]
+    assert validate_batch(memoryview(batch), 10, 3) == offsets
+    assert validate_batch(bytearray(batch), 10, 3) == offsets
+    for i in range(len(batch)):
+        bad = bytearray(batch)
+        bad[i] ^= 0x01
+        with pytest.raises(EditLogError):
+            validate_batch(bytes(bad), 10, 3)
+    with pytest.raises(EditLogError, match="impossible length"):
+        validate_batch(struct.pack(">Biq", OP_OPAQUE, 11, 10) + bytes(8), 10, 1)
+    assert validate_batch(b"", 10, 0) == []
+    with pytest.raises(EditLogError, match="more bytes after them"):
+        validate_batch(batch, 10, 0)
+
+
 def test_segment_names_round_trip(tmp_path: Path) -> None:
     assert inprogress_name(5) == "edits_inprogress_0000000000000000005"
     assert finalized_name(1, 121) == "edits_0000000000000000001-0000000000000000121"

@@ -10,18 +10,18 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import deque
-from dataclasses import dataclass
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from qjm.editlog.framing import header
 from qjm.protocol.errors import CacheMissError
 
 
-@dataclass(frozen=True, slots=True)
-class _Batch:
+class _Batch(NamedTuple):  # a tuple: built once per journal() call, so kept cheap
     first: int
     last: int
     data: bytes
-    offsets: tuple[int, ...]  # where each op starts in data
+    offsets: Sequence[int]  # where each op starts in data
 
 
 class JournaledEditsCache:
@@ -58,8 +58,11 @@ class JournaledEditsCache:
         self._size = 0
         self._layout = layout
 
-    def store(self, records: bytes, first_txid: int, offsets: list[int], layout: int) -> None:
-        """Add a synced batch of len(offsets) ops starting at first_txid."""
+    def store(self, records: bytes, first_txid: int, offsets: Sequence[int], layout: int) -> None:
+        """Add a synced batch of len(offsets) ops starting at first_txid.
+
+        The cache keeps records and offsets as they are: the caller must not change them.
+        """
         if not self.enabled or not offsets:
             return
         last = first_txid + len(offsets) - 1
@@ -74,7 +77,7 @@ class JournaledEditsCache:
                 old = self._batches.popleft()
                 self._firsts.popleft()
                 self._size -= len(old.data)
-            self._batches.append(_Batch(first_txid, last, records, tuple(offsets)))
+            self._batches.append(_Batch(first_txid, last, records, offsets))
             self._firsts.append(first_txid)
             self._size += len(records)
 
