@@ -294,7 +294,9 @@ def run() -> str:
     after = os.getloadavg()[0]
     text = render(result)
     busy = ""
-    if max(load, after) > (os.cpu_count() or 1):
+    # The load after includes this benchmark's own processes; only the load before
+    # says whether other work shared the machine.
+    if load > (os.cpu_count() or 1):
         busy = (
             " The machine was busy with other work (load above its core count): absolute "
             "latencies are inflated; the ratios, from alternating rounds, are the fairer reading."
