@@ -10,16 +10,14 @@ from collections.abc import Callable
 from typing import Any
 
 from conftest import JNProcess
+from qjm.client.journalnode_client import JournalNodeClient
 from qjm.editlog.framing import OP_OPAQUE, encode_op
 from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol.qjournal import PROTOCOLS, journal_id
-from qjm.protocol.qjournal_client import QJournalClient
+from qjm.protocol.qjournal import journal_id
 
 JID = "ns1"
 T = 10.0
-# The protocol of each method name (no name is in two protocols).
-PROTOCOL_OF = {name: protocol for protocol, methods in PROTOCOLS.items() for name in methods}
 
 
 def ns_info(namespace_id: int, cluster_id: str) -> pb.NamespaceInfoProto:
@@ -35,29 +33,12 @@ def txns(first: int, n: int) -> bytes:
     return b"".join(encode_op(OP_OPAQUE, t, b"x" * 200) for t in range(first, first + n))
 
 
-class JNClient:
-    """QJournalClients to one JournalNode, one per protocol, chosen by the method called."""
-
-    def __init__(self, address: str) -> None:
-        self.address = address
-        self._clients: dict[str, QJournalClient] = {}
-
-    def client(self, protocol: str) -> QJournalClient:
-        """The connection for one protocol (opened on first use)."""
-        found = self._clients.get(protocol)
-        if found is None:
-            found = self._clients[protocol] = QJournalClient(self.address, protocol)
-        return found
+class JNClient(JournalNodeClient):
+    """JournalNodeClient with the tests' default deadline."""
 
     async def call(self, method: str, request: Any, deadline: float = T) -> Any:
         """One call by its wire name; JournalNode errors raise as our JournalErrors."""
-        return await self.client(PROTOCOL_OF[method]).call(method, request, deadline)
-
-    async def close(self) -> None:
-        """Close every connection."""
-        for c in self._clients.values():
-            await c.close()
-        self._clients.clear()
+        return await super().call(method, request, deadline)
 
 
 class RawWriter:

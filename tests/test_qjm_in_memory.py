@@ -25,7 +25,6 @@ from qjm.client.output_stream import QuorumOutputStream
 from qjm.client.quorum_call import QuorumError
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.recovery_comparator import RecoveryInvariantError
-from qjm.config import QJournalSettings
 from qjm.editlog.framing import OP_OPAQUE
 from qjm.errors import QjmError
 from qjm.ipc import RemoteError
@@ -33,19 +32,11 @@ from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import EpochError, JournalNodeUnavailable, JournalOutOfSyncError
 from qjm.protocol.qjournal import journal_id
 from qjm.testing.in_memory import InjectedFault, InMemoryCluster
+from qjm_cluster import FAST_SETTINGS
 
 pytestmark = pytest.mark.timeout(60)
 
-SETTINGS = QJournalSettings(
-    start_segment_timeout_ms=5_000,
-    prepare_recovery_timeout_ms=5_000,
-    accept_recovery_timeout_ms=5_000,
-    finalize_segment_timeout_ms=5_000,
-    select_input_streams_timeout_ms=5_000,
-    get_journal_state_timeout_ms=5_000,
-    new_epoch_timeout_ms=5_000,
-    write_txns_timeout_ms=5_000,
-)
+SETTINGS = FAST_SETTINGS
 JID = "inmem"
 
 

@@ -1,11 +1,11 @@
-"""One JournalNode's protocols behind one call(): QJournalProtocol and the status protocol."""
+"""One JournalNode's protocols behind one call(): each method on its protocol's connection."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from qjm.protocol.errors import JournalNodeUnavailable
-from qjm.protocol.qjournal import QJOURNAL_PROTOCOL, STATUS_METHODS, STATUS_PROTOCOL
+from qjm.protocol.qjournal import PROTOCOL_OF_METHOD
 from qjm.protocol.qjournal_client import QJournalClient
 
 __all__ = ["JournalNodeClient", "JournalNodeUnavailable"]
@@ -17,18 +17,17 @@ class JournalNodeClient:
     def __init__(self, address: str, **ipc: Any) -> None:
         self.address = address
         self._ipc = ipc
-        self._qjournal = QJournalClient(address, QJOURNAL_PROTOCOL, **ipc)
-        self._status: QJournalClient | None = None  # connected on the first status call
+        self._clients: dict[str, QJournalClient] = {}  # by protocol, opened on first use
 
     def __str__(self) -> str:
         return self.address
 
     def _client_for(self, method: str) -> QJournalClient:
-        if method not in STATUS_METHODS:
-            return self._qjournal
-        if self._status is None:
-            self._status = QJournalClient(self.address, STATUS_PROTOCOL, **self._ipc)
-        return self._status
+        protocol = PROTOCOL_OF_METHOD[method]
+        found = self._clients.get(protocol)
+        if found is None:
+            found = self._clients[protocol] = QJournalClient(self.address, protocol, **self._ipc)
+        return found
 
     async def call(self, method: str, request: Any, deadline: float) -> Any:
         """Invoke a method by its wire name with a timeout; raise QjmError on failure."""
@@ -36,6 +35,6 @@ class JournalNodeClient:
 
     async def close(self) -> None:
         """Close every connection."""
-        await self._qjournal.close()
-        if self._status is not None:
-            await self._status.close()
+        for client in self._clients.values():
+            await client.close()
+        self._clients.clear()

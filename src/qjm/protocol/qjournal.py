@@ -75,6 +75,11 @@ PROTOCOLS: dict[str, dict[str, MethodSpec]] = {
     STATUS_PROTOCOL: STATUS_METHODS,
 }
 
+# The protocol of each method name (no name is in two protocols).
+PROTOCOL_OF_METHOD: dict[str, str] = {
+    name: protocol for protocol, methods in PROTOCOLS.items() for name in methods
+}
+
 
 def journal_id(jid: str) -> pb.JournalIdProto:
     """The wire form of a journal id."""
