@@ -568,15 +568,20 @@ class _Connection(asyncio.Protocol):
         self.server._bytes_out += len(frame)
         transport.write(frame)
 
-    def error(
-        self, call_id: int, client_id: bytes, retry: int, class_name: str, message: str, code: int
+    def _write_failure(
+        self,
+        status: int,
+        call_id: int,
+        client_id: bytes,
+        retry: int,
+        class_name: str,
+        message: str,
+        code: int,
     ) -> None:
-        """Answer one call with ERROR; the connection stays open."""
-        self.server._errors += 1
         self._write_header(
             RpcResponseHeaderProto(
                 callId=call_id & 0xFFFFFFFF,
-                status=STATUS_ERROR,
+                status=status,  # type: ignore[arg-type]
                 serverIpcVersionNum=RPC_VERSION,
                 exceptionClassName=class_name,
                 errorMsg=message,
@@ -585,6 +590,13 @@ class _Connection(asyncio.Protocol):
                 retryCount=retry,
             )
         )
+
+    def error(
+        self, call_id: int, client_id: bytes, retry: int, class_name: str, message: str, code: int
+    ) -> None:
+        """Answer one call with ERROR; the connection stays open."""
+        self.server._errors += 1
+        self._write_failure(STATUS_ERROR, call_id, client_id, retry, class_name, message, code)
 
     def fatal(self, call_id: int, class_name: str, message: str, code: int) -> None:
         """Answer with FATAL and close the connection."""
@@ -599,18 +611,7 @@ class _Connection(asyncio.Protocol):
             class_name,
             message,
         )
-        self._write_header(
-            RpcResponseHeaderProto(
-                callId=call_id & 0xFFFFFFFF,
-                status=STATUS_FATAL,
-                serverIpcVersionNum=RPC_VERSION,
-                exceptionClassName=class_name,
-                errorMsg=message,
-                errorDetail=code,  # type: ignore[arg-type]
-                clientId=self.client_id,
-                retryCount=-1,
-            )
-        )
+        self._write_failure(STATUS_FATAL, call_id, self.client_id, -1, class_name, message, code)
         self.close()
 
     def is_closing(self) -> bool:
