@@ -810,3 +810,24 @@ def test_a_staged_download_without_its_paxos_data_is_discarded(
         j.start_log_segment(Writer(3).req(), 4, -64)
     finally:
         j.close()
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b"", "bad length prefix"),
+        (b"\xff" * 11, "bad length prefix"),
+        (b"\x80", "bad length prefix"),
+        (b"\x20abc", "truncated"),
+    ],
+    ids=["empty", "endless-varint", "cut-varint", "short-record"],
+)
+def test_a_damaged_paxos_record_is_a_storage_error_naming_the_file(
+    tmp_path: Path, content: bytes, says: str
+) -> None:
+    storage = JNStorage(tmp_path / "j")
+    storage.paxos_dir.mkdir(parents=True)
+    storage.paxos_file(7).write_bytes(content)
+    with pytest.raises(StorageError, match=says) as e:
+        storage.read_paxos(7)
+    assert str(storage.paxos_file(7)) in str(e.value)

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qjm.editlog.segments import SegmentFile, fsync_dir, list_segments
+from qjm.ipc.errors import MalformedRpcError
+from qjm.ipc.framing import decode_varint, encode_varint
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import InvalidRequestError, StorageError
 from qjm.protocol.identity import RESERVED_NAMES
@@ -317,7 +319,7 @@ class JNStorage:
             f"{'in progress' if seg.is_in_progress else 'finalized'}, "
             f"accepted in epoch {data.accepted_in_epoch}\n"
         )
-        atomic_write(self.paxos_file(segment_txid), _varint(len(body)) + body + text.encode())
+        atomic_write(self.paxos_file(segment_txid), encode_varint(len(body)) + body + text.encode())
 
     def purge_paxos(self, segment_txid: int) -> None:
         """Forget the recovery decision for a segment."""
@@ -339,30 +341,9 @@ class JNStorage:
         """The segment files in current/, ordered by start txid."""
         return list_segments(self.current)
 
-    def sync_temp_file(self, segment_txid: int, epoch: int) -> Path:
-        """Where accept_recovery downloads a segment before it is swapped in."""
-        return self.current / f"edits_inprogress_{segment_txid:019d}.epoch={epoch}"
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
 
 def _read_varint(data: bytes, path: Path) -> tuple[int, int]:
-    value = shift = pos = 0
-    while pos < len(data) and pos < 10:
-        b = data[pos]
-        value |= (b & 0x7F) << shift
-        pos += 1
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-    raise StorageError(f"{path} is not a valid paxos record: bad length prefix")
+    try:
+        return decode_varint(data, 0)
+    except MalformedRpcError:
+        raise StorageError(f"{path} is not a valid paxos record: bad length prefix") from None
