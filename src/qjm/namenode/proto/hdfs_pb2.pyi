@@ -1,0 +1,183 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class StorageTypeProto(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    DISK: _ClassVar[StorageTypeProto]
+    SSD: _ClassVar[StorageTypeProto]
+    ARCHIVE: _ClassVar[StorageTypeProto]
+    RAM_DISK: _ClassVar[StorageTypeProto]
+    PROVIDED: _ClassVar[StorageTypeProto]
+
+class CryptoProtocolVersionProto(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    UNKNOWN_PROTOCOL_VERSION: _ClassVar[CryptoProtocolVersionProto]
+    ENCRYPTION_ZONES: _ClassVar[CryptoProtocolVersionProto]
+
+class ChecksumTypeProto(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    CHECKSUM_NULL: _ClassVar[ChecksumTypeProto]
+    CHECKSUM_CRC32: _ClassVar[ChecksumTypeProto]
+    CHECKSUM_CRC32C: _ClassVar[ChecksumTypeProto]
+DISK: StorageTypeProto
+SSD: StorageTypeProto
+ARCHIVE: StorageTypeProto
+RAM_DISK: StorageTypeProto
+PROVIDED: StorageTypeProto
+UNKNOWN_PROTOCOL_VERSION: CryptoProtocolVersionProto
+ENCRYPTION_ZONES: CryptoProtocolVersionProto
+CHECKSUM_NULL: ChecksumTypeProto
+CHECKSUM_CRC32: ChecksumTypeProto
+CHECKSUM_CRC32C: ChecksumTypeProto
+
+class ExtendedBlockProto(_message.Message):
+    __slots__ = ("poolId", "blockId", "generationStamp", "numBytes")
+    POOLID_FIELD_NUMBER: _ClassVar[int]
+    BLOCKID_FIELD_NUMBER: _ClassVar[int]
+    GENERATIONSTAMP_FIELD_NUMBER: _ClassVar[int]
+    NUMBYTES_FIELD_NUMBER: _ClassVar[int]
+    poolId: str
+    blockId: int
+    generationStamp: int
+    numBytes: int
+    def __init__(self, poolId: _Optional[str] = ..., blockId: _Optional[int] = ..., generationStamp: _Optional[int] = ..., numBytes: _Optional[int] = ...) -> None: ...
+
+class FsPermissionProto(_message.Message):
+    __slots__ = ("perm",)
+    PERM_FIELD_NUMBER: _ClassVar[int]
+    perm: int
+    def __init__(self, perm: _Optional[int] = ...) -> None: ...
+
+class StorageTypeQuotaInfoProto(_message.Message):
+    __slots__ = ("type", "quota", "consumed")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    QUOTA_FIELD_NUMBER: _ClassVar[int]
+    CONSUMED_FIELD_NUMBER: _ClassVar[int]
+    type: StorageTypeProto
+    quota: int
+    consumed: int
+    def __init__(self, type: _Optional[_Union[StorageTypeProto, str]] = ..., quota: _Optional[int] = ..., consumed: _Optional[int] = ...) -> None: ...
+
+class StorageTypeQuotaInfosProto(_message.Message):
+    __slots__ = ("typeQuotaInfo",)
+    TYPEQUOTAINFO_FIELD_NUMBER: _ClassVar[int]
+    typeQuotaInfo: _containers.RepeatedCompositeFieldContainer[StorageTypeQuotaInfoProto]
+    def __init__(self, typeQuotaInfo: _Optional[_Iterable[_Union[StorageTypeQuotaInfoProto, _Mapping]]] = ...) -> None: ...
+
+class ContentSummaryProto(_message.Message):
+    __slots__ = ("length", "fileCount", "directoryCount", "quota", "spaceConsumed", "spaceQuota", "typeQuotaInfos", "snapshotLength", "snapshotFileCount", "snapshotDirectoryCount", "snapshotSpaceConsumed", "erasureCodingPolicy")
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    FILECOUNT_FIELD_NUMBER: _ClassVar[int]
+    DIRECTORYCOUNT_FIELD_NUMBER: _ClassVar[int]
+    QUOTA_FIELD_NUMBER: _ClassVar[int]
+    SPACECONSUMED_FIELD_NUMBER: _ClassVar[int]
+    SPACEQUOTA_FIELD_NUMBER: _ClassVar[int]
+    TYPEQUOTAINFOS_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOTLENGTH_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOTFILECOUNT_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOTDIRECTORYCOUNT_FIELD_NUMBER: _ClassVar[int]
+    SNAPSHOTSPACECONSUMED_FIELD_NUMBER: _ClassVar[int]
+    ERASURECODINGPOLICY_FIELD_NUMBER: _ClassVar[int]
+    length: int
+    fileCount: int
+    directoryCount: int
+    quota: int
+    spaceConsumed: int
+    spaceQuota: int
+    typeQuotaInfos: StorageTypeQuotaInfosProto
+    snapshotLength: int
+    snapshotFileCount: int
+    snapshotDirectoryCount: int
+    snapshotSpaceConsumed: int
+    erasureCodingPolicy: str
+    def __init__(self, length: _Optional[int] = ..., fileCount: _Optional[int] = ..., directoryCount: _Optional[int] = ..., quota: _Optional[int] = ..., spaceConsumed: _Optional[int] = ..., spaceQuota: _Optional[int] = ..., typeQuotaInfos: _Optional[_Union[StorageTypeQuotaInfosProto, _Mapping]] = ..., snapshotLength: _Optional[int] = ..., snapshotFileCount: _Optional[int] = ..., snapshotDirectoryCount: _Optional[int] = ..., snapshotSpaceConsumed: _Optional[int] = ..., erasureCodingPolicy: _Optional[str] = ...) -> None: ...
+
+class HdfsFileStatusProto(_message.Message):
+    __slots__ = ("fileType", "path", "length", "permission", "owner", "group", "modification_time", "access_time", "symlink", "block_replication", "blocksize", "fileId", "childrenNum", "storagePolicy", "flags")
+    class FileType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        IS_DIR: _ClassVar[HdfsFileStatusProto.FileType]
+        IS_FILE: _ClassVar[HdfsFileStatusProto.FileType]
+        IS_SYMLINK: _ClassVar[HdfsFileStatusProto.FileType]
+    IS_DIR: HdfsFileStatusProto.FileType
+    IS_FILE: HdfsFileStatusProto.FileType
+    IS_SYMLINK: HdfsFileStatusProto.FileType
+    class Flags(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        HAS_ACL: _ClassVar[HdfsFileStatusProto.Flags]
+        HAS_CRYPT: _ClassVar[HdfsFileStatusProto.Flags]
+        HAS_EC: _ClassVar[HdfsFileStatusProto.Flags]
+        SNAPSHOT_ENABLED: _ClassVar[HdfsFileStatusProto.Flags]
+    HAS_ACL: HdfsFileStatusProto.Flags
+    HAS_CRYPT: HdfsFileStatusProto.Flags
+    HAS_EC: HdfsFileStatusProto.Flags
+    SNAPSHOT_ENABLED: HdfsFileStatusProto.Flags
+    FILETYPE_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    PERMISSION_FIELD_NUMBER: _ClassVar[int]
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    MODIFICATION_TIME_FIELD_NUMBER: _ClassVar[int]
+    ACCESS_TIME_FIELD_NUMBER: _ClassVar[int]
+    SYMLINK_FIELD_NUMBER: _ClassVar[int]
+    BLOCK_REPLICATION_FIELD_NUMBER: _ClassVar[int]
+    BLOCKSIZE_FIELD_NUMBER: _ClassVar[int]
+    FILEID_FIELD_NUMBER: _ClassVar[int]
+    CHILDRENNUM_FIELD_NUMBER: _ClassVar[int]
+    STORAGEPOLICY_FIELD_NUMBER: _ClassVar[int]
+    FLAGS_FIELD_NUMBER: _ClassVar[int]
+    fileType: HdfsFileStatusProto.FileType
+    path: bytes
+    length: int
+    permission: FsPermissionProto
+    owner: str
+    group: str
+    modification_time: int
+    access_time: int
+    symlink: bytes
+    block_replication: int
+    blocksize: int
+    fileId: int
+    childrenNum: int
+    storagePolicy: int
+    flags: int
+    def __init__(self, fileType: _Optional[_Union[HdfsFileStatusProto.FileType, str]] = ..., path: _Optional[bytes] = ..., length: _Optional[int] = ..., permission: _Optional[_Union[FsPermissionProto, _Mapping]] = ..., owner: _Optional[str] = ..., group: _Optional[str] = ..., modification_time: _Optional[int] = ..., access_time: _Optional[int] = ..., symlink: _Optional[bytes] = ..., block_replication: _Optional[int] = ..., blocksize: _Optional[int] = ..., fileId: _Optional[int] = ..., childrenNum: _Optional[int] = ..., storagePolicy: _Optional[int] = ..., flags: _Optional[int] = ...) -> None: ...
+
+class FsServerDefaultsProto(_message.Message):
+    __slots__ = ("blockSize", "bytesPerChecksum", "writePacketSize", "replication", "fileBufferSize", "encryptDataTransfer", "trashInterval", "checksumType", "keyProviderUri", "policyId")
+    BLOCKSIZE_FIELD_NUMBER: _ClassVar[int]
+    BYTESPERCHECKSUM_FIELD_NUMBER: _ClassVar[int]
+    WRITEPACKETSIZE_FIELD_NUMBER: _ClassVar[int]
+    REPLICATION_FIELD_NUMBER: _ClassVar[int]
+    FILEBUFFERSIZE_FIELD_NUMBER: _ClassVar[int]
+    ENCRYPTDATATRANSFER_FIELD_NUMBER: _ClassVar[int]
+    TRASHINTERVAL_FIELD_NUMBER: _ClassVar[int]
+    CHECKSUMTYPE_FIELD_NUMBER: _ClassVar[int]
+    KEYPROVIDERURI_FIELD_NUMBER: _ClassVar[int]
+    POLICYID_FIELD_NUMBER: _ClassVar[int]
+    blockSize: int
+    bytesPerChecksum: int
+    writePacketSize: int
+    replication: int
+    fileBufferSize: int
+    encryptDataTransfer: bool
+    trashInterval: int
+    checksumType: ChecksumTypeProto
+    keyProviderUri: str
+    policyId: int
+    def __init__(self, blockSize: _Optional[int] = ..., bytesPerChecksum: _Optional[int] = ..., writePacketSize: _Optional[int] = ..., replication: _Optional[int] = ..., fileBufferSize: _Optional[int] = ..., encryptDataTransfer: _Optional[bool] = ..., trashInterval: _Optional[int] = ..., checksumType: _Optional[_Union[ChecksumTypeProto, str]] = ..., keyProviderUri: _Optional[str] = ..., policyId: _Optional[int] = ...) -> None: ...
+
+class DirectoryListingProto(_message.Message):
+    __slots__ = ("partialListing", "remainingEntries")
+    PARTIALLISTING_FIELD_NUMBER: _ClassVar[int]
+    REMAININGENTRIES_FIELD_NUMBER: _ClassVar[int]
+    partialListing: _containers.RepeatedCompositeFieldContainer[HdfsFileStatusProto]
+    remainingEntries: int
+    def __init__(self, partialListing: _Optional[_Iterable[_Union[HdfsFileStatusProto, _Mapping]]] = ..., remainingEntries: _Optional[int] = ...) -> None: ...

@@ -1,0 +1,74 @@
+"""The NameNode's RPC protocols (HDFS's client protocol and HA admin): names and methods."""
+
+from __future__ import annotations
+
+from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
+from qjm.namenode.proto import HAServiceProtocol_pb2 as ha
+from qjm.protocol.qjournal import MethodSpec
+
+CLIENT_PROTOCOL = "org.apache.hadoop.hdfs.protocol.ClientProtocol"
+HA_SERVICE_PROTOCOL = "org.apache.hadoop.ha.HAServiceProtocol"
+PROTOCOL_VERSION = 1
+
+
+def _specs(*specs: MethodSpec) -> dict[str, MethodSpec]:
+    return {s.name: s for s in specs}
+
+
+CLIENT_METHODS: dict[str, MethodSpec] = _specs(
+    MethodSpec("getFileInfo", cn.GetFileInfoRequestProto, cn.GetFileInfoResponseProto),
+    MethodSpec("getListing", cn.GetListingRequestProto, cn.GetListingResponseProto),
+    MethodSpec("mkdirs", cn.MkdirsRequestProto, cn.MkdirsResponseProto),
+    MethodSpec("create", cn.CreateRequestProto, cn.CreateResponseProto),
+    MethodSpec("complete", cn.CompleteRequestProto, cn.CompleteResponseProto),
+    MethodSpec("rename", cn.RenameRequestProto, cn.RenameResponseProto),
+    MethodSpec("rename2", cn.Rename2RequestProto, cn.Rename2ResponseProto),
+    MethodSpec("delete", cn.DeleteRequestProto, cn.DeleteResponseProto),
+    MethodSpec("setPermission", cn.SetPermissionRequestProto, cn.SetPermissionResponseProto),
+    MethodSpec("setOwner", cn.SetOwnerRequestProto, cn.SetOwnerResponseProto),
+    MethodSpec("setReplication", cn.SetReplicationRequestProto, cn.SetReplicationResponseProto),
+    MethodSpec("setTimes", cn.SetTimesRequestProto, cn.SetTimesResponseProto),
+    MethodSpec(
+        "getContentSummary",
+        cn.GetContentSummaryRequestProto,
+        cn.GetContentSummaryResponseProto,
+    ),
+    MethodSpec(
+        "getServerDefaults",
+        cn.GetServerDefaultsRequestProto,
+        cn.GetServerDefaultsResponseProto,
+    ),
+    # Hadoop's own spelling: a "Status" request answered by a "Stats" response.
+    MethodSpec("getFsStats", cn.GetFsStatusRequestProto, cn.GetFsStatsResponseProto),
+    MethodSpec("renewLease", cn.RenewLeaseRequestProto, cn.RenewLeaseResponseProto),
+    MethodSpec("msync", cn.MsyncRequestProto, cn.MsyncResponseProto),
+    MethodSpec(
+        "getHAServiceState",
+        cn.HAServiceStateRequestProto,
+        cn.HAServiceStateResponseProto,
+    ),
+)
+
+HA_SERVICE_METHODS: dict[str, MethodSpec] = _specs(
+    MethodSpec("monitorHealth", ha.MonitorHealthRequestProto, ha.MonitorHealthResponseProto),
+    MethodSpec(
+        "getServiceStatus",
+        ha.GetServiceStatusRequestProto,
+        ha.GetServiceStatusResponseProto,
+    ),
+    MethodSpec(
+        "transitionToActive",
+        ha.TransitionToActiveRequestProto,
+        ha.TransitionToActiveResponseProto,
+    ),
+    MethodSpec(
+        "transitionToStandby",
+        ha.TransitionToStandbyRequestProto,
+        ha.TransitionToStandbyResponseProto,
+    ),
+)
+
+PROTOCOLS: dict[str, dict[str, MethodSpec]] = {
+    CLIENT_PROTOCOL: CLIENT_METHODS,
+    HA_SERVICE_PROTOCOL: HA_SERVICE_METHODS,
+}
