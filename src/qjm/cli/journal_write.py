@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from qjm.cli import eventloop
+from qjm.client.output_stream import QuorumOutputStream
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.uri import QJournalUri
 from qjm.config import QJournalSettings, load_config
@@ -94,6 +95,17 @@ def _payload(epoch: int, txid: int, size: int) -> bytes:
     return head + b"." * (size - len(head))
 
 
+async def _become_writer(
+    qjm: QuorumJournalManager, uri: QJournalUri, err: TextIO
+) -> tuple[int, QuorumOutputStream]:
+    """Fence older writers, recover, say so on err, open the next segment: (its txid, stream)."""
+    last = await qjm.recover_unfinalized_segments()
+    epoch = qjm.epoch or 0
+    print(f"writer epoch {epoch}: journal {uri.jid} recovered to txid {last}", file=err)
+    first = last + 1
+    return first, await qjm.start_log_segment(first)
+
+
 async def write_ops(
     uri: QJournalUri,
     settings: QJournalSettings,
@@ -107,11 +119,8 @@ async def write_ops(
     """Fence, recover, write count ops in batches; print each acked txid. Returns the last."""
     qjm = QuorumJournalManager(uri, None, settings)
     try:
-        last = await qjm.recover_unfinalized_segments()
+        first, stream = await _become_writer(qjm, uri, err)
         epoch = qjm.epoch or 0
-        print(f"writer epoch {epoch}: journal {uri.jid} recovered to txid {last}", file=err)
-        first = last + 1
-        stream = await qjm.start_log_segment(first)
         started = time.perf_counter()
         stream.write_op(OP_START_LOG_SEGMENT)
         acked = await stream.flush()
@@ -239,11 +248,8 @@ async def write_concurrently(
     """
     qjm = QuorumJournalManager(uri, None, settings)
     try:
-        last = await qjm.recover_unfinalized_segments()
+        first, stream = await _become_writer(qjm, uri, err)
         epoch = qjm.epoch or 0
-        print(f"writer epoch {epoch}: journal {uri.jid} recovered to txid {last}", file=err)
-        first = last + 1
-        stream = await qjm.start_log_segment(first)
         printer = _LinePrinter(out)
         stream.write_op(OP_START_LOG_SEGMENT)
         printer.line(str(await stream.flush()))

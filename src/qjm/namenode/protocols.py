@@ -4,18 +4,14 @@ from __future__ import annotations
 
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import HAServiceProtocol_pb2 as ha
-from qjm.protocol.qjournal import MethodSpec
+from qjm.protocol.qjournal import MethodSpec, method_table
 
 CLIENT_PROTOCOL = "org.apache.hadoop.hdfs.protocol.ClientProtocol"
 HA_SERVICE_PROTOCOL = "org.apache.hadoop.ha.HAServiceProtocol"
 PROTOCOL_VERSION = 1
 
 
-def _specs(*specs: MethodSpec) -> dict[str, MethodSpec]:
-    return {s.name: s for s in specs}
-
-
-CLIENT_METHODS: dict[str, MethodSpec] = _specs(
+CLIENT_METHODS: dict[str, MethodSpec] = method_table(
     MethodSpec("getFileInfo", cn.GetFileInfoRequestProto, cn.GetFileInfoResponseProto),
     MethodSpec("getListing", cn.GetListingRequestProto, cn.GetListingResponseProto),
     MethodSpec("mkdirs", cn.MkdirsRequestProto, cn.MkdirsResponseProto),
@@ -49,7 +45,7 @@ CLIENT_METHODS: dict[str, MethodSpec] = _specs(
     ),
 )
 
-HA_SERVICE_METHODS: dict[str, MethodSpec] = _specs(
+HA_SERVICE_METHODS: dict[str, MethodSpec] = method_table(
     MethodSpec("monitorHealth", ha.MonitorHealthRequestProto, ha.MonitorHealthResponseProto),
     MethodSpec(
         "getServiceStatus",

@@ -23,11 +23,12 @@ class MethodSpec:
     response: type[Message]
 
 
-def _specs(*specs: MethodSpec) -> dict[str, MethodSpec]:
+def method_table(*specs: MethodSpec) -> dict[str, MethodSpec]:
+    """A protocol's methods by wire name."""
     return {s.name: s for s in specs}
 
 
-QJOURNAL_METHODS: dict[str, MethodSpec] = _specs(
+QJOURNAL_METHODS: dict[str, MethodSpec] = method_table(
     MethodSpec("isFormatted", pb.IsFormattedRequestProto, pb.IsFormattedResponseProto),
     MethodSpec("discardSegments", pb.DiscardSegmentsRequestProto, pb.DiscardSegmentsResponseProto),
     MethodSpec("getJournalState", pb.GetJournalStateRequestProto, pb.GetJournalStateResponseProto),
@@ -56,7 +57,7 @@ QJOURNAL_METHODS: dict[str, MethodSpec] = _specs(
     MethodSpec("acceptRecovery", pb.AcceptRecoveryRequestProto, pb.AcceptRecoveryResponseProto),
 )
 
-INTER_QJOURNAL_METHODS: dict[str, MethodSpec] = _specs(
+INTER_QJOURNAL_METHODS: dict[str, MethodSpec] = method_table(
     MethodSpec(
         "getEditLogManifestFromJournal",
         pb.GetEditLogManifestRequestProto,
@@ -64,7 +65,7 @@ INTER_QJOURNAL_METHODS: dict[str, MethodSpec] = _specs(
     ),
 )
 
-STATUS_METHODS: dict[str, MethodSpec] = _specs(
+STATUS_METHODS: dict[str, MethodSpec] = method_table(
     MethodSpec("getJournalStatus", pb.GetJournalStatusRequestProto, pb.JournalStatusProto),
     MethodSpec("getNodeStatus", pb.GetNodeStatusRequestProto, pb.NodeStatusProto),
 )
