@@ -16,6 +16,14 @@ edits_dir = "/var/lib/qjm/jn1"
 
 [qjournal]                    # the writer's and readers' settings
 write_txns_timeout_ms = 20000
+
+[namenode]                    # settings shared by every NameNode
+checkpoint_txns = 1000000
+
+[namenodes.nn1]
+rpc_address = "127.0.0.1:8020"
+http_address = "127.0.0.1:9870"
+name_dir = "/var/lib/qjm/nn1"
 ```
 """
 
@@ -30,6 +38,8 @@ from qjm.errors import ConfigError
 
 JN_RPC_PORT = 8485
 JN_HTTP_PORT = 8480
+NN_RPC_PORT = 8020
+NN_HTTP_PORT = 9870
 # Below this the syncer would spin: each round asks a peer for every journal's status.
 MIN_SYNC_INTERVAL_MS = 100
 
@@ -115,6 +125,51 @@ class QJournalSettings:
 
 
 @dataclass(frozen=True)
+class NameNodeSettings:
+    """Settings shared by every NameNode ([namenode]), with HDFS's defaults where it has one."""
+
+    checkpoint_txns: int = 1_000_000  # dfs.namenode.checkpoint.txns
+    checkpoint_period_s: int = 3600  # dfs.namenode.checkpoint.period
+    checkpoint_check_period_s: int = 60  # dfs.namenode.checkpoint.check.period
+    images_retained: int = 2  # dfs.namenode.num.checkpoints.retained
+    roll_txns: int = 500_000  # a segment is rolled after this many txns ...
+    roll_bytes: int = 67_108_864  # ... or this many bytes ...
+    roll_period_s: int = 120  # ... or this age (dfs.ha.log-roll.period)
+    tail_wait_ms: int = 1000  # a standby's long-poll for new committed edits
+    observer_read_wait_ms: int = 5000  # an observer read waits this long for its state id
+    permissions_enabled: bool = True  # dfs.permissions.enabled
+    superuser_group: str = "supergroup"  # dfs.permissions.superusergroup
+    default_replication: int = 3  # dfs.replication
+    block_size: int = 134_217_728  # dfs.blocksize
+    listing_limit: int = 1000  # dfs.ls.limit
+    umask: int = 0o022  # fs.permissions.umask-mode, applied by clients; kept for qjm dfs
+
+    def __post_init__(self) -> None:
+        """Refuse values that would make the NameNode misbehave, naming the key."""
+        for key in ("checkpoint_txns", "roll_txns", "roll_bytes", "listing_limit"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"namenode.{key} must be at least 1, got {getattr(self, key)}")
+        if self.default_replication < 1 or self.default_replication > 32767:
+            raise ConfigError(
+                f"namenode.default_replication must be 1-32767, got {self.default_replication}"
+            )
+        if self.images_retained < 1:
+            raise ConfigError(
+                f"namenode.images_retained must be at least 1, got {self.images_retained}"
+            )
+
+
+@dataclass(frozen=True)
+class NameNodeConfig:
+    """One NameNode ([namenodes.<name>])."""
+
+    name: str
+    rpc_address: str
+    http_address: str
+    name_dir: str
+
+
+@dataclass(frozen=True)
 class ClusterConfig:
     """A whole cluster's config."""
 
@@ -123,6 +178,8 @@ class ClusterConfig:
     journalnode: JournalNodeSettings = field(default_factory=JournalNodeSettings)
     journalnodes: dict[str, JournalNodeConfig] = field(default_factory=dict)
     qjournal: QJournalSettings = field(default_factory=QJournalSettings)
+    namenode: NameNodeSettings = field(default_factory=NameNodeSettings)
+    namenodes: dict[str, NameNodeConfig] = field(default_factory=dict)
     source: str = "<defaults>"
 
     def shared_edits_uri(self) -> str:
@@ -140,8 +197,18 @@ class ClusterConfig:
                 f"{self.source}: no [journalnodes.{name}] section (known: {known})"
             ) from None
 
+    def namenode_named(self, name: str) -> NameNodeConfig:
+        """The NameNode called name, or an error listing the known ones."""
+        try:
+            return self.namenodes[name]
+        except KeyError:
+            known = ", ".join(self.namenodes) or "none"
+            raise ConfigError(
+                f"{self.source}: no [namenodes.{name}] section (known: {known})"
+            ) from None
 
-_SECTIONS = {"cluster", "journalnode", "journalnodes", "qjournal"}
+
+_SECTIONS = {"cluster", "journalnode", "journalnodes", "qjournal", "namenode", "namenodes"}
 
 
 def _typed(section: str, key: str, value: Any, want: type) -> Any:
@@ -208,6 +275,17 @@ def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> ClusterCon
                 f"journalnodes.{name}.edits_dir: {jn.edits_dir!r} is not an absolute path"
             )
         jns[name] = jn
+    nns: dict[str, NameNodeConfig] = {}
+    tables = data.get("namenodes", {})
+    if not isinstance(tables, dict):
+        raise ConfigError(f"{source}: [namenodes] must hold one table per NameNode")
+    for name, table in tables.items():
+        nn = _build(NameNodeConfig, f"namenodes.{name}", table, {"name": name})
+        parse_address(nn.rpc_address, f"namenodes.{name}.rpc_address")
+        parse_address(nn.http_address, f"namenodes.{name}.http_address")
+        if not Path(nn.name_dir).is_absolute():
+            raise ConfigError(f"namenodes.{name}.name_dir: {nn.name_dir!r} is not an absolute path")
+        nns[name] = nn
     try:
         return ClusterConfig(
             nameservice=nameservice,
@@ -215,6 +293,8 @@ def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> ClusterCon
             journalnode=_build(JournalNodeSettings, "journalnode", data.get("journalnode", {})),
             journalnodes=jns,
             qjournal=_build(QJournalSettings, "qjournal", data.get("qjournal", {})),
+            namenode=_build(NameNodeSettings, "namenode", data.get("namenode", {})),
+            namenodes=nns,
             source=source,
         )
     except ConfigError as e:
@@ -275,4 +355,14 @@ def dump_config(cfg: ClusterConfig) -> str:
     lines += [
         f"{f.name} = {_toml_value(getattr(cfg.qjournal, f.name))}" for f in fields(cfg.qjournal)
     ]
+    lines += ["", "[namenode]"]
+    lines += [
+        f"{f.name} = {_toml_value(getattr(cfg.namenode, f.name))}" for f in fields(cfg.namenode)
+    ]
+    for nn in cfg.namenodes.values():
+        lines += ["", f"[namenodes.{nn.name}]"]
+        lines += [
+            f"{k} = {_toml_value(getattr(nn, k))}"
+            for k in ("rpc_address", "http_address", "name_dir")
+        ]
     return "\n".join(lines) + "\n"

@@ -1,0 +1,101 @@
+"""The NameNode's refusals, each carrying the Java exception class an HDFS client expects."""
+
+from __future__ import annotations
+
+from qjm.errors import QjmError
+
+
+class NamenodeError(QjmError):
+    """A namespace call refused; the message names the path and the rule."""
+
+    java_class = "java.io.IOException"
+
+
+class PathNotFoundError(NamenodeError):
+    """The path (or its parent) does not exist."""
+
+    java_class = "java.io.FileNotFoundException"
+
+
+class FileAlreadyExistsError(NamenodeError):
+    """The path exists and the call may not replace it."""
+
+    java_class = "org.apache.hadoop.fs.FileAlreadyExistsException"
+
+
+class ParentNotDirectoryError(NamenodeError):
+    """A component of the path's parent is a file."""
+
+    java_class = "org.apache.hadoop.fs.ParentNotDirectoryException"
+
+
+class PathIsNotEmptyDirectoryError(NamenodeError):
+    """A non-recursive delete of a directory with entries."""
+
+    java_class = "org.apache.hadoop.fs.PathIsNotEmptyDirectoryException"
+
+
+class InvalidPathError(NamenodeError):
+    """A path that is not absolute or has an invalid component."""
+
+    java_class = "org.apache.hadoop.fs.InvalidPathException"
+
+
+class AccessControlError(NamenodeError):
+    """The caller lacks a permission (by owner, group and mode)."""
+
+    java_class = "org.apache.hadoop.security.AccessControlException"
+
+
+class NSQuotaExceededError(NamenodeError):
+    """A directory's name quota would be exceeded."""
+
+    java_class = "org.apache.hadoop.hdfs.protocol.NSQuotaExceededException"
+
+
+class DSQuotaExceededError(NamenodeError):
+    """A directory's space quota would be exceeded."""
+
+    java_class = "org.apache.hadoop.hdfs.protocol.DSQuotaExceededException"
+
+
+class LeaseError(NamenodeError):
+    """complete on a file that is not open for writing by this client."""
+
+    java_class = "org.apache.hadoop.hdfs.server.namenode.LeaseExpiredException"
+
+
+class StandbyError(NamenodeError):
+    """This NameNode is not active: an HDFS client tries the other one."""
+
+    java_class = "org.apache.hadoop.ipc.StandbyException"
+
+
+class RetriableError(NamenodeError):
+    """Try again later (e.g. an observer read whose state id is not applied yet)."""
+
+    java_class = "org.apache.hadoop.ipc.RetriableException"
+
+
+class NotSupportedError(NamenodeError):
+    """A call qjm does not serve (anything that needs a DataNode, for one)."""
+
+    java_class = "java.lang.UnsupportedOperationException"
+
+
+class IllegalArgumentError(NamenodeError):
+    """A request field out of range (replication 0, a bad permission, ...)."""
+
+    java_class = "org.apache.hadoop.HadoopIllegalArgumentException"
+
+
+class ServiceFailedError(NamenodeError):
+    """An HA transition could not be done."""
+
+    java_class = "org.apache.hadoop.ha.ServiceFailedException"
+
+
+class HealthCheckFailedError(NamenodeError):
+    """monitorHealth: the NameNode is not healthy."""
+
+    java_class = "org.apache.hadoop.ha.HealthCheckFailedException"

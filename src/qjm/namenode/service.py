@@ -1,0 +1,70 @@
+"""What the RPC layer needs of a NameNode: the contract between client_rpc/ha_rpc and server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+from qjm.editlog.ops import Op
+from qjm.ipc.server import CallContext
+from qjm.namenode.types import Caller, HAState
+
+if TYPE_CHECKING:
+    from qjm.config import NameNodeSettings
+    from qjm.namenode.namespace import Namespace
+
+Plan = Callable[["Namespace"], list[Op]]
+
+
+class NameNodeService(Protocol):
+    """A NameNode as its RPC handlers see it."""
+
+    settings: NameNodeSettings
+
+    def caller_of(self, ctx: CallContext) -> Caller:
+        """The Caller (user, groups, superuser) of an RPC."""
+        ...
+
+    async def read(self, ctx: CallContext) -> Namespace:
+        """The namespace to answer a read from, once every edit it shows is synced.
+
+        Raises StandbyError unless active, or unless ctx carries a state id (an observer
+        read), in which case it waits (bounded) until that txid is applied.
+        """
+        ...
+
+    async def write(self, ctx: CallContext, plan: Plan) -> list[Op]:
+        """Run plan (validate, make ops), apply and log its ops, return them once synced.
+
+        Raises StandbyError unless active; plan's own errors pass through untouched.
+        """
+        ...
+
+    def last_txid(self) -> int:
+        """The newest txid applied here (the state id sent in every RPC response)."""
+        ...
+
+    async def msync(self, ctx: CallContext) -> None:
+        """Return once everything applied here is synced (StandbyError on a standby)."""
+        ...
+
+    @property
+    def ha_state(self) -> HAState:
+        """The current HA state."""
+        ...
+
+    def service_status(self) -> tuple[HAState, bool, str]:
+        """(state, ready to become active, the reason when not ready)."""
+        ...
+
+    async def monitor_health(self) -> None:
+        """Return when healthy; raise HealthCheckFailedError naming what is wrong."""
+        ...
+
+    async def transition_to_active(self, source: str) -> None:
+        """Become active (fence, recover, catch up, open a segment); no-op when active."""
+        ...
+
+    async def transition_to_standby(self, source: str) -> None:
+        """Stop writing and start tailing; no-op when standby."""
+        ...
