@@ -89,3 +89,13 @@ def test_cluster_up_right_after_down_reuses_its_ports(tmp_path: Path) -> None:
         assert again.returncode == 0, again.stderr
     finally:
         run_qjm("cluster", "down", "--dir", str(d))
+
+
+def test_cluster_up_with_namenodes_needs_no_zookeeper(tmp_path: Path) -> None:
+    r = run_qjm("cluster", "up", "--dir", str(tmp_path / "c"), "--namenodes", "2")
+    assert r.returncode == 1
+    assert "--no-zookeeper" in r.stderr and "ZooKeeper" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "c" / "cluster.json").exists()
+    r = run_qjm("cluster", "up", "--dir", str(tmp_path / "c"), "--namenodes", "3", "--no-zookeeper")
+    assert r.returncode == 1 and "--namenodes 3" in r.stderr

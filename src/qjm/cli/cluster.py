@@ -13,7 +13,7 @@ from qjm.cli.table import render_table
 from qjm.client.admin import journal_status
 from qjm.client.uri import parse_qjournal_uri
 from qjm.cluster.launcher import cluster_down, cluster_up, daemons_of, read_cluster
-from qjm.cluster.process import pid_alive
+from qjm.cluster.process import LaunchError, pid_alive
 from qjm.protocol.status import problem_lines
 
 
@@ -25,8 +25,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     up = csub.add_parser("up", help="start a local cluster in DIR")
     up.add_argument("--dir", required=True, type=Path, help="cluster directory")
     up.add_argument("--journalnodes", type=int, default=3, help="number of JournalNodes (3)")
-    up.add_argument("--namenodes", type=int, default=0, help="number of NameNodes (0)")
-    up.add_argument("--no-zookeeper", action="store_true", help="do not start ZooKeeper")
+    up.add_argument(
+        "--namenodes",
+        type=int,
+        default=0,
+        help="number of NameNodes (0, or 2 for manual HA: nn1 active, nn2 standby)",
+    )
+    up.add_argument(
+        "--no-zookeeper",
+        action="store_true",
+        help="no ZooKeeper: manual HA, fail over with `qjm haadmin` (required with NameNodes)",
+    )
     up.add_argument("--base-port", type=int, help="allocate ports upward from this one")
     up.add_argument("--json", action="store_true", help="print cluster.json")
     up.set_defaults(func=run_up)
@@ -43,6 +52,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run_up(args: argparse.Namespace) -> int:
     """Start the cluster and print where everything is."""
+    if args.namenodes and not args.no_zookeeper:
+        raise LaunchError(
+            f"--namenodes {args.namenodes} needs --no-zookeeper: automatic failover with "
+            "ZooKeeper is not part of qjm yet, so NameNodes run in manual HA "
+            "(`qjm haadmin -failover nn1 nn2`)"
+        )
     cluster = cluster_up(
         args.dir,
         journalnodes=args.journalnodes,
@@ -60,6 +75,8 @@ def run_up(args: argparse.Namespace) -> int:
         )
     print(f"shared edits: {cluster['shared_edits']}")
     print(f"config:       {cluster['config']}")
+    if "hadoop_conf" in cluster:
+        print(f"hadoop conf:  {cluster['hadoop_conf']} (HADOOP_CONF_DIR for HDFS clients)")
     return 0
 
 

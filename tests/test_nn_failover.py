@@ -1,0 +1,169 @@
+"""Manual failover and kill -9 of the active under a concurrent workload, with real processes.
+
+The workload is genuine HA clients (hdfs-native with DIR/hadoop-conf's properties) that are
+never told which NameNode is active. After each failover the new active's namespace must hold
+every acknowledged op, and nothing that was never attempted.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import hdfs_native
+import pytest
+
+from hadoop_clients import HACluster, check, hadoop_fs, native_client, tree, wait_until
+
+WORKERS = 4
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HACluster]:
+    """One HA cluster for the module (nn1 active, nn2 standby at the start)."""
+    c = HACluster(tmp_path_factory.mktemp("failover") / "cluster").up()
+    try:
+        yield c
+    finally:
+        c.down()
+
+
+@dataclass
+class Workload:
+    """WORKERS threads, each with its own HA client, making directories and empty files."""
+
+    cluster: HACluster
+    root: str
+    acked: set[str] = field(default_factory=set)  # the server answered: it must survive
+    attempted: set[str] = field(default_factory=set)  # sent, answer unknown or an error
+    errors: list[str] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    threads: list[threading.Thread] = field(default_factory=list)
+
+    def start(self) -> Workload:
+        """Start the workers."""
+        setup = self.cluster.ha_client()
+        for w in range(WORKERS):
+            setup.mkdirs(f"{self.root}/w{w}", create_parent=True)
+            self.acked.add(f"{self.root}/w{w}")
+        self.acked.add(self.root)
+        for w in range(WORKERS):
+            t = threading.Thread(target=self._run, args=(w,), daemon=True)
+            t.start()
+            self.threads.append(t)
+        return self
+
+    def _run(self, w: int) -> None:
+        client = native_client(self.cluster.conf)
+        n = 0
+        while not self.stop.is_set():
+            n += 1
+            path = f"{self.root}/w{w}/{'d' if n % 2 else 'f'}{n}"
+            with self.lock:
+                self.attempted.add(path)
+            try:
+                if n % 2:
+                    client.mkdirs(path)
+                else:
+                    client.create(path, hdfs_native.WriteOptions(overwrite=False)).close()
+            except Exception as e:  # not acknowledged: it may or may not have happened
+                with self.lock:
+                    self.errors.append(f"{path}: {e}")
+                continue
+            with self.lock:
+                self.acked.add(path)
+
+    def count(self) -> int:
+        """Acknowledged ops so far."""
+        with self.lock:
+            return len(self.acked)
+
+    def wait_for(self, more: int, timeout: float = 60.0) -> None:
+        """Wait until `more` further ops are acknowledged."""
+        target = self.count() + more
+        wait_until(
+            f"{more} more acknowledged ops (errors: {self.errors[-3:]})",
+            lambda: self.count() >= target,
+            timeout,
+        )
+
+    def finish(self) -> None:
+        """Stop the workers and wait for them (each ends after its call in flight)."""
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=120)
+            assert not t.is_alive(), "a workload thread hangs"
+
+    def check_against(self, namespace: dict[str, tuple[bool, int, str, str, int]]) -> None:
+        """Every acknowledged op is in the namespace, and the namespace holds nothing else."""
+        present = {p for p in namespace if p == self.root or p.startswith(self.root + "/")}
+        missing = self.acked - present
+        assert not missing, f"acknowledged but lost: {sorted(missing)[:10]}"
+        invented = present - self.acked - self.attempted
+        assert not invented, f"present but never attempted: {sorted(invented)[:10]}"
+        for p in self.acked - {self.root}:
+            want_dir = p.rsplit("/", 1)[1][0] in "dw"
+            assert namespace[p][0] == want_dir, p
+
+
+def ensure_active(cluster: HACluster, nn: str, other: str) -> None:
+    """Make nn the active (manual failover from other when needed)."""
+    if cluster.state(nn) != "active":
+        cluster.failover(other, nn)
+
+
+def test_manual_failover_under_a_concurrent_workload_loses_no_acknowledged_op(
+    cluster: HACluster,
+) -> None:
+    ensure_active(cluster, "nn1", "nn2")
+    load = Workload(cluster, "/failover").start()
+    try:
+        load.wait_for(40)
+        cluster.failover("nn1", "nn2")
+        assert cluster.state("nn1") == "standby"
+        load.wait_for(40)  # the same clients keep working against nn2
+        cluster.failover("nn2", "nn1")  # and back, still under load
+        load.wait_for(40)
+    finally:
+        load.finish()
+    assert cluster.state("nn1") == "active"
+    load.check_against(tree(cluster.direct("nn1"), "/"))
+    # the other way round too: nn2 (standby now) holds the same namespace once active again
+    before = tree(cluster.direct("nn1"), "/")
+    cluster.failover("nn1", "nn2")
+    assert tree(cluster.direct("nn2"), "/") == before
+
+
+def test_done_when_kill9_of_the_active_then_transition_to_active_keeps_every_acked_op(
+    cluster: HACluster,
+) -> None:
+    ensure_active(cluster, "nn1", "nn2")
+    assert cluster.state("nn2") == "standby"
+    load = Workload(cluster, "/kill").start()
+    try:
+        load.wait_for(40)
+        cluster.kill9("nn1")
+        r = cluster.haadmin("-transitionToActive", "nn2")
+        assert r.returncode == 0, r.stderr
+        assert cluster.state("nn2") == "active"
+        t0 = time.monotonic()
+        load.wait_for(40)  # the HA clients found nn2 by themselves
+        assert time.monotonic() - t0 < 30
+    finally:
+        load.finish()
+    after = tree(cluster.direct("nn2"), "/")
+    load.check_against(after)
+
+    # the genuine FsShell, with nn1 dead and listed first, reaches nn2 on its own
+    out = check(hadoop_fs(cluster.conf, "-ls", "-R", "/kill"))
+    listed = {line.split()[-1] for line in out.splitlines() if line.startswith(("d", "-"))}
+    assert load.acked - {"/kill"} <= listed
+
+    # nn1 comes back as a standby, catches up, and can take over again with the same namespace
+    cluster.restart("nn1")
+    wait_until("nn1 standby", lambda: cluster.state("nn1") == "standby")
+    cluster.failover("nn2", "nn1")
+    assert tree(cluster.direct("nn1"), "/") == after
