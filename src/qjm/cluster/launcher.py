@@ -250,7 +250,9 @@ def cluster_down(directory: Path) -> list[str]:
     directory = directory.resolve()
     cluster = read_cluster(directory)
     stopped = []
-    for name, d in daemons_of(cluster).items():
+    # NameNodes first: an active whose JournalNodes vanish would end on a failed sync.
+    daemons = sorted(daemons_of(cluster).items(), key=lambda kv: kv[1].get("kind") != "namenode")
+    for name, d in daemons:
         if stop_pid(d["pid"]):
             stopped.append(name)
         d["pid"] = None
