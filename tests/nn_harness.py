@@ -24,7 +24,7 @@ from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import HAServiceProtocol_pb2 as hap
 from qjm.namenode.proto import hdfs_pb2 as hdfs
 from qjm.namenode.protocols import CLIENT_PROTOCOL, HA_SERVICE_PROTOCOL
-from qjm.namenode.server import NameNode
+from qjm.namenode.server import NameNode, os_user
 from qjm.namenode.types import Caller
 from qjm_cluster import JNCluster
 
@@ -123,19 +123,20 @@ async def start_nn(cfg: ClusterConfig, name: str) -> NameNode:
     return nn
 
 
-async def wait_for(cond: Any, what: str, timeout: float = 10.0) -> None:
-    """Wait until cond() is true, failing after timeout naming what was awaited."""
-    deadline = time.monotonic() + timeout
+async def wait_for(cond: Any, what: str, within: float = 10.0) -> None:
+    """Wait until cond() is true, failing after within naming what was awaited."""
+    deadline = time.monotonic() + within
     while not cond():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+            raise AssertionError(f"timed out after {within}s waiting for {what}")
         await asyncio.sleep(0.02)  # poll interval of a wait bounded by the deadline
 
 
 class Rpc:
     """ClientProtocol and HAServiceProtocol calls to one NameNode over real IPC."""
 
-    def __init__(self, address: str, user: str = "test-superuser") -> None:
+    def __init__(self, address: str, user: str | None = None) -> None:
+        user = user or os_user()  # the NameNode's own user: a superuser
         self.client = IpcClient(address, CLIENT_PROTOCOL, user=user, reconnect_attempts=1)
         self.ha = IpcClient(address, HA_SERVICE_PROTOCOL, user=user, reconnect_attempts=1)
 
@@ -194,7 +195,9 @@ class Rpc:
     async def state(self) -> int:
         """getServiceStatus: the HAServiceStateProto number."""
         resp = await self.ha.call(
-            "getServiceStatus", hap.GetServiceStatusRequestProto(), hap.GetServiceStatusResponseProto
+            "getServiceStatus",
+            hap.GetServiceStatusRequestProto(),
+            hap.GetServiceStatusResponseProto,
         )
         return int(resp.state)
 
@@ -287,9 +290,9 @@ class NNProcess:
                 env=env,
             )
 
-    async def wait_ready(self, timeout: float = 30.0) -> dict[str, Any]:
+    async def wait_ready(self, within: float = 30.0) -> dict[str, Any]:
         """Wait for the ready file; fails naming the log when the process exits first."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + within
         assert self.proc is not None
         while not self.ready.exists():
             if self.proc.poll() is not None:
@@ -297,18 +300,18 @@ class NNProcess:
                     f"{self.name} exited {self.proc.returncode}: {self.log.read_text()[-3000:]}"
                 )
             if time.monotonic() > deadline:
-                raise AssertionError(f"{self.name} not ready in {timeout}s: {self.log.read_text()}")
+                raise AssertionError(f"{self.name} not ready in {within}s: {self.log.read_text()}")
             await asyncio.sleep(0.05)  # poll interval of a bounded wait
         data: dict[str, Any] = json.loads(self.ready.read_text())
         return data
 
-    async def wait_exit(self, timeout: float = 30.0) -> int:
+    async def wait_exit(self, within: float = 30.0) -> int:
         """Wait for the process to exit; its exit code."""
         assert self.proc is not None
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + within
         while self.proc.poll() is None:
             if time.monotonic() > deadline:
-                raise AssertionError(f"{self.name} still running after {timeout}s")
+                raise AssertionError(f"{self.name} still running after {within}s")
             await asyncio.sleep(0.05)  # poll interval of a bounded wait
         return int(self.proc.returncode)
 

@@ -20,7 +20,6 @@ from nn_harness import (
     make_config,
     start_nn,
     tree,
-    wait_for,
     write_config,
 )
 from qjm.ipc import RemoteError
@@ -76,9 +75,7 @@ async def test_starts_standby_then_active_serves_mkdirs_and_getfileinfo(
         await nn.stop()
 
 
-async def test_restart_replays_to_the_same_namespace(
-    tmp_path: Path, jn_factory: JNFactory
-) -> None:
+async def test_restart_replays_to_the_same_namespace(tmp_path: Path, jn_factory: JNFactory) -> None:
     cfg = make_config(three_jns(jn_factory), tmp_path, names=("nn1",))
     await format_cluster(cfg, "nn1")
     nn = await start_nn(cfg, "nn1")
@@ -140,7 +137,8 @@ async def test_reads_on_a_standby_need_a_state_id(tmp_path: Path, jn_factory: JN
         finally:
             await rpc.close()
         wanted = nn1.last_txid()
-        ns = await asyncio.wait_for(nn2.read(ctx(wanted)), 10)
+        async with asyncio.timeout(10):
+            ns = await nn2.read(ctx(wanted))
         assert nn2.applied_txid >= wanted
         assert ns.stat("/observed", nn2.caller_of(ctx(None))) is not None
         # The active serves reads with or without a state id.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import inspect
 from pathlib import Path
 from typing import Any
@@ -67,8 +68,7 @@ def run(args: argparse.Namespace) -> int:
         txid = eventloop.run(bootstrap_standby(cfg, args.nn_id, force=args.force))
         print(f"NameNode {args.nn_id} bootstrapped from the image at txid {txid}")
         return 0
-    from qjm.namenode import admin
-
+    admin: Any = importlib.import_module("qjm.namenode.admin")
     if args.action == "format":
         _run_maybe_async(admin.format_namenode(cfg, args.nn_id, args.force))
         print(f"NameNode {args.nn_id} formatted; shared edits {cfg.shared_edits_uri()} formatted")

@@ -56,7 +56,7 @@ class StandbyCheckpointer:
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._paused = False
-        self._saving: asyncio.Future[int] | None = None
+        self._saving: asyncio.Future[Path] | None = None
         self._upload_task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
