@@ -24,6 +24,7 @@ from nn_harness import (
 )
 from qjm.ipc import RemoteError
 from qjm.namenode.errors import StandbyError
+from qjm.namenode.server import os_user
 from qjm.namenode.types import HAState
 
 STANDBY_EXCEPTION = "org.apache.hadoop.ipc.StandbyException"
@@ -240,3 +241,116 @@ async def test_cli_runs_a_namenode_with_ready_file(tmp_path: Path, jn_factory: J
     assert again.returncode == 1 and "force" in again.stderr
     bad = run_qjm("namenode", "--config", str(conf), "--id", "nn9")
     assert bad.returncode == 1 and "nn9" in bad.stderr
+
+
+async def test_a_read_waits_for_the_sync_of_every_logged_edit(
+    tmp_path: Path, jn_factory: JNFactory
+) -> None:
+    from qjm.ipc.server import CallContext
+
+    cfg = make_config(three_jns(jn_factory), tmp_path, names=("nn1",))
+    await format_cluster(cfg, "nn1")
+    nn = await start_nn(cfg, "nn1")
+    try:
+        await nn.transition_to_active("test")
+        el = nn.edit_log
+        assert el is not None
+        ctx = CallContext("p", "mkdirs", os_user(), b"", 1, 0, "127.0.0.1:1")
+        caller = nn.caller_of(ctx)
+        # A write logged and applied but not synced yet (its caller still waits) ...
+        ops = nn.ns.plan_mkdirs("/pending", caller, 0o755, True, 1)
+        txid = 0
+        for op in ops:
+            nn.ns.apply(op)
+            txid = el.log(op)
+        assert el.synced_txid < txid
+        # ... a read that could show it is answered only once it is synced.
+        ns = await nn.read(ctx)
+        assert el.synced_txid >= txid
+        assert ns.stat("/pending", caller) is not None
+        # A write whose plan changes nothing (mkdirs of an existing dir) also waits.
+        ops = nn.ns.plan_mkdirs("/pending2", caller, 0o755, True, 2)
+        for op in ops:
+            nn.ns.apply(op)
+            txid = el.log(op)
+        assert el.synced_txid < txid
+        done = await nn.write(ctx, lambda ns: ns.plan_mkdirs("/pending", caller, 0o755, True, 3))
+        assert done == []
+        assert el.synced_txid >= txid
+    finally:
+        await nn.stop()
+
+
+async def test_superusers_are_the_os_user_and_the_superuser_group(
+    tmp_path: Path, jn_factory: JNFactory
+) -> None:
+    import grp
+    import pwd
+
+    from qjm.ipc.server import CallContext
+
+    me = os_user()
+    other = next(
+        (p for p in pwd.getpwall() if p.pw_name != me and p.pw_gid != 0),
+        None,
+    )
+    if other is None:  # pragma: no cover - every Linux has daemon users
+        pytest.skip("no second OS user to test group membership with")
+    group = grp.getgrgid(other.pw_gid).gr_name
+    cfg = make_config(three_jns(jn_factory), tmp_path, names=("nn1",), superuser_group=group)
+
+    def ctx(user: str) -> CallContext:
+        return CallContext("p", "getFileInfo", user, b"", 1, 0, "127.0.0.1:1")
+
+    from qjm.namenode.server import NameNode
+
+    nn = NameNode(cfg, "nn1")
+    mine = nn.caller_of(ctx(me))
+    assert mine.superuser and mine.user == me
+    theirs = nn.caller_of(ctx(other.pw_name))
+    assert theirs.superuser and group in theirs.groups
+    stranger = nn.caller_of(ctx("no-such-user-here"))
+    assert not stranger.superuser and stranger.groups == ()
+    plain = NameNode(
+        make_config(three_jns_again(jn_factory), tmp_path / "b", names=("nn1",)), "nn1"
+    )
+    assert not plain.caller_of(ctx(other.pw_name)).superuser
+
+
+def three_jns_again(jn_factory: JNFactory) -> list[Any]:
+    """Three more JournalNode processes (a second cluster)."""
+    return [jn_factory.start(f"jnb{i}") for i in range(3)]
+
+
+async def test_imagetransfer_refusals(tmp_path: Path, jn_factory: JNFactory) -> None:
+    cfg = make_config(three_jns(jn_factory), tmp_path, names=("nn1",))
+    await format_cluster(cfg, "nn1")
+    nn = await start_nn(cfg, "nn1")
+    url = f"{nn.http_url()}/imagetransfer"
+    try:
+        async with aiohttp.ClientSession() as s:
+            async with s.get(url, params={"getimage": "1", "txid": "latest"}) as r:
+                assert r.status == 200
+                assert r.headers["X-Image-Txid"] == "0"
+                assert r.headers["X-Cluster-Id"] == "CID-nn-test"
+                body = await r.read()
+                import hashlib
+
+                assert hashlib.md5(body).hexdigest() == r.headers["X-MD5-Digest"]
+            async with s.get(url, params={"getimage": "1", "txid": "77"}) as r:
+                assert r.status == 404 and "77" in await r.text()
+            async with s.put(
+                url, params={"txid": "5"}, data=body, headers={"X-MD5-Digest": "0"}
+            ) as r:
+                assert r.status == 403  # a standby takes no image
+            await nn.transition_to_active("test")
+            async with s.put(
+                url, params={"txid": "5"}, data=body, headers={"X-MD5-Digest": "0"}
+            ) as r:
+                assert r.status == 400 and "MD5" in await r.text()
+            async with s.put(
+                url, params={"txid": "0"}, data=body, headers={"X-MD5-Digest": "0"}
+            ) as r:
+                assert r.status == 409
+    finally:
+        await nn.stop()
