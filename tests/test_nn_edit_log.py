@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import JNFactory
 from qjm.client.admin import new_namespace_info
 from qjm.client.quorum_journal_manager import FormatRefused, QuorumJournalManager
 from qjm.client.reader import QuorumJournalReader
@@ -645,3 +646,50 @@ async def test_recover_reads_the_shared_journal_when_it_holds_more(tmp_path: Pat
             mkdir(i) for i in range(6)
         ]
         assert report.image_path is not None and report.image_path.name.endswith("09")
+
+
+# -- real JournalNode processes ---------------------------------------------------------------
+async def test_with_journalnode_processes_one_loss_is_survived_two_are_fatal(
+    tmp_path: Path, jn_factory: JNFactory
+) -> None:
+    nodes = [jn_factory.start(f"jn{i}") for i in range(3)]
+    uri = f"qjournal://{';'.join(n.rpc for n in nodes)}/procs"
+    q0 = QuorumJournalManager(uri, None, FAST_SETTINGS)
+    await q0.format(NS)
+    await q0.close()
+    st = name_dir(tmp_path)
+    q = QuorumJournalManager(uri, None, FAST_SETTINGS)
+    fatal = Fatal()
+    el = FSEditLog(st, q, replace(SETTINGS, roll_txns=50), fatal)
+    await el.open_for_write(await writer(q))
+
+    async def batch(start: int, n: int) -> list[int]:
+        return list(await asyncio.gather(*(el.log_sync(mkdir(i)) for i in range(start, start + n))))
+
+    first = await batch(0, 100)
+    deadline = asyncio.get_running_loop().time() + 10
+    while el.stats.rolls < 1:  # the automatic roll runs once the burst of log() calls ends
+        assert asyncio.get_running_loop().time() < deadline, "no automatic roll"
+        await asyncio.sleep(0.01)
+    jn_factory.stop(nodes[2])  # one of three down: the quorum goes on
+    second = await batch(100, 100)
+    assert el.synced_txid >= max(second)
+    assert fatal.errors == []
+    jn_factory.stop(nodes[1])  # two of three down: fatal
+    results = await asyncio.gather(
+        *(el.log_sync(mkdir(i)) for i in range(200, 210)), return_exceptions=True
+    )
+    assert all(isinstance(r, EditLogFatalError) for r in results), results
+    assert len(fatal.errors) == 1
+    el.abort()
+    await q.close()
+    # Every acknowledged op is on the surviving node or its quorum peer and in the name dir.
+    acked = set(first) | set(second)
+    local = {t for _, ops in segments_ops(st.current, finalized_only=False).items() for t, _ in ops}
+    assert acked <= local
+    on_jn0 = {
+        t
+        for _, ops in segments_ops(nodes[0].edits_dir / "procs" / "current", False).items()
+        for t, _ in ops
+    }
+    assert acked <= on_jn0, sorted(acked - on_jn0)[:5]
