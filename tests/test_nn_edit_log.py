@@ -15,26 +15,34 @@ from pathlib import Path
 
 import pytest
 
+from conftest import JNFactory
 from qjm.client.admin import new_namespace_info
-from qjm.client.quorum_journal_manager import QuorumJournalManager
-from qjm.config import NameNodeSettings
+from qjm.client.quorum_journal_manager import FormatRefused, QuorumJournalManager
+from qjm.client.reader import QuorumJournalReader
+from qjm.client.uri import parse_qjournal_uri
+from qjm.config import ClusterConfig, JournalNodeConfig, NameNodeConfig, NameNodeSettings
 from qjm.editlog.ops import (
     EndLogSegmentOp,
     MkdirOp,
     Op,
     PermissionStatus,
     StartLogSegmentOp,
+    decode_op,
+    encode_ops,
     read_ops,
 )
 from qjm.editlog.segments import list_segments
+from qjm.namenode.admin import format_namenode, initialize_shared_edits, recover
 from qjm.namenode.edit_log import (
     EditLogClosedError,
     EditLogFatalError,
     FSEditLog,
     WriterFencedError,
 )
+from qjm.namenode.errors import NamenodeError
 from qjm.namenode.fs_image import EditLogGapError, local_edits, replay
-from qjm.namenode.storage import NamespaceInfo, NNStorage
+from qjm.namenode.image import ImageContents, NsInfo
+from qjm.namenode.storage import NamespaceInfo, NNStorage, StorageFormatError, empty_image
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.testing.in_memory import InMemoryCluster
 from qjm_cluster import FAST_SETTINGS, JNCluster
@@ -446,3 +454,242 @@ async def test_calls_out_of_order_are_refused(tmp_path: Path, mem: InMemoryClust
 def test_stale_namespace_proto_is_usable() -> None:
     assert isinstance(NS, pb.NamespaceInfoProto)
     assert NamespaceInfo.from_proto(NS).namespace_id == 777
+
+
+# -- admin: format, initialize-shared-edits, recover ------------------------------------------
+def cluster_config(cluster: JNCluster, jid: str, tmp_path: Path) -> ClusterConfig:
+    """A cluster config naming the test's JournalNodes and one NameNode, nn1."""
+    return ClusterConfig(
+        journal_id=jid,
+        journalnodes={
+            f"jn{i}": JournalNodeConfig(
+                f"jn{i}",
+                cluster.address(i),
+                f"127.0.0.1:{cluster.http_ports[i]}",
+                str(cluster.edits_dir(i)),
+            )
+            for i in range(cluster.n)
+        },
+        qjournal=FAST_SETTINGS,
+        namenodes={
+            "nn1": NameNodeConfig("nn1", "127.0.0.1:1", "127.0.0.1:2", str(tmp_path / "nn1"))
+        },
+    )
+
+
+class Tree:
+    """A namespace stand-in for recover: counts what it applies, refuses a chosen path."""
+
+    def __init__(self, image: object = None, refuse: str | None = None) -> None:
+        self.applied: list[Op] = []
+        self.refuse = refuse
+
+    def apply(self, op: Op) -> None:
+        """Record the op, or refuse it like a contradicting edit."""
+        if isinstance(op, MkdirOp) and op.path == self.refuse:
+            raise ValueError(f"parent of {op.path} does not exist")
+        self.applied.append(op)
+
+    def to_image(self, txid: int, ns_info: NsInfo) -> ImageContents:
+        """The empty tree at txid."""
+        return empty_image(ns_info.namespace_id, txid, owner="hdfs")
+
+
+def write_segment_file(current: Path, name: str, ops: list[tuple[int, Op]]) -> Path:
+    """A local edits file holding these ops."""
+    p = current / name
+    p.write_bytes(encode_ops(ops))
+    return p
+
+
+async def test_format_namenode_formats_the_journal_and_the_name_dir(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path / "jns") as cluster:
+        cfg = cluster_config(cluster, "fmt", tmp_path)
+        ns = await format_namenode(cfg, "nn1")
+        with NNStorage(tmp_path / "nn1") as st:
+            assert st.read_ns_info() == ns
+            assert [t for t, _ in st.images()] == [0]
+        for i in range(cluster.n):
+            assert (cluster.current_dir(i, "fmt") / "VERSION").is_file()
+        q = cluster.qjm("fmt")
+        found = await q.discover_namespace()
+        await q.close()
+        assert found.storage_info.namespace_id == ns.namespace_id
+        with pytest.raises(StorageFormatError, match="not empty.*--force"):
+            await format_namenode(cfg, "nn1")
+        ns2 = await format_namenode(cfg, "nn1", force=True)
+        assert ns2.cluster_id != ns.cluster_id
+        with NNStorage(tmp_path / "nn1") as st:
+            assert st.read_ns_info() == ns2
+
+
+async def test_format_namenode_needs_every_journalnode(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path / "jns") as cluster:
+        cfg = cluster_config(cluster, "fmt", tmp_path)
+        await cluster.stop_node(1)
+        with pytest.raises(FormatRefused, match="every JournalNode"):
+            await format_namenode(cfg, "nn1")
+        with NNStorage(tmp_path / "nn1") as st:
+            assert not st.is_formatted()
+
+
+async def test_initialize_shared_edits_copies_the_local_edits(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path / "jns") as cluster:
+        cfg = cluster_config(cluster, "init", tmp_path)
+        st = name_dir(tmp_path)
+        write_segment_file(
+            st.current,
+            "edits_0000000000000000001-0000000000000000003",
+            [(1, StartLogSegmentOp()), (2, mkdir(0)), (3, EndLogSegmentOp())],
+        )
+        write_segment_file(
+            st.current,
+            "edits_inprogress_0000000000000000004",
+            [(4, StartLogSegmentOp()), (5, mkdir(1)), (6, mkdir(2))],
+        )
+        st.unlock()
+        report = await initialize_shared_edits(cfg, "nn1")
+        assert report.segments == [(1, 3), (4, 6)] and report.last_txid == 6
+        assert report.image_txid == 0
+        uri = parse_qjournal_uri(cluster.uri("init"))
+        async with QuorumJournalReader(uri, FAST_SETTINGS) as reader:
+            got = [(raw.txid, decode_op(raw)) async for raw in reader.read(1)]
+        assert got == [
+            (1, StartLogSegmentOp()),
+            (2, mkdir(0)),
+            (3, EndLogSegmentOp()),
+            (4, StartLogSegmentOp()),
+            (5, mkdir(1)),
+            (6, mkdir(2)),
+        ]
+        # A gap in the local edits is refused before the journal is touched.
+        with NNStorage(tmp_path / "nn1") as st2:
+            write_segment_file(
+                st2.current, "edits_0000000000000000009-0000000000000000009", [(9, mkdir(3))]
+            )
+        with pytest.raises(NamenodeError, match="expected txid 7.*starts at 9"):
+            await initialize_shared_edits(cfg, "nn1", force=True)
+
+
+async def test_recover_keeps_the_longest_valid_run_and_saves_an_image(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path / "jns") as cluster:
+        cfg = cluster_config(cluster, "rec", tmp_path)
+        st = name_dir(tmp_path)
+        write_segment_file(
+            st.current,
+            "edits_0000000000000000001-0000000000000000004",
+            [(1, StartLogSegmentOp()), (2, mkdir(0)), (3, mkdir(1)), (4, EndLogSegmentOp())],
+        )
+        bad = write_segment_file(
+            st.current,
+            "edits_inprogress_0000000000000000005",
+            [(5, StartLogSegmentOp()), (6, mkdir(2)), (7, mkdir(3)), (8, mkdir(4))],
+        )
+        raw = bytearray(bad.read_bytes())
+        raw[-30] ^= 0xFF  # damage txid 8, the last op
+        bad.write_bytes(bytes(raw))
+        st.unlock()
+        trees: list[Tree] = []
+
+        def factory(image: object) -> Tree:
+            trees.append(Tree(image))
+            return trees[-1]
+
+        report = await recover(cfg, "nn1", factory, use_shared=False)
+        assert report.image_txid == 0 and report.last_txid == 7 and report.source == "local"
+        assert report.applied == 7
+        assert any("edits_inprogress_0000000000000000005" in d for d in report.dropped), report
+        assert [op for op in trees[0].applied if isinstance(op, MkdirOp)] == [
+            mkdir(i) for i in range(4)
+        ]
+        with NNStorage(tmp_path / "nn1") as st2:
+            assert [t for t, _ in st2.images()] == [0, 7]
+            assert st2.seen_txid >= 7
+
+        # An edit that cannot be applied ends the run there.
+        def refusing(image: object) -> Tree:
+            return Tree(image, refuse="/d1")
+
+        with NNStorage(tmp_path / "nn1") as st3:
+            st3.image_path(7).unlink()
+        report2 = await recover(cfg, "nn1", refusing, use_shared=False)
+        assert report2.last_txid == 2
+        assert any("OP_MKDIR at txid 3 cannot be applied" in d for d in report2.dropped), report2
+
+
+async def test_recover_reads_the_shared_journal_when_it_holds_more(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path / "jns") as cluster:
+        cfg = cluster_config(cluster, "recs", tmp_path)
+        ns = await format_namenode(cfg, "nn1")
+        st = NNStorage(tmp_path / "nn1")
+        q = cluster.qjm("recs", ns_info=ns.to_proto())
+        el = FSEditLog(st, q, SETTINGS, Fatal())
+        await el.open_for_write(await writer(q))
+        for i in range(5):
+            await el.log_sync(mkdir(i))
+        await el.roll()
+        await el.log_sync(mkdir(5))  # txid 9, in the open segment (START is 8)
+        el.abort()  # a crash: the shared journal holds 1-9, the open segment unfinalized
+        await q.close()
+        for seg in list_segments(st.current):
+            seg.path.unlink()  # the local copy is lost
+        st.unlock()
+        trees: list[Tree] = []
+
+        def factory(image: object) -> Tree:
+            trees.append(Tree(image))
+            return trees[-1]
+
+        report = await recover(cfg, "nn1", factory)
+        assert report.source == "shared" and report.last_txid == 9, report.lines()
+        assert [op for op in trees[0].applied if isinstance(op, MkdirOp)] == [
+            mkdir(i) for i in range(6)
+        ]
+        assert report.image_path is not None and report.image_path.name.endswith("09")
+
+
+# -- real JournalNode processes ---------------------------------------------------------------
+async def test_with_journalnode_processes_one_loss_is_survived_two_are_fatal(
+    tmp_path: Path, jn_factory: JNFactory
+) -> None:
+    nodes = [jn_factory.start(f"jn{i}") for i in range(3)]
+    uri = f"qjournal://{';'.join(n.rpc for n in nodes)}/procs"
+    q0 = QuorumJournalManager(uri, None, FAST_SETTINGS)
+    await q0.format(NS)
+    await q0.close()
+    st = name_dir(tmp_path)
+    q = QuorumJournalManager(uri, None, FAST_SETTINGS)
+    fatal = Fatal()
+    el = FSEditLog(st, q, replace(SETTINGS, roll_txns=50), fatal)
+    await el.open_for_write(await writer(q))
+
+    async def batch(start: int, n: int) -> list[int]:
+        return list(await asyncio.gather(*(el.log_sync(mkdir(i)) for i in range(start, start + n))))
+
+    first = await batch(0, 100)
+    deadline = asyncio.get_running_loop().time() + 10
+    while el.stats.rolls < 1:  # the automatic roll runs once the burst of log() calls ends
+        assert asyncio.get_running_loop().time() < deadline, "no automatic roll"
+        await asyncio.sleep(0.01)
+    jn_factory.stop(nodes[2])  # one of three down: the quorum goes on
+    second = await batch(100, 100)
+    assert el.synced_txid >= max(second)
+    assert fatal.errors == []
+    jn_factory.stop(nodes[1])  # two of three down: fatal
+    results = await asyncio.gather(
+        *(el.log_sync(mkdir(i)) for i in range(200, 210)), return_exceptions=True
+    )
+    assert all(isinstance(r, EditLogFatalError) for r in results), results
+    assert len(fatal.errors) == 1
+    el.abort()
+    await q.close()
+    # Every acknowledged op is on the surviving node or its quorum peer and in the name dir.
+    acked = set(first) | set(second)
+    local = {t for _, ops in segments_ops(st.current, finalized_only=False).items() for t, _ in ops}
+    assert acked <= local
+    on_jn0 = {
+        t
+        for _, ops in segments_ops(nodes[0].edits_dir / "procs" / "current", False).items()
+        for t, _ in ops
+    }
+    assert acked <= on_jn0, sorted(acked - on_jn0)[:5]

@@ -416,11 +416,11 @@ class FSEditLog:
             self.stats.rolls += 1
             log.info("rolled the edit log: segment %d started", new_start)
             return new_start
-        except BaseException as e:
-            err = self._fail(e)
-            if isinstance(e, Exception):
-                raise err from None
+        except asyncio.CancelledError:
+            self.abort()  # cut short (shutting down): nothing finalized, a new writer recovers
             raise
+        except Exception as e:
+            raise self._fail(e) from None
         finally:
             self._rolling.set_result(None)
             self._rolling = None
@@ -466,6 +466,8 @@ class FSEditLog:
         self._closing = True  # log() refuses from here on; nothing auto-rolls
         try:
             await self._end_segment()
+        except Exception as e:
+            raise self._fail(e) from None
         finally:
             self._closing = False
             self._pending = None
