@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
-import inspect
 from pathlib import Path
 from typing import Any
 
@@ -37,17 +35,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(func=run)
 
 
-def _run_maybe_async(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        awaitable = value
-
-        async def wait() -> Any:
-            return await awaitable
-
-        return eventloop.run(wait())
-    return value
-
-
 def run(args: argparse.Namespace) -> int:
     """Run the NameNode until SIGTERM, or do one action."""
     cfg = load_config(args.config)
@@ -68,17 +55,35 @@ def run(args: argparse.Namespace) -> int:
         txid = eventloop.run(bootstrap_standby(cfg, args.nn_id, force=args.force))
         print(f"NameNode {args.nn_id} bootstrapped from the image at txid {txid}")
         return 0
-    admin: Any = importlib.import_module("qjm.namenode.admin")
+    from qjm.namenode import admin
+
     if args.action == "format":
-        _run_maybe_async(admin.format_namenode(cfg, args.nn_id, args.force))
-        print(f"NameNode {args.nn_id} formatted; shared edits {cfg.shared_edits_uri()} formatted")
+        ns = eventloop.run(admin.format_namenode(cfg, args.nn_id, args.force))
+        print(
+            f"NameNode {args.nn_id} formatted ({ns.describe()}); shared edits "
+            f"{cfg.shared_edits_uri()} formatted"
+        )
     elif args.action == "initialize-shared-edits":
-        _run_maybe_async(admin.initialize_shared_edits(cfg, args.nn_id))
-        print(f"shared edits {cfg.shared_edits_uri()} initialized from NameNode {args.nn_id}")
-    elif args.action == "recover":
-        result = _run_maybe_async(admin.recover(cfg, args.nn_id))
-        if result is not None:
-            print(result)
+        report = eventloop.run(admin.initialize_shared_edits(cfg, args.nn_id))
+        print(
+            f"shared edits {cfg.shared_edits_uri()} initialized from NameNode {args.nn_id}: "
+            f"image at txid {report.image_txid}, edits up to txid {report.last_txid}"
+        )
+    else:
+        from qjm.namenode.namespace import Namespace
+        from qjm.namenode.server import os_user
+
+        def factory(image: Any) -> Namespace:
+            return Namespace.from_image(
+                image,
+                superuser=os_user(),
+                supergroup=cfg.namenode.superuser_group,
+                permissions_enabled=cfg.namenode.permissions_enabled,
+            )
+
+        recovered = eventloop.run(admin.recover(cfg, args.nn_id, factory))
+        for line in recovered.lines():
+            print(line)
     return 0
 
 
