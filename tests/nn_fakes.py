@@ -47,6 +47,7 @@ class _Node:
     replication: int = 0
     block_size: int = 0
     client: str | None = None
+    quota: tuple[int, int] = (-1, -1)
     children: dict[str, _Node] = field(default_factory=dict)
 
 
@@ -130,7 +131,7 @@ class MiniNamespace:
                 todo.extend(m.children.values())
             else:
                 files += 1
-        return ContentSummary(0, files, dirs, -1, 0, -1)
+        return ContentSummary(0, files, dirs, n.quota[0], 0, n.quota[1])
 
     # plans return closures as "ops"; apply runs them
     def plan_mkdirs(
@@ -236,6 +237,12 @@ class MiniNamespace:
     def plan_set_times(self, path: str, caller: Caller, mtime: int, atime: int) -> list[Any]:
         self._must(path)
         return [] if mtime == -1 else [("set", path, "mtime", mtime)]
+
+    def plan_set_quota(self, path: str, caller: Caller, ns_quota: int, ds_quota: int) -> list[Any]:
+        n = self._must(path)
+        if not n.is_dir:
+            raise PathNotFoundError(f"{path}: quotas are set on directories only")
+        return [("set", path, "quota", (ns_quota, ds_quota))]
 
     def _must(self, path: str) -> _Node:
         n = self._find(path)

@@ -14,6 +14,7 @@ from qjm.errors import QjmError
 # Subcommand modules, each with add_parser(subparsers); optional ones may be absent.
 COMMANDS = [
     "qjm.cli.journalnode",
+    "qjm.cli.namenode",
     "qjm.cli.journal",
     "qjm.cli.cluster",
     "qjm.cli.oev",

@@ -12,14 +12,16 @@ from qjm.editlog.ops import Op
 from qjm.ipc.server import CallContext, Method
 from qjm.namenode import protocols
 from qjm.namenode.errors import (
+    AccessControlError,
     IllegalArgumentError,
+    NamenodeError,
     NotSupportedError,
     PathNotFoundError,
 )
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import hdfs_pb2 as hdfs
 from qjm.namenode.service import NameNodeService
-from qjm.namenode.types import ContentSummary, FileStatus, HAState, RpcIds
+from qjm.namenode.types import Caller, ContentSummary, FileStatus, HAState, RpcIds
 
 if TYPE_CHECKING:
     from qjm.namenode.namespace import Namespace
@@ -37,6 +39,22 @@ _STATE_ON_WIRE = {  # HAServiceStateProto; STOPPING is never sent
     HAState.STOPPING: 0,
 }
 NO_DATANODES = "qjm keeps metadata only: {method} needs DataNodes"
+NO_ACLS = "qjm keeps no ACLs: {method} is not supported (permissions are owner/group/mode only)"
+NO_XATTRS = "qjm keeps no extended attributes: {method} is not supported"
+# Methods refused outright, with the reason.
+REFUSED: dict[str, str] = {
+    **{
+        m: NO_DATANODES
+        for m in ("addBlock", "abandonBlock", "append", "truncate", "concat", "recoverLease")
+    },
+    **{
+        m: NO_ACLS
+        for m in ("modifyAclEntries", "removeAclEntries", "removeDefaultAcl", "removeAcl", "setAcl")
+    },
+    **{m: NO_XATTRS for m in ("setXAttr", "removeXAttr")},
+}
+_ACTIONS = ("---", "--x", "-w-", "-wx", "r--", "r-x", "rw-", "rwx")
+_SAFEMODE_ENTER = 2
 
 Handler = Callable[[Any, CallContext], Awaitable[Message]]
 
@@ -110,13 +128,45 @@ def check_replication(replication: int, method: str) -> None:
         )
 
 
-def not_supported(method: str) -> Handler:
-    """A handler refusing method because it needs DataNodes."""
+def not_supported(method: str, reason: str = NO_DATANODES) -> Handler:
+    """A handler refusing method with reason (a format string naming {method})."""
 
     async def refuse(req: Any, ctx: CallContext) -> Message:
-        raise NotSupportedError(NO_DATANODES.format(method=method))
+        raise NotSupportedError(reason.format(method=method))
 
     return refuse
+
+
+def mode_string(status: FileStatus) -> str:
+    """The mode as ls shows it, e.g. drwxr-xr-x."""
+    kind = "d" if status.is_dir else "l" if status.symlink is not None else "-"
+    perm = status.permission
+    return kind + "".join(_ACTIONS[(perm >> shift) & 7] for shift in (6, 3, 0))
+
+
+def check_access(status: FileStatus, path: str, caller: Caller, action: int) -> None:
+    """Raise AccessControlError unless caller may do action (rwx bits) on status, as HDFS."""
+    if caller.superuser:
+        return
+    perm = status.permission
+    if caller.user == status.owner:
+        granted = (perm >> 6) & 7
+    elif status.group in caller.groups:
+        granted = (perm >> 3) & 7
+    else:
+        granted = perm & 7
+    if granted & action != action:
+        raise AccessControlError(
+            f"Permission denied: user={caller.user}, access={_ACTIONS[action]}, "
+            f'inode="{path}":{status.owner}:{status.group}:{mode_string(status)}'
+        )
+
+
+def empty_locations(status: FileStatus) -> hdfs.LocatedBlocksProto:
+    """The block locations of a file without blocks (as HDFS answers an empty file)."""
+    return hdfs.LocatedBlocksProto(
+        fileLength=0, underConstruction=status.under_construction, isLastBlockComplete=False
+    )
 
 
 class ClientRpc:
@@ -386,6 +436,168 @@ class ClientRpc:
         await self.nn.write(ctx, plan)
         return cn.SetTimesResponseProto()
 
+    # -- what real clients call beyond the issue's list -----------------------------------
+
+    async def _stat(self, ctx: CallContext, path: str) -> tuple[FileStatus, Caller]:
+        """The status of path (FileNotFoundException when there is none) and the caller."""
+        ns = await self.nn.read(ctx)
+        caller = self.nn.caller_of(ctx)
+        status = ns.stat(path, caller)
+        if status is None:
+            raise PathNotFoundError(f"File does not exist: {path}")
+        return status, caller
+
+    async def _file(self, ctx: CallContext, path: str) -> FileStatus:
+        """The status of a file at path (FileNotFoundException for a directory too)."""
+        status, _ = await self._stat(ctx, path)
+        if status.is_dir:
+            raise PathNotFoundError(f"Path is not a file: {path}")
+        return status
+
+    async def get_block_locations(
+        self, req: cn.GetBlockLocationsRequestProto, ctx: CallContext
+    ) -> cn.GetBlockLocationsResponseProto:
+        """getBlockLocations: none for an empty file; a file with data needs DataNodes."""
+        status = await self._file(ctx, req.src)
+        if status.length:
+            raise NotSupportedError(
+                NO_DATANODES.format(method=f"reading {req.src} (getBlockLocations)")
+            )
+        return cn.GetBlockLocationsResponseProto(locations=empty_locations(status))
+
+    async def get_located_file_info(
+        self, req: cn.GetLocatedFileInfoRequestProto, ctx: CallContext
+    ) -> cn.GetLocatedFileInfoResponseProto:
+        """getLocatedFileInfo: the status, with (no) block locations for an empty file."""
+        ns = await self.nn.read(ctx)
+        status = ns.stat(req.src, self.nn.caller_of(ctx))
+        if status is None:
+            return cn.GetLocatedFileInfoResponseProto()
+        proto = file_status_proto(status, b"")
+        if not status.is_dir and not status.length:
+            proto.locations.CopyFrom(empty_locations(status))
+        return cn.GetLocatedFileInfoResponseProto(fs=proto)
+
+    async def get_file_link_info(
+        self, req: cn.GetFileLinkInfoRequestProto, ctx: CallContext
+    ) -> cn.GetFileLinkInfoResponseProto:
+        """getFileLinkInfo: as getFileInfo (a symlink itself, not its target)."""
+        ns = await self.nn.read(ctx)
+        status = ns.stat(req.src, self.nn.caller_of(ctx))
+        if status is None:
+            return cn.GetFileLinkInfoResponseProto()
+        return cn.GetFileLinkInfoResponseProto(fs=file_status_proto(status, b""))
+
+    async def get_quota_usage(
+        self, req: cn.GetQuotaUsageRequestProto, ctx: CallContext
+    ) -> cn.GetQuotaUsageResponseProto:
+        """getQuotaUsage: names and space used under path against its quotas."""
+        ns = await self.nn.read(ctx)
+        s = ns.content_summary(req.path, self.nn.caller_of(ctx))
+        return cn.GetQuotaUsageResponseProto(
+            usage=hdfs.QuotaUsageProto(
+                fileAndDirectoryCount=s.file_count + s.directory_count,
+                quota=unsigned64(s.ns_quota),
+                spaceConsumed=s.space_consumed,
+                spaceQuota=unsigned64(s.space_quota),
+            )
+        )
+
+    async def set_quota(
+        self, req: cn.SetQuotaRequestProto, ctx: CallContext
+    ) -> cn.SetQuotaResponseProto:
+        """setQuota: a directory's name and space quotas (-1 resets, Long.MAX_VALUE keeps)."""
+        if req.HasField("storageType"):
+            raise NotSupportedError("qjm keeps no storage types: setQuota by storage type")
+        caller = self.nn.caller_of(ctx)
+        ns_quota, ds_quota = signed64(req.namespaceQuota), signed64(req.storagespaceQuota)
+
+        def plan(ns: Namespace) -> list[Op]:
+            return ns.plan_set_quota(req.path, caller, ns_quota, ds_quota)
+
+        await self.nn.write(ctx, plan)
+        return cn.SetQuotaResponseProto()
+
+    async def get_preferred_block_size(
+        self, req: cn.GetPreferredBlockSizeRequestProto, ctx: CallContext
+    ) -> cn.GetPreferredBlockSizeResponseProto:
+        """getPreferredBlockSize: the file's block size."""
+        status = await self._file(ctx, req.filename)
+        return cn.GetPreferredBlockSizeResponseProto(bsize=status.block_size)
+
+    async def is_file_closed(
+        self, req: cn.IsFileClosedRequestProto, ctx: CallContext
+    ) -> cn.IsFileClosedResponseProto:
+        """isFileClosed: false while the file is open for writing."""
+        status = await self._file(ctx, req.src)
+        return cn.IsFileClosedResponseProto(result=not status.under_construction)
+
+    async def fsync(self, req: cn.FsyncRequestProto, ctx: CallContext) -> cn.FsyncResponseProto:
+        """fsync (hflush/hsync): no blocks, so nothing to persist beyond the file itself."""
+        await self._file(ctx, req.src)
+        return cn.FsyncResponseProto()
+
+    async def set_safe_mode(
+        self, req: cn.SetSafeModeRequestProto, ctx: CallContext
+    ) -> cn.SetSafeModeResponseProto:
+        """setSafeMode: never in safe mode (no blocks to wait for); entering it is refused."""
+        if req.action == _SAFEMODE_ENTER:
+            raise NotSupportedError("qjm keeps metadata only: it has no safe mode to enter")
+        return cn.SetSafeModeResponseProto(result=False)
+
+    async def check_access(
+        self, req: cn.CheckAccessRequestProto, ctx: CallContext
+    ) -> cn.CheckAccessResponseProto:
+        """checkAccess: AccessControlException unless the caller may (rwx) the path."""
+        status, caller = await self._stat(ctx, req.path)
+        if self.nn.settings.permissions_enabled:
+            check_access(status, req.path, caller, req.mode)
+        return cn.CheckAccessResponseProto()
+
+    async def get_acl_status(
+        self, req: cn.GetAclStatusRequestProto, ctx: CallContext
+    ) -> cn.GetAclStatusResponseProto:
+        """getAclStatus: owner, group, sticky bit and mode; never any ACL entries."""
+        status, _ = await self._stat(ctx, req.src)
+        return cn.GetAclStatusResponseProto(
+            result=cn.AclStatusProto(
+                owner=status.owner,
+                group=status.group,
+                sticky=bool(status.permission & 0o1000),
+                permission=hdfs.FsPermissionProto(perm=status.permission & PERMISSION_MASK),
+            )
+        )
+
+    async def get_xattrs(
+        self, req: cn.GetXAttrsRequestProto, ctx: CallContext
+    ) -> cn.GetXAttrsResponseProto:
+        """getXAttrs: none kept; asking for a named one fails as HDFS (not found)."""
+        await self._stat(ctx, req.src)
+        if len(req.xAttrs):
+            raise NamenodeError("At least one of the attributes provided was not found.")
+        return cn.GetXAttrsResponseProto()
+
+    async def list_xattrs(
+        self, req: cn.ListXAttrsRequestProto, ctx: CallContext
+    ) -> cn.ListXAttrsResponseProto:
+        """listXAttrs: none kept."""
+        await self._stat(ctx, req.src)
+        return cn.ListXAttrsResponseProto()
+
+    async def list_encryption_zones(
+        self, req: cn.ListEncryptionZonesRequestProto, ctx: CallContext
+    ) -> cn.ListEncryptionZonesResponseProto:
+        """listEncryptionZones: there are none."""
+        await self.nn.read(ctx)
+        return cn.ListEncryptionZonesResponseProto(hasMore=False)
+
+    async def get_ez_for_path(
+        self, req: cn.GetEZForPathRequestProto, ctx: CallContext
+    ) -> cn.GetEZForPathResponseProto:
+        """getEZForPath: no path is in an encryption zone."""
+        await self._stat(ctx, req.src)
+        return cn.GetEZForPathResponseProto()
+
     def handlers(self) -> dict[str, Handler]:
         """Each served method's handler by wire name."""
         return {
@@ -407,6 +619,21 @@ class ClientRpc:
             "renewLease": self.renew_lease,
             "msync": self.msync,
             "getHAServiceState": self.get_ha_service_state,
+            "getBlockLocations": self.get_block_locations,
+            "getLocatedFileInfo": self.get_located_file_info,
+            "getFileLinkInfo": self.get_file_link_info,
+            "getQuotaUsage": self.get_quota_usage,
+            "setQuota": self.set_quota,
+            "getPreferredBlockSize": self.get_preferred_block_size,
+            "isFileClosed": self.is_file_closed,
+            "fsync": self.fsync,
+            "setSafeMode": self.set_safe_mode,
+            "checkAccess": self.check_access,
+            "getAclStatus": self.get_acl_status,
+            "getXAttrs": self.get_xattrs,
+            "listXAttrs": self.list_xattrs,
+            "listEncryptionZones": self.list_encryption_zones,
+            "getEZForPath": self.get_ez_for_path,
         }
 
 
@@ -415,6 +642,6 @@ def client_methods(nn: NameNodeService) -> dict[str, Method]:
     handlers = ClientRpc(nn).handlers()
     methods: dict[str, Method] = {}
     for name, spec in protocols.CLIENT_METHODS.items():
-        handler = handlers.get(name) or not_supported(name)
+        handler = handlers.get(name) or not_supported(name, REFUSED.get(name, NO_DATANODES))
         methods[name] = Method(spec.request, handler)
     return methods

@@ -1,0 +1,188 @@
+"""Between the namespace and the fsimage model: to_image for checkpoints, from_image at start-up."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from qjm.namenode.errors import NamenodeError
+from qjm.namenode.image.model import (
+    DIRECTORY,
+    FILE,
+    QUOTA_UNSET,
+    ROOT_INODE_ID,
+    SYMLINK,
+    ImageContents,
+    Inode,
+    NsInfo,
+)
+from qjm.namenode.inodes import DIRECTORY as K_DIR
+from qjm.namenode.inodes import FILE as K_FILE
+from qjm.namenode.inodes import NO_SLOT, UNDER_CONSTRUCTION
+from qjm.namenode.inodes import SYMLINK as K_SYMLINK
+
+if TYPE_CHECKING:
+    from qjm.namenode.image import FsImage
+    from qjm.namenode.namespace import Namespace
+
+_KIND_NAMES = {K_FILE: FILE, K_DIR: DIRECTORY, K_SYMLINK: SYMLINK}
+_KINDS = {FILE: K_FILE, DIRECTORY: K_DIR, SYMLINK: K_SYMLINK}
+
+
+def to_image(ns: Namespace, txid: int, ns_info: NsInfo) -> ImageContents:
+    """Image contents of every inode in the tree, with ns_info's txid set to txid."""
+    st = ns.store
+    inodes: list[Inode] = []
+    parents: dict[int, int] = {}
+    ids = st.ids
+    for s in st.subtree(0):
+        kind = st.kind(s)
+        ex: dict[str, Any] = st.extra.get(s, {})
+        q = st.quota.get(s)
+        lease = st.lease.get(s)
+        is_file = kind == K_FILE
+        ec = ex.get("ec_policy_id")
+        inodes.append(
+            Inode(
+                id=ids[s],
+                type=_KIND_NAMES[kind],
+                name=st.names[s],
+                user=st.owner_name(s),
+                group=st.group_name(s),
+                mode=st.mode[s],
+                mtime=st.mtime[s],
+                atime=st.atime[s] if kind != K_DIR else 0,
+                replication=st.replication[s] if is_file else 0,
+                preferred_block_size=st.block_size[s] if is_file else 0,
+                blocks=st.blocks.get(s, ()),
+                ns_quota=q[0] if q else QUOTA_UNSET,
+                ds_quota=q[1] if q else QUOTA_UNSET,
+                target=ex.get("target", ""),
+                client_name=lease[0] if lease else None,
+                client_machine=lease[1] if lease else None,
+                storage_policy_id=ex.get("storage_policy_id", 0),
+                erasure_coding_policy_id=ec if ec else None,
+                acls=ex.get("acls", ()),
+                xattrs=ex.get("xattrs", ()),
+                type_quotas=ex.get("type_quotas", ()),
+            )
+        )
+        p = st.parent[s]
+        if p != NO_SLOT:
+            parents[ids[s]] = ids[p]
+    return ImageContents(
+        ns_info=dataclasses.replace(ns_info, txid=txid),
+        inodes=inodes,
+        parents=parents,
+        last_inode_id=ns.last_inode_id,
+    )
+
+
+def from_image(
+    image: FsImage,
+    *,
+    superuser: str,
+    supergroup: str = "supergroup",
+    permissions_enabled: bool = True,
+) -> Namespace:
+    """A namespace holding the tree of a decoded image (inodes outside the tree are skipped)."""
+    from qjm.namenode.namespace import Namespace
+
+    root = image.inodes.get(ROOT_INODE_ID)
+    if root is None or not root.is_dir:
+        raise NamenodeError(f"the image has no root directory (inode {ROOT_INODE_ID})")
+    ns = Namespace(
+        superuser=superuser, supergroup=supergroup, permissions_enabled=permissions_enabled
+    )
+    st = ns.store
+    st.mode[0] = root.mode & 0o7777
+    st.owner[0] = st.strings.id(root.user)
+    st.group[0] = st.strings.id(root.group)
+    st.mtime[0] = root.mtime
+    rq = st.quota[0]
+    rq[0], rq[1] = root.ns_quota, root.ds_quota
+    _set_extra(st.extra, 0, root)
+
+    kids: dict[int, list[int]] = {}
+    for child, parent in image.parents.items():
+        kids.setdefault(parent, []).append(child)
+    slot_of = {ROOT_INODE_ID: 0}
+    inodes = image.inodes
+    stack = [ROOT_INODE_ID]
+    n_files = n_dirs = n_bytes = 0
+    alloc, link = st.alloc, st.link
+    quota_dirs: list[int] = []
+    while stack:
+        pid = stack.pop()
+        pslot = slot_of[pid]
+        for cid in kids.pop(pid, ()):
+            node = inodes.get(cid)
+            if node is None or cid in slot_of:
+                continue
+            kind = _KINDS.get(node.type)
+            if kind is None:
+                raise NamenodeError(f"image inode {cid} has unknown type {node.type!r}")
+            uc = node.client_name is not None and kind == K_FILE
+            s = alloc(
+                cid,
+                pslot,
+                kind | (UNDER_CONSTRUCTION if uc else 0),
+                node.name,
+                node.mode & 0o7777,
+                node.user,
+                node.group,
+                node.mtime,
+                node.atime if kind != K_DIR else 0,
+                node.replication if kind == K_FILE else 0,
+                node.preferred_block_size if kind == K_FILE else 0,
+            )
+            link(pslot, s)
+            slot_of[cid] = s
+            if kind == K_DIR:
+                n_dirs += 1
+                stack.append(cid)
+                if node.ns_quota != QUOTA_UNSET or node.ds_quota != QUOTA_UNSET:
+                    st.quota[s] = [node.ns_quota, node.ds_quota, 0, 0]
+                    quota_dirs.append(s)
+            else:
+                n_files += 1
+                if node.blocks:
+                    st.blocks[s] = node.blocks
+                    n = node.size
+                    st.length[s] = n
+                    n_bytes += n
+                if uc:
+                    st.lease[s] = (node.client_name or "", node.client_machine or "")
+            _set_extra(st.extra, s, node)
+    ns.n_files, ns.n_dirs, ns.n_bytes = n_files, n_dirs + 1, n_bytes
+    ns.last_inode_id = max(image.last_inode_id, max(slot_of))
+    rq[2] = st.count
+    rq[3] = sum(st.length[s] * st.replication[s] for s in st.blocks)
+    for s in quota_dirs:
+        q = st.quota[s]
+        q[2], q[3] = ns_usage(ns, s)
+    return ns
+
+
+def ns_usage(ns: Namespace, s: int) -> tuple[int, int]:
+    """(names, space consumed) of the subtree at slot s."""
+    u = ns.subtree_usage(s)
+    return u[0], u[1]
+
+
+def _set_extra(extra: dict[int, dict[str, Any]], s: int, node: Inode) -> None:
+    d: dict[str, Any] = {}
+    if node.acls:
+        d["acls"] = node.acls
+    if node.xattrs:
+        d["xattrs"] = node.xattrs
+    if node.type == SYMLINK:
+        d["target"] = node.target
+    if node.storage_policy_id:
+        d["storage_policy_id"] = node.storage_policy_id
+    if node.erasure_coding_policy_id:
+        d["ec_policy_id"] = node.erasure_coding_policy_id
+    if node.type_quotas:
+        d["type_quotas"] = node.type_quotas
+    if d:
+        extra[s] = d

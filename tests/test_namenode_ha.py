@@ -1,0 +1,240 @@
+"""Two NameNodes on the same three JournalNode processes: tailing, failover both ways, a
+deposed active, checkpoints equal to the active's namespace, image upload and bootstrap."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import JNFactory
+from nn_harness import (
+    Rpc,
+    copy_name_dir,
+    format_cluster,
+    make_config,
+    ns_tree,
+    start_nn,
+    tree,
+    wait_for,
+)
+from qjm.config import ClusterConfig
+from qjm.ipc import RemoteError
+from qjm.namenode.errors import StandbyError
+from qjm.namenode.server import NameNode
+from qjm.namenode.types import HAState
+
+STANDBY_EXCEPTION = "org.apache.hadoop.ipc.StandbyException"
+
+
+async def pair(
+    jn_factory: JNFactory, root: Path, **settings: Any
+) -> tuple[ClusterConfig, NameNode, NameNode]:
+    """nn1 active and nn2 standby on three JournalNode processes."""
+    jns = [jn_factory.start(f"jn{i}") for i in range(3)]
+    cfg = make_config(jns, root, names=("nn1", "nn2"), **settings)
+    await format_cluster(cfg, "nn1")
+    copy_name_dir(cfg, "nn1", "nn2")
+    nn1 = await start_nn(cfg, "nn1")
+    nn2 = await start_nn(cfg, "nn2")
+    await nn1.transition_to_active("test")
+    return cfg, nn1, nn2
+
+
+async def caught_up(standby: NameNode, active: NameNode) -> None:
+    """Wait until the standby applied everything the active logged."""
+    await wait_for(
+        lambda: standby.applied_txid >= active.last_txid(),
+        f"{standby.name} to apply up to txid {active.last_txid()} (at {standby.applied_txid})",
+    )
+
+
+async def workload(rpc: Rpc, tag: str, n: int = 5) -> None:
+    """Some mkdirs, creates and a delete."""
+    for i in range(n):
+        assert await rpc.mkdirs(f"/{tag}/d{i}")
+        await rpc.touch(f"/{tag}/d{i}/f")
+    assert await rpc.delete(f"/{tag}/d0")
+
+
+async def test_standby_tails_the_active(tmp_path: Path, jn_factory: JNFactory) -> None:
+    _, nn1, nn2 = await pair(jn_factory, tmp_path)
+    rpc = Rpc(nn1.rpc_address())
+    try:
+        assert nn2.ha_state == HAState.STANDBY
+        await workload(rpc, "w")
+        await caught_up(nn2, nn1)
+        assert nn2.applied_txid == nn1.last_txid()
+        assert tree(nn2) == tree(nn1)
+    finally:
+        await rpc.close()
+        await nn2.stop()
+        await nn1.stop()
+
+
+async def test_failover_both_ways_keeps_every_acknowledged_op(
+    tmp_path: Path, jn_factory: JNFactory
+) -> None:
+    _, nn1, nn2 = await pair(jn_factory, tmp_path)
+    r1, r2 = Rpc(nn1.rpc_address()), Rpc(nn2.rpc_address())
+    try:
+        await workload(r1, "one")
+        expected = tree(nn1)
+        await nn1.transition_to_standby("test")
+        assert nn1.ha_state == HAState.STANDBY
+        with pytest.raises(RemoteError) as refused:
+            await r1.mkdirs("/refused")
+        assert refused.value.class_name == STANDBY_EXCEPTION
+        await nn2.transition_to_active("test")
+        assert tree(nn2) == expected
+        await workload(r2, "two")
+        await nn2.transition_to_standby("test")
+        await nn2.transition_to_standby("test")  # idempotent
+        await nn1.transition_to_active("test")
+        assert tree(nn1) == tree(nn2)
+        assert await r1.stat("/two/d4/f") is not None
+        assert await r1.stat("/refused") is None
+        await caught_up(nn2, nn1)
+    finally:
+        await r1.close()
+        await r2.close()
+        await nn2.stop()
+        await nn1.stop()
+
+
+async def test_a_deposed_active_cannot_write(tmp_path: Path, jn_factory: JNFactory) -> None:
+    _, nn1, nn2 = await pair(jn_factory, tmp_path)
+    r1, r2 = Rpc(nn1.rpc_address()), Rpc(nn2.rpc_address())
+    try:
+        await workload(r1, "before")
+        old_epoch = nn1.qjm.epoch if nn1.qjm else None
+        # nn2 takes over without nn1 being told (a forced failover, or a split brain).
+        await nn2.transition_to_active("forced")
+        assert nn2.qjm is not None and old_epoch is not None and nn2.qjm.epoch > old_epoch
+        with pytest.raises(RemoteError) as failed:
+            await r1.mkdirs("/from-the-deposed")
+        assert failed.value.class_name == STANDBY_EXCEPTION
+        assert nn1.ha_state == HAState.STANDBY
+        for _ in range(3):
+            with pytest.raises(RemoteError) as refused:
+                await r1.mkdirs("/again")
+            assert refused.value.class_name == STANDBY_EXCEPTION
+        with pytest.raises(StandbyError):
+            await nn1.msync(None)  # type: ignore[arg-type]
+        assert await r2.stat("/from-the-deposed") is None
+        await workload(r2, "after")
+        # The deposed NameNode reloads and follows the new active as a standby.
+        await caught_up(nn1, nn2)
+        assert tree(nn1) == tree(nn2)
+        assert "/from-the-deposed" not in tree(nn1)
+    finally:
+        await r1.close()
+        await r2.close()
+        await nn2.stop()
+        await nn1.stop()
+
+
+async def test_concurrent_transitions_are_serialized(tmp_path: Path, jn_factory: JNFactory) -> None:
+    _, nn1, nn2 = await pair(jn_factory, tmp_path)
+    try:
+        await nn1.transition_to_standby("test")
+        await asyncio.gather(*(nn2.transition_to_active("test") for _ in range(3)))
+        assert nn2.ha_state == HAState.ACTIVE
+        epoch = nn2.qjm.epoch if nn2.qjm else None
+        await nn2.transition_to_active("again")
+        assert nn2.qjm is not None and nn2.qjm.epoch == epoch
+    finally:
+        await nn2.stop()
+        await nn1.stop()
+
+
+async def test_standby_image_equals_the_active_namespace(
+    tmp_path: Path, jn_factory: JNFactory
+) -> None:
+    from qjm.namenode.image import read_image
+    from qjm.namenode.namespace import Namespace
+
+    _, nn1, nn2 = await pair(jn_factory, tmp_path)
+    rpc = Rpc(nn1.rpc_address())
+    try:
+        await workload(rpc, "ckpt", 10)
+        await caught_up(nn2, nn1)
+        assert nn2.checkpointer is not None
+        txid = await nn2.checkpointer.checkpoint()
+        assert txid == nn1.last_txid()  # no write since: both at the same txid
+        path = nn2.checkpointer.image_file(txid)
+        loaded = Namespace.from_image(read_image(path), superuser=nn2.superuser)
+        assert ns_tree(loaded) == tree(nn1)
+        # The upload reached the active, which keeps it.
+        assert nn1.storage is not None
+        assert txid in [t for t, _ in nn1.storage.images()]
+        assert (
+            nn1.storage.image_path(txid).read_bytes() == nn2.storage.image_path(txid).read_bytes()  # type: ignore[union-attr]
+        )
+        # Not newer: refused.
+        await nn2.checkpointer.upload(txid)
+        assert nn2.checkpointer.last_upload["nn1"].startswith("409")
+    finally:
+        await rpc.close()
+        await nn2.stop()
+        await nn1.stop()
+
+
+async def test_checkpoint_by_txn_count_and_restart_from_it(
+    tmp_path: Path, jn_factory: JNFactory
+) -> None:
+    cfg, nn1, nn2 = await pair(
+        jn_factory, tmp_path, checkpoint_txns=10, checkpoint_check_period_s=1
+    )
+    rpc = Rpc(nn1.rpc_address())
+    try:
+        await workload(rpc, "auto", 6)
+        await caught_up(nn2, nn1)
+        assert nn2.checkpointer is not None
+        cp = nn2.checkpointer
+        await wait_for(lambda: cp.checkpoints >= 1, "a checkpoint by txn count", 15)
+        await wait_for(lambda: cp.uploads >= 1, "the image upload", 15)
+        expected = tree(nn1)
+    finally:
+        await rpc.close()
+        await nn2.stop()
+    again = await start_nn(cfg, "nn2")
+    try:
+        assert again.image_txid >= 10
+        await caught_up(again, nn1)
+        assert tree(again) == expected
+    finally:
+        await again.stop()
+        await nn1.stop()
+
+
+async def test_bootstrap_standby_fetches_the_image(tmp_path: Path, jn_factory: JNFactory) -> None:
+    from qjm.namenode.checkpointer import bootstrap_standby
+
+    jns = [jn_factory.start(f"jn{i}") for i in range(3)]
+    cfg = make_config(jns, tmp_path, names=("nn1", "nn2"))
+    await format_cluster(cfg, "nn1")
+    nn1 = await start_nn(cfg, "nn1")
+    try:
+        await nn1.transition_to_active("test")
+        rpc = Rpc(nn1.rpc_address())
+        try:
+            await workload(rpc, "boot")
+        finally:
+            await rpc.close()
+        txid = await bootstrap_standby(cfg, "nn2")
+        assert txid == 0  # the formatted image; the standby replays the shared edits after it
+        nn2 = await start_nn(cfg, "nn2")
+        try:
+            assert nn2.storage is not None and nn1.storage is not None
+            assert nn2.storage.read_ns_info() == nn1.storage.read_ns_info()
+            await caught_up(nn2, nn1)
+            assert tree(nn2) == tree(nn1)
+        finally:
+            await nn2.stop()
+        with pytest.raises(Exception, match="force"):
+            await bootstrap_standby(cfg, "nn2")
+    finally:
+        await nn1.stop()
