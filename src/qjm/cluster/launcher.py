@@ -165,7 +165,7 @@ def cluster_up(
             for d, info in _start_namenodes(directory, toml_path, list(nns), started):
                 cluster[d.name] = _entry(d, info, "namenode")
     except LaunchError:
-        for d in started:
+        for d in reversed(started):  # NameNodes before the JournalNodes they write to
             stop_pid(d.pid)
         raise
     cluster["shared_edits"] = cfg.shared_edits_uri()
