@@ -7,6 +7,7 @@ the cluster's hadoop-conf directory, so neither is told which NameNode is active
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import json
 import os
@@ -25,9 +26,12 @@ from conftest import run_qjm
 from ports import free_port_block
 from qjm.cluster.hadoop_conf import read_site
 from qjm.cluster.process import pid_alive, spawn, wait_ready
+from qjm.ipc import IpcClient, RemoteError
+from qjm.namenode import protocols
 
 JARS = Path(pyspark.__file__).parent / "jars"
 FSSHELL = "org.apache.hadoop.fs.FsShell"
+STANDBY_EXCEPTION = "org.apache.hadoop.ipc.StandbyException"
 # A short-lived shell: the JIT's first tier and the serial collector start it ~40 % faster.
 JVM_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 T = TypeVar("T")
@@ -194,3 +198,20 @@ def tree(client: hdfs_native.Client, root: str = "/") -> dict[str, tuple[bool, i
         s.path: (s.isdir, s.permission, s.owner, s.group, s.replication or 0)
         for s in client.list_status(root, recursive=True)
     }
+
+
+def refusal_of_get_file_info(address: str, path: str = "/") -> str:
+    """The Java exception class a NameNode answers getFileInfo with ("" when it answers)."""
+
+    async def call() -> str:
+        spec = protocols.CLIENT_METHODS["getFileInfo"]
+        client = IpcClient(address, protocols.CLIENT_PROTOCOL, reconnect_attempts=1)
+        try:
+            await client.call("getFileInfo", spec.request(src=path), spec.response, timeout=10)
+        except RemoteError as e:
+            return e.class_name
+        finally:
+            await client.close()
+        return ""
+
+    return asyncio.run(call())
