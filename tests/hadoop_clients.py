@@ -20,20 +20,16 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import hdfs_native
-import pyspark
 
 from conftest import run_qjm
 from ports import free_port_block
-from qjm.cluster.hadoop_conf import read_site
+from qjm.cluster.hadoop_conf import fsshell_argv, hadoop_jars, read_site
 from qjm.cluster.process import pid_alive, spawn, wait_ready
 from qjm.ipc import IpcClient, RemoteError
 from qjm.namenode import protocols
 
-JARS = Path(pyspark.__file__).parent / "jars"
-FSSHELL = "org.apache.hadoop.fs.FsShell"
+JARS = hadoop_jars()  # site-packages/pyspark/jars
 STANDBY_EXCEPTION = "org.apache.hadoop.ipc.StandbyException"
-# A short-lived shell: the JIT's first tier and the serial collector start it ~40 % faster.
-JVM_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 T = TypeVar("T")
 
 # Every FsShell call starts a JVM (~1 s); the suite keeps a count to hold itself to a budget.
@@ -55,7 +51,7 @@ def hadoop_fs(conf_dir: Path, *args: str, timeout: float = 90) -> subprocess.Com
     assert any(JARS.glob("hadoop-client-api-*.jar")), f"no Hadoop client jars in {JARS}"
     java_calls.append(args)
     return subprocess.run(
-        [java(), *JVM_FLAGS, "-cp", f"{conf_dir}:{JARS}/*", FSSHELL, *args],
+        fsshell_argv(conf_dir, *args, java=java()),
         capture_output=True,
         text=True,
         timeout=timeout,

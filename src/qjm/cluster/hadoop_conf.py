@@ -135,3 +135,24 @@ def write_hadoop_conf(directory: Path, cfg: ClusterConfig) -> Path:
         tmp.write_text(text)
         os.replace(tmp, conf / name)
     return conf
+
+
+def hadoop_jars() -> Path:
+    """The Hadoop client jars pyspark ships (site-packages/pyspark/jars)."""
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "jars"
+
+
+def fsshell_argv(conf_dir: Path, *args: str, java: str = "java") -> list[str]:
+    """The command line of `hadoop fs <args>`: Apache Hadoop's FsShell with conf_dir's config."""
+    return [
+        java,
+        # a short-lived shell: the JIT's first tier and the serial collector start it faster
+        "-XX:TieredStopAtLevel=1",
+        "-XX:+UseSerialGC",
+        "-cp",
+        f"{conf_dir}:{hadoop_jars()}/*",
+        "org.apache.hadoop.fs.FsShell",
+        *args,
+    ]
