@@ -106,11 +106,11 @@ class HACluster:
     def __init__(self, directory: Path) -> None:
         self.dir = directory
         self.info: dict[str, Any] = {}
+        self.base: int | None = None
 
-    def up(self) -> HACluster:
-        """`qjm cluster up --dir D --namenodes 2 --no-zookeeper` on free ports."""
-        base = free_port_block(10)
-        r = run_qjm(
+    def up_command(self, base: int) -> subprocess.CompletedProcess[str]:
+        """Run `qjm cluster up --dir D --namenodes 2 --no-zookeeper --base-port base --json`."""
+        return run_qjm(
             "cluster",
             "up",
             "--dir",
@@ -123,6 +123,12 @@ class HACluster:
             "--json",
             timeout=180,
         )
+
+    def up(self) -> HACluster:
+        """Start the cluster on free ports (the first time) or on its ports (again)."""
+        if self.base is None:
+            self.base = free_port_block(10)
+        r = self.up_command(self.base)
         assert r.returncode == 0, f"cluster up failed:\n{r.stderr}\n{r.stdout}"
         self.info = json.loads(r.stdout)
         return self

@@ -116,3 +116,24 @@ def test_a_call_that_needs_a_datanode_is_refused_clearly(cluster: HACluster) -> 
     with pytest.raises(Exception, match="DataNode|not supported|NotSupported"):
         writer.write(b"x" * 10)
         writer.close()
+
+
+def test_the_cluster_started_again_keeps_its_namespace_and_its_ports(cluster: HACluster) -> None:
+    before = tree(cluster.direct(active_of(cluster)), "/")
+    assert "/v/d2/f3" in before
+    cluster.down()
+    assert cluster.base is not None
+    other = cluster.up_command(cluster.base + 100)
+    assert other.returncode == 1
+    assert f"--base-port {cluster.base}" in other.stderr and "Traceback" not in other.stderr
+    cluster.up()
+    assert cluster.state("nn1") == "active" and cluster.state("nn2") == "standby"
+    assert tree(cluster.ha_client(), "/") == before
+    # the standby replayed the same edits: it holds the same namespace once active
+    cluster.failover("nn1", "nn2")
+    assert tree(cluster.direct("nn2"), "/") == before
+
+
+def active_of(cluster: HACluster) -> str:
+    """The name of the active NameNode."""
+    return next(nn for nn in ("nn1", "nn2") if cluster.state(nn) == "active")

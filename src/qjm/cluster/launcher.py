@@ -30,7 +30,10 @@ from qjm.config import (
     NameNodeConfig,
     NameNodeSettings,
     dump_config,
+    load_config,
+    parse_address,
 )
+from qjm.errors import ConfigError
 
 HOST = "127.0.0.1"
 CLUSTER_JSON = "cluster.json"
@@ -121,7 +124,7 @@ def cluster_up(
                 f"a cluster in {directory} is running ({', '.join(running)}); "
                 f"stop it first with `qjm cluster down --dir {directory}`"
             )
-    jn_ports, nn_ports = plan_ports(journalnodes, base_port, namenodes)
+    jn_ports, nn_ports = _ports_for(directory, journalnodes, namenodes, base_port)
     jns: dict[str, JournalNodeConfig] = {}
     nns: dict[str, NameNodeConfig] = {}
     for i, (rpc, http) in enumerate(jn_ports, start=1):
@@ -175,6 +178,44 @@ def cluster_up(
         cluster["hadoop_conf"] = str(write_hadoop_conf(directory, cfg))
     _write_json(directory / CLUSTER_JSON, cluster)
     return cluster
+
+
+def _ports_for(
+    directory: Path, journalnodes: int, namenodes: int, base_port: int | None
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The ports of a new cluster, or of the stopped one whose data is in directory.
+
+    A journal remembers the JournalNodes it was formatted on, so a cluster started again
+    keeps its addresses; asking for other ports or other counts is refused.
+    """
+    toml_path = directory / CLUSTER_TOML
+    if not (toml_path.exists() and (directory / "data").is_dir()):
+        return plan_ports(journalnodes, base_port, namenodes)
+    try:
+        old = load_config(toml_path)
+    except ConfigError as e:
+        raise LaunchError(f"the stopped cluster in {directory} has a broken config: {e}") from None
+
+    def ports(addresses: list[str]) -> list[tuple[int, int]]:
+        return [
+            (parse_address(rpc, "rpc")[1], parse_address(http, "http")[1])
+            for rpc, http in zip(addresses[::2], addresses[1::2], strict=True)
+        ]
+
+    jns = ports([a for jn in old.journalnodes.values() for a in (jn.rpc_address, jn.http_address)])
+    nns = ports([a for nn in old.namenodes.values() for a in (nn.rpc_address, nn.http_address)])
+    if (len(jns), len(nns)) != (journalnodes, namenodes):
+        raise LaunchError(
+            f"{directory} holds a stopped cluster of {len(jns)} JournalNode(s) and {len(nns)} "
+            f"NameNode(s); start it with those counts, or use a new --dir"
+        )
+    if base_port is not None and (jns, nns) != plan_ports(journalnodes, base_port, namenodes):
+        first = jns[0][0]
+        raise LaunchError(
+            f"{directory} holds a stopped cluster on ports from {first} (its journal remembers "
+            f"its JournalNodes); start it with --base-port {first} or none, or use a new --dir"
+        )
+    return jns, nns
 
 
 def _check_free(name: str, *ports: int) -> None:
