@@ -457,7 +457,7 @@ async def test_permissions_are_checked_for_the_calling_user(
         with pytest.raises(RemoteError) as write:
             await bob("checkAccess", path="/home", mode=cn.AclEntryProto.WRITE)
         assert write.value.class_name == "org.apache.hadoop.security.AccessControlException"
-        assert "user=bob, access=-w-" in write.value.message
+        assert 'user=bob, access=WRITE, inode="/home"' in write.value.message
         await rpc("setOwner", src="/home", groupname="staff")
         await rpc("setPermission", src="/home", permission=perm(0o775))
         await bob("checkAccess", path="/home", mode=cn.AclEntryProto.WRITE)  # by group now
