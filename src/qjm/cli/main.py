@@ -18,6 +18,8 @@ COMMANDS = [
     "qjm.cli.cluster",
     "qjm.cli.oev",
     "qjm.cli.oiv",
+    "qjm.cli.dfs",
+    "qjm.cli.haadmin",
 ]
 
 
