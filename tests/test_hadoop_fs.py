@@ -6,11 +6,13 @@ never told which NameNode is active. Each call starts a JVM, so calls are few an
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from conftest import run_qjm
 from hadoop_clients import (
     STANDBY_EXCEPTION,
     HACluster,
@@ -59,6 +61,12 @@ def test_cluster_json_and_hadoop_conf(cluster: HACluster) -> None:
     assert hdfs["dfs.namenode.http-address.ns1.nn2"] == info["nn2"]["http"]
     assert hdfs["dfs.client.failover.proxy.provider.ns1"] == PROXY_PROVIDER
     assert (cluster.conf / "log4j.properties").is_file()
+
+    st = run_qjm("cluster", "status", "--dir", str(cluster.dir), "--json")
+    assert st.returncode == 0, st.stderr
+    daemons = json.loads(st.stdout)["daemons"]
+    assert (daemons["nn1"]["ha_state"], daemons["nn2"]["ha_state"]) == ("active", "standby")
+    assert all(d["running"] for d in daemons.values())
 
 
 def test_done_when_mkdir_and_touchz_on_nn1_show_in_ls_on_nn2_after_failover(

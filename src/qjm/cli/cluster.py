@@ -14,6 +14,8 @@ from qjm.client.admin import journal_status
 from qjm.client.uri import parse_qjournal_uri
 from qjm.cluster.launcher import cluster_down, cluster_up, daemons_of, read_cluster
 from qjm.cluster.process import LaunchError, pid_alive
+from qjm.errors import QjmError
+from qjm.namenode.client import HAAdminClient
 from qjm.protocol.status import problem_lines
 
 
@@ -81,13 +83,45 @@ def run_up(args: argparse.Namespace) -> int:
 
 
 def cluster_status(directory: Path) -> dict[str, Any]:
-    """Process and journal state of every daemon of a cluster."""
+    """Process, HA and journal state of every daemon of a cluster."""
     cluster = read_cluster(directory.resolve())
     daemons = {
         name: {**d, "running": pid_alive(d.get("pid"))} for name, d in daemons_of(cluster).items()
     }
+    for d in daemons.values():
+        if d.get("kind") == "namenode":
+            d["ha_state"] = eventloop.run(_ha_state(d["rpc"])) if d["running"] else "-"
     journal = eventloop.run(journal_status(parse_qjournal_uri(cluster["shared_edits"])))
     return {"daemons": daemons, "journal": journal, "shared_edits": cluster["shared_edits"]}
+
+
+async def _ha_state(address: str) -> str:
+    try:
+        async with HAAdminClient(address, timeout=5.0) as admin:
+            return (await admin.get_service_state()).name.lower()
+    except (QjmError, OSError) as e:
+        return f"unreachable ({e})"
+
+
+def print_status(st: dict[str, Any]) -> None:
+    """Print the daemons, their HA state and the journal on each JournalNode."""
+    rows = [
+        [
+            name,
+            "running" if d["running"] else "stopped",
+            d.get("ha_state", ""),
+            str(d.get("pid") or "-"),
+            d.get("rpc", "-"),
+            d.get("http", "-"),
+        ]
+        for name, d in st["daemons"].items()
+    ]
+    print(render_table(["DAEMON", "STATE", "HA", "PID", "RPC", "HTTP"], rows))
+    print()
+    print(f"journal {st['shared_edits']}")
+    print(render_table(STATUS_HEADERS, status_rows(st["journal"])))
+    for line in problem_lines(st["journal"]):
+        print(f"PROBLEM {line}")
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -95,23 +129,8 @@ def run_status(args: argparse.Namespace) -> int:
     st = cluster_status(args.dir)
     if args.json:
         print(json.dumps(st, indent=2))
-        return 0
-    rows = [
-        [
-            name,
-            "running" if d["running"] else "stopped",
-            str(d.get("pid") or "-"),
-            d.get("rpc", "-"),
-            d.get("http", "-"),
-        ]
-        for name, d in st["daemons"].items()
-    ]
-    print(render_table(["DAEMON", "STATE", "PID", "RPC", "HTTP"], rows))
-    print()
-    print(f"journal {st['shared_edits']}")
-    print(render_table(STATUS_HEADERS, status_rows(st["journal"])))
-    for line in problem_lines(st["journal"]):
-        print(f"PROBLEM {line}")
+    else:
+        print_status(st)
     return 0 if all(d["running"] for d in st["daemons"].values()) else 3
 
 
