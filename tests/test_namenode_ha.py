@@ -238,3 +238,39 @@ async def test_bootstrap_standby_fetches_the_image(tmp_path: Path, jn_factory: J
             await bootstrap_standby(cfg, "nn2")
     finally:
         await nn1.stop()
+
+
+async def test_a_deposed_active_taking_over_again_drops_its_unsynced_edits(
+    tmp_path: Path, jn_factory: JNFactory
+) -> None:
+    _, nn1, nn2 = await pair(jn_factory, tmp_path, roll_txns=7)
+    r1, r2 = Rpc(nn1.rpc_address()), Rpc(nn2.rpc_address())
+    try:
+        await workload(r1, "a")
+        await nn2.transition_to_active("forced")
+        await workload(r2, "b")
+        with pytest.raises(RemoteError):
+            await r1.mkdirs("/lost")  # applied in nn1's memory, refused by the quorum
+        # At once, before nn1 settled in the background: it must not keep /lost.
+        await nn1.transition_to_active("forced back")
+        assert nn1.ha_state == HAState.ACTIVE
+        assert "/lost" not in tree(nn1)
+        assert await r1.stat("/b/d4/f") is not None
+        with pytest.raises(RemoteError) as refused:
+            await r2.mkdirs("/lost-too")
+        assert refused.value.class_name == STANDBY_EXCEPTION
+        await nn2.transition_to_active("forced again")
+        assert "/lost-too" not in tree(nn2)
+        # nn1 learns it was deposed without writing (its epoch check), then follows nn2.
+        await wait_for(lambda: nn1.ha_state == HAState.STANDBY, "nn1 to notice it was deposed")
+        with pytest.raises(RemoteError) as refused:
+            await r1.stat("/")
+        assert refused.value.class_name == STANDBY_EXCEPTION
+        await workload(r2, "c")
+        await caught_up(nn1, nn2)
+        assert tree(nn1) == tree(nn2)
+    finally:
+        await r1.close()
+        await r2.close()
+        await nn2.stop()
+        await nn1.stop()
