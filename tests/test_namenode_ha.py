@@ -274,3 +274,96 @@ async def test_a_deposed_active_taking_over_again_drops_its_unsynced_edits(
         await r2.close()
         await nn2.stop()
         await nn1.stop()
+
+
+async def test_without_a_quorum_a_standby_waits_and_cannot_become_active(
+    tmp_path: Path, jn_factory: JNFactory
+) -> None:
+    from qjm.namenode.errors import ServiceFailedError
+
+    jns = [jn_factory.start(f"jn{i}") for i in range(3)]
+    cfg = make_config(jns, tmp_path, names=("nn1", "nn2"))
+    await format_cluster(cfg, "nn1")
+    copy_name_dir(cfg, "nn1", "nn2")
+    nn1 = await start_nn(cfg, "nn1")
+    try:
+        await nn1.transition_to_active("test")
+        rpc = Rpc(nn1.rpc_address())
+        try:
+            await workload(rpc, "q")
+        finally:
+            await rpc.close()
+        expected = tree(nn1)
+    finally:
+        await nn1.stop()
+    last = nn1.last_txid()
+    down = jns[:2]
+    for jn in down:
+        jn_factory.stop(jn)
+    nn2 = await start_nn(cfg, "nn2")  # starts (as HDFS's standby does) and keeps tailing
+    try:
+        assert nn2.ha_state == HAState.STANDBY
+        assert nn2.applied_txid == 0
+        with pytest.raises(ServiceFailedError, match="could not become active"):
+            await nn2.transition_to_active("test")
+        assert nn2.ha_state == HAState.STANDBY
+        assert nn2.tailer is not None and nn2.tailer.running
+        for jn in down:
+            jn_factory.start(jn.name, jn.rpc, jn.http)
+        await wait_for(lambda: nn2.applied_txid >= last, f"nn2 to tail up to txid {last}", 20)
+        assert tree(nn2) == expected
+        await nn2.transition_to_active("test")
+        assert tree(nn2) == expected
+    finally:
+        await nn2.stop()
+
+
+async def test_failover_under_a_concurrent_workload_loses_no_acknowledged_op(
+    tmp_path: Path, jn_factory: JNFactory
+) -> None:
+    _, nn1, nn2 = await pair(jn_factory, tmp_path, roll_txns=50)
+    nodes = {"nn1": nn1, "nn2": nn2}
+    acked: list[str] = []
+    stop = asyncio.Event()
+
+    async def writer(k: int) -> None:
+        rpcs = {n: Rpc(nodes[n].rpc_address()) for n in nodes}
+        target = "nn1"
+        i = 0
+        try:
+            while not stop.is_set():
+                path = f"/w{k}/d{i}"
+                try:
+                    assert await rpcs[target].mkdirs(path)
+                except RemoteError as e:
+                    assert e.class_name == STANDBY_EXCEPTION, e
+                    target = "nn2" if target == "nn1" else "nn1"
+                    await asyncio.sleep(0.01)  # a client's failover pause
+                    continue
+                acked.append(path)
+                i += 1
+        finally:
+            for r in rpcs.values():
+                await r.close()
+
+    tasks = [asyncio.create_task(writer(k)) for k in range(8)]
+    try:
+        await wait_for(lambda: len(acked) >= 100, "100 acknowledged mkdirs before failover")
+        await nn1.transition_to_standby("failover")
+        await nn2.transition_to_active("failover")
+        before = len(acked)
+        await wait_for(lambda: len(acked) >= before + 100, "100 acknowledged mkdirs after failover")
+        stop.set()
+        await asyncio.gather(*tasks)
+        on_nn2 = tree(nn2)
+        missing = [p for p in acked if p not in on_nn2]
+        assert not missing, f"acknowledged but lost: {missing[:10]}"
+        await caught_up(nn1, nn2)
+        assert tree(nn1) == on_nn2
+    finally:
+        stop.set()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await nn2.stop()
+        await nn1.stop()

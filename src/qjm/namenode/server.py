@@ -258,6 +258,7 @@ class NameNode:
             except Exception as e:
                 self._fatal(f"logging {type(op).__name__} after applying it: {_why(e)}")
                 raise
+        self.applied_txid = txid
         self.metrics.count_ops(ctx.method, len(ops))
         try:
             await el.sync(txid)
@@ -333,6 +334,7 @@ class NameNode:
                 ) from None
             self.qjm = qjm
             self.edit_log = el
+            self.applied_txid = int(el.last_txid)  # the new segment's START op
             self.last_transition_error = None
             self.ha.move(HAState.ACTIVE, source)
             self._spawn(self._watch_epoch(qjm))
@@ -725,8 +727,9 @@ class NameNode:
         self.edit_log, self.qjm = None, None
         if el is not None:
             try:
-                if self.fatal_error is None:
+                if self.fatal_error is None and not self._needs_reload:
                     await el.close()
+                    self.applied_txid = int(el.last_txid)
                 else:
                     el.abort()
             except Exception as e:
