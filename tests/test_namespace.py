@@ -183,3 +183,21 @@ def test_stat_after_mkdirs(path: str) -> None:
     r.mkdirs("/a/b/c")
     st = r.ns.stat(path, ALICE)
     assert st is not None and st.is_dir
+
+
+def test_listing_a_big_directory_follows_changes() -> None:
+    r = Recorder()
+    r.mkdirs("/big")
+    for i in range(1500):
+        r.run(r.ns.plan_mkdirs(f"/big/e{i:04d}", SU, 0o755, False, r.now))
+    page, remaining = r.ns.listing("/big", SU, "e0998", 3) or ([], -1)
+    assert [e.name for e in page] == ["e0999", "e1000", "e1001"] and remaining == 498
+    r.run(r.ns.plan_delete("/big/e1000", SU, False, r.now, RPC))
+    r.run(r.ns.plan_rename2("/big/e0001", "/big/e1000a", SU, False, r.now, RPC))
+    page, remaining = r.ns.listing("/big", SU, "e0999", 2) or ([], -1)
+    assert [e.name for e in page] == ["e1000a", "e1001"] and remaining == 498
+    r.run(r.ns.plan_delete("/big", SU, True, r.now, RPC))
+    r.mkdirs("/big/x")  # slots reused: no stale listing
+    page, remaining = r.ns.listing("/big", SU) or ([], -1)
+    assert [e.name for e in page] == ["x"] and remaining == 0
+    assert replay(r.log).dump() == r.ns.dump()

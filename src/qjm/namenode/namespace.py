@@ -73,9 +73,10 @@ def split_path(path: str) -> list[str]:
     comps = path[1:].split("/")
     if comps[-1] == "":
         comps.pop()  # one trailing slash is allowed
-    for c in comps:
-        if c in ("", ".", "..") or ":" in c or "\x00" in c:
-            raise InvalidPathError(f"Invalid path name {path}: bad component {c!r}")
+    if "//" in path or "/." in path or ":" in path or "\x00" in path or not comps:
+        for c in comps or [""]:
+            if c in ("", ".", "..") or ":" in c or "\x00" in c:
+                raise InvalidPathError(f"Invalid path name {path}: bad component {c!r}")
     return comps
 
 
@@ -87,17 +88,13 @@ def join_path(comps: list[str]) -> str:
 class _Resolved:
     """A path resolved as far as it exists: slots[0] is the root, slots[i] is comps[i-1]."""
 
-    __slots__ = ("comps", "path", "slots")
+    __slots__ = ("comps", "found", "path", "slots")
 
     def __init__(self, path: str, comps: list[str], slots: list[int]) -> None:
         self.path = path
         self.comps = comps
         self.slots = slots
-
-    @property
-    def found(self) -> bool:
-        """The whole path exists."""
-        return len(self.slots) == len(self.comps) + 1
+        self.found = len(slots) == len(comps) + 1  # the whole path exists
 
     @property
     def last(self) -> int:
@@ -191,8 +188,8 @@ class Namespace:
         return _Resolved(path, comps, slots)
 
     def _traverse(self, pc: PermissionChecker, r: _Resolved) -> None:
-        st = self._st
-        pc.check_traverse([s for s in r.ancestors if st.is_dir(s)])
+        if not pc.super:
+            pc.check_traverse(r.ancestors)
 
     def _parent_dir(self, r: _Resolved, what: str) -> int:
         """The existing parent directory of a missing path, or the HDFS refusal."""
@@ -320,7 +317,7 @@ class Namespace:
         k = st.kids[s]
         if not k:
             return [], 0
-        names = sorted(k)
+        names = st.names_sorted(s)
         i = bisect.bisect_right(names, start_after) if start_after else 0
         take = names[i : i + max(limit, 0)]
         return [self._status(k[n]) for n in take], len(names) - i - len(take)
