@@ -188,8 +188,12 @@ class Namespace:
         return _Resolved(path, comps, slots)
 
     def _traverse(self, pc: PermissionChecker, r: _Resolved) -> None:
+        """EXECUTE on every ancestor; a file among them is ParentNotDirectory (as HDFS 3)."""
+        anc = r.ancestors
         if not pc.super:
-            pc.check_traverse(r.ancestors)
+            pc.check_traverse(anc)
+        if anc and self._st.flags[anc[-1]] & 3 != DIRECTORY:
+            raise ParentNotDirectoryError(f"{self._st.path_of(anc[-1])} (is not a directory)")
 
     def _parent_dir(self, r: _Resolved, what: str) -> int:
         """The existing parent directory of a missing path, or the HDFS refusal."""
@@ -565,17 +569,26 @@ class Namespace:
         ]
 
     def _rename_checks(self, pc: PermissionChecker, rs: _Resolved, rd: _Resolved) -> None:
-        """Permissions of a rename: WRITE (+ sticky) on the source's parent, WRITE on dst's."""
+        """A rename's permissions, as HDFS checks them before anything else.
+
+        Traverse both paths; WRITE on the source's parent (and its sticky bit); WRITE on
+        the destination's deepest existing ancestor.
+        """
+        st = self._st
         self._traverse(pc, rs)
         self._traverse(pc, rd)
-        src_parent = rs.slots[-2]
-        pc.check(src_parent, WRITE)
-        pc.check_sticky(src_parent, rs.last)
-        anc = rd.slots[-2] if rd.found else rd.last
-        if self._st.is_dir(anc):
-            pc.check(anc, WRITE)
+        if rs.comps and len(rs.slots) >= len(rs.comps):
+            src_parent = rs.slots[len(rs.comps) - 1]
+            pc.check(src_parent, WRITE)
+            if rs.found:
+                pc.check_sticky(src_parent, rs.last)
+        if rd.comps:
+            anc = rd.slots[min(len(rd.slots), len(rd.comps)) - 1]
+            if st.is_dir(anc):
+                pc.check(anc, WRITE)
 
     def _rename_quota(self, src: int, dst_parent: int, replaced: int = NO_SLOT) -> None:
+        """Refuse a move that would exceed a quota above dst and not above src."""
         if len(self._st.quota) == 1:
             return
         ns, ds, _, _, _ = self.subtree_usage(src)
@@ -591,24 +604,15 @@ class Namespace:
         rd = self._resolve(dst)
         pc = self._pc(caller)
         st = self._st
-        if not rs.found or not rs.comps:
-            self._traverse(pc, rs)
-            return []
-        dcomps = rd.comps
-        if rd.found and st.is_dir(rd.last):
-            dcomps = [*rd.comps, rs.comps[-1]]
-            rd = self._resolve(join_path(dcomps))
-        if rd.comps == rs.comps:
-            self._traverse(pc, rs)
-            if st.is_dir(rs.last):
-                return []
-            return [_rename_old(join_path(rs.comps), join_path(rs.comps), now_ms, rpc)]
-        if rd.comps[: len(rs.comps)] == rs.comps:
-            raise NamenodeError(
-                f"Rename destination {join_path(rd.comps)} is a directory or file under "
-                f"source {join_path(rs.comps)}"
-            )
+        if rd.found and st.is_dir(rd.last) and rs.comps:
+            rd = self._resolve(join_path([*rd.comps, rs.comps[-1]]))  # move into dst
         self._rename_checks(pc, rs, rd)
+        if not rs.found or not rs.comps:
+            return []  # no such source, or the root
+        if rd.comps == rs.comps:
+            return [_rename_old(join_path(rs.comps), join_path(rd.comps), now_ms, rpc)]
+        if rd.comps[: len(rs.comps)] == rs.comps:
+            return []  # into its own subtree
         if rd.found or len(rd.slots) != len(rd.comps) or not st.is_dir(rd.last):
             return []  # dst exists, or its parent is missing or a file
         self._rename_quota(rs.last, rd.last)
@@ -622,52 +626,43 @@ class Namespace:
         rd = self._resolve(dst)
         pc = self._pc(caller)
         st = self._st
+        self._rename_checks(pc, rs, rd)
+        src, dst = join_path(rs.comps), join_path(rd.comps)
         if not rs.found:
-            self._traverse(pc, rs)
             raise PathNotFoundError(f"rename source {src} is not found.")
         if not rs.comps:
-            raise NamenodeError(f"rename source {src} cannot be the root")
+            raise NamenodeError("rename source cannot be the root")
         if rd.comps == rs.comps:
-            self._traverse(pc, rs)
             raise FileAlreadyExistsError(f"The source {src} and destination {dst} are the same")
         if rd.comps[: len(rs.comps)] == rs.comps:
             raise NamenodeError(
                 f"Rename destination {dst} is a directory or file under source {src}"
             )
         if not rd.comps:
-            raise NamenodeError(f"rename destination {dst} cannot be the root")
-        self._rename_checks(pc, rs, rd)
+            raise NamenodeError("rename destination cannot be the root")
         replaced = NO_SLOT
         if rd.found:
             d = rd.last
+            if st.is_dir(rs.last) != st.is_dir(d):
+                raise NamenodeError(f"Source {src} and destination {dst} must both be directories")
             if not overwrite:
                 raise FileAlreadyExistsError(f"rename destination {dst} already exists")
-            s_dir, d_dir = st.is_dir(rs.last), st.is_dir(d)
-            if s_dir != d_dir:
-                raise NamenodeError(
-                    f"Source {src} and destination {dst} must both be "
-                    f"{'directories' if s_dir else 'files'}"
-                )
-            if d_dir and st.n_children(d):
+            if st.is_dir(d) and st.n_children(d):
                 raise NamenodeError(f"rename destination directory is not empty: {dst}")
             pc.check_sticky(rd.slots[-2], d)
             replaced = d
             dst_parent = rd.slots[-2]
         else:
             if len(rd.slots) != len(rd.comps):
-                raise PathNotFoundError(
-                    f"rename destination parent {join_path(rd.comps[:-1])} not found."
-                )
+                raise PathNotFoundError(f"rename destination parent {dst} not found.")
             dst_parent = rd.last
             if not st.is_dir(dst_parent):
-                raise ParentNotDirectoryError(
-                    f"rename destination parent {join_path(rd.comps[:-1])} is a file."
-                )
+                raise ParentNotDirectoryError(f"rename destination parent {dst} is a file.")
         self._rename_quota(rs.last, dst_parent, replaced)
         return [
             RenameOp(
-                src=join_path(rs.comps),
-                dst=join_path(rd.comps),
+                src=src,
+                dst=dst,
                 timestamp=now_ms,
                 options=("OVERWRITE",) if overwrite else ("NONE",),
                 rpc_client_id=rpc.client_id,
