@@ -13,22 +13,36 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from qjm.editlog.ops import (
+    AddBlockOp,
     AddOp,
+    AppendOp,
+    Block,
     ClearNSQuotaOp,
     CloseOp,
+    ConcatDeleteOp,
     DeleteOp,
     MkdirOp,
     Op,
     PermissionStatus,
+    ReassignLeaseOp,
+    RemoveXAttrOp,
     RenameOldOp,
     RenameOp,
+    SetAclOp,
     SetNSQuotaOp,
     SetOwnerOp,
     SetPermissionsOp,
+    SetQuotaByStorageTypeOp,
     SetQuotaOp,
     SetReplicationOp,
+    SetStoragePolicyOp,
+    SetXAttrOp,
+    SymlinkOp,
     TimesOp,
+    TruncateOp,
+    UpdateBlocksOp,
 )
+from qjm.editlog.ops.types import STORAGE_TYPES
 from qjm.namenode.errors import (
     AccessControlError,
     DSQuotaExceededError,
@@ -146,6 +160,19 @@ class Namespace:
             SetQuotaOp: self._apply_set_quota,
             SetNSQuotaOp: self._apply_set_ns_quota,
             ClearNSQuotaOp: self._apply_clear_ns_quota,
+            # what HDFS writes and our plans do not (an HDFS edit log replays whole)
+            AppendOp: self._apply_append,
+            AddBlockOp: self._apply_add_block,
+            UpdateBlocksOp: self._apply_update_blocks,
+            TruncateOp: self._apply_truncate,
+            ConcatDeleteOp: self._apply_concat_delete,
+            SymlinkOp: self._apply_symlink,
+            ReassignLeaseOp: self._apply_reassign_lease,
+            SetStoragePolicyOp: self._apply_set_storage_policy,
+            SetQuotaByStorageTypeOp: self._apply_set_type_quota,
+            SetAclOp: self._apply_set_acl,
+            SetXAttrOp: self._apply_set_xattr,
+            RemoveXAttrOp: self._apply_remove_xattr,
         }
 
     def __len__(self) -> int:
@@ -556,8 +583,7 @@ class Namespace:
                 f"lease owner ({holder})"
             )
         return [
-            CloseOp(
-                inode_id=st.ids[s],
+            CloseOp(  # HDFS's logCloseFile leaves the inode id 0
                 path=join_path(r.comps),
                 replication=st.replication[s],
                 mtime=now_ms,
@@ -1046,6 +1072,160 @@ class Namespace:
 
     def _apply_clear_ns_quota(self, op: ClearNSQuotaOp) -> None:
         self._set_quota(op, op.src, QUOTA_UNSET, QUOTA_DONT_SET)
+
+    def _op_file(self, op: Op, path: str, open_: bool | None) -> int:
+        """The slot of a file at path; open_ True/False: it must be (not) under construction."""
+        s = self._op_target(op, path).last
+        st = self._st
+        if st.kind(s) != FILE:
+            raise self._bad(op, path, "it is not a file")
+        if open_ is not None and st.is_uc(s) != open_:
+            raise self._bad(
+                op, path, "the file is not under construction" if open_ else "the file is open"
+            )
+        return s
+
+    def _apply_append(self, op: AppendOp) -> None:
+        s = self._op_file(op, op.path, False)
+        self._st.flags[s] = FILE | UNDER_CONSTRUCTION
+        self._st.lease[s] = (op.client_name, op.client_machine)
+
+    def _apply_add_block(self, op: AddBlockOp) -> None:
+        s = self._op_file(op, op.path, True)
+        old = self._st.blocks.get(s, ())
+        if op.penultimate_block is None:
+            if old:
+                raise self._bad(op, op.path, f"a first block, but the file has {len(old)}")
+            new: tuple[Block, ...] = (op.last_block,)
+        else:
+            if not old or old[-1].block_id != op.penultimate_block.block_id:
+                raise self._bad(op, op.path, "its penultimate block is not the file's last")
+            new = (*old[:-1], op.penultimate_block, op.last_block)
+        self._set_blocks(s, new)
+
+    def _apply_update_blocks(self, op: UpdateBlocksOp) -> None:
+        s = self._op_file(op, op.path, True)
+        self._set_blocks(s, op.blocks)
+
+    def _apply_truncate(self, op: TruncateOp) -> None:
+        s = self._op_file(op, op.src, False)
+        st = self._st
+        kept: list[Block] = []
+        size = 0
+        for b in st.blocks.get(s, ()):
+            if size >= op.new_length:
+                break
+            kept.append(b)
+            size += b.num_bytes
+        if size > op.new_length:  # inside the last kept block: it is recovered to the length
+            last = kept[-1]
+            cut = last.num_bytes - (size - op.new_length)
+            t = op.truncate_block
+            kept[-1] = Block(last.block_id, cut, last.genstamp) if t is None else t
+            st.flags[s] = FILE | UNDER_CONSTRUCTION
+            st.lease[s] = (op.client_name, op.client_machine)
+        st.mtime[s] = op.timestamp
+        self._set_blocks(s, tuple(kept))
+
+    def _apply_concat_delete(self, op: ConcatDeleteOp) -> None:
+        st = self._st
+        t = self._op_file(op, op.trg, False)
+        srcs = [self._op_file(op, p, False) for p in op.srcs]
+        if len(set(srcs)) != len(srcs) or t in srcs:
+            raise self._bad(op, op.trg, "a source is repeated or is the target")
+        blocks = list(st.blocks.get(t, ()))
+        for s in srcs:
+            blocks.extend(st.blocks.get(s, ()))
+            st.blocks.pop(s, None)
+            n = st.length[s]
+            st.length[s] = 0
+            self.n_bytes -= n
+            self._charge(st.parent[s], 0, -n * st.replication[s])
+            self._remove(s, op.timestamp)
+        st.mtime[t] = op.timestamp
+        self._touch_parent(st.parent[t], op.timestamp)
+        self._set_blocks(t, tuple(blocks))
+
+    def _apply_symlink(self, op: SymlinkOp) -> None:
+        r, parent = self._op_parent(op, op.path)
+        if r.found:
+            raise self._bad(op, op.path, "it exists already")
+        st = self._st
+        ps = op.permission_status
+        s = st.alloc(
+            op.inode_id,
+            parent,
+            SYMLINK,
+            r.comps[-1],
+            ps.mode & MODE_MASK,
+            ps.username,
+            ps.groupname,
+            op.mtime,
+            op.atime,
+        )
+        st.link(parent, s)
+        st.extra[s] = {"target": op.value}
+        self._touch_parent(parent, op.mtime)
+        self.n_files += 1
+        self._charge(parent, 1, 0)
+        if op.inode_id > self.last_inode_id:
+            self.last_inode_id = op.inode_id
+
+    def _apply_reassign_lease(self, op: ReassignLeaseOp) -> None:
+        s = self._op_file(op, op.path, True)
+        machine = self._st.lease.get(s, ("", ""))[1]
+        self._st.lease[s] = (op.new_holder, machine)
+
+    def _set_extra(self, s: int, key: str, value: Any) -> None:
+        st = self._st
+        if value:
+            st.extra.setdefault(s, {})[key] = value
+        else:
+            ex = st.extra.get(s)
+            if ex is not None:
+                ex.pop(key, None)
+                if not ex:
+                    del st.extra[s]
+
+    def _apply_set_storage_policy(self, op: SetStoragePolicyOp) -> None:
+        s = self._op_target(op, op.path).last
+        self._set_extra(s, "storage_policy_id", op.policy_id)
+
+    def _apply_set_type_quota(self, op: SetQuotaByStorageTypeOp) -> None:
+        s = self._op_target(op, op.src).last
+        if not self._st.is_dir(s):
+            raise self._bad(op, op.src, "quotas are set on directories only")
+        name = STORAGE_TYPES[op.storage_type]
+        quotas = dict(self._st.extra.get(s, {}).get("type_quotas", ()))
+        if op.ds_quota == QUOTA_UNSET:
+            quotas.pop(name, None)
+        else:
+            quotas[name] = op.ds_quota
+        self._set_extra(s, "type_quotas", tuple(sorted(quotas.items())))
+
+    def _apply_set_acl(self, op: SetAclOp) -> None:
+        s = self._op_target(op, op.src).last
+        self._set_extra(s, "acls", tuple(op.acls))
+
+    def _apply_set_xattr(self, op: SetXAttrOp) -> None:
+        s = self._op_target(op, op.src).last
+        new = {(x.namespace, x.name): x for x in op.xattrs}
+        kept = [
+            x
+            for x in self._st.extra.get(s, {}).get("xattrs", ())
+            if (x.namespace, x.name) not in new
+        ]
+        self._set_extra(s, "xattrs", (*kept, *new.values()))
+
+    def _apply_remove_xattr(self, op: RemoveXAttrOp) -> None:
+        s = self._op_target(op, op.src).last
+        gone = {(x.namespace, x.name) for x in op.xattrs}
+        kept = tuple(
+            x
+            for x in self._st.extra.get(s, {}).get("xattrs", ())
+            if (x.namespace, x.name) not in gone
+        )
+        self._set_extra(s, "xattrs", kept)
 
     # --- checkpoints -----------------------------------------------------------------
 
