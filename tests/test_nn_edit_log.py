@@ -41,6 +41,7 @@ from qjm.namenode.admin import (
 )
 from qjm.namenode.edit_log import (
     EditLogClosedError,
+    EditLogError,
     EditLogFatalError,
     FSEditLog,
     WriterFencedError,
@@ -758,3 +759,37 @@ async def test_namespace_written_through_the_edit_log_replays_equal(tmp_path: Pa
         # recover with the default (real) namespace finds nothing newer and says so.
         report = await recover(cfg, "nn1")
         assert report.image_txid == last + 1 and report.source == "image only"
+
+
+async def test_open_for_write_when_fenced_names_both_epochs_without_on_fatal(
+    tmp_path: Path, mem: InMemoryCluster
+) -> None:
+    st = name_dir(tmp_path)
+    q = mem_qjm(mem)
+    first = await writer(q)
+    q2 = mem_qjm(mem)
+    await q2.recover_unfinalized_segments()  # fences q before it opens a segment
+    fatal = Fatal()
+    el = FSEditLog(st, q, SETTINGS, fatal)
+    with pytest.raises(WriterFencedError, match=r"epoch 1 was fenced.*epoch 2"):
+        await el.open_for_write(first)
+    assert fatal.errors == []  # the caller decides; nothing was being written
+    assert not el.is_open
+    await q.close()
+    await q2.close()
+
+
+async def test_open_for_write_without_a_quorum_is_a_clear_error(
+    tmp_path: Path, mem: InMemoryCluster
+) -> None:
+    st = name_dir(tmp_path)
+    q = mem_qjm(mem)
+    first = await writer(q)
+    mem.faults[0].fail("startLogSegment")
+    mem.faults[1].fail("startLogSegment")
+    el = FSEditLog(st, q, SETTINGS, Fatal())
+    with pytest.raises(EditLogError, match="cannot start edit log segment 1 on the quorum"):
+        await el.open_for_write(first)
+    with pytest.raises(EditLogClosedError):
+        el.log(mkdir(0))
+    await q.close()
