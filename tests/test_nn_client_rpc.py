@@ -332,3 +332,135 @@ async def test_ha_service_protocol(served: tuple[FakeNameNode, IpcServer, Rpc]) 
         assert failed.value.class_name == "org.apache.hadoop.ha.ServiceFailedException"
     finally:
         await client.close()
+
+
+def create_fields(src: str, **more: Any) -> dict[str, Any]:
+    """A plain create request: CREATE, no parents, replication 1, 128 MiB blocks."""
+    fields: dict[str, Any] = dict(
+        src=src,
+        masked=perm(0o644),
+        clientName="DFSClient_test",
+        createFlag=cn.CREATE,
+        createParent=False,
+        replication=1,
+        blockSize=1 << 27,
+    )
+    return {**fields, **more}
+
+
+async def test_what_fsshell_and_hdfs_native_read_of_an_empty_file(
+    served: tuple[FakeNameNode, IpcServer, Rpc],
+) -> None:
+    _, _, rpc = served
+    await rpc("mkdirs", src="/d", masked=perm(0o755), createParent=True)
+    fs = (await rpc("create", **create_fields("/d/e"))).fs
+    assert (await rpc("isFileClosed", src="/d/e")).result is False
+    await rpc("fsync", src="/d/e", client="DFSClient_test", fileId=fs.fileId)
+    await rpc("complete", src="/d/e", clientName="DFSClient_test", fileId=fs.fileId)
+    assert (await rpc("isFileClosed", src="/d/e")).result is True
+
+    located = (await rpc("getBlockLocations", src="/d/e", offset=0, length=1 << 30)).locations
+    assert (located.fileLength, len(located.blocks), located.underConstruction) == (0, 0, False)
+    with pytest.raises(RemoteError) as missing:
+        await rpc("getBlockLocations", src="/d/nope", offset=0, length=1)
+    assert missing.value.class_name == "java.io.FileNotFoundException"
+    with pytest.raises(RemoteError) as a_dir:
+        await rpc("getBlockLocations", src="/d", offset=0, length=1)
+    assert "not a file" in a_dir.value.message
+
+    info = (await rpc("getLocatedFileInfo", src="/d/e")).fs
+    assert (info.fileType, info.locations.fileLength) == (FILE, 0)
+    assert (await rpc("getFileLinkInfo", src="/d/e")).fs.fileId == fs.fileId
+    assert not (await rpc("getFileLinkInfo", src="/d/nope")).HasField("fs")
+    assert (await rpc("getPreferredBlockSize", filename="/d/e")).bsize == 1 << 27
+
+    acl = (await rpc("getAclStatus", src="/d/e")).result
+    assert (acl.owner, acl.sticky, list(acl.entries), acl.permission.perm) == (
+        "alice",
+        False,
+        [],
+        0o644,
+    )
+    assert list((await rpc("getXAttrs", src="/d/e")).xAttrs) == []
+    with pytest.raises(RemoteError) as named:
+        await rpc("getXAttrs", src="/d/e", xAttrs=[cn.XAttrProto(namespace=0, name="a")])
+    assert "not found" in named.value.message
+    assert list((await rpc("listXAttrs", src="/d/e")).xAttrs) == []
+    zones = await rpc("listEncryptionZones", id=0)
+    assert (list(zones.zones), zones.hasMore) == ([], False)
+    assert not (await rpc("getEZForPath", src="/d/e")).HasField("zone")
+    assert (await rpc("setSafeMode", action=cn.SAFEMODE_GET)).result is False
+
+
+async def test_quota_usage_and_set_quota(served: tuple[FakeNameNode, IpcServer, Rpc]) -> None:
+    _, _, rpc = served
+    await rpc("mkdirs", src="/q/a", masked=perm(0o755), createParent=True)
+    usage = (await rpc("getQuotaUsage", path="/q")).usage
+    assert (usage.fileAndDirectoryCount, usage.quota) == (2, (1 << 64) - 1)
+    await rpc("setQuota", path="/q", namespaceQuota=3, storagespaceQuota=(1 << 64) - 1)
+    usage = (await rpc("getQuotaUsage", path="/q")).usage
+    assert usage.quota == 3
+    await rpc("mkdirs", src="/q/b", masked=perm(0o755), createParent=True)
+    with pytest.raises(RemoteError) as over:
+        await rpc("mkdirs", src="/q/c", masked=perm(0o755), createParent=True)
+    assert over.value.class_name == "org.apache.hadoop.hdfs.protocol.NSQuotaExceededException"
+
+
+async def test_data_acl_and_xattr_calls_are_refused_by_name(
+    served: tuple[FakeNameNode, IpcServer, Rpc],
+) -> None:
+    _, _, rpc = served
+    await rpc("create", **create_fields("/f"))
+    block = hdfs.ExtendedBlockProto(poolId="BP-1", blockId=1, generationStamp=1)
+    refused: list[tuple[str, dict[str, Any], str]] = [
+        ("addBlock", dict(src="/f", clientName="DFSClient_test"), "DataNodes"),
+        ("abandonBlock", dict(b=block, src="/f", holder="DFSClient_test"), "DataNodes"),
+        ("append", dict(src="/f", clientName="c"), "DataNodes"),
+        ("truncate", dict(src="/f", newLength=0, clientName="c"), "DataNodes"),
+        ("concat", dict(trg="/f", srcs=["/g"]), "DataNodes"),
+        ("recoverLease", dict(src="/f", clientName="c"), "DataNodes"),
+        ("modifyAclEntries", dict(src="/f"), "ACLs"),
+        ("removeAclEntries", dict(src="/f"), "ACLs"),
+        ("removeDefaultAcl", dict(src="/f"), "ACLs"),
+        ("removeAcl", dict(src="/f"), "ACLs"),
+        ("setAcl", dict(src="/f"), "ACLs"),
+        ("setXAttr", dict(src="/f"), "extended attributes"),
+        ("removeXAttr", dict(src="/f"), "extended attributes"),
+        ("setSafeMode", dict(action=cn.SAFEMODE_ENTER), "safe mode"),
+    ]
+    for method, fields, reason in refused:
+        with pytest.raises(RemoteError) as err:
+            await rpc(method, **fields)
+        assert err.value.class_name == "java.lang.UnsupportedOperationException", method
+        assert reason in err.value.message, (method, err.value.message)
+        if reason != "safe mode":
+            assert method in err.value.message
+
+
+async def test_permissions_are_checked_for_the_calling_user(
+    served: tuple[FakeNameNode, IpcServer, Rpc],
+) -> None:
+    nn, server, rpc = served
+    await rpc("mkdirs", src="/home/alice", masked=perm(0o700), createParent=True)
+    await rpc("create", **create_fields("/home/alice/f"))
+    await rpc("setPermission", src="/home", permission=perm(0o755))
+    nn.groups["bob"] = ("staff",)
+    bob = Rpc(IpcClient(f"127.0.0.1:{server.port}", CLIENT, user="bob"))
+    try:
+        with pytest.raises(RemoteError) as denied:
+            await bob("getFileInfo", src="/home/alice/f")
+        assert denied.value.class_name == "org.apache.hadoop.security.AccessControlException"
+        with pytest.raises(RemoteError) as mkdir:
+            await bob("mkdirs", src="/home/bob", masked=perm(0o755), createParent=True)
+        assert mkdir.value.class_name == "org.apache.hadoop.security.AccessControlException"
+        await bob("checkAccess", path="/home", mode=cn.AclEntryProto.READ_EXECUTE)
+        with pytest.raises(RemoteError) as write:
+            await bob("checkAccess", path="/home", mode=cn.AclEntryProto.WRITE)
+        assert write.value.class_name == "org.apache.hadoop.security.AccessControlException"
+        assert 'user=bob, access=WRITE, inode="/home"' in write.value.message
+        await rpc("setOwner", src="/home", groupname="staff")
+        await rpc("setPermission", src="/home", permission=perm(0o775))
+        await bob("checkAccess", path="/home", mode=cn.AclEntryProto.WRITE)  # by group now
+        assert (await bob("mkdirs", src="/home/bob", masked=perm(0o755), createParent=False)).result
+    finally:
+        await bob.client.close()

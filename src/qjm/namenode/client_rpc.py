@@ -54,6 +54,17 @@ REFUSED: dict[str, str] = {
     **{m: NO_XATTRS for m in ("setXAttr", "removeXAttr")},
 }
 _ACTIONS = ("---", "--x", "-w-", "-wx", "r--", "r-x", "rw-", "rwx")
+# FsAction's names, as HDFS's permission errors spell them
+_ACTION_NAMES = (
+    "NONE",
+    "EXECUTE",
+    "WRITE",
+    "WRITE_EXECUTE",
+    "READ",
+    "READ_EXECUTE",
+    "READ_WRITE",
+    "ALL",
+)
 _SAFEMODE_ENTER = 2
 
 Handler = Callable[[Any, CallContext], Awaitable[Message]]
@@ -157,7 +168,7 @@ def check_access(status: FileStatus, path: str, caller: Caller, action: int) -> 
         granted = perm & 7
     if granted & action != action:
         raise AccessControlError(
-            f"Permission denied: user={caller.user}, access={_ACTIONS[action]}, "
+            f"Permission denied: user={caller.user}, access={_ACTION_NAMES[action]}, "
             f'inode="{path}":{status.owner}:{status.group}:{mode_string(status)}'
         )
 
