@@ -367,3 +367,47 @@ async def test_failover_under_a_concurrent_workload_loses_no_acknowledged_op(
         await asyncio.gather(*tasks, return_exceptions=True)
         await nn2.stop()
         await nn1.stop()
+
+
+async def test_an_edit_the_standby_cannot_apply_stops_it(
+    tmp_path: Path, jn_factory: JNFactory
+) -> None:
+    from qjm.client.quorum_journal_manager import QuorumJournalManager
+    from qjm.editlog.ops import StartLogSegmentOp, encode_body
+    from qjm.namenode.namespace import Namespace
+    from qjm.namenode.types import Caller
+
+    cfg, nn1, nn2 = await pair(jn_factory, tmp_path)
+    try:
+        rpc = Rpc(nn1.rpc_address())
+        try:
+            await workload(rpc, "ok")
+        finally:
+            await rpc.close()
+        await caught_up(nn2, nn1)
+        await nn1.stop()
+        # Another writer logs a mkdir whose parent the namespace does not have.
+        orphan = Namespace(superuser="x").plan_mkdirs(
+            "/missing/child", Caller("x", (), True), 0o755, True, 1
+        )[-1]
+        q = QuorumJournalManager(cfg.shared_edits_uri(), None, cfg.qjournal)
+        try:
+            last = await q.recover_unfinalized_segments()
+            stream = await q.start_log_segment(last + 1)
+            stream.write_op(StartLogSegmentOp.OPCODE, encode_body(StartLogSegmentOp()))
+            stream.write_op(orphan.OPCODE, encode_body(orphan))
+            await stream.flush()
+            await stream.close()
+            await q.finalize_log_segment(last + 1, last + 2)
+        finally:
+            await q.close()
+        await wait_for(lambda: nn2.failed.is_set(), "nn2 to stop on the orphan mkdir", 20)
+        assert nn2.ha_state == HAState.STOPPING
+        assert nn2.exit_code == 1
+        assert nn2.fatal_error is not None and f"txid {last + 2}" in nn2.fatal_error
+        assert nn2.applied_txid == last + 1
+        with pytest.raises(Exception, match="stopping"):
+            await nn2.transition_to_active("test")
+    finally:
+        await nn2.stop()
+        await nn1.stop()

@@ -556,6 +556,8 @@ class NameNode:
                 async for raw in reader.read(self.applied_txid + 1, True):
                     self._apply_replayed(raw.txid, decode_op(raw))
         except (QjmError, OSError) as e:
+            if self.fatal_error is not None:
+                raise StartupError(f"NameNode {self.name}: {self.fatal_error}") from None
             log.warning(
                 "NameNode %s: replaying the shared edits after txid %d failed (%s); the "
                 "tailer keeps trying",
@@ -581,7 +583,14 @@ class NameNode:
                 f"the shared journal gave txid {txid} after txid {self.applied_txid}: "
                 f"txids {self.applied_txid + 1}-{txid - 1} are missing"
             )
-        self.ns.apply(op)
+        try:
+            self.ns.apply(op)
+        except Exception as e:
+            self._fatal(
+                f"txid {txid} ({type(op).__name__}) of the shared journal cannot be applied to "
+                f"the namespace at txid {self.applied_txid}: {_why(e)}"
+            )
+            raise
         self.applied_txid = txid
         self.metrics.txns_applied += 1
         self._notify_applied()
@@ -601,6 +610,7 @@ class NameNode:
                 lambda: self.applied_txid,
                 wait_ms=self.settings.tail_wait_ms,
                 apply_lock=self.apply_lock,
+                on_apply_error=lambda e: self._fatal(f"the edit log tailer stopped: {_why(e)}"),
             )
         self.tailer.start()
 
