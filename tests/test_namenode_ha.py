@@ -411,3 +411,51 @@ async def test_an_edit_the_standby_cannot_apply_stops_it(
     finally:
         await nn2.stop()
         await nn1.stop()
+
+
+async def test_kill_9_of_the_active_process_keeps_every_acknowledged_op(
+    tmp_path: Path, jn_factory: JNFactory
+) -> None:
+    import signal
+
+    from nn_harness import NNProcess, write_config
+
+    jns = [jn_factory.start(f"jn{i}") for i in range(3)]
+    cfg = make_config(jns, tmp_path, names=("nn1", "nn2"))
+    await format_cluster(cfg, "nn1")
+    copy_name_dir(cfg, "nn1", "nn2")
+    conf = write_config(cfg, tmp_path / "cluster.toml")
+    procs = {n: NNProcess(conf, n, tmp_path) for n in ("nn1", "nn2")}
+    for p in procs.values():
+        p.start()
+    rpcs: dict[str, Rpc] = {}
+    try:
+        for n, p in procs.items():
+            rpcs[n] = Rpc((await p.wait_ready())["rpc"])
+        await rpcs["nn1"].transition_to_active()
+        acked: list[str] = []
+
+        async def writer(k: int) -> None:
+            i = 0
+            while True:
+                path = f"/k{k}/d{i}"
+                await rpcs["nn1"].mkdirs(path)  # fails once nn1 is killed
+                acked.append(path)
+                i += 1
+
+        tasks = [asyncio.create_task(writer(k)) for k in range(4)]
+        await wait_for(lambda: len(acked) >= 80, "80 acknowledged mkdirs on nn1")
+        assert procs["nn1"].proc is not None
+        procs["nn1"].proc.send_signal(signal.SIGKILL)
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        assert all(isinstance(r, Exception) for r in results)
+        await rpcs["nn2"].transition_to_active()
+        assert await rpcs["nn2"].state() == HAState.ACTIVE.value
+        missing = [p for p in acked if await rpcs["nn2"].stat(p) is None]
+        assert not missing, f"acknowledged but lost after kill -9: {missing[:10]}"
+        assert await rpcs["nn2"].mkdirs("/after-kill")
+    finally:
+        for r in rpcs.values():
+            await r.close()
+        for p in procs.values():
+            p.stop()
