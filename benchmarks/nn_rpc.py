@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
 import socket
 import tempfile
 import time
@@ -30,6 +31,8 @@ from qjm.namenode.server import os_user
 SECONDS = 3.0
 CONCURRENCY = (1, 16)
 CALL_TIMEOUT_S = 30.0
+WORKERS = 4  # client processes at most
+START_DELAY_S = 2.0  # for the client processes to start and connect
 
 
 def _free_port() -> int:
@@ -95,12 +98,22 @@ class _Client:
     files = 1
 
 
-async def _measure(clients: list[_Client], op: str) -> dict[str, float]:
+async def _client_loops(
+    address: str, op: str, ks: list[int], files: dict[int, int], start_at: float
+) -> tuple[dict[int, int], list[float]]:
+    """Run op on one connection per k from start_at (wall clock) for SECONDS."""
+    clients = [_Client(address, k) for k in ks]
+    for c in clients:
+        c.files = files.get(c.k, 1)
+        await c.rpc.call(  # connect before the clock starts
+            "getFileInfo", cn.GetFileInfoRequestProto(src="/"), cn.GetFileInfoResponseProto
+        )
     latencies: list[float] = []
-    counts = [0] * len(clients)
+    counts: dict[int, int] = {}
+    await asyncio.sleep(max(start_at - time.time(), 0))  # every worker starts together
     stop_at = time.perf_counter() + SECONDS
 
-    async def loop(c: _Client, j: int) -> None:
+    async def loop(c: _Client) -> None:
         fn = getattr(c, op)
         i = 0
         while time.perf_counter() < stop_at:
@@ -108,26 +121,56 @@ async def _measure(clients: list[_Client], op: str) -> dict[str, float]:
             await fn(i)
             latencies.append(time.perf_counter() - t0)
             i += 1
-        counts[j] = i
+        counts[c.k] = i
 
-    start = time.perf_counter()
-    await asyncio.gather(*(loop(c, j) for j, c in enumerate(clients)))
-    seconds = time.perf_counter() - start
-    lat = sorted(latencies)
-    total = sum(counts)
+    try:
+        await asyncio.gather(*(loop(c) for c in clients))
+    finally:
+        await asyncio.gather(*(c.rpc.close() for c in clients))
+    return counts, latencies
+
+
+def _worker(
+    address: str, op: str, ks: list[int], files: dict[int, int], start_at: float, conn: Any
+) -> None:
+    """A client process: its share of the clients; sends (counts, latencies) back."""
+    conn.send(eventloop.run(_client_loops(address, op, ks, files, start_at)))
+    conn.close()
+
+
+def _measure(address: str, op: str, n: int, files: dict[int, int]) -> dict[str, Any]:
+    """n clients over up to WORKERS processes (one Python process would be the bottleneck)."""
+    ctx = multiprocessing.get_context("spawn")
+    workers = min(n, WORKERS)
+    shares = [[1000 * n + k for k in range(n) if k % workers == w] for w in range(workers)]
+    start_at = time.time() + START_DELAY_S
+    procs = []
+    for ks in shares:
+        parent, child = ctx.Pipe(duplex=False)
+        p = ctx.Process(target=_worker, args=(address, op, ks, files, start_at, child))
+        p.start()
+        procs.append((p, parent))
+    counts: dict[int, int] = {}
+    latencies: list[float] = []
+    for p, parent in procs:
+        got_counts, got_lat = parent.recv()
+        counts.update(got_counts)
+        latencies.extend(got_lat)
+        p.join(30)
     if op == "create":
-        for c, n in zip(clients, counts, strict=True):
-            c.files = max(n, 1)
+        files.update(counts)
+    lat = sorted(latencies)
+    total = sum(counts.values())
     return {
         "ops": total,
-        "seconds": round(seconds, 3),
-        "ops_per_s": round(total / seconds, 1),
+        "ops_per_s": round(total / SECONDS, 1),
         "p50_ms": round(percentile(lat, 50) * 1000, 3),
         "p99_ms": round(percentile(lat, 99) * 1000, 3),
+        "client_processes": workers,
     }
 
 
-async def _bench(rpc_address: str) -> dict[str, dict[str, dict[str, float]]]:
+async def _activate(rpc_address: str) -> None:
     ha = IpcClient(rpc_address, HA_SERVICE_PROTOCOL, user=os_user())
     try:
         info = hap.HAStateChangeRequestInfoProto(reqSource=hap.REQUEST_BY_USER)
@@ -139,18 +182,19 @@ async def _bench(rpc_address: str) -> dict[str, dict[str, dict[str, float]]]:
         )
     finally:
         await ha.close()
-    results: dict[str, dict[str, dict[str, float]]] = {}
+
+
+def _bench(rpc_address: str) -> dict[str, dict[str, dict[str, Any]]]:
+    eventloop.run(_activate(rpc_address))
+    results: dict[str, dict[str, dict[str, Any]]] = {}
     for n in CONCURRENCY:
-        clients = [_Client(rpc_address, k + 1000 * n) for k in range(n)]
-        try:
-            for op, label in (
-                ("mkdirs", "mkdirs"),
-                ("create", "create+complete"),
-                ("stat", "getFileInfo"),
-            ):
-                results.setdefault(label, {})[str(n)] = await _measure(clients, op)
-        finally:
-            await asyncio.gather(*(c.rpc.close() for c in clients))
+        files: dict[int, int] = {}
+        for op, label in (
+            ("mkdirs", "mkdirs"),
+            ("create", "create+complete"),
+            ("stat", "getFileInfo"),
+        ):
+            results.setdefault(label, {})[str(n)] = _measure(rpc_address, op, n, files)
     return results
 
 
@@ -210,7 +254,7 @@ def run() -> dict[str, Any]:
                 root / "nn1.ready",
             )
             address = wait_ready([nn])["nn1"]["rpc"]
-            results = eventloop.run(_bench(address))
+            results = _bench(address)
         finally:
             if nn is not None:
                 stop_pid(nn.pid)
@@ -220,7 +264,8 @@ def run() -> dict[str, Any]:
         "benchmark": "nn_rpc",
         "seconds_per_run": SECONDS,
         "setup": "1 NameNode process (active) on 3 JournalNode processes, loopback; each "
-        "client one IPC connection, one call at a time",
+        f"client one IPC connection, one call at a time; clients spread over up to {WORKERS} "
+        "client processes",
         "results": results,
     }
 

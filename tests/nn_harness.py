@@ -90,23 +90,13 @@ def write_config(cfg: ClusterConfig, path: Path) -> Path:
 
 
 async def format_cluster(cfg: ClusterConfig, name: str = "nn1") -> None:
-    """As `qjm namenode format`: a new namespace in name's dir and on the shared journal."""
+    """`qjm namenode format`: a new namespace in name's dir and on the shared journal."""
     from qjm.client.admin import new_namespace_info
-    from qjm.client.quorum_journal_manager import QuorumJournalManager
     from qjm.journalnode.storage import NsInfo
-    from qjm.namenode.storage import NNStorage
+    from qjm.namenode.admin import format_namenode
 
     info = NsInfo.from_proto(new_namespace_info(cluster_id="CID-nn-test"))
-    storage = NNStorage(Path(cfg.namenode_named(name).name_dir))
-    try:
-        storage.format(info)
-    finally:
-        storage.unlock()
-    q = QuorumJournalManager(cfg.shared_edits_uri(), None, cfg.qjournal)
-    try:
-        await q.format(info.to_proto())
-    finally:
-        await q.close()
+    await format_namenode(cfg, name, ns_info=info)
 
 
 def copy_name_dir(cfg: ClusterConfig, src: str, dst: str) -> None:

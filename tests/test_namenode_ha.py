@@ -238,3 +238,224 @@ async def test_bootstrap_standby_fetches_the_image(tmp_path: Path, jn_factory: J
             await bootstrap_standby(cfg, "nn2")
     finally:
         await nn1.stop()
+
+
+async def test_a_deposed_active_taking_over_again_drops_its_unsynced_edits(
+    tmp_path: Path, jn_factory: JNFactory
+) -> None:
+    _, nn1, nn2 = await pair(jn_factory, tmp_path, roll_txns=7)
+    r1, r2 = Rpc(nn1.rpc_address()), Rpc(nn2.rpc_address())
+    try:
+        await workload(r1, "a")
+        await nn2.transition_to_active("forced")
+        await workload(r2, "b")
+        with pytest.raises(RemoteError):
+            await r1.mkdirs("/lost")  # applied in nn1's memory, refused by the quorum
+        # At once, before nn1 settled in the background: it must not keep /lost.
+        await nn1.transition_to_active("forced back")
+        assert nn1.ha_state == HAState.ACTIVE
+        assert "/lost" not in tree(nn1)
+        assert await r1.stat("/b/d4/f") is not None
+        with pytest.raises(RemoteError) as refused:
+            await r2.mkdirs("/lost-too")
+        assert refused.value.class_name == STANDBY_EXCEPTION
+        await nn2.transition_to_active("forced again")
+        assert "/lost-too" not in tree(nn2)
+        # nn1 learns it was deposed without writing (its epoch check), then follows nn2.
+        await wait_for(lambda: nn1.ha_state == HAState.STANDBY, "nn1 to notice it was deposed")
+        with pytest.raises(RemoteError) as refused:
+            await r1.stat("/")
+        assert refused.value.class_name == STANDBY_EXCEPTION
+        await workload(r2, "c")
+        await caught_up(nn1, nn2)
+        assert tree(nn1) == tree(nn2)
+    finally:
+        await r1.close()
+        await r2.close()
+        await nn2.stop()
+        await nn1.stop()
+
+
+async def test_without_a_quorum_a_standby_waits_and_cannot_become_active(
+    tmp_path: Path, jn_factory: JNFactory
+) -> None:
+    from qjm.namenode.errors import ServiceFailedError
+
+    jns = [jn_factory.start(f"jn{i}") for i in range(3)]
+    cfg = make_config(jns, tmp_path, names=("nn1", "nn2"))
+    await format_cluster(cfg, "nn1")
+    copy_name_dir(cfg, "nn1", "nn2")
+    nn1 = await start_nn(cfg, "nn1")
+    try:
+        await nn1.transition_to_active("test")
+        rpc = Rpc(nn1.rpc_address())
+        try:
+            await workload(rpc, "q")
+        finally:
+            await rpc.close()
+        expected = tree(nn1)
+    finally:
+        await nn1.stop()
+    last = nn1.last_txid()
+    down = jns[:2]
+    for jn in down:
+        jn_factory.stop(jn)
+    nn2 = await start_nn(cfg, "nn2")  # starts (as HDFS's standby does) and keeps tailing
+    try:
+        assert nn2.ha_state == HAState.STANDBY
+        assert nn2.applied_txid == 0
+        with pytest.raises(ServiceFailedError, match="could not become active"):
+            await nn2.transition_to_active("test")
+        assert nn2.ha_state == HAState.STANDBY
+        assert nn2.tailer is not None and nn2.tailer.running
+        for jn in down:
+            jn_factory.start(jn.name, jn.rpc, jn.http)
+        await wait_for(lambda: nn2.applied_txid >= last, f"nn2 to tail up to txid {last}", 20)
+        assert tree(nn2) == expected
+        await nn2.transition_to_active("test")
+        assert tree(nn2) == expected
+    finally:
+        await nn2.stop()
+
+
+async def test_failover_under_a_concurrent_workload_loses_no_acknowledged_op(
+    tmp_path: Path, jn_factory: JNFactory
+) -> None:
+    _, nn1, nn2 = await pair(jn_factory, tmp_path, roll_txns=50)
+    nodes = {"nn1": nn1, "nn2": nn2}
+    acked: list[str] = []
+    stop = asyncio.Event()
+
+    async def writer(k: int) -> None:
+        rpcs = {n: Rpc(nodes[n].rpc_address()) for n in nodes}
+        target = "nn1"
+        i = 0
+        try:
+            while not stop.is_set():
+                path = f"/w{k}/d{i}"
+                try:
+                    assert await rpcs[target].mkdirs(path)
+                except RemoteError as e:
+                    assert e.class_name == STANDBY_EXCEPTION, e
+                    target = "nn2" if target == "nn1" else "nn1"
+                    await asyncio.sleep(0.01)  # a client's failover pause
+                    continue
+                acked.append(path)
+                i += 1
+        finally:
+            for r in rpcs.values():
+                await r.close()
+
+    tasks = [asyncio.create_task(writer(k)) for k in range(8)]
+    try:
+        await wait_for(lambda: len(acked) >= 100, "100 acknowledged mkdirs before failover")
+        await nn1.transition_to_standby("failover")
+        await nn2.transition_to_active("failover")
+        before = len(acked)
+        await wait_for(lambda: len(acked) >= before + 100, "100 acknowledged mkdirs after failover")
+        stop.set()
+        await asyncio.gather(*tasks)
+        on_nn2 = tree(nn2)
+        missing = [p for p in acked if p not in on_nn2]
+        assert not missing, f"acknowledged but lost: {missing[:10]}"
+        await caught_up(nn1, nn2)
+        assert tree(nn1) == on_nn2
+    finally:
+        stop.set()
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await nn2.stop()
+        await nn1.stop()
+
+
+async def test_an_edit_the_standby_cannot_apply_stops_it(
+    tmp_path: Path, jn_factory: JNFactory
+) -> None:
+    from qjm.client.quorum_journal_manager import QuorumJournalManager
+    from qjm.editlog.ops import StartLogSegmentOp, encode_body
+    from qjm.namenode.namespace import Namespace
+    from qjm.namenode.types import Caller
+
+    cfg, nn1, nn2 = await pair(jn_factory, tmp_path)
+    try:
+        rpc = Rpc(nn1.rpc_address())
+        try:
+            await workload(rpc, "ok")
+        finally:
+            await rpc.close()
+        await caught_up(nn2, nn1)
+        await nn1.stop()
+        # Another writer logs a mkdir whose parent the namespace does not have.
+        orphan = Namespace(superuser="x").plan_mkdirs(
+            "/missing/child", Caller("x", (), True), 0o755, True, 1
+        )[-1]
+        q = QuorumJournalManager(cfg.shared_edits_uri(), None, cfg.qjournal)
+        try:
+            last = await q.recover_unfinalized_segments()
+            stream = await q.start_log_segment(last + 1)
+            stream.write_op(StartLogSegmentOp.OPCODE, encode_body(StartLogSegmentOp()))
+            stream.write_op(orphan.OPCODE, encode_body(orphan))
+            await stream.flush()
+            await stream.close()
+            await q.finalize_log_segment(last + 1, last + 2)
+        finally:
+            await q.close()
+        await wait_for(lambda: nn2.failed.is_set(), "nn2 to stop on the orphan mkdir", 20)
+        assert nn2.ha_state == HAState.STOPPING
+        assert nn2.exit_code == 1
+        assert nn2.fatal_error is not None and f"txid {last + 2}" in nn2.fatal_error
+        assert nn2.applied_txid == last + 1
+        with pytest.raises(Exception, match="stopping"):
+            await nn2.transition_to_active("test")
+    finally:
+        await nn2.stop()
+        await nn1.stop()
+
+
+async def test_kill_9_of_the_active_process_keeps_every_acknowledged_op(
+    tmp_path: Path, jn_factory: JNFactory
+) -> None:
+    import signal
+
+    from nn_harness import NNProcess, write_config
+
+    jns = [jn_factory.start(f"jn{i}") for i in range(3)]
+    cfg = make_config(jns, tmp_path, names=("nn1", "nn2"))
+    await format_cluster(cfg, "nn1")
+    copy_name_dir(cfg, "nn1", "nn2")
+    conf = write_config(cfg, tmp_path / "cluster.toml")
+    procs = {n: NNProcess(conf, n, tmp_path) for n in ("nn1", "nn2")}
+    for p in procs.values():
+        p.start()
+    rpcs: dict[str, Rpc] = {}
+    try:
+        for n, p in procs.items():
+            rpcs[n] = Rpc((await p.wait_ready())["rpc"])
+        await rpcs["nn1"].transition_to_active()
+        acked: list[str] = []
+
+        async def writer(k: int) -> None:
+            i = 0
+            while True:
+                path = f"/k{k}/d{i}"
+                await rpcs["nn1"].mkdirs(path)  # fails once nn1 is killed
+                acked.append(path)
+                i += 1
+
+        tasks = [asyncio.create_task(writer(k)) for k in range(4)]
+        await wait_for(lambda: len(acked) >= 80, "80 acknowledged mkdirs on nn1")
+        assert procs["nn1"].proc is not None
+        procs["nn1"].proc.send_signal(signal.SIGKILL)
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        assert all(isinstance(r, Exception) for r in results)
+        await rpcs["nn2"].transition_to_active()
+        assert await rpcs["nn2"].state() == HAState.ACTIVE.value
+        missing = [p for p in acked if await rpcs["nn2"].stat(p) is None]
+        assert not missing, f"acknowledged but lost after kill -9: {missing[:10]}"
+        assert await rpcs["nn2"].mkdirs("/after-kill")
+    finally:
+        for r in rpcs.values():
+            await r.close()
+        for p in procs.values():
+            p.stop()

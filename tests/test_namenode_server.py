@@ -237,6 +237,9 @@ async def test_cli_runs_a_namenode_with_ready_file(tmp_path: Path, jn_factory: J
         assert st["ha_state"] == "standby"
     finally:
         assert proc.stop() == 0
+    recovered = run_qjm("namenode", "recover", "--config", str(conf), "--id", "nn1")
+    assert recovered.returncode == 0, recovered.stderr
+    assert "loaded image at txid 0" in recovered.stdout
     again = run_qjm("namenode", "format", "--config", str(conf), "--id", "nn1")
     assert again.returncode == 1 and "force" in again.stderr
     bad = run_qjm("namenode", "--config", str(conf), "--id", "nn9")

@@ -7,6 +7,7 @@ in-memory cluster (qjm.testing.in_memory) drives the fault cases deterministical
 from __future__ import annotations
 
 import asyncio
+import getpass
 import itertools
 import logging
 from collections.abc import AsyncIterator
@@ -32,17 +33,24 @@ from qjm.editlog.ops import (
     read_ops,
 )
 from qjm.editlog.segments import list_segments
-from qjm.namenode.admin import format_namenode, initialize_shared_edits, recover
+from qjm.namenode.admin import (
+    format_namenode,
+    initialize_shared_edits,
+    namespace_factory,
+    recover,
+)
 from qjm.namenode.edit_log import (
     EditLogClosedError,
+    EditLogError,
     EditLogFatalError,
     FSEditLog,
     WriterFencedError,
 )
 from qjm.namenode.errors import NamenodeError
-from qjm.namenode.fs_image import EditLogGapError, local_edits, replay
+from qjm.namenode.fs_image import EditLogGapError, load_newest, local_edits, replay
 from qjm.namenode.image import ImageContents, NsInfo
 from qjm.namenode.storage import NamespaceInfo, NNStorage, StorageFormatError, empty_image
+from qjm.namenode.types import Caller
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.testing.in_memory import InMemoryCluster
 from qjm_cluster import FAST_SETTINGS, JNCluster
@@ -693,3 +701,95 @@ async def test_with_journalnode_processes_one_loss_is_survived_two_are_fatal(
         for t, _ in ops
     }
     assert acked <= on_jn0, sorted(acked - on_jn0)[:5]
+
+
+# -- with the real namespace ------------------------------------------------------------------
+def contents_key(c: ImageContents) -> tuple[object, ...]:
+    """What makes two images' trees equal (inodes, parents, last inode id)."""
+    return (sorted(c.inodes, key=lambda i: i.id), c.parents, c.last_inode_id)
+
+
+async def test_namespace_written_through_the_edit_log_replays_equal(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path / "jns") as cluster:
+        cfg = cluster_config(cluster, "real", tmp_path)
+        info = await format_namenode(cfg, "nn1")
+        st = NNStorage(tmp_path / "nn1")
+        factory = namespace_factory(cfg)
+        ns, image_txid = load_newest(st, factory)
+        assert image_txid == 0
+        q = cluster.qjm("real", ns_info=info.to_proto())
+        el = FSEditLog(st, q, replace(SETTINGS, roll_txns=25), Fatal())
+        await el.open_for_write(await writer(q))
+        me = Caller(getpass.getuser(), superuser=True)
+
+        async def mkdirs(i: int) -> int:
+            ops = ns.plan_mkdirs(f"/a{i % 4}/b{i}", me, 0o755, True, 1_700_000_000_000 + i)
+            txid = 0
+            for op in ops:
+                ns.apply(op)
+                txid = el.log(op)
+            await el.sync(txid)
+            return txid
+
+        await asyncio.gather(*(mkdirs(i) for i in range(60)))
+        last = el.last_txid
+        await el.close()
+        await q.close()
+        ns_info = NsInfo(namespace_id=info.namespace_id, txid=0)
+        expected = contents_key(ns.to_image(last + 1, ns_info))
+
+        # Start-up from the name dir: the image, then the local edits after it.
+        again, t0 = load_newest(st, factory)
+        assert replay(again, local_edits(st, t0), t0 + 1) == last + 1  # the END op
+        assert contents_key(again.to_image(last + 1, ns_info)) == expected
+        # The same from the shared journal.
+        shared, _ = load_newest(st, factory)
+        uri = parse_qjournal_uri(cluster.uri("real"))
+        async with QuorumJournalReader(uri, FAST_SETTINGS) as reader:
+            ops = [(raw.txid, decode_op(raw)) async for raw in reader.read(1)]
+        assert replay(shared, ops, 1) == last + 1
+        assert contents_key(shared.to_image(last + 1, ns_info)) == expected
+        # A checkpoint loads back to the same tree.
+        await asyncio.to_thread(st.save_image, again, last + 1)
+        loaded, t1 = load_newest(st, factory)
+        assert t1 == last + 1
+        assert contents_key(loaded.to_image(t1, ns_info)) == expected
+        st.unlock()
+
+        # recover with the default (real) namespace finds nothing newer and says so.
+        report = await recover(cfg, "nn1")
+        assert report.image_txid == last + 1 and report.source == "image only"
+
+
+async def test_open_for_write_when_fenced_names_both_epochs_without_on_fatal(
+    tmp_path: Path, mem: InMemoryCluster
+) -> None:
+    st = name_dir(tmp_path)
+    q = mem_qjm(mem)
+    first = await writer(q)
+    q2 = mem_qjm(mem)
+    await q2.recover_unfinalized_segments()  # fences q before it opens a segment
+    fatal = Fatal()
+    el = FSEditLog(st, q, SETTINGS, fatal)
+    with pytest.raises(WriterFencedError, match=r"epoch 1 was fenced.*epoch 2"):
+        await el.open_for_write(first)
+    assert fatal.errors == []  # the caller decides; nothing was being written
+    assert not el.is_open
+    await q.close()
+    await q2.close()
+
+
+async def test_open_for_write_without_a_quorum_is_a_clear_error(
+    tmp_path: Path, mem: InMemoryCluster
+) -> None:
+    st = name_dir(tmp_path)
+    q = mem_qjm(mem)
+    first = await writer(q)
+    mem.faults[0].fail("startLogSegment")
+    mem.faults[1].fail("startLogSegment")
+    el = FSEditLog(st, q, SETTINGS, Fatal())
+    with pytest.raises(EditLogError, match="cannot start edit log segment 1 on the quorum"):
+        await el.open_for_write(first)
+    with pytest.raises(EditLogClosedError):
+        el.log(mkdir(0))
+    await q.close()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from qjm.cli import eventloop
 from qjm.config import load_config
@@ -70,18 +69,7 @@ def run(args: argparse.Namespace) -> int:
             f"image at txid {report.image_txid}, edits up to txid {report.last_txid}"
         )
     else:
-        from qjm.namenode.namespace import Namespace
-        from qjm.namenode.server import os_user
-
-        def factory(image: Any) -> Namespace:
-            return Namespace.from_image(
-                image,
-                superuser=os_user(),
-                supergroup=cfg.namenode.superuser_group,
-                permissions_enabled=cfg.namenode.permissions_enabled,
-            )
-
-        recovered = eventloop.run(admin.recover(cfg, args.nn_id, factory))
+        recovered = eventloop.run(admin.recover(cfg, args.nn_id))
         for line in recovered.lines():
             print(line)
     return 0

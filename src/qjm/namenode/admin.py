@@ -34,7 +34,8 @@ from qjm.errors import ConfigError, QjmError
 from qjm.namenode.errors import NamenodeError
 from qjm.namenode.fs_image import load_newest
 from qjm.namenode.image import FsImage, ImageContents, NsInfo
-from qjm.namenode.storage import NamespaceInfo, NNStorage, StorageFormatError, empty_image
+from qjm.namenode.namespace import Namespace
+from qjm.namenode.storage import NamespaceInfo, NNStorage, StorageFormatError
 
 log = logging.getLogger("qjm.namenode.admin")
 
@@ -43,6 +44,7 @@ __all__ = [
     "SharedEditsReport",
     "format_namenode",
     "initialize_shared_edits",
+    "namespace_factory",
     "recover",
 ]
 
@@ -103,9 +105,12 @@ async def format_namenode(
             await qjm.format(ns.to_proto(), force)
         finally:
             await qjm.close()
-        image = empty_image(
-            ns.namespace_id, owner=getpass.getuser(), group=cfg.namenode.superuser_group
+        fresh = Namespace(
+            superuser=getpass.getuser(),
+            supergroup=cfg.namenode.superuser_group,
+            permissions_enabled=cfg.namenode.permissions_enabled,
         )
+        image = fresh.to_image(0, NsInfo(namespace_id=ns.namespace_id, txid=0))
         await asyncio.to_thread(storage.format, ns, True, image)
     finally:
         storage.unlock()
@@ -283,10 +288,25 @@ async def _shared_run(
     return run, []
 
 
+def namespace_factory(cfg: ClusterConfig) -> Callable[[FsImage], Namespace]:
+    """Load an image as the NameNode does: the OS user running it is the superuser."""
+    settings = cfg.namenode
+
+    def load(image: FsImage) -> Namespace:
+        return Namespace.from_image(
+            image,
+            superuser=getpass.getuser(),
+            supergroup=settings.superuser_group,
+            permissions_enabled=settings.permissions_enabled,
+        )
+
+    return load
+
+
 async def recover(
     cfg: ClusterConfig,
     nn_name: str,
-    ns_factory: Callable[[FsImage], RecoverableNamespace],
+    ns_factory: Callable[[FsImage], RecoverableNamespace] | None = None,
     *,
     use_shared: bool = True,
     client_factory: Callable[[str], Any] = JournalNodeClient,
@@ -295,7 +315,8 @@ async def recover(
     nn = cfg.namenode_named(nn_name)
     storage = await asyncio.to_thread(NNStorage, Path(nn.name_dir))
     try:
-        ns, image_txid = await asyncio.to_thread(load_newest, storage, ns_factory)
+        factory = ns_factory or namespace_factory(cfg)
+        ns, image_txid = await asyncio.to_thread(load_newest, storage, factory)
         dropped: list[str] = []
         newest = await asyncio.to_thread(storage.newest_image)
         if newest is not None and newest[0] != image_txid:

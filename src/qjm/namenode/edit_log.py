@@ -243,9 +243,12 @@ class FSEditLog:
         try:
             stream = await self.qjm.start_log_segment(txid)
         except Exception as e:
-            if self._fatal is None and isinstance(e, QuorumError) and e.epoch_error:
-                raise self._fail(e) from None
-            raise
+            # Not fatal by itself: open_for_write's caller decides (a roll makes it fatal).
+            if isinstance(e, QuorumError) and e.epoch_error is not None:
+                raise fatal_error(e, self.qjm.epoch) from None
+            raise EditLogError(
+                f"cannot start edit log segment {txid} on the quorum journal: {e}"
+            ) from None
         self._stream = stream
         self._segment_start = txid
         self._segment_bytes = 0

@@ -36,6 +36,7 @@ MAX_IMAGE_BYTES = 1 << 40  # an uploaded image is read whole; aiohttp's default 
 JN_STATUS_TTL_S = 2.0
 JN_STATUS_TIMEOUT_S = 3.0
 CHUNK = 1 << 20
+EXTRA_EDITS_RETAINED = 1_000_000  # dfs.namenode.num.extra.edits.retained
 
 
 def _nn(request: web.Request) -> NameNode:
@@ -295,6 +296,7 @@ async def put_image(request: web.Request) -> web.Response:
     nn.metrics.images_received += 1
     nn.image_txid = max(nn.image_txid, txid)
     await loop.run_in_executor(None, storage.purge, nn.settings.images_retained)
+    await purge_shared_edits(nn)
     log.info(
         "NameNode %s: took image at txid %d (%d bytes) from %s",
         nn.name,
@@ -303,6 +305,24 @@ async def put_image(request: web.Request) -> web.Response:
         request.headers.get("X-Namenode", request.remote),
     )
     return web.json_response({"txid": txid, "bytes": len(data)})
+
+
+async def purge_shared_edits(nn: NameNode) -> None:
+    """As HDFS's retention manager: drop shared segments no retained image needs, keeping
+    EXTRA_EDITS_RETAINED txns more (a lagging standby or a bootstrap may still read them)."""
+    qjm, storage = nn.qjm, nn.storage
+    if qjm is None or storage is None or nn.ha_state != HAState.ACTIVE:
+        return
+    images = storage.images()
+    if not images:
+        return
+    min_txid = images[0][0] + 1 - EXTRA_EDITS_RETAINED
+    if min_txid <= 1:
+        return
+    try:
+        await qjm.purge_logs_older_than(min_txid)
+    except QjmError as e:
+        log.warning("NameNode %s: purging shared edits below txid %d: %s", nn.name, min_txid, e)
 
 
 def make_app(nn: NameNode) -> web.Application:

@@ -18,7 +18,7 @@ from qjm.namenode.image.model import (
 )
 from qjm.namenode.inodes import DIRECTORY as K_DIR
 from qjm.namenode.inodes import FILE as K_FILE
-from qjm.namenode.inodes import NO_SLOT, UNDER_CONSTRUCTION
+from qjm.namenode.inodes import NO_SLOT, UNDER_CONSTRUCTION, InodeStore
 from qjm.namenode.inodes import SYMLINK as K_SYMLINK
 
 if TYPE_CHECKING:
@@ -34,47 +34,93 @@ def to_image(ns: Namespace, txid: int, ns_info: NsInfo) -> ImageContents:
     st = ns.store
     inodes: list[Inode] = []
     parents: dict[int, int] = {}
-    ids = st.ids
+    ids, flags, names, parent = st.ids, st.flags, st.names, st.parent
+    mode, owner, group, strings = st.mode, st.owner, st.group, st.strings.names
+    mtime, atime, repl, bsize = st.mtime, st.atime, st.replication, st.block_size
+    blocks, quota, lease, extra = st.blocks, st.quota, st.lease, st.extra
+    no_extra: dict[str, Any] = {}
+    append = inodes.append
     for s in st.subtree(0):
-        kind = st.kind(s)
-        ex: dict[str, Any] = st.extra.get(s, {})
-        q = st.quota.get(s)
-        lease = st.lease.get(s)
-        is_file = kind == K_FILE
-        ec = ex.get("ec_policy_id")
-        inodes.append(
-            Inode(
-                id=ids[s],
-                type=_KIND_NAMES[kind],
-                name=st.names[s],
-                user=st.owner_name(s),
-                group=st.group_name(s),
-                mode=st.mode[s],
-                mtime=st.mtime[s],
-                atime=st.atime[s] if kind != K_DIR else 0,
-                replication=st.replication[s] if is_file else 0,
-                preferred_block_size=st.block_size[s] if is_file else 0,
-                blocks=st.blocks.get(s, ()),
-                ns_quota=q[0] if q else QUOTA_UNSET,
-                ds_quota=q[1] if q else QUOTA_UNSET,
-                target=ex.get("target", ""),
-                client_name=lease[0] if lease else None,
-                client_machine=lease[1] if lease else None,
-                storage_policy_id=ex.get("storage_policy_id", 0),
-                erasure_coding_policy_id=ec if ec else None,
-                acls=ex.get("acls", ()),
-                xattrs=ex.get("xattrs", ()),
-                type_quotas=ex.get("type_quotas", ()),
+        kind = flags[s] & 3
+        i = ids[s]
+        if kind == K_DIR:
+            q = quota.get(s)
+            ex = extra.get(s, no_extra)
+            append(
+                Inode(
+                    id=i,
+                    type=DIRECTORY,
+                    name=names[s],
+                    user=strings[owner[s]],
+                    group=strings[group[s]],
+                    mode=mode[s],
+                    mtime=mtime[s],
+                    ns_quota=q[0] if q else QUOTA_UNSET,
+                    ds_quota=q[1] if q else QUOTA_UNSET,
+                    acls=ex.get("acls", ()),
+                    xattrs=ex.get("xattrs", ()),
+                    type_quotas=ex.get("type_quotas", ()),
+                )
             )
-        )
-        p = st.parent[s]
+        elif kind == K_FILE and s not in extra and s not in lease:
+            append(
+                Inode(
+                    id=i,
+                    type=FILE,
+                    name=names[s],
+                    user=strings[owner[s]],
+                    group=strings[group[s]],
+                    mode=mode[s],
+                    mtime=mtime[s],
+                    atime=atime[s],
+                    replication=repl[s],
+                    preferred_block_size=bsize[s],
+                    blocks=blocks.get(s, ()),
+                )
+            )
+        else:
+            append(_inode(st, s))
+        p = parent[s]
         if p != NO_SLOT:
-            parents[ids[s]] = ids[p]
+            parents[i] = ids[p]
     return ImageContents(
         ns_info=dataclasses.replace(ns_info, txid=txid),
         inodes=inodes,
         parents=parents,
         last_inode_id=ns.last_inode_id,
+    )
+
+
+def _inode(st: InodeStore, s: int) -> Inode:
+    """Any inode, with every attribute the store keeps for it."""
+    kind = st.kind(s)
+    ex: dict[str, Any] = st.extra.get(s, {})
+    q = st.quota.get(s)
+    lease = st.lease.get(s)
+    is_file = kind == K_FILE
+    ec = ex.get("ec_policy_id")
+    return Inode(
+        id=st.ids[s],
+        type=_KIND_NAMES[kind],
+        name=st.names[s],
+        user=st.owner_name(s),
+        group=st.group_name(s),
+        mode=st.mode[s],
+        mtime=st.mtime[s],
+        atime=st.atime[s] if kind != K_DIR else 0,
+        replication=st.replication[s] if is_file else 0,
+        preferred_block_size=st.block_size[s] if is_file else 0,
+        blocks=st.blocks.get(s, ()),
+        ns_quota=q[0] if q else QUOTA_UNSET,
+        ds_quota=q[1] if q else QUOTA_UNSET,
+        target=ex.get("target", ""),
+        client_name=lease[0] if lease else None,
+        client_machine=lease[1] if lease else None,
+        storage_policy_id=ex.get("storage_policy_id", 0),
+        erasure_coding_policy_id=ec if ec else None,
+        acls=ex.get("acls", ()),
+        xattrs=ex.get("xattrs", ()),
+        type_quotas=ex.get("type_quotas", ()),
     )
 
 

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("qjm.namenode")
 GROUPS_CACHE_S = 300.0  # hadoop.security.groups.cache.secs
 HTTP_SHUTDOWN_SECONDS = 2.0
+EPOCH_CHECK_S = 1.0  # how often an active asks the JournalNodes whether it was deposed
 
 
 class StartupError(QjmError):
@@ -140,6 +141,7 @@ class NameNode:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.started_at = time.time()
         self.last_transition_error: str | None = None
+        self._needs_reload = False  # deposed: the namespace may hold edits no quorum took
         self.on_state_change: list[Callable[[HAState, HAState], None]] = []
         from qjm.namenode.metrics import NameNodeMetrics
 
@@ -256,6 +258,7 @@ class NameNode:
             except Exception as e:
                 self._fatal(f"logging {type(op).__name__} after applying it: {_why(e)}")
                 raise
+        self.applied_txid = txid
         self.metrics.count_ops(ctx.method, len(ops))
         try:
             await el.sync(txid)
@@ -300,6 +303,11 @@ class NameNode:
                     f"NameNode {self.name} cannot become active from state "
                     f"{self.ha.state.name.lower()}"
                 )
+            await self._settle_deposed()  # a namespace with edits no quorum took is reloaded
+            if self.ha.state != HAState.STANDBY:
+                raise ServiceFailedError(
+                    f"NameNode {self.name} cannot become active: {self.fatal_error or 'stopping'}"
+                )
             log.info("NameNode %s: becoming active (%s)", self.name, source)
             started = time.monotonic()
             if self.checkpointer is not None:
@@ -326,8 +334,10 @@ class NameNode:
                 ) from None
             self.qjm = qjm
             self.edit_log = el
+            self.applied_txid = int(el.last_txid)  # the new segment's START op
             self.last_transition_error = None
             self.ha.move(HAState.ACTIVE, source)
+            self._spawn(self._watch_epoch(qjm))
             log.info(
                 "NameNode %s is active: epoch %s, writing from txid %d (took %.3fs)",
                 self.name,
@@ -431,19 +441,49 @@ class NameNode:
             _why(exc),
         )
         self.ha.move(HAState.STANDBY, "fenced by a newer writer")
+        self._needs_reload = True
         self._spawn(self._after_deposed())
+
+    async def _watch_epoch(self, qjm: QuorumJournalManager) -> None:
+        """While active: ask the JournalNodes every EPOCH_CHECK_S whether a newer writer
+        was promised; if so this NameNode is deposed now, not only at its next write."""
+        mine = qjm.epoch or 0
+        while self.ha.state == HAState.ACTIVE and self.qjm is qjm:
+            await asyncio.sleep(EPOCH_CHECK_S)  # the check's period, not a synchronization
+            if self.ha.state != HAState.ACTIVE or self.qjm is not qjm:
+                return
+            call = qjm.loggers.get_journal_state()
+            try:
+                answers = await call.wait_for_every_answer(EPOCH_CHECK_S)
+            except Exception as e:  # the write path reports an unreachable quorum
+                log.debug("NameNode %s: epoch check: %s", self.name, _why(e))
+                continue
+            newer = max((int(a.last_promised_epoch) for a in answers.values()), default=0)
+            if newer > mine and self.ha.state == HAState.ACTIVE and self.qjm is qjm:
+                self._deposed(
+                    EpochError(
+                        f"a JournalNode promised epoch {newer} to a newer writer; this "
+                        f"NameNode writes in epoch {mine}"
+                    )
+                )
+                return
 
     async def _after_deposed(self) -> None:
         async with self.transition_lock:
-            if self.ha.state != HAState.STANDBY:
-                return
-            el, qjm = self.edit_log, self.qjm
-            self.edit_log, self.qjm = None, None
-            if el is not None:
-                el.abort()
-            if qjm is not None:
-                await self._close_quietly(qjm)
-            await self._reload()
+            await self._settle_deposed()
+
+    async def _settle_deposed(self) -> None:
+        """After being deposed: drop the writer, reload the namespace, tail (lock held)."""
+        if not self._needs_reload or self.ha.state != HAState.STANDBY:
+            return
+        el, qjm = self.edit_log, self.qjm
+        self.edit_log, self.qjm = None, None
+        if el is not None:
+            el.abort()
+        if qjm is not None:
+            await self._close_quietly(qjm)
+        await self._reload()
+        self._needs_reload = False
 
     async def _reload(self) -> None:
         """Drop the namespace (it may hold edits no quorum took) and load it again; tail."""
@@ -516,6 +556,8 @@ class NameNode:
                 async for raw in reader.read(self.applied_txid + 1, True):
                     self._apply_replayed(raw.txid, decode_op(raw))
         except (QjmError, OSError) as e:
+            if self.fatal_error is not None:
+                raise StartupError(f"NameNode {self.name}: {self.fatal_error}") from None
             log.warning(
                 "NameNode %s: replaying the shared edits after txid %d failed (%s); the "
                 "tailer keeps trying",
@@ -541,7 +583,14 @@ class NameNode:
                 f"the shared journal gave txid {txid} after txid {self.applied_txid}: "
                 f"txids {self.applied_txid + 1}-{txid - 1} are missing"
             )
-        self.ns.apply(op)
+        try:
+            self.ns.apply(op)
+        except Exception as e:
+            self._fatal(
+                f"txid {txid} ({type(op).__name__}) of the shared journal cannot be applied to "
+                f"the namespace at txid {self.applied_txid}: {_why(e)}"
+            )
+            raise
         self.applied_txid = txid
         self.metrics.txns_applied += 1
         self._notify_applied()
@@ -561,6 +610,7 @@ class NameNode:
                 lambda: self.applied_txid,
                 wait_ms=self.settings.tail_wait_ms,
                 apply_lock=self.apply_lock,
+                on_apply_error=lambda e: self._fatal(f"the edit log tailer stopped: {_why(e)}"),
             )
         self.tailer.start()
 
@@ -687,8 +737,9 @@ class NameNode:
         self.edit_log, self.qjm = None, None
         if el is not None:
             try:
-                if self.fatal_error is None:
+                if self.fatal_error is None and not self._needs_reload:
                     await el.close()
+                    self.applied_txid = int(el.last_txid)
                 else:
                     el.abort()
             except Exception as e:

@@ -38,6 +38,7 @@ class EditLogTailer:
         wait_ms: int = 1000,
         apply_lock: asyncio.Lock | None = None,
         on_batch: Callable[[int], None] | None = None,
+        on_apply_error: Callable[[BaseException], None] | None = None,
     ) -> None:
         self.reader = reader
         self._apply = apply
@@ -45,6 +46,7 @@ class EditLogTailer:
         self.wait_ms = wait_ms
         self.apply_lock = apply_lock or asyncio.Lock()
         self.on_batch = on_batch
+        self.on_apply_error = on_apply_error  # an op that cannot be applied: the tailer stops
         self._task: asyncio.Task[None] | None = None
         self.last_error: str | None = None
         self.last_batch_time = 0.0  # unix time a batch was last applied
@@ -94,7 +96,16 @@ class EditLogTailer:
             try:
                 async for batch in self.reader.tail(start, self.wait_ms):
                     async with self.apply_lock:
-                        n = self.apply_batch(batch)
+                        try:
+                            n = self.apply_batch(batch)
+                        except TxidGapError:
+                            raise
+                        except Exception as e:
+                            if self.on_apply_error is None:
+                                raise
+                            self.last_error = f"cannot apply an edit: {e}"
+                            self.on_apply_error(e)
+                            return
                     if n:
                         self.batches += 1
                         self.txns += n
