@@ -23,6 +23,10 @@ from qjm.namenode.client import NameNodeClient
 WORKERS = 4
 
 
+# Real processes (and JVM starts) on a possibly busy machine: more than the default 120 s.
+pytestmark = pytest.mark.timeout(300)
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HACluster]:
     """One HA cluster for the module (nn1 active, nn2 standby at the start)."""

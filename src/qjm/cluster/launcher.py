@@ -167,7 +167,7 @@ def cluster_up(
         if nns:
             for d, info in _start_namenodes(directory, toml_path, list(nns), started):
                 cluster[d.name] = _entry(d, info, "namenode")
-    except LaunchError:
+    except BaseException:  # a failed start or an interrupt leaves nothing running
         for d in reversed(started):  # NameNodes before the JournalNodes they write to
             stop_pid(d.pid)
         raise
