@@ -53,6 +53,9 @@ def test_mkdirs_and_create_on_nn1_are_listed_through_nn2_after_failover(
     assert listed["/a/b/c"][:2] == (True, 0o755)
     client.mkdirs("/after-failover")
     assert cluster.direct("nn2").get_file_info("/after-failover").isdir
+    # the conf dir as such (what HADOOP_CONF_DIR names) gives hdfs-native the same cluster
+    by_dir = hdfs_native.Client("hdfs://ns1", config_dir=str(cluster.conf))
+    assert tree(by_dir, "/") == tree(client, "/")
 
 
 def test_the_fsshell_scenarios(cluster: HACluster) -> None:
