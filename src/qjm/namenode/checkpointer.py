@@ -128,6 +128,12 @@ class StandbyCheckpointer:
             raise CheckpointError(f"NameNode {nn.name} has no storage open")
         loop = asyncio.get_running_loop()
         async with nn.apply_lock:  # the tailer waits: the image is of exactly this txid
+            if nn.needs_reload or nn.ha_state != HAState.STANDBY:
+                raise CheckpointError(
+                    f"NameNode {nn.name} is {nn.ha_state.name.lower()}"
+                    + (" and reloading after being deposed" if nn.needs_reload else "")
+                    + ": no checkpoint"
+                )
             txid = nn.applied_txid
             if any(t == txid for t, _ in storage.images()):
                 return txid
