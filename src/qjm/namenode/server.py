@@ -335,6 +335,14 @@ class NameNode:
                 raise ServiceFailedError(
                     f"NameNode {self.name} could not become active: {_why(e)}"
                 ) from None
+            if not self.ha.is_in(HAState.STANDBY):  # stopped (or failed) meanwhile
+                with contextlib.suppress(Exception):
+                    await el.close()
+                await self._close_quietly(qjm)
+                raise ServiceFailedError(
+                    f"NameNode {self.name} stopped while becoming active "
+                    f"({self.fatal_error or self.ha.why_stopping or 'shut down'})"
+                )
             self.qjm = qjm
             self.edit_log = el
             self.applied_txid = int(el.last_txid)  # the new segment's START op
