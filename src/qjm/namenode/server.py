@@ -211,6 +211,7 @@ class NameNode:
 
     async def _wait_applied(self, txid: int) -> None:
         """Wait (bounded by observer_read_wait_ms) until txid is applied here."""
+
         def ready() -> bool:
             # A deposed NameNode's namespace may hold edits no quorum took until reloaded.
             return self.applied_txid >= txid and self._ns is not None and not self._needs_reload
