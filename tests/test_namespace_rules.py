@@ -80,7 +80,7 @@ def test_create_existing_without_overwrite(ns: Namespace) -> None:
             "/home/alice/notes", ALICE, 0o644, False, False, 1, 1 << 20, "c", "m", 1, RPC
         )
     with pytest.raises(FileAlreadyExistsError, match="as a directory"):
-        ns.plan_create("/home/alice", ALICE, 0o644, True, False, 1, 1 << 20, "c", "m", 1, RPC)
+        ns.plan_create("/home/alice", SU, 0o644, True, False, 1, 1 << 20, "c", "m", 1, RPC)
 
 
 def test_create_without_parent(ns: Namespace) -> None:

@@ -452,10 +452,10 @@ class Namespace:
                 return []
             raise FileAlreadyExistsError(f"Path is not a directory: {path}")
         parent = self._parent_dir(r, f"mkdirs {path}")
+        pc.check(parent, WRITE)  # HDFS: ancestor access before the parent must exist
         missing = len(r.comps) - (len(r.slots) - 1)
         if missing > 1 and not create_parent:
             raise PathNotFoundError(f"Parent directory doesn't exist: {join_path(r.comps[:-1])}")
-        pc.check(parent, WRITE)
         self._check_quota(parent, missing, 0)
         mode = permission & MODE_MASK
         return self._new_dir_ops(
@@ -495,16 +495,19 @@ class Namespace:
         ops: list[Op] = []
         if r.found:
             s = r.last
-            if not r.comps or st.is_dir(s):
+            if not r.comps:
+                raise FileAlreadyExistsError(f"{path} already exists as a directory")
+            parent = r.slots[-2]
+            if overwrite:
+                pc.check(s, WRITE)
+            pc.check(parent, WRITE)
+            if st.is_dir(s):
                 raise FileAlreadyExistsError(f"{path} already exists as a directory")
             if not overwrite:
                 raise FileAlreadyExistsError(
-                    f"failed to create file {path} for {client_name} on {client_machine} "
+                    f"failed to create file {path} for {client_name} for client {client_machine} "
                     f"because the file exists"
                 )
-            pc.check(s, WRITE)
-            parent = r.slots[-2]
-            pc.check(parent, WRITE)
             ops.append(
                 DeleteOp(
                     path=join_path(r.comps),
@@ -517,12 +520,12 @@ class Namespace:
             new_id = self.last_inode_id + 1
         else:
             parent = self._parent_dir(r, f"create {path}")
+            pc.check(parent, WRITE)
             missing = len(r.comps) - (len(r.slots) - 1)
             if missing > 1 and not create_parent:
                 raise PathNotFoundError(
                     f"Parent directory doesn't exist: {join_path(r.comps[:-1])}"
                 )
-            pc.check(parent, WRITE)
             self._check_quota(parent, missing, 0)
             group = st.group_name(parent)
             if missing > 1:
