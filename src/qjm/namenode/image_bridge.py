@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from array import array
 from typing import TYPE_CHECKING, Any
 
 from qjm.namenode.errors import NamenodeError
@@ -152,56 +153,101 @@ def from_image(
     kids: dict[int, list[int]] = {}
     for child, parent in image.parents.items():
         kids.setdefault(parent, []).append(child)
-    slot_of = {ROOT_INODE_ID: 0}
+    # Columns are built as lists in breadth-first order (slot = position), then turned
+    # into the store's arrays at once: much faster than growing each array per inode.
+    ids = [ROOT_INODE_ID]
+    parents = [NO_SLOT]
+    flags = [K_DIR]
+    modes = [st.mode[0]]
+    owners = [st.owner[0]]
+    groups = [st.group[0]]
+    mtimes = [root.mtime]
+    atimes = [0]
+    repls = [0]
+    bsizes = [0]
+    lengths = [0]
+    names = [""]
+    dirs: list[dict[str, int] | None] = [None]
+    sid = st.strings.id
     inodes = image.inodes
-    stack = [ROOT_INODE_ID]
+    seen = {ROOT_INODE_ID}
     n_files = n_dirs = n_bytes = 0
-    alloc, link = st.alloc, st.link
     quota_dirs: list[int] = []
-    while stack:
-        pid = stack.pop()
-        pslot = slot_of[pid]
-        for cid in kids.pop(pid, ()):
-            node = inodes.get(cid)
-            if node is None or cid in slot_of:
-                continue
-            kind = _KINDS.get(node.type)
-            if kind is None:
-                raise NamenodeError(f"image inode {cid} has unknown type {node.type!r}")
-            uc = node.client_name is not None and kind == K_FILE
-            s = alloc(
-                cid,
-                pslot,
-                kind | (UNDER_CONSTRUCTION if uc else 0),
-                node.name,
-                node.mode & 0o7777,
-                node.user,
-                node.group,
-                node.mtime,
-                node.atime if kind != K_DIR else 0,
-                node.replication if kind == K_FILE else 0,
-                node.preferred_block_size if kind == K_FILE else 0,
-            )
-            link(pslot, s)
-            slot_of[cid] = s
-            if kind == K_DIR:
-                n_dirs += 1
-                stack.append(cid)
-                if node.ns_quota != QUOTA_UNSET or node.ds_quota != QUOTA_UNSET:
-                    st.quota[s] = [node.ns_quota, node.ds_quota, 0, 0]
-                    quota_dirs.append(s)
-            else:
-                n_files += 1
-                if node.blocks:
-                    st.blocks[s] = node.blocks
-                    n = node.size
-                    st.length[s] = n
-                    n_bytes += n
-                if uc:
-                    st.lease[s] = (node.client_name or "", node.client_machine or "")
-            _set_extra(st.extra, s, node)
+    i = 0
+    while i < len(ids):
+        children = kids.pop(ids[i], None)
+        if children:
+            entries: dict[str, int] = {}
+            for cid in children:
+                node = inodes.get(cid)
+                if node is None or cid in seen:
+                    continue
+                seen.add(cid)
+                kind = _KINDS.get(node.type)
+                if kind is None:
+                    raise NamenodeError(f"image inode {cid} has unknown type {node.type!r}")
+                s = len(ids)
+                entries[node.name] = s
+                ids.append(cid)
+                parents.append(i)
+                names.append(node.name)
+                dirs.append(None)
+                modes.append(node.mode & 0o7777)
+                owners.append(sid(node.user))
+                groups.append(sid(node.group))
+                mtimes.append(node.mtime)
+                if kind == K_DIR:
+                    n_dirs += 1
+                    flags.append(K_DIR)
+                    atimes.append(0)
+                    repls.append(0)
+                    bsizes.append(0)
+                    lengths.append(0)
+                    if node.ns_quota != QUOTA_UNSET or node.ds_quota != QUOTA_UNSET:
+                        st.quota[s] = [node.ns_quota, node.ds_quota, 0, 0]
+                        quota_dirs.append(s)
+                else:
+                    n_files += 1
+                    uc = node.client_name is not None and kind == K_FILE
+                    flags.append(kind | (UNDER_CONSTRUCTION if uc else 0))
+                    atimes.append(node.atime)
+                    repls.append(node.replication if kind == K_FILE else 0)
+                    bsizes.append(node.preferred_block_size if kind == K_FILE else 0)
+                    n = 0
+                    if node.blocks:
+                        st.blocks[s] = node.blocks
+                        n = node.size
+                        n_bytes += n
+                    lengths.append(n)
+                    if uc:
+                        st.lease[s] = (node.client_name or "", node.client_machine or "")
+                if (
+                    node.acls
+                    or node.xattrs
+                    or node.type_quotas
+                    or kind == K_SYMLINK
+                    or (node.storage_policy_id or node.erasure_coding_policy_id)
+                ):
+                    _set_extra(st.extra, s, node)
+            if entries:
+                dirs[i] = entries
+        i += 1
+    st.ids = array("q", ids)
+    st.parent = array("i", parents)
+    st.flags = array("B", flags)
+    st.mode = array("H", modes)
+    st.owner = array("I", owners)
+    st.group = array("I", groups)
+    st.mtime = array("q", mtimes)
+    st.atime = array("q", atimes)
+    st.replication = array("H", repls)
+    st.block_size = array("q", bsizes)
+    st.length = array("q", lengths)
+    st.names = names
+    st.kids = dirs
+    st.count = len(ids)
     ns.n_files, ns.n_dirs, ns.n_bytes = n_files, n_dirs + 1, n_bytes
-    ns.last_inode_id = max(image.last_inode_id, max(slot_of))
+    ns.last_inode_id = max(image.last_inode_id, max(ids))
     rq[2] = st.count
     rq[3] = sum(st.length[s] * st.replication[s] for s in st.blocks)
     for s in quota_dirs:
