@@ -104,6 +104,10 @@ def check_counts(ns: Namespace) -> None:
             for name, c in k.items():
                 assert st.names[c] == name and st.parent[c] == s
     assert ns.totals() == (files, dirs, nbytes)
+    whole = ns.content_summary("/", Caller("hdfs"))  # from the kept counts
+    _, ds, *_ = ns.subtree_usage(ROOT)
+    assert (whole.length, whole.file_count, whole.directory_count) == (nbytes, files, dirs)
+    assert whole.space_consumed == ds
     assert len(ns) == files + dirs
     for s, q in st.quota.items():
         ns_used, ds_used, *_ = ns.subtree_usage(s)

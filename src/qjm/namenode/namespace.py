@@ -361,9 +361,18 @@ class Namespace:
         if not r.found:
             raise PathNotFoundError(f"File does not exist: {path}")
         s = r.last
+        q = self._st.quota.get(s)
+        if s == ROOT and pc.super and q is not None:  # the whole tree: kept counts
+            return ContentSummary(
+                length=self.n_bytes,
+                file_count=self.n_files,
+                directory_count=self.n_dirs,
+                ns_quota=q[0],
+                space_consumed=q[3],
+                space_quota=q[1],
+            )
         pc.check_subtree(s, READ_EXECUTE, False)
         _, ds, files, dirs, nbytes = self.subtree_usage(s)
-        q = self._st.quota.get(s)
         return ContentSummary(
             length=nbytes,
             file_count=files,
