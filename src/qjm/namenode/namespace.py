@@ -1242,7 +1242,12 @@ class Namespace:
     # --- checkpoints -----------------------------------------------------------------
 
     def to_image(self, txid: int, ns_info: NsInfo) -> ImageContents:
-        """The namespace as image contents for qjm.namenode.image.write_image."""
+        """The namespace as image contents for qjm.namenode.image.write_image.
+
+        It reads the live tree, so no op may be applied while it runs (call it on the
+        thread that applies); what it returns shares nothing mutable with the namespace,
+        so write_image can then run on another thread while ops are applied.
+        """
         from qjm.namenode.image_bridge import to_image
 
         return to_image(self, txid, ns_info)
