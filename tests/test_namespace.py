@@ -270,3 +270,25 @@ def test_fast_loader_equals_the_general_path(
         for op in ops:
             fast.apply(op)
         assert fast.stat("/zz/new", SU) is not None
+
+
+def test_copy_is_independent() -> None:
+    r = Recorder()
+    r.mkdirs("/a/b")
+    r.touch("/a/b/f")
+    r.run(r.ns.plan_set_quota("/a", SU, 10, 1 << 30))
+    r.run(r.ns.plan_create("/a/open", SU, 0o644, False, False, 1, 1 << 20, "w", "m", 3, RPC))
+    c = r.ns.copy()
+    assert c.dump() == r.ns.dump() and c.totals() == r.ns.totals()
+    before = c.dump()
+    r.touch("/a/b/g")
+    r.run(r.ns.plan_delete("/a/b/f", SU, False, r.now, RPC))
+    r.run(r.ns.plan_set_owner("/a", SU, "zed", "zgroup"))
+    assert c.dump() == before  # the original's changes do not reach the copy
+    snapshot = r.ns.dump()
+    for op in c.plan_mkdirs("/a/x", SU, 0o755, False, 9):
+        c.apply(op)
+    assert r.ns.dump() == snapshot  # nor the copy's the original
+    assert c.stat("/a/x", SU) is not None and r.ns.stat("/a/x", SU) is None
+    cs = c.content_summary("/a", SU)
+    assert (cs.file_count, cs.directory_count, cs.ns_quota) == (2, 3, 10)
