@@ -76,6 +76,22 @@ QUOTA_DONT_SET = (1 << 63) - 1  # HdfsConstants.QUOTA_DONT_SET
 MIN_REPLICATION, MAX_REPLICATION = 1, 512  # dfs.namenode.replication.min / .max defaults
 IMPLICIT_UWX = 0o300  # parents made on the way get u+wx (FSDirMkdirOp.addImplicitUwx)
 MODE_MASK = 0o7777
+MAX_COMPONENT_LENGTH = 255  # dfs.namenode.fs-limits.max-component-length (bytes)
+MAX_DIRECTORY_ITEMS = 1024 * 1024  # dfs.namenode.fs-limits.max-directory-items
+
+
+class PathComponentTooLongError(NamenodeError):
+    """A name longer than dfs.namenode.fs-limits.max-component-length (255 bytes)."""
+
+    java_class = "org.apache.hadoop.hdfs.protocol.FSLimitException$PathComponentTooLongException"
+
+
+class MaxDirectoryItemsExceededError(NamenodeError):
+    """A directory at dfs.namenode.fs-limits.max-directory-items entries."""
+
+    java_class = (
+        "org.apache.hadoop.hdfs.protocol.FSLimitException$MaxDirectoryItemsExceededException"
+    )
 
 
 def split_path(path: str) -> list[str]:
@@ -317,6 +333,25 @@ class Namespace:
                     )
             s = st.parent[s]
 
+    def _check_limits(self, r: _Resolved, parent: int, moved: _Resolved | None = None) -> None:
+        """HDFS's fs-limits for new names under parent: component length, directory items."""
+        for c in r.comps[len(r.slots) - 1 :]:
+            n = len(c.encode("utf-8", "surrogateescape"))
+            if n > MAX_COMPONENT_LENGTH:
+                raise PathComponentTooLongError(
+                    f"The maximum path component name limit of {c} in directory "
+                    f"{self._st.path_of(parent)} is exceeded: limit={MAX_COMPONENT_LENGTH} "
+                    f"length={n}"
+                )
+        if moved is not None and moved.slots[-2] == parent:
+            return  # a rename within one directory adds no entry
+        items = self._st.n_children(parent)
+        if items >= MAX_DIRECTORY_ITEMS:
+            raise MaxDirectoryItemsExceededError(
+                f"The directory item limit of {self._st.path_of(parent)} is exceeded: "
+                f"limit={MAX_DIRECTORY_ITEMS} items={items}"
+            )
+
     # --- reads -----------------------------------------------------------------------
 
     def stat(self, path: str, caller: Caller) -> FileStatus | None:
@@ -465,6 +500,7 @@ class Namespace:
         missing = len(r.comps) - (len(r.slots) - 1)
         if missing > 1 and not create_parent:
             raise PathNotFoundError(f"Parent directory doesn't exist: {join_path(r.comps[:-1])}")
+        self._check_limits(r, parent)
         self._check_quota(parent, missing, 0)
         mode = permission & MODE_MASK
         return self._new_dir_ops(
@@ -535,6 +571,7 @@ class Namespace:
                 raise PathNotFoundError(
                     f"Parent directory doesn't exist: {join_path(r.comps[:-1])}"
                 )
+            self._check_limits(r, parent)
             self._check_quota(parent, missing, 0)
             group = st.group_name(parent)
             if missing > 1:
@@ -653,6 +690,7 @@ class Namespace:
             return []  # into its own subtree
         if rd.found or len(rd.slots) != len(rd.comps) or not st.is_dir(rd.last):
             return []  # dst exists, or its parent is missing or a file
+        self._check_limits(rd, rd.last, rs)
         self._rename_quota(rs.last, rd.last)
         return [_rename_old(join_path(rs.comps), join_path(rd.comps), now_ms, rpc)]
 
@@ -696,6 +734,8 @@ class Namespace:
             dst_parent = rd.last
             if not st.is_dir(dst_parent):
                 raise ParentNotDirectoryError(f"rename destination parent {dst} is a file.")
+        if replaced == NO_SLOT:
+            self._check_limits(rd, dst_parent, rs)
         self._rename_quota(rs.last, dst_parent, replaced)
         return [
             RenameOp(
