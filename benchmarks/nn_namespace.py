@@ -1,6 +1,6 @@
 """The NameNode's namespace in process, without RPC (as HDFS's NNThroughputBenchmark runs it).
 
-    PYTHONPATH=src python -m benchmarks.nn_namespace [--inodes 1000000] [--ops 50000]
+    PYTHONPATH=src python -m benchmarks.nn_namespace [--inodes 1000000] [--ops 30000]
 
 - ops/s: mkdirs, create+complete (one file each) and getFileInfo (stat), each call being
   plan (path, permission and quota checks, making the HDFS ops) + apply, by a caller that
@@ -214,7 +214,7 @@ def throughput(n: int) -> dict[str, Any]:
     return out
 
 
-def run(inodes: int = 1_000_000, ops: int = 50_000, traced_inodes: int = 100_000) -> dict[str, Any]:
+def run(inodes: int = 1_000_000, ops: int = 30_000, traced_inodes: int = 50_000) -> dict[str, Any]:
     """Every measurement; a dict ready for JSON."""
     ns, mem = memory(inodes)
     result: dict[str, Any] = {
@@ -235,8 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run and print the results as JSON."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--inodes", type=int, default=1_000_000)
-    ap.add_argument("--ops", type=int, default=50_000)
-    ap.add_argument("--traced-inodes", type=int, default=100_000)
+    ap.add_argument("--ops", type=int, default=30_000)
+    ap.add_argument("--traced-inodes", type=int, default=50_000)
     args = ap.parse_args(argv)
     print(json.dumps(run(args.inodes, args.ops, args.traced_inodes), indent=2))
     return 0
