@@ -292,3 +292,28 @@ def test_copy_is_independent() -> None:
     assert c.stat("/a/x", SU) is not None and r.ns.stat("/a/x", SU) is None
     cs = c.content_summary("/a", SU)
     assert (cs.file_count, cs.directory_count, cs.ns_quota) == (2, 3, 10)
+
+
+def test_failover_continues_inode_ids() -> None:
+    """The standby applies the active's ops; once it plans, its ids follow the active's."""
+    active, standby = Namespace(superuser="hdfs"), Namespace(superuser="hdfs")
+
+    def write(leader: Namespace, follower: Namespace, ops: list[Op]) -> None:
+        for op in ops:
+            leader.apply(op)
+            follower.apply(op)
+
+    write(active, standby, active.plan_mkdirs("/a/b", SU, 0o755, True, 1))
+    write(
+        active,
+        standby,
+        active.plan_create("/a/f", SU, 0o644, False, False, 1, 1 << 20, "c", "m", 2, RPC),
+    )
+    # failover: the old standby plans now, the old active tails
+    ops = standby.plan_mkdirs("/a/c", SU, 0o755, False, 3)
+    assert isinstance(ops[0], MkdirOp) and ops[0].inode_id == 16389
+    write(standby, active, ops)
+    write(standby, active, standby.plan_complete("/a/f", SU, "c", 0, 4))
+    assert active.dump() == standby.dump()
+    ids = [row[1] for row in active.dump()]
+    assert len(ids) == len(set(ids))
