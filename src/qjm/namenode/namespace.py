@@ -4,6 +4,11 @@ Writes are two steps: a plan_* method validates a call against the tree (paths, 
 quotas) and returns the HDFS ops that carry it out, without changing anything; apply(op)
 then changes the tree. Replay at start-up and the standby's tailer call the same apply, so
 every NameNode that applied the same ops holds the same tree. apply reads no clock.
+
+Kept from HDFS but not used by the checks: ACL entries and xattrs (permission checks use
+owner, group and mode only), storage policies, erasure-coding policy ids. Not modelled:
+snapshots (an image's snapshot-only inodes are dropped), /.reserved paths, encryption
+zones, atime precision (a directory keeps no atime, as in HDFS's image).
 """
 
 from __future__ import annotations
