@@ -793,3 +793,27 @@ async def test_open_for_write_without_a_quorum_is_a_clear_error(
     with pytest.raises(EditLogClosedError):
         el.log(mkdir(0))
     await q.close()
+
+
+async def test_purge_deletes_old_segments_locally_and_on_the_journalnodes(
+    tmp_path: Path, mem: InMemoryCluster
+) -> None:
+    st = name_dir(tmp_path)
+    q = mem_qjm(mem)
+    el = FSEditLog(st, q, SETTINGS, Fatal())
+    await el.open_for_write(await writer(q))
+    for i in range(3):
+        await el.log_sync(mkdir(i))
+        await el.roll()
+    # Segments 1-3, 4-6, 7-9 finalized; 10 open.
+    assert sorted(segments_ops(st.current)) == [(1, 3), (4, 6), (7, 9)]
+    assert await el.purge_logs_older_than(7) == 2
+    assert sorted(segments_ops(st.current)) == [(7, 9)]
+    deadline = asyncio.get_running_loop().time() + 10
+    while any(sorted(mem.segments(i, "nn")) != [(7, 9)] for i in range(3)):
+        assert asyncio.get_running_loop().time() < deadline, [
+            mem.segment_names(i, "nn") for i in range(3)
+        ]
+        await asyncio.sleep(0.01)
+    await el.close()
+    await q.close()
