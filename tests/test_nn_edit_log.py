@@ -817,3 +817,28 @@ async def test_purge_deletes_old_segments_locally_and_on_the_journalnodes(
         await asyncio.sleep(0.01)
     await el.close()
     await q.close()
+
+
+async def test_abort_with_syncs_waiting_is_not_a_fatal_failure(
+    tmp_path: Path, mem: InMemoryCluster
+) -> None:
+    st = name_dir(tmp_path)
+    q = mem_qjm(mem)
+    fatal = Fatal()
+    el = FSEditLog(st, q, SETTINGS, fatal)
+    await el.open_for_write(await writer(q))
+    for i in range(3):
+        mem.faults[i].hold("journal")
+    waiting = asyncio.ensure_future(el.log_sync(mkdir(0)))
+    deadline = asyncio.get_running_loop().time() + 10
+    while el.stats.flushes < 2:  # START's flush, then this one, now held at the nodes
+        assert asyncio.get_running_loop().time() < deadline
+        await asyncio.sleep(0.01)
+    el.abort()  # e.g. shutting down
+    await mem.crash(0)  # the batch in flight now fails
+    await mem.crash(1)
+    result = (await asyncio.gather(waiting, return_exceptions=True))[0]
+    assert isinstance(result, EditLogClosedError), result
+    assert fatal.errors == [], fatal.errors
+    assert el.failed is None
+    await q.close()

@@ -349,7 +349,8 @@ class FSEditLog:
             except Exception as e:
                 if local_task is not None:
                     local_task.add_done_callback(_retrieve)
-                self._fail(e)
+                if self._stream is stream:  # else aborted meanwhile: closed, not failed
+                    self._fail(e)
                 return
             if local_task is not None:
                 try:
