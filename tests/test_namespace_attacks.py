@@ -164,8 +164,8 @@ def test_rename_into_own_subtree(ns: Namespace) -> None:
     run(ns, ns.plan_mkdirs("/a/b/c", SU, 0o755, True, 1))
     with pytest.raises(NamenodeError, match="under source"):
         ns.plan_rename2("/a", "/a/b/c/a", SU, False, 2, RPC)
-    with pytest.raises(NamenodeError, match="under source"):
-        ns.plan_rename("/a", "/a/b", SU, 2, RPC)  # old rename: into /a/b/a
+    assert ns.plan_rename("/a", "/a/b", SU, 2, RPC) == []  # old rename (into /a/b/a): false
+    assert ns.plan_rename("/a", "/a/b/c/d", SU, 2, RPC) == []
     with pytest.raises(NamenodeError):
         ns.plan_rename2("/a", "/a", SU, False, 2, RPC)
 

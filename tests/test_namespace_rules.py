@@ -80,7 +80,7 @@ def test_create_existing_without_overwrite(ns: Namespace) -> None:
             "/home/alice/notes", ALICE, 0o644, False, False, 1, 1 << 20, "c", "m", 1, RPC
         )
     with pytest.raises(FileAlreadyExistsError, match="as a directory"):
-        ns.plan_create("/home/alice", ALICE, 0o644, True, False, 1, 1 << 20, "c", "m", 1, RPC)
+        ns.plan_create("/home/alice", SU, 0o644, True, False, 1, 1 << 20, "c", "m", 1, RPC)
 
 
 def test_create_without_parent(ns: Namespace) -> None:
@@ -282,3 +282,20 @@ def test_apply_only_keeps_quota_usage() -> None:
     for n in (a, b):
         with pytest.raises(NSQuotaExceededError):
             n.plan_mkdirs("/q/c", SU, 0o755, False, 3)
+
+
+def test_a_file_inside_a_path_is_parent_not_directory(ns: Namespace) -> None:
+    with pytest.raises(ParentNotDirectoryError, match="/home/alice/notes \\(is not a directory\\)"):
+        ns.stat("/home/alice/notes/x", SU)
+    with pytest.raises(ParentNotDirectoryError):
+        ns.listing("/home/alice/notes/x/y", ALICE)
+    with pytest.raises(ParentNotDirectoryError):
+        ns.plan_delete("/home/alice/notes/x", SU, True, 1, RPC)
+
+
+def test_old_rename_of_a_file_onto_itself_is_true(ns: Namespace) -> None:
+    ops = ns.plan_rename("/home/alice/notes", "/home/alice/notes", ALICE, 1, RPC)
+    assert ops == [RenameOldOp(src="/home/alice/notes", dst="/home/alice/notes", timestamp=1)]
+    before = ns.dump()
+    run(ns, ops)
+    assert ns.dump() == before

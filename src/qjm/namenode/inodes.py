@@ -16,6 +16,8 @@ FREE, FILE, DIRECTORY, SYMLINK = 0, 1, 2, 3
 KIND_MASK = 3
 UNDER_CONSTRUCTION = 4  # flag bit on a file
 NO_SLOT = -1
+SORT_CACHE_MIN = 1000  # directories with more entries keep their sorted names for listing
+SORT_CACHE_DIRS = 16  # ... at most this many of them
 
 
 class StringTable:
@@ -61,6 +63,7 @@ class InodeStore:
         self.quota: dict[int, list[int]] = {}  # slot -> [ns_quota, ds_quota, ns_used, ds_used]
         self.lease: dict[int, tuple[str, str]] = {}  # slot -> (client name, client machine)
         self.extra: dict[int, dict[str, Any]] = {}  # acls, xattrs, symlink target, policies
+        self.sorted_names: dict[int, list[str]] = {}  # big directories' names, for listing
 
     def alloc(
         self,
@@ -122,6 +125,7 @@ class InodeStore:
         self.quota.pop(s, None)
         self.lease.pop(s, None)
         self.extra.pop(s, None)
+        self.sorted_names.pop(s, None)
         self.free_slots.append(s)
         self.count -= 1
 
@@ -164,6 +168,8 @@ class InodeStore:
             k = self.kids[parent] = {}
         k[self.names[s]] = s
         self.parent[s] = parent
+        if self.sorted_names:
+            self.sorted_names.pop(parent, None)
 
     def unlink(self, s: int) -> None:
         """Remove slot s from its parent's entries."""
@@ -174,6 +180,22 @@ class InodeStore:
             if not k:
                 self.kids[p] = None
         self.parent[s] = NO_SLOT
+        if self.sorted_names:
+            self.sorted_names.pop(p, None)
+
+    def names_sorted(self, s: int) -> list[str]:
+        """A directory's entry names in HDFS's order (kept for big directories until changed)."""
+        k = self.kids[s]
+        if not k:
+            return []
+        if len(k) <= SORT_CACHE_MIN:
+            return sorted(k)
+        names = self.sorted_names.get(s)
+        if names is None:
+            if len(self.sorted_names) >= SORT_CACHE_DIRS:
+                self.sorted_names.pop(next(iter(self.sorted_names)))
+            names = self.sorted_names[s] = sorted(k)
+        return names
 
     def subtree(self, s: int) -> list[int]:
         """Slots of s and everything under it (s first, parents before children)."""

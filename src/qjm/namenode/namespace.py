@@ -13,22 +13,36 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from qjm.editlog.ops import (
+    AddBlockOp,
     AddOp,
+    AppendOp,
+    Block,
     ClearNSQuotaOp,
     CloseOp,
+    ConcatDeleteOp,
     DeleteOp,
     MkdirOp,
     Op,
     PermissionStatus,
+    ReassignLeaseOp,
+    RemoveXAttrOp,
     RenameOldOp,
     RenameOp,
+    SetAclOp,
     SetNSQuotaOp,
     SetOwnerOp,
     SetPermissionsOp,
+    SetQuotaByStorageTypeOp,
     SetQuotaOp,
     SetReplicationOp,
+    SetStoragePolicyOp,
+    SetXAttrOp,
+    SymlinkOp,
     TimesOp,
+    TruncateOp,
+    UpdateBlocksOp,
 )
+from qjm.editlog.ops.types import STORAGE_TYPES
 from qjm.namenode.errors import (
     AccessControlError,
     DSQuotaExceededError,
@@ -73,9 +87,10 @@ def split_path(path: str) -> list[str]:
     comps = path[1:].split("/")
     if comps[-1] == "":
         comps.pop()  # one trailing slash is allowed
-    for c in comps:
-        if c in ("", ".", "..") or ":" in c or "\x00" in c:
-            raise InvalidPathError(f"Invalid path name {path}: bad component {c!r}")
+    if "//" in path or "/." in path or ":" in path or "\x00" in path or not comps:
+        for c in comps or [""]:
+            if c in ("", ".", "..") or ":" in c or "\x00" in c:
+                raise InvalidPathError(f"Invalid path name {path}: bad component {c!r}")
     return comps
 
 
@@ -87,17 +102,13 @@ def join_path(comps: list[str]) -> str:
 class _Resolved:
     """A path resolved as far as it exists: slots[0] is the root, slots[i] is comps[i-1]."""
 
-    __slots__ = ("comps", "path", "slots")
+    __slots__ = ("comps", "found", "path", "slots")
 
     def __init__(self, path: str, comps: list[str], slots: list[int]) -> None:
         self.path = path
         self.comps = comps
         self.slots = slots
-
-    @property
-    def found(self) -> bool:
-        """The whole path exists."""
-        return len(self.slots) == len(self.comps) + 1
+        self.found = len(slots) == len(comps) + 1  # the whole path exists
 
     @property
     def last(self) -> int:
@@ -149,6 +160,19 @@ class Namespace:
             SetQuotaOp: self._apply_set_quota,
             SetNSQuotaOp: self._apply_set_ns_quota,
             ClearNSQuotaOp: self._apply_clear_ns_quota,
+            # what HDFS writes and our plans do not (an HDFS edit log replays whole)
+            AppendOp: self._apply_append,
+            AddBlockOp: self._apply_add_block,
+            UpdateBlocksOp: self._apply_update_blocks,
+            TruncateOp: self._apply_truncate,
+            ConcatDeleteOp: self._apply_concat_delete,
+            SymlinkOp: self._apply_symlink,
+            ReassignLeaseOp: self._apply_reassign_lease,
+            SetStoragePolicyOp: self._apply_set_storage_policy,
+            SetQuotaByStorageTypeOp: self._apply_set_type_quota,
+            SetAclOp: self._apply_set_acl,
+            SetXAttrOp: self._apply_set_xattr,
+            RemoveXAttrOp: self._apply_remove_xattr,
         }
 
     def __len__(self) -> int:
@@ -191,8 +215,12 @@ class Namespace:
         return _Resolved(path, comps, slots)
 
     def _traverse(self, pc: PermissionChecker, r: _Resolved) -> None:
-        st = self._st
-        pc.check_traverse([s for s in r.ancestors if st.is_dir(s)])
+        """EXECUTE on every ancestor; a file among them is ParentNotDirectory (as HDFS 3)."""
+        anc = r.ancestors
+        if not pc.super:
+            pc.check_traverse(anc)
+        if anc and self._st.flags[anc[-1]] & 3 != DIRECTORY:
+            raise ParentNotDirectoryError(f"{self._st.path_of(anc[-1])} (is not a directory)")
 
     def _parent_dir(self, r: _Resolved, what: str) -> int:
         """The existing parent directory of a missing path, or the HDFS refusal."""
@@ -320,7 +348,7 @@ class Namespace:
         k = st.kids[s]
         if not k:
             return [], 0
-        names = sorted(k)
+        names = st.names_sorted(s)
         i = bisect.bisect_right(names, start_after) if start_after else 0
         take = names[i : i + max(limit, 0)]
         return [self._status(k[n]) for n in take], len(names) - i - len(take)
@@ -424,10 +452,10 @@ class Namespace:
                 return []
             raise FileAlreadyExistsError(f"Path is not a directory: {path}")
         parent = self._parent_dir(r, f"mkdirs {path}")
+        pc.check(parent, WRITE)  # HDFS: ancestor access before the parent must exist
         missing = len(r.comps) - (len(r.slots) - 1)
         if missing > 1 and not create_parent:
             raise PathNotFoundError(f"Parent directory doesn't exist: {join_path(r.comps[:-1])}")
-        pc.check(parent, WRITE)
         self._check_quota(parent, missing, 0)
         mode = permission & MODE_MASK
         return self._new_dir_ops(
@@ -467,16 +495,19 @@ class Namespace:
         ops: list[Op] = []
         if r.found:
             s = r.last
-            if not r.comps or st.is_dir(s):
+            if not r.comps:
+                raise FileAlreadyExistsError(f"{path} already exists as a directory")
+            parent = r.slots[-2]
+            if overwrite:
+                pc.check(s, WRITE)
+            pc.check(parent, WRITE)
+            if st.is_dir(s):
                 raise FileAlreadyExistsError(f"{path} already exists as a directory")
             if not overwrite:
                 raise FileAlreadyExistsError(
-                    f"failed to create file {path} for {client_name} on {client_machine} "
+                    f"failed to create file {path} for {client_name} for client {client_machine} "
                     f"because the file exists"
                 )
-            pc.check(s, WRITE)
-            parent = r.slots[-2]
-            pc.check(parent, WRITE)
             ops.append(
                 DeleteOp(
                     path=join_path(r.comps),
@@ -489,12 +520,12 @@ class Namespace:
             new_id = self.last_inode_id + 1
         else:
             parent = self._parent_dir(r, f"create {path}")
+            pc.check(parent, WRITE)
             missing = len(r.comps) - (len(r.slots) - 1)
             if missing > 1 and not create_parent:
                 raise PathNotFoundError(
                     f"Parent directory doesn't exist: {join_path(r.comps[:-1])}"
                 )
-            pc.check(parent, WRITE)
             self._check_quota(parent, missing, 0)
             group = st.group_name(parent)
             if missing > 1:
@@ -555,8 +586,7 @@ class Namespace:
                 f"lease owner ({holder})"
             )
         return [
-            CloseOp(
-                inode_id=st.ids[s],
+            CloseOp(  # HDFS's logCloseFile leaves the inode id 0
                 path=join_path(r.comps),
                 replication=st.replication[s],
                 mtime=now_ms,
@@ -568,17 +598,26 @@ class Namespace:
         ]
 
     def _rename_checks(self, pc: PermissionChecker, rs: _Resolved, rd: _Resolved) -> None:
-        """Permissions of a rename: WRITE (+ sticky) on the source's parent, WRITE on dst's."""
+        """A rename's permissions, as HDFS checks them before anything else.
+
+        Traverse both paths; WRITE on the source's parent (and its sticky bit); WRITE on
+        the destination's deepest existing ancestor.
+        """
+        st = self._st
         self._traverse(pc, rs)
         self._traverse(pc, rd)
-        src_parent = rs.slots[-2]
-        pc.check(src_parent, WRITE)
-        pc.check_sticky(src_parent, rs.last)
-        anc = rd.slots[-2] if rd.found else rd.last
-        if self._st.is_dir(anc):
-            pc.check(anc, WRITE)
+        if rs.comps and len(rs.slots) >= len(rs.comps):
+            src_parent = rs.slots[len(rs.comps) - 1]
+            pc.check(src_parent, WRITE)
+            if rs.found:
+                pc.check_sticky(src_parent, rs.last)
+        if rd.comps:
+            anc = rd.slots[min(len(rd.slots), len(rd.comps)) - 1]
+            if st.is_dir(anc):
+                pc.check(anc, WRITE)
 
     def _rename_quota(self, src: int, dst_parent: int, replaced: int = NO_SLOT) -> None:
+        """Refuse a move that would exceed a quota above dst and not above src."""
         if len(self._st.quota) == 1:
             return
         ns, ds, _, _, _ = self.subtree_usage(src)
@@ -594,24 +633,15 @@ class Namespace:
         rd = self._resolve(dst)
         pc = self._pc(caller)
         st = self._st
-        if not rs.found or not rs.comps:
-            self._traverse(pc, rs)
-            return []
-        dcomps = rd.comps
-        if rd.found and st.is_dir(rd.last):
-            dcomps = [*rd.comps, rs.comps[-1]]
-            rd = self._resolve(join_path(dcomps))
-        if rd.comps == rs.comps:
-            self._traverse(pc, rs)
-            if st.is_dir(rs.last):
-                return []
-            return [_rename_old(join_path(rs.comps), join_path(rs.comps), now_ms, rpc)]
-        if rd.comps[: len(rs.comps)] == rs.comps:
-            raise NamenodeError(
-                f"Rename destination {join_path(rd.comps)} is a directory or file under "
-                f"source {join_path(rs.comps)}"
-            )
+        if rd.found and st.is_dir(rd.last) and rs.comps:
+            rd = self._resolve(join_path([*rd.comps, rs.comps[-1]]))  # move into dst
         self._rename_checks(pc, rs, rd)
+        if not rs.found or not rs.comps:
+            return []  # no such source, or the root
+        if rd.comps == rs.comps:
+            return [_rename_old(join_path(rs.comps), join_path(rd.comps), now_ms, rpc)]
+        if rd.comps[: len(rs.comps)] == rs.comps:
+            return []  # into its own subtree
         if rd.found or len(rd.slots) != len(rd.comps) or not st.is_dir(rd.last):
             return []  # dst exists, or its parent is missing or a file
         self._rename_quota(rs.last, rd.last)
@@ -625,52 +655,43 @@ class Namespace:
         rd = self._resolve(dst)
         pc = self._pc(caller)
         st = self._st
+        self._rename_checks(pc, rs, rd)
+        src, dst = join_path(rs.comps), join_path(rd.comps)
         if not rs.found:
-            self._traverse(pc, rs)
             raise PathNotFoundError(f"rename source {src} is not found.")
         if not rs.comps:
-            raise NamenodeError(f"rename source {src} cannot be the root")
+            raise NamenodeError("rename source cannot be the root")
         if rd.comps == rs.comps:
-            self._traverse(pc, rs)
             raise FileAlreadyExistsError(f"The source {src} and destination {dst} are the same")
         if rd.comps[: len(rs.comps)] == rs.comps:
             raise NamenodeError(
                 f"Rename destination {dst} is a directory or file under source {src}"
             )
         if not rd.comps:
-            raise NamenodeError(f"rename destination {dst} cannot be the root")
-        self._rename_checks(pc, rs, rd)
+            raise NamenodeError("rename destination cannot be the root")
         replaced = NO_SLOT
         if rd.found:
             d = rd.last
+            if st.is_dir(rs.last) != st.is_dir(d):
+                raise NamenodeError(f"Source {src} and destination {dst} must both be directories")
             if not overwrite:
                 raise FileAlreadyExistsError(f"rename destination {dst} already exists")
-            s_dir, d_dir = st.is_dir(rs.last), st.is_dir(d)
-            if s_dir != d_dir:
-                raise NamenodeError(
-                    f"Source {src} and destination {dst} must both be "
-                    f"{'directories' if s_dir else 'files'}"
-                )
-            if d_dir and st.n_children(d):
+            if st.is_dir(d) and st.n_children(d):
                 raise NamenodeError(f"rename destination directory is not empty: {dst}")
             pc.check_sticky(rd.slots[-2], d)
             replaced = d
             dst_parent = rd.slots[-2]
         else:
             if len(rd.slots) != len(rd.comps):
-                raise PathNotFoundError(
-                    f"rename destination parent {join_path(rd.comps[:-1])} not found."
-                )
+                raise PathNotFoundError(f"rename destination parent {dst} not found.")
             dst_parent = rd.last
             if not st.is_dir(dst_parent):
-                raise ParentNotDirectoryError(
-                    f"rename destination parent {join_path(rd.comps[:-1])} is a file."
-                )
+                raise ParentNotDirectoryError(f"rename destination parent {dst} is a file.")
         self._rename_quota(rs.last, dst_parent, replaced)
         return [
             RenameOp(
-                src=join_path(rs.comps),
-                dst=join_path(rd.comps),
+                src=src,
+                dst=dst,
                 timestamp=now_ms,
                 options=("OVERWRITE",) if overwrite else ("NONE",),
                 rpc_client_id=rpc.client_id,
@@ -1054,6 +1075,160 @@ class Namespace:
 
     def _apply_clear_ns_quota(self, op: ClearNSQuotaOp) -> None:
         self._set_quota(op, op.src, QUOTA_UNSET, QUOTA_DONT_SET)
+
+    def _op_file(self, op: Op, path: str, open_: bool | None) -> int:
+        """The slot of a file at path; open_ True/False: it must be (not) under construction."""
+        s = self._op_target(op, path).last
+        st = self._st
+        if st.kind(s) != FILE:
+            raise self._bad(op, path, "it is not a file")
+        if open_ is not None and st.is_uc(s) != open_:
+            raise self._bad(
+                op, path, "the file is not under construction" if open_ else "the file is open"
+            )
+        return s
+
+    def _apply_append(self, op: AppendOp) -> None:
+        s = self._op_file(op, op.path, False)
+        self._st.flags[s] = FILE | UNDER_CONSTRUCTION
+        self._st.lease[s] = (op.client_name, op.client_machine)
+
+    def _apply_add_block(self, op: AddBlockOp) -> None:
+        s = self._op_file(op, op.path, True)
+        old = self._st.blocks.get(s, ())
+        if op.penultimate_block is None:
+            if old:
+                raise self._bad(op, op.path, f"a first block, but the file has {len(old)}")
+            new: tuple[Block, ...] = (op.last_block,)
+        else:
+            if not old or old[-1].block_id != op.penultimate_block.block_id:
+                raise self._bad(op, op.path, "its penultimate block is not the file's last")
+            new = (*old[:-1], op.penultimate_block, op.last_block)
+        self._set_blocks(s, new)
+
+    def _apply_update_blocks(self, op: UpdateBlocksOp) -> None:
+        s = self._op_file(op, op.path, True)
+        self._set_blocks(s, op.blocks)
+
+    def _apply_truncate(self, op: TruncateOp) -> None:
+        s = self._op_file(op, op.src, False)
+        st = self._st
+        kept: list[Block] = []
+        size = 0
+        for b in st.blocks.get(s, ()):
+            if size >= op.new_length:
+                break
+            kept.append(b)
+            size += b.num_bytes
+        if size > op.new_length:  # inside the last kept block: it is recovered to the length
+            last = kept[-1]
+            cut = last.num_bytes - (size - op.new_length)
+            t = op.truncate_block
+            kept[-1] = Block(last.block_id, cut, last.genstamp) if t is None else t
+            st.flags[s] = FILE | UNDER_CONSTRUCTION
+            st.lease[s] = (op.client_name, op.client_machine)
+        st.mtime[s] = op.timestamp
+        self._set_blocks(s, tuple(kept))
+
+    def _apply_concat_delete(self, op: ConcatDeleteOp) -> None:
+        st = self._st
+        t = self._op_file(op, op.trg, False)
+        srcs = [self._op_file(op, p, False) for p in op.srcs]
+        if len(set(srcs)) != len(srcs) or t in srcs:
+            raise self._bad(op, op.trg, "a source is repeated or is the target")
+        blocks = list(st.blocks.get(t, ()))
+        for s in srcs:
+            blocks.extend(st.blocks.get(s, ()))
+            st.blocks.pop(s, None)
+            n = st.length[s]
+            st.length[s] = 0
+            self.n_bytes -= n
+            self._charge(st.parent[s], 0, -n * st.replication[s])
+            self._remove(s, op.timestamp)
+        st.mtime[t] = op.timestamp
+        self._touch_parent(st.parent[t], op.timestamp)
+        self._set_blocks(t, tuple(blocks))
+
+    def _apply_symlink(self, op: SymlinkOp) -> None:
+        r, parent = self._op_parent(op, op.path)
+        if r.found:
+            raise self._bad(op, op.path, "it exists already")
+        st = self._st
+        ps = op.permission_status
+        s = st.alloc(
+            op.inode_id,
+            parent,
+            SYMLINK,
+            r.comps[-1],
+            ps.mode & MODE_MASK,
+            ps.username,
+            ps.groupname,
+            op.mtime,
+            op.atime,
+        )
+        st.link(parent, s)
+        st.extra[s] = {"target": op.value}
+        self._touch_parent(parent, op.mtime)
+        self.n_files += 1
+        self._charge(parent, 1, 0)
+        if op.inode_id > self.last_inode_id:
+            self.last_inode_id = op.inode_id
+
+    def _apply_reassign_lease(self, op: ReassignLeaseOp) -> None:
+        s = self._op_file(op, op.path, True)
+        machine = self._st.lease.get(s, ("", ""))[1]
+        self._st.lease[s] = (op.new_holder, machine)
+
+    def _set_extra(self, s: int, key: str, value: Any) -> None:
+        st = self._st
+        if value:
+            st.extra.setdefault(s, {})[key] = value
+        else:
+            ex = st.extra.get(s)
+            if ex is not None:
+                ex.pop(key, None)
+                if not ex:
+                    del st.extra[s]
+
+    def _apply_set_storage_policy(self, op: SetStoragePolicyOp) -> None:
+        s = self._op_target(op, op.path).last
+        self._set_extra(s, "storage_policy_id", op.policy_id)
+
+    def _apply_set_type_quota(self, op: SetQuotaByStorageTypeOp) -> None:
+        s = self._op_target(op, op.src).last
+        if not self._st.is_dir(s):
+            raise self._bad(op, op.src, "quotas are set on directories only")
+        name = STORAGE_TYPES[op.storage_type]
+        quotas = dict(self._st.extra.get(s, {}).get("type_quotas", ()))
+        if op.ds_quota == QUOTA_UNSET:
+            quotas.pop(name, None)
+        else:
+            quotas[name] = op.ds_quota
+        self._set_extra(s, "type_quotas", tuple(sorted(quotas.items())))
+
+    def _apply_set_acl(self, op: SetAclOp) -> None:
+        s = self._op_target(op, op.src).last
+        self._set_extra(s, "acls", tuple(op.acls))
+
+    def _apply_set_xattr(self, op: SetXAttrOp) -> None:
+        s = self._op_target(op, op.src).last
+        new = {(x.namespace, x.name): x for x in op.xattrs}
+        kept = [
+            x
+            for x in self._st.extra.get(s, {}).get("xattrs", ())
+            if (x.namespace, x.name) not in new
+        ]
+        self._set_extra(s, "xattrs", (*kept, *new.values()))
+
+    def _apply_remove_xattr(self, op: RemoveXAttrOp) -> None:
+        s = self._op_target(op, op.src).last
+        gone = {(x.namespace, x.name) for x in op.xattrs}
+        kept = tuple(
+            x
+            for x in self._st.extra.get(s, {}).get("xattrs", ())
+            if (x.namespace, x.name) not in gone
+        )
+        self._set_extra(s, "xattrs", kept)
 
     # --- checkpoints -----------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from qjm.namenode.errors import AccessControlError
-from qjm.namenode.inodes import InodeStore
+from qjm.namenode.inodes import DIRECTORY, KIND_MASK, InodeStore
 from qjm.namenode.types import Caller
 
 READ, WRITE, EXECUTE = 4, 2, 1
@@ -66,6 +66,9 @@ class PermissionChecker:
             return True
         st = self.store
         mode = st.mode[s]
+        everyone = action * 0o111
+        if mode & everyone == everyone:
+            return True  # owner, group and other all have it
         if st.owner_name(s) == self.user:
             bits = mode >> 6
         elif st.group_name(s) in self.groups:
@@ -83,11 +86,14 @@ class PermissionChecker:
             )
 
     def check_traverse(self, slots: list[int]) -> None:
-        """EXECUTE on every directory in slots (the ancestors walked through)."""
+        """EXECUTE on every directory in slots (the ancestors walked through; files skipped)."""
         if self.super:
             return
+        flags = self.store.flags
+        mode = self.store.mode
         for s in slots:
-            self.check(s, EXECUTE)
+            if mode[s] & 0o111 != 0o111 and flags[s] & KIND_MASK == DIRECTORY:
+                self.check(s, EXECUTE)
 
     def check_owner(self, s: int) -> None:
         """Raise unless the caller owns slot s (or is a superuser)."""
