@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import getpass
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +37,7 @@ class FakeNameNode:
         self.standby = standby
         self.txid = 0
         self.healthy = True
+        self.fail_activation = False  # transitionToActive fails (while healthy)
         self.transitions: list[tuple[str, str]] = []
         self.calls: list[str] = []  # methods that reached read/write
         self.state_ids: list[int | None] = []
@@ -84,8 +86,8 @@ class FakeNameNode:
             raise HealthCheckFailedError("the test made this NameNode unhealthy")
 
     async def transition_to_active(self, source: str) -> None:
-        if not self.healthy:
-            raise ServiceFailedError("cannot become active: the test made it unhealthy")
+        if not self.healthy or self.fail_activation:
+            raise ServiceFailedError("cannot become active: the test said so")
         self.transitions.append(("active", source))
         self.standby = False
 
@@ -101,3 +103,40 @@ async def serve(nn: FakeNameNode, host: str = "127.0.0.1", port: int = 0) -> Ipc
     server.register(HA_SERVICE_PROTOCOL, ha_methods(nn))  # type: ignore[arg-type]
     await server.start(host, port)
     return server
+
+
+class ServedInThread:
+    """FakeNameNodes served on loopback by an event loop in a thread, for tests that run
+    blocking commands (a `qjm` subprocess) meanwhile."""
+
+    def __init__(self, *nodes: FakeNameNode) -> None:
+        self.nodes = list(nodes)
+        self.servers: list[IpcServer] = []
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+
+    def __enter__(self) -> ServedInThread:
+        self._thread.start()
+        for nn in self.nodes:
+            self.servers.append(self.run(serve(nn)))
+        return self
+
+    def run(self, coro: Any) -> Any:
+        """Run a coroutine on the servers' loop and return its result (bounded wait)."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=30)
+
+    @property
+    def addresses(self) -> list[str]:
+        """127.0.0.1:port of each server, in the order of the nodes."""
+        return [f"127.0.0.1:{s.port}" for s in self.servers]
+
+    def stop(self, index: int) -> None:
+        """Stop one server (its NameNode becomes unreachable)."""
+        self.run(self.servers[index].stop())
+
+    def __exit__(self, *exc: object) -> None:
+        for server in self.servers:
+            self.run(server.stop())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=30)
+        self.loop.close()

@@ -19,6 +19,8 @@ COMMANDS = [
     "qjm.cli.cluster",
     "qjm.cli.oev",
     "qjm.cli.oiv",
+    "qjm.cli.dfs",
+    "qjm.cli.haadmin",
 ]
 
 
