@@ -96,6 +96,10 @@ async def test_restart_replays_to_the_same_namespace(tmp_path: Path, jn_factory:
 
     again = await start_nn(cfg, "nn1")
     try:
+        from qjm.namenode.server import NameNode, StartupError
+
+        with pytest.raises(StartupError, match="in use"):
+            await NameNode(cfg, "nn1").start()  # the name dir is locked by `again`
         assert again.ha_state == HAState.STANDBY
         assert tree(again) == before
         await again.transition_to_active("test")
@@ -357,3 +361,38 @@ async def test_imagetransfer_refusals(tmp_path: Path, jn_factory: JNFactory) -> 
                 assert r.status == 409
     finally:
         await nn.stop()
+
+
+async def test_initialize_shared_edits_moves_a_namespace_to_new_journalnodes(
+    tmp_path: Path, jn_factory: JNFactory
+) -> None:
+    old = make_config(three_jns(jn_factory), tmp_path, names=("nn1",))
+    await format_cluster(old, "nn1")
+    nn = await start_nn(old, "nn1")
+    try:
+        await nn.transition_to_active("test")
+        rpc = Rpc(nn.rpc_address())
+        try:
+            for i in range(4):
+                assert await rpc.mkdirs(f"/m{i}/n")
+                await rpc.touch(f"/m{i}/f")
+        finally:
+            await rpc.close()
+        before = tree(nn)
+    finally:
+        await nn.stop()
+    # The same name dir, new (empty) JournalNodes: the local edits seed the shared journal.
+    new = make_config(three_jns_again(jn_factory), tmp_path, names=("nn1",))
+    conf = write_config(new, tmp_path / "new.toml")
+    done = await asyncio.to_thread(
+        run_qjm, "namenode", "initialize-shared-edits", "--config", str(conf), "--id", "nn1"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "initialized" in done.stdout
+    again = await start_nn(new, "nn1")
+    try:
+        assert tree(again) == before
+        await again.transition_to_active("test")
+        assert tree(again) == before
+    finally:
+        await again.stop()

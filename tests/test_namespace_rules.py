@@ -80,7 +80,7 @@ def test_create_existing_without_overwrite(ns: Namespace) -> None:
             "/home/alice/notes", ALICE, 0o644, False, False, 1, 1 << 20, "c", "m", 1, RPC
         )
     with pytest.raises(FileAlreadyExistsError, match="as a directory"):
-        ns.plan_create("/home/alice", ALICE, 0o644, True, False, 1, 1 << 20, "c", "m", 1, RPC)
+        ns.plan_create("/home/alice", SU, 0o644, True, False, 1, 1 << 20, "c", "m", 1, RPC)
 
 
 def test_create_without_parent(ns: Namespace) -> None:
@@ -299,3 +299,25 @@ def test_old_rename_of_a_file_onto_itself_is_true(ns: Namespace) -> None:
     before = ns.dump()
     run(ns, ops)
     assert ns.dump() == before
+
+
+def test_fs_limits(ns: Namespace, monkeypatch: pytest.MonkeyPatch) -> None:
+    from qjm.namenode import namespace as nsmod
+
+    long = "x" * 256
+    with pytest.raises(nsmod.PathComponentTooLongError, match="limit=255 length=256"):
+        ns.plan_mkdirs(f"/tmp/{long}/y", SU, 0o755, True, 1)
+    with pytest.raises(nsmod.PathComponentTooLongError):
+        ns.plan_create(f"/tmp/{long}", SU, 0o644, False, False, 1, 1 << 20, "c", "m", 1, RPC)
+    with pytest.raises(nsmod.PathComponentTooLongError):
+        ns.plan_rename2("/home/alice/notes", f"/tmp/{long}", SU, False, 1, RPC)
+    assert ns.plan_mkdirs("/tmp/" + "é" * 127, SU, 0o755, False, 1)  # 254 bytes: fine
+    mkdirs(ns, "/lim/a")
+    monkeypatch.setattr(nsmod, "MAX_DIRECTORY_ITEMS", 2)
+    mkdirs(ns, "/lim/b")
+    with pytest.raises(nsmod.MaxDirectoryItemsExceededError, match="/lim"):
+        ns.plan_mkdirs("/lim/c", SU, 0o755, False, 1)
+    with pytest.raises(nsmod.MaxDirectoryItemsExceededError):
+        ns.plan_rename2("/home/alice/notes", "/lim/n", SU, False, 1, RPC)
+    run(ns, ns.plan_rename2("/lim/a", "/lim/a2", SU, False, 1, RPC))  # within the directory
+    assert "MaxDirectoryItemsExceededException" in nsmod.MaxDirectoryItemsExceededError.java_class

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import shutil
 import socket
+import subprocess
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
+import pyspark
 import pytest
+from google.protobuf import descriptor_pb2
 
 import hadoop_wire as wire
-from nn_fakes import FakeNameNode, serve
+from nn_fakes import FakeNameNode, ServedInThread, serve
 from qjm.ipc import IpcClient, IpcServer, RemoteError
 from qjm.namenode import protocols
 from qjm.namenode.client_rpc import client_methods
@@ -18,6 +24,7 @@ from qjm.namenode.ha_rpc import ha_methods
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import HAServiceProtocol_pb2 as ha
 from qjm.namenode.proto import hdfs_pb2 as hdfs
+from test_ipc_server import GENUINE_HADOOP_CLIENT_BYTES, Raw, parse_delimited
 
 CLIENT = protocols.CLIENT_PROTOCOL
 STANDBY_EXCEPTION = "org.apache.hadoop.ipc.StandbyException"
@@ -464,3 +471,167 @@ async def test_permissions_are_checked_for_the_calling_user(
         assert (await bob("mkdirs", src="/home/bob", masked=perm(0o755), createParent=False)).result
     finally:
         await bob.client.close()
+
+
+async def test_listing_with_locations_gives_every_file_a_block_list(
+    served: tuple[FakeNameNode, IpcServer, Rpc],
+) -> None:
+    # DistributedFileSystem.listLocatedStatus casts each file's status to the located kind,
+    # which the Java client builds only when the locations field is present.
+    _, _, rpc = served
+    await rpc("mkdirs", src="/l/d", masked=perm(0o755), createParent=True)
+    await rpc("create", **create_fields("/l/f"))
+    plain = await rpc("getListing", src="/l", startAfter=b"", needLocation=False)
+    assert not any(e.HasField("locations") for e in plain.dirList.partialListing)
+    located = await rpc("getListing", src="/l", startAfter=b"", needLocation=True)
+    by_name = {e.path: e for e in located.dirList.partialListing}
+    assert not by_name[b"d"].HasField("locations")
+    assert by_name[b"f"].HasField("locations")
+    assert (len(by_name[b"f"].locations.blocks), by_name[b"f"].locations.underConstruction) == (
+        0,
+        True,
+    )
+
+
+async def test_the_genuine_fsshell_call_is_answered_and_refused_by_a_standby() -> None:
+    nn = FakeNameNode(superuser="root")
+    server = await serve(nn)
+    try:
+        for standby in (False, True):
+            nn.standby = standby
+            raw = await Raw.open(server.port, preamble=b"")
+            try:
+                await raw.send(GENUINE_HADOOP_CLIENT_BYTES)  # getFileInfo("/tmp") as root
+                header, rest, _ = await raw.response()
+            finally:
+                raw.close()
+            assert header.callId == 0 and header.HasField("stateId")
+            if standby:
+                assert header.exceptionClassName == STANDBY_EXCEPTION
+                assert "standby" in header.errorMsg
+            else:
+                assert header.status == 0
+                body, _ = parse_delimited(rest, 0)
+                assert not cn.GetFileInfoResponseProto.FromString(body).HasField("fs")
+    finally:
+        await server.stop()
+
+
+def hadoop_descriptors(tmp: Path) -> dict[str, Any]:
+    """Hadoop's own message descriptors (by name), read from the client jar with Java."""
+    jars = JARS / "*"
+    source = tmp / "Dump.java"
+    source.write_text(DUMP_JAVA)
+    subprocess.run(
+        ["javac", "-d", str(tmp), "-cp", str(jars), str(source)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    classes = [
+        f"org.apache.hadoop.hdfs.protocol.proto.{c}"
+        for c in ("HdfsProtos", "ClientNamenodeProtocolProtos", "AclProtos", "XAttrProtos")
+    ] + [
+        "org.apache.hadoop.hdfs.protocol.proto.EncryptionZonesProtos",
+        "org.apache.hadoop.ha.proto.HAServiceProtocolProtos",
+    ]
+    subprocess.run(
+        ["java", "-cp", f"{tmp}:{jars}", "Dump", str(tmp), *classes],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    found: dict[str, Any] = {}
+
+    def walk(prefix: str, messages: Any) -> None:
+        for m in messages:
+            found[prefix + m.name] = m
+            walk(prefix + m.name + ".", m.nested_type)
+
+    for pb in tmp.glob("*.pb"):
+        walk("", descriptor_pb2.FileDescriptorProto.FromString(pb.read_bytes()).message_type)
+    return found
+
+
+DUMP_JAVA = """
+import java.nio.file.*;
+public class Dump {
+  public static void main(String[] a) throws Exception {
+    for (int i = 1; i < a.length; i++) {
+      Object d = Class.forName(a[i]).getMethod("getDescriptor").invoke(null);
+      Object p = d.getClass().getMethod("toProto").invoke(d);
+      byte[] b = (byte[]) p.getClass().getMethod("toByteArray").invoke(p);
+      Files.write(Paths.get(a[0], a[i] + ".pb"), b);
+    }
+  }
+}
+"""
+JARS = Path(pyspark.__path__[0]) / "jars"  # Hadoop's client jars ship inside pyspark
+
+
+@pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK to read Hadoop's jars")
+def test_our_messages_have_hadoops_field_numbers_types_and_labels(tmp_path: Path) -> None:
+    theirs = hadoop_descriptors(tmp_path)
+    assert "HdfsFileStatusProto" in theirs and "HAServiceStateRequestProto" in theirs
+    checked = 0
+    for module in (cn, hdfs, ha):
+        for name, desc in module.DESCRIPTOR.message_types_by_name.items():
+            hadoop = theirs.get(name)
+            assert hadoop is not None, f"{name} is not a Hadoop message"
+            by_number = {f.number: f for f in hadoop.field}
+            for f in desc.fields:
+                h = by_number.get(f.number)
+                label = 3 if f.is_repeated else 2 if f.is_required else 1
+                assert h is not None, f"{name}.{f.name} = {f.number} is not in Hadoop's"
+                assert (h.name, h.type, h.label) == (f.name, f.type, label), f"{name}.{f.name}"
+                checked += 1
+    assert checked > 150
+
+
+def test_hdfs_native_client_works_and_is_refused_clearly_where_data_is_needed() -> None:
+    hdfs_native = pytest.importorskip("hdfs_native")
+    with ServedInThread(FakeNameNode(standby=True), FakeNameNode()) as served:
+        standby, active = served.addresses
+        client = hdfs_native.Client(
+            "hdfs://ns1",
+            config={
+                "dfs.ha.namenodes.ns1": "nn1,nn2",
+                "dfs.namenode.rpc-address.ns1.nn1": standby,
+                "dfs.namenode.rpc-address.ns1.nn2": active,
+            },
+        )
+        client.mkdirs("/n/d", create_parent=True)
+        client.create("/n/f").close()
+        assert client.read("/n/f").read() == b""
+        client.rename("/n/f", "/n/g")
+        client.set_permission("/n/g", 0o600)
+        client.set_owner("/n/g", "bob", "staff")
+        assert client.set_replication("/n/g", 2)
+        client.set_times("/n/g", 1000, 2000)
+        info = client.get_file_info("/n/g")
+        assert (info.permission, info.owner, info.group, info.replication) == (
+            0o600,
+            "bob",
+            "staff",
+            2,
+        )
+        assert info.modification_time == 1000
+        assert [s.path for s in client.list_status("/n")] == ["/n/d", "/n/g"]
+        summary = client.get_content_summary("/n")
+        assert (summary.file_count, summary.directory_count) == (1, 2)
+        acl = client.get_acl_status("/n/g")
+        assert (acl.owner, acl.entries) == ("bob", [])
+        writer = client.create("/n/data")
+        with pytest.raises(Exception, match="addBlock needs DataNodes"):
+            writer.write(b"x" * 10)
+            writer.close()
+        # Close it while its client lives: hdfs-native's writer, closed by the garbage
+        # collector after its client is gone, blocks for a minute.
+        with contextlib.suppress(Exception):
+            writer.close()
+        with pytest.raises(Exception, match="append needs DataNodes"):
+            client.append("/n/g")
+        with pytest.raises(FileNotFoundError):
+            client.get_file_info("/nope")
+        assert client.delete("/n", recursive=True)
+        assert served.nodes[0].calls  # it asked the standby first and failed over

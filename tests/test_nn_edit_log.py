@@ -793,3 +793,52 @@ async def test_open_for_write_without_a_quorum_is_a_clear_error(
     with pytest.raises(EditLogClosedError):
         el.log(mkdir(0))
     await q.close()
+
+
+async def test_purge_deletes_old_segments_locally_and_on_the_journalnodes(
+    tmp_path: Path, mem: InMemoryCluster
+) -> None:
+    st = name_dir(tmp_path)
+    q = mem_qjm(mem)
+    el = FSEditLog(st, q, SETTINGS, Fatal())
+    await el.open_for_write(await writer(q))
+    for i in range(3):
+        await el.log_sync(mkdir(i))
+        await el.roll()
+    # Segments 1-3, 4-6, 7-9 finalized; 10 open.
+    assert sorted(segments_ops(st.current)) == [(1, 3), (4, 6), (7, 9)]
+    assert await el.purge_logs_older_than(7) == 2
+    assert sorted(segments_ops(st.current)) == [(7, 9)]
+    deadline = asyncio.get_running_loop().time() + 10
+    while any(sorted(mem.segments(i, "nn")) != [(7, 9)] for i in range(3)):
+        assert asyncio.get_running_loop().time() < deadline, [
+            mem.segment_names(i, "nn") for i in range(3)
+        ]
+        await asyncio.sleep(0.01)
+    await el.close()
+    await q.close()
+
+
+async def test_abort_with_syncs_waiting_is_not_a_fatal_failure(
+    tmp_path: Path, mem: InMemoryCluster
+) -> None:
+    st = name_dir(tmp_path)
+    q = mem_qjm(mem)
+    fatal = Fatal()
+    el = FSEditLog(st, q, SETTINGS, fatal)
+    await el.open_for_write(await writer(q))
+    for i in range(3):
+        mem.faults[i].hold("journal")
+    waiting = asyncio.ensure_future(el.log_sync(mkdir(0)))
+    deadline = asyncio.get_running_loop().time() + 10
+    while el.stats.flushes < 2:  # START's flush, then this one, now held at the nodes
+        assert asyncio.get_running_loop().time() < deadline
+        await asyncio.sleep(0.01)
+    el.abort()  # e.g. shutting down
+    await mem.crash(0)  # the batch in flight now fails
+    await mem.crash(1)
+    result = (await asyncio.gather(waiting, return_exceptions=True))[0]
+    assert isinstance(result, EditLogClosedError), result
+    assert fatal.errors == [], fatal.errors
+    assert el.failed is None
+    await q.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import subprocess
 import sys
@@ -31,8 +32,10 @@ class FakeNs:
         self.image = image
 
     def to_image(self, txid: int, ns_info: NsInfo) -> ImageContents:
-        """The empty namespace at txid."""
-        return empty_image(ns_info.namespace_id, txid, owner="hdfs")
+        """The empty namespace at txid, with ns_info's counters (as the real one keeps them)."""
+        image = empty_image(ns_info.namespace_id, txid, owner="hdfs")
+        image.ns_info = dataclasses.replace(ns_info, txid=txid)
+        return image
 
 
 def test_format_writes_hdfs_layout(tmp_path: Path) -> None:
@@ -166,3 +169,18 @@ def test_load_newest_falls_back_to_an_older_image(tmp_path: Path) -> None:
 def test_no_image_at_all(tmp_path: Path) -> None:
     with NNStorage(tmp_path / "name") as st, pytest.raises(NoImageError, match="holds no fsimage"):
         load_newest(st, FakeNs)
+
+
+def test_a_new_image_keeps_the_generation_stamps_of_the_newest(tmp_path: Path) -> None:
+    with NNStorage(tmp_path / "name") as st:
+        st.format(NSI)
+        stamped = empty_image(4242, 5, owner="hdfs")
+        stamped.ns_info = NsInfo(
+            namespace_id=4242, txid=5, genstamp_v2=1234, last_allocated_block_id=(1 << 30) + 77
+        )
+        st.save_image_contents(stamped)
+        st.save_image(FakeNs(), 9)
+        image = read_image(st.image_path(9))
+        assert image.ns_info.txid == 9
+        assert image.ns_info.genstamp_v2 == 1234
+        assert image.ns_info.last_allocated_block_id == (1 << 30) + 77

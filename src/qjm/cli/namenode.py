@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
             f"{cfg.shared_edits_uri()} formatted"
         )
     elif args.action == "initialize-shared-edits":
-        report = eventloop.run(admin.initialize_shared_edits(cfg, args.nn_id))
+        report = eventloop.run(admin.initialize_shared_edits(cfg, args.nn_id, args.force))
         print(
             f"shared edits {cfg.shared_edits_uri()} initialized from NameNode {args.nn_id}: "
             f"image at txid {report.image_txid}, edits up to txid {report.last_txid}"

@@ -1,8 +1,9 @@
 """The standby checkpointer: an image every N txns or T seconds, uploaded to the active.
 
 As HDFS's StandbyCheckpointer: the image is of the namespace at the last applied txid
-(the tailer waits while it is written), kept in the standby's own name dir, then PUT to
-/imagetransfer of the other NameNodes; the active keeps it (and purges old ones).
+(a copy taken while the tailer waits, written while it goes on), kept in the standby's
+own name dir, then PUT to /imagetransfer of the other NameNodes; the active keeps it
+(and purges old ones).
 """
 
 from __future__ import annotations
@@ -128,16 +129,24 @@ class StandbyCheckpointer:
             raise CheckpointError(f"NameNode {nn.name} has no storage open")
         loop = asyncio.get_running_loop()
         async with nn.apply_lock:  # the tailer waits: the image is of exactly this txid
+            if nn.needs_reload or nn.ha_state != HAState.STANDBY:
+                raise CheckpointError(
+                    f"NameNode {nn.name} is {nn.ha_state.name.lower()}"
+                    + (" and reloading after being deposed" if nn.needs_reload else "")
+                    + ": no checkpoint"
+                )
             txid = nn.applied_txid
             if any(t == txid for t, _ in storage.images()):
                 return txid
             started = time.monotonic()
-            fut = loop.run_in_executor(None, storage.save_image, nn.ns, txid)
-            self._saving = fut
-            try:
-                await asyncio.shield(fut)
-            finally:
-                self._saving = None
+            # A copy of the tree at txid (whole columns: fast); the tailer goes on meanwhile.
+            snapshot = nn.ns.copy()
+        fut = loop.run_in_executor(None, storage.save_image, snapshot, txid)
+        self._saving = fut
+        try:
+            await asyncio.shield(fut)
+        finally:
+            self._saving = None
         await loop.run_in_executor(None, storage.purge, self.settings.images_retained)
         self.last_checkpoint_txid = txid
         self.last_checkpoint_time = time.monotonic()

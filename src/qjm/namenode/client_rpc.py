@@ -174,9 +174,11 @@ def check_access(status: FileStatus, path: str, caller: Caller, action: int) -> 
 
 
 def empty_locations(status: FileStatus) -> hdfs.LocatedBlocksProto:
-    """The block locations of a file without blocks (as HDFS answers an empty file)."""
+    """A file's block locations without any block (as HDFS answers an empty file)."""
     return hdfs.LocatedBlocksProto(
-        fileLength=0, underConstruction=status.under_construction, isLastBlockComplete=False
+        fileLength=status.length,
+        underConstruction=status.under_construction,
+        isLastBlockComplete=False,
     )
 
 
@@ -214,9 +216,13 @@ class ClientRpc:
             return cn.GetListingResponseProto()
         entries, remaining = found
         listing = hdfs.DirectoryListingProto(remainingEntries=remaining)
-        listing.partialListing.extend(
-            file_status_proto(e, e.name.encode("utf-8", errors="surrogateescape")) for e in entries
-        )
+        for e in entries:
+            proto = file_status_proto(e, e.name.encode("utf-8", errors="surrogateescape"))
+            if req.needLocation and not e.is_dir:
+                # listLocatedStatus casts every file to HdfsLocatedFileStatus: a file must
+                # carry locations, here the (empty) list of its blocks' DataNodes
+                proto.locations.CopyFrom(empty_locations(e))
+            listing.partialListing.append(proto)
         return cn.GetListingResponseProto(dirList=listing)
 
     async def get_content_summary(

@@ -349,7 +349,8 @@ class FSEditLog:
             except Exception as e:
                 if local_task is not None:
                     local_task.add_done_callback(_retrieve)
-                self._fail(e)
+                if self._stream is stream:  # else aborted meanwhile: closed, not failed
+                    self._fail(e)
                 return
             if local_task is not None:
                 try:
@@ -453,6 +454,25 @@ class FSEditLog:
                 await asyncio.to_thread(self.local.finalize, end)
             except Exception as e:
                 self.local.disable(e)
+
+    # -- purging -------------------------------------------------------------------------------
+    async def purge_logs_older_than(self, min_txid_to_keep: int) -> int:
+        """Delete finalized segments wholly below a txid, locally and (not waiting) on the
+        JournalNodes; returns how many local files went."""
+        self._check_writable()
+        try:
+            await self.qjm.purge_logs_older_than(min_txid_to_keep)
+        except Exception as e:
+            log.warning(
+                "cannot ask the JournalNodes to purge below txid %d: %s", min_txid_to_keep, e
+            )
+        if not self.local.enabled:
+            return 0
+        try:
+            return await asyncio.to_thread(self.local.files.purge_older_than, min_txid_to_keep)
+        except OSError as e:
+            log.warning("cannot purge local edits below txid %d: %s", min_txid_to_keep, e)
+            return 0
 
     # -- closing -------------------------------------------------------------------------------
     async def close(self) -> None:

@@ -78,6 +78,10 @@ class HAStateMachine:
         if self.state == HAState.INITIALIZING:
             raise StandbyError(f"NameNode {self.name} is still starting (initializing)")
 
+    def is_in(self, state: HAState) -> bool:
+        """True while in state (a call, so a check after an await is not narrowed away)."""
+        return self.state == state
+
     def is_active(self) -> bool:
         """True while active."""
         return self.state == HAState.ACTIVE

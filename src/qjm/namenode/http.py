@@ -308,10 +308,10 @@ async def put_image(request: web.Request) -> web.Response:
 
 
 async def purge_shared_edits(nn: NameNode) -> None:
-    """As HDFS's retention manager: drop shared segments no retained image needs, keeping
-    EXTRA_EDITS_RETAINED txns more (a lagging standby or a bootstrap may still read them)."""
-    qjm, storage = nn.qjm, nn.storage
-    if qjm is None or storage is None or nn.ha_state != HAState.ACTIVE:
+    """As HDFS's retention manager: drop segments (shared and local) no retained image
+    needs, keeping EXTRA_EDITS_RETAINED txns more (a lagging standby may still read them)."""
+    el, storage = nn.edit_log, nn.storage
+    if el is None or storage is None or nn.ha_state != HAState.ACTIVE:
         return
     images = storage.images()
     if not images:
@@ -320,7 +320,7 @@ async def purge_shared_edits(nn: NameNode) -> None:
     if min_txid <= 1:
         return
     try:
-        await qjm.purge_logs_older_than(min_txid)
+        await el.purge_logs_older_than(min_txid)
     except QjmError as e:
         log.warning("NameNode %s: purging shared edits below txid %d: %s", nn.name, min_txid, e)
 

@@ -16,6 +16,20 @@ FREE, FILE, DIRECTORY, SYMLINK = 0, 1, 2, 3
 KIND_MASK = 3
 UNDER_CONSTRUCTION = 4  # flag bit on a file
 NO_SLOT = -1
+ARRAYS = (
+    "ids",
+    "parent",
+    "flags",
+    "mode",
+    "owner",
+    "group",
+    "mtime",
+    "atime",
+    "replication",
+    "block_size",
+    "length",
+    "free_slots",
+)
 SORT_CACHE_MIN = 1000  # directories with more entries keep their sorted names for listing
 SORT_CACHE_DIRS = 16  # ... at most this many of them
 
@@ -64,6 +78,24 @@ class InodeStore:
         self.lease: dict[int, tuple[str, str]] = {}  # slot -> (client name, client machine)
         self.extra: dict[int, dict[str, Any]] = {}  # acls, xattrs, symlink target, policies
         self.sorted_names: dict[int, list[str]] = {}  # big directories' names, for listing
+
+    def copy(self) -> InodeStore:
+        """An independent copy (arrays and dicts copied; their values are immutable)."""
+        c = InodeStore.__new__(InodeStore)
+        for name in ARRAYS:
+            setattr(c, name, array(getattr(self, name).typecode, getattr(self, name)))
+        c.names = list(self.names)
+        c.kids = [None if k is None else k.copy() for k in self.kids]
+        c.strings = StringTable()
+        c.strings.names = list(self.strings.names)
+        c.strings.ids = dict(self.strings.ids)
+        c.count = self.count
+        c.blocks = dict(self.blocks)
+        c.quota = {s: list(q) for s, q in self.quota.items()}
+        c.lease = dict(self.lease)
+        c.extra = {s: dict(e) for s, e in self.extra.items()}
+        c.sorted_names = {}
+        return c
 
     def alloc(
         self,

@@ -4,6 +4,11 @@ Writes are two steps: a plan_* method validates a call against the tree (paths, 
 quotas) and returns the HDFS ops that carry it out, without changing anything; apply(op)
 then changes the tree. Replay at start-up and the standby's tailer call the same apply, so
 every NameNode that applied the same ops holds the same tree. apply reads no clock.
+
+Kept from HDFS but not used by the checks: ACL entries and xattrs (permission checks use
+owner, group and mode only), storage policies, erasure-coding policy ids. Not modelled:
+snapshots (an image's snapshot-only inodes are dropped), /.reserved paths, encryption
+zones, atime precision (a directory keeps no atime, as in HDFS's image).
 """
 
 from __future__ import annotations
@@ -76,6 +81,22 @@ QUOTA_DONT_SET = (1 << 63) - 1  # HdfsConstants.QUOTA_DONT_SET
 MIN_REPLICATION, MAX_REPLICATION = 1, 512  # dfs.namenode.replication.min / .max defaults
 IMPLICIT_UWX = 0o300  # parents made on the way get u+wx (FSDirMkdirOp.addImplicitUwx)
 MODE_MASK = 0o7777
+MAX_COMPONENT_LENGTH = 255  # dfs.namenode.fs-limits.max-component-length (bytes)
+MAX_DIRECTORY_ITEMS = 1024 * 1024  # dfs.namenode.fs-limits.max-directory-items
+
+
+class PathComponentTooLongError(NamenodeError):
+    """A name longer than dfs.namenode.fs-limits.max-component-length (255 bytes)."""
+
+    java_class = "org.apache.hadoop.hdfs.protocol.FSLimitException$PathComponentTooLongException"
+
+
+class MaxDirectoryItemsExceededError(NamenodeError):
+    """A directory at dfs.namenode.fs-limits.max-directory-items entries."""
+
+    java_class = (
+        "org.apache.hadoop.hdfs.protocol.FSLimitException$MaxDirectoryItemsExceededException"
+    )
 
 
 def split_path(path: str) -> list[str]:
@@ -317,6 +338,25 @@ class Namespace:
                     )
             s = st.parent[s]
 
+    def _check_limits(self, r: _Resolved, parent: int, moved: _Resolved | None = None) -> None:
+        """HDFS's fs-limits for new names under parent: component length, directory items."""
+        for c in r.comps[len(r.slots) - 1 :]:
+            n = len(c.encode("utf-8", "surrogateescape"))
+            if n > MAX_COMPONENT_LENGTH:
+                raise PathComponentTooLongError(
+                    f"The maximum path component name limit of {c} in directory "
+                    f"{self._st.path_of(parent)} is exceeded: limit={MAX_COMPONENT_LENGTH} "
+                    f"length={n}"
+                )
+        if moved is not None and moved.slots[-2] == parent:
+            return  # a rename within one directory adds no entry
+        items = self._st.n_children(parent)
+        if items >= MAX_DIRECTORY_ITEMS:
+            raise MaxDirectoryItemsExceededError(
+                f"The directory item limit of {self._st.path_of(parent)} is exceeded: "
+                f"limit={MAX_DIRECTORY_ITEMS} items={items}"
+            )
+
     # --- reads -----------------------------------------------------------------------
 
     def stat(self, path: str, caller: Caller) -> FileStatus | None:
@@ -361,9 +401,18 @@ class Namespace:
         if not r.found:
             raise PathNotFoundError(f"File does not exist: {path}")
         s = r.last
+        q = self._st.quota.get(s)
+        if s == ROOT and pc.super and q is not None:  # the whole tree: kept counts
+            return ContentSummary(
+                length=self.n_bytes,
+                file_count=self.n_files,
+                directory_count=self.n_dirs,
+                ns_quota=q[0],
+                space_consumed=q[3],
+                space_quota=q[1],
+            )
         pc.check_subtree(s, READ_EXECUTE, False)
         _, ds, files, dirs, nbytes = self.subtree_usage(s)
-        q = self._st.quota.get(s)
         return ContentSummary(
             length=nbytes,
             file_count=files,
@@ -452,10 +501,11 @@ class Namespace:
                 return []
             raise FileAlreadyExistsError(f"Path is not a directory: {path}")
         parent = self._parent_dir(r, f"mkdirs {path}")
+        pc.check(parent, WRITE)  # HDFS: ancestor access before the parent must exist
         missing = len(r.comps) - (len(r.slots) - 1)
         if missing > 1 and not create_parent:
             raise PathNotFoundError(f"Parent directory doesn't exist: {join_path(r.comps[:-1])}")
-        pc.check(parent, WRITE)
+        self._check_limits(r, parent)
         self._check_quota(parent, missing, 0)
         mode = permission & MODE_MASK
         return self._new_dir_ops(
@@ -495,16 +545,19 @@ class Namespace:
         ops: list[Op] = []
         if r.found:
             s = r.last
-            if not r.comps or st.is_dir(s):
+            if not r.comps:
+                raise FileAlreadyExistsError(f"{path} already exists as a directory")
+            parent = r.slots[-2]
+            if overwrite:
+                pc.check(s, WRITE)
+            pc.check(parent, WRITE)
+            if st.is_dir(s):
                 raise FileAlreadyExistsError(f"{path} already exists as a directory")
             if not overwrite:
                 raise FileAlreadyExistsError(
-                    f"failed to create file {path} for {client_name} on {client_machine} "
+                    f"failed to create file {path} for {client_name} for client {client_machine} "
                     f"because the file exists"
                 )
-            pc.check(s, WRITE)
-            parent = r.slots[-2]
-            pc.check(parent, WRITE)
             ops.append(
                 DeleteOp(
                     path=join_path(r.comps),
@@ -517,12 +570,13 @@ class Namespace:
             new_id = self.last_inode_id + 1
         else:
             parent = self._parent_dir(r, f"create {path}")
+            pc.check(parent, WRITE)
             missing = len(r.comps) - (len(r.slots) - 1)
             if missing > 1 and not create_parent:
                 raise PathNotFoundError(
                     f"Parent directory doesn't exist: {join_path(r.comps[:-1])}"
                 )
-            pc.check(parent, WRITE)
+            self._check_limits(r, parent)
             self._check_quota(parent, missing, 0)
             group = st.group_name(parent)
             if missing > 1:
@@ -641,6 +695,7 @@ class Namespace:
             return []  # into its own subtree
         if rd.found or len(rd.slots) != len(rd.comps) or not st.is_dir(rd.last):
             return []  # dst exists, or its parent is missing or a file
+        self._check_limits(rd, rd.last, rs)
         self._rename_quota(rs.last, rd.last)
         return [_rename_old(join_path(rs.comps), join_path(rd.comps), now_ms, rpc)]
 
@@ -684,6 +739,8 @@ class Namespace:
             dst_parent = rd.last
             if not st.is_dir(dst_parent):
                 raise ParentNotDirectoryError(f"rename destination parent {dst} is a file.")
+        if replaced == NO_SLOT:
+            self._check_limits(rd, dst_parent, rs)
         self._rename_quota(rs.last, dst_parent, replaced)
         return [
             RenameOp(
@@ -1229,8 +1286,29 @@ class Namespace:
 
     # --- checkpoints -----------------------------------------------------------------
 
+    def copy(self) -> Namespace:
+        """An independent copy of the tree (fast: columns are copied whole).
+
+        For a checkpoint without holding up apply: copy on the applying thread, then
+        to_image and write_image the copy on another.
+        """
+        c = Namespace(
+            superuser=self.superuser,
+            supergroup=self.supergroup,
+            permissions_enabled=self.permissions_enabled,
+        )
+        c._st = self._st.copy()
+        c.last_inode_id = self.last_inode_id
+        c.n_files, c.n_dirs, c.n_bytes = self.n_files, self.n_dirs, self.n_bytes
+        return c
+
     def to_image(self, txid: int, ns_info: NsInfo) -> ImageContents:
-        """The namespace as image contents for qjm.namenode.image.write_image."""
+        """The namespace as image contents for qjm.namenode.image.write_image.
+
+        It reads the live tree, so no op may be applied while it runs (call it on the
+        thread that applies); what it returns shares nothing mutable with the namespace,
+        so write_image can then run on another thread while ops are applied.
+        """
         from qjm.namenode.image_bridge import to_image
 
         return to_image(self, txid, ns_info)

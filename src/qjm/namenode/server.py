@@ -142,7 +142,6 @@ class NameNode:
         self.started_at = time.time()
         self.last_transition_error: str | None = None
         self._needs_reload = False  # deposed: the namespace may hold edits no quorum took
-        self.on_state_change: list[Callable[[HAState, HAState], None]] = []
         from qjm.namenode.metrics import NameNodeMetrics
 
         self.metrics: NameNodeMetrics = NameNodeMetrics(self)
@@ -212,11 +211,16 @@ class NameNode:
 
     async def _wait_applied(self, txid: int) -> None:
         """Wait (bounded by observer_read_wait_ms) until txid is applied here."""
-        if self.applied_txid >= txid and self._ns is not None:
+
+        def ready() -> bool:
+            # A deposed NameNode's namespace may hold edits no quorum took until reloaded.
+            return self.applied_txid >= txid and self._ns is not None and not self._needs_reload
+
+        if ready():
             return
         wait_s = self.settings.observer_read_wait_ms / 1000
         deadline = time.monotonic() + wait_s
-        while self.applied_txid < txid or self._ns is None:
+        while not ready():
             left = deadline - time.monotonic()
             if left <= 0:
                 raise RetriableError(
@@ -332,6 +336,14 @@ class NameNode:
                 raise ServiceFailedError(
                     f"NameNode {self.name} could not become active: {_why(e)}"
                 ) from None
+            if not self.ha.is_in(HAState.STANDBY):  # stopped (or failed) meanwhile
+                with contextlib.suppress(Exception):
+                    await el.close()
+                await self._close_quietly(qjm)
+                raise ServiceFailedError(
+                    f"NameNode {self.name} stopped while becoming active "
+                    f"({self.fatal_error or self.ha.why_stopping or 'shut down'})"
+                )
             self.qjm = qjm
             self.edit_log = el
             self.applied_txid = int(el.last_txid)  # the new segment's START op
@@ -345,6 +357,11 @@ class NameNode:
                 last + 1,
                 time.monotonic() - started,
             )
+
+    @property
+    def needs_reload(self) -> bool:
+        """True between being deposed and reloading: the namespace may hold unsynced edits."""
+        return self._needs_reload
 
     def _ns_info(self) -> Any:
         """The name dir's namespace identity as the journal's NamespaceInfoProto."""
@@ -484,6 +501,7 @@ class NameNode:
             await self._close_quietly(qjm)
         await self._reload()
         self._needs_reload = False
+        self._notify_applied()
 
     async def _reload(self) -> None:
         """Drop the namespace (it may hold edits no quorum took) and load it again; tail."""

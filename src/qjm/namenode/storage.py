@@ -13,6 +13,7 @@ disk: from the event loop, call it through asyncio.to_thread.
 
 from __future__ import annotations
 
+import dataclasses
 import getpass
 import hashlib
 import logging
@@ -31,10 +32,14 @@ from qjm.namenode.image import (
     DIRECTORY,
     ROOT_INODE_ID,
     ImageContents,
+    ImageError,
     Inode,
     NsInfo,
+    decode_ns_info,
     image_file_name,
     md5_path,
+    read_section,
+    read_summary_from_file,
     write_image,
 )
 from qjm.namenode.image.md5 import write_md5_file
@@ -274,12 +279,27 @@ class NNStorage:
         images = self.images()
         return images[-1] if images else None
 
+    def base_ns_info(self, txid: int) -> NsInfo:
+        """The NS_INFO section for a new image at txid: the newest image's (its generation
+        stamps and block ids, which the namespace does not track), else a fresh one."""
+        fresh = NsInfo(namespace_id=self.read_ns_info().namespace_id, txid=txid)
+        newest = self.newest_image()
+        if newest is None:
+            return fresh
+        try:
+            summary = read_summary_from_file(newest[1])
+            info = summary.section("NS_INFO")
+            if info is None:
+                return fresh
+            found = decode_ns_info(read_section(newest[1], info, summary.codec))
+        except ImageError as e:
+            log.warning("cannot read NS_INFO of %s (%s); using a fresh one", newest[1], e)
+            return fresh
+        return dataclasses.replace(found, namespace_id=fresh.namespace_id, txid=txid)
+
     def save_image(self, ns: ImageSource, txid: int) -> Path:
         """Write the namespace's image at txid (ckpt, fsync, rename) with its .md5."""
-        contents = ns.to_image(
-            txid, NsInfo(namespace_id=self.read_ns_info().namespace_id, txid=txid)
-        )
-        return self.save_image_contents(contents)
+        return self.save_image_contents(ns.to_image(txid, self.base_ns_info(txid)))
 
     def save_image_contents(self, contents: ImageContents) -> Path:
         """Write image contents as fsimage_<its txid> with its .md5; returns the path."""
