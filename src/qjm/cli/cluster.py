@@ -79,6 +79,9 @@ def run_up(args: argparse.Namespace) -> int:
     print(f"config:       {cluster['config']}")
     if "hadoop_conf" in cluster:
         print(f"hadoop conf:  {cluster['hadoop_conf']} (HADOOP_CONF_DIR for HDFS clients)")
+        nns = [n for n, d in daemons_of(cluster).items() if d["kind"] == "namenode"]
+        states = ", ".join(f"{n} {'active' if i == 0 else 'standby'}" for i, n in enumerate(nns))
+        print(f"HA:           {states} (manual: `qjm haadmin --config {cluster['config']} ...`)")
     return 0
 
 
