@@ -123,7 +123,7 @@ async def verify(cluster: dict[str, Any], load: Workload) -> int:
     return len(set(load.acked) - present)
 
 
-def run(directory: Path) -> int:
+def run(directory: Path, base_port: int | None = None) -> int:
     """Start the cluster, run the workload through a failover, show the result and status."""
     if (directory / CLUSTER_JSON).exists():
         say(f"stopping the previous demo cluster in {directory}")
@@ -132,7 +132,7 @@ def run(directory: Path) -> int:
             shutil.rmtree(directory / sub, ignore_errors=True)
     say(f"qjm cluster up --dir {directory} --namenodes 2 --no-zookeeper")
     print("  (3 JournalNodes; nn1 formatted and started, nn2 bootstrapped from it, nn1 active)")
-    cluster = cluster_up(directory, journalnodes=3, namenodes=2)
+    cluster = cluster_up(directory, journalnodes=3, namenodes=2, base_port=base_port)
     for name, d in daemons_of(cluster).items():
         print(f"  {name}: pid {d['pid']}, rpc {d['rpc']}, http http://{d['http']}/")
     print(f"  HDFS client config: {cluster['hadoop_conf']}")
@@ -177,9 +177,10 @@ def main() -> int:
     """Entry point of `python -m qjm.cluster.demo`."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dir", type=Path, default=Path("demo"), help="cluster directory")
+    parser.add_argument("--base-port", type=int, help="ports from this one (default: HDFS's)")
     args = parser.parse_args()
     try:
-        return run(args.dir.resolve())
+        return run(args.dir.resolve(), args.base_port)
     except QjmError as e:
         print(f"demo: error: {e}", file=sys.stderr)
         return 1
