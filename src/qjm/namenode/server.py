@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("qjm.namenode")
 GROUPS_CACHE_S = 300.0  # hadoop.security.groups.cache.secs
 HTTP_SHUTDOWN_SECONDS = 2.0
+HTTP_IDLE_TIMEOUT_S = 60.0  # hadoop.http.idle_timeout.ms
 EPOCH_CHECK_S = 1.0  # how often an active asks the JournalNodes whether it was deposed
 
 
@@ -747,7 +748,11 @@ class NameNode:
         from qjm.namenode.http import make_app
 
         runner = web.AppRunner(
-            make_app(self), access_log=None, handle_signals=False, shutdown_timeout=2.0
+            make_app(self),
+            access_log=None,
+            handle_signals=False,
+            keepalive_timeout=HTTP_IDLE_TIMEOUT_S,  # idle and half-sent connections close
+            shutdown_timeout=HTTP_SHUTDOWN_SECONDS,  # a slow reader must not hold up a stop
         )
         await runner.setup()
         self._http = runner
