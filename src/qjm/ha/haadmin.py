@@ -18,8 +18,8 @@ Report = Callable[[str], None]
 # JournalNode refuses the old active's writes, so the old active can no longer change the
 # namespace whether or not it heard it should stop.
 FENCING_NOTE = (
-    "fencing {name}: the journal fences it: {to} takes a new epoch on a quorum of "
-    "JournalNodes as it becomes active, after which every write of {name} is refused"
+    "fencing {name} by the journal: {to} takes a new epoch on a quorum of JournalNodes as "
+    "it becomes active, and from then on every JournalNode refuses {name}'s writes"
 )
 
 
