@@ -195,6 +195,16 @@ class Rpc:
         )
         return int(resp.state)
 
+    async def transition_to_standby(self) -> None:
+        """transitionToStandby by the user."""
+        info = hap.HAStateChangeRequestInfoProto(reqSource=hap.REQUEST_BY_USER)
+        await self.ha.call(
+            "transitionToStandby",
+            hap.TransitionToStandbyRequestProto(reqInfo=info),
+            hap.TransitionToStandbyResponseProto,
+            30.0,
+        )
+
     async def transition_to_active(self) -> None:
         """transitionToActive by the user."""
         info = hap.HAStateChangeRequestInfoProto(reqSource=hap.REQUEST_BY_USER)

@@ -467,6 +467,17 @@ async def test_kill_9_of_the_active_process_keeps_every_acknowledged_op(
         missing = [p for p in acked if await rpcs["nn2"].stat(p) is None]
         assert not missing, f"acknowledged but lost after kill -9: {missing[:10]}"
         assert await rpcs["nn2"].mkdirs("/after-kill")
+        # The killed NameNode restarts (its name dir holds a torn in-progress segment),
+        # follows nn2 as a standby, and takes over again with everything.
+        await rpcs["nn1"].close()
+        procs["nn1"].start()
+        rpcs["nn1"] = Rpc((await procs["nn1"].wait_ready())["rpc"])
+        assert await rpcs["nn1"].state() == HAState.STANDBY.value
+        await rpcs["nn2"].transition_to_standby()
+        await rpcs["nn1"].transition_to_active()
+        assert await rpcs["nn1"].stat("/after-kill") is not None
+        assert all([await rpcs["nn1"].stat(p) is not None for p in acked])
+        assert await rpcs["nn1"].mkdirs("/back-on-nn1")
     finally:
         for r in rpcs.values():
             await r.close()
