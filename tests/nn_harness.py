@@ -113,12 +113,16 @@ async def start_nn(cfg: ClusterConfig, name: str) -> NameNode:
     return nn
 
 
-async def wait_for(cond: Any, what: str, within: float = 10.0) -> None:
-    """Wait until cond() is true, failing after within naming what was awaited."""
+async def wait_for(cond: Any, what: str | Any, within: float = 10.0) -> None:
+    """Wait until cond() is true, failing after within naming what was awaited.
+
+    what may be a callable: it is asked at the deadline, to describe the state then.
+    """
     deadline = time.monotonic() + within
     while not cond():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {within}s waiting for {what}")
+            text = what() if callable(what) else what
+            raise AssertionError(f"timed out after {within}s waiting for {text}")
         await asyncio.sleep(0.02)  # poll interval of a wait bounded by the deadline
 
 
@@ -190,6 +194,16 @@ class Rpc:
             hap.GetServiceStatusResponseProto,
         )
         return int(resp.state)
+
+    async def transition_to_standby(self) -> None:
+        """transitionToStandby by the user."""
+        info = hap.HAStateChangeRequestInfoProto(reqSource=hap.REQUEST_BY_USER)
+        await self.ha.call(
+            "transitionToStandby",
+            hap.TransitionToStandbyRequestProto(reqInfo=info),
+            hap.TransitionToStandbyResponseProto,
+            30.0,
+        )
 
     async def transition_to_active(self) -> None:
         """transitionToActive by the user."""

@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("qjm.namenode")
 GROUPS_CACHE_S = 300.0  # hadoop.security.groups.cache.secs
 HTTP_SHUTDOWN_SECONDS = 2.0
+HTTP_IDLE_TIMEOUT_S = 60.0  # hadoop.http.idle_timeout.ms
 EPOCH_CHECK_S = 1.0  # how often an active asks the JournalNodes whether it was deposed
 
 
@@ -176,6 +177,18 @@ class NameNode:
         el = self.edit_log
         if el is not None and self.ha.is_active():
             return int(el.last_txid)
+        return self.applied_txid
+
+    def state_id(self) -> int:
+        """The state id sent in every RPC response: the newest txid a client may have seen.
+
+        On the active that is the synced txid (no answer shows an unsynced edit, and an op
+        logged but not yet synced, such as a new segment's START, would make an observer
+        wait for the next write); elsewhere the last applied txid.
+        """
+        el = self.edit_log
+        if el is not None and self.ha.is_active():
+            return int(el.synced_txid)
         return self.applied_txid
 
     def synced_txid(self) -> int | None:
@@ -463,27 +476,42 @@ class NameNode:
 
     async def _watch_epoch(self, qjm: QuorumJournalManager) -> None:
         """While active: ask the JournalNodes every EPOCH_CHECK_S whether a newer writer
-        was promised; if so this NameNode is deposed now, not only at its next write."""
+        was promised; if so this NameNode is deposed now, not only at its next write.
+
+        Own connections, not the writer's channels: a call queued on a writer's channel
+        would hold back the heartbeat that reports its last batch committed to readers.
+        """
+        from qjm.client.journalnode_client import JournalNodeClient
+        from qjm.protocol import qjournal_pb2 as pb
+        from qjm.protocol.qjournal import journal_id
+
         mine = qjm.epoch or 0
-        while self.ha.state == HAState.ACTIVE and self.qjm is qjm:
-            await asyncio.sleep(EPOCH_CHECK_S)  # the check's period, not a synchronization
-            if self.ha.state != HAState.ACTIVE or self.qjm is not qjm:
-                return
-            call = qjm.loggers.get_journal_state()
-            try:
-                answers = await call.wait_for_every_answer(EPOCH_CHECK_S)
-            except Exception as e:  # the write path reports an unreachable quorum
-                log.debug("NameNode %s: epoch check: %s", self.name, _why(e))
-                continue
-            newer = max((int(a.last_promised_epoch) for a in answers.values()), default=0)
-            if newer > mine and self.ha.state == HAState.ACTIVE and self.qjm is qjm:
-                self._deposed(
-                    EpochError(
-                        f"a JournalNode promised epoch {newer} to a newer writer; this "
-                        f"NameNode writes in epoch {mine}"
-                    )
+        clients = [JournalNodeClient(a) for a in self.uri.addresses]
+        req = pb.GetJournalStateRequestProto(jid=journal_id(self.uri.jid))
+
+        async def promised(c: JournalNodeClient) -> int:
+            resp = await c.call("getJournalState", req, EPOCH_CHECK_S)
+            return int(resp.last_promised_epoch)
+
+        try:
+            while self.ha.state == HAState.ACTIVE and self.qjm is qjm:
+                await asyncio.sleep(EPOCH_CHECK_S)  # the check's period, not a synchronization
+                if self.ha.state != HAState.ACTIVE or self.qjm is not qjm:
+                    return
+                answers = await asyncio.gather(
+                    *(promised(c) for c in clients), return_exceptions=True
                 )
-                return
+                newer = max((a for a in answers if isinstance(a, int)), default=0)
+                if newer > mine and self.ha.state == HAState.ACTIVE and self.qjm is qjm:
+                    self._deposed(
+                        EpochError(
+                            f"a JournalNode promised epoch {newer} to a newer writer; this "
+                            f"NameNode writes in epoch {mine}"
+                        )
+                    )
+                    return
+        finally:
+            await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
 
     async def _after_deposed(self) -> None:
         async with self.transition_lock:
@@ -701,7 +729,7 @@ class NameNode:
         from qjm.namenode.ha_rpc import ha_methods
         from qjm.namenode.protocols import CLIENT_PROTOCOL, HA_SERVICE_PROTOCOL
 
-        server = IpcServer(name=f"namenode-{self.name}", state_id=self.last_txid)
+        server = IpcServer(name=f"namenode-{self.name}", state_id=self.state_id)
         server.register(CLIENT_PROTOCOL, client_methods(self))
         server.register(HA_SERVICE_PROTOCOL, ha_methods(self))
         try:
@@ -720,7 +748,11 @@ class NameNode:
         from qjm.namenode.http import make_app
 
         runner = web.AppRunner(
-            make_app(self), access_log=None, handle_signals=False, shutdown_timeout=2.0
+            make_app(self),
+            access_log=None,
+            handle_signals=False,
+            keepalive_timeout=HTTP_IDLE_TIMEOUT_S,  # idle and half-sent connections close
+            shutdown_timeout=HTTP_SHUTDOWN_SECONDS,  # a slow reader must not hold up a stop
         )
         await runner.setup()
         self._http = runner
