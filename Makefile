@@ -1,5 +1,6 @@
 # qjm: two commands set everything up on a fresh Debian machine (as root):
-#   make demo   - a local cluster you can watch
+#   make demo   - a local cluster you can watch: 3 JournalNodes, 2 NameNodes, a workload
+#                 through a manual failover (make demo DEMO_ARGS="--dir D --base-port P")
 #   make test   - the whole test suite
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -53,7 +54,7 @@ lint: install
 	$(VENV)/bin/mypy
 
 demo: install
-	$(PY) -m qjm.cluster.demo
+	$(PY) -m qjm.cluster.demo $(DEMO_ARGS)
 
 # The side-by-side benchmark also needs etcd and ZooKeeper from Debian (installed when missing).
 bench: install

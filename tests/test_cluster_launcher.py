@@ -89,3 +89,27 @@ def test_cluster_up_right_after_down_reuses_its_ports(tmp_path: Path) -> None:
         assert again.returncode == 0, again.stderr
     finally:
         run_qjm("cluster", "down", "--dir", str(d))
+
+
+def test_cluster_up_with_namenodes_needs_no_zookeeper(tmp_path: Path) -> None:
+    r = run_qjm("cluster", "up", "--dir", str(tmp_path / "c"), "--namenodes", "2")
+    assert r.returncode == 1
+    assert "--no-zookeeper" in r.stderr and "ZooKeeper" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert not (tmp_path / "c" / "cluster.json").exists()
+    r = run_qjm("cluster", "up", "--dir", str(tmp_path / "c"), "--namenodes", "3", "--no-zookeeper")
+    assert r.returncode == 1 and "--namenodes 3" in r.stderr
+
+
+def test_cluster_up_refuses_a_busy_namenode_port_before_starting_anything(tmp_path: Path) -> None:
+    base = free_port_block(10)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", base + 6))  # nn1's RPC port after 3 JournalNodes' 6 ports
+        s.listen()
+        r = run_qjm(
+            "cluster", "up", "--dir", str(tmp_path / "c"), "--namenodes", "2",
+            "--no-zookeeper", "--base-port", str(base),
+        )  # fmt: skip
+    assert r.returncode == 1
+    assert f"port {base + 6} for nn1 on 127.0.0.1 is in use" in r.stderr
+    assert not (tmp_path / "c" / "logs").exists()  # no daemon was started

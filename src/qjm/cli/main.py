@@ -14,10 +14,13 @@ from qjm.errors import QjmError
 # Subcommand modules, each with add_parser(subparsers); optional ones may be absent.
 COMMANDS = [
     "qjm.cli.journalnode",
+    "qjm.cli.namenode",
     "qjm.cli.journal",
     "qjm.cli.cluster",
     "qjm.cli.oev",
     "qjm.cli.oiv",
+    "qjm.cli.dfs",
+    "qjm.cli.haadmin",
 ]
 
 

@@ -81,6 +81,7 @@ _HTTP_ON_IPC_PORT = (
 )
 _STOP_GRACE_S = 5.0  # how long stop() waits for cancelled handlers
 _COPY_LIMIT = 64 * 1024  # request bodies larger than this are parsed from a memoryview
+_UINT64 = (1 << 64) - 1  # an int64 goes on the wire as its two's complement varint
 _METHOD_CACHE_SIZE = 1024  # distinct RequestHeaderProto byte strings remembered
 
 # A SUCCESS response header is built by hand (callId, status 0, serverIpcVersionNum 9,
@@ -132,6 +133,7 @@ class CallContext:
     call_id: int
     retry_count: int
     peer: str  # "host:port" of the caller
+    state_id: int | None = None  # the client's last seen state id (request header field 8)
 
 
 def _peer_name(transport: asyncio.BaseTransport) -> str:
@@ -297,13 +299,14 @@ class _Connection(asyncio.Protocol):
 
     def _handle_frame(self, frame: bytes) -> None:
         plain = plain_call_header(frame)
+        state_id: int | None = None
         if plain is not None and self.context_done:
             call_id, client_id, retry, end = plain
         else:
             parsed = self._read_header(frame)
             if parsed is None:  # answered, ignored or fatal
                 return
-            call_id, client_id, retry, end = parsed
+            call_id, client_id, retry, end, state_id = parsed
         server = self.server
         server._calls += 1
         try:
@@ -362,7 +365,9 @@ class _Connection(asyncio.Protocol):
                 ERROR_RPC_SERVER,
             )
             return
-        ctx = CallContext(protocol, method_name, self.user, client_id, call_id, retry, self.peer)
+        ctx = CallContext(
+            protocol, method_name, self.user, client_id, call_id, retry, self.peer, state_id
+        )
         self.inflight += 1
         starter = method.start
         if starter is not None and not self.unstarted:
@@ -383,9 +388,9 @@ class _Connection(asyncio.Protocol):
         )
         server._tasks.add(task)  # _run removes it: cheaper than a done callback
 
-    def _read_header(self, frame: bytes) -> tuple[int, bytes, int, int] | None:
-        """(callId, clientId, retryCount, end) of a call's RpcRequestHeaderProto; None after
-        handling a connection-level frame or answering a bad header."""
+    def _read_header(self, frame: bytes) -> tuple[int, bytes, int, int, int | None] | None:
+        """(callId, clientId, retryCount, end, stateId) of a call's RpcRequestHeaderProto; None
+        after handling a connection-level frame or answering a bad header."""
         try:
             start, end = read_delimited(frame, 0)
             header = RpcRequestHeaderProto.FromString(frame[start:end])
@@ -428,7 +433,8 @@ class _Connection(asyncio.Protocol):
                 FATAL_INVALID_RPC_HEADER,
             )
             return None
-        return call_id, header.clientId, header.retryCount, end
+        state_id = header.stateId if header.HasField("stateId") else None
+        return call_id, header.clientId, header.retryCount, end, state_id
 
     def _handle_special(
         self, call_id: int, header: RpcRequestHeaderProto, frame: bytes, end: int
@@ -546,6 +552,9 @@ class _Connection(asyncio.Protocol):
         else:
             tail = _success_tail(client_id, retry)
         header = b"\x08" + encode_varint(call_id & 0xFFFFFFFF) + tail
+        state_of = self.server.state_id
+        if state_of is not None:  # stateId (field 9, int64): what this server has applied
+            header += b"\x48" + encode_varint(state_of() & _UINT64)
         hlen = encode_varint(len(header))
         blen = encode_varint(len(body))
         frame = b"".join(
@@ -588,8 +597,14 @@ class _Connection(asyncio.Protocol):
                 errorDetail=code,  # type: ignore[arg-type]
                 clientId=client_id,
                 retryCount=retry,
+                stateId=self._state_id_now(),
             )
         )
+
+    def _state_id_now(self) -> int | None:
+        """The state id for a response header, None when the server keeps none."""
+        state_of = self.server.state_id
+        return None if state_of is None else state_of()
 
     def error(
         self, call_id: int, client_id: bytes, retry: int, class_name: str, message: str, code: int
@@ -649,8 +664,10 @@ class IpcServer:
         error_mapper: Callable[[BaseException], tuple[str, str]] | None = None,
         max_connections: int | None = None,
         idle_timeout_s: float | None = None,
+        state_id: Callable[[], int] | None = None,
     ) -> None:
         self.name = name
+        self.state_id = state_id  # when given, every response header carries its value
         self.max_data_length = max_data_length
         self.error_mapper = error_mapper
         self.max_connections = max_connections

@@ -43,6 +43,57 @@ CLIENT_METHODS: dict[str, MethodSpec] = method_table(
         cn.HAServiceStateRequestProto,
         cn.HAServiceStateResponseProto,
     ),
+    # What real clients (FsShell, hdfs-native) call beyond the above: answered where no
+    # DataNode is needed, else refused with a clear "not supported" error.
+    MethodSpec(
+        "getBlockLocations", cn.GetBlockLocationsRequestProto, cn.GetBlockLocationsResponseProto
+    ),
+    MethodSpec(
+        "getLocatedFileInfo",
+        cn.GetLocatedFileInfoRequestProto,
+        cn.GetLocatedFileInfoResponseProto,
+    ),
+    MethodSpec("getFileLinkInfo", cn.GetFileLinkInfoRequestProto, cn.GetFileLinkInfoResponseProto),
+    MethodSpec("getQuotaUsage", cn.GetQuotaUsageRequestProto, cn.GetQuotaUsageResponseProto),
+    MethodSpec("setQuota", cn.SetQuotaRequestProto, cn.SetQuotaResponseProto),
+    MethodSpec(
+        "getPreferredBlockSize",
+        cn.GetPreferredBlockSizeRequestProto,
+        cn.GetPreferredBlockSizeResponseProto,
+    ),
+    MethodSpec("isFileClosed", cn.IsFileClosedRequestProto, cn.IsFileClosedResponseProto),
+    MethodSpec("fsync", cn.FsyncRequestProto, cn.FsyncResponseProto),
+    MethodSpec("setSafeMode", cn.SetSafeModeRequestProto, cn.SetSafeModeResponseProto),
+    MethodSpec("checkAccess", cn.CheckAccessRequestProto, cn.CheckAccessResponseProto),
+    MethodSpec("getAclStatus", cn.GetAclStatusRequestProto, cn.GetAclStatusResponseProto),
+    MethodSpec("getXAttrs", cn.GetXAttrsRequestProto, cn.GetXAttrsResponseProto),
+    MethodSpec("listXAttrs", cn.ListXAttrsRequestProto, cn.ListXAttrsResponseProto),
+    MethodSpec(
+        "listEncryptionZones",
+        cn.ListEncryptionZonesRequestProto,
+        cn.ListEncryptionZonesResponseProto,
+    ),
+    MethodSpec("getEZForPath", cn.GetEZForPathRequestProto, cn.GetEZForPathResponseProto),
+    # refused: they need DataNodes, ACLs or extended attributes qjm does not keep
+    MethodSpec("addBlock", cn.AddBlockRequestProto, cn.AddBlockResponseProto),
+    MethodSpec("abandonBlock", cn.AbandonBlockRequestProto, cn.AbandonBlockResponseProto),
+    MethodSpec("append", cn.AppendRequestProto, cn.AppendResponseProto),
+    MethodSpec("truncate", cn.TruncateRequestProto, cn.TruncateResponseProto),
+    MethodSpec("concat", cn.ConcatRequestProto, cn.ConcatResponseProto),
+    MethodSpec("recoverLease", cn.RecoverLeaseRequestProto, cn.RecoverLeaseResponseProto),
+    MethodSpec(
+        "modifyAclEntries", cn.ModifyAclEntriesRequestProto, cn.ModifyAclEntriesResponseProto
+    ),
+    MethodSpec(
+        "removeAclEntries", cn.RemoveAclEntriesRequestProto, cn.RemoveAclEntriesResponseProto
+    ),
+    MethodSpec(
+        "removeDefaultAcl", cn.RemoveDefaultAclRequestProto, cn.RemoveDefaultAclResponseProto
+    ),
+    MethodSpec("removeAcl", cn.RemoveAclRequestProto, cn.RemoveAclResponseProto),
+    MethodSpec("setAcl", cn.SetAclRequestProto, cn.SetAclResponseProto),
+    MethodSpec("setXAttr", cn.SetXAttrRequestProto, cn.SetXAttrResponseProto),
+    MethodSpec("removeXAttr", cn.RemoveXAttrRequestProto, cn.RemoveXAttrResponseProto),
 )
 
 HA_SERVICE_METHODS: dict[str, MethodSpec] = method_table(

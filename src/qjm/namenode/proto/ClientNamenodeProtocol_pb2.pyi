@@ -17,12 +17,30 @@ class CreateFlagProto(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     LAZY_PERSIST: _ClassVar[CreateFlagProto]
     NEW_BLOCK: _ClassVar[CreateFlagProto]
     SHOULD_REPLICATE: _ClassVar[CreateFlagProto]
+
+class SafeModeActionProto(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SAFEMODE_LEAVE: _ClassVar[SafeModeActionProto]
+    SAFEMODE_ENTER: _ClassVar[SafeModeActionProto]
+    SAFEMODE_GET: _ClassVar[SafeModeActionProto]
+    SAFEMODE_FORCE_EXIT: _ClassVar[SafeModeActionProto]
+
+class AddBlockFlagProto(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    NO_LOCAL_WRITE: _ClassVar[AddBlockFlagProto]
+    IGNORE_CLIENT_LOCALITY: _ClassVar[AddBlockFlagProto]
 CREATE: CreateFlagProto
 OVERWRITE: CreateFlagProto
 APPEND: CreateFlagProto
 LAZY_PERSIST: CreateFlagProto
 NEW_BLOCK: CreateFlagProto
 SHOULD_REPLICATE: CreateFlagProto
+SAFEMODE_LEAVE: SafeModeActionProto
+SAFEMODE_ENTER: SafeModeActionProto
+SAFEMODE_GET: SafeModeActionProto
+SAFEMODE_FORCE_EXIT: SafeModeActionProto
+NO_LOCAL_WRITE: AddBlockFlagProto
+IGNORE_CLIENT_LOCALITY: AddBlockFlagProto
 
 class GetServerDefaultsRequestProto(_message.Message):
     __slots__ = ()
@@ -291,3 +309,473 @@ class HAServiceStateResponseProto(_message.Message):
     STATE_FIELD_NUMBER: _ClassVar[int]
     state: _HAServiceProtocol_pb2.HAServiceStateProto
     def __init__(self, state: _Optional[_Union[_HAServiceProtocol_pb2.HAServiceStateProto, str]] = ...) -> None: ...
+
+class GetBlockLocationsRequestProto(_message.Message):
+    __slots__ = ("src", "offset", "length")
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LENGTH_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    offset: int
+    length: int
+    def __init__(self, src: _Optional[str] = ..., offset: _Optional[int] = ..., length: _Optional[int] = ...) -> None: ...
+
+class GetBlockLocationsResponseProto(_message.Message):
+    __slots__ = ("locations",)
+    LOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    locations: _hdfs_pb2.LocatedBlocksProto
+    def __init__(self, locations: _Optional[_Union[_hdfs_pb2.LocatedBlocksProto, _Mapping]] = ...) -> None: ...
+
+class GetLocatedFileInfoRequestProto(_message.Message):
+    __slots__ = ("src", "needBlockToken")
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    NEEDBLOCKTOKEN_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    needBlockToken: bool
+    def __init__(self, src: _Optional[str] = ..., needBlockToken: _Optional[bool] = ...) -> None: ...
+
+class GetLocatedFileInfoResponseProto(_message.Message):
+    __slots__ = ("fs",)
+    FS_FIELD_NUMBER: _ClassVar[int]
+    fs: _hdfs_pb2.HdfsFileStatusProto
+    def __init__(self, fs: _Optional[_Union[_hdfs_pb2.HdfsFileStatusProto, _Mapping]] = ...) -> None: ...
+
+class GetFileLinkInfoRequestProto(_message.Message):
+    __slots__ = ("src",)
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    def __init__(self, src: _Optional[str] = ...) -> None: ...
+
+class GetFileLinkInfoResponseProto(_message.Message):
+    __slots__ = ("fs",)
+    FS_FIELD_NUMBER: _ClassVar[int]
+    fs: _hdfs_pb2.HdfsFileStatusProto
+    def __init__(self, fs: _Optional[_Union[_hdfs_pb2.HdfsFileStatusProto, _Mapping]] = ...) -> None: ...
+
+class GetQuotaUsageRequestProto(_message.Message):
+    __slots__ = ("path",)
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    def __init__(self, path: _Optional[str] = ...) -> None: ...
+
+class GetQuotaUsageResponseProto(_message.Message):
+    __slots__ = ("usage",)
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    usage: _hdfs_pb2.QuotaUsageProto
+    def __init__(self, usage: _Optional[_Union[_hdfs_pb2.QuotaUsageProto, _Mapping]] = ...) -> None: ...
+
+class SetQuotaRequestProto(_message.Message):
+    __slots__ = ("path", "namespaceQuota", "storagespaceQuota", "storageType")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACEQUOTA_FIELD_NUMBER: _ClassVar[int]
+    STORAGESPACEQUOTA_FIELD_NUMBER: _ClassVar[int]
+    STORAGETYPE_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    namespaceQuota: int
+    storagespaceQuota: int
+    storageType: _hdfs_pb2.StorageTypeProto
+    def __init__(self, path: _Optional[str] = ..., namespaceQuota: _Optional[int] = ..., storagespaceQuota: _Optional[int] = ..., storageType: _Optional[_Union[_hdfs_pb2.StorageTypeProto, str]] = ...) -> None: ...
+
+class SetQuotaResponseProto(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetPreferredBlockSizeRequestProto(_message.Message):
+    __slots__ = ("filename",)
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    filename: str
+    def __init__(self, filename: _Optional[str] = ...) -> None: ...
+
+class GetPreferredBlockSizeResponseProto(_message.Message):
+    __slots__ = ("bsize",)
+    BSIZE_FIELD_NUMBER: _ClassVar[int]
+    bsize: int
+    def __init__(self, bsize: _Optional[int] = ...) -> None: ...
+
+class IsFileClosedRequestProto(_message.Message):
+    __slots__ = ("src",)
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    def __init__(self, src: _Optional[str] = ...) -> None: ...
+
+class IsFileClosedResponseProto(_message.Message):
+    __slots__ = ("result",)
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    result: bool
+    def __init__(self, result: _Optional[bool] = ...) -> None: ...
+
+class FsyncRequestProto(_message.Message):
+    __slots__ = ("src", "client", "lastBlockLength", "fileId")
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    LASTBLOCKLENGTH_FIELD_NUMBER: _ClassVar[int]
+    FILEID_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    client: str
+    lastBlockLength: int
+    fileId: int
+    def __init__(self, src: _Optional[str] = ..., client: _Optional[str] = ..., lastBlockLength: _Optional[int] = ..., fileId: _Optional[int] = ...) -> None: ...
+
+class FsyncResponseProto(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class SetSafeModeRequestProto(_message.Message):
+    __slots__ = ("action", "checked")
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    CHECKED_FIELD_NUMBER: _ClassVar[int]
+    action: SafeModeActionProto
+    checked: bool
+    def __init__(self, action: _Optional[_Union[SafeModeActionProto, str]] = ..., checked: _Optional[bool] = ...) -> None: ...
+
+class SetSafeModeResponseProto(_message.Message):
+    __slots__ = ("result",)
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    result: bool
+    def __init__(self, result: _Optional[bool] = ...) -> None: ...
+
+class AddBlockRequestProto(_message.Message):
+    __slots__ = ("src", "clientName", "previous", "fileId", "favoredNodes", "flags")
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    CLIENTNAME_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    FILEID_FIELD_NUMBER: _ClassVar[int]
+    FAVOREDNODES_FIELD_NUMBER: _ClassVar[int]
+    FLAGS_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    clientName: str
+    previous: _hdfs_pb2.ExtendedBlockProto
+    fileId: int
+    favoredNodes: _containers.RepeatedScalarFieldContainer[str]
+    flags: _containers.RepeatedScalarFieldContainer[AddBlockFlagProto]
+    def __init__(self, src: _Optional[str] = ..., clientName: _Optional[str] = ..., previous: _Optional[_Union[_hdfs_pb2.ExtendedBlockProto, _Mapping]] = ..., fileId: _Optional[int] = ..., favoredNodes: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[_Union[AddBlockFlagProto, str]]] = ...) -> None: ...
+
+class AddBlockResponseProto(_message.Message):
+    __slots__ = ("block",)
+    BLOCK_FIELD_NUMBER: _ClassVar[int]
+    block: _hdfs_pb2.LocatedBlockProto
+    def __init__(self, block: _Optional[_Union[_hdfs_pb2.LocatedBlockProto, _Mapping]] = ...) -> None: ...
+
+class AbandonBlockRequestProto(_message.Message):
+    __slots__ = ("b", "src", "holder", "fileId")
+    B_FIELD_NUMBER: _ClassVar[int]
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    HOLDER_FIELD_NUMBER: _ClassVar[int]
+    FILEID_FIELD_NUMBER: _ClassVar[int]
+    b: _hdfs_pb2.ExtendedBlockProto
+    src: str
+    holder: str
+    fileId: int
+    def __init__(self, b: _Optional[_Union[_hdfs_pb2.ExtendedBlockProto, _Mapping]] = ..., src: _Optional[str] = ..., holder: _Optional[str] = ..., fileId: _Optional[int] = ...) -> None: ...
+
+class AbandonBlockResponseProto(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class AppendRequestProto(_message.Message):
+    __slots__ = ("src", "clientName", "flag")
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    CLIENTNAME_FIELD_NUMBER: _ClassVar[int]
+    FLAG_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    clientName: str
+    flag: int
+    def __init__(self, src: _Optional[str] = ..., clientName: _Optional[str] = ..., flag: _Optional[int] = ...) -> None: ...
+
+class AppendResponseProto(_message.Message):
+    __slots__ = ("block", "stat")
+    BLOCK_FIELD_NUMBER: _ClassVar[int]
+    STAT_FIELD_NUMBER: _ClassVar[int]
+    block: _hdfs_pb2.LocatedBlockProto
+    stat: _hdfs_pb2.HdfsFileStatusProto
+    def __init__(self, block: _Optional[_Union[_hdfs_pb2.LocatedBlockProto, _Mapping]] = ..., stat: _Optional[_Union[_hdfs_pb2.HdfsFileStatusProto, _Mapping]] = ...) -> None: ...
+
+class TruncateRequestProto(_message.Message):
+    __slots__ = ("src", "newLength", "clientName")
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    NEWLENGTH_FIELD_NUMBER: _ClassVar[int]
+    CLIENTNAME_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    newLength: int
+    clientName: str
+    def __init__(self, src: _Optional[str] = ..., newLength: _Optional[int] = ..., clientName: _Optional[str] = ...) -> None: ...
+
+class TruncateResponseProto(_message.Message):
+    __slots__ = ("result",)
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    result: bool
+    def __init__(self, result: _Optional[bool] = ...) -> None: ...
+
+class ConcatRequestProto(_message.Message):
+    __slots__ = ("trg", "srcs")
+    TRG_FIELD_NUMBER: _ClassVar[int]
+    SRCS_FIELD_NUMBER: _ClassVar[int]
+    trg: str
+    srcs: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, trg: _Optional[str] = ..., srcs: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ConcatResponseProto(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RecoverLeaseRequestProto(_message.Message):
+    __slots__ = ("src", "clientName")
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    CLIENTNAME_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    clientName: str
+    def __init__(self, src: _Optional[str] = ..., clientName: _Optional[str] = ...) -> None: ...
+
+class RecoverLeaseResponseProto(_message.Message):
+    __slots__ = ("result",)
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    result: bool
+    def __init__(self, result: _Optional[bool] = ...) -> None: ...
+
+class AclEntryProto(_message.Message):
+    __slots__ = ("type", "scope", "permissions", "name")
+    class AclEntryScopeProto(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        ACCESS: _ClassVar[AclEntryProto.AclEntryScopeProto]
+        DEFAULT: _ClassVar[AclEntryProto.AclEntryScopeProto]
+    ACCESS: AclEntryProto.AclEntryScopeProto
+    DEFAULT: AclEntryProto.AclEntryScopeProto
+    class AclEntryTypeProto(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        USER: _ClassVar[AclEntryProto.AclEntryTypeProto]
+        GROUP: _ClassVar[AclEntryProto.AclEntryTypeProto]
+        MASK: _ClassVar[AclEntryProto.AclEntryTypeProto]
+        OTHER: _ClassVar[AclEntryProto.AclEntryTypeProto]
+    USER: AclEntryProto.AclEntryTypeProto
+    GROUP: AclEntryProto.AclEntryTypeProto
+    MASK: AclEntryProto.AclEntryTypeProto
+    OTHER: AclEntryProto.AclEntryTypeProto
+    class FsActionProto(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        NONE: _ClassVar[AclEntryProto.FsActionProto]
+        EXECUTE: _ClassVar[AclEntryProto.FsActionProto]
+        WRITE: _ClassVar[AclEntryProto.FsActionProto]
+        WRITE_EXECUTE: _ClassVar[AclEntryProto.FsActionProto]
+        READ: _ClassVar[AclEntryProto.FsActionProto]
+        READ_EXECUTE: _ClassVar[AclEntryProto.FsActionProto]
+        READ_WRITE: _ClassVar[AclEntryProto.FsActionProto]
+        PERM_ALL: _ClassVar[AclEntryProto.FsActionProto]
+    NONE: AclEntryProto.FsActionProto
+    EXECUTE: AclEntryProto.FsActionProto
+    WRITE: AclEntryProto.FsActionProto
+    WRITE_EXECUTE: AclEntryProto.FsActionProto
+    READ: AclEntryProto.FsActionProto
+    READ_EXECUTE: AclEntryProto.FsActionProto
+    READ_WRITE: AclEntryProto.FsActionProto
+    PERM_ALL: AclEntryProto.FsActionProto
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    PERMISSIONS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    type: AclEntryProto.AclEntryTypeProto
+    scope: AclEntryProto.AclEntryScopeProto
+    permissions: AclEntryProto.FsActionProto
+    name: str
+    def __init__(self, type: _Optional[_Union[AclEntryProto.AclEntryTypeProto, str]] = ..., scope: _Optional[_Union[AclEntryProto.AclEntryScopeProto, str]] = ..., permissions: _Optional[_Union[AclEntryProto.FsActionProto, str]] = ..., name: _Optional[str] = ...) -> None: ...
+
+class AclStatusProto(_message.Message):
+    __slots__ = ("owner", "group", "sticky", "entries", "permission")
+    OWNER_FIELD_NUMBER: _ClassVar[int]
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    STICKY_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    PERMISSION_FIELD_NUMBER: _ClassVar[int]
+    owner: str
+    group: str
+    sticky: bool
+    entries: _containers.RepeatedCompositeFieldContainer[AclEntryProto]
+    permission: _hdfs_pb2.FsPermissionProto
+    def __init__(self, owner: _Optional[str] = ..., group: _Optional[str] = ..., sticky: _Optional[bool] = ..., entries: _Optional[_Iterable[_Union[AclEntryProto, _Mapping]]] = ..., permission: _Optional[_Union[_hdfs_pb2.FsPermissionProto, _Mapping]] = ...) -> None: ...
+
+class GetAclStatusRequestProto(_message.Message):
+    __slots__ = ("src",)
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    def __init__(self, src: _Optional[str] = ...) -> None: ...
+
+class GetAclStatusResponseProto(_message.Message):
+    __slots__ = ("result",)
+    RESULT_FIELD_NUMBER: _ClassVar[int]
+    result: AclStatusProto
+    def __init__(self, result: _Optional[_Union[AclStatusProto, _Mapping]] = ...) -> None: ...
+
+class ModifyAclEntriesRequestProto(_message.Message):
+    __slots__ = ("src", "aclSpec")
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    ACLSPEC_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    aclSpec: _containers.RepeatedCompositeFieldContainer[AclEntryProto]
+    def __init__(self, src: _Optional[str] = ..., aclSpec: _Optional[_Iterable[_Union[AclEntryProto, _Mapping]]] = ...) -> None: ...
+
+class ModifyAclEntriesResponseProto(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RemoveAclEntriesRequestProto(_message.Message):
+    __slots__ = ("src", "aclSpec")
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    ACLSPEC_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    aclSpec: _containers.RepeatedCompositeFieldContainer[AclEntryProto]
+    def __init__(self, src: _Optional[str] = ..., aclSpec: _Optional[_Iterable[_Union[AclEntryProto, _Mapping]]] = ...) -> None: ...
+
+class RemoveAclEntriesResponseProto(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RemoveDefaultAclRequestProto(_message.Message):
+    __slots__ = ("src",)
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    def __init__(self, src: _Optional[str] = ...) -> None: ...
+
+class RemoveDefaultAclResponseProto(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RemoveAclRequestProto(_message.Message):
+    __slots__ = ("src",)
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    def __init__(self, src: _Optional[str] = ...) -> None: ...
+
+class RemoveAclResponseProto(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class SetAclRequestProto(_message.Message):
+    __slots__ = ("src", "aclSpec")
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    ACLSPEC_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    aclSpec: _containers.RepeatedCompositeFieldContainer[AclEntryProto]
+    def __init__(self, src: _Optional[str] = ..., aclSpec: _Optional[_Iterable[_Union[AclEntryProto, _Mapping]]] = ...) -> None: ...
+
+class SetAclResponseProto(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class CheckAccessRequestProto(_message.Message):
+    __slots__ = ("path", "mode")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    mode: AclEntryProto.FsActionProto
+    def __init__(self, path: _Optional[str] = ..., mode: _Optional[_Union[AclEntryProto.FsActionProto, str]] = ...) -> None: ...
+
+class CheckAccessResponseProto(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class XAttrProto(_message.Message):
+    __slots__ = ("namespace", "name", "value")
+    class XAttrNamespaceProto(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        USER: _ClassVar[XAttrProto.XAttrNamespaceProto]
+        TRUSTED: _ClassVar[XAttrProto.XAttrNamespaceProto]
+        SECURITY: _ClassVar[XAttrProto.XAttrNamespaceProto]
+        SYSTEM: _ClassVar[XAttrProto.XAttrNamespaceProto]
+        RAW: _ClassVar[XAttrProto.XAttrNamespaceProto]
+    USER: XAttrProto.XAttrNamespaceProto
+    TRUSTED: XAttrProto.XAttrNamespaceProto
+    SECURITY: XAttrProto.XAttrNamespaceProto
+    SYSTEM: XAttrProto.XAttrNamespaceProto
+    RAW: XAttrProto.XAttrNamespaceProto
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    namespace: XAttrProto.XAttrNamespaceProto
+    name: str
+    value: bytes
+    def __init__(self, namespace: _Optional[_Union[XAttrProto.XAttrNamespaceProto, str]] = ..., name: _Optional[str] = ..., value: _Optional[bytes] = ...) -> None: ...
+
+class GetXAttrsRequestProto(_message.Message):
+    __slots__ = ("src", "xAttrs")
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    XATTRS_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    xAttrs: _containers.RepeatedCompositeFieldContainer[XAttrProto]
+    def __init__(self, src: _Optional[str] = ..., xAttrs: _Optional[_Iterable[_Union[XAttrProto, _Mapping]]] = ...) -> None: ...
+
+class GetXAttrsResponseProto(_message.Message):
+    __slots__ = ("xAttrs",)
+    XATTRS_FIELD_NUMBER: _ClassVar[int]
+    xAttrs: _containers.RepeatedCompositeFieldContainer[XAttrProto]
+    def __init__(self, xAttrs: _Optional[_Iterable[_Union[XAttrProto, _Mapping]]] = ...) -> None: ...
+
+class ListXAttrsRequestProto(_message.Message):
+    __slots__ = ("src",)
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    def __init__(self, src: _Optional[str] = ...) -> None: ...
+
+class ListXAttrsResponseProto(_message.Message):
+    __slots__ = ("xAttrs",)
+    XATTRS_FIELD_NUMBER: _ClassVar[int]
+    xAttrs: _containers.RepeatedCompositeFieldContainer[XAttrProto]
+    def __init__(self, xAttrs: _Optional[_Iterable[_Union[XAttrProto, _Mapping]]] = ...) -> None: ...
+
+class SetXAttrRequestProto(_message.Message):
+    __slots__ = ("src", "xAttr", "flag")
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    XATTR_FIELD_NUMBER: _ClassVar[int]
+    FLAG_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    xAttr: XAttrProto
+    flag: int
+    def __init__(self, src: _Optional[str] = ..., xAttr: _Optional[_Union[XAttrProto, _Mapping]] = ..., flag: _Optional[int] = ...) -> None: ...
+
+class SetXAttrResponseProto(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RemoveXAttrRequestProto(_message.Message):
+    __slots__ = ("src", "xAttr")
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    XATTR_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    xAttr: XAttrProto
+    def __init__(self, src: _Optional[str] = ..., xAttr: _Optional[_Union[XAttrProto, _Mapping]] = ...) -> None: ...
+
+class RemoveXAttrResponseProto(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class EncryptionZoneProto(_message.Message):
+    __slots__ = ("id", "path")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    path: str
+    def __init__(self, id: _Optional[int] = ..., path: _Optional[str] = ...) -> None: ...
+
+class ListEncryptionZonesRequestProto(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: int
+    def __init__(self, id: _Optional[int] = ...) -> None: ...
+
+class ListEncryptionZonesResponseProto(_message.Message):
+    __slots__ = ("zones", "hasMore")
+    ZONES_FIELD_NUMBER: _ClassVar[int]
+    HASMORE_FIELD_NUMBER: _ClassVar[int]
+    zones: _containers.RepeatedCompositeFieldContainer[EncryptionZoneProto]
+    hasMore: bool
+    def __init__(self, zones: _Optional[_Iterable[_Union[EncryptionZoneProto, _Mapping]]] = ..., hasMore: _Optional[bool] = ...) -> None: ...
+
+class GetEZForPathRequestProto(_message.Message):
+    __slots__ = ("src",)
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    def __init__(self, src: _Optional[str] = ...) -> None: ...
+
+class GetEZForPathResponseProto(_message.Message):
+    __slots__ = ("zone",)
+    ZONE_FIELD_NUMBER: _ClassVar[int]
+    zone: EncryptionZoneProto
+    def __init__(self, zone: _Optional[_Union[EncryptionZoneProto, _Mapping]] = ...) -> None: ...

@@ -24,37 +24,43 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dqjm/namenode/proto/hdfs.proto\x12\x0bhadoop.hdfs\"c\n\x12\x45xtendedBlockProto\x12\x0e\n\x06poolId\x18\x01 \x02(\t\x12\x0f\n\x07\x62lockId\x18\x02 \x02(\x04\x12\x17\n\x0fgenerationStamp\x18\x03 \x02(\x04\x12\x13\n\x08numBytes\x18\x04 \x01(\x04:\x01\x30\"!\n\x11\x46sPermissionProto\x12\x0c\n\x04perm\x18\x01 \x02(\r\"i\n\x19StorageTypeQuotaInfoProto\x12+\n\x04type\x18\x01 \x02(\x0e\x32\x1d.hadoop.hdfs.StorageTypeProto\x12\r\n\x05quota\x18\x02 \x02(\x04\x12\x10\n\x08\x63onsumed\x18\x03 \x02(\x04\"[\n\x1aStorageTypeQuotaInfosProto\x12=\n\rtypeQuotaInfo\x18\x01 \x03(\x0b\x32&.hadoop.hdfs.StorageTypeQuotaInfoProto\"\xda\x02\n\x13\x43ontentSummaryProto\x12\x0e\n\x06length\x18\x01 \x02(\x04\x12\x11\n\tfileCount\x18\x02 \x02(\x04\x12\x16\n\x0e\x64irectoryCount\x18\x03 \x02(\x04\x12\r\n\x05quota\x18\x04 \x02(\x04\x12\x15\n\rspaceConsumed\x18\x05 \x02(\x04\x12\x12\n\nspaceQuota\x18\x06 \x02(\x04\x12?\n\x0etypeQuotaInfos\x18\x07 \x01(\x0b\x32\'.hadoop.hdfs.StorageTypeQuotaInfosProto\x12\x16\n\x0esnapshotLength\x18\x08 \x01(\x04\x12\x19\n\x11snapshotFileCount\x18\t \x01(\x04\x12\x1e\n\x16snapshotDirectoryCount\x18\n \x01(\x04\x12\x1d\n\x15snapshotSpaceConsumed\x18\x0b \x01(\x04\x12\x1b\n\x13\x65rasureCodingPolicy\x18\x0c \x01(\t\"\x9d\x04\n\x13HdfsFileStatusProto\x12;\n\x08\x66ileType\x18\x01 \x02(\x0e\x32).hadoop.hdfs.HdfsFileStatusProto.FileType\x12\x0c\n\x04path\x18\x02 \x02(\x0c\x12\x0e\n\x06length\x18\x03 \x02(\x04\x12\x32\n\npermission\x18\x04 \x02(\x0b\x32\x1e.hadoop.hdfs.FsPermissionProto\x12\r\n\x05owner\x18\x05 \x02(\t\x12\r\n\x05group\x18\x06 \x02(\t\x12\x19\n\x11modification_time\x18\x07 \x02(\x04\x12\x13\n\x0b\x61\x63\x63\x65ss_time\x18\x08 \x02(\x04\x12\x0f\n\x07symlink\x18\t \x01(\x0c\x12\x1c\n\x11\x62lock_replication\x18\n \x01(\r:\x01\x30\x12\x14\n\tblocksize\x18\x0b \x01(\x04:\x01\x30\x12\x11\n\x06\x66ileId\x18\r \x01(\x04:\x01\x30\x12\x17\n\x0b\x63hildrenNum\x18\x0e \x01(\x05:\x02-1\x12\x18\n\rstoragePolicy\x18\x10 \x01(\r:\x01\x30\x12\x10\n\x05\x66lags\x18\x12 \x01(\r:\x01\x30\"3\n\x08\x46ileType\x12\n\n\x06IS_DIR\x10\x01\x12\x0b\n\x07IS_FILE\x10\x02\x12\x0e\n\nIS_SYMLINK\x10\x03\"E\n\x05\x46lags\x12\x0b\n\x07HAS_ACL\x10\x01\x12\r\n\tHAS_CRYPT\x10\x02\x12\n\n\x06HAS_EC\x10\x04\x12\x14\n\x10SNAPSHOT_ENABLED\x10\x08J\x04\x08\x0c\x10\rJ\x04\x08\x0f\x10\x10J\x04\x08\x11\x10\x12\"\xbb\x02\n\x15\x46sServerDefaultsProto\x12\x11\n\tblockSize\x18\x01 \x02(\x04\x12\x18\n\x10\x62ytesPerChecksum\x18\x02 \x02(\r\x12\x17\n\x0fwritePacketSize\x18\x03 \x02(\r\x12\x13\n\x0breplication\x18\x04 \x02(\r\x12\x16\n\x0e\x66ileBufferSize\x18\x05 \x02(\r\x12\"\n\x13\x65ncryptDataTransfer\x18\x06 \x01(\x08:\x05\x66\x61lse\x12\x18\n\rtrashInterval\x18\x07 \x01(\x04:\x01\x30\x12\x44\n\x0c\x63hecksumType\x18\x08 \x01(\x0e\x32\x1e.hadoop.hdfs.ChecksumTypeProto:\x0e\x43HECKSUM_CRC32\x12\x16\n\x0ekeyProviderUri\x18\t \x01(\t\x12\x13\n\x08policyId\x18\n \x01(\r:\x01\x30\"k\n\x15\x44irectoryListingProto\x12\x38\n\x0epartialListing\x18\x01 \x03(\x0b\x32 .hadoop.hdfs.HdfsFileStatusProto\x12\x18\n\x10remainingEntries\x18\x02 \x02(\r*N\n\x10StorageTypeProto\x12\x08\n\x04\x44ISK\x10\x01\x12\x07\n\x03SSD\x10\x02\x12\x0b\n\x07\x41RCHIVE\x10\x03\x12\x0c\n\x08RAM_DISK\x10\x04\x12\x0c\n\x08PROVIDED\x10\x05*P\n\x1a\x43ryptoProtocolVersionProto\x12\x1c\n\x18UNKNOWN_PROTOCOL_VERSION\x10\x01\x12\x14\n\x10\x45NCRYPTION_ZONES\x10\x02*O\n\x11\x43hecksumTypeProto\x12\x11\n\rCHECKSUM_NULL\x10\x00\x12\x12\n\x0e\x43HECKSUM_CRC32\x10\x01\x12\x13\n\x0f\x43HECKSUM_CRC32C\x10\x02')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dqjm/namenode/proto/hdfs.proto\x12\x0bhadoop.hdfs\"c\n\x12\x45xtendedBlockProto\x12\x0e\n\x06poolId\x18\x01 \x02(\t\x12\x0f\n\x07\x62lockId\x18\x02 \x02(\x04\x12\x17\n\x0fgenerationStamp\x18\x03 \x02(\x04\x12\x13\n\x08numBytes\x18\x04 \x01(\x04:\x01\x30\"!\n\x11\x46sPermissionProto\x12\x0c\n\x04perm\x18\x01 \x02(\r\"o\n\x19StorageTypeQuotaInfoProto\x12\x31\n\x04type\x18\x01 \x01(\x0e\x32\x1d.hadoop.hdfs.StorageTypeProto:\x04\x44ISK\x12\r\n\x05quota\x18\x02 \x02(\x04\x12\x10\n\x08\x63onsumed\x18\x03 \x02(\x04\"[\n\x1aStorageTypeQuotaInfosProto\x12=\n\rtypeQuotaInfo\x18\x01 \x03(\x0b\x32&.hadoop.hdfs.StorageTypeQuotaInfoProto\"\xda\x02\n\x13\x43ontentSummaryProto\x12\x0e\n\x06length\x18\x01 \x02(\x04\x12\x11\n\tfileCount\x18\x02 \x02(\x04\x12\x16\n\x0e\x64irectoryCount\x18\x03 \x02(\x04\x12\r\n\x05quota\x18\x04 \x02(\x04\x12\x15\n\rspaceConsumed\x18\x05 \x02(\x04\x12\x12\n\nspaceQuota\x18\x06 \x02(\x04\x12?\n\x0etypeQuotaInfos\x18\x07 \x01(\x0b\x32\'.hadoop.hdfs.StorageTypeQuotaInfosProto\x12\x16\n\x0esnapshotLength\x18\x08 \x01(\x04\x12\x19\n\x11snapshotFileCount\x18\t \x01(\x04\x12\x1e\n\x16snapshotDirectoryCount\x18\n \x01(\x04\x12\x1d\n\x15snapshotSpaceConsumed\x18\x0b \x01(\x04\x12\x1b\n\x13\x65rasureCodingPolicy\x18\x0c \x01(\t\"\xcb\x04\n\x13HdfsFileStatusProto\x12;\n\x08\x66ileType\x18\x01 \x02(\x0e\x32).hadoop.hdfs.HdfsFileStatusProto.FileType\x12\x0c\n\x04path\x18\x02 \x02(\x0c\x12\x0e\n\x06length\x18\x03 \x02(\x04\x12\x32\n\npermission\x18\x04 \x02(\x0b\x32\x1e.hadoop.hdfs.FsPermissionProto\x12\r\n\x05owner\x18\x05 \x02(\t\x12\r\n\x05group\x18\x06 \x02(\t\x12\x19\n\x11modification_time\x18\x07 \x02(\x04\x12\x13\n\x0b\x61\x63\x63\x65ss_time\x18\x08 \x02(\x04\x12\x0f\n\x07symlink\x18\t \x01(\x0c\x12\x1c\n\x11\x62lock_replication\x18\n \x01(\r:\x01\x30\x12\x14\n\tblocksize\x18\x0b \x01(\x04:\x01\x30\x12\x32\n\tlocations\x18\x0c \x01(\x0b\x32\x1f.hadoop.hdfs.LocatedBlocksProto\x12\x11\n\x06\x66ileId\x18\r \x01(\x04:\x01\x30\x12\x17\n\x0b\x63hildrenNum\x18\x0e \x01(\x05:\x02-1\x12\x18\n\rstoragePolicy\x18\x10 \x01(\r:\x01\x30\x12\x10\n\x05\x66lags\x18\x12 \x01(\r:\x01\x30\"3\n\x08\x46ileType\x12\n\n\x06IS_DIR\x10\x01\x12\x0b\n\x07IS_FILE\x10\x02\x12\x0e\n\nIS_SYMLINK\x10\x03\"E\n\x05\x46lags\x12\x0b\n\x07HAS_ACL\x10\x01\x12\r\n\tHAS_CRYPT\x10\x02\x12\n\n\x06HAS_EC\x10\x04\x12\x14\n\x10SNAPSHOT_ENABLED\x10\x08J\x04\x08\x0f\x10\x10J\x04\x08\x11\x10\x12\"\xbb\x02\n\x15\x46sServerDefaultsProto\x12\x11\n\tblockSize\x18\x01 \x02(\x04\x12\x18\n\x10\x62ytesPerChecksum\x18\x02 \x02(\r\x12\x17\n\x0fwritePacketSize\x18\x03 \x02(\r\x12\x13\n\x0breplication\x18\x04 \x02(\r\x12\x16\n\x0e\x66ileBufferSize\x18\x05 \x02(\r\x12\"\n\x13\x65ncryptDataTransfer\x18\x06 \x01(\x08:\x05\x66\x61lse\x12\x18\n\rtrashInterval\x18\x07 \x01(\x04:\x01\x30\x12\x44\n\x0c\x63hecksumType\x18\x08 \x01(\x0e\x32\x1e.hadoop.hdfs.ChecksumTypeProto:\x0e\x43HECKSUM_CRC32\x12\x16\n\x0ekeyProviderUri\x18\t \x01(\t\x12\x13\n\x08policyId\x18\n \x01(\r:\x01\x30\"`\n\x11LocatedBlockProto\x12*\n\x01\x62\x18\x01 \x02(\x0b\x32\x1f.hadoop.hdfs.ExtendedBlockProto\x12\x0e\n\x06offset\x18\x02 \x02(\x04\x12\x0f\n\x07\x63orrupt\x18\x04 \x02(\x08\"\xcf\x01\n\x12LocatedBlocksProto\x12\x12\n\nfileLength\x18\x01 \x02(\x04\x12.\n\x06\x62locks\x18\x02 \x03(\x0b\x32\x1e.hadoop.hdfs.LocatedBlockProto\x12\x19\n\x11underConstruction\x18\x03 \x02(\x08\x12\x31\n\tlastBlock\x18\x04 \x01(\x0b\x32\x1e.hadoop.hdfs.LocatedBlockProto\x12\x1b\n\x13isLastBlockComplete\x18\x05 \x02(\x08J\x04\x08\x06\x10\x07J\x04\x08\x07\x10\x08\"\xab\x01\n\x0fQuotaUsageProto\x12\x1d\n\x15\x66ileAndDirectoryCount\x18\x01 \x02(\x04\x12\r\n\x05quota\x18\x02 \x02(\x04\x12\x15\n\rspaceConsumed\x18\x03 \x02(\x04\x12\x12\n\nspaceQuota\x18\x04 \x02(\x04\x12?\n\x0etypeQuotaInfos\x18\x05 \x01(\x0b\x32\'.hadoop.hdfs.StorageTypeQuotaInfosProto\"k\n\x15\x44irectoryListingProto\x12\x38\n\x0epartialListing\x18\x01 \x03(\x0b\x32 .hadoop.hdfs.HdfsFileStatusProto\x12\x18\n\x10remainingEntries\x18\x02 \x02(\r*N\n\x10StorageTypeProto\x12\x08\n\x04\x44ISK\x10\x01\x12\x07\n\x03SSD\x10\x02\x12\x0b\n\x07\x41RCHIVE\x10\x03\x12\x0c\n\x08RAM_DISK\x10\x04\x12\x0c\n\x08PROVIDED\x10\x05*P\n\x1a\x43ryptoProtocolVersionProto\x12\x1c\n\x18UNKNOWN_PROTOCOL_VERSION\x10\x01\x12\x14\n\x10\x45NCRYPTION_ZONES\x10\x02*O\n\x11\x43hecksumTypeProto\x12\x11\n\rCHECKSUM_NULL\x10\x00\x12\x12\n\x0e\x43HECKSUM_CRC32\x10\x01\x12\x13\n\x0f\x43HECKSUM_CRC32C\x10\x02')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'qjm.namenode.proto.hdfs_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_STORAGETYPEPROTO']._serialized_start=1702
-  _globals['_STORAGETYPEPROTO']._serialized_end=1780
-  _globals['_CRYPTOPROTOCOLVERSIONPROTO']._serialized_start=1782
-  _globals['_CRYPTOPROTOCOLVERSIONPROTO']._serialized_end=1862
-  _globals['_CHECKSUMTYPEPROTO']._serialized_start=1864
-  _globals['_CHECKSUMTYPEPROTO']._serialized_end=1943
+  _globals['_STORAGETYPEPROTO']._serialized_start=2236
+  _globals['_STORAGETYPEPROTO']._serialized_end=2314
+  _globals['_CRYPTOPROTOCOLVERSIONPROTO']._serialized_start=2316
+  _globals['_CRYPTOPROTOCOLVERSIONPROTO']._serialized_end=2396
+  _globals['_CHECKSUMTYPEPROTO']._serialized_start=2398
+  _globals['_CHECKSUMTYPEPROTO']._serialized_end=2477
   _globals['_EXTENDEDBLOCKPROTO']._serialized_start=46
   _globals['_EXTENDEDBLOCKPROTO']._serialized_end=145
   _globals['_FSPERMISSIONPROTO']._serialized_start=147
   _globals['_FSPERMISSIONPROTO']._serialized_end=180
   _globals['_STORAGETYPEQUOTAINFOPROTO']._serialized_start=182
-  _globals['_STORAGETYPEQUOTAINFOPROTO']._serialized_end=287
-  _globals['_STORAGETYPEQUOTAINFOSPROTO']._serialized_start=289
-  _globals['_STORAGETYPEQUOTAINFOSPROTO']._serialized_end=380
-  _globals['_CONTENTSUMMARYPROTO']._serialized_start=383
-  _globals['_CONTENTSUMMARYPROTO']._serialized_end=729
-  _globals['_HDFSFILESTATUSPROTO']._serialized_start=732
-  _globals['_HDFSFILESTATUSPROTO']._serialized_end=1273
-  _globals['_HDFSFILESTATUSPROTO_FILETYPE']._serialized_start=1133
-  _globals['_HDFSFILESTATUSPROTO_FILETYPE']._serialized_end=1184
-  _globals['_HDFSFILESTATUSPROTO_FLAGS']._serialized_start=1186
-  _globals['_HDFSFILESTATUSPROTO_FLAGS']._serialized_end=1255
-  _globals['_FSSERVERDEFAULTSPROTO']._serialized_start=1276
-  _globals['_FSSERVERDEFAULTSPROTO']._serialized_end=1591
-  _globals['_DIRECTORYLISTINGPROTO']._serialized_start=1593
-  _globals['_DIRECTORYLISTINGPROTO']._serialized_end=1700
+  _globals['_STORAGETYPEQUOTAINFOPROTO']._serialized_end=293
+  _globals['_STORAGETYPEQUOTAINFOSPROTO']._serialized_start=295
+  _globals['_STORAGETYPEQUOTAINFOSPROTO']._serialized_end=386
+  _globals['_CONTENTSUMMARYPROTO']._serialized_start=389
+  _globals['_CONTENTSUMMARYPROTO']._serialized_end=735
+  _globals['_HDFSFILESTATUSPROTO']._serialized_start=738
+  _globals['_HDFSFILESTATUSPROTO']._serialized_end=1325
+  _globals['_HDFSFILESTATUSPROTO_FILETYPE']._serialized_start=1191
+  _globals['_HDFSFILESTATUSPROTO_FILETYPE']._serialized_end=1242
+  _globals['_HDFSFILESTATUSPROTO_FLAGS']._serialized_start=1244
+  _globals['_HDFSFILESTATUSPROTO_FLAGS']._serialized_end=1313
+  _globals['_FSSERVERDEFAULTSPROTO']._serialized_start=1328
+  _globals['_FSSERVERDEFAULTSPROTO']._serialized_end=1643
+  _globals['_LOCATEDBLOCKPROTO']._serialized_start=1645
+  _globals['_LOCATEDBLOCKPROTO']._serialized_end=1741
+  _globals['_LOCATEDBLOCKSPROTO']._serialized_start=1744
+  _globals['_LOCATEDBLOCKSPROTO']._serialized_end=1951
+  _globals['_QUOTAUSAGEPROTO']._serialized_start=1954
+  _globals['_QUOTAUSAGEPROTO']._serialized_end=2125
+  _globals['_DIRECTORYLISTINGPROTO']._serialized_start=2127
+  _globals['_DIRECTORYLISTINGPROTO']._serialized_end=2234
 # @@protoc_insertion_point(module_scope)

@@ -99,7 +99,7 @@ class ContentSummaryProto(_message.Message):
     def __init__(self, length: _Optional[int] = ..., fileCount: _Optional[int] = ..., directoryCount: _Optional[int] = ..., quota: _Optional[int] = ..., spaceConsumed: _Optional[int] = ..., spaceQuota: _Optional[int] = ..., typeQuotaInfos: _Optional[_Union[StorageTypeQuotaInfosProto, _Mapping]] = ..., snapshotLength: _Optional[int] = ..., snapshotFileCount: _Optional[int] = ..., snapshotDirectoryCount: _Optional[int] = ..., snapshotSpaceConsumed: _Optional[int] = ..., erasureCodingPolicy: _Optional[str] = ...) -> None: ...
 
 class HdfsFileStatusProto(_message.Message):
-    __slots__ = ("fileType", "path", "length", "permission", "owner", "group", "modification_time", "access_time", "symlink", "block_replication", "blocksize", "fileId", "childrenNum", "storagePolicy", "flags")
+    __slots__ = ("fileType", "path", "length", "permission", "owner", "group", "modification_time", "access_time", "symlink", "block_replication", "blocksize", "locations", "fileId", "childrenNum", "storagePolicy", "flags")
     class FileType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         IS_DIR: _ClassVar[HdfsFileStatusProto.FileType]
@@ -129,6 +129,7 @@ class HdfsFileStatusProto(_message.Message):
     SYMLINK_FIELD_NUMBER: _ClassVar[int]
     BLOCK_REPLICATION_FIELD_NUMBER: _ClassVar[int]
     BLOCKSIZE_FIELD_NUMBER: _ClassVar[int]
+    LOCATIONS_FIELD_NUMBER: _ClassVar[int]
     FILEID_FIELD_NUMBER: _ClassVar[int]
     CHILDRENNUM_FIELD_NUMBER: _ClassVar[int]
     STORAGEPOLICY_FIELD_NUMBER: _ClassVar[int]
@@ -144,11 +145,12 @@ class HdfsFileStatusProto(_message.Message):
     symlink: bytes
     block_replication: int
     blocksize: int
+    locations: LocatedBlocksProto
     fileId: int
     childrenNum: int
     storagePolicy: int
     flags: int
-    def __init__(self, fileType: _Optional[_Union[HdfsFileStatusProto.FileType, str]] = ..., path: _Optional[bytes] = ..., length: _Optional[int] = ..., permission: _Optional[_Union[FsPermissionProto, _Mapping]] = ..., owner: _Optional[str] = ..., group: _Optional[str] = ..., modification_time: _Optional[int] = ..., access_time: _Optional[int] = ..., symlink: _Optional[bytes] = ..., block_replication: _Optional[int] = ..., blocksize: _Optional[int] = ..., fileId: _Optional[int] = ..., childrenNum: _Optional[int] = ..., storagePolicy: _Optional[int] = ..., flags: _Optional[int] = ...) -> None: ...
+    def __init__(self, fileType: _Optional[_Union[HdfsFileStatusProto.FileType, str]] = ..., path: _Optional[bytes] = ..., length: _Optional[int] = ..., permission: _Optional[_Union[FsPermissionProto, _Mapping]] = ..., owner: _Optional[str] = ..., group: _Optional[str] = ..., modification_time: _Optional[int] = ..., access_time: _Optional[int] = ..., symlink: _Optional[bytes] = ..., block_replication: _Optional[int] = ..., blocksize: _Optional[int] = ..., locations: _Optional[_Union[LocatedBlocksProto, _Mapping]] = ..., fileId: _Optional[int] = ..., childrenNum: _Optional[int] = ..., storagePolicy: _Optional[int] = ..., flags: _Optional[int] = ...) -> None: ...
 
 class FsServerDefaultsProto(_message.Message):
     __slots__ = ("blockSize", "bytesPerChecksum", "writePacketSize", "replication", "fileBufferSize", "encryptDataTransfer", "trashInterval", "checksumType", "keyProviderUri", "policyId")
@@ -173,6 +175,44 @@ class FsServerDefaultsProto(_message.Message):
     keyProviderUri: str
     policyId: int
     def __init__(self, blockSize: _Optional[int] = ..., bytesPerChecksum: _Optional[int] = ..., writePacketSize: _Optional[int] = ..., replication: _Optional[int] = ..., fileBufferSize: _Optional[int] = ..., encryptDataTransfer: _Optional[bool] = ..., trashInterval: _Optional[int] = ..., checksumType: _Optional[_Union[ChecksumTypeProto, str]] = ..., keyProviderUri: _Optional[str] = ..., policyId: _Optional[int] = ...) -> None: ...
+
+class LocatedBlockProto(_message.Message):
+    __slots__ = ("b", "offset", "corrupt")
+    B_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    CORRUPT_FIELD_NUMBER: _ClassVar[int]
+    b: ExtendedBlockProto
+    offset: int
+    corrupt: bool
+    def __init__(self, b: _Optional[_Union[ExtendedBlockProto, _Mapping]] = ..., offset: _Optional[int] = ..., corrupt: _Optional[bool] = ...) -> None: ...
+
+class LocatedBlocksProto(_message.Message):
+    __slots__ = ("fileLength", "blocks", "underConstruction", "lastBlock", "isLastBlockComplete")
+    FILELENGTH_FIELD_NUMBER: _ClassVar[int]
+    BLOCKS_FIELD_NUMBER: _ClassVar[int]
+    UNDERCONSTRUCTION_FIELD_NUMBER: _ClassVar[int]
+    LASTBLOCK_FIELD_NUMBER: _ClassVar[int]
+    ISLASTBLOCKCOMPLETE_FIELD_NUMBER: _ClassVar[int]
+    fileLength: int
+    blocks: _containers.RepeatedCompositeFieldContainer[LocatedBlockProto]
+    underConstruction: bool
+    lastBlock: LocatedBlockProto
+    isLastBlockComplete: bool
+    def __init__(self, fileLength: _Optional[int] = ..., blocks: _Optional[_Iterable[_Union[LocatedBlockProto, _Mapping]]] = ..., underConstruction: _Optional[bool] = ..., lastBlock: _Optional[_Union[LocatedBlockProto, _Mapping]] = ..., isLastBlockComplete: _Optional[bool] = ...) -> None: ...
+
+class QuotaUsageProto(_message.Message):
+    __slots__ = ("fileAndDirectoryCount", "quota", "spaceConsumed", "spaceQuota", "typeQuotaInfos")
+    FILEANDDIRECTORYCOUNT_FIELD_NUMBER: _ClassVar[int]
+    QUOTA_FIELD_NUMBER: _ClassVar[int]
+    SPACECONSUMED_FIELD_NUMBER: _ClassVar[int]
+    SPACEQUOTA_FIELD_NUMBER: _ClassVar[int]
+    TYPEQUOTAINFOS_FIELD_NUMBER: _ClassVar[int]
+    fileAndDirectoryCount: int
+    quota: int
+    spaceConsumed: int
+    spaceQuota: int
+    typeQuotaInfos: StorageTypeQuotaInfosProto
+    def __init__(self, fileAndDirectoryCount: _Optional[int] = ..., quota: _Optional[int] = ..., spaceConsumed: _Optional[int] = ..., spaceQuota: _Optional[int] = ..., typeQuotaInfos: _Optional[_Union[StorageTypeQuotaInfosProto, _Mapping]] = ...) -> None: ...
 
 class DirectoryListingProto(_message.Message):
     __slots__ = ("partialListing", "remainingEntries")

@@ -1,0 +1,145 @@
+"""`qjm haadmin`: HDFS's `hdfs haadmin` for a qjm cluster's NameNodes (manual HA)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from qjm.cli import eventloop
+from qjm.config import load_config
+from qjm.errors import ConfigError
+from qjm.ha.haadmin import (
+    FailoverFailedError,
+    HATarget,
+    check_health,
+    failover,
+    get_status,
+    transition_to_active,
+    transition_to_standby,
+)
+from qjm.ipc import RpcError
+
+DEFAULT_TIMEOUT_S = 60.0
+_STATE_NAMES = {"INITIALIZING": "initializing", "ACTIVE": "active", "STANDBY": "standby"}
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `qjm haadmin`."""
+    p = sub.add_parser(
+        "haadmin",
+        help="NameNode HA administration (as hdfs haadmin)",
+        description="Query and change the HA state of the NameNodes named in the config.",
+    )
+    p.add_argument("--config", required=True, help="cluster TOML file with [namenodes.*]")
+    p.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="per-call timeout in seconds"
+    )
+    p.add_argument("--forcemanual", action="store_true", help="request as REQUEST_BY_USER_FORCED")
+    p.add_argument("--forcefence", action="store_true", help="-failover: fence even if graceful")
+    p.add_argument(
+        "--forceactive",
+        action="store_true",
+        help="-failover/-transitionToActive: skip the readiness / other-active checks",
+    )
+    act = p.add_mutually_exclusive_group(required=True)
+    act.add_argument("-getServiceState", metavar="NN", help="print active/standby of NN")
+    act.add_argument(
+        "-getAllServiceState", action="store_true", help="print the state of every NameNode"
+    )
+    act.add_argument("-transitionToActive", metavar="NN", help="make NN active")
+    act.add_argument("-transitionToStandby", metavar="NN", help="make NN standby")
+    act.add_argument(
+        "-failover", nargs=2, metavar=("FROM", "TO"), help="move the active role FROM -> TO"
+    )
+    act.add_argument("-checkHealth", metavar="NN", help="exit 0 when NN is healthy")
+    p.set_defaults(func=run_haadmin)
+
+
+def _targets(config: str) -> dict[str, HATarget]:
+    cfg = load_config(config)
+    if not cfg.namenodes:
+        raise ConfigError(f"{config} configures no [namenodes.*]")
+    return {n: HATarget(n, c.rpc_address) for n, c in cfg.namenodes.items()}
+
+
+def _target(targets: dict[str, HATarget], name: str) -> HATarget:
+    try:
+        return targets[name]
+    except KeyError:
+        known = ", ".join(targets)
+        raise ConfigError(f"no NameNode called {name!r} (known: {known})") from None
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def run_haadmin(args: argparse.Namespace) -> int:
+    """Run one haadmin action; 0 ok, 1 failure (one line on stderr)."""
+    targets = _targets(args.config)
+    timeout = args.timeout
+    try:
+        if args.getServiceState:
+            target = _target(targets, args.getServiceState)
+            state, _, _ = eventloop.run(get_status(target, timeout))
+            print(_STATE_NAMES.get(state.name, state.name.lower()))
+            return 0
+        if args.getAllServiceState:
+            return eventloop.run(_all_states(list(targets.values()), timeout))
+        if args.checkHealth:
+            eventloop.run(check_health(_target(targets, args.checkHealth), timeout))
+            return 0
+        if args.transitionToStandby:
+            target = _target(targets, args.transitionToStandby)
+            eventloop.run(
+                transition_to_standby(target, forced=args.forcemanual, call_timeout_s=timeout)
+            )
+            return 0
+        if args.transitionToActive:
+            target = _target(targets, args.transitionToActive)
+            others = [t for n, t in targets.items() if n != target.name]
+            eventloop.run(
+                transition_to_active(
+                    target,
+                    others,
+                    force_active=args.forceactive,
+                    forced=args.forcemanual,
+                    call_timeout_s=timeout,
+                    report=_say,
+                )
+            )
+            return 0
+        from_name, to_name = args.failover
+        from_t, to_t = _target(targets, from_name), _target(targets, to_name)
+        eventloop.run(
+            failover(
+                from_t,
+                to_t,
+                force_fence=args.forcefence,
+                force_active=args.forceactive,
+                forced=args.forcemanual,
+                call_timeout_s=timeout,
+                report=_say,
+            )
+        )
+        print(f"Failover to {to_name} successful")
+        return 0
+    except FailoverFailedError as e:
+        prefix = "Failover failed: " if args.failover else ""
+        print(f"qjm haadmin: {prefix}{e}", file=sys.stderr)
+        return 1
+    except RpcError as e:
+        print(f"qjm haadmin: {e}", file=sys.stderr)
+        return 1
+
+
+async def _all_states(targets: list[HATarget], call_timeout_s: float) -> int:
+    """Print every NameNode's address and state as hdfs haadmin -getAllServiceState."""
+    for target in targets:
+        try:
+            state, _, _ = await get_status(target, call_timeout_s)
+            shown = _STATE_NAMES.get(state.name, state.name.lower())
+        except RpcError as e:
+            shown = f"Failed to connect: {e}"
+        print(f"{target.address:<50} {shown}")
+    return 0

@@ -1,0 +1,66 @@
+"""HAServiceProtocol's handlers: health, status and the manual state transitions."""
+
+from __future__ import annotations
+
+from qjm.ipc.server import CallContext, Handler, Method
+from qjm.namenode import protocols
+from qjm.namenode.proto import HAServiceProtocol_pb2 as ha
+from qjm.namenode.service import NameNodeService
+from qjm.namenode.types import HAState
+
+_STATE_ON_WIRE = {  # HAServiceStateProto; a stopping node reports INITIALIZING
+    HAState.INITIALIZING: ha.INITIALIZING,
+    HAState.ACTIVE: ha.ACTIVE,
+    HAState.STANDBY: ha.STANDBY,
+    HAState.OBSERVER: ha.OBSERVER,
+    HAState.STOPPING: ha.INITIALIZING,
+}
+
+
+def request_source(info: ha.HAStateChangeRequestInfoProto) -> str:
+    """The request source's name (REQUEST_BY_USER, REQUEST_BY_USER_FORCED, REQUEST_BY_ZKFC)."""
+    return ha.HARequestSource.Name(info.reqSource)
+
+
+def ha_methods(nn: NameNodeService) -> dict[str, Method]:
+    """Every HAServiceProtocol method, for IpcServer.register."""
+
+    async def monitor_health(
+        req: ha.MonitorHealthRequestProto, ctx: CallContext
+    ) -> ha.MonitorHealthResponseProto:
+        await nn.monitor_health()
+        return ha.MonitorHealthResponseProto()
+
+    async def get_service_status(
+        req: ha.GetServiceStatusRequestProto, ctx: CallContext
+    ) -> ha.GetServiceStatusResponseProto:
+        state, ready, reason = nn.service_status()
+        response = ha.GetServiceStatusResponseProto(
+            state=_STATE_ON_WIRE[state], readyToBecomeActive=ready
+        )
+        if not ready and reason:
+            response.notReadyReason = reason
+        return response
+
+    async def transition_to_active(
+        req: ha.TransitionToActiveRequestProto, ctx: CallContext
+    ) -> ha.TransitionToActiveResponseProto:
+        await nn.transition_to_active(request_source(req.reqInfo))
+        return ha.TransitionToActiveResponseProto()
+
+    async def transition_to_standby(
+        req: ha.TransitionToStandbyRequestProto, ctx: CallContext
+    ) -> ha.TransitionToStandbyResponseProto:
+        await nn.transition_to_standby(request_source(req.reqInfo))
+        return ha.TransitionToStandbyResponseProto()
+
+    handlers: dict[str, Handler] = {
+        "monitorHealth": monitor_health,
+        "getServiceStatus": get_service_status,
+        "transitionToActive": transition_to_active,
+        "transitionToStandby": transition_to_standby,
+    }
+    return {
+        name: Method(spec.request, handlers[name])
+        for name, spec in protocols.HA_SERVICE_METHODS.items()
+    }

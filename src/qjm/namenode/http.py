@@ -1,0 +1,338 @@
+"""The NameNode's HTTP server: /status, /metrics, a status page and /imagetransfer.
+
+GET /imagetransfer?getimage=1&txid=N|latest -> image bytes, with headers X-MD5-Digest,
+X-Image-Txid and the VERSION fields X-Namespace-Id, X-Cluster-Id, X-Block-Pool-Id, X-CTime.
+PUT /imagetransfer?txid=N (body: the image, header X-MD5-Digest) -> 200 when kept, 409 when
+not newer than the newest image held, 403 when this NameNode is not active.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import html
+import json
+import logging
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from qjm import __version__
+from qjm.errors import QjmError
+from qjm.namenode.image import read_md5_file
+from qjm.namenode.types import HAState
+from qjm.protocol.status import describe_segments
+
+if TYPE_CHECKING:
+    from qjm.namenode.server import NameNode
+
+log = logging.getLogger("qjm.namenode.http")
+NN_KEY = web.AppKey("namenode", object)
+IMAGE_TRANSFER_PATH = "/imagetransfer"
+MAX_IMAGE_BYTES = 1 << 40  # an uploaded image is read whole; aiohttp's default cap is 1 MiB
+JN_STATUS_TTL_S = 2.0
+JN_STATUS_TIMEOUT_S = 3.0
+CHUNK = 1 << 20
+EXTRA_EDITS_RETAINED = 1_000_000  # dfs.namenode.num.extra.edits.retained
+
+
+def _nn(request: web.Request) -> NameNode:
+    return request.app[NN_KEY]  # type: ignore[return-value]
+
+
+def _error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+class JournalStatusCache:
+    """Each JournalNode's view of the shared journal, asked at most every JN_STATUS_TTL_S."""
+
+    def __init__(self, nn: NameNode) -> None:
+        self.nn = nn
+        self.rows: list[dict[str, Any]] = []
+        self.at = 0.0
+        self._lock = asyncio.Lock()
+
+    async def get(self) -> list[dict[str, Any]]:
+        """Rows of qjm.client.admin.journal_status, fresh within the TTL."""
+        async with self._lock:
+            if time.monotonic() - self.at < JN_STATUS_TTL_S:
+                return self.rows
+            from qjm.client.admin import journal_status
+
+            try:
+                async with asyncio.timeout(JN_STATUS_TIMEOUT_S):
+                    self.rows = await journal_status(self.nn.uri)
+            except (TimeoutError, QjmError) as e:
+                self.rows = [
+                    {"address": a, "reachable": False, "error": f"status not known: {e}"}
+                    for a in self.nn.uri.addresses
+                ]
+            self.at = time.monotonic()
+            return self.rows
+
+
+_JN_CACHE: web.AppKey[JournalStatusCache] = web.AppKey("jn_status", JournalStatusCache)
+
+
+def _journal_row(row: dict[str, Any]) -> dict[str, Any]:
+    keep = (
+        "address",
+        "reachable",
+        "error",
+        "formatted",
+        "last_promised_epoch",
+        "last_writer_epoch",
+        "committed_txid",
+        "highest_written_txid",
+        "current_segment",
+        "segments",
+        "problems",
+    )
+    return {k: row[k] for k in keep if k in row}
+
+
+async def status_dict(nn: NameNode, jn_rows: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """The NameNode's status as JSON-ready values."""
+    ns = nn._ns
+    files = dirs = size = inodes = 0
+    if ns is not None:
+        files, dirs, size = ns.totals()
+        inodes = len(ns)
+    cp = nn.checkpointer
+    tailer = nn.tailer
+    out: dict[str, Any] = {
+        "name": nn.name,
+        "version": __version__,
+        "ha_state": nn.ha_state.name.lower(),
+        "state_since": nn.ha.since,
+        "rpc_address": nn.rpc_address(),
+        "http_address": nn.http_address(),
+        "name_dir": nn.conf.name_dir,
+        "last_applied_txid": nn.last_txid(),
+        "last_synced_txid": nn.synced_txid(),
+        "image_txid": nn.image_txid,
+        "last_checkpoint_txid": cp.last_checkpoint_txid if cp is not None else None,
+        "inodes": inodes,
+        "files": files,
+        "dirs": dirs,
+        "bytes": size,
+        "epoch": nn.qjm.epoch if nn.qjm is not None else None,
+        "shared_edits": str(nn.uri),
+        "tailer": {
+            "running": tailer is not None and tailer.running,
+            "last_error": tailer.last_error if tailer is not None else None,
+        },
+        "fatal_error": nn.fatal_error,
+        "last_transition_error": nn.last_transition_error,
+        "uptime_s": round(time.time() - nn.started_at, 3),
+    }
+    if jn_rows is not None:
+        out["journal_nodes"] = [_journal_row(r) for r in jn_rows]
+    return out
+
+
+async def status_json(request: web.Request) -> web.Response:
+    """GET /status: the NameNode's status as JSON (journal nodes' state included)."""
+    nn = _nn(request)
+    rows = await request.app[_JN_CACHE].get()
+    st = await status_dict(nn, rows)
+    return web.json_response(st, dumps=lambda o: json.dumps(o, indent=2))
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """GET /metrics: Prometheus text exposition."""
+    nn = _nn(request)
+    body = generate_latest(nn.metrics.registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+async def status_page(request: web.Request) -> web.Response:
+    """GET /: a small human status page that refreshes itself."""
+    nn = _nn(request)
+    rows = await request.app[_JN_CACHE].get()
+    st = await status_dict(nn, rows)
+    esc = html.escape
+    facts = [
+        ("HA state", st["ha_state"]),
+        ("last applied txid", st["last_applied_txid"]),
+        ("last synced txid", "-" if st["last_synced_txid"] is None else st["last_synced_txid"]),
+        ("namespace", f"{st['inodes']} inodes: {st['files']} files, {st['dirs']} directories"),
+        ("newest image txid", st["last_checkpoint_txid"]),
+        ("writer epoch", "-" if st["epoch"] is None else st["epoch"]),
+        ("RPC", st["rpc_address"]),
+        ("shared edits", st["shared_edits"]),
+        ("name dir", st["name_dir"]),
+    ]
+    if st["fatal_error"]:
+        facts.append(("fatal error", st["fatal_error"]))
+    if st["tailer"]["last_error"]:
+        facts.append(("tailer", st["tailer"]["last_error"]))
+    jn_rows = []
+    for r in st.get("journal_nodes", []):
+        cells = [
+            r.get("address", "-"),
+            "up" if r.get("reachable") else "down",
+            str(r.get("last_promised_epoch", "-")),
+            str(r.get("last_writer_epoch", "-")),
+            str(r.get("committed_txid", "-")),
+            str(r.get("highest_written_txid", "-")),
+            describe_segments(r.get("segments", [])),
+            r.get("error") or "; ".join(r.get("problems", [])) or "-",
+        ]
+        jn_rows.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
+    heads = [
+        "JournalNode",
+        "state",
+        "promised epoch",
+        "writer epoch",
+        "committed txid",
+        "last written txid",
+        "segments",
+        "problems",
+    ]
+    page = f"""<!doctype html>
+<html><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
+<title>NameNode {esc(st["name"])} ({esc(st["ha_state"])})</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;margin-bottom:1em}}
+td,th{{border:1px solid #ccc;padding:4px 10px;text-align:left}}th{{background:#eee}}</style>
+</head><body>
+<h1>NameNode {esc(st["name"])} &mdash; {esc(st["ha_state"])}</h1>
+<p>version {esc(st["version"])} &middot; <a href="/status">status JSON</a> &middot;
+<a href="/metrics">metrics</a></p>
+<table>{"".join(f"<tr><th>{esc(k)}</th><td>{esc(str(v))}</td></tr>" for k, v in facts)}</table>
+<h2>JournalNodes</h2>
+<table><tr>{"".join(f"<th>{h}</th>" for h in heads)}</tr>
+{"".join(jn_rows) or '<tr><td colspan="8">none configured</td></tr>'}
+</table></body></html>"""
+    return web.Response(text=page, content_type="text/html")
+
+
+def _version_headers(nn: NameNode) -> dict[str, str]:
+    """The name dir's VERSION fields as X- headers (for bootstrap-standby)."""
+    assert nn.storage is not None
+    info = nn.storage.read_ns_info()
+    return {
+        "X-Namespace-Id": str(info.namespace_id),
+        "X-Cluster-Id": str(info.cluster_id),
+        "X-Block-Pool-Id": str(info.block_pool_id),
+        "X-CTime": str(info.ctime),
+    }
+
+
+async def get_image(request: web.Request) -> web.StreamResponse:
+    """GET /imagetransfer?getimage=1&txid=N|latest: an image of this NameNode's name dir."""
+    nn = _nn(request)
+    if request.query.get("getimage") != "1":
+        return _error(400, "GET /imagetransfer needs getimage=1 (and txid=N or txid=latest)")
+    storage = nn.storage
+    if storage is None:
+        return _error(503, f"NameNode {nn.name} has no name dir open")
+    want = request.query.get("txid", "latest")
+    images = sorted(storage.images())
+    if not images:
+        return _error(404, f"NameNode {nn.name} holds no image")
+    if want == "latest":
+        txid, path = images[-1]
+    else:
+        try:
+            wanted = int(want)
+        except ValueError:
+            return _error(400, f"txid must be a number or 'latest', got {want!r}")
+        found = [(t, p) for t, p in images if t == wanted]
+        if not found:
+            held = ", ".join(str(t) for t, _ in images)
+            return _error(404, f"NameNode {nn.name} holds no image at txid {wanted} ({held})")
+        txid, path = found[0]
+    path = Path(path)
+    loop = asyncio.get_running_loop()
+    try:
+        data = await loop.run_in_executor(None, path.read_bytes)
+    except FileNotFoundError:
+        return _error(404, f"image {path.name} went away (purged); ask again")
+    md5 = read_md5_file(path) or hashlib.md5(data).hexdigest()
+    headers = {
+        "Content-Type": "application/octet-stream",
+        "X-MD5-Digest": md5,
+        "X-Image-Txid": str(txid),
+        "X-Image-File": path.name,
+    }
+    try:
+        headers.update(_version_headers(nn))
+    except (QjmError, OSError, AttributeError) as e:
+        return _error(500, f"cannot read the name dir's VERSION: {e}")
+    return web.Response(body=data, headers=headers)
+
+
+async def put_image(request: web.Request) -> web.Response:
+    """PUT /imagetransfer?txid=N: keep a checkpoint from the standby when it is newer."""
+    nn = _nn(request)
+    try:
+        txid = int(request.query["txid"])
+    except (KeyError, ValueError):
+        return _error(400, "PUT /imagetransfer needs txid=N")
+    md5 = request.headers.get("X-MD5-Digest")
+    if not md5:
+        return _error(400, "PUT /imagetransfer needs the X-MD5-Digest header")
+    if nn.ha_state != HAState.ACTIVE:
+        return _error(
+            403, f"NameNode {nn.name} is {nn.ha_state.name.lower()}, not active: it takes no image"
+        )
+    storage = nn.storage
+    if storage is None:
+        return _error(503, f"NameNode {nn.name} has no name dir open")
+    newest = max((t for t, _ in storage.images()), default=-1)
+    if txid <= newest:
+        return _error(409, f"image at txid {txid} is not newer than the newest held, {newest}")
+    data = await request.read()
+    loop = asyncio.get_running_loop()
+    try:
+        await loop.run_in_executor(None, storage.install_image, data, txid, md5)
+    except QjmError as e:
+        return _error(400, str(e))
+    nn.metrics.images_received += 1
+    nn.image_txid = max(nn.image_txid, txid)
+    await loop.run_in_executor(None, storage.purge, nn.settings.images_retained)
+    await purge_shared_edits(nn)
+    log.info(
+        "NameNode %s: took image at txid %d (%d bytes) from %s",
+        nn.name,
+        txid,
+        len(data),
+        request.headers.get("X-Namenode", request.remote),
+    )
+    return web.json_response({"txid": txid, "bytes": len(data)})
+
+
+async def purge_shared_edits(nn: NameNode) -> None:
+    """As HDFS's retention manager: drop segments (shared and local) no retained image
+    needs, keeping EXTRA_EDITS_RETAINED txns more (a lagging standby may still read them)."""
+    el, storage = nn.edit_log, nn.storage
+    if el is None or storage is None or nn.ha_state != HAState.ACTIVE:
+        return
+    images = storage.images()
+    if not images:
+        return
+    min_txid = images[0][0] + 1 - EXTRA_EDITS_RETAINED
+    if min_txid <= 1:
+        return
+    try:
+        await el.purge_logs_older_than(min_txid)
+    except QjmError as e:
+        log.warning("NameNode %s: purging shared edits below txid %d: %s", nn.name, min_txid, e)
+
+
+def make_app(nn: NameNode) -> web.Application:
+    """The aiohttp application of one NameNode."""
+    app = web.Application(client_max_size=MAX_IMAGE_BYTES)
+    app[NN_KEY] = nn
+    app[_JN_CACHE] = JournalStatusCache(nn)
+    app.router.add_get("/status", status_json)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/", status_page)
+    app.router.add_get(IMAGE_TRANSFER_PATH, get_image)
+    app.router.add_put(IMAGE_TRANSFER_PATH, put_image)
+    return app

@@ -1,0 +1,127 @@
+"""Prometheus metrics of a NameNode (qjm_namenode_*), read from the NameNode at scrape time."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from qjm import __version__
+from qjm.namenode.types import HAState
+
+if TYPE_CHECKING:
+    from qjm.namenode.server import NameNode
+
+
+class NameNodeCollector(Collector):
+    """One family per metric; values read from the NameNode when scraped."""
+
+    def __init__(self, nn: NameNode, metrics: NameNodeMetrics) -> None:
+        self.nn = nn
+        self.m = metrics
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        """Yield the NameNode's gauges and counters."""
+        nn = self.nn
+        state = GaugeMetricFamily(
+            "qjm_namenode_ha_state", "1 for the current HA state", labels=["state"]
+        )
+        for s in HAState:
+            state.add_metric([s.name.lower()], 1 if nn.ha_state == s else 0)
+        yield state
+
+        def gauge(name: str, text: str, value: float) -> GaugeMetricFamily:
+            g = GaugeMetricFamily(f"qjm_namenode_{name}", text)
+            g.add_metric([], value)
+            return g
+
+        def counter(name: str, text: str, value: float) -> CounterMetricFamily:
+            c = CounterMetricFamily(f"qjm_namenode_{name}", text)
+            c.add_metric([], value)
+            return c
+
+        yield gauge("last_applied_txid", "Newest txid applied to the namespace", nn.last_txid())
+        synced = nn.synced_txid()
+        yield (
+            gauge("last_synced_txid", "Newest txid the quorum holds (active only; else -1)", -1)
+            if synced is None
+            else gauge(
+                "last_synced_txid", "Newest txid the quorum holds (active only; else -1)", synced
+            )
+        )
+        ns = nn._ns
+        files = dirs = size = inodes = 0
+        if ns is not None:
+            files, dirs, size = ns.totals()
+            inodes = len(ns)
+        yield gauge("inodes", "Inodes in the namespace, the root included", inodes)
+        yield gauge("files", "Files in the namespace (HDFS FilesTotal)", files)
+        yield gauge("directories", "Directories in the namespace", dirs)
+        yield gauge("bytes", "Bytes of all files' blocks", size)
+        cp = nn.checkpointer
+        yield gauge(
+            "last_checkpoint_txid",
+            "Txid of the newest image saved or received here",
+            max(nn.image_txid, cp.last_checkpoint_txid if cp is not None else 0),
+        )
+        yield gauge(
+            "epoch", "Writer epoch while active (0 otherwise)", (nn.qjm.epoch or 0) if nn.qjm else 0
+        )
+        tailer = nn.tailer
+        yield gauge(
+            "tailer_running",
+            "1 while the edit log tailer runs",
+            1 if tailer and tailer.running else 0,
+        )
+        yield counter(
+            "txns_applied_total", "Txns applied from the shared journal", self.m.txns_applied
+        )
+        yield counter(
+            "checkpoints_total", "Images saved by the checkpointer", cp.checkpoints if cp else 0
+        )
+        yield counter(
+            "images_uploaded_total", "Images uploaded to another NameNode", cp.uploads if cp else 0
+        )
+        yield counter(
+            "images_received_total", "Images received over /imagetransfer", self.m.images_received
+        )
+        yield counter("ha_transitions_total", "HA state changes", nn.ha.transitions)
+        ops = CounterMetricFamily(
+            "qjm_namenode_ops_logged_total", "Edit-log ops logged, by RPC method", labels=["method"]
+        )
+        for method, n in sorted(self.m.ops.items()):
+            ops.add_metric([method], n)
+        yield ops
+        rpc = nn.ipc_stats()
+        for key, text in (
+            ("calls", "RPC calls received"),
+            ("errors", "RPC calls answered with an error"),
+            ("bytes_in", "RPC bytes received"),
+            ("bytes_out", "RPC bytes sent"),
+        ):
+            yield counter(f"rpc_{key}_total", text, rpc.get(key, 0))
+        yield gauge("rpc_connections", "Open RPC connections", rpc.get("connections", 0))
+        info = GaugeMetricFamily(
+            "qjm_namenode_info", "Version and name", labels=["version", "name"]
+        )
+        info.add_metric([__version__, nn.name], 1)
+        yield info
+
+
+class NameNodeMetrics:
+    """The registry of one NameNode, and the counters the NameNode bumps."""
+
+    def __init__(self, nn: NameNode) -> None:
+        self.registry = CollectorRegistry()
+        self.txns_applied = 0
+        self.images_received = 0
+        self.ops: Counter[str] = Counter()
+        self.registry.register(NameNodeCollector(nn, self))
+
+    def count_ops(self, method: str, n: int) -> None:
+        """Count n ops logged by an RPC method."""
+        self.ops[method] += n

@@ -1,0 +1,851 @@
+"""The NameNode daemon: a namespace, a write-ahead edit log on the quorum journal, HA states.
+
+Start: INITIALIZING (load the newest image, replay the committed shared edits after it) ->
+STANDBY (the tailer applies new committed edits). transition_to_active fences the old
+writer by a new epoch, recovers and catches up, opens a segment -> ACTIVE.
+transition_to_standby closes the edit log and starts the tailer. One lock serializes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import grp
+import json
+import logging
+import os
+import pwd
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from qjm.client.quorum_call import QuorumError
+from qjm.client.quorum_journal_manager import QuorumJournalManager
+from qjm.client.reader import QuorumJournalReader
+from qjm.client.uri import QJournalUri, parse_qjournal_uri
+from qjm.config import ClusterConfig, NameNodeConfig, format_address, parse_address
+from qjm.editlog.ops import Op, decode_op
+from qjm.errors import QjmError
+from qjm.ipc import IpcServer
+from qjm.ipc.server import CallContext
+from qjm.namenode.errors import (
+    HealthCheckFailedError,
+    NamenodeError,
+    RetriableError,
+    ServiceFailedError,
+    StandbyError,
+)
+from qjm.namenode.ha_state import HAStateMachine
+from qjm.namenode.types import Caller, HAState
+from qjm.protocol.errors import EpochError
+
+if TYPE_CHECKING:
+    from qjm.namenode.checkpointer import StandbyCheckpointer
+    from qjm.namenode.edit_log import FSEditLog
+    from qjm.namenode.metrics import NameNodeMetrics
+    from qjm.namenode.namespace import Namespace
+    from qjm.namenode.service import Plan
+    from qjm.namenode.storage import NNStorage
+    from qjm.namenode.tailer import EditLogTailer
+
+log = logging.getLogger("qjm.namenode")
+GROUPS_CACHE_S = 300.0  # hadoop.security.groups.cache.secs
+HTTP_SHUTDOWN_SECONDS = 2.0
+HTTP_IDLE_TIMEOUT_S = 60.0  # hadoop.http.idle_timeout.ms
+EPOCH_CHECK_S = 1.0  # how often an active asks the JournalNodes whether it was deposed
+
+
+class StartupError(QjmError):
+    """The NameNode cannot start: a locked or unformatted name dir, a busy port, no image."""
+
+
+def os_user() -> str:
+    """The name of the OS user running this process."""
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return str(os.geteuid())
+
+
+def os_groups(user: str) -> tuple[str, ...]:
+    """The user's groups from the OS (primary first), or none when the user is unknown here."""
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        return ()
+    names: list[str] = []
+    try:
+        gids = os.getgrouplist(user, entry.pw_gid)
+    except OSError:
+        gids = [entry.pw_gid]
+    for gid in [entry.pw_gid, *gids]:
+        try:
+            name = grp.getgrgid(gid).gr_name
+        except KeyError:
+            name = str(gid)
+        if name not in names:
+            names.append(name)
+    return tuple(names)
+
+
+def _fenced(exc: BaseException | None) -> bool:
+    """True when exc (or what caused it) says a newer writer holds the journal."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, EpochError) or type(exc).__name__ == "WriterFencedError":
+            return True
+        if isinstance(exc, QuorumError) and exc.epoch_error is not None:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _why(exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, QjmError) else f"{type(exc).__name__}: {exc}"
+
+
+class NameNode:
+    """One NameNode of an HA pair: serves ClientProtocol and HAServiceProtocol (NameNodeService)."""
+
+    def __init__(self, cfg: ClusterConfig, name: str, *, user: str | None = None) -> None:
+        self.cfg = cfg
+        self.conf: NameNodeConfig = cfg.namenode_named(name)
+        self.name = name
+        self.settings = cfg.namenode
+        self.superuser = user or os_user()
+        self.uri: QJournalUri = parse_qjournal_uri(cfg.shared_edits_uri())
+        self.rpc_host, self.rpc_port = parse_address(self.conf.rpc_address, "rpc_address")
+        self.http_host, self.http_port = parse_address(self.conf.http_address, "http_address")
+        self.ha = HAStateMachine(name)
+        self.storage: NNStorage | None = None
+        self._ns: Namespace | None = None
+        self.applied_txid = 0  # the newest txid applied to the namespace here
+        self.image_txid = 0  # txid of the image the namespace was loaded from
+        self.edit_log: FSEditLog | None = None
+        self.qjm: QuorumJournalManager | None = None
+        self.tailer: EditLogTailer | None = None
+        self._reader: QuorumJournalReader | None = None
+        self.checkpointer: StandbyCheckpointer | None = None
+        self.transition_lock = asyncio.Lock()
+        self.apply_lock = asyncio.Lock()  # held while the namespace changes off the write path
+        self._applied_event = asyncio.Event()
+        self._groups: dict[str, tuple[float, tuple[str, ...]]] = {}
+        self._ipc: IpcServer | None = None
+        self._http: Any = None  # aiohttp AppRunner
+        self._http_server: asyncio.Server | None = None
+        self.failed = asyncio.Event()  # set by a fatal error: the daemon exits 1
+        self.exit_code = 0
+        self.fatal_error: str | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.started_at = time.time()
+        self.last_transition_error: str | None = None
+        self._needs_reload = False  # deposed: the namespace may hold edits no quorum took
+        from qjm.namenode.metrics import NameNodeMetrics
+
+        self.metrics: NameNodeMetrics = NameNodeMetrics(self)
+
+    # -- NameNodeService ----------------------------------------------------------------------
+    @property
+    def ns(self) -> Namespace:
+        """The namespace (after start)."""
+        if self._ns is None:
+            raise StandbyError(f"NameNode {self.name} has not loaded its namespace yet")
+        return self._ns
+
+    @property
+    def ha_state(self) -> HAState:
+        """The current HA state."""
+        return self.ha.state
+
+    def caller_of(self, ctx: CallContext) -> Caller:
+        """The Caller of an RPC: its user, the user's OS groups, and whether a superuser."""
+        user = ctx.user or "nobody"
+        now = time.monotonic()
+        cached = self._groups.get(user)
+        if cached is None or now - cached[0] > GROUPS_CACHE_S:
+            cached = (now, os_groups(user))
+            self._groups[user] = cached
+        groups = cached[1]
+        superuser = user == self.superuser or self.settings.superuser_group in groups
+        return Caller(user, groups, superuser)
+
+    def last_txid(self) -> int:
+        """The newest txid applied here (the state id of every RPC response)."""
+        el = self.edit_log
+        if el is not None and self.ha.is_active():
+            return int(el.last_txid)
+        return self.applied_txid
+
+    def state_id(self) -> int:
+        """The state id sent in every RPC response: the newest txid a client may have seen.
+
+        On the active that is the synced txid (no answer shows an unsynced edit, and an op
+        logged but not yet synced, such as a new segment's START, would make an observer
+        wait for the next write); elsewhere the last applied txid.
+        """
+        el = self.edit_log
+        if el is not None and self.ha.is_active():
+            return int(el.synced_txid)
+        return self.applied_txid
+
+    def synced_txid(self) -> int | None:
+        """The newest txid the quorum holds (active only)."""
+        el = self.edit_log
+        return int(el.synced_txid) if el is not None else None
+
+    async def _sync_pending(self) -> None:
+        """Wait until everything logged so far is synced (a no-op when nothing is pending)."""
+        el = self.edit_log
+        if el is None:
+            return
+        last = int(el.last_txid)
+        if el.synced_txid < last:
+            try:
+                await el.sync(last)
+            except Exception as e:
+                raise self._sync_failed(e) from None
+
+    async def read(self, ctx: CallContext) -> Namespace:
+        """The namespace to answer a read from, once every edit it may show is synced."""
+        state = self.ha.state
+        if state == HAState.ACTIVE:
+            await self._sync_pending()
+            self.ha.check_active("READ")  # deposed while waiting
+            return self.ns
+        state_id = ctx.state_id
+        if state_id is None or state != HAState.STANDBY:
+            self.ha.check_active("READ")
+            raise AssertionError("unreachable: check_active raises unless active")
+        await self._wait_applied(state_id)
+        return self.ns
+
+    async def _wait_applied(self, txid: int) -> None:
+        """Wait (bounded by observer_read_wait_ms) until txid is applied here."""
+
+        def ready() -> bool:
+            # A deposed NameNode's namespace may hold edits no quorum took until reloaded.
+            return self.applied_txid >= txid and self._ns is not None and not self._needs_reload
+
+        if ready():
+            return
+        wait_s = self.settings.observer_read_wait_ms / 1000
+        deadline = time.monotonic() + wait_s
+        while not ready():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RetriableError(
+                    f"NameNode {self.name} has applied txid {self.applied_txid}, older than "
+                    f"the client's state id {txid}, after waiting {wait_s:g}s; retry"
+                )
+            event = self._applied_event
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(left):
+                    await event.wait()
+            if self.ha.state not in (HAState.STANDBY, HAState.ACTIVE):
+                self.ha.check_active("READ")
+
+    def _notify_applied(self) -> None:
+        event, self._applied_event = self._applied_event, asyncio.Event()
+        event.set()
+
+    async def write(self, ctx: CallContext, plan: Plan) -> list[Op]:
+        """Run plan, apply and log its ops, and return them once the quorum holds them."""
+        self.ha.check_active("WRITE")
+        el = self.edit_log
+        ns = self.ns
+        assert el is not None
+        ops = plan(ns)  # validation only: its refusals reach the client untouched
+        if not ops:
+            await self._sync_pending()  # the answer may reflect edits not yet synced
+            return ops
+        txid = 0
+        for i, op in enumerate(ops):
+            try:
+                ns.apply(op)
+            except Exception as e:
+                if i == 0:
+                    raise  # nothing changed yet: a refusal the plan did not foresee
+                self._fatal(f"applying {type(op).__name__} after logging part of a call: {_why(e)}")
+                raise
+            try:
+                txid = el.log(op)
+            except Exception as e:
+                self._fatal(f"logging {type(op).__name__} after applying it: {_why(e)}")
+                raise
+        self.applied_txid = txid
+        self.metrics.count_ops(ctx.method, len(ops))
+        try:
+            await el.sync(txid)
+        except Exception as e:
+            raise self._sync_failed(e) from None
+        return ops
+
+    async def msync(self, ctx: CallContext) -> None:
+        """Return once everything applied here is synced (StandbyError unless active)."""
+        self.ha.check_active("msync")
+        await self._sync_pending()
+
+    def service_status(self) -> tuple[HAState, bool, str]:
+        """(state, ready to become active, why not)."""
+        state = self.ha.state
+        if state in (HAState.STANDBY, HAState.ACTIVE):
+            return state, True, ""
+        if state == HAState.INITIALIZING:
+            return state, False, "the NameNode is still loading its namespace"
+        return state, False, f"the NameNode is stopping: {self.ha.why_stopping or 'shut down'}"
+
+    async def monitor_health(self) -> None:
+        """Return when healthy; raise HealthCheckFailedError naming what is wrong."""
+        if self.ha.state == HAState.STOPPING:
+            raise HealthCheckFailedError(
+                f"NameNode {self.name} is stopping: {self.ha.why_stopping or 'shut down'}"
+            )
+        if self.ha.state == HAState.INITIALIZING:
+            raise HealthCheckFailedError(f"NameNode {self.name} is still starting")
+        name_dir = Path(self.conf.name_dir)
+        if not os.access(name_dir, os.W_OK | os.X_OK):
+            raise HealthCheckFailedError(f"name dir {name_dir} is not writable")
+
+    # -- HA transitions ------------------------------------------------------------------------
+    async def transition_to_active(self, source: str = "REQUEST_BY_USER") -> None:
+        """Fence the old writer, recover, catch up, open a segment: ACTIVE (no-op when active)."""
+        async with self.transition_lock:
+            if self.ha.state == HAState.ACTIVE:
+                return
+            if self.ha.state != HAState.STANDBY:
+                raise ServiceFailedError(
+                    f"NameNode {self.name} cannot become active from state "
+                    f"{self.ha.state.name.lower()}"
+                )
+            await self._settle_deposed()  # a namespace with edits no quorum took is reloaded
+            if self.ha.state != HAState.STANDBY:
+                raise ServiceFailedError(
+                    f"NameNode {self.name} cannot become active: {self.fatal_error or 'stopping'}"
+                )
+            log.info("NameNode %s: becoming active (%s)", self.name, source)
+            started = time.monotonic()
+            if self.checkpointer is not None:
+                await self.checkpointer.pause()
+            await self._stop_tailer()
+            qjm = QuorumJournalManager(self.uri, self._ns_info(), self.cfg.qjournal)
+            try:
+                last = await qjm.recover_unfinalized_segments()
+                await self._catch_up(last)
+                el = self._make_edit_log(qjm)
+                await el.open_for_write(last + 1)
+            except BaseException as e:
+                await self._close_quietly(qjm)
+                self.last_transition_error = _why(e)
+                log.error("NameNode %s: could not become active: %s", self.name, _why(e))
+                if self.ha.state == HAState.STANDBY:
+                    self._start_tailer()
+                    if self.checkpointer is not None:
+                        self.checkpointer.resume()
+                if isinstance(e, asyncio.CancelledError):
+                    raise
+                raise ServiceFailedError(
+                    f"NameNode {self.name} could not become active: {_why(e)}"
+                ) from None
+            if not self.ha.is_in(HAState.STANDBY):  # stopped (or failed) meanwhile
+                with contextlib.suppress(Exception):
+                    await el.close()
+                await self._close_quietly(qjm)
+                raise ServiceFailedError(
+                    f"NameNode {self.name} stopped while becoming active "
+                    f"({self.fatal_error or self.ha.why_stopping or 'shut down'})"
+                )
+            self.qjm = qjm
+            self.edit_log = el
+            self.applied_txid = int(el.last_txid)  # the new segment's START op
+            self.last_transition_error = None
+            self.ha.move(HAState.ACTIVE, source)
+            self._spawn(self._watch_epoch(qjm))
+            log.info(
+                "NameNode %s is active: epoch %s, writing from txid %d (took %.3fs)",
+                self.name,
+                qjm.epoch,
+                last + 1,
+                time.monotonic() - started,
+            )
+
+    @property
+    def needs_reload(self) -> bool:
+        """True between being deposed and reloading: the namespace may hold unsynced edits."""
+        return self._needs_reload
+
+    def _ns_info(self) -> Any:
+        """The name dir's namespace identity as the journal's NamespaceInfoProto."""
+        assert self.storage is not None
+        return self.storage.read_ns_info().to_proto()
+
+    async def _catch_up(self, last: int) -> None:
+        """Apply every committed edit after the last applied one, up to last."""
+        if last < self.applied_txid:
+            raise NamenodeError(
+                f"the shared journal ends at txid {last} but this NameNode applied up to "
+                f"{self.applied_txid}: its namespace holds edits the journal lost"
+            )
+        if last == self.applied_txid:
+            return
+        async with self.apply_lock:
+            reader = self._journal_reader()
+            async for raw in reader.read(self.applied_txid + 1, True, last):
+                self._apply_replayed(raw.txid, decode_op(raw))
+        if self.applied_txid != last:
+            raise NamenodeError(
+                f"catching up to txid {last}, the shared journal gave txids only up to "
+                f"{self.applied_txid}"
+            )
+
+    async def transition_to_standby(self, source: str = "REQUEST_BY_USER") -> None:
+        """Stop writing, start tailing: STANDBY (no-op when standby)."""
+        async with self.transition_lock:
+            if self.ha.state == HAState.STANDBY:
+                return
+            if self.ha.state != HAState.ACTIVE:
+                raise ServiceFailedError(
+                    f"NameNode {self.name} cannot become standby from state "
+                    f"{self.ha.state.name.lower()}"
+                )
+            self.ha.move(HAState.STANDBY, source)  # new calls are refused from here on
+            el, qjm = self.edit_log, self.qjm
+            self.edit_log, self.qjm = None, None
+            try:
+                if el is not None:
+                    await el.close()
+                    self.applied_txid = int(el.last_txid)
+            except Exception as e:
+                if not _fenced(e):
+                    if qjm is not None:
+                        await self._close_quietly(qjm)
+                    self._fatal(f"closing the edit log failed: {_why(e)}")
+                    raise ServiceFailedError(
+                        f"NameNode {self.name} failed closing its edit log: {_why(e)}"
+                    ) from None
+                log.warning("NameNode %s: fenced while closing the edit log: %s", self.name, e)
+                if el is not None:
+                    el.abort()
+                if qjm is not None:
+                    await self._close_quietly(qjm)
+                await self._reload()
+                return
+            if qjm is not None:
+                await self._close_quietly(qjm)
+            self._start_tailer()
+            if self.checkpointer is not None:
+                self.checkpointer.resume()
+
+    # -- failures ------------------------------------------------------------------------------
+    def _on_edit_log_failure(self, exc: BaseException) -> None:
+        """FSEditLog's on_fatal: fenced -> standby; any other quorum failure -> exit 1."""
+        if _fenced(exc):
+            self._deposed(exc)
+        else:
+            self._fatal(f"edit log sync to the quorum failed: {_why(exc)}")
+
+    def _sync_failed(self, exc: BaseException) -> NamenodeError:
+        """The error a caller gets for a failed sync (and the state change it causes)."""
+        if _fenced(exc):
+            self._deposed(exc)
+            return StandbyError(
+                f"NameNode {self.name} was deposed by a newer writer of the shared journal "
+                f"and is not active: {_why(exc)}"
+            )
+        self._fatal(f"edit log sync to the quorum failed: {_why(exc)}")
+        return NamenodeError(
+            f"NameNode {self.name}: the edit could not be synced to the quorum journal "
+            f"({_why(exc)}); the NameNode is stopping"
+        )
+
+    def _deposed(self, exc: BaseException) -> None:
+        """A newer writer fenced this one: refuse writes now, reload and tail in the background."""
+        if self.ha.state != HAState.ACTIVE:
+            return
+        log.error(
+            "NameNode %s was deposed: another NameNode holds a newer epoch of the shared "
+            "journal (%s); going to standby",
+            self.name,
+            _why(exc),
+        )
+        self.ha.move(HAState.STANDBY, "fenced by a newer writer")
+        self._needs_reload = True
+        self._spawn(self._after_deposed())
+
+    async def _watch_epoch(self, qjm: QuorumJournalManager) -> None:
+        """While active: ask the JournalNodes every EPOCH_CHECK_S whether a newer writer
+        was promised; if so this NameNode is deposed now, not only at its next write.
+
+        Own connections, not the writer's channels: a call queued on a writer's channel
+        would hold back the heartbeat that reports its last batch committed to readers.
+        """
+        from qjm.client.journalnode_client import JournalNodeClient
+        from qjm.protocol import qjournal_pb2 as pb
+        from qjm.protocol.qjournal import journal_id
+
+        mine = qjm.epoch or 0
+        clients = [JournalNodeClient(a) for a in self.uri.addresses]
+        req = pb.GetJournalStateRequestProto(jid=journal_id(self.uri.jid))
+
+        async def promised(c: JournalNodeClient) -> int:
+            resp = await c.call("getJournalState", req, EPOCH_CHECK_S)
+            return int(resp.last_promised_epoch)
+
+        try:
+            while self.ha.state == HAState.ACTIVE and self.qjm is qjm:
+                await asyncio.sleep(EPOCH_CHECK_S)  # the check's period, not a synchronization
+                if self.ha.state != HAState.ACTIVE or self.qjm is not qjm:
+                    return
+                answers = await asyncio.gather(
+                    *(promised(c) for c in clients), return_exceptions=True
+                )
+                newer = max((a for a in answers if isinstance(a, int)), default=0)
+                if newer > mine and self.ha.state == HAState.ACTIVE and self.qjm is qjm:
+                    self._deposed(
+                        EpochError(
+                            f"a JournalNode promised epoch {newer} to a newer writer; this "
+                            f"NameNode writes in epoch {mine}"
+                        )
+                    )
+                    return
+        finally:
+            await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
+
+    async def _after_deposed(self) -> None:
+        async with self.transition_lock:
+            await self._settle_deposed()
+
+    async def _settle_deposed(self) -> None:
+        """After being deposed: drop the writer, reload the namespace, tail (lock held)."""
+        if not self._needs_reload or self.ha.state != HAState.STANDBY:
+            return
+        el, qjm = self.edit_log, self.qjm
+        self.edit_log, self.qjm = None, None
+        if el is not None:
+            el.abort()
+        if qjm is not None:
+            await self._close_quietly(qjm)
+        await self._reload()
+        self._needs_reload = False
+        self._notify_applied()
+
+    async def _reload(self) -> None:
+        """Drop the namespace (it may hold edits no quorum took) and load it again; tail."""
+        try:
+            await self._load(replay=False)
+        except Exception as e:
+            self._fatal(f"reloading the namespace after being deposed failed: {_why(e)}")
+            return
+        self._start_tailer()
+        if self.checkpointer is not None:
+            self.checkpointer.resume()
+
+    def _fatal(self, why: str) -> None:
+        """Log one clear line, go STOPPING and make the daemon exit 1."""
+        if self.fatal_error is not None:
+            return
+        self.fatal_error = why
+        self.exit_code = 1
+        log.error("NameNode %s: FATAL: %s; stopping (exit 1)", self.name, why)
+        if self.ha.state != HAState.STOPPING:
+            self.ha.move(HAState.STOPPING, why)
+        self.failed.set()
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- loading and tailing -------------------------------------------------------------------
+    def _new_namespace_factory(self) -> Callable[..., Namespace]:
+        from qjm.namenode.namespace import Namespace
+
+        def from_image(image: Any) -> Namespace:
+            return Namespace.from_image(
+                image,
+                superuser=self.superuser,
+                supergroup=self.settings.superuser_group,
+                permissions_enabled=self.settings.permissions_enabled,
+            )
+
+        return from_image
+
+    async def _load(self, replay: bool) -> None:
+        """Load the newest image, then (replay) the committed shared edits after it."""
+        from qjm.namenode import fs_image
+
+        assert self.storage is not None
+        storage = self.storage
+        factory = self._new_namespace_factory()
+        loop = asyncio.get_running_loop()
+        started = time.monotonic()
+        async with self.apply_lock:
+            ns, txid = await loop.run_in_executor(None, fs_image.load_newest, storage, factory)
+            self._ns = ns
+            self.applied_txid = self.image_txid = int(txid)
+            self._notify_applied()
+        log.info(
+            "NameNode %s: loaded image at txid %d (%d inodes) in %.3fs",
+            self.name,
+            txid,
+            len(ns),
+            time.monotonic() - started,
+        )
+        if not replay:
+            return
+        started = time.monotonic()
+        try:
+            async with self.apply_lock:
+                reader = self._journal_reader()
+                async for raw in reader.read(self.applied_txid + 1, True):
+                    self._apply_replayed(raw.txid, decode_op(raw))
+        except (QjmError, OSError) as e:
+            if self.fatal_error is not None:
+                raise StartupError(f"NameNode {self.name}: {self.fatal_error}") from None
+            log.warning(
+                "NameNode %s: replaying the shared edits after txid %d failed (%s); the "
+                "tailer keeps trying",
+                self.name,
+                self.applied_txid,
+                _why(e),
+            )
+            return
+        log.info(
+            "NameNode %s: replayed shared edits %d-%d in %.3fs",
+            self.name,
+            self.image_txid + 1,
+            self.applied_txid,
+            time.monotonic() - started,
+        )
+
+    def _apply_replayed(self, txid: int, op: Op) -> None:
+        """Apply one committed op from the shared journal (start-up, tailer, catch-up)."""
+        if txid <= self.applied_txid:
+            return
+        if txid != self.applied_txid + 1:
+            raise NamenodeError(
+                f"the shared journal gave txid {txid} after txid {self.applied_txid}: "
+                f"txids {self.applied_txid + 1}-{txid - 1} are missing"
+            )
+        try:
+            self.ns.apply(op)
+        except Exception as e:
+            self._fatal(
+                f"txid {txid} ({type(op).__name__}) of the shared journal cannot be applied to "
+                f"the namespace at txid {self.applied_txid}: {_why(e)}"
+            )
+            raise
+        self.applied_txid = txid
+        self.metrics.txns_applied += 1
+        self._notify_applied()
+
+    def _journal_reader(self) -> QuorumJournalReader:
+        if self._reader is None:
+            self._reader = QuorumJournalReader(self.uri, self.cfg.qjournal)
+        return self._reader
+
+    def _start_tailer(self) -> None:
+        from qjm.namenode.tailer import EditLogTailer
+
+        if self.tailer is None:
+            self.tailer = EditLogTailer(
+                self._journal_reader(),
+                self._apply_replayed,
+                lambda: self.applied_txid,
+                wait_ms=self.settings.tail_wait_ms,
+                apply_lock=self.apply_lock,
+                on_apply_error=lambda e: self._fatal(f"the edit log tailer stopped: {_why(e)}"),
+            )
+        self.tailer.start()
+
+    async def _stop_tailer(self) -> None:
+        if self.tailer is not None:
+            await self.tailer.stop()
+
+    def _make_edit_log(self, qjm: QuorumJournalManager) -> FSEditLog:
+        from qjm.namenode.edit_log import FSEditLog
+
+        assert self.storage is not None
+        return FSEditLog(self.storage, qjm, self.settings, self._on_edit_log_failure)
+
+    async def _close_quietly(self, qjm: QuorumJournalManager) -> None:
+        try:
+            await qjm.close()
+        except Exception as e:
+            log.warning("NameNode %s: closing the journal client: %s", self.name, _why(e))
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    def rpc_address(self) -> str:
+        """host:port the RPC server listens on."""
+        return format_address(self.rpc_host, self.rpc_port)
+
+    def http_address(self) -> str:
+        """host:port the HTTP server listens on."""
+        return format_address(self.http_host, self.http_port)
+
+    def http_url(self) -> str:
+        """Base URL of the HTTP server."""
+        host = self.http_host if self.http_host not in ("0.0.0.0", "::") else "127.0.0.1"
+        return f"http://{format_address(host, self.http_port)}"
+
+    def _open_storage(self) -> NNStorage:
+        from qjm.namenode.storage import NNStorage
+
+        try:
+            return NNStorage(Path(self.conf.name_dir))
+        except QjmError as e:
+            raise StartupError(f"NameNode {self.name}: {e}") from None
+
+    async def start(self) -> None:
+        """Lock the name dir, load the namespace, become STANDBY, serve RPC and HTTP."""
+        self.storage = self._open_storage()
+        try:
+            await self._load(replay=True)
+            self.ha.move(HAState.STANDBY, "namespace loaded")
+            self._start_tailer()
+            await self._start_rpc()
+            await self._start_http()
+            from qjm.namenode.checkpointer import StandbyCheckpointer
+
+            self.checkpointer = StandbyCheckpointer(self)
+            self.checkpointer.start()
+        except BaseException:
+            await self.stop()
+            raise
+        log.info(
+            "NameNode %s started: rpc=%s http=%s name_dir=%s state=%s txid=%d",
+            self.name,
+            self.rpc_address(),
+            self.http_address(),
+            self.conf.name_dir,
+            self.ha.state.name,
+            self.applied_txid,
+        )
+
+    async def _start_rpc(self) -> None:
+        from qjm.namenode.client_rpc import client_methods
+        from qjm.namenode.ha_rpc import ha_methods
+        from qjm.namenode.protocols import CLIENT_PROTOCOL, HA_SERVICE_PROTOCOL
+
+        server = IpcServer(name=f"namenode-{self.name}", state_id=self.state_id)
+        server.register(CLIENT_PROTOCOL, client_methods(self))
+        server.register(HA_SERVICE_PROTOCOL, ha_methods(self))
+        try:
+            await server.start(self.rpc_host, self.rpc_port)
+        except OSError as e:
+            raise StartupError(
+                f"NameNode {self.name}: cannot listen for RPC on {self.rpc_address()}: "
+                f"{e.strerror or e}"
+            ) from None
+        self._ipc = server
+        self.rpc_port = server.port
+
+    async def _start_http(self) -> None:
+        from aiohttp import web
+
+        from qjm.namenode.http import make_app
+
+        runner = web.AppRunner(
+            make_app(self),
+            access_log=None,
+            handle_signals=False,
+            keepalive_timeout=HTTP_IDLE_TIMEOUT_S,  # idle and half-sent connections close
+            shutdown_timeout=HTTP_SHUTDOWN_SECONDS,  # a slow reader must not hold up a stop
+        )
+        await runner.setup()
+        self._http = runner
+        assert runner.server is not None
+        try:
+            self._http_server = await asyncio.get_running_loop().create_server(
+                runner.server, self.http_host, self.http_port, reuse_address=True
+            )
+        except OSError as e:
+            raise StartupError(
+                f"NameNode {self.name}: cannot listen for HTTP on {self.http_address()}: "
+                f"{e.strerror or e}"
+            ) from None
+        if self.http_port == 0:
+            self.http_port = int(self._http_server.sockets[0].getsockname()[1])
+
+    def ipc_stats(self) -> dict[str, int]:
+        """The RPC server's counters (empty before start)."""
+        return self._ipc.stats() if self._ipc is not None else {}
+
+    async def stop(self) -> None:
+        """Stop serving; an active NameNode closes its segment first (best effort)."""
+        if self.ha.state != HAState.STOPPING:
+            self.ha.move(HAState.STOPPING, "shut down")
+        if self.checkpointer is not None:
+            await self.checkpointer.stop()
+        if self._ipc is not None:
+            await self._ipc.stop()
+            self._ipc = None
+        await self._stop_tailer()
+        el, qjm = self.edit_log, self.qjm
+        self.edit_log, self.qjm = None, None
+        if el is not None:
+            try:
+                if self.fatal_error is None and not self._needs_reload:
+                    await el.close()
+                    self.applied_txid = int(el.last_txid)
+                else:
+                    el.abort()
+            except Exception as e:
+                log.warning("NameNode %s: closing the edit log at stop: %s", self.name, _why(e))
+                with contextlib.suppress(Exception):
+                    el.abort()
+        if qjm is not None:
+            await self._close_quietly(qjm)
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(BaseException):
+                await task
+        if self._http_server is not None:
+            self._http_server.close()
+            self._http_server = None
+        if self._http is not None:
+            await self._http.cleanup()
+            self._http = None
+        if self._reader is not None:
+            await self._reader.close()
+            self._reader = None
+        if self.storage is not None:
+            with contextlib.suppress(Exception):
+                self.storage.close()
+            self.storage = None
+
+
+async def serve_forever(nn: NameNode, ready_file: Path | None = None) -> int:
+    """Start a NameNode, report readiness, and run until SIGTERM/SIGINT or a fatal error."""
+    await nn.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    if ready_file is not None:
+        tmp = ready_file.with_name(ready_file.name + ".tmp")
+        tmp.write_text(
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "rpc": nn.rpc_address(),
+                    "http": nn.http_address(),
+                    "name": nn.name,
+                }
+            )
+        )
+        os.replace(tmp, ready_file)
+    stopping = asyncio.ensure_future(stop.wait())
+    failing = asyncio.ensure_future(nn.failed.wait())
+    await asyncio.wait([stopping, failing], return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    failing.cancel()
+    log.info("NameNode %s stopping", nn.name)
+    await nn.stop()
+    return nn.exit_code
+
+
+__all__ = ["NameNode", "StartupError", "os_groups", "os_user", "serve_forever"]

@@ -1,0 +1,219 @@
+"""Genuine HDFS clients for tests: Apache Hadoop's FsShell (`hadoop fs`) and hdfs-native.
+
+FsShell runs from the Hadoop jars pyspark ships (`java -cp <conf dir>:<pyspark>/jars/*
+org.apache.hadoop.fs.FsShell ...`); hdfs-native is the Rust client's Python binding. Both read
+the cluster's hadoop-conf directory, so neither is told which NameNode is active.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import hdfs_native
+
+from conftest import run_qjm
+from ports import free_port_block
+from qjm.cluster.hadoop_conf import fsshell_argv, hadoop_jars, read_site
+from qjm.cluster.process import pid_alive, spawn, wait_ready
+from qjm.ipc import IpcClient, RemoteError
+from qjm.namenode import protocols
+
+JARS = hadoop_jars()  # site-packages/pyspark/jars
+STANDBY_EXCEPTION = "org.apache.hadoop.ipc.StandbyException"
+T = TypeVar("T")
+
+# Every FsShell call starts a JVM (~1 s); the suite keeps a count to hold itself to a budget.
+java_calls: list[tuple[str, ...]] = []
+
+
+def java() -> str:
+    """The java executable (JAVA_HOME's, else the one on PATH); fails the test if none."""
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").is_file():
+        return str(Path(home) / "bin" / "java")
+    found = shutil.which("java")
+    assert found, "no java on PATH: FsShell needs a JRE (make install brings one)"
+    return found
+
+
+def hadoop_fs(conf_dir: Path, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    """Run `hadoop fs <args>` (the genuine FsShell) with conf_dir's configuration."""
+    assert any(JARS.glob("hadoop-client-api-*.jar")), f"no Hadoop client jars in {JARS}"
+    java_calls.append(args)
+    return subprocess.run(
+        fsshell_argv(conf_dir, *args, java=java()),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "HADOOP_CONF_DIR": str(conf_dir), "HADOOP_USER_NAME": user()},
+    )
+
+
+def check(result: subprocess.CompletedProcess[str]) -> str:
+    """The stdout of a command that must have succeeded (its stderr in the failure)."""
+    assert result.returncode == 0, (
+        f"{result.args[4:]} exited {result.returncode}\nstdout:\n{result.stdout}\n"
+        f"stderr:\n{result.stderr}"
+    )
+    return result.stdout
+
+
+def user() -> str:
+    """The OS user the tests (and the NameNodes they start) run as: HDFS's superuser."""
+    return getpass.getuser()
+
+
+def client_config(conf_dir: Path) -> dict[str, str]:
+    """core-site.xml and hdfs-site.xml of conf_dir as one dict."""
+    return read_site(conf_dir / "core-site.xml") | read_site(conf_dir / "hdfs-site.xml")
+
+
+def native_client(conf_dir: Path) -> hdfs_native.Client:
+    """An hdfs-native client of the nameservice that conf_dir describes (HA, no NameNode named)."""
+    config = client_config(conf_dir)
+    return hdfs_native.Client(config["fs.defaultFS"], config=config)
+
+
+def wait_until(what: str, check: Callable[[], T | None], timeout: float = 30.0) -> T:
+    """Poll check until it returns a truthy value; fail naming what after timeout."""
+    deadline = time.monotonic() + timeout
+    last: BaseException | None = None
+    while True:
+        try:
+            value = check()
+            if value:
+                return value
+        except Exception as e:  # a condition not met yet; shown at the end
+            last = e
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached after {timeout:.0f}s (last error: {last!r})")
+        time.sleep(0.05)
+
+
+class HACluster:
+    """A cluster of 3 JournalNodes and 2 NameNodes started by `qjm cluster up` (manual HA)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.info: dict[str, Any] = {}
+        self.base: int | None = None
+
+    def up_command(self, base: int) -> subprocess.CompletedProcess[str]:
+        """Run `qjm cluster up --dir D --namenodes 2 --no-zookeeper --base-port base --json`."""
+        return run_qjm(
+            "cluster",
+            "up",
+            "--dir",
+            str(self.dir),
+            "--namenodes",
+            "2",
+            "--no-zookeeper",
+            "--base-port",
+            str(base),
+            "--json",
+            timeout=180,
+        )
+
+    def up(self) -> HACluster:
+        """Start the cluster on free ports (the first time) or on its ports (again)."""
+        if self.base is None:
+            self.base = free_port_block(10)
+        r = self.up_command(self.base)
+        assert r.returncode == 0, f"cluster up failed:\n{r.stderr}\n{r.stdout}"
+        self.info = json.loads(r.stdout)
+        return self
+
+    def down(self) -> None:
+        """`qjm cluster down`: stops every daemon still running."""
+        r = run_qjm("cluster", "down", "--dir", str(self.dir))
+        assert r.returncode == 0, r.stderr
+
+    @property
+    def conf(self) -> Path:
+        """DIR/hadoop-conf."""
+        return Path(self.info["hadoop_conf"])
+
+    @property
+    def toml(self) -> str:
+        """DIR/cluster.toml."""
+        return str(self.info["config"])
+
+    def haadmin(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """`qjm haadmin --config cluster.toml <args>`."""
+        return run_qjm("haadmin", "--config", self.toml, *args)
+
+    def state(self, nn: str) -> str:
+        """nn's HA state as `qjm haadmin -getServiceState` prints it (active, standby)."""
+        r = self.haadmin("-getServiceState", nn)
+        assert r.returncode == 0, f"-getServiceState {nn}: {r.stderr}"
+        return r.stdout.strip()
+
+    def failover(self, src: str, dst: str) -> None:
+        """`qjm haadmin -failover src dst`, which must succeed and leave dst active."""
+        r = self.haadmin("-failover", src, dst)
+        assert r.returncode == 0, f"-failover {src} {dst}: {r.stderr}{r.stdout}"
+        assert self.state(dst) == "active"
+
+    def direct(self, nn: str) -> hdfs_native.Client:
+        """An hdfs-native client of nn alone (no failover): what nn itself answers."""
+        return hdfs_native.Client(f"hdfs://{self.info[nn]['rpc']}")
+
+    def ha_client(self) -> hdfs_native.Client:
+        """An hdfs-native client of the nameservice (finds the active itself)."""
+        return native_client(self.conf)
+
+    def kill9(self, nn: str) -> None:
+        """SIGKILL nn and wait until it is gone."""
+        pid = self.info[nn]["pid"]
+        os.kill(pid, signal.SIGKILL)
+        wait_until(f"{nn} (pid {pid}) gone", lambda: not pid_alive(pid))
+
+    def restart(self, nn: str) -> None:
+        """Start nn again on its ports and name dir (it comes up standby)."""
+        d = spawn(
+            nn,
+            ["namenode", "--config", self.toml, "--id", nn],
+            self.dir / "logs" / f"{nn}.log",
+            self.dir / "run" / f"{nn}.ready",
+        )
+        wait_ready([d], timeout=60)
+        self.info[nn]["pid"] = d.pid
+        path = self.dir / "cluster.json"
+        on_disk = json.loads(path.read_text())
+        on_disk[nn]["pid"] = d.pid
+        path.write_text(json.dumps(on_disk, indent=2) + "\n")
+
+
+def tree(client: hdfs_native.Client, root: str = "/") -> dict[str, tuple[bool, int, str, str, int]]:
+    """Every path under root: (is dir, permission, owner, group, replication or 0)."""
+    return {
+        s.path: (s.isdir, s.permission, s.owner, s.group, s.replication or 0)
+        for s in client.list_status(root, recursive=True)
+    }
+
+
+def refusal_of_get_file_info(address: str, path: str = "/") -> str:
+    """The Java exception class a NameNode answers getFileInfo with ("" when it answers)."""
+
+    async def call() -> str:
+        spec = protocols.CLIENT_METHODS["getFileInfo"]
+        client = IpcClient(address, protocols.CLIENT_PROTOCOL, reconnect_attempts=1)
+        try:
+            await client.call("getFileInfo", spec.request(src=path), spec.response, timeout=10)
+        except RemoteError as e:
+            return e.class_name
+        finally:
+            await client.close()
+        return ""
+
+    return asyncio.run(call())
