@@ -352,13 +352,74 @@ async def test_imagetransfer_refusals(tmp_path: Path, jn_factory: JNFactory) -> 
                 assert r.status == 403  # a standby takes no image
             await nn.transition_to_active("test")
             async with s.put(
-                url, params={"txid": "5"}, data=body, headers={"X-MD5-Digest": "0"}
+                url,
+                params={"txid": str(nn.synced_txid())},
+                data=body,
+                headers={"X-MD5-Digest": "0"},
             ) as r:
                 assert r.status == 400 and "MD5" in await r.text()
             async with s.put(
                 url, params={"txid": "0"}, data=body, headers={"X-MD5-Digest": "0"}
             ) as r:
                 assert r.status == 409
+    finally:
+        await nn.stop()
+
+
+async def test_a_hostile_image_upload_is_refused_and_purges_nothing(
+    tmp_path: Path, jn_factory: JNFactory
+) -> None:
+    """PUT /imagetransfer by a caller that is no standby: an image from the future, of another
+    namespace, announced at another txid, or not an image at all is refused, and the active
+    keeps every edit (a kept future image would let the retention purge them all)."""
+    import hashlib
+
+    from qjm.namenode.image import encode_image
+    from qjm.namenode.storage import empty_image
+
+    cfg = make_config(three_jns(jn_factory), tmp_path, names=("nn1",))
+    await format_cluster(cfg, "nn1")
+    nn = await start_nn(cfg, "nn1")
+    url = f"{nn.http_url()}/imagetransfer"
+    try:
+        await nn.transition_to_active("test")
+        rpc = Rpc(nn.rpc_address())
+        try:
+            for i in range(3):
+                assert await rpc.mkdirs(f"/keep{i}")
+        finally:
+            await rpc.close()
+        synced = nn.synced_txid()
+        assert synced is not None and synced >= 4
+        assert nn.storage is not None
+        ours = nn.storage.read_ns_info().namespace_id
+
+        def image(namespace_id: int, txid: int) -> tuple[bytes, str]:
+            data = encode_image(empty_image(namespace_id, txid))
+            return data, hashlib.md5(data).hexdigest()
+
+        cases = [
+            (synced + 10**9, *image(ours, synced + 10**9), 409, "ahead"),
+            (synced, *image(ours + 1, synced), 400, "namespace"),
+            (synced, *image(ours, synced - 1), 400, "announced"),
+            (
+                synced,
+                b"HDFSIMG1" + b"\0" * 64,
+                hashlib.md5(b"HDFSIMG1" + b"\0" * 64).hexdigest(),
+                400,
+                "decode",
+            ),
+        ]
+        async with aiohttp.ClientSession() as s:
+            for txid, data, md5, status, word in cases:
+                async with s.put(
+                    url, params={"txid": str(txid)}, data=data, headers={"X-MD5-Digest": md5}
+                ) as r:
+                    text = await r.text()
+                    assert r.status == status, (txid, text)
+                    assert word in text, text
+        assert [t for t, _ in nn.storage.images()] == [0]
+        assert {f"/keep{i}" for i in range(3)} <= set(tree(nn))
     finally:
         await nn.stop()
 

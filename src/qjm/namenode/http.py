@@ -3,7 +3,8 @@
 GET /imagetransfer?getimage=1&txid=N|latest -> image bytes, with headers X-MD5-Digest,
 X-Image-Txid and the VERSION fields X-Namespace-Id, X-Cluster-Id, X-Block-Pool-Id, X-CTime.
 PUT /imagetransfer?txid=N (body: the image, header X-MD5-Digest) -> 200 when kept, 409 when
-not newer than the newest image held, 403 when this NameNode is not active.
+not newer than the newest image held or ahead of the last synced txid, 400 when it is not an
+image of this namespace at txid (or the MD5 differs), 403 when this NameNode is not active.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from qjm import __version__
 from qjm.errors import QjmError
-from qjm.namenode.image import read_md5_file
+from qjm.namenode.image import load_image, read_md5_file
 from qjm.namenode.types import HAState
 from qjm.protocol.status import describe_segments
 
@@ -287,9 +288,17 @@ async def put_image(request: web.Request) -> web.Response:
     newest = max((t for t, _ in storage.images()), default=-1)
     if txid <= newest:
         return _error(409, f"image at txid {txid} is not newer than the newest held, {newest}")
+    synced = nn.synced_txid()
+    if synced is None or txid > synced:
+        # An image from the future would let a caller purge the edits every real image needs.
+        return _error(
+            409,
+            f"image at txid {txid} is ahead of NameNode {nn.name}'s last synced txid {synced}",
+        )
     data = await request.read()
     loop = asyncio.get_running_loop()
     try:
+        await loop.run_in_executor(None, _check_uploaded_image, nn, data, txid, md5)
         await loop.run_in_executor(None, storage.install_image, data, txid, md5)
     except QjmError as e:
         return _error(400, str(e))
@@ -305,6 +314,35 @@ async def put_image(request: web.Request) -> web.Response:
         request.headers.get("X-Namenode", request.remote),
     )
     return web.json_response({"txid": txid, "bytes": len(data)})
+
+
+def _check_uploaded_image(nn: NameNode, data: bytes, txid: int, md5: str) -> None:
+    """Refuse an upload that is not an image of this namespace at txid (before it is kept)."""
+    assert nn.storage is not None
+    digest = hashlib.md5(data, usedforsecurity=False).hexdigest()
+    if digest != md5.strip().lower():
+        raise ImageRefused(
+            f"the uploaded image for txid {txid} has MD5 {digest}, but {md5.strip()} was "
+            "announced; not installing it"
+        )
+    try:
+        image = load_image(data)
+    except QjmError as e:
+        raise ImageRefused(f"the uploaded image for txid {txid} does not decode: {e}") from None
+    ours = nn.storage.read_ns_info().namespace_id
+    if image.ns_info.namespace_id != ours:
+        raise ImageRefused(
+            f"the uploaded image is of namespace {image.ns_info.namespace_id}, "
+            f"this NameNode's is {ours}"
+        )
+    if image.ns_info.txid != txid:
+        raise ImageRefused(
+            f"the uploaded image holds txid {image.ns_info.txid}, but txid={txid} was announced"
+        )
+
+
+class ImageRefused(QjmError):
+    """An uploaded image that is not a checkpoint of this namespace."""
 
 
 async def purge_shared_edits(nn: NameNode) -> None:
