@@ -44,7 +44,9 @@ class FakeNameNode:
         self.groups: dict[str, tuple[str, ...]] = {}  # user -> groups (none when absent)
 
     def caller_of(self, ctx: CallContext) -> Caller:
-        return Caller(ctx.user, self.groups.get(ctx.user, ()), ctx.user == self.superuser)
+        groups = self.groups.get(ctx.user, ())
+        superuser = ctx.user == self.superuser or self.settings.superuser_group in groups
+        return Caller(ctx.user, groups, superuser)
 
     def _check(self, ctx: CallContext) -> None:
         self.calls.append(ctx.method)

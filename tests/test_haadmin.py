@@ -3,6 +3,7 @@ failing-over NameNodeClient, against fake NameNodes on real IPC servers."""
 
 from __future__ import annotations
 
+import getpass
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -33,6 +34,8 @@ class Pair:
 @pytest.fixture
 async def pair() -> AsyncIterator[Pair]:
     nodes = [FakeNameNode(superuser="alice"), FakeNameNode(superuser="alice", standby=True)]
+    for nn in nodes:  # the operator running haadmin is in the superuser group
+        nn.groups[getpass.getuser()] = (nn.settings.superuser_group,)
     servers = [await serve(nn) for nn in nodes]
     try:
         yield Pair(nodes, servers)
@@ -127,6 +130,28 @@ async def test_ha_admin_client_reports_state_and_health(pair: Pair) -> None:
         assert await c.get_service_status() == (HAState.ACTIVE, False, "not healthy: test")
 
 
+async def test_a_caller_who_is_no_superuser_cannot_drive_ha(pair: Pair) -> None:
+    """A hostile user reaching the RPC port cannot demote the active, promote the standby,
+    or even ask for health and status: HDFS refuses every HA call without superuser rights."""
+    nn1, nn2 = pair.nodes
+    for target in pair.targets:
+        async with HAAdminClient(target.address, user="mallory", timeout=FAST) as c:
+            for call in (
+                c.transition_to_standby,
+                c.transition_to_active,
+                c.monitor_health,
+                c.get_service_status,
+            ):
+                with pytest.raises(RemoteError) as refused:
+                    await call()
+                assert refused.value.class_name == (
+                    "org.apache.hadoop.security.AccessControlException"
+                )
+                assert "mallory" in refused.value.message
+    assert not nn1.standby and nn2.standby
+    assert nn1.transitions == [] and nn2.transitions == []
+
+
 # -- NameNodeClient: HDFS's client failover -------------------------------------------------
 
 
@@ -201,7 +226,9 @@ async def test_listing_follows_pages(pair: Pair) -> None:
 
 @pytest.fixture
 def threaded() -> Iterator[ServedInThread]:
-    nodes = [FakeNameNode(), FakeNameNode(standby=True)]
+    nodes = [FakeNameNode(superuser="alice"), FakeNameNode(superuser="alice", standby=True)]
+    for nn in nodes:  # the operator running haadmin is in the superuser group
+        nn.groups[getpass.getuser()] = (nn.settings.superuser_group,)
     with ServedInThread(*nodes) as served:
         yield served
 

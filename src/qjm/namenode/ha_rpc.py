@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from qjm.ipc.server import CallContext, Handler, Method
 from qjm.namenode import protocols
+from qjm.namenode.errors import AccessControlError
 from qjm.namenode.proto import HAServiceProtocol_pb2 as ha
 from qjm.namenode.service import NameNodeService
 from qjm.namenode.types import HAState
@@ -22,18 +23,32 @@ def request_source(info: ha.HAStateChangeRequestInfoProto) -> str:
     return ha.HARequestSource.Name(info.reqSource)
 
 
+def check_superuser(nn: NameNodeService, ctx: CallContext) -> None:
+    """Refuse a caller who is no superuser, as HDFS's NameNode does for every HA call."""
+    if not nn.settings.permissions_enabled:
+        return
+    caller = nn.caller_of(ctx)
+    if not caller.superuser:
+        raise AccessControlError(
+            f"Access denied for user {caller.user}. Superuser privilege is required "
+            f"for {ctx.method}"
+        )
+
+
 def ha_methods(nn: NameNodeService) -> dict[str, Method]:
     """Every HAServiceProtocol method, for IpcServer.register."""
 
     async def monitor_health(
         req: ha.MonitorHealthRequestProto, ctx: CallContext
     ) -> ha.MonitorHealthResponseProto:
+        check_superuser(nn, ctx)
         await nn.monitor_health()
         return ha.MonitorHealthResponseProto()
 
     async def get_service_status(
         req: ha.GetServiceStatusRequestProto, ctx: CallContext
     ) -> ha.GetServiceStatusResponseProto:
+        check_superuser(nn, ctx)
         state, ready, reason = nn.service_status()
         response = ha.GetServiceStatusResponseProto(
             state=_STATE_ON_WIRE[state], readyToBecomeActive=ready
@@ -45,12 +60,14 @@ def ha_methods(nn: NameNodeService) -> dict[str, Method]:
     async def transition_to_active(
         req: ha.TransitionToActiveRequestProto, ctx: CallContext
     ) -> ha.TransitionToActiveResponseProto:
+        check_superuser(nn, ctx)
         await nn.transition_to_active(request_source(req.reqInfo))
         return ha.TransitionToActiveResponseProto()
 
     async def transition_to_standby(
         req: ha.TransitionToStandbyRequestProto, ctx: CallContext
     ) -> ha.TransitionToStandbyResponseProto:
+        check_superuser(nn, ctx)
         await nn.transition_to_standby(request_source(req.reqInfo))
         return ha.TransitionToStandbyResponseProto()
 
