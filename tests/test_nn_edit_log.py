@@ -10,7 +10,8 @@ import asyncio
 import getpass
 import itertools
 import logging
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -842,3 +843,117 @@ async def test_abort_with_syncs_waiting_is_not_a_fatal_failure(
     assert fatal.errors == [], fatal.errors
     assert el.failed is None
     await q.close()
+
+
+async def wait_until(cond: Callable[[], bool], what: str, timeout_s: float = 10.0) -> None:
+    """Poll cond (bounded) until it holds; fail naming what did not happen."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not cond():
+        assert asyncio.get_running_loop().time() < deadline, f"not within {timeout_s} s: {what}"
+        await asyncio.sleep(0.005)
+
+
+async def test_a_flush_starts_while_the_previous_one_awaits_its_quorum(
+    tmp_path: Path, mem: InMemoryCluster
+) -> None:
+    st = name_dir(tmp_path)
+    q = mem_qjm(mem)
+    fatal = Fatal()
+    el = FSEditLog(st, q, SETTINGS, fatal, max_flushes_in_flight=2)
+    await el.open_for_write(await writer(q))
+    await el.log_sync(mkdir(0))
+    local_gate = threading.Event()
+    real_write = el.local.write_and_sync
+    local_calls: list[bytes] = []
+
+    def slow_local(records: bytes) -> None:
+        local_calls.append(records)
+        if len(local_calls) == 1:  # the first batch's local copy waits for the test
+            assert local_gate.wait(10), "the test never released the local write"
+        real_write(records)
+
+    el.local.write_and_sync = slow_local  # type: ignore[method-assign]
+    gates = [mem.faults[i].hold("journal", times=1) for i in range(3)]
+    batches = el.quorum_batches
+    t1 = el.log(mkdir(1))
+    s1 = asyncio.ensure_future(el.sync(t1))
+    for g in gates:
+        await g.wait_held()
+    t2 = el.log(mkdir(2))
+    t3 = el.log(mkdir(3))
+    s2 = asyncio.ensure_future(el.sync(t2))
+    s3 = asyncio.ensure_future(el.sync(t3))
+    # The second flush goes out while the first still awaits its quorum; t2 and t3 share it.
+    await wait_until(lambda: el.quorum_batches == batches + 2, "a second batch in flight")
+    assert el.stats.flushes >= 2
+    assert not (s1.done() or s2.done() or s3.done())
+    assert el.synced_txid == t1 - 1
+    for g in gates:
+        g.open()
+    stream = el._stream
+    assert stream is not None
+    await wait_until(lambda: stream.acked_txid >= t3, "both batches acknowledged")
+    # The quorum holds both, but the first batch's local copy does not yet: nobody returns.
+    await asyncio.sleep(0)
+    assert not (s1.done() or s2.done() or s3.done()), "a sync returned before the local copy"
+    assert el.synced_txid == t1 - 1
+    local_gate.set()
+    await asyncio.wait_for(asyncio.gather(s1, s2, s3), 10)
+    assert el.synced_txid == t3
+    assert len(local_calls) == 2  # one local write per flush, in order
+    assert el.quorum_batches == batches + 2
+    await el.close()
+    await q.close()
+    assert fatal.errors == []
+    local = segments_ops(st.current)
+    check_segment_shape(local)
+    assert [op for _, op in local[(1, 6)][1:-1]] == [mkdir(i) for i in range(4)]
+    assert sorted(mem.segments(0, "nn")) == [(1, 6)]
+
+
+async def test_a_later_sync_waits_for_every_earlier_flush(
+    tmp_path: Path, mem: InMemoryCluster
+) -> None:
+    st = name_dir(tmp_path)
+    q = mem_qjm(mem)
+    el = FSEditLog(st, q, SETTINGS, Fatal(), max_flushes_in_flight=4)
+    await el.open_for_write(await writer(q))
+    gates = [mem.faults[i].hold("journal", times=1) for i in range(3)]
+    t1 = el.log(mkdir(1))
+    s1 = asyncio.ensure_future(el.sync(t1))
+    for g in gates:
+        await g.wait_held()
+    t2 = el.log(mkdir(2))
+    s2 = asyncio.ensure_future(el.sync(t2))
+    await wait_until(lambda: el.stats.flushes >= 3, "the second flush started")
+    gates[2].open()  # one node is no quorum: both wait
+    await asyncio.sleep(0.05)
+    assert not (s1.done() or s2.done())
+    gates[1].open()
+    await asyncio.wait_for(s2, 10)
+    assert s1.done() and el.synced_txid == t2
+    gates[0].open()
+    await el.close()
+    await q.close()
+
+
+async def test_a_roll_syncs_the_new_segments_start(
+    tmp_path: Path, jns: tuple[JNCluster, str]
+) -> None:
+    cluster, jid = jns
+    st = name_dir(tmp_path)
+    q = cluster.qjm(jid)
+    el = FSEditLog(st, q, replace(SETTINGS, roll_txns=5), Fatal())
+    await el.open_for_write(await writer(q))
+    assert await el.roll() == 3
+    assert el.synced_txid == 3  # START of the new segment, synced as HDFS does
+    for i in range(4):
+        el.log(mkdir(i))  # txids 4-7: the automatic roll starts at txid 8 (the 5th txn)
+    await wait_until(lambda: el.stats.rolls == 2, "an automatic roll")
+    assert el.segment_start_txid == 9  # END is 8
+    await wait_until(lambda: el.synced_txid == 9, "the auto-rolled START synced")
+    await el.close()
+    await q.close()
+    segs = segments_ops(st.current)
+    check_segment_shape(segs)
+    assert sorted(segs) == [(1, 2), (3, 8), (9, 10)]
