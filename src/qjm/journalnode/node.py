@@ -6,7 +6,6 @@ import asyncio
 import logging
 import os
 import queue
-import signal
 import socket
 import threading
 import uuid
@@ -19,6 +18,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from qjm import __version__
+from qjm.cluster.process import stop_on_signals, write_ready_file
 from qjm.config import JournalNodeSettings, format_address
 from qjm.errors import QjmError
 from qjm.ipc import IpcServer
@@ -607,24 +607,15 @@ class JournalNode:
 async def serve_forever(node: JournalNode, ready_file: Path | None = None) -> None:
     """Start a node, report readiness, and run until SIGTERM or SIGINT."""
     await node.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     if ready_file is not None:
-        import json
-
-        tmp = ready_file.with_name(ready_file.name + ".tmp")
-        tmp.write_text(
-            json.dumps(
-                {
-                    "pid": os.getpid(),
-                    "rpc": format_address(node.rpc_host, node.rpc_port),
-                    "http": format_address(node.http_host, node.http_port),
-                }
-            )
+        write_ready_file(
+            ready_file,
+            {
+                "rpc": format_address(node.rpc_host, node.rpc_port),
+                "http": format_address(node.http_host, node.http_port),
+            },
         )
-        os.replace(tmp, ready_file)
     await stop.wait()
     log.info("JournalNode stopping")
     await node.stop()

@@ -53,6 +53,39 @@ _KIND_NAMES = {K_FILE: FILE, K_DIR: DIRECTORY, K_SYMLINK: SYMLINK}
 _KINDS = {FILE: K_FILE, DIRECTORY: K_DIR, SYMLINK: K_SYMLINK}
 
 
+def _set_columns(
+    st: Any,
+    ids: list[int],
+    parents: list[int],
+    flags: list[int],
+    modes: list[int],
+    owners: list[int],
+    groups: list[int],
+    mtimes: list[int],
+    atimes: list[int],
+    repls: list[int],
+    bsizes: list[int],
+    lengths: list[int],
+    names: list[str],
+    dirs: Any,
+) -> None:
+    """Give the store its columns at once, each as an exactly sized array."""
+    st.ids = array("q", ids)
+    st.parent = array("i", parents)
+    st.flags = array("B", flags)
+    st.mode = array("H", modes)
+    st.owner = array("I", owners)
+    st.group = array("I", groups)
+    st.mtime = array("q", mtimes)
+    st.atime = array("q", atimes)
+    st.replication = array("H", repls)
+    st.block_size = array("q", bsizes)
+    st.length = array("q", lengths)
+    st.names = names
+    st.kids = dirs
+    st.count = len(ids)
+
+
 def to_image(ns: Namespace, txid: int, ns_info: NsInfo) -> ImageContents:
     """Image contents of every inode in the tree, with ns_info's txid set to txid."""
     st = ns.store
@@ -255,20 +288,22 @@ def from_image(
             if entries:
                 dirs[i] = entries
         i += 1
-    st.ids = array("q", ids)
-    st.parent = array("i", parents)
-    st.flags = array("B", flags)
-    st.mode = array("H", modes)
-    st.owner = array("I", owners)
-    st.group = array("I", groups)
-    st.mtime = array("q", mtimes)
-    st.atime = array("q", atimes)
-    st.replication = array("H", repls)
-    st.block_size = array("q", bsizes)
-    st.length = array("q", lengths)
-    st.names = names
-    st.kids = dirs
-    st.count = len(ids)
+    _set_columns(
+        st,
+        ids,
+        parents,
+        flags,
+        modes,
+        owners,
+        groups,
+        mtimes,
+        atimes,
+        repls,
+        bsizes,
+        lengths,
+        names,
+        dirs,
+    )
     ns.n_files, ns.n_dirs, ns.n_bytes = n_files, n_dirs + 1, n_bytes
     ns.last_inode_id = max(image.last_inode_id, max(ids))
     rq[2] = st.count
@@ -510,20 +545,22 @@ def _fill(ns: Namespace, raw_inodes: bytes, raw_dirs: bytes, strings: dict[int, 
     if linked != len(ids) - 1:
         return False  # inodes outside the tree (snapshots): the general path skips them
     root_quota = st.quota.pop(0, None)
-    st.ids = array("q", ids)
-    st.parent = array("i", parents)
-    st.flags = array("B", flags)
-    st.mode = array("H", modes)
-    st.owner = array("I", owners)
-    st.group = array("I", groups)
-    st.mtime = array("q", mtimes)
-    st.atime = array("q", atimes)
-    st.replication = array("H", repls)
-    st.block_size = array("q", bsizes)
-    st.length = array("q", lengths)
-    st.names = names
-    st.kids = dirs
-    st.count = len(ids)
+    _set_columns(
+        st,
+        ids,
+        parents,
+        flags,
+        modes,
+        owners,
+        groups,
+        mtimes,
+        atimes,
+        repls,
+        bsizes,
+        lengths,
+        names,
+        dirs,
+    )
     rq = root_quota or [ROOT_NS_QUOTA, QUOTA_UNSET, 0, 0]
     rq[2] = st.count
     rq[3] = sum(st.length[s] * st.replication[s] for s in st.blocks)

@@ -11,11 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import grp
-import json
 import logging
 import os
 import pwd
-import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +23,7 @@ from qjm.client.quorum_call import QuorumError
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.reader import QuorumJournalReader
 from qjm.client.uri import QJournalUri, parse_qjournal_uri
+from qjm.cluster.process import stop_on_signals, write_ready_file
 from qjm.config import ClusterConfig, NameNodeConfig, format_address, parse_address
 from qjm.editlog.ops import Op, decode_op
 from qjm.errors import QjmError
@@ -821,23 +820,11 @@ class NameNode:
 async def serve_forever(nn: NameNode, ready_file: Path | None = None) -> int:
     """Start a NameNode, report readiness, and run until SIGTERM/SIGINT or a fatal error."""
     await nn.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     if ready_file is not None:
-        tmp = ready_file.with_name(ready_file.name + ".tmp")
-        tmp.write_text(
-            json.dumps(
-                {
-                    "pid": os.getpid(),
-                    "rpc": nn.rpc_address(),
-                    "http": nn.http_address(),
-                    "name": nn.name,
-                }
-            )
+        write_ready_file(
+            ready_file, {"rpc": nn.rpc_address(), "http": nn.http_address(), "name": nn.name}
         )
-        os.replace(tmp, ready_file)
     stopping = asyncio.ensure_future(stop.wait())
     failing = asyncio.ensure_future(nn.failed.wait())
     await asyncio.wait([stopping, failing], return_when=asyncio.FIRST_COMPLETED)
