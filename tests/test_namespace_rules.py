@@ -174,6 +174,11 @@ def test_set_replication_and_times(ns: Namespace) -> None:
         ns.plan_set_times("/nope", SU, 1, 1)
     with pytest.raises(AccessControlError):
         ns.plan_set_times("/home/alice/notes", EVE, 1, 1)
+    # HDFS's setTimes needs WRITE on the path: owning a read-only file is not enough
+    run(ns, ns.plan_set_permission("/home/alice/notes", ALICE, 0o444))
+    with pytest.raises(AccessControlError, match="WRITE"):
+        ns.plan_set_times("/home/alice/notes", ALICE, 1, 1)
+    run(ns, ns.plan_set_times("/home/alice/notes", SU, 7, 8))
 
 
 def test_set_owner_rules(ns: Namespace) -> None:

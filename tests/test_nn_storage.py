@@ -166,6 +166,36 @@ def test_load_newest_falls_back_to_an_older_image(tmp_path: Path) -> None:
             load_newest(st, FakeNs)
 
 
+def test_the_column_loader_falls_back_to_an_older_image_too(tmp_path: Path) -> None:
+    """The NameNode's start-up path (load_namespace per file) refuses a damaged or mislabelled
+    newest image and takes the older one, as the general path does."""
+    from qjm.namenode.image.md5 import md5_of_file, write_md5_file
+    from qjm.namenode.image_bridge import load_namespace
+
+    def loader(path: Path) -> tuple[object, int]:
+        ns, info = load_namespace(path, superuser="hdfs")
+        return ns, info.txid
+
+    with NNStorage(tmp_path / "name") as st:
+        st.format(NSI)
+        st.save_image(FakeNs(), 10)
+        assert load_newest(st, FakeNs, path_loader=loader)[1] == 10
+        p = st.image_path(10)
+        raw = bytearray(p.read_bytes())
+        raw[20] ^= 0xFF
+        p.write_bytes(bytes(raw))  # the md5 no longer matches
+        assert load_newest(st, FakeNs, path_loader=loader)[1] == 0
+        p.unlink()
+        md5_path(p).unlink()
+        st.save_image(FakeNs(), 7)
+        st.image_path(7).rename(st.image_path(12))  # holds txid 7, named 12, a valid md5
+        md5_path(st.image_path(7)).unlink()
+        write_md5_file(st.image_path(12), md5_of_file(st.image_path(12)))
+        with pytest.raises(NoImageError, match="says it is at txid 7"):
+            st.image_path(0).write_bytes(b"junk")
+            load_newest(st, FakeNs, path_loader=loader)
+
+
 def test_no_image_at_all(tmp_path: Path) -> None:
     with NNStorage(tmp_path / "name") as st, pytest.raises(NoImageError, match="holds no fsimage"):
         load_newest(st, FakeNs)

@@ -62,29 +62,42 @@ class EditLogGapError(NamenodeError):
         )
 
 
-def load_newest(storage: NNStorage, ns_factory: Callable[[FsImage], N]) -> tuple[N, int]:
-    """The namespace from the newest readable image, and that image's txid."""
+def load_newest(
+    storage: NNStorage,
+    ns_factory: Callable[[FsImage], N],
+    *,
+    path_loader: Callable[[Path], tuple[N, int]] | None = None,
+) -> tuple[N, int]:
+    """The namespace from the newest readable image, and that image's txid.
+
+    path_loader, when given, loads an image file straight to (namespace, its txid) instead
+    of read_image + ns_factory (the NameNode's faster start-up).
+    """
     images = storage.images()
     if not images:
         raise NoImageError(
             f"name dir {storage.root} holds no fsimage; run `qjm namenode format` or "
             "`qjm namenode bootstrap-standby`"
         )
+
+    def by_factory(path: Path) -> tuple[N, int]:
+        image = read_image(path)
+        return ns_factory(image), image.ns_info.txid
+
+    load = path_loader or by_factory
     problems: list[str] = []
     for txid, path in reversed(images):
         try:
-            image = read_image(path)
+            ns, held = load(Path(path))
         except (ImageError, OSError) as e:
             problems.append(f"{path.name}: {e}")
             log.warning("cannot load image %s (%s); trying an older one", path, e)
             continue
-        if image.ns_info.txid != txid:
-            problems.append(f"{path.name} says it is at txid {image.ns_info.txid}")
-            log.warning(
-                "%s holds txid %d, not %d; trying an older one", path, image.ns_info.txid, txid
-            )
+        if held != txid:
+            problems.append(f"{path.name} says it is at txid {held}")
+            log.warning("%s holds txid %d, not %d; trying an older one", path, held, txid)
             continue
-        return ns_factory(image), txid
+        return ns, txid
     raise NoImageError(f"no image in {storage.current} can be loaded: " + "; ".join(problems))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import grp
 import logging
 import os
@@ -571,6 +572,18 @@ class NameNode:
 
         return from_image
 
+    def _load_image_file(self, path: Path) -> tuple[Namespace, int]:
+        """An image file straight into a namespace (the column loader), and the image's txid."""
+        from qjm.namenode.image_bridge import load_namespace
+
+        ns, ns_info = load_namespace(
+            path,
+            superuser=self.superuser,
+            supergroup=self.settings.superuser_group,
+            permissions_enabled=self.settings.permissions_enabled,
+        )
+        return ns, ns_info.txid
+
     async def _load(self, replay: bool) -> None:
         """Load the newest image, then (replay) the committed shared edits after it."""
         from qjm.namenode import fs_image
@@ -581,7 +594,12 @@ class NameNode:
         loop = asyncio.get_running_loop()
         started = time.monotonic()
         async with self.apply_lock:
-            ns, txid = await loop.run_in_executor(None, fs_image.load_newest, storage, factory)
+            ns, txid = await loop.run_in_executor(
+                None,
+                functools.partial(
+                    fs_image.load_newest, storage, factory, path_loader=self._load_image_file
+                ),
+            )
             self._ns = ns
             self.applied_txid = self.image_txid = int(txid)
             self._notify_applied()
