@@ -588,7 +588,10 @@ class InMemoryCluster:
         for seg in list_segments(current):
             if finalized_only and seg.end is None:
                 continue
-            data = seg.path.read_bytes()
+            try:
+                data = seg.path.read_bytes()
+            except FileNotFoundError:
+                continue  # purged (or renamed by finalize) since it was listed
             try:
                 read_header(data)
             except Exception:
