@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import shutil
-import socket
 import tempfile
 import threading
 import time
@@ -17,78 +15,26 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import RECORD, Processes, Sample, free_port, wait_until
-
-CLASSPATH = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar"
-MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
-
-
-def _four_letter(port: int, cmd: str) -> str:
-    with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
-        s.sendall(cmd.encode())
-        chunks = []
-        while chunk := s.recv(4096):
-            chunks.append(chunk)
-    return b"".join(chunks).decode(errors="replace")
-
-
-def _mode(port: int) -> str:
-    for line in _four_letter(port, "srvr").splitlines():
-        if line.startswith("Mode:"):
-            return line.split(":", 1)[1].strip()
-    return ""
+from benchmarks.common import RECORD, Sample
+from qjm.cluster.zookeeper import ZooKeeperError, start_zookeeper
 
 
 @contextlib.contextmanager
 def cluster(n: int = 3, pids: list[int] | None = None) -> Iterator[str]:
     """n ZooKeeper members on loopback in a temp dir; yields the leader's host:port."""
-    java = shutil.which("java")
-    if java is None or not Path("/usr/share/java/zookeeper.jar").exists():
-        raise FileNotFoundError("ZooKeeper is not installed (Debian: apt-get install zookeeper)")
-    procs = Processes()
     with tempfile.TemporaryDirectory(prefix="qjm-bench-zk-") as tmp:
-        root = Path(tmp)
         try:
-            client_ports = [free_port() for _ in range(n)]
-            servers = "\n".join(
-                f"server.{i + 1}=127.0.0.1:{free_port()}:{free_port()}" for i in range(n)
+            ens = start_zookeeper(
+                Path(tmp), members=n, jvm_options=("-Xms256m", "-Xmx1g"), ready_timeout=90
             )
-            logs = [root / f"zk{i}.log" for i in range(n)]
-            for i in range(n):
-                data = root / f"zk{i}"
-                data.mkdir()
-                (data / "myid").write_text(f"{i + 1}\n")
-                cfg = root / f"zoo{i}.cfg"
-                cfg.write_text(
-                    "tickTime=500\ninitLimit=20\nsyncLimit=10\n"
-                    f"dataDir={data}\nclientPort={client_ports[i]}\n"
-                    "clientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
-                    "4lw.commands.whitelist=srvr,ruok\nmaxClientCnxns=0\n"
-                    f"{servers}\n"
-                )
-                procs.start(
-                    [java, "-Xms256m", "-Xmx1g", "-cp", CLASSPATH, MAIN, str(cfg)],
-                    logs[i],
-                    cwd=root,
-                )
-            leader = None
-
-            def quorum_up() -> bool:
-                nonlocal leader
-                procs.check_alive(logs)
-                modes = [_mode(p) for p in client_ports]
-                if sorted(modes) != sorted(["leader"] + ["follower"] * (n - 1)):
-                    return False
-                leader = f"127.0.0.1:{client_ports[modes.index('leader')]}"
-                return True
-
-            wait_until("a ZooKeeper quorum", quorum_up, 90, logs=logs)
+        except ZooKeeperError as e:  # the comparison skips a system that does not start
+            raise RuntimeError(str(e)) from e
+        with ens:
+            leader = ens.leader()
             assert leader is not None
             if pids is not None:
-                pids.extend(procs.pids)
-            yield leader
-        finally:
-            procs.stop()
+                pids.extend(ens.pids)
+            yield ens.member(leader).address
 
 
 def measure(leader: str, writers: int, seconds: float, tag: str) -> Sample:
