@@ -53,6 +53,15 @@ def test_standalone_serves_kazoo_and_stop_frees_the_port(
         zk.create("/qjm-test/a", b"hello", makepath=True)
         assert zk.get("/qjm-test/a")[0] == b"hello"
         assert "standalone" in m.log.read_text()  # the server's own log reaches the file
+        assert ens.describe() == {
+            "zk1": {
+                "pid": pid,
+                "client": m.address,
+                "config": str(m.config),
+                "data": str(m.data_dir),
+                "log": str(m.log),
+            }
+        }
     finally:
         ens.stop()
     assert ens.pids == []

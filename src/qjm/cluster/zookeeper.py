@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from qjm.errors import QjmError
 
@@ -197,6 +198,19 @@ class ZooKeeperEnsemble:
         ids = ", ".join(str(m.myid) for m in self.members)
         raise ZooKeeperError(f"no ZooKeeper member {myid} (the members are {ids})")
 
+    def describe(self) -> dict[str, dict[str, Any]]:
+        """Per member (zk1, ...): pid (None when stopped), client address, config, data and log."""
+        return {
+            m.name: {
+                "pid": m.pid,
+                "client": m.address,
+                "config": str(m.config),
+                "data": str(m.data_dir),
+                "log": str(m.log),
+            }
+            for m in self.members
+        }
+
     def modes(self) -> dict[int, str]:
         """Each running member's mode (standalone, leader, follower, or '' if not serving)."""
         return {m.myid: server_mode(m.address, 1.0) for m in self.members if m.pid is not None}
@@ -326,6 +340,7 @@ class ZooKeeperEnsemble:
         m.process = None
 
     def __enter__(self) -> ZooKeeperEnsemble:
+        """The ensemble itself; leaving the block stops it."""
         return self
 
     def __exit__(
@@ -334,6 +349,7 @@ class ZooKeeperEnsemble:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """Stop every member."""
         self.stop()
 
 
