@@ -19,8 +19,8 @@ FAST = HealthMonitorSettings(
 )
 
 
-async def wait_for(what: str, cond: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
+async def wait_for(what: str, cond: Callable[[], bool], within_s: float = 10.0) -> None:
+    deadline = time.monotonic() + within_s
     while not cond():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         await asyncio.sleep(0.01)
@@ -80,7 +80,9 @@ async def test_healthy_unhealthy_not_responding_and_callbacks() -> None:
 
         # the NameNode comes back on the same port: the monitor reconnects
         server = await serve(nn, port=port)
-        await wait_for("healthy after restart", lambda: monitor.state is HealthState.SERVICE_HEALTHY)
+        await wait_for(
+            "healthy after restart", lambda: monitor.state is HealthState.SERVICE_HEALTHY
+        )
     finally:
         await monitor.stop()
         await server.stop()
