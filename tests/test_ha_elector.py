@@ -1,0 +1,304 @@
+"""ActiveStandbyElector against a real ZooKeeper server (Debian's zookeeper) on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from ports import free_port
+from qjm.ha.elector import (
+    ActiveNodeInfo,
+    ActiveStandbyElector,
+    ElectorError,
+    ElectorState,
+    ParentZNodeMissingError,
+    connect,
+    node_info,
+    parse_acl,
+    parse_auth,
+)
+
+ZK_JAR = Path("/usr/share/java/zookeeper.jar")
+CLASSPATH = f"/etc/zookeeper/conf:{ZK_JAR}"
+MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+SESSION_S = 4.0
+
+
+def _srvr(port: int) -> str:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            s.sendall(b"srvr")
+            chunks = []
+            while chunk := s.recv(4096):
+                chunks.append(chunk)
+        return b"".join(chunks).decode(errors="replace")
+    except OSError:
+        return ""
+
+
+@pytest.fixture(scope="module")
+def zookeeper() -> Iterator[str]:
+    """A standalone ZooKeeper child process on a free loopback port; yields host:port."""
+    java = shutil.which("java")
+    if java is None or not ZK_JAR.exists():
+        pytest.fail("ZooKeeper is not installed (Debian: apt-get install zookeeper)")
+    with tempfile.TemporaryDirectory(prefix="qjm-test-zk-") as tmp:
+        root = Path(tmp)
+        port = free_port()
+        cfg = root / "zoo.cfg"
+        cfg.write_text(
+            f"tickTime=500\ndataDir={root / 'data'}\nclientPort={port}\n"
+            "clientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
+            "4lw.commands.whitelist=srvr,ruok\nmaxClientCnxns=0\n"
+        )
+        log = root / "zk.log"
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(
+                [java, "-Xms64m", "-Xmx256m", "-cp", CLASSPATH, MAIN, str(cfg)],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=root,
+                start_new_session=True,
+            )
+        try:
+            deadline = time.monotonic() + 60
+            while "Mode: standalone" not in _srvr(port):
+                if proc.poll() is not None:
+                    pytest.fail(f"ZooKeeper exited {proc.returncode}: {log.read_text()[-2000:]}")
+                if time.monotonic() > deadline:
+                    pytest.fail(f"ZooKeeper did not start in 60 s: {log.read_text()[-2000:]}")
+                time.sleep(0.1)  # polling a condition with a deadline
+            yield f"127.0.0.1:{port}"
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=15)
+
+
+async def wait_for(what: str, cond: Callable[[], bool], within_s: float = 15.0) -> None:
+    deadline = time.monotonic() + within_s
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.02)
+
+
+class App:
+    """Elector callbacks that record what they were asked, in order."""
+
+    def __init__(self, name: str, *, fence_ok: bool = True) -> None:
+        self.name = name
+        self.fence_ok = fence_ok
+        self.events: list[str] = []
+        self.fenced: list[ActiveNodeInfo] = []
+
+    async def become_active(self) -> None:
+        self.events.append("active")
+
+    async def become_standby(self) -> None:
+        self.events.append("standby")
+
+    async def enter_neutral_mode(self) -> None:
+        self.events.append("neutral")
+
+    async def fence_old_active(self, old: ActiveNodeInfo) -> None:
+        self.events.append(f"fence:{old.namenodeId}")
+        self.fenced.append(old)
+        if not self.fence_ok:
+            raise RuntimeError("no fencing method succeeded")
+
+
+_ns_counter = 0
+
+
+def fresh_ns() -> str:
+    global _ns_counter
+    _ns_counter += 1
+    return f"ns{_ns_counter}"
+
+
+async def make(hosts: str, ns: str, nn: str, app: App, **kwargs: object) -> ActiveStandbyElector:
+    info = node_info(ns, nn, "127.0.0.1", 8020 + int(nn[-1]), 8019)
+    return await connect(
+        hosts,
+        info,
+        app,
+        session_timeout_s=SESSION_S,
+        sleep_after_failure_s=0.1,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+async def test_one_wins_the_other_waits_then_takes_over_fencing_the_first(
+    zookeeper: str,
+) -> None:
+    ns = fresh_ns()
+    a, b = App("nn1"), App("nn2")
+    ea = await make(zookeeper, ns, "nn1", a)
+    eb = await make(zookeeper, ns, "nn2", b)
+    try:
+        with pytest.raises(ParentZNodeMissingError, match="format-zk"):
+            await ea.join_election()
+        assert a.events == []
+        await ea.format_zk(force=False)
+        with pytest.raises(ElectorError, match="--force"):
+            await eb.format_zk(force=False)
+        await ea.join_election()
+        await eb.join_election()
+        assert (ea.state, eb.state) == (ElectorState.ACTIVE, ElectorState.STANDBY)
+        assert a.events == ["active"]  # no breadcrumb yet: nothing to fence
+        assert b.events == ["standby"]
+        lock = await eb.store.get(eb.lock_path)
+        assert lock is not None
+        assert ActiveNodeInfo.FromString(lock.data).namenodeId == "nn1"
+
+        await ea.close()  # nn1's ZKFC dies: its session closes, its breadcrumb stays
+        await wait_for("nn2 active", lambda: eb.state is ElectorState.ACTIVE)
+        assert b.events == ["standby", "fence:nn1", "active"]  # fenced before active
+        old = b.fenced[0]
+        assert (old.nameserviceId, old.hostname, old.port) == (ns, "127.0.0.1", 8021)
+        crumb = await eb.store.get(eb.breadcrumb_path)
+        assert crumb is not None
+        assert ActiveNodeInfo.FromString(crumb.data).namenodeId == "nn2"
+    finally:
+        await ea.close()
+        await eb.close()
+
+
+async def test_fence_failure_never_becomes_active(zookeeper: str) -> None:
+    ns = fresh_ns()
+    a, b = App("nn1"), App("nn2", fence_ok=False)
+    ea = await make(zookeeper, ns, "nn1", a)
+    eb = await make(zookeeper, ns, "nn2", b)
+    try:
+        await ea.format_zk(force=False)
+        await ea.join_election()
+        await eb.join_election()
+        assert eb.state is ElectorState.STANDBY
+        await ea.close()
+        # it keeps trying (releasing the lock between tries) and never goes active
+        await wait_for("three fence attempts", lambda: b.events.count("fence:nn1") >= 3)
+        assert "active" not in b.events
+        assert eb.state is not ElectorState.ACTIVE
+        assert "could not fence the old active nn1" in eb.last_error
+        crumb = await eb.store.get(eb.breadcrumb_path)
+        assert crumb is not None
+        assert ActiveNodeInfo.FromString(crumb.data).namenodeId == "nn1"  # untouched
+        # once fencing works, it becomes active
+        b.fence_ok = True
+        await wait_for("nn2 active", lambda: eb.state is ElectorState.ACTIVE)
+        assert b.events[-2:] == ["fence:nn1", "active"]
+    finally:
+        await ea.close()
+        await eb.close()
+
+
+async def test_quit_election_releases_and_the_next_need_not_fence(zookeeper: str) -> None:
+    ns = fresh_ns()
+    a, b = App("nn1"), App("nn2")
+    ea = await make(zookeeper, ns, "nn1", a)
+    eb = await make(zookeeper, ns, "nn2", b)
+    try:
+        await ea.format_zk(force=False)
+        await ea.join_election()
+        await eb.join_election()
+        await ea.quit_election(need_fence=False)
+        assert ea.state is ElectorState.INIT
+        await wait_for("nn2 active", lambda: eb.state is ElectorState.ACTIVE)
+        assert b.events == ["standby", "active"]  # breadcrumb deleted: no fencing
+        # a quit that needs fencing leaves the breadcrumb: nn1 fences nn2 when it wins
+        await ea.join_election()
+        assert ea.state is ElectorState.STANDBY
+        await eb.quit_election(need_fence=True)
+        await wait_for("nn1 active", lambda: ea.state is ElectorState.ACTIVE)
+        assert a.events[-3:] == ["standby", "fence:nn2", "active"]
+    finally:
+        await ea.close()
+        await eb.close()
+
+
+async def test_format_zk_force_clears_the_parent(zookeeper: str) -> None:
+    ns = fresh_ns()
+    a = App("nn1")
+    ea = await make(zookeeper, ns, "nn1", a)
+    try:
+        await ea.format_zk(force=False)
+        await ea.join_election()
+        await ea.quit_election(need_fence=True)  # breadcrumb left behind
+        assert await ea.store.exists(ea.breadcrumb_path)
+        await ea.format_zk(force=True)
+        assert await ea.parent_exists()
+        assert not await ea.store.exists(ea.breadcrumb_path)
+    finally:
+        await ea.close()
+
+
+async def test_digest_acl_refuses_an_unauthenticated_client(zookeeper: str) -> None:
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import NoAuthError
+    from kazoo.security import make_digest_acl_credential
+
+    ns = fresh_ns()
+    cred = make_digest_acl_credential("zkfc", "s3cret")  # "zkfc:<base64 sha1>"
+    acl = parse_acl(f"digest:{cred}:rwcda")
+    auth = parse_auth("digest:zkfc:s3cret")
+    a = App("nn1")
+    ea = await make(zookeeper, ns, "nn1", a, auth=auth, acl=acl, parent="/qjm-ha-acl")
+    try:
+        await ea.format_zk(force=False)
+        await ea.join_election()
+        assert ea.state is ElectorState.ACTIVE
+
+        def outsider() -> list[str]:
+            refused = []
+            zk = KazooClient(hosts=zookeeper, timeout=SESSION_S)
+            zk.start(timeout=15)
+            try:
+                for path in (ea.lock_path, ea.breadcrumb_path):
+                    try:
+                        zk.get(path)
+                    except NoAuthError:
+                        refused.append(path)
+                try:
+                    zk.create(f"{ea.parent_znode}/intruder", b"")
+                except NoAuthError:
+                    refused.append("create")
+                try:
+                    zk.delete(ea.breadcrumb_path)
+                except NoAuthError:
+                    refused.append("delete")
+            finally:
+                zk.stop()
+                zk.close()
+            return refused
+
+        refused = await asyncio.to_thread(outsider)
+        assert refused == [ea.lock_path, ea.breadcrumb_path, "create", "delete"]
+    finally:
+        await ea.close()
+
+
+def test_acl_and_auth_specs_are_checked() -> None:
+    acl = parse_acl("world:anyone:rwcda, digest:u:abc=:r")
+    assert [(x.id.scheme, x.id.id, x.perms) for x in acl] == [
+        ("world", "anyone", 31),
+        ("digest", "u:abc=", 1),
+    ]
+    assert parse_auth("digest:u:p") == [("digest", "u:p")]
+    with pytest.raises(ElectorError, match="unknown permission"):
+        parse_acl("world:anyone:rwx")
+    with pytest.raises(ElectorError, match="scheme:id:perms"):
+        parse_acl("world")
+    with pytest.raises(ElectorError, match="scheme:auth"):
+        parse_auth("digest")
