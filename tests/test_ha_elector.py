@@ -44,47 +44,78 @@ def _srvr(port: int) -> str:
         return ""
 
 
-@pytest.fixture(scope="module")
-def zookeeper() -> Iterator[str]:
-    """A standalone ZooKeeper child process on a free loopback port; yields host:port."""
-    java = shutil.which("java")
-    if java is None or not ZK_JAR.exists():
-        pytest.fail("ZooKeeper is not installed (Debian: apt-get install zookeeper)")
-    with tempfile.TemporaryDirectory(prefix="qjm-test-zk-") as tmp:
-        root = Path(tmp)
-        port = free_port()
-        cfg = root / "zoo.cfg"
-        cfg.write_text(
-            f"tickTime=500\ndataDir={root / 'data'}\nclientPort={port}\n"
+class ZkServer:
+    """A standalone ZooKeeper child process on a loopback port, restartable on that port."""
+
+    def __init__(self, root: Path) -> None:
+        java = shutil.which("java")
+        if java is None or not ZK_JAR.exists():
+            pytest.fail("ZooKeeper is not installed (Debian: apt-get install zookeeper)")
+        self.java = java
+        self.root = root
+        self.port = free_port()
+        self.hosts = f"127.0.0.1:{self.port}"
+        self.cfg = root / "zoo.cfg"
+        self.cfg.write_text(
+            f"tickTime=500\ndataDir={root / 'data'}\nclientPort={self.port}\n"
             "clientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
             "4lw.commands.whitelist=srvr,ruok\nmaxClientCnxns=0\n"
         )
-        log = root / "zk.log"
-        with open(log, "wb") as out:
-            proc = subprocess.Popen(
-                [java, "-Xms64m", "-Xmx256m", "-cp", CLASSPATH, MAIN, str(cfg)],
+        self.log = root / "zk.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with open(self.log, "ab") as out:
+            self.proc = proc = subprocess.Popen(
+                [self.java, "-Xms64m", "-Xmx256m", "-cp", CLASSPATH, MAIN, str(self.cfg)],
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                cwd=root,
+                cwd=self.root,
                 start_new_session=True,
             )
+        deadline = time.monotonic() + 60
+        while "Mode: standalone" not in _srvr(self.port):
+            if proc.poll() is not None:
+                pytest.fail(f"ZooKeeper exited {proc.returncode}: {self.log.read_text()[-2000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"ZooKeeper did not start in 60 s: {self.log.read_text()[-2000:]}")
+            time.sleep(0.1)  # polling a condition with a deadline
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        proc.terminate()
         try:
-            deadline = time.monotonic() + 60
-            while "Mode: standalone" not in _srvr(port):
-                if proc.poll() is not None:
-                    pytest.fail(f"ZooKeeper exited {proc.returncode}: {log.read_text()[-2000:]}")
-                if time.monotonic() > deadline:
-                    pytest.fail(f"ZooKeeper did not start in 60 s: {log.read_text()[-2000:]}")
-                time.sleep(0.1)  # polling a condition with a deadline
-            yield f"127.0.0.1:{port}"
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def zookeeper() -> Iterator[str]:
+    """A ZooKeeper shared by the tests of this module; yields host:port."""
+    with tempfile.TemporaryDirectory(prefix="qjm-test-zk-") as tmp:
+        server = ZkServer(Path(tmp))
+        server.start()
+        try:
+            yield server.hosts
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=15)
+            server.stop()
+
+
+@pytest.fixture
+def own_zookeeper() -> Iterator[ZkServer]:
+    """A ZooKeeper of the test's own, which the test may stop and restart."""
+    with tempfile.TemporaryDirectory(prefix="qjm-test-zk-") as tmp:
+        server = ZkServer(Path(tmp))
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
 
 
 async def wait_for(what: str, cond: Callable[[], bool], within_s: float = 15.0) -> None:
@@ -302,3 +333,64 @@ def test_acl_and_auth_specs_are_checked() -> None:
         parse_acl("world")
     with pytest.raises(ElectorError, match="scheme:auth"):
         parse_auth("digest")
+
+
+async def test_session_expiry_fails_over_and_the_expired_one_rejoins(zookeeper: str) -> None:
+    from kazoo.client import KazooClient
+
+    ns = fresh_ns()
+    a, b = App("nn1"), App("nn2")
+    ea = await make(zookeeper, ns, "nn1", a)
+    eb = await make(zookeeper, ns, "nn2", b)
+    try:
+        await ea.format_zk(force=False)
+        await ea.join_election()
+        await eb.join_election()
+        assert ea.state is ElectorState.ACTIVE
+        old_session = ea.store.session_id
+
+        def expire() -> None:  # a second client on nn1's session closes it: it expires
+            sid, passwd = ea.store._zk.client_id  # type: ignore[attr-defined]
+            zk = KazooClient(hosts=zookeeper, timeout=SESSION_S, client_id=(sid, passwd))
+            zk.start(timeout=15)
+            zk.stop()
+            zk.close()
+
+        await asyncio.to_thread(expire)
+        await wait_for("nn2 active", lambda: eb.state is ElectorState.ACTIVE)
+        assert b.events == ["standby", "fence:nn1", "active"]
+        await wait_for("nn1 rejoined as standby", lambda: ea.state is ElectorState.STANDBY)
+        assert a.events == ["active", "neutral", "standby"]
+        assert ea.store.session_id not in (0, old_session)  # a new session
+    finally:
+        await ea.close()
+        await eb.close()
+
+
+async def test_zookeeper_restart_means_neutral_then_the_same_roles(
+    own_zookeeper: ZkServer,
+) -> None:
+    ns = fresh_ns()
+    a, b = App("nn1"), App("nn2")
+    ea = await make(own_zookeeper.hosts, ns, "nn1", a)
+    eb = await make(own_zookeeper.hosts, ns, "nn2", b)
+    try:
+        await ea.format_zk(force=False)
+        await ea.join_election()
+        await eb.join_election()
+        await asyncio.to_thread(own_zookeeper.stop)
+        await wait_for(
+            "both neutral",
+            lambda: ea.state is ElectorState.NEUTRAL and eb.state is ElectorState.NEUTRAL,
+        )
+        await asyncio.to_thread(own_zookeeper.start)  # back within the session timeout
+        await wait_for(
+            "roles back",
+            lambda: (ea.state, eb.state) == (ElectorState.ACTIVE, ElectorState.STANDBY),
+            within_s=30,
+        )
+        assert "fence:nn1" not in b.events and "active" not in b.events  # no failover
+        assert a.events[:2] == ["active", "neutral"] and a.events[-1] == "active"
+    finally:
+        await ea.close()
+        await eb.close()
