@@ -19,6 +19,8 @@ from qjm.ha.elector import (
     ActiveStandbyElector,
     ElectorError,
     ElectorState,
+    Node,
+    NodeExists,
     ParentZNodeMissingError,
     connect,
     node_info,
@@ -394,3 +396,129 @@ async def test_zookeeper_restart_means_neutral_then_the_same_roles(
     finally:
         await ea.close()
         await eb.close()
+
+
+# ---- the state machine on an in-memory store (no ZooKeeper), for interleavings
+
+
+class MemoryZk:
+    """Znodes shared by the MemoryStores of one test (one 'ZooKeeper')."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, Node] = {}
+        self.watches: dict[str, list[Callable[[], None]]] = {}
+        self.sessions = 0
+
+    def fire(self, path: str) -> None:
+        for watch in self.watches.pop(path, []):
+            asyncio.get_running_loop().call_soon(watch)
+
+
+class MemoryStore:
+    """ZkStore over a MemoryZk; disconnect()/reconnect() drive the session events."""
+
+    def __init__(self, zk: MemoryZk) -> None:
+        self.zk = zk
+        zk.sessions += 1
+        self.session_id = zk.sessions
+        self.callbacks: list[Callable[[str], None]] = []
+
+    def on_session(self, callback: Callable[[str], None]) -> None:
+        self.callbacks.append(callback)
+
+    def emit(self, event: str) -> None:
+        for cb in self.callbacks:
+            cb(event)
+
+    async def create(self, path: str, data: bytes, *, ephemeral: bool) -> None:
+        if path in self.zk.nodes:
+            raise NodeExists(path)
+        self.zk.nodes[path] = Node(data, 0, self.session_id if ephemeral else 0)
+        self.zk.fire(path)
+
+    async def get(self, path: str, watch: Callable[[], None] | None = None) -> Node | None:
+        if watch is not None and path in self.zk.nodes:
+            self.zk.watches.setdefault(path, []).append(watch)
+        return self.zk.nodes.get(path)
+
+    async def exists(self, path: str, watch: Callable[[], None] | None = None) -> bool:
+        if watch is not None:
+            self.zk.watches.setdefault(path, []).append(watch)
+        return path in self.zk.nodes
+
+    async def set(self, path: str, data: bytes, version: int) -> None:
+        node = self.zk.nodes[path]
+        assert node.version == version
+        self.zk.nodes[path] = Node(data, version + 1, node.owner)
+        self.zk.fire(path)
+
+    async def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
+        del self.zk.nodes[path]
+        self.zk.fire(path)
+
+    async def ensure_path(self, path: str) -> None:
+        self.zk.nodes.setdefault(path, Node(b"", 0, 0))
+
+    async def children(self, path: str) -> list[str]:
+        return [p.rsplit("/", 1)[1] for p in self.zk.nodes if p.startswith(path + "/")]
+
+    async def close(self) -> None:
+        for path, node in list(self.zk.nodes.items()):
+            if node.owner == self.session_id:
+                await self.delete(path)
+
+
+async def test_a_disconnect_during_fencing_never_becomes_active() -> None:
+    zk = MemoryZk()
+    ns = fresh_ns()
+    a = App("nn1")
+    old = node_info(ns, "nn9", "127.0.0.1", 8029, 8019)
+    sa = MemoryStore(zk)
+    ea = ActiveStandbyElector(sa, node_info(ns, "nn1", "127.0.0.1", 8021, 8019), a)
+    ea.sleep_after_failure_s = 0.05
+    await ea.format_zk(force=False)
+    zk.nodes[ea.breadcrumb_path] = Node(old.SerializeToString(), 0, 0)
+
+    async def fence_then_flap(info: ActiveNodeInfo) -> None:
+        a.events.append(f"fence:{info.namenodeId}")
+        if a.events.count(f"fence:{info.namenodeId}") == 1:
+            sa.emit("suspended")  # ZooKeeper goes away and comes back while fencing
+            sa.emit("connected")
+
+    a.fence_old_active = fence_then_flap  # type: ignore[method-assign]
+    ea.start()
+    try:
+        await ea.join_election()
+        # the first attempt saw the interruption: no active, no breadcrumb written
+        assert a.events[:2] == ["fence:nn9", "neutral"]
+        # the retry after reconnecting fences again and only then becomes active
+        await wait_for("nn1 active", lambda: ea.state is ElectorState.ACTIVE)
+        assert a.events == ["fence:nn9", "neutral", "fence:nn9", "active"]
+        crumb = zk.nodes[ea.breadcrumb_path]
+        assert ActiveNodeInfo.FromString(crumb.data).namenodeId == "nn1"
+    finally:
+        await ea.close()
+
+
+async def test_a_lost_session_leaves_neutral_only_on_a_new_election() -> None:
+    zk = MemoryZk()
+    ns = fresh_ns()
+    a = App("nn1")
+    sa = MemoryStore(zk)
+    ea = ActiveStandbyElector(sa, node_info(ns, "nn1", "127.0.0.1", 8021, 8019), a)
+    await ea.format_zk(force=False)
+    ea.start()
+    try:
+        await ea.join_election()
+        assert a.events == ["active"]
+        sa.emit("lost")
+        await wait_for("neutral", lambda: ea.state is ElectorState.NEUTRAL)
+        await sa.close()  # the server dropped the session's lock
+        zk.sessions += 1
+        sa.session_id = zk.sessions  # the client's new session
+        sa.emit("connected")
+        await wait_for("active again", lambda: ea.state is ElectorState.ACTIVE)
+        assert a.events == ["active", "neutral", "active"]  # its own breadcrumb: no fencing
+        assert zk.nodes[ea.lock_path].owner == sa.session_id
+    finally:
+        await ea.close()

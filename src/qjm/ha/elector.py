@@ -375,7 +375,8 @@ class ActiveStandbyElector:
         self._queue: asyncio.Queue[tuple[str, Any, asyncio.Future[None] | None]] = asyncio.Queue()
         self._worker: asyncio.Task[None] | None = None
         self._retry: asyncio.TimerHandle | None = None
-        store.on_session(lambda event: self._post(event))
+        self._interruptions = 0  # disconnects and session losses seen, counted on arrival
+        store.on_session(self._on_session)
 
     # ---- public API
 
@@ -456,15 +457,19 @@ class ActiveStandbyElector:
             if self.want_active and self.connected:
                 await self._elect()
         elif kind in ("suspended", "lost"):
-            self.connected = False
             log.warning("elector: ZooKeeper session %s", kind)
             if self.want_active and self.state is not ElectorState.NEUTRAL:
                 self.state = ElectorState.NEUTRAL
                 await self.callbacks.enter_neutral_mode()
-        elif kind == "connected":
-            self.connected = True
-            if self.want_active:
-                await self._elect()
+        elif kind == "connected" and self.want_active and self.connected:
+            await self._elect()
+
+    def _on_session(self, event: SessionEvent) -> None:
+        # counted on arrival, so a step in progress sees it before the event is handled
+        if event != "connected":
+            self._interruptions += 1
+        self.connected = event == "connected"
+        self._post(event)
 
     def _on_lock_watch(self) -> None:
         self._post("lock")
@@ -506,6 +511,7 @@ class ActiveStandbyElector:
     async def _become_active(self, lock_version: int) -> None:
         if self.state is ElectorState.ACTIVE:
             return
+        interruptions = self._interruptions
         try:
             crumb = await self.store.get(self.breadcrumb_path)
             if crumb is not None and crumb.data != self._data:
@@ -520,12 +526,12 @@ class ActiveStandbyElector:
                         f"could not fence the old active {old.namenodeId} "
                         f"({old.hostname}:{old.port}): {e}"
                     ) from e
-            self._check_still_connected()
+            self._check_uninterrupted(interruptions)
             if crumb is None:
                 await self.store.create(self.breadcrumb_path, self._data, ephemeral=False)
             elif crumb.data != self._data:
                 await self.store.set(self.breadcrumb_path, self._data, crumb.version)
-            self._check_still_connected()
+            self._check_uninterrupted(interruptions)
             await self.callbacks.become_active()
         except asyncio.CancelledError:
             raise
@@ -540,8 +546,8 @@ class ActiveStandbyElector:
         self.last_error = ""
         log.info("elector: holding %s; active", self.lock_path)
 
-    def _check_still_connected(self) -> None:
-        if not self.connected:
+    def _check_uninterrupted(self, interruptions: int) -> None:
+        if not self.connected or interruptions != self._interruptions:
             raise NotConnected("the ZooKeeper session was interrupted; not becoming active")
 
     def _schedule_retry(self) -> None:
