@@ -278,6 +278,7 @@ class KazooStore:
 
     async def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         from kazoo import exceptions as kx
+        from kazoo.retry import RetryFailedError
 
         try:
             return await asyncio.to_thread(self._zk.retry, fn, *args, **kwargs)
@@ -289,7 +290,13 @@ class KazooStore:
             raise BadVersion(f"{args[0]} changed meanwhile") from e
         except kx.NoAuthError as e:
             raise ElectorError(f"ZooKeeper refused access to {args[0]} (check ACL/auth)") from e
-        except (kx.ConnectionLoss, kx.SessionExpiredError, kx.OperationTimeoutError) as e:
+        except (
+            kx.ConnectionLoss,
+            kx.SessionExpiredError,
+            kx.OperationTimeoutError,
+            RetryFailedError,
+            kx.ConnectionClosedError,
+        ) as e:
             raise NotConnected(f"ZooKeeper connection lost during an operation on {args[0]}") from e
         except kx.KazooException as e:
             raise ElectorError(f"ZooKeeper error on {args[0]}: {type(e).__name__} {e}") from e
@@ -491,6 +498,7 @@ class ActiveStandbyElector:
                     await self._become_standby()
                 return
             except NoNode as e:
+                self.want_active = False  # reported once; join again after formatting
                 raise ParentZNodeMissingError(
                     f"{self.parent_znode} does not exist in ZooKeeper: "
                     "run `qjm zkfc format-zk` first"

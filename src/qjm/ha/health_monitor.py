@@ -43,7 +43,10 @@ class HealthMonitorSettings:
     """Timing of the probes; the defaults are HDFS's ha.health-monitor.* defaults."""
 
     check_interval_s: float = 1.0  # ha.health-monitor.check-interval.ms
-    connect_retry_interval_s: float = 1.0  # ha.health-monitor.connect-retry-interval.ms
+    # ha.health-monitor.connect-retry-interval.ms: HDFS waits this long when it cannot even
+    # build a proxy; our client connects on its first call, so a failure to connect shows as
+    # SERVICE_NOT_RESPONDING and the wait is max(this, sleep_after_disconnect_s).
+    connect_retry_interval_s: float = 1.0
     rpc_timeout_s: float = 45.0  # ha.health-monitor.rpc-timeout.ms
     sleep_after_disconnect_s: float = 1.0  # ha.health-monitor.sleep-after-disconnect.ms
 
@@ -186,7 +189,12 @@ class HealthMonitor:
                     await asyncio.sleep(self.settings.check_interval_s)
                 else:
                     await self._drop_client()
-                    await asyncio.sleep(self.settings.sleep_after_disconnect_s)
+                    await asyncio.sleep(
+                        max(
+                            self.settings.sleep_after_disconnect_s,
+                            self.settings.connect_retry_interval_s,
+                        )
+                    )
         except asyncio.CancelledError:
             raise
         except Exception as e:
