@@ -112,3 +112,42 @@ async def test_a_failing_monitor_reports_health_monitor_failed() -> None:
     finally:
         await monitor.stop()
         await server.stop()
+
+
+class HangingNameNode(FakeNameNode):
+    """monitorHealth does not answer while hang is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hang = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def monitor_health(self) -> None:
+        if self.hang.is_set():
+            await self.release.wait()
+        await super().monitor_health()
+
+
+async def test_a_call_past_the_rpc_timeout_means_not_responding() -> None:
+    nn = HangingNameNode()
+    server = await serve(nn)
+    settings = HealthMonitorSettings(
+        check_interval_s=0.05,
+        connect_retry_interval_s=0.05,
+        rpc_timeout_s=0.3,
+        sleep_after_disconnect_s=0.05,
+    )
+    monitor = HealthMonitor(f"127.0.0.1:{server.port}", settings)
+    monitor.start()
+    try:
+        await wait_for("healthy", lambda: monitor.state is HealthState.SERVICE_HEALTHY)
+        nn.hang.set()
+        await wait_for(
+            "not responding", lambda: monitor.state is HealthState.SERVICE_NOT_RESPONDING
+        )
+        nn.hang.clear()
+        nn.release.set()
+        await wait_for("healthy again", lambda: monitor.state is HealthState.SERVICE_HEALTHY)
+    finally:
+        await monitor.stop()
+        await server.stop()
