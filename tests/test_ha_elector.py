@@ -522,3 +522,32 @@ async def test_a_lost_session_leaves_neutral_only_on_a_new_election() -> None:
         assert zk.nodes[ea.lock_path].owner == sa.session_id
     finally:
         await ea.close()
+
+
+async def test_a_failed_zookeeper_operation_is_retried_later() -> None:
+    zk = MemoryZk()
+    ns = fresh_ns()
+    a = App("nn1")
+    store = MemoryStore(zk)
+    failures = [ElectorError("ZooKeeper error on the lock: a test failure")]
+    real_create = store.create
+
+    async def flaky_create(path: str, data: bytes, *, ephemeral: bool) -> None:
+        if failures:
+            raise failures.pop()
+        await real_create(path, data, ephemeral=ephemeral)
+
+    store.create = flaky_create  # type: ignore[method-assign]
+    ea = ActiveStandbyElector(
+        store, node_info(ns, "nn1", "127.0.0.1", 8021, 8019), a, sleep_after_failure_s=0.05
+    )
+    await ea.format_zk(force=False)
+    ea.start()
+    try:
+        with pytest.raises(ElectorError, match="a test failure"):
+            await ea.join_election()
+        assert a.events == []
+        await wait_for("active after the retry", lambda: ea.state is ElectorState.ACTIVE)
+        assert a.events == ["active"]
+    finally:
+        await ea.close()

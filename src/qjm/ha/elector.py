@@ -447,6 +447,8 @@ class ActiveStandbyElector:
             except Exception as e:  # keep electing; the error is kept for status
                 self.last_error = str(e)
                 log.error("elector: %s failed: %s", kind, e)
+                if self.want_active:  # try again later rather than stay stuck
+                    self._schedule_retry()
                 if done is not None and not done.done():
                     done.set_exception(e)
             finally:
