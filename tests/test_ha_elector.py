@@ -1,0 +1,553 @@
+"""ActiveStandbyElector against a real ZooKeeper server (Debian's zookeeper) on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from ports import free_port
+from qjm.ha.elector import (
+    ActiveNodeInfo,
+    ActiveStandbyElector,
+    ElectorError,
+    ElectorState,
+    Node,
+    NodeExists,
+    ParentZNodeMissingError,
+    connect,
+    node_info,
+    parse_acl,
+    parse_auth,
+)
+
+ZK_JAR = Path("/usr/share/java/zookeeper.jar")
+CLASSPATH = f"/etc/zookeeper/conf:{ZK_JAR}"
+MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+SESSION_S = 4.0
+
+
+def _srvr(port: int) -> str:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            s.sendall(b"srvr")
+            chunks = []
+            while chunk := s.recv(4096):
+                chunks.append(chunk)
+        return b"".join(chunks).decode(errors="replace")
+    except OSError:
+        return ""
+
+
+class ZkServer:
+    """A standalone ZooKeeper child process on a loopback port, restartable on that port."""
+
+    def __init__(self, root: Path) -> None:
+        java = shutil.which("java")
+        if java is None or not ZK_JAR.exists():
+            pytest.fail("ZooKeeper is not installed (Debian: apt-get install zookeeper)")
+        self.java = java
+        self.root = root
+        self.port = free_port()
+        self.hosts = f"127.0.0.1:{self.port}"
+        self.cfg = root / "zoo.cfg"
+        self.cfg.write_text(
+            f"tickTime=500\ndataDir={root / 'data'}\nclientPort={self.port}\n"
+            "clientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
+            "4lw.commands.whitelist=srvr,ruok\nmaxClientCnxns=0\n"
+        )
+        self.log = root / "zk.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        with open(self.log, "ab") as out:
+            self.proc = proc = subprocess.Popen(
+                [self.java, "-Xms64m", "-Xmx256m", "-cp", CLASSPATH, MAIN, str(self.cfg)],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.root,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + 60
+        while "Mode: standalone" not in _srvr(self.port):
+            if proc.poll() is not None:
+                pytest.fail(f"ZooKeeper exited {proc.returncode}: {self.log.read_text()[-2000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"ZooKeeper did not start in 60 s: {self.log.read_text()[-2000:]}")
+            time.sleep(0.1)  # polling a condition with a deadline
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+
+
+@pytest.fixture(scope="module")
+def zookeeper() -> Iterator[str]:
+    """A ZooKeeper shared by the tests of this module; yields host:port."""
+    with tempfile.TemporaryDirectory(prefix="qjm-test-zk-") as tmp:
+        server = ZkServer(Path(tmp))
+        server.start()
+        try:
+            yield server.hosts
+        finally:
+            server.stop()
+
+
+@pytest.fixture
+def own_zookeeper() -> Iterator[ZkServer]:
+    """A ZooKeeper of the test's own, which the test may stop and restart."""
+    with tempfile.TemporaryDirectory(prefix="qjm-test-zk-") as tmp:
+        server = ZkServer(Path(tmp))
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
+async def wait_for(what: str, cond: Callable[[], bool], within_s: float = 15.0) -> None:
+    deadline = time.monotonic() + within_s
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.02)
+
+
+class App:
+    """Elector callbacks that record what they were asked, in order."""
+
+    def __init__(self, name: str, *, fence_ok: bool = True) -> None:
+        self.name = name
+        self.fence_ok = fence_ok
+        self.events: list[str] = []
+        self.fenced: list[ActiveNodeInfo] = []
+
+    async def become_active(self) -> None:
+        self.events.append("active")
+
+    async def become_standby(self) -> None:
+        self.events.append("standby")
+
+    async def enter_neutral_mode(self) -> None:
+        self.events.append("neutral")
+
+    async def fence_old_active(self, old: ActiveNodeInfo) -> None:
+        self.events.append(f"fence:{old.namenodeId}")
+        self.fenced.append(old)
+        if not self.fence_ok:
+            raise RuntimeError("no fencing method succeeded")
+
+
+_ns_counter = 0
+
+
+def fresh_ns() -> str:
+    global _ns_counter
+    _ns_counter += 1
+    return f"ns{_ns_counter}"
+
+
+async def make(hosts: str, ns: str, nn: str, app: App, **kwargs: object) -> ActiveStandbyElector:
+    info = node_info(ns, nn, "127.0.0.1", 8020 + int(nn[-1]), 8019)
+    return await connect(
+        hosts,
+        info,
+        app,
+        session_timeout_s=SESSION_S,
+        sleep_after_failure_s=0.1,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+async def test_one_wins_the_other_waits_then_takes_over_fencing_the_first(
+    zookeeper: str,
+) -> None:
+    ns = fresh_ns()
+    a, b = App("nn1"), App("nn2")
+    ea = await make(zookeeper, ns, "nn1", a)
+    eb = await make(zookeeper, ns, "nn2", b)
+    try:
+        with pytest.raises(ParentZNodeMissingError, match="format-zk"):
+            await ea.join_election()
+        assert a.events == []
+        await ea.format_zk(force=False)
+        with pytest.raises(ElectorError, match="--force"):
+            await eb.format_zk(force=False)
+        await ea.join_election()
+        await eb.join_election()
+        assert (ea.state, eb.state) == (ElectorState.ACTIVE, ElectorState.STANDBY)
+        assert a.events == ["active"]  # no breadcrumb yet: nothing to fence
+        assert b.events == ["standby"]
+        lock = await eb.store.get(eb.lock_path)
+        assert lock is not None
+        assert ActiveNodeInfo.FromString(lock.data).namenodeId == "nn1"
+
+        await ea.close()  # nn1's ZKFC dies: its session closes, its breadcrumb stays
+        await wait_for("nn2 active", lambda: eb.state is ElectorState.ACTIVE)
+        assert b.events == ["standby", "fence:nn1", "active"]  # fenced before active
+        old = b.fenced[0]
+        assert (old.nameserviceId, old.hostname, old.port) == (ns, "127.0.0.1", 8021)
+        crumb = await eb.store.get(eb.breadcrumb_path)
+        assert crumb is not None
+        assert ActiveNodeInfo.FromString(crumb.data).namenodeId == "nn2"
+    finally:
+        await ea.close()
+        await eb.close()
+
+
+async def test_fence_failure_never_becomes_active(zookeeper: str) -> None:
+    ns = fresh_ns()
+    a, b = App("nn1"), App("nn2", fence_ok=False)
+    ea = await make(zookeeper, ns, "nn1", a)
+    eb = await make(zookeeper, ns, "nn2", b)
+    try:
+        await ea.format_zk(force=False)
+        await ea.join_election()
+        await eb.join_election()
+        assert eb.state is ElectorState.STANDBY
+        await ea.close()
+        # it keeps trying (releasing the lock between tries) and never goes active
+        await wait_for("three fence attempts", lambda: b.events.count("fence:nn1") >= 3)
+        assert "active" not in b.events
+        assert eb.state is not ElectorState.ACTIVE
+        assert "could not fence the old active nn1" in eb.last_error
+        crumb = await eb.store.get(eb.breadcrumb_path)
+        assert crumb is not None
+        assert ActiveNodeInfo.FromString(crumb.data).namenodeId == "nn1"  # untouched
+        # once fencing works, it becomes active
+        b.fence_ok = True
+        await wait_for("nn2 active", lambda: eb.state is ElectorState.ACTIVE)
+        assert b.events[-2:] == ["fence:nn1", "active"]
+    finally:
+        await ea.close()
+        await eb.close()
+
+
+async def test_quit_election_releases_and_the_next_need_not_fence(zookeeper: str) -> None:
+    ns = fresh_ns()
+    a, b = App("nn1"), App("nn2")
+    ea = await make(zookeeper, ns, "nn1", a)
+    eb = await make(zookeeper, ns, "nn2", b)
+    try:
+        await ea.format_zk(force=False)
+        await ea.join_election()
+        await eb.join_election()
+        await ea.quit_election(need_fence=False)
+        assert ea.state is ElectorState.INIT
+        await wait_for("nn2 active", lambda: eb.state is ElectorState.ACTIVE)
+        assert b.events == ["standby", "active"]  # breadcrumb deleted: no fencing
+        # a quit that needs fencing leaves the breadcrumb: nn1 fences nn2 when it wins
+        await ea.join_election()
+        assert ea.state is ElectorState.STANDBY
+        await eb.quit_election(need_fence=True)
+        await wait_for("nn1 active", lambda: ea.state is ElectorState.ACTIVE)
+        assert a.events[-3:] == ["standby", "fence:nn2", "active"]
+    finally:
+        await ea.close()
+        await eb.close()
+
+
+async def test_format_zk_force_clears_the_parent(zookeeper: str) -> None:
+    ns = fresh_ns()
+    a = App("nn1")
+    ea = await make(zookeeper, ns, "nn1", a)
+    try:
+        await ea.format_zk(force=False)
+        await ea.join_election()
+        await ea.quit_election(need_fence=True)  # breadcrumb left behind
+        assert await ea.store.exists(ea.breadcrumb_path)
+        await ea.format_zk(force=True)
+        assert await ea.parent_exists()
+        assert not await ea.store.exists(ea.breadcrumb_path)
+    finally:
+        await ea.close()
+
+
+async def test_digest_acl_refuses_an_unauthenticated_client(zookeeper: str) -> None:
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import NoAuthError
+    from kazoo.security import make_digest_acl_credential
+
+    ns = fresh_ns()
+    cred = make_digest_acl_credential("zkfc", "s3cret")  # "zkfc:<base64 sha1>"
+    acl = parse_acl(f"digest:{cred}:rwcda")
+    auth = parse_auth("digest:zkfc:s3cret")
+    a = App("nn1")
+    ea = await make(zookeeper, ns, "nn1", a, auth=auth, acl=acl, parent="/qjm-ha-acl")
+    try:
+        await ea.format_zk(force=False)
+        await ea.join_election()
+        assert ea.state is ElectorState.ACTIVE
+
+        def outsider() -> list[str]:
+            refused = []
+            zk = KazooClient(hosts=zookeeper, timeout=SESSION_S)
+            zk.start(timeout=15)
+            try:
+                for path in (ea.lock_path, ea.breadcrumb_path):
+                    try:
+                        zk.get(path)
+                    except NoAuthError:
+                        refused.append(path)
+                try:
+                    zk.create(f"{ea.parent_znode}/intruder", b"")
+                except NoAuthError:
+                    refused.append("create")
+                try:
+                    zk.delete(ea.breadcrumb_path)
+                except NoAuthError:
+                    refused.append("delete")
+            finally:
+                zk.stop()
+                zk.close()
+            return refused
+
+        refused = await asyncio.to_thread(outsider)
+        assert refused == [ea.lock_path, ea.breadcrumb_path, "create", "delete"]
+    finally:
+        await ea.close()
+
+
+def test_acl_and_auth_specs_are_checked() -> None:
+    acl = parse_acl("world:anyone:rwcda, digest:u:abc=:r")
+    assert [(x.id.scheme, x.id.id, x.perms) for x in acl] == [
+        ("world", "anyone", 31),
+        ("digest", "u:abc=", 1),
+    ]
+    assert parse_auth("digest:u:p") == [("digest", "u:p")]
+    with pytest.raises(ElectorError, match="unknown permission"):
+        parse_acl("world:anyone:rwx")
+    with pytest.raises(ElectorError, match="scheme:id:perms"):
+        parse_acl("world")
+    with pytest.raises(ElectorError, match="scheme:auth"):
+        parse_auth("digest")
+
+
+async def test_session_expiry_fails_over_and_the_expired_one_rejoins(zookeeper: str) -> None:
+    from kazoo.client import KazooClient
+
+    ns = fresh_ns()
+    a, b = App("nn1"), App("nn2")
+    ea = await make(zookeeper, ns, "nn1", a)
+    eb = await make(zookeeper, ns, "nn2", b)
+    try:
+        await ea.format_zk(force=False)
+        await ea.join_election()
+        await eb.join_election()
+        assert ea.state is ElectorState.ACTIVE
+        old_session = ea.store.session_id
+
+        def expire() -> None:  # a second client on nn1's session closes it: it expires
+            sid, passwd = ea.store._zk.client_id  # type: ignore[attr-defined]
+            zk = KazooClient(hosts=zookeeper, timeout=SESSION_S, client_id=(sid, passwd))
+            zk.start(timeout=15)
+            zk.stop()
+            zk.close()
+
+        await asyncio.to_thread(expire)
+        await wait_for("nn2 active", lambda: eb.state is ElectorState.ACTIVE)
+        assert b.events == ["standby", "fence:nn1", "active"]
+        await wait_for("nn1 rejoined as standby", lambda: ea.state is ElectorState.STANDBY)
+        assert a.events == ["active", "neutral", "standby"]
+        assert ea.store.session_id not in (0, old_session)  # a new session
+    finally:
+        await ea.close()
+        await eb.close()
+
+
+async def test_zookeeper_restart_means_neutral_then_the_same_roles(
+    own_zookeeper: ZkServer,
+) -> None:
+    ns = fresh_ns()
+    a, b = App("nn1"), App("nn2")
+    ea = await make(own_zookeeper.hosts, ns, "nn1", a)
+    eb = await make(own_zookeeper.hosts, ns, "nn2", b)
+    try:
+        await ea.format_zk(force=False)
+        await ea.join_election()
+        await eb.join_election()
+        await asyncio.to_thread(own_zookeeper.stop)
+        await wait_for(
+            "both neutral",
+            lambda: ea.state is ElectorState.NEUTRAL and eb.state is ElectorState.NEUTRAL,
+        )
+        await asyncio.to_thread(own_zookeeper.start)  # back within the session timeout
+        await wait_for(
+            "roles back",
+            lambda: (ea.state, eb.state) == (ElectorState.ACTIVE, ElectorState.STANDBY),
+            within_s=30,
+        )
+        assert "fence:nn1" not in b.events and "active" not in b.events  # no failover
+        assert a.events[:2] == ["active", "neutral"] and a.events[-1] == "active"
+    finally:
+        await ea.close()
+        await eb.close()
+
+
+# ---- the state machine on an in-memory store (no ZooKeeper), for interleavings
+
+
+class MemoryZk:
+    """Znodes shared by the MemoryStores of one test (one 'ZooKeeper')."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, Node] = {}
+        self.watches: dict[str, list[Callable[[], None]]] = {}
+        self.sessions = 0
+
+    def fire(self, path: str) -> None:
+        for watch in self.watches.pop(path, []):
+            asyncio.get_running_loop().call_soon(watch)
+
+
+class MemoryStore:
+    """ZkStore over a MemoryZk; disconnect()/reconnect() drive the session events."""
+
+    def __init__(self, zk: MemoryZk) -> None:
+        self.zk = zk
+        zk.sessions += 1
+        self.session_id = zk.sessions
+        self.callbacks: list[Callable[[str], None]] = []
+
+    def on_session(self, callback: Callable[[str], None]) -> None:
+        self.callbacks.append(callback)
+
+    def emit(self, event: str) -> None:
+        for cb in self.callbacks:
+            cb(event)
+
+    async def create(self, path: str, data: bytes, *, ephemeral: bool) -> None:
+        if path in self.zk.nodes:
+            raise NodeExists(path)
+        self.zk.nodes[path] = Node(data, 0, self.session_id if ephemeral else 0)
+        self.zk.fire(path)
+
+    async def get(self, path: str, watch: Callable[[], None] | None = None) -> Node | None:
+        if watch is not None and path in self.zk.nodes:
+            self.zk.watches.setdefault(path, []).append(watch)
+        return self.zk.nodes.get(path)
+
+    async def exists(self, path: str, watch: Callable[[], None] | None = None) -> bool:
+        if watch is not None:
+            self.zk.watches.setdefault(path, []).append(watch)
+        return path in self.zk.nodes
+
+    async def set(self, path: str, data: bytes, version: int) -> None:
+        node = self.zk.nodes[path]
+        assert node.version == version
+        self.zk.nodes[path] = Node(data, version + 1, node.owner)
+        self.zk.fire(path)
+
+    async def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
+        del self.zk.nodes[path]
+        self.zk.fire(path)
+
+    async def ensure_path(self, path: str) -> None:
+        self.zk.nodes.setdefault(path, Node(b"", 0, 0))
+
+    async def children(self, path: str) -> list[str]:
+        return [p.rsplit("/", 1)[1] for p in self.zk.nodes if p.startswith(path + "/")]
+
+    async def close(self) -> None:
+        for path, node in list(self.zk.nodes.items()):
+            if node.owner == self.session_id:
+                await self.delete(path)
+
+
+async def test_a_disconnect_during_fencing_never_becomes_active() -> None:
+    zk = MemoryZk()
+    ns = fresh_ns()
+    a = App("nn1")
+    old = node_info(ns, "nn9", "127.0.0.1", 8029, 8019)
+    sa = MemoryStore(zk)
+    ea = ActiveStandbyElector(sa, node_info(ns, "nn1", "127.0.0.1", 8021, 8019), a)
+    ea.sleep_after_failure_s = 0.05
+    await ea.format_zk(force=False)
+    zk.nodes[ea.breadcrumb_path] = Node(old.SerializeToString(), 0, 0)
+
+    async def fence_then_flap(info: ActiveNodeInfo) -> None:
+        a.events.append(f"fence:{info.namenodeId}")
+        if a.events.count(f"fence:{info.namenodeId}") == 1:
+            sa.emit("suspended")  # ZooKeeper goes away and comes back while fencing
+            sa.emit("connected")
+
+    a.fence_old_active = fence_then_flap  # type: ignore[method-assign]
+    ea.start()
+    try:
+        await ea.join_election()
+        # the first attempt saw the interruption: no active, no breadcrumb written
+        assert a.events[:2] == ["fence:nn9", "neutral"]
+        # the retry after reconnecting fences again and only then becomes active
+        await wait_for("nn1 active", lambda: ea.state is ElectorState.ACTIVE)
+        assert a.events == ["fence:nn9", "neutral", "fence:nn9", "active"]
+        crumb = zk.nodes[ea.breadcrumb_path]
+        assert ActiveNodeInfo.FromString(crumb.data).namenodeId == "nn1"
+    finally:
+        await ea.close()
+
+
+async def test_a_lost_session_leaves_neutral_only_on_a_new_election() -> None:
+    zk = MemoryZk()
+    ns = fresh_ns()
+    a = App("nn1")
+    sa = MemoryStore(zk)
+    ea = ActiveStandbyElector(sa, node_info(ns, "nn1", "127.0.0.1", 8021, 8019), a)
+    await ea.format_zk(force=False)
+    ea.start()
+    try:
+        await ea.join_election()
+        assert a.events == ["active"]
+        sa.emit("lost")
+        await wait_for("neutral", lambda: ea.state is ElectorState.NEUTRAL)
+        await sa.close()  # the server dropped the session's lock
+        zk.sessions += 1
+        sa.session_id = zk.sessions  # the client's new session
+        sa.emit("connected")
+        await wait_for("active again", lambda: ea.state is ElectorState.ACTIVE)
+        assert a.events == ["active", "neutral", "active"]  # its own breadcrumb: no fencing
+        assert zk.nodes[ea.lock_path].owner == sa.session_id
+    finally:
+        await ea.close()
+
+
+async def test_a_failed_zookeeper_operation_is_retried_later() -> None:
+    zk = MemoryZk()
+    ns = fresh_ns()
+    a = App("nn1")
+    store = MemoryStore(zk)
+    failures = [ElectorError("ZooKeeper error on the lock: a test failure")]
+    real_create = store.create
+
+    async def flaky_create(path: str, data: bytes, *, ephemeral: bool) -> None:
+        if failures:
+            raise failures.pop()
+        await real_create(path, data, ephemeral=ephemeral)
+
+    store.create = flaky_create  # type: ignore[method-assign]
+    ea = ActiveStandbyElector(
+        store, node_info(ns, "nn1", "127.0.0.1", 8021, 8019), a, sleep_after_failure_s=0.05
+    )
+    await ea.format_zk(force=False)
+    ea.start()
+    try:
+        with pytest.raises(ElectorError, match="a test failure"):
+            await ea.join_election()
+        assert a.events == []
+        await wait_for("active after the retry", lambda: ea.state is ElectorState.ACTIVE)
+        assert a.events == ["active"]
+    finally:
+        await ea.close()
