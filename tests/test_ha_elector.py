@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
-import socket
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -13,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ports import free_port
+from qjm.cluster.zookeeper import ZooKeeperEnsemble, start_zookeeper
 from qjm.ha.elector import (
     ActiveNodeInfo,
     ActiveStandbyElector,
@@ -28,96 +25,29 @@ from qjm.ha.elector import (
     parse_auth,
 )
 
-ZK_JAR = Path("/usr/share/java/zookeeper.jar")
-CLASSPATH = f"/etc/zookeeper/conf:{ZK_JAR}"
-MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 SESSION_S = 4.0
-
-
-def _srvr(port: int) -> str:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-            s.sendall(b"srvr")
-            chunks = []
-            while chunk := s.recv(4096):
-                chunks.append(chunk)
-        return b"".join(chunks).decode(errors="replace")
-    except OSError:
-        return ""
-
-
-class ZkServer:
-    """A standalone ZooKeeper child process on a loopback port, restartable on that port."""
-
-    def __init__(self, root: Path) -> None:
-        java = shutil.which("java")
-        if java is None or not ZK_JAR.exists():
-            pytest.fail("ZooKeeper is not installed (Debian: apt-get install zookeeper)")
-        self.java = java
-        self.root = root
-        self.port = free_port()
-        self.hosts = f"127.0.0.1:{self.port}"
-        self.cfg = root / "zoo.cfg"
-        self.cfg.write_text(
-            f"tickTime=500\ndataDir={root / 'data'}\nclientPort={self.port}\n"
-            "clientPortAddress=127.0.0.1\nadmin.enableServer=false\n"
-            "4lw.commands.whitelist=srvr,ruok\nmaxClientCnxns=0\n"
-        )
-        self.log = root / "zk.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with open(self.log, "ab") as out:
-            self.proc = proc = subprocess.Popen(
-                [self.java, "-Xms64m", "-Xmx256m", "-cp", CLASSPATH, MAIN, str(self.cfg)],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=self.root,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + 60
-        while "Mode: standalone" not in _srvr(self.port):
-            if proc.poll() is not None:
-                pytest.fail(f"ZooKeeper exited {proc.returncode}: {self.log.read_text()[-2000:]}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"ZooKeeper did not start in 60 s: {self.log.read_text()[-2000:]}")
-            time.sleep(0.1)  # polling a condition with a deadline
-
-    def stop(self) -> None:
-        proc, self.proc = self.proc, None
-        if proc is None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
 
 
 @pytest.fixture(scope="module")
 def zookeeper() -> Iterator[str]:
     """A ZooKeeper shared by the tests of this module; yields host:port."""
     with tempfile.TemporaryDirectory(prefix="qjm-test-zk-") as tmp:
-        server = ZkServer(Path(tmp))
-        server.start()
+        ensemble = start_zookeeper(Path(tmp))
         try:
-            yield server.hosts
+            yield ensemble.connect_string
         finally:
-            server.stop()
+            ensemble.stop()
 
 
 @pytest.fixture
-def own_zookeeper() -> Iterator[ZkServer]:
+def own_zookeeper() -> Iterator[ZooKeeperEnsemble]:
     """A ZooKeeper of the test's own, which the test may stop and restart."""
     with tempfile.TemporaryDirectory(prefix="qjm-test-zk-") as tmp:
-        server = ZkServer(Path(tmp))
-        server.start()
+        ensemble = start_zookeeper(Path(tmp))
         try:
-            yield server
+            yield ensemble
         finally:
-            server.stop()
+            ensemble.stop()
 
 
 async def wait_for(what: str, cond: Callable[[], bool], within_s: float = 15.0) -> None:
@@ -370,12 +300,12 @@ async def test_session_expiry_fails_over_and_the_expired_one_rejoins(zookeeper: 
 
 
 async def test_zookeeper_restart_means_neutral_then_the_same_roles(
-    own_zookeeper: ZkServer,
+    own_zookeeper: ZooKeeperEnsemble,
 ) -> None:
     ns = fresh_ns()
     a, b = App("nn1"), App("nn2")
-    ea = await make(own_zookeeper.hosts, ns, "nn1", a)
-    eb = await make(own_zookeeper.hosts, ns, "nn2", b)
+    ea = await make(own_zookeeper.connect_string, ns, "nn1", a)
+    eb = await make(own_zookeeper.connect_string, ns, "nn2", b)
     try:
         await ea.format_zk(force=False)
         await ea.join_election()
