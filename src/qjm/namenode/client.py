@@ -390,22 +390,24 @@ class HAAdminClient:
         await self._call("monitorHealth", ha.MonitorHealthRequestProto())
 
     @staticmethod
-    def _req_info(forced: bool) -> ha.HAStateChangeRequestInfoProto:
+    def _req_info(forced: bool, by_zkfc: bool = False) -> ha.HAStateChangeRequestInfoProto:
         source = ha.REQUEST_BY_USER_FORCED if forced else ha.REQUEST_BY_USER
+        if by_zkfc:
+            source = ha.REQUEST_BY_ZKFC
         return ha.HAStateChangeRequestInfoProto(reqSource=source)
 
-    async def transition_to_active(self, *, forced: bool = False) -> None:
+    async def transition_to_active(self, *, forced: bool = False, by_zkfc: bool = False) -> None:
         """Make the NameNode active (it fences the old writer by a new epoch)."""
         await self._call(
             "transitionToActive",
-            ha.TransitionToActiveRequestProto(reqInfo=self._req_info(forced)),
+            ha.TransitionToActiveRequestProto(reqInfo=self._req_info(forced, by_zkfc)),
         )
 
-    async def transition_to_standby(self, *, forced: bool = False) -> None:
+    async def transition_to_standby(self, *, forced: bool = False, by_zkfc: bool = False) -> None:
         """Make the NameNode standby (it stops writing and tails the journal)."""
         await self._call(
             "transitionToStandby",
-            ha.TransitionToStandbyRequestProto(reqInfo=self._req_info(forced)),
+            ha.TransitionToStandbyRequestProto(reqInfo=self._req_info(forced, by_zkfc)),
         )
 
     async def close(self) -> None:

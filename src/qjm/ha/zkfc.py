@@ -1,0 +1,371 @@
+"""HDFS's ZKFailoverController: one per NameNode, wiring its HealthMonitor to the
+ActiveStandbyElector and serving ZKFCProtocol (cedeActive, gracefulFailover).
+
+* Health SERVICE_HEALTHY joins the election; INITIALIZING quits it (no fencing needed);
+  SERVICE_UNHEALTHY and SERVICE_NOT_RESPONDING quit it marking that the node must be fenced;
+  HEALTH_MONITOR_FAILED is fatal (`failed` is set and the controller leaves the election).
+* Winning the election: the old active the breadcrumb names is fenced first — a graceful
+  transitionToStandby over HAServiceProtocol (bounded by graceful-fence.rpc-timeout), else
+  the configured fencing methods in order — and only then is the local NameNode made active
+  with transitionToActive(REQUEST_BY_ZKFC). When every way of fencing fails, it does not
+  become active (the elector releases the lock and tries again later).
+* cedeActive(ms): the local NameNode goes standby, the controller leaves the election for ms
+  (deleting its breadcrumb when the standby transition worked, so the next active need not
+  fence it). gracefulFailover(): asks the current active's ZKFC to cede, then waits for the
+  local NameNode to be made active.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from qjm.errors import QjmError
+from qjm.ha import ZKFCProtocol_pb2 as zp
+from qjm.ha.elector import ActiveNodeInfo, ActiveStandbyElector, ElectorState, ZkStore
+from qjm.ha.fencing import FenceTarget, NodeFencer
+from qjm.ha.health_monitor import HealthMonitor, HealthMonitorSettings, HealthState
+from qjm.ipc import CallContext, IpcClient, IpcServer, Method
+from qjm.namenode.client import HAAdminClient
+from qjm.namenode.types import HAState
+
+log = logging.getLogger(__name__)
+
+ZKFC_PROTOCOL = "org.apache.hadoop.ha.ZKFCProtocol"
+SERVICE_FAILED = "org.apache.hadoop.ha.ServiceFailedException"
+DEFAULT_ZKFC_PORT = 8019  # dfs.ha.zkfc.port
+DEFAULT_GRACEFUL_FENCE_TIMEOUT_S = 5.0  # ha.failover-controller.graceful-fence.rpc-timeout.ms
+DEFAULT_NEW_ACTIVE_TIMEOUT_S = 60.0  # ha.failover-controller.new-active.rpc-timeout.ms
+
+
+class ZkfcError(QjmError):
+    """A ZKFC request could not be done (sent to callers as ServiceFailedException)."""
+
+    java_class = SERVICE_FAILED
+
+
+@dataclass(frozen=True)
+class ZkfcSettings:
+    """Who this ZKFC is and its timeouts (HDFS's defaults)."""
+
+    nameservice: str
+    namenode_id: str
+    nn_host: str
+    nn_port: int
+    zkfc_host: str = "127.0.0.1"
+    zkfc_port: int = DEFAULT_ZKFC_PORT  # 0: any free port
+    health: HealthMonitorSettings = field(default_factory=HealthMonitorSettings)
+    graceful_fence_timeout_s: float = DEFAULT_GRACEFUL_FENCE_TIMEOUT_S
+    new_active_timeout_s: float = DEFAULT_NEW_ACTIVE_TIMEOUT_S
+    user: str | None = None  # the user HAServiceProtocol calls are made as
+
+    @property
+    def nn_address(self) -> str:
+        """host:port of the local NameNode's RPC server."""
+        return f"{self.nn_host}:{self.nn_port}"
+
+
+class ZKFCClient:
+    """ZKFCProtocol calls to one ZKFC (what `hdfs haadmin -failover` sends)."""
+
+    def __init__(self, address: str, *, user: str | None = None, timeout: float = 60.0) -> None:
+        self.address = address
+        self.timeout = timeout
+        self._client = IpcClient(
+            address, ZKFC_PROTOCOL, user=user, connect_timeout_s=min(timeout, 5.0)
+        )
+
+    async def cede_active(self, millis: int) -> None:
+        """Ask the ZKFC to leave the election for millis ms (0: rejoin now)."""
+        req = zp.CedeActiveRequestProto(millisToCede=max(0, millis))
+        await self._client.call("cedeActive", req, zp.CedeActiveResponseProto, self.timeout)
+
+    async def graceful_failover(self) -> None:
+        """Ask the ZKFC to make its NameNode active, the current active ceding."""
+        req = zp.GracefulFailoverRequestProto()
+        await self._client.call(
+            "gracefulFailover", req, zp.GracefulFailoverResponseProto, self.timeout
+        )
+
+    async def close(self) -> None:
+        """Close the connection."""
+        await self._client.close()
+
+
+class ZKFailoverController:
+    """The controller for one NameNode (see the module doc); the elector is made by the
+    caller on a ZooKeeper store, with this controller as its callbacks (`attach`)."""
+
+    def __init__(self, settings: ZkfcSettings, fencer: NodeFencer) -> None:
+        self.settings = settings
+        self.fencer = fencer
+        self.monitor = HealthMonitor(settings.nn_address, settings.health, user=settings.user)
+        self.elector: ActiveStandbyElector | None = None
+        self.server: IpcServer | None = None
+        self.service_state = HAState.INITIALIZING  # what this ZKFC last made its NameNode
+        self.failed = asyncio.Event()  # set on a fatal error (the health monitor failed)
+        self.fatal_error = ""
+        self.fenced: list[str] = []  # namenode ids fenced, in order (for status and tests)
+        self._delay_until = 0.0  # monotonic time before which it will not join (cede)
+        self._recheck_lock = asyncio.Lock()
+        self._recheck_timer: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._attempt: asyncio.Future[bool] | None = None  # the next active attempt's result
+
+    def info(self, zkfc_port: int) -> ActiveNodeInfo:
+        """The ActiveNodeInfo this controller writes to ZooKeeper."""
+        s = self.settings
+        return ActiveNodeInfo(
+            nameserviceId=s.nameservice,
+            namenodeId=s.namenode_id,
+            hostname=s.nn_host,
+            port=s.nn_port,
+            zkfcPort=zkfc_port,
+        )
+
+    # ---- life cycle
+
+    async def start_rpc(self) -> int:
+        """Serve ZKFCProtocol; returns the port (call before making the elector)."""
+        server = IpcServer(name=f"zkfc-{self.settings.namenode_id}")
+        server.register(ZKFC_PROTOCOL, self._methods())
+        await server.start(self.settings.zkfc_host, self.settings.zkfc_port)
+        self.server = server
+        return server.port
+
+    def attach(self, elector: ActiveStandbyElector) -> None:
+        """Use elector (made with this controller as callbacks) and start monitoring health."""
+        self.elector = elector
+        self.monitor.add_state_callback(self._on_health)
+        self.monitor.start()
+
+    @classmethod
+    async def start(
+        cls, settings: ZkfcSettings, fencer: NodeFencer, store: ZkStore, *, parent: str
+    ) -> ZKFailoverController:
+        """A controller serving ZKFCProtocol and monitoring its NameNode, electing on store."""
+        zkfc = cls(settings, fencer)
+        port = await zkfc.start_rpc()
+        elector = ActiveStandbyElector(store, zkfc.info(port), zkfc, parent=parent)
+        elector.start()
+        zkfc.attach(elector)
+        return zkfc
+
+    async def stop(self) -> None:
+        """Stop monitoring, leave the election (the lock goes) and stop serving."""
+        if self._recheck_timer is not None:
+            self._recheck_timer.cancel()
+        await self.monitor.stop()
+        for task in list(self._tasks):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self.elector is not None:
+            await self.elector.close()
+        if self.server is not None:
+            await self.server.stop()
+
+    # ---- health → election
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _on_health(self, state: HealthState) -> None:
+        log.info("zkfc %s: local NameNode is %s", self.settings.namenode_id, state.value)
+        self._spawn(self.recheck())
+
+    async def recheck(self) -> None:
+        """Join or leave the election as the local NameNode's health (and a cede) says."""
+        elector = self.elector
+        if elector is None:
+            return
+        async with self._recheck_lock:
+            state = self.monitor.state
+            remaining = self._delay_until - time.monotonic()
+            if remaining > 0:
+                if state is HealthState.SERVICE_HEALTHY:
+                    log.info("zkfc: would join the election, but ceded for %.1f s more", remaining)
+                self._schedule_recheck(remaining)
+                return
+            if state is HealthState.SERVICE_HEALTHY:
+                await elector.join_election()
+            elif state is HealthState.INITIALIZING:
+                await elector.quit_election(need_fence=False)
+                self.service_state = HAState.INITIALIZING
+            elif state in (HealthState.SERVICE_UNHEALTHY, HealthState.SERVICE_NOT_RESPONDING):
+                log.warning("zkfc: quitting the election; the local NameNode must be fenced")
+                await elector.quit_election(need_fence=True)
+                self.service_state = HAState.INITIALIZING
+            elif state is HealthState.HEALTH_MONITOR_FAILED:
+                self.fatal_error = f"the health monitor failed: {self.monitor.last_error}"
+                log.error("zkfc: %s", self.fatal_error)
+                await elector.quit_election(need_fence=True)
+                self.failed.set()
+
+    def _schedule_recheck(self, delay_s: float) -> None:
+        if self._recheck_timer is not None:
+            self._recheck_timer.cancel()
+        self._recheck_timer = asyncio.get_running_loop().call_later(
+            delay_s, lambda: self._spawn(self.recheck())
+        )
+
+    # ---- elector callbacks
+
+    async def become_active(self) -> None:
+        """Make the local NameNode active (REQUEST_BY_ZKFC); raises when it cannot."""
+        s = self.settings
+        try:
+            async with HAAdminClient(
+                s.nn_address, user=s.user, timeout=s.new_active_timeout_s
+            ) as client:
+                await client.transition_to_active(by_zkfc=True)
+        except Exception as e:
+            self._record_attempt(False)
+            raise ZkfcError(f"could not make {s.namenode_id} active: {e}") from e
+        self.service_state = HAState.ACTIVE
+        log.info("zkfc: %s is active", s.namenode_id)
+        self._record_attempt(True)
+
+    async def become_standby(self) -> None:
+        """Make the local NameNode standby (REQUEST_BY_ZKFC)."""
+        s = self.settings
+        try:
+            async with HAAdminClient(
+                s.nn_address, user=s.user, timeout=s.new_active_timeout_s
+            ) as client:
+                await client.transition_to_standby(by_zkfc=True)
+        except Exception as e:
+            log.error("zkfc: could not make %s standby: %s", s.namenode_id, e)
+            return
+        self.service_state = HAState.STANDBY
+
+    async def enter_neutral_mode(self) -> None:
+        """ZooKeeper is unreachable: keep the NameNode as it is until a role is known."""
+        log.warning("zkfc: lost ZooKeeper; neutral until the session is back")
+
+    async def fence_old_active(self, old: ActiveNodeInfo) -> None:
+        """Fence the old active: graceful transitionToStandby, then the fencing methods."""
+        s = self.settings
+        address = f"{old.hostname}:{old.port}"
+        try:
+            async with HAAdminClient(
+                address, user=s.user, timeout=s.graceful_fence_timeout_s
+            ) as client:
+                await asyncio.wait_for(
+                    client.transition_to_standby(by_zkfc=True), s.graceful_fence_timeout_s
+                )
+        except Exception as e:
+            log.warning("zkfc: graceful fencing of %s (%s) failed: %s", old.namenodeId, address, e)
+        else:
+            log.info("zkfc: %s (%s) went standby without fencing", old.namenodeId, address)
+            self.fenced.append(old.namenodeId)
+            return
+        target = FenceTarget(old.hostname, old.port, old.nameserviceId, old.namenodeId)
+        if not await self.fencer.fence(target):
+            why = "; ".join(self.fencer.last_errors) or "no method succeeded"
+            raise ZkfcError(f"unable to fence {old.namenodeId} ({address}): {why}")
+        self.fenced.append(old.namenodeId)
+
+    def _record_attempt(self, succeeded: bool) -> None:
+        if self._attempt is not None and not self._attempt.done():
+            self._attempt.set_result(succeeded)
+
+    # ---- ZKFCProtocol
+
+    def _methods(self) -> dict[str, Method]:
+        async def cede_active(
+            req: zp.CedeActiveRequestProto, ctx: CallContext
+        ) -> zp.CedeActiveResponseProto:
+            log.info("zkfc: %s asks to cede the active role for %d ms", ctx.peer, req.millisToCede)
+            await self.cede_active(req.millisToCede / 1000.0)
+            return zp.CedeActiveResponseProto()
+
+        async def graceful_failover(
+            req: zp.GracefulFailoverRequestProto, ctx: CallContext
+        ) -> zp.GracefulFailoverResponseProto:
+            log.info("zkfc: %s asks for a graceful failover to here", ctx.peer)
+            await self.graceful_failover()
+            return zp.GracefulFailoverResponseProto()
+
+        return {
+            "cedeActive": Method(zp.CedeActiveRequestProto, cede_active),
+            "gracefulFailover": Method(
+                zp.GracefulFailoverRequestProto,
+                graceful_failover,
+            ),
+        }
+
+    async def cede_active(self, seconds: float) -> None:
+        """Go standby and stay out of the election for seconds (<= 0: rejoin now)."""
+        elector = self.elector
+        if elector is None:
+            raise ZkfcError("this ZKFC is not in an election yet")
+        if seconds <= 0:
+            self._delay_until = 0.0
+            await self.recheck()
+            return
+        async with self._recheck_lock:
+            s = self.settings
+            need_fence = False
+            try:
+                async with HAAdminClient(
+                    s.nn_address, user=s.user, timeout=s.graceful_fence_timeout_s
+                ) as client:
+                    await client.transition_to_standby(by_zkfc=True)
+            except Exception as e:
+                log.warning("zkfc: could not make %s standby while ceding: %s", s.namenode_id, e)
+                need_fence = True
+            self._delay_until = time.monotonic() + seconds
+            await elector.quit_election(need_fence=need_fence)
+            self.service_state = HAState.INITIALIZING
+        await self.recheck()
+
+    async def graceful_failover(self) -> None:
+        """Make the local NameNode active: the current active's ZKFC cedes, then this one
+        takes the lock; raises ZkfcError when it could not."""
+        elector = self.elector
+        s = self.settings
+        if elector is None:
+            raise ZkfcError("this ZKFC is not in an election yet")
+        if self.monitor.state is not HealthState.SERVICE_HEALTHY:
+            raise ZkfcError(
+                f"{s.namenode_id} is not healthy ({self.monitor.state.value}); "
+                "it cannot become active"
+            )
+        if elector.state is ElectorState.ACTIVE:
+            log.info("zkfc: %s is already active", s.namenode_id)
+            return
+        node = await elector.store.get(elector.lock_path)
+        if node is None:
+            raise ZkfcError("no node is active now (nobody holds the election lock)")
+        old = ActiveNodeInfo.FromString(node.data)
+        timeout = 2 * s.graceful_fence_timeout_s
+        self._attempt = asyncio.get_running_loop().create_future()
+        other = ZKFCClient(f"{old.hostname}:{old.zkfcPort}", user=s.user, timeout=timeout + 5)
+        try:
+            await other.cede_active(int(timeout * 1000))
+            try:
+                ok = await asyncio.wait_for(asyncio.shield(self._attempt), timeout + 60)
+            except TimeoutError:
+                raise ZkfcError(
+                    f"{s.namenode_id} did not get the chance to become active "
+                    "(from ZooKeeper) in time"
+                ) from None
+            if not ok:
+                raise ZkfcError(f"{s.namenode_id} could not become active: {elector.last_error}")
+        except ZkfcError:
+            with contextlib.suppress(Exception):
+                await other.cede_active(0)  # let the old active rejoin at once
+            raise
+        except Exception as e:
+            raise ZkfcError(f"{old.namenodeId}'s ZKFC could not cede: {e}") from e
+        finally:
+            self._attempt = None
+            await other.close()

@@ -1,0 +1,213 @@
+"""ZKFailoverController on a real ZooKeeper with two fake NameNodes served on real IpcServers."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from nn_fakes import FakeNameNode, serve
+from qjm.cluster.zookeeper import start_zookeeper
+from qjm.ha.elector import ElectorState, KazooStore
+from qjm.ha.fencing import NodeFencer
+from qjm.ha.health_monitor import HealthMonitorSettings
+from qjm.ha.zkfc import ZKFailoverController, ZKFCClient, ZkfcSettings
+from qjm.ipc import IpcServer, RemoteError
+
+FAST = HealthMonitorSettings(
+    check_interval_s=0.05,
+    connect_retry_interval_s=0.05,
+    rpc_timeout_s=2.0,
+    sleep_after_disconnect_s=0.05,
+)
+PARENT = "/qjm-ha-test"
+
+
+@pytest.fixture(scope="module")
+def zookeeper() -> Iterator[str]:
+    """A standalone ZooKeeper for this module's tests; yields its connect string."""
+    with tempfile.TemporaryDirectory(prefix="qjm-test-zk-") as tmp:
+        ensemble = start_zookeeper(Path(tmp))
+        try:
+            yield ensemble.connect_string
+        finally:
+            ensemble.stop()
+
+
+async def wait_for(what: str, cond: Callable[[], bool], within_s: float = 20.0) -> None:
+    deadline = time.monotonic() + within_s
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.01)
+
+
+@dataclass
+class Pair:
+    """Two fake NameNodes, their servers and their ZKFCs; a sampler of dual actives."""
+
+    nns: list[FakeNameNode]
+    servers: list[IpcServer]
+    zkfcs: list[ZKFailoverController] = field(default_factory=list)
+    samples: int = 0
+    both_active: int = 0
+
+    def active(self) -> list[int]:
+        """The indexes of the fakes that are active now."""
+        return [i for i, nn in enumerate(self.nns) if not nn.standby]
+
+    async def sample(self) -> None:
+        while True:
+            self.samples += 1
+            if len(self.active()) > 1:
+                self.both_active += 1
+            await asyncio.sleep(0.001)
+
+
+async def start_zkfc(
+    zk: str, ns: str, nn_id: str, server: IpcServer, fencing: str
+) -> ZKFailoverController:
+    store = KazooStore(zk, session_timeout_s=4.0)
+    await store.start()
+    settings = ZkfcSettings(
+        nameservice=ns,
+        namenode_id=nn_id,
+        nn_host="127.0.0.1",
+        nn_port=server.port,
+        zkfc_port=0,
+        health=FAST,
+        graceful_fence_timeout_s=1.0,
+        new_active_timeout_s=5.0,
+    )
+    return await ZKFailoverController.start(
+        settings, NodeFencer.from_config(fencing, shell_timeout_s=5.0), store, parent=PARENT
+    )
+
+
+@pytest.fixture
+def fencing() -> str:
+    return "shell(true)"
+
+
+@pytest.fixture
+async def pair(zookeeper: str, fencing: str) -> AsyncIterator[Pair]:
+    ns = f"ns-{uuid.uuid4().hex[:8]}"
+    nns = [FakeNameNode(standby=True), FakeNameNode(standby=True)]
+    servers = [await serve(nn) for nn in nns]
+    p = Pair(nns, servers)
+    sampler = asyncio.get_running_loop().create_task(p.sample())
+    try:
+        p.zkfcs.append(await start_zkfc(zookeeper, ns, "nn1", servers[0], fencing))
+        assert p.zkfcs[0].elector is not None
+        await p.zkfcs[0].elector.format_zk(force=False)
+        await p.zkfcs[0].recheck()  # the parent znode exists now
+        p.zkfcs.append(await start_zkfc(zookeeper, ns, "nn2", servers[1], fencing))
+        yield p
+    finally:
+        for z in p.zkfcs:
+            await z.stop()
+        sampler.cancel()
+        for s in servers:
+            await s.stop()
+    assert p.samples > 10
+    assert p.both_active == 0, "both NameNodes were active at a sampled instant"
+
+
+def elector_state(z: ZKFailoverController) -> ElectorState:
+    assert z.elector is not None
+    return z.elector.state
+
+
+async def test_one_active_unhealthy_fails_over_and_graceful_failover_moves_it(pair: Pair) -> None:
+    await wait_for("one active", lambda: len(pair.active()) == 1)
+    first = pair.active()[0]
+    other = 1 - first
+    await wait_for("the other standby", lambda: elector_state(pair.zkfcs[other]).name == "STANDBY")
+    assert pair.nns[first].transitions == [("active", "REQUEST_BY_ZKFC")]
+    assert ("standby", "REQUEST_BY_ZKFC") in pair.nns[other].transitions
+
+    pair.nns[first].healthy = False  # monitorHealth fails: its ZKFC quits the election
+    await wait_for("the other active", lambda: pair.active() == [other])
+    assert pair.nns[first].transitions[-1] == ("standby", "REQUEST_BY_ZKFC")  # fenced
+    assert pair.zkfcs[other].fenced == [f"nn{first + 1}"]
+    assert pair.nns[other].transitions[-1] == ("active", "REQUEST_BY_ZKFC")
+
+    pair.nns[first].healthy = True  # back: it rejoins as standby
+    await wait_for(
+        "the first rejoins as standby",
+        lambda: elector_state(pair.zkfcs[first]) is ElectorState.STANDBY,
+    )
+    assert pair.active() == [other]
+
+    # gracefulFailover over ZKFCProtocol, sent to the standby's ZKFC, moves the role back
+    server = pair.zkfcs[first].server
+    assert server is not None
+    client = ZKFCClient(f"127.0.0.1:{server.port}", timeout=30)
+    try:
+        await client.graceful_failover()
+    finally:
+        await client.close()
+    assert pair.active() == [first]
+    assert elector_state(pair.zkfcs[first]) is ElectorState.ACTIVE
+    assert pair.nns[other].transitions[-1] == ("standby", "REQUEST_BY_ZKFC")
+    assert pair.zkfcs[first].fenced == []  # the old active ceded: nothing to fence
+
+
+async def test_graceful_failover_refused_by_an_unhealthy_node(pair: Pair) -> None:
+    await wait_for("one active", lambda: len(pair.active()) == 1)
+    standby = 1 - pair.active()[0]
+    await wait_for(
+        "standby elected", lambda: elector_state(pair.zkfcs[standby]) is ElectorState.STANDBY
+    )
+    pair.nns[standby].healthy = False
+    await wait_for(
+        "standby out of the election",
+        lambda: elector_state(pair.zkfcs[standby]) is ElectorState.INIT,
+    )
+    server = pair.zkfcs[standby].server
+    assert server is not None
+    client = ZKFCClient(f"127.0.0.1:{server.port}", timeout=30)
+    try:
+        with pytest.raises(RemoteError, match="ServiceFailedException.*not healthy"):
+            await client.graceful_failover()
+    finally:
+        await client.close()
+    assert len(pair.active()) == 1 and pair.active()[0] != standby
+
+
+@pytest.mark.parametrize("fencing", ["shell(exit 1)\nsshfence"])
+async def test_never_active_when_all_fencing_fails(pair: Pair) -> None:
+    await wait_for("one active", lambda: len(pair.active()) == 1)
+    first = pair.active()[0]
+    other = 1 - first
+    await wait_for(
+        "other standby", lambda: elector_state(pair.zkfcs[other]) is ElectorState.STANDBY
+    )
+    await pair.servers[first].stop()  # not responding: no graceful fence possible either
+    elector = pair.zkfcs[other].elector
+    assert elector is not None
+    await wait_for("a failed fencing attempt", lambda: "unable to fence" in elector.last_error)
+    assert "dfs.ha.fencing.ssh.private-key-files" in elector.last_error
+    assert all(t[0] != "active" for t in pair.nns[other].transitions)
+    assert pair.nns[other].standby
+    assert elector.state is not ElectorState.ACTIVE
+
+
+@pytest.mark.parametrize("fencing", ['shell(exit 1)\nshell(test -n "$target_namenodeid")'])
+async def test_a_fencing_method_lets_the_other_become_active(pair: Pair) -> None:
+    await wait_for("one active", lambda: len(pair.active()) == 1)
+    first = pair.active()[0]
+    other = 1 - first
+    await wait_for(
+        "other standby", lambda: elector_state(pair.zkfcs[other]) is ElectorState.STANDBY
+    )
+    await pair.servers[first].stop()
+    pair.nns[first].standby = True  # what the shell method would have done to a real node
+    await wait_for("the other active", lambda: pair.active() == [other])
+    assert pair.zkfcs[other].fenced == [f"nn{first + 1}"]
+    assert "exited 1" in pair.zkfcs[other].fencer.last_errors[0]
