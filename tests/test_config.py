@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -99,3 +100,38 @@ def test_addresses_and_uris() -> None:
     ]:
         with pytest.raises(ConfigError, match=message):
             parse_qjournal_uri(bad)
+
+
+def test_zookeeper_and_zkfc_sections_have_hdfs_defaults_and_round_trip(tmp_path: Path) -> None:
+    cfg = config_from_dict({})
+    assert cfg.zookeeper.session_timeout_ms == 10_000  # ha.zookeeper.session-timeout.ms
+    assert cfg.zookeeper.parent_znode == "/qjm-ha"
+    assert cfg.zookeeper.acl == "world:anyone:rwcda"
+    assert (cfg.zkfc.port, cfg.zkfc.graceful_fence_timeout_ms) == (8019, 5000)
+    cfg = config_from_dict(
+        {
+            "zookeeper": {"quorum": "127.0.0.1:2181,127.0.0.1:2182", "auth": "digest:a:b"},
+            "zkfc": {"fencing_methods": 'shell(echo "x\\\\y")\nsshfence'},
+        }
+    )
+    path = tmp_path / "c.toml"
+    path.write_text(dump_config(cfg))
+    back = load_config(path)
+    assert (back.zookeeper, back.zkfc) == (cfg.zookeeper, cfg.zkfc)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"zookeeper": {"quorum": "zk1:x"}}, "zookeeper.quorum"),
+        ({"zookeeper": {"parent_znode": "qjm"}}, "zookeeper.parent_znode"),
+        ({"zookeeper": {"session_timeout_ms": 0}}, "zookeeper.session_timeout_ms"),
+        ({"zookeeper": {"session_timeout_ms": "10"}}, "zookeeper.session_timeout_ms"),
+        ({"zkfc": {"port": 70000}}, "zkfc.port"),
+        ({"zkfc": {"graceful_fence_timeout_ms": 0}}, "zkfc.graceful_fence_timeout_ms"),
+        ({"zkfc": {"fencing": "shell(true)"}}, "zkfc.fencing"),
+    ],
+)
+def test_zookeeper_and_zkfc_errors_name_the_key(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        config_from_dict(data)

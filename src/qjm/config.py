@@ -160,6 +160,54 @@ class NameNodeSettings:
 
 
 @dataclass(frozen=True)
+class ZooKeeperSettings:
+    """ZooKeeper for automatic failover ([zookeeper]), as HDFS's ha.zookeeper.* keys."""
+
+    quorum: str = ""  # ha.zookeeper.quorum: host:port,host:port (required by the ZKFC)
+    session_timeout_ms: int = 10_000  # ha.zookeeper.session-timeout.ms
+    parent_znode: str = "/qjm-ha"  # ha.zookeeper.parent-znode
+    acl: str = "world:anyone:rwcda"  # ha.zookeeper.acl
+    auth: str = ""  # ha.zookeeper.auth: scheme:auth[,...]
+
+    def __post_init__(self) -> None:
+        """Refuse values ZooKeeper would not take, naming the key."""
+        if self.session_timeout_ms < 1:
+            raise ConfigError(
+                f"zookeeper.session_timeout_ms must be at least 1, got {self.session_timeout_ms}"
+            )
+        if not self.parent_znode.startswith("/") or self.parent_znode.rstrip("/") == "":
+            raise ConfigError(
+                f"zookeeper.parent_znode: {self.parent_znode!r} is not an absolute znode "
+                "path below the root (such as /qjm-ha)"
+            )
+        for part in (a.strip() for a in self.quorum.split(",") if a.strip()):
+            parse_address(part, "zookeeper.quorum")
+
+
+@dataclass(frozen=True)
+class FailoverControllerSettings:
+    """The failover controllers' settings ([zkfc]), with HDFS's defaults."""
+
+    port: int = 8019  # dfs.ha.zkfc.port (on each NameNode's RPC host)
+    fencing_methods: str = ""  # dfs.ha.fencing.methods: shell(cmd) / sshfence, one per line
+    shell_fence_timeout_ms: int = 60_000  # a shell(cmd) method is killed after this
+    ssh_private_key_files: str = ""  # dfs.ha.fencing.ssh.private-key-files (comma-separated)
+    ssh_connect_timeout_ms: int = 30_000  # dfs.ha.fencing.ssh.connect-timeout
+    graceful_fence_timeout_ms: int = 5000  # ha.failover-controller.graceful-fence.rpc-timeout.ms
+    new_active_timeout_ms: int = 60_000  # ha.failover-controller.new-active.rpc-timeout.ms
+    health_check_interval_ms: int = 1000  # ha.health-monitor.check-interval.ms
+    health_rpc_timeout_ms: int = 45_000  # ha.health-monitor.rpc-timeout.ms
+
+    def __post_init__(self) -> None:
+        """Refuse values the ZKFC cannot use, naming the key."""
+        if self.port > 65535:
+            raise ConfigError(f"zkfc.port: {self.port} is out of range 0-65535")
+        for f in fields(self):
+            if f.name.endswith("_ms") and getattr(self, f.name) < 1:
+                raise ConfigError(f"zkfc.{f.name} must be at least 1, got {getattr(self, f.name)}")
+
+
+@dataclass(frozen=True)
 class NameNodeConfig:
     """One NameNode ([namenodes.<name>])."""
 
@@ -180,6 +228,8 @@ class ClusterConfig:
     qjournal: QJournalSettings = field(default_factory=QJournalSettings)
     namenode: NameNodeSettings = field(default_factory=NameNodeSettings)
     namenodes: dict[str, NameNodeConfig] = field(default_factory=dict)
+    zookeeper: ZooKeeperSettings = field(default_factory=ZooKeeperSettings)
+    zkfc: FailoverControllerSettings = field(default_factory=FailoverControllerSettings)
     source: str = "<defaults>"
 
     def shared_edits_uri(self) -> str:
@@ -208,7 +258,16 @@ class ClusterConfig:
             ) from None
 
 
-_SECTIONS = {"cluster", "journalnode", "journalnodes", "qjournal", "namenode", "namenodes"}
+_SECTIONS = {
+    "cluster",
+    "journalnode",
+    "journalnodes",
+    "qjournal",
+    "namenode",
+    "namenodes",
+    "zookeeper",
+    "zkfc",
+}
 
 
 def _typed(section: str, key: str, value: Any, want: type) -> Any:
@@ -295,6 +354,8 @@ def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> ClusterCon
             qjournal=_build(QJournalSettings, "qjournal", data.get("qjournal", {})),
             namenode=_build(NameNodeSettings, "namenode", data.get("namenode", {})),
             namenodes=nns,
+            zookeeper=_build(ZooKeeperSettings, "zookeeper", data.get("zookeeper", {})),
+            zkfc=_build(FailoverControllerSettings, "zkfc", data.get("zkfc", {})),
             source=source,
         )
     except ConfigError as e:
@@ -327,7 +388,7 @@ def _toml_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
-    escaped = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    escaped = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return f'"{escaped}"'
 
 
@@ -365,4 +426,8 @@ def dump_config(cfg: ClusterConfig) -> str:
             f"{k} = {_toml_value(getattr(nn, k))}"
             for k in ("rpc_address", "http_address", "name_dir")
         ]
+    for section in ("zookeeper", "zkfc"):
+        settings = getattr(cfg, section)
+        lines += ["", f"[{section}]"]
+        lines += [f"{f.name} = {_toml_value(getattr(settings, f.name))}" for f in fields(settings)]
     return "\n".join(lines) + "\n"

@@ -21,6 +21,7 @@ COMMANDS = [
     "qjm.cli.oiv",
     "qjm.cli.dfs",
     "qjm.cli.haadmin",
+    "qjm.cli.zkfc",
 ]
 
 

@@ -1,0 +1,220 @@
+"""`qjm zkfc`: run the ZKFailoverController of one NameNode; `format-zk` prepares ZooKeeper."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from qjm.cli import eventloop
+from qjm.config import ClusterConfig, load_config, parse_address
+from qjm.errors import ConfigError
+from qjm.logs import setup_logging
+
+if TYPE_CHECKING:
+    from qjm.ha.elector import ActiveNodeInfo, KazooStore
+
+log = logging.getLogger(__name__)
+
+# `hdfs zkfc` exit codes
+EXIT_FORMAT_DENIED = 2
+EXIT_NO_PARENT_ZNODE = 3
+EXIT_NO_FENCER = 4
+EXIT_CANNOT_CONNECT = 6
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `qjm zkfc`."""
+    p = sub.add_parser(
+        "zkfc",
+        help="run a NameNode's failover controller (automatic failover), or format-zk",
+        description=(
+            "Without an action: run the ZKFailoverController of [namenodes.<id>] of --config: "
+            "it watches that NameNode's health, takes part in the election in ZooKeeper "
+            "([zookeeper]), fences the old active ([zkfc] fencing_methods) and makes its "
+            "NameNode active or standby; it serves ZKFCProtocol on [zkfc] port. format-zk: "
+            "create the nameservice's znode (--force clears an existing one)."
+        ),
+    )
+    p.add_argument("action", nargs="?", choices=("format-zk",), help="what to do (default: run)")
+    p.add_argument("--config", required=True, help="cluster TOML file")
+    p.add_argument("--id", dest="nn_id", help="which [namenodes.<id>] to control (to run)")
+    p.add_argument("--force", action="store_true", help="format-zk: clear an existing znode")
+    p.add_argument("--ready-file", help="write {pid, zkfc, namenode} JSON here once running")
+    p.add_argument("--log-level", default="INFO")
+    p.set_defaults(func=run)
+
+
+def _quorum(cfg: ClusterConfig) -> str:
+    if not cfg.zookeeper.quorum.strip():
+        raise ConfigError(
+            f"{cfg.source}: zookeeper.quorum is not set (host:port[,host:port...] of the "
+            "ZooKeeper servers, HDFS's ha.zookeeper.quorum)"
+        )
+    return cfg.zookeeper.quorum
+
+
+async def _store(cfg: ClusterConfig) -> KazooStore:
+    from qjm.ha.elector import KazooStore, parse_acl, parse_auth
+
+    zk = cfg.zookeeper
+    try:
+        acl = parse_acl(zk.acl)
+        auth = parse_auth(zk.auth)
+    except Exception as e:
+        raise ConfigError(f"{cfg.source}: zookeeper.acl / zookeeper.auth: {e}") from None
+    store = KazooStore(
+        _quorum(cfg), session_timeout_s=zk.session_timeout_ms / 1000.0, auth=auth, acl=acl
+    )
+    await store.start()
+    return store
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the ZKFC until SIGTERM, or format ZooKeeper."""
+    cfg = load_config(args.config)
+    _quorum(cfg)
+    if args.action == "format-zk":
+        return eventloop.run(_format_zk(cfg, args.force))
+    if not args.nn_id:
+        raise ConfigError("qjm zkfc needs --id <namenode> (which [namenodes.<id>] to control)")
+    cfg.namenode_named(args.nn_id)
+    from qjm.ha.fencing import FencingConfigError, parse_methods
+
+    try:
+        methods = parse_methods(cfg.zkfc.fencing_methods)
+    except FencingConfigError as e:
+        raise ConfigError(f"{cfg.source}: zkfc.fencing_methods: {e}") from None
+    if not methods:
+        print(
+            f"qjm zkfc: error: {cfg.source}: zkfc.fencing_methods is empty; automatic failover "
+            "needs a way to fence the old active (shell(cmd) or sshfence, one per line; "
+            "shell(true) when the graceful transition to standby is enough)",
+            file=sys.stderr,
+        )
+        return EXIT_NO_FENCER
+    setup_logging(f"zkfc-{args.nn_id}", args.log_level)
+    ready = Path(args.ready_file) if args.ready_file else None
+    return eventloop.run(_serve(cfg, args.nn_id, ready))
+
+
+class _NotElecting:
+    """Callbacks for an elector used only to format ZooKeeper (it never joins)."""
+
+    async def become_active(self) -> None:
+        raise RuntimeError("format-zk does not take part in the election")
+
+    async def become_standby(self) -> None:
+        """Nothing to do."""
+
+    async def enter_neutral_mode(self) -> None:
+        """Nothing to do."""
+
+    async def fence_old_active(self, old: ActiveNodeInfo) -> None:
+        raise RuntimeError("format-zk does not fence")
+
+
+async def _format_zk(cfg: ClusterConfig, force: bool) -> int:
+    from qjm.ha.elector import ActiveStandbyElector, ElectorError, node_info
+
+    try:
+        store = await _store(cfg)
+    except ConfigError:
+        raise
+    except Exception as e:
+        print(
+            f"qjm zkfc: error: cannot connect to ZooKeeper {cfg.zookeeper.quorum}: {e}",
+            file=sys.stderr,
+        )
+        return EXIT_CANNOT_CONNECT
+    info = node_info(cfg.nameservice, "", "", 0, 0)
+    elector = ActiveStandbyElector(store, info, _NotElecting(), parent=cfg.zookeeper.parent_znode)
+    try:
+        await elector.format_zk(force)
+    except ElectorError as e:
+        print(f"qjm zkfc: error: {e}", file=sys.stderr)
+        return EXIT_FORMAT_DENIED
+    finally:
+        await elector.close()
+    print(f"{elector.parent_znode} created in ZooKeeper {cfg.zookeeper.quorum}")
+    return 0
+
+
+async def _serve(cfg: ClusterConfig, nn_id: str, ready_file: Path | None) -> int:
+    from qjm.cluster.process import stop_on_signals, write_ready_file
+    from qjm.ha.fencing import NodeFencer
+    from qjm.ha.health_monitor import HealthMonitorSettings
+    from qjm.ha.zkfc import ZKFailoverController, ZkfcSettings
+
+    nn = cfg.namenode_named(nn_id)
+    host, port = parse_address(nn.rpc_address, f"namenodes.{nn_id}.rpc_address")
+    z = cfg.zkfc
+    try:
+        store = await _store(cfg)
+    except ConfigError:
+        raise
+    except Exception as e:
+        print(
+            f"qjm zkfc: error: cannot connect to ZooKeeper {cfg.zookeeper.quorum}: {e}",
+            file=sys.stderr,
+        )
+        return EXIT_CANNOT_CONNECT
+    parent = f"{cfg.zookeeper.parent_znode.rstrip('/')}/{cfg.nameservice}"
+    if not await store.exists(parent):
+        await store.close()
+        print(
+            f"qjm zkfc: error: {parent} does not exist in ZooKeeper {cfg.zookeeper.quorum}: "
+            "run `qjm zkfc format-zk` first",
+            file=sys.stderr,
+        )
+        return EXIT_NO_PARENT_ZNODE
+    settings = ZkfcSettings(
+        nameservice=cfg.nameservice,
+        namenode_id=nn_id,
+        nn_host=host,
+        nn_port=port,
+        zkfc_host=host,
+        zkfc_port=z.port,
+        health=HealthMonitorSettings(
+            check_interval_s=z.health_check_interval_ms / 1000.0,
+            rpc_timeout_s=z.health_rpc_timeout_ms / 1000.0,
+        ),
+        graceful_fence_timeout_s=z.graceful_fence_timeout_ms / 1000.0,
+        new_active_timeout_s=z.new_active_timeout_ms / 1000.0,
+    )
+    fencer = NodeFencer.from_config(
+        z.fencing_methods,
+        shell_timeout_s=z.shell_fence_timeout_ms / 1000.0,
+        ssh_private_key_files=[k.strip() for k in z.ssh_private_key_files.split(",") if k.strip()],
+        ssh_connect_timeout_s=z.ssh_connect_timeout_ms / 1000.0,
+    )
+    try:
+        zkfc = await ZKFailoverController.start(
+            settings, fencer, store, parent=cfg.zookeeper.parent_znode
+        )
+    except OSError as e:
+        await store.close()
+        raise ConfigError(f"zkfc.port: cannot serve on {host}:{z.port}: {e.strerror}") from None
+    stop = stop_on_signals()
+    if ready_file is not None:
+        assert zkfc.server is not None
+        write_ready_file(
+            ready_file, {"zkfc": f"{host}:{zkfc.server.port}", "namenode": nn.rpc_address}
+        )
+    stopping = asyncio.ensure_future(stop.wait())
+    failing = asyncio.ensure_future(zkfc.failed.wait())
+    await asyncio.wait([stopping, failing], return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    failing.cancel()
+    log.info("zkfc %s stopping", nn_id)
+    await zkfc.stop()
+    if zkfc.failed.is_set():
+        print(f"qjm zkfc: error: {zkfc.fatal_error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+__all__ = ["add_parser", "run"]
