@@ -211,3 +211,31 @@ async def test_a_fencing_method_lets_the_other_become_active(pair: Pair) -> None
     await wait_for("the other active", lambda: pair.active() == [other])
     assert pair.zkfcs[other].fenced == [f"nn{first + 1}"]
     assert "exited 1" in pair.zkfcs[other].fencer.last_errors[0]
+
+
+async def test_an_active_namenode_found_standby_is_made_active_again_or_replaced(
+    pair: Pair,
+) -> None:
+    await wait_for("one active", lambda: len(pair.active()) == 1)
+    first = pair.active()[0]
+    other = 1 - first
+    await wait_for(
+        "other standby", lambda: elector_state(pair.zkfcs[other]) is ElectorState.STANDBY
+    )
+    before = [len(nn.transitions) for nn in pair.nns]
+    pair.nns[first].standby = True  # as a NameNode restarted under its ZKFC comes back
+    await wait_for(
+        "an active NameNode again, made so by a ZKFC",
+        lambda: (
+            len(pair.active()) == 1 and sum(len(nn.transitions) for nn in pair.nns) > sum(before)
+        ),
+    )
+    now = pair.active()[0]
+    assert pair.nns[now].transitions[-1] == ("active", "REQUEST_BY_ZKFC")
+    await wait_for(
+        "the elector agrees", lambda: elector_state(pair.zkfcs[now]) is ElectorState.ACTIVE
+    )
+    await wait_for(
+        "the other is standby",
+        lambda: elector_state(pair.zkfcs[1 - now]) is ElectorState.STANDBY,
+    )

@@ -123,6 +123,11 @@ class HealthMonitor:
                 await task
         await self._drop_client()
 
+    def forget_status(self) -> None:
+        """Report the next service status to the status callbacks even if it is unchanged
+        (after a transition, so the new state is checked against the next probe)."""
+        self._status = None
+
     def _enter_state(self, state: HealthState) -> None:
         if state is self._state:
             return

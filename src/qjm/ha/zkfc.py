@@ -29,7 +29,12 @@ from qjm.errors import QjmError
 from qjm.ha import ZKFCProtocol_pb2 as zp
 from qjm.ha.elector import ActiveNodeInfo, ActiveStandbyElector, ElectorState, ZkStore
 from qjm.ha.fencing import FenceTarget, NodeFencer
-from qjm.ha.health_monitor import HealthMonitor, HealthMonitorSettings, HealthState
+from qjm.ha.health_monitor import (
+    HealthMonitor,
+    HealthMonitorSettings,
+    HealthState,
+    ServiceStatus,
+)
 from qjm.ipc import CallContext, IpcClient, IpcServer, Method
 from qjm.namenode.client import HAAdminClient
 from qjm.namenode.types import HAState
@@ -116,6 +121,7 @@ class ZKFailoverController:
         self._recheck_timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._attempt: asyncio.Future[bool] | None = None  # the next active attempt's result
+        self._transitions = 0  # transitions of the local NameNode in flight
 
     def info(self, zkfc_port: int) -> ActiveNodeInfo:
         """The ActiveNodeInfo this controller writes to ZooKeeper."""
@@ -142,6 +148,7 @@ class ZKFailoverController:
         """Use elector (made with this controller as callbacks) and start monitoring health."""
         self.elector = elector
         self.monitor.add_state_callback(self._on_health)
+        self.monitor.add_status_callback(self._on_status)
         self.monitor.start()
 
     @classmethod
@@ -173,13 +180,59 @@ class ZKFailoverController:
     # ---- health → election
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
+        async def logged() -> None:
+            try:
+                await coro
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # reported; the next health change tries again
+                log.error("zkfc %s: %s", self.settings.namenode_id, e)
+
+        task = asyncio.get_running_loop().create_task(logged())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     def _on_health(self, state: HealthState) -> None:
         log.info("zkfc %s: local NameNode is %s", self.settings.namenode_id, state.value)
         self._spawn(self.recheck())
+
+    def _on_status(self, status: ServiceStatus) -> None:
+        expected = self.service_state
+        if expected in (HAState.ACTIVE, HAState.STANDBY) and status.state is not expected:
+            self._spawn(self._verify_service_state())
+
+    async def _verify_service_state(self) -> None:
+        """The NameNode reported a state other than the one this ZKFC gave it (it restarted,
+        or someone else changed it): confirmed by a fresh status call, leave the election
+        marking it for fencing and rejoin as its health says (HDFS's
+        verifyChangedServiceState)."""
+        elector = self.elector
+        if elector is None:
+            return
+        async with self._recheck_lock:
+            expected = self.service_state
+            if expected not in (HAState.ACTIVE, HAState.STANDBY):
+                return
+            s = self.settings
+            try:
+                async with HAAdminClient(
+                    s.nn_address, user=s.user, timeout=s.graceful_fence_timeout_s
+                ) as client:
+                    state = (await client.get_service_status())[0]
+            except Exception as e:
+                log.warning("zkfc: could not confirm %s's state: %s", s.namenode_id, e)
+                return  # the health monitor reports an unreachable node
+            if state is expected or self.service_state is not expected or self._transitions:
+                return  # a transition in flight, or already handled
+            log.error(
+                "zkfc: %s is %s but was made %s; quitting the election (it must be fenced)",
+                s.namenode_id,
+                state.name,
+                expected.name,
+            )
+            await elector.quit_election(need_fence=True)
+            self.service_state = HAState.INITIALIZING
+        await self.recheck()
 
     async def recheck(self) -> None:
         """Join or leave the election as the local NameNode's health (and a cede) says."""
@@ -221,6 +274,7 @@ class ZKFailoverController:
     async def become_active(self) -> None:
         """Make the local NameNode active (REQUEST_BY_ZKFC); raises when it cannot."""
         s = self.settings
+        self._transitions += 1
         try:
             async with HAAdminClient(
                 s.nn_address, user=s.user, timeout=s.new_active_timeout_s
@@ -229,13 +283,17 @@ class ZKFailoverController:
         except Exception as e:
             self._record_attempt(False)
             raise ZkfcError(f"could not make {s.namenode_id} active: {e}") from e
+        finally:
+            self._transitions -= 1
         self.service_state = HAState.ACTIVE
+        self.monitor.forget_status()
         log.info("zkfc: %s is active", s.namenode_id)
         self._record_attempt(True)
 
     async def become_standby(self) -> None:
         """Make the local NameNode standby (REQUEST_BY_ZKFC)."""
         s = self.settings
+        self._transitions += 1
         try:
             async with HAAdminClient(
                 s.nn_address, user=s.user, timeout=s.new_active_timeout_s
@@ -244,7 +302,10 @@ class ZKFailoverController:
         except Exception as e:
             log.error("zkfc: could not make %s standby: %s", s.namenode_id, e)
             return
+        finally:
+            self._transitions -= 1
         self.service_state = HAState.STANDBY
+        self.monitor.forget_status()
 
     async def enter_neutral_mode(self) -> None:
         """ZooKeeper is unreachable: keep the NameNode as it is until a role is known."""
