@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     _quorum(cfg)
     if args.action == "format-zk":
+        logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # errors are reported below
         return eventloop.run(_format_zk(cfg, args.force))
     if not args.nn_id:
         raise ConfigError("qjm zkfc needs --id <namenode> (which [namenodes.<id>] to control)")
