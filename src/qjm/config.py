@@ -143,6 +143,9 @@ class NameNodeSettings:
     block_size: int = 134_217_728  # dfs.blocksize
     listing_limit: int = 1000  # dfs.ls.limit
     umask: int = 0o022  # fs.permissions.umask-mode, applied by clients; kept for qjm dfs
+    # dfs.ha.automatic-failover.enabled: ZKFCs drive the HA state, a user's transition is
+    # refused unless forced (haadmin --forcemanual), and a ZKFC's is refused when off
+    automatic_failover: bool = False
 
     def __post_init__(self) -> None:
         """Refuse values that would make the NameNode misbehave, naming the key."""
@@ -215,6 +218,7 @@ class NameNodeConfig:
     rpc_address: str
     http_address: str
     name_dir: str
+    zkfc_address: str = ""  # host:port of its ZKFC; "" is the RPC host and [zkfc] port
 
 
 @dataclass(frozen=True)
@@ -256,6 +260,14 @@ class ClusterConfig:
             raise ConfigError(
                 f"{self.source}: no [namenodes.{name}] section (known: {known})"
             ) from None
+
+    def zkfc_address_of(self, name: str) -> str:
+        """host:port of the ZKFC of NameNode name (its zkfc_address, else RPC host, zkfc.port)."""
+        nn = self.namenode_named(name)
+        if nn.zkfc_address:
+            return nn.zkfc_address
+        host, _ = parse_address(nn.rpc_address, f"namenodes.{name}.rpc_address")
+        return f"{host}:{self.zkfc.port}"
 
 
 _SECTIONS = {
@@ -342,6 +354,8 @@ def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> ClusterCon
         nn = _build(NameNodeConfig, f"namenodes.{name}", table, {"name": name})
         parse_address(nn.rpc_address, f"namenodes.{name}.rpc_address")
         parse_address(nn.http_address, f"namenodes.{name}.http_address")
+        if nn.zkfc_address:
+            parse_address(nn.zkfc_address, f"namenodes.{name}.zkfc_address")
         if not Path(nn.name_dir).is_absolute():
             raise ConfigError(f"namenodes.{name}.name_dir: {nn.name_dir!r} is not an absolute path")
         nns[name] = nn
@@ -426,6 +440,8 @@ def dump_config(cfg: ClusterConfig) -> str:
             f"{k} = {_toml_value(getattr(nn, k))}"
             for k in ("rpc_address", "http_address", "name_dir")
         ]
+        if nn.zkfc_address:
+            lines.append(f"zkfc_address = {_toml_value(nn.zkfc_address)}")
     for section in ("zookeeper", "zkfc"):
         settings = getattr(cfg, section)
         lines += ["", f"[{section}]"]

@@ -152,6 +152,9 @@ async def _serve(cfg: ClusterConfig, nn_id: str, ready_file: Path | None) -> int
 
     nn = cfg.namenode_named(nn_id)
     host, port = parse_address(nn.rpc_address, f"namenodes.{nn_id}.rpc_address")
+    zkfc_host, zkfc_port = parse_address(
+        cfg.zkfc_address_of(nn_id), f"namenodes.{nn_id}.zkfc_address"
+    )
     z = cfg.zkfc
     try:
         store = await _store(cfg)
@@ -177,8 +180,8 @@ async def _serve(cfg: ClusterConfig, nn_id: str, ready_file: Path | None) -> int
         namenode_id=nn_id,
         nn_host=host,
         nn_port=port,
-        zkfc_host=host,
-        zkfc_port=z.port,
+        zkfc_host=zkfc_host,
+        zkfc_port=zkfc_port,
         health=HealthMonitorSettings(
             check_interval_s=z.health_check_interval_ms / 1000.0,
             rpc_timeout_s=z.health_rpc_timeout_ms / 1000.0,
@@ -198,12 +201,15 @@ async def _serve(cfg: ClusterConfig, nn_id: str, ready_file: Path | None) -> int
         )
     except OSError as e:
         await store.close()
-        raise ConfigError(f"zkfc.port: cannot serve on {host}:{z.port}: {e.strerror}") from None
+        raise ConfigError(
+            f"namenodes.{nn_id}.zkfc_address / zkfc.port: cannot serve on "
+            f"{zkfc_host}:{zkfc_port}: {e.strerror}"
+        ) from None
     stop = stop_on_signals()
     if ready_file is not None:
         assert zkfc.server is not None
         write_ready_file(
-            ready_file, {"zkfc": f"{host}:{zkfc.server.port}", "namenode": nn.rpc_address}
+            ready_file, {"rpc": f"{zkfc_host}:{zkfc.server.port}", "namenode": nn.rpc_address}
         )
     stopping = asyncio.ensure_future(stop.wait())
     failing = asyncio.ensure_future(zkfc.failed.wait())
