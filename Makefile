@@ -13,7 +13,8 @@ DEBIAN_PACKAGES := zookeeper default-jre-headless curl
 PROTOC_VENV := build/protoc-venv
 PROTOC_TOOLS := grpcio-tools==1.85.1
 PROTOS := src/qjm/protocol/qjournal.proto $(wildcard src/qjm/ipc/proto/*.proto) \
-  src/qjm/namenode/image/fsimage.proto $(wildcard src/qjm/namenode/proto/*.proto)
+  src/qjm/namenode/image/fsimage.proto $(wildcard src/qjm/namenode/proto/*.proto) \
+  $(wildcard src/qjm/ha/*.proto)
 
 .PHONY: install test lint demo proto debian clean bench
 
