@@ -1,0 +1,490 @@
+"""Pure planning and reading for the Spark sources (no Spark): what each partition reads.
+
+Everything a task needs travels in its partition (a picklable dataclass): pyspark pickles
+the reader before it plans the partitions, so state kept on the reader would not reach it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from bisect import bisect_left
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import aiohttp
+
+from qjm.client.edit_streams import SegmentSource, read_segment
+from qjm.client.reader import QuorumJournalReader
+from qjm.client.uri import SCHEME, parse_qjournal_uri
+from qjm.config import QJournalSettings
+from qjm.editlog.framing import HEADER_LEN, RawOp, iter_ops, read_header
+from qjm.editlog.segments import list_segments, parse_segment_name
+from qjm.errors import CorruptOpError, QjmError
+from qjm.namenode.image import fsimage_pb2 as pb
+from qjm.namenode.image.format import (
+    INODE,
+    INODE_DIR,
+    INODE_REFERENCE,
+    STRING_TABLE,
+    ImageError,
+    SectionInfo,
+    iter_delimited,
+    parse,
+    read_varint,
+)
+from qjm.namenode.image.md5 import verify_md5
+from qjm.namenode.image.model import ROOT_INODE_ID
+from qjm.namenode.image.sections import (
+    decode_string_table,
+    inode_from_proto,
+    iter_dir_entries,
+    iter_references,
+    read_section,
+    read_summary_from_file,
+)
+from qjm.spark import rows as R
+
+_DIRECTORY_TYPE = 2  # INodeSection.INode.Type.DIRECTORY
+
+
+class SourceError(QjmError):
+    """A Spark source was given something it cannot read; the message says what."""
+
+
+# --- edits --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EditsPart:
+    """One segment to read: a local file or a journal segment on JournalNodes."""
+
+    start: int | None  # first txid, when the name or the manifest says
+    end: int | None  # last txid (None: in progress or unknown)
+    path: str | None = None  # a local file
+    remote: SegmentSource | None = None  # a journal segment
+    from_txid: int = 1
+    to_txid: int | None = None
+    strict: bool = True
+    http_timeout_s: float = 60.0
+
+
+def is_qjournal(location: str) -> bool:
+    """True when a location is a qjournal:// URI."""
+    return location.startswith(SCHEME)
+
+
+def chain_segments(
+    segments: list[tuple[int, int | None, str]], from_txid: int = 1, to_txid: int | None = None
+) -> list[tuple[int, int | None, str]]:
+    """A run of (start, end, path) without overlaps: finalized segments are preferred to an
+    in-progress one of the same start, ones another already covers are dropped, and only
+    those meeting [from_txid, to_txid] kept."""
+    ordered = sorted(segments, key=lambda s: (s[0], s[1] is None, -(s[1] or 0)))
+    out: list[tuple[int, int | None, str]] = []
+    covered = 0
+    open_tail = False
+    for start, end, path in ordered:
+        if open_tail or start <= covered:
+            continue  # covered already (a stale copy, or an in-progress one of a finalized)
+        if end is not None and end < from_txid:
+            covered = end
+            continue
+        if to_txid is not None and start > to_txid:
+            break
+        out.append((start, end, path))
+        if end is None:
+            open_tail = True
+        else:
+            covered = end
+    return out
+
+
+def plan_local_edits(
+    location: str,
+    *,
+    in_progress: bool = True,
+    from_txid: int = 1,
+    to_txid: int | None = None,
+    strict: bool = True,
+) -> list[EditsPart]:
+    """One part per segment file of a directory, or one for a single edits file."""
+    p = Path(location)
+    if p.is_file():
+        seg = parse_segment_name(p)
+        start, end = (seg.start, seg.end) if seg else (None, None)
+        return [EditsPart(start, end, str(p), None, from_txid, to_txid, strict)]
+    if not p.is_dir():
+        raise SourceError(f"{location}: no such edits file or directory")
+    found = [
+        (s.start, s.end, str(s.path)) for s in list_segments(p) if in_progress or not s.in_progress
+    ]
+    return [
+        EditsPart(start, end, path, None, from_txid, to_txid, strict)
+        for start, end, path in chain_segments(found, from_txid, to_txid)
+    ]
+
+
+def plan_qjournal_edits(
+    location: str,
+    *,
+    in_progress: bool = True,
+    from_txid: int = 1,
+    to_txid: int | None = None,
+    strict: bool = True,
+    settings: QJournalSettings | None = None,
+) -> list[EditsPart]:
+    """One part per segment of the journal's manifest (durable edits only)."""
+    uri = parse_qjournal_uri(location)
+    cfg = settings or QJournalSettings()
+
+    async def manifest() -> list[SegmentSource]:
+        async with QuorumJournalReader(uri, cfg) as reader:
+            return (await reader.manifest(from_txid, in_progress)).segments
+
+    segs = asyncio.run(manifest())
+    return [
+        EditsPart(s.start, s.end, None, s, from_txid, to_txid, strict, cfg.http_timeout_ms / 1000)
+        for s in segs
+        if to_txid is None or s.start <= to_txid
+    ]
+
+
+def plan_edits(location: str, **kw: Any) -> list[EditsPart]:
+    """Parts of a directory, an edits file or a qjournal:// URI."""
+    if is_qjournal(location):
+        return plan_qjournal_edits(location, **kw)
+    return plan_local_edits(location, **kw)
+
+
+def _local_raw_ops(part: EditsPart) -> Iterator[RawOp]:
+    assert part.path is not None
+    try:
+        data = Path(part.path).read_bytes()
+    except OSError as e:
+        raise SourceError(f"cannot read edits file {part.path}: {e.strerror or e}") from None
+    if part.end is None and len(data) < HEADER_LEN:
+        return  # an in-progress segment created but not yet written
+    read_header(data)
+    try:
+        yield from iter_ops(data, HEADER_LEN)
+    except CorruptOpError as e:
+        if part.end is not None or part.start is None:
+            raise CorruptOpError(f"{part.path}: {e}", offset=e.offset, txid=e.txid) from None
+        # An in-progress segment ends at its last whole op (a torn write).
+
+
+async def _remote_ops(part: EditsPart) -> list[RawOp]:
+    assert part.remote is not None
+    t = part.http_timeout_s
+    timeout = aiohttp.ClientTimeout(total=None, connect=t, sock_read=t)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        return [op async for op in read_segment(session, part.remote, part.from_txid, part.to_txid)]
+
+
+def read_edits_part(part: EditsPart) -> Iterator[dict[str, Any]]:
+    """The EDITS rows of one part, from_txid..to_txid."""
+    raws: Iterator[RawOp] | list[RawOp]
+    raws = asyncio.run(_remote_ops(part)) if part.remote is not None else _local_raw_ops(part)
+    seg_start = part.start
+    for raw in raws:
+        if seg_start is None:
+            seg_start = raw.txid  # a file not named as a segment: its first txid
+        if raw.txid < part.from_txid:
+            continue
+        if part.to_txid is not None and raw.txid > part.to_txid:
+            break
+        yield R.raw_edit_row(raw, seg_start, part.strict)
+
+
+def last_local_txid(location: str) -> int:
+    """The last txid a directory (or edits file) holds, 0 when none."""
+    last = 0
+    for part in plan_local_edits(location):
+        if part.end is not None:
+            last = max(last, part.end)
+            continue
+        for raw in _local_raw_ops(part):
+            last = max(last, raw.txid)
+    return last
+
+
+def last_qjournal_txid(location: str, settings: QJournalSettings | None = None) -> int:
+    """The last committed txid a majority of the journal's JournalNodes holds."""
+    uri = parse_qjournal_uri(location)
+
+    async def go() -> int:
+        async with QuorumJournalReader(uri, settings or QJournalSettings()) as reader:
+            return (await reader.manifest(1, True)).last_txid()
+
+    return asyncio.run(go())
+
+
+# --- fsimage ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InodeRange:
+    """A byte range of the INODE section (whole messages) and what resolves their paths."""
+
+    image: str
+    section: SectionInfo
+    strings: SectionInfo | None
+    codec: str | None
+    start: int  # offsets in the (decompressed) section
+    end: int
+    parents: dict[int, int] = field(default_factory=dict)  # inode id -> parent directory
+    parent_paths: dict[int, str] = field(default_factory=dict)  # directory id -> full path
+
+
+def _quick_type_and_id(msg: bytes) -> tuple[int, int]:
+    """(type, id) of an INode message: HDFS writes field 1 (type) then 2 (id) first."""
+    if len(msg) >= 3 and msg[0] == 0x08 and msg[2] == 0x10:
+        node_id, _ = read_varint(msg, 3)
+        return msg[1], node_id
+    m: Any = parse(pb.INodeSection.INode, msg, INODE, "inode")
+    return m.type, m.id
+
+
+def plan_image(
+    image: str,
+    num_partitions: int | None = None,
+    bytes_per_partition: int = 32 << 20,
+    check_md5: bool = True,
+) -> list[InodeRange]:
+    """Split an image's INODE section at message boundaries into byte ranges, with the
+    parent and parent path of each inode (directory names are the only inodes parsed)."""
+    if not Path(image).is_file():
+        raise SourceError(f"{image}: no such image file")
+    if check_md5:
+        verify_md5(image)
+    summary = read_summary_from_file(image)
+    info = summary.section(INODE)
+    if info is None:
+        raise ImageError("the image has no INODE section", INODE)
+    codec = summary.codec
+    raw = read_section(image, info, codec)
+    head_len, pos = read_varint(raw, 0)
+    header: Any = parse(pb.INodeSection, raw[pos : pos + head_len], INODE, "INodeSection header")
+    pos += head_len
+    offsets: list[int] = []
+    ids: list[int] = []
+    dir_names: dict[int, str] = {}
+    end = len(raw)
+    while pos < end:
+        n, p = read_varint(raw, pos)
+        if p + n > end:
+            raise ImageError(f"section {INODE} is truncated at byte {pos}", INODE)
+        msg = raw[p : p + n]
+        kind, node_id = _quick_type_and_id(msg)
+        offsets.append(pos)
+        ids.append(node_id)
+        if kind == _DIRECTORY_TYPE:
+            m: Any = parse(pb.INodeSection.INode, msg, INODE, "inode")
+            dir_names[node_id] = bytes(m.name).decode("utf-8", "surrogateescape")
+        pos = p + n
+    if len(ids) != header.numInodes:
+        raise ImageError(
+            f"section {INODE} holds {len(ids)} inodes but its header says {header.numInodes}",
+            INODE,
+        )
+    parents = _image_parents(
+        image, summary.section(INODE_DIR), summary.section(INODE_REFERENCE), codec
+    )
+    dir_paths = _directory_paths(dir_names, parents)
+    if num_partitions is None:
+        num_partitions = max(1, -(-end // bytes_per_partition))
+    num_partitions = max(1, min(num_partitions, len(ids) or 1))
+    cuts = [0]
+    body = end - (offsets[0] if offsets else end)
+    for k in range(1, num_partitions):
+        target = (offsets[0] if offsets else 0) + body * k // num_partitions
+        i = bisect_left(offsets, target)
+        if cuts[-1] < i < len(offsets):
+            cuts.append(i)
+    cuts.append(len(offsets))
+    strings = summary.section(STRING_TABLE)
+    out = []
+    for a, b in itertools.pairwise(cuts):
+        if a == b:
+            continue
+        part_parents = {i: parents[i] for i in ids[a:b] if i in parents}
+        part_paths = {d: dir_paths[d] for d in set(part_parents.values()) if d in dir_paths}
+        stop = offsets[b] if b < len(offsets) else end
+        out.append(
+            InodeRange(image, info, strings, codec, offsets[a], stop, part_parents, part_paths)
+        )
+    if not out:  # an image without inodes: one empty range
+        out.append(InodeRange(image, info, strings, codec, end, end))
+    return out
+
+
+def _image_parents(
+    image: str, dirs: SectionInfo | None, refs: SectionInfo | None, codec: str | None
+) -> dict[int, int]:
+    parents: dict[int, int] = {}
+    if dirs is None:
+        return parents
+    references = list(iter_references(read_section(image, refs, codec))) if refs else []
+    for e in iter_dir_entries(read_section(image, dirs, codec)):
+        for c in e.children:
+            parents[c] = e.parent
+        for r in e.ref_children:
+            if r >= len(references):
+                raise ImageError(
+                    f"section {INODE_DIR} refers to reference #{r}, {INODE_REFERENCE} has "
+                    f"{len(references)}",
+                    INODE_DIR,
+                )
+            parents.setdefault(references[r].referredId, e.parent)
+    return parents
+
+
+def _directory_paths(dir_names: dict[int, str], parents: dict[int, int]) -> dict[int, str]:
+    """Full path of every directory reachable from the root."""
+    paths = {ROOT_INODE_ID: "/"}
+    for d in dir_names:
+        chain: list[int] = []
+        cur = d
+        while cur not in paths:
+            parent = parents.get(cur)
+            if parent is None or cur not in dir_names or len(chain) > len(dir_names):
+                chain = []
+                break  # outside the tree (or a cycle in a damaged image)
+            chain.append(cur)
+            cur = parent
+        else:
+            base = paths[cur]
+            for c in reversed(chain):
+                base = f"{base.rstrip('/')}/{dir_names[c]}"
+                paths[c] = base
+    return paths
+
+
+def read_inode_range(part: InodeRange) -> Iterator[dict[str, Any]]:
+    """The IMAGE rows of one range of the INODE section."""
+    strings = (
+        decode_string_table(read_section(part.image, part.strings, part.codec))
+        if part.strings
+        else {}
+    )
+    if part.codec:
+        buf = read_section(part.image, part.section, part.codec)[part.start : part.end]
+    else:
+        try:
+            with open(part.image, "rb") as f:
+                f.seek(part.section.offset + part.start)
+                buf = f.read(part.end - part.start)
+        except OSError as e:
+            raise ImageError(f"cannot read image {part.image}: {e.strerror or e}") from None
+        if len(buf) != part.end - part.start:
+            raise ImageError(f"image {part.image} is truncated in section {INODE}", INODE)
+    for msg in iter_delimited(buf, INODE):
+        node = inode_from_proto(parse(pb.INodeSection.INode, msg, INODE, "inode"), strings)
+        parent = part.parents.get(node.id)
+        if node.id == ROOT_INODE_ID:
+            path: str | None = "/"
+        else:
+            base = part.parent_paths.get(parent) if parent is not None else None
+            path = None if base is None else f"{base.rstrip('/')}/{node.name}"
+        yield R.inode_row(node, path, parent)
+
+
+# --- oiv -p Delimited -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextRange:
+    """Lines of a Delimited file that start in [start, end)."""
+
+    path: str
+    start: int
+    end: int
+    columns: tuple[str | None, ...]
+    delimiter: str = "\t"
+    time_zone: str | None = None
+
+
+def _text_files(location: str) -> list[Path]:
+    p = Path(location)
+    if p.is_file():
+        return [p]
+    if p.is_dir():
+        files = sorted(c for c in p.iterdir() if c.is_file() and not c.name.startswith((".", "_")))
+        if files:
+            return files
+        raise SourceError(f"{location}: the directory holds no Delimited files")
+    raise SourceError(f"{location}: no such file or directory")
+
+
+def plan_delimited(
+    location: str,
+    delimiter: str = "\t",
+    bytes_per_partition: int = 64 << 20,
+    time_zone: str | None = None,
+) -> list[TextRange]:
+    """Byte ranges of each Delimited file, with the column mapping its header gives."""
+    if time_zone is not None:
+        try:
+            ZoneInfo(time_zone)
+        except (ValueError, KeyError) as e:
+            raise SourceError(f"unknown time zone {time_zone!r}: {e}") from None
+    out = []
+    for f in _text_files(location):
+        size = f.stat().st_size
+        with open(f, encoding="utf-8", errors="replace", newline="") as fh:
+            first = fh.readline()
+        header = first if R.is_delimited_header(first, delimiter) else None
+        try:
+            columns = tuple(R.delimited_columns(header, delimiter))
+        except R.DelimitedError as e:
+            raise SourceError(f"{f}: {e}") from None
+        step = max(1, bytes_per_partition)
+        for a in range(0, max(size, 1), step):
+            out.append(TextRange(str(f), a, min(a + step, size), columns, delimiter, time_zone))
+    return out
+
+
+def read_text_range(part: TextRange) -> Iterator[dict[str, Any]]:
+    """The IMAGE rows of the Delimited lines starting in a range (the header skipped)."""
+    tz = ZoneInfo(part.time_zone) if part.time_zone else None
+    with open(part.path, "rb") as f:
+        if part.start > 0:
+            f.seek(part.start - 1)
+            f.readline()  # the line under way at start belongs to the range before
+        pos = f.tell()
+        while pos < part.end:
+            raw = f.readline()
+            if not raw:
+                break
+            line_start, pos = pos, pos + len(raw)
+            line = raw.decode("utf-8", "replace")
+            if not line.strip():
+                continue
+            if line_start == 0 and R.is_delimited_header(line, part.delimiter):
+                continue
+            try:
+                yield R.delimited_row(line, part.columns, part.delimiter, tz)
+            except R.DelimitedError as e:
+                raise SourceError(f"{part.path} byte {line_start}: {e}") from None
+
+
+__all__ = [
+    "EditsPart",
+    "InodeRange",
+    "SourceError",
+    "TextRange",
+    "chain_segments",
+    "is_qjournal",
+    "last_local_txid",
+    "last_qjournal_txid",
+    "plan_delimited",
+    "plan_edits",
+    "plan_image",
+    "read_edits_part",
+    "read_inode_range",
+    "read_text_range",
+]

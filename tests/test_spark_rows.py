@@ -1,0 +1,344 @@
+"""The Spark sources' pure parts (no JVM): rows of ops, inodes and Delimited lines, and the
+planning of segments, image ranges and text ranges, against the HDFS fixtures."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+from qjm.editlog.framing import RawOp
+from qjm.editlog.ops import (
+    MkdirOp,
+    PermissionStatus,
+    RenameOldOp,
+    encode_body,
+    encode_ops,
+    read_ops,
+)
+from qjm.editlog.ops import opcodes as oc
+from qjm.editlog.segments import finalized_name, inprogress_name
+from qjm.errors import EditLogError
+from qjm.namenode.image import ImageError, read_image
+from qjm.namenode.image.views import iter_delimited, iter_file_distribution
+from qjm.spark import plan as P
+from qjm.spark import rows as R
+from qjm.spark.schemas import EDITS, IMAGE
+from qjm_cluster import JNCluster, settle
+
+IMAGE_FILE = FIXTURES / "fsimage_0000000000000061740"
+EDITS_FILE = FIXTURES / "editsStored"
+EDITS_XML = FIXTURES / "editsStored.xml"
+
+
+def xml_opcode_counts() -> Counter[str]:
+    """Op counts by opcode as HDFS's own XML dump of editsStored has them."""
+    root = ET.parse(EDITS_XML).getroot()
+    return Counter(r.findtext("OPCODE") or "" for r in root.iter("RECORD"))
+
+
+def edit_rows(location: Path | str, **kw: object) -> list[dict[str, object]]:
+    """Every EDITS row of a location, through the planner and the part reader."""
+    return [r for p in P.plan_edits(str(location), **kw) for r in P.read_edits_part(p)]
+
+
+# --- edits -----------------------------------------------------------------------------------
+
+
+def test_edits_rows_count_every_op_type_as_the_hdfs_xml_does() -> None:
+    rows = edit_rows(EDITS_FILE)
+    assert Counter(r["opcode"] for r in rows) == xml_opcode_counts()
+    assert [r["txid"] for r in rows] == list(range(1, len(rows) + 1))
+    assert all(r["segment_start"] == 1 for r in rows)
+
+
+def test_edits_columns_take_the_common_fields() -> None:
+    by_op: dict[str, list[dict[str, object]]] = {}
+    for r in edit_rows(EDITS_FILE):
+        by_op.setdefault(str(r["opcode"]), []).append(r)
+    add = by_op["OP_ADD"][0]
+    assert (add["path"], add["owner"], add["group"], add["permission"], add["replication"]) == (
+        "/file_create",
+        "lei",
+        "supergroup",
+        "rw-r--r--",
+        3,
+    )
+    assert add["timestamp"] == 1512607197452 and add["block_count"] == 0
+    assert add["extra"]["inode_id"] == "16386"  # type: ignore[index]
+    assert "path" not in add["extra"]  # type: ignore[operator]
+    rename = by_op["OP_RENAME_OLD"][0]
+    assert rename["path"] and rename["destination"] and rename["timestamp"]
+    closes = [r for r in by_op["OP_CLOSE"] if r["block_count"]]
+    assert closes and all(int(r["length"]) > 0 for r in closes)  # type: ignore[call-overload]
+    add_block = by_op["OP_ADD_BLOCK"][0]
+    assert add_block["block_count"] in (1, 2) and add_block["length"] is not None
+    assert by_op["OP_TRUNCATE"][0]["length"] is not None
+    owner = by_op["OP_SET_OWNER"][0]
+    assert owner["path"] and (owner["owner"] or owner["group"])
+    perms = by_op["OP_SET_PERMISSIONS"][0]
+    assert perms["permission"] and len(str(perms["permission"])) == 9
+    genstamp = by_op["OP_SET_GENSTAMP_V2"][0]
+    assert genstamp["path"] is None and "genstamp_v2" in genstamp["extra"]  # type: ignore[operator]
+
+
+def test_every_edits_row_fits_the_arrow_schema() -> None:
+    rows = edit_rows(EDITS_FILE)
+    batches = list(R.to_batches(rows, EDITS, batch_rows=50))
+    assert [b.num_rows for b in batches] == [50, 50, len(rows) - 100]
+    assert all(b.schema == EDITS.arrow() for b in batches)
+    assert batches[0].column("opcode")[0].as_py() == "OP_START_LOG_SEGMENT"
+    assert list(R.to_batches([], EDITS)) == []
+
+
+def test_an_undecodable_op_fails_unless_strict_is_off() -> None:
+    raw = RawOp(oc.OP_MKDIR, 7, b"\x00\x01", 8)
+    with pytest.raises(EditLogError, match="OP_MKDIR txid 7"):
+        R.raw_edit_row(raw, 1)
+    row = R.raw_edit_row(raw, 1, strict=False)
+    assert row["opcode"] == "OP_MKDIR" and row["txid"] == 7
+    assert row["extra"]["body_hex"] == "0001" and "corrupt" in row["extra"]["decode_error"]
+
+
+def mkdir(txid: int) -> tuple[int, MkdirOp]:
+    """A MKDIR op for a txid."""
+    perm = PermissionStatus("u", "g", 0o755)
+    return txid, MkdirOp(
+        inode_id=16385 + txid, path=f"/d{txid}", timestamp=txid, permission_status=perm
+    )
+
+
+def write_segment_file(directory: Path, start: int, end: int, in_progress: bool = False) -> Path:
+    """A segment file of MKDIR ops start..end."""
+    name = inprogress_name(start) if in_progress else finalized_name(start, end)
+    path = directory / name
+    path.write_bytes(encode_ops([mkdir(t) for t in range(start, end + 1)]))
+    return path
+
+
+def test_chain_prefers_finalized_and_drops_covered_segments() -> None:
+    segs = [
+        (1, 10, "a"),
+        (11, None, "stale-inprogress"),
+        (11, 20, "b"),
+        (5, 8, "inside"),
+        (21, None, "c"),
+    ]
+    assert P.chain_segments(segs) == [(1, 10, "a"), (11, 20, "b"), (21, None, "c")]
+    assert P.chain_segments(segs, from_txid=12) == [(11, 20, "b"), (21, None, "c")]
+    assert P.chain_segments(segs, to_txid=10) == [(1, 10, "a")]
+
+
+def test_a_directory_gives_one_part_per_segment_and_a_torn_tail_ends_the_open_one(
+    tmp_path: Path,
+) -> None:
+    write_segment_file(tmp_path, 1, 3)
+    write_segment_file(tmp_path, 4, 9)
+    open_seg = write_segment_file(tmp_path, 10, 12, in_progress=True)
+    with open(open_seg, "ab") as f:
+        f.write(b"\x03\x00\x00")  # a torn frame after txid 12
+    (tmp_path / "VERSION").write_text("x")
+    parts = P.plan_edits(str(tmp_path))
+    assert [(p.start, p.end) for p in parts] == [(1, 3), (4, 9), (10, None)]
+    rows = edit_rows(tmp_path)
+    assert [r["txid"] for r in rows] == list(range(1, 13))
+    assert [r["segment_start"] for r in rows] == [1] * 3 + [4] * 6 + [10] * 3
+    assert rows[4]["path"] == "/d5" and rows[4]["permission"] == "rwxr-xr-x"
+    assert [r["txid"] for r in edit_rows(tmp_path, from_txid=5, to_txid=10)] == list(range(5, 11))
+    assert len(P.plan_edits(str(tmp_path), in_progress=False)) == 2
+    assert P.last_local_txid(str(tmp_path)) == 12
+
+
+def test_a_torn_finalized_segment_fails_naming_the_file(tmp_path: Path) -> None:
+    seg = write_segment_file(tmp_path, 1, 3)
+    seg.write_bytes(seg.read_bytes()[:-3])
+    with pytest.raises(EditLogError, match=seg.name):
+        edit_rows(tmp_path)
+
+
+def test_a_missing_location_is_named() -> None:
+    with pytest.raises(P.SourceError, match="no such edits file or directory"):
+        P.plan_edits("/nonexistent/edits")
+
+
+async def test_a_qjournal_uri_gives_the_journal_segments(tmp_path: Path) -> None:
+    async with JNCluster(tmp_path) as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        q = cluster.qjm(jid)
+        try:
+            await q.recover_unfinalized_segments()
+            for start, end in ((1, 4), (5, 7)):
+                stream = await q.start_log_segment(start)
+                for t in range(start, end + 1):
+                    assert stream.write_op(oc.OP_MKDIR, encode_body(mkdir(t)[1])) == t
+                await stream.flush()
+                await stream.close()
+                await q.finalize_log_segment(start, end)
+            stream = await q.start_log_segment(8)
+            stream.write_op(oc.OP_MKDIR, encode_body(mkdir(8)[1]))
+            await stream.flush()
+            stream.write_op(oc.OP_MKDIR, encode_body(mkdir(9)[1]))
+            await stream.flush()  # txid 8 is now known committed; 9 when the next one goes
+            uri = cluster.uri(jid)
+            parts = await asyncio.to_thread(P.plan_edits, uri)
+            assert [(p.start, p.end) for p in parts[:2]] == [(1, 4), (5, 7)]
+            assert all(p.remote is not None and len(p.remote.urls) >= 2 for p in parts)
+            rows = [r for p in parts for r in await asyncio.to_thread(list, P.read_edits_part(p))]
+            txids = [r["txid"] for r in rows]
+            assert txids[:8] == list(range(1, 9)) and txids == list(range(1, len(txids) + 1))
+            assert {r["opcode"] for r in rows} == {"OP_MKDIR"}
+            assert rows[6]["path"] == "/d7" and rows[6]["segment_start"] == 5
+            finalized = await asyncio.to_thread(P.plan_edits, uri, in_progress=False)
+            assert [(p.start, p.end) for p in finalized] == [(1, 4), (5, 7)]
+            assert await asyncio.to_thread(P.last_qjournal_txid, uri) >= 8
+        finally:
+            await settle(q)
+
+
+# --- fsimage ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("num_partitions", [1, 2, 5, 1000])
+def test_image_ranges_read_every_inode_with_its_path(num_partitions: int) -> None:
+    image = read_image(IMAGE_FILE)
+    paths = image.paths()
+    parts = P.plan_image(str(IMAGE_FILE), num_partitions)
+    # Cuts fall on message starts near equal byte shares: as many ranges as asked for,
+    # fewer only when there are about as many ranges as inodes.
+    if num_partitions <= 5:
+        assert len(parts) == num_partitions
+    assert 1 <= len(parts) <= min(num_partitions, 216)
+    assert all(a.end == b.start for a, b in itertools.pairwise(parts))
+    rows = [r for p in parts for r in P.read_inode_range(p)]
+    assert len(rows) == 216  # the INodeSection's count
+    assert {r["id"]: r["path"] for r in rows} == {i: paths.get(i) for i in image.inodes}
+    assert {r["id"]: r["parent_id"] for r in rows if r["id"] != 16385} == image.parents
+    for r in rows:
+        node = image.inodes[r["id"]]
+        assert (r["type"], r["size"], r["owner"], r["mtime"]) == (
+            node.type,
+            node.size,
+            node.user,
+            node.mtime,
+        )
+
+
+def test_image_totals_match_oiv() -> None:
+    rows = [r for p in P.plan_image(str(IMAGE_FILE), 3) for r in P.read_inode_range(p)]
+    dist = dict(
+        line.rstrip("\n").split(" = ")
+        for line in iter_file_distribution(read_image(IMAGE_FILE))
+        if " = " in line
+    )
+    files = [r for r in rows if r["type"] == "FILE"]
+    assert len(files) == int(dist["totalFiles"]) == 100
+    assert sum(1 for r in rows if r["type"] == "DIRECTORY") == int(dist["totalDirectories"])
+    assert sum(r["block_count"] for r in files) == int(dist["totalBlocks"])
+    assert sum(r["size"] * r["replication"] for r in files) == int(dist["totalSpace"])
+    delimited = list(iter_delimited(read_image(IMAGE_FILE)))[1:]
+    assert sum(r["size"] for r in rows) == sum(int(x.split("\t")[6]) for x in delimited) == 400
+    batches = list(R.to_batches(rows, IMAGE))
+    assert sum(b.num_rows for b in batches) == 216 and batches[0].schema == IMAGE.arrow()
+
+
+def test_an_image_whose_inode_count_disagrees_is_refused(tmp_path: Path) -> None:
+    data = bytearray(IMAGE_FILE.read_bytes())
+    from qjm.namenode.image import read_summary
+
+    info = read_summary(bytes(data)).section("INODE")
+    assert info is not None
+    # The header message is lastInodeId (field 1) then numInodes (field 2 = 216 = d8 01).
+    head = data[info.offset : info.offset + 16]
+    i = head.index(b"\x10\xd8\x01")
+    data[info.offset + i + 1] = 0xD7  # 215
+    bad = tmp_path / IMAGE_FILE.name
+    bad.write_bytes(bytes(data))
+    with pytest.raises(ImageError, match="216 inodes but its header says 215"):
+        P.plan_image(str(bad), check_md5=False)
+    with pytest.raises(ImageError, match="MD5|md5|digest"):
+        (tmp_path / (IMAGE_FILE.name + ".md5")).write_text(
+            (FIXTURES / (IMAGE_FILE.name + ".md5")).read_text()
+        )
+        P.plan_image(str(bad))
+
+
+# --- oiv -p Delimited ------------------------------------------------------------------------
+
+
+def test_delimited_round_trip_of_our_oiv_output(tmp_path: Path) -> None:
+    image = read_image(IMAGE_FILE)
+    text = tmp_path / "image.tsv"
+    text.write_text("".join(iter_delimited(image)))
+    parts = P.plan_delimited(str(text), bytes_per_partition=700)
+    assert len(parts) > 10
+    rows = [r for p in parts for r in P.read_text_range(p)]
+    assert len(rows) == 216
+    by_path = {r["path"]: r for r in rows}
+    assert len(by_path) == 216
+    for path, node in image.iter_paths():
+        r = by_path[path]
+        assert (r["size"], r["owner"], r["group"], r["permission"][-9:]) == (
+            node.size,
+            node.user,
+            node.group,
+            R.permission_string(node.mode),
+        )
+        assert r["type"] == ("DIRECTORY" if node.type == "DIRECTORY" else "FILE")
+        assert r["mtime"] == node.mtime // 60_000 * 60_000  # Delimited keeps minutes
+        if node.type == "FILE":
+            assert (r["replication"], r["block_count"]) == (node.replication, len(node.blocks))
+        else:
+            assert (r["ns_quota"], r["ds_quota"]) == (node.ns_quota, node.ds_quota)
+
+
+def test_delimited_header_maps_columns_and_tolerates_extra_ones(tmp_path: Path) -> None:
+    header = "\t".join([*R.DELIMITED_COLUMNS, "ErasureCodingPolicy"])
+    line = "/a\tb\t3\t2020-01-02 03:04\t2020-01-02 03:05\t134217728\t1\t10\t0\t0\t-rw-r--r--\tu\tg\tRS-6-3"
+    f = tmp_path / "x.tsv"
+    f.write_text(
+        f"{header}\n{line}\n/b\t1\t2020-01-02 03:04\t1970-01-01 00:00\t0\t0\t0\t-1\t-1\tdrwx------\tu\tg\t-\n"
+    )
+    rows = [r for p in P.plan_delimited(str(f), time_zone="UTC") for r in P.read_text_range(p)]
+    assert rows[0]["path"] == "/a\tb"  # a path holding the delimiter keeps it
+    assert (rows[0]["size"], rows[0]["replication"], rows[0]["name"]) == (10, 3, "a\tb")
+    assert rows[0]["mtime"] == 1577934240000 and rows[0]["ns_quota"] is None
+    assert (rows[1]["type"], rows[1]["permission"], rows[1]["ns_quota"]) == (
+        "DIRECTORY",
+        "rwx------",
+        -1,
+    )
+    no_header = tmp_path / "y.tsv"
+    no_header.write_text(line.replace("/a\tb", "/a").rsplit("\t", 1)[0] + "\n")
+    rows = [r for p in P.plan_delimited(str(no_header)) for r in P.read_text_range(p)]
+    local = int(time.mktime(time.strptime("2020-01-02 03:04", "%Y-%m-%d %H:%M"))) * 1000
+    assert rows[0]["path"] == "/a" and rows[0]["mtime"] == local
+
+
+def test_a_bad_delimited_line_is_named(tmp_path: Path) -> None:
+    f = tmp_path / "x.tsv"
+    f.write_text("/a\tthree\n")
+    with pytest.raises(P.SourceError, match="byte 0"):
+        [r for p in P.plan_delimited(str(f)) for r in P.read_text_range(p)]
+    with pytest.raises(P.SourceError, match="time zone"):
+        P.plan_delimited(str(f), time_zone="Nowhere/Else")
+
+
+def test_editsstored_file_reads_like_read_ops() -> None:
+    data = EDITS_FILE.read_bytes()
+    ops = list(read_ops(data))
+    rows = edit_rows(EDITS_FILE)
+    assert [(t, op.opcode_name) for t, op in ops] == [(r["txid"], r["opcode"]) for r in rows]
+    rename = next(op for _, op in ops if isinstance(op, RenameOldOp))
+    row = next(r for r in rows if r["opcode"] == "OP_RENAME_OLD")
+    assert (row["path"], row["destination"], row["timestamp"]) == (
+        rename.src,
+        rename.dst,
+        rename.timestamp,
+    )
