@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -139,3 +140,80 @@ def test_edits_stream_picks_up_new_segments_and_restarts_from_its_checkpoint(
     (current / inprogress_name(11)).write_bytes(mkdirs(11, 12))
     assert run() == list(range(1, 13))  # each txid once: the restart resumed at txid 9
     assert spark.read.parquet(str(out)).where("path = '/d12'").count() == 1
+
+
+# --- qjm analyze -------------------------------------------------------------------------------
+
+
+def analyze(*args: str) -> int:
+    """Run `qjm analyze` in this process: it uses the module's session and leaves it running."""
+    from qjm.cli.main import main
+
+    return main(["analyze", *args, "--quiet"])
+
+
+def test_analyze_namespace_writes_parquet_and_a_report_matching_oiv(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "ns"
+    assert analyze("namespace", "--image", str(IMAGE_FILE), "--out", str(out)) == 0
+    assert f"report: {out / 'report.html'}" in capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    totals = dict(
+        line.split(" = ") for line in oiv("-p", "FileDistribution").splitlines() if " = " in line
+    )
+    assert summary["inodes"] == 216
+    assert (summary["files"], summary["directories"]) == (
+        int(totals["totalFiles"]),
+        int(totals["totalDirectories"]),
+    )
+    assert (summary["space"], summary["blocks"]) == (
+        int(totals["totalSpace"]),
+        int(totals["totalBlocks"]),
+    )
+    delimited = oiv("-p", "Delimited").splitlines()[1:]
+    assert summary["bytes"] == sum(int(x.split("\t")[6]) for x in delimited)
+    assert spark.read.parquet(str(out / "inodes")).count() == 216
+    by_depth = spark.read.parquet(str(out / "by_depth")).collect()
+    assert sum(r.files for r in by_depth) == summary["files"]
+    assert sum(r.bytes for r in by_depth) == summary["bytes"]
+    by_dir = {r.directory: r for r in spark.read.parquet(str(out / "by_directory")).collect()}
+    assert by_dir["/tmp"].files == sum(
+        1 for x in delimited if x.startswith("/tmp/") and x.split("\t")[9][0] == "-"
+    )
+    report = (out / "report.html").read_text()
+    assert report.count("<img") >= 4 and "By owner" in report
+
+
+def test_analyze_namespace_takes_an_oiv_delimited_dump(spark: Any, tmp_path: Path) -> None:
+    text = tmp_path / "image.tsv"
+    text.write_text(oiv("-p", "Delimited"))
+    out = tmp_path / "ns"
+    assert analyze("namespace", "--delimited", str(text), "--out", str(out)) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["inodes"], summary["files"], summary["bytes"]) == (216, 100, 400)
+
+
+def test_analyze_ops_counts_every_op_type_as_editsstored_xml(spark: Any, tmp_path: Path) -> None:
+    out = tmp_path / "ops"
+    assert analyze("ops", "--edits", str(EDITS_FILE), "--out", str(out)) == 0
+    counts = {r.opcode: r["count"] for r in spark.read.parquet(str(out / "op_counts")).collect()}
+    root = ET.parse(FIXTURES / "editsStored.xml").getroot()
+    assert counts == Counter(r.findtext("OPCODE") for r in root.iter("RECORD"))
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["ops"], summary["missing_txids"]) == (121, 0)
+    hottest = spark.read.parquet(str(out / "hottest_paths")).first()
+    assert hottest.ops >= 2 and hottest.path.startswith("/")
+    assert (out / "report.html").read_text().count("<img") == 2
+
+
+def test_analyze_reports_a_corrupt_segment_in_one_line(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    current = tmp_path / "current"
+    current.mkdir()
+    seg = current / finalized_name(1, 5)
+    seg.write_bytes(mkdirs(1, 5)[:-3])
+    assert analyze("ops", "--edits", str(current), "--out", str(tmp_path / "out")) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("qjm: error: ") and seg.name in err[0], err

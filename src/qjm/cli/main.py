@@ -22,6 +22,7 @@ COMMANDS = [
     "qjm.cli.dfs",
     "qjm.cli.haadmin",
     "qjm.cli.zkfc",
+    "qjm.cli.analyze",
 ]
 
 

@@ -17,22 +17,28 @@ from typing import Any
 
 DEFAULT_MASTER = "local[*]"
 
+# The root stays at WARN until the session is up: Spark compares it with the shell level
+# (WARN) and prints "Setting default log level" when they differ; build_session then sets
+# ERROR. Loggers that warn about nothing useful are kept at ERROR from the start.
 LOG4J2 = """\
-rootLogger.level = error
+rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = stderr
 appender.stderr.type = Console
 appender.stderr.name = stderr
 appender.stderr.target = SYSTEM_ERR
 appender.stderr.layout.type = PatternLayout
 appender.stderr.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
-# At the root's level, Spark's shell logger prints no "Setting default log level" line.
-logger.repl.name = org.apache.spark.repl.Main
-logger.repl.level = error
+logger.native.name = org.apache.hadoop.util.NativeCodeLoader
+logger.native.level = error
+logger.utils.name = org.apache.spark.util.Utils
+logger.utils.level = error
+logger.shutdown.name = org.apache.spark.util.ShutdownHookManager
+logger.shutdown.level = error
 """
 
 
 def log4j2_config() -> Path:
-    """A log4j2 properties file keeping Spark at ERROR (written once per content)."""
+    """A log4j2 properties file quieting Spark's start (written once per content)."""
     digest = hashlib.sha256(LOG4J2.encode()).hexdigest()[:12]
     path = Path(tempfile.gettempdir()) / f"qjm-spark-log4j2-{digest}.properties"
     if not path.exists():

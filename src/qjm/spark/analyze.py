@@ -1,0 +1,332 @@
+"""The `qjm analyze` jobs: Spark aggregations written as Parquet plus an HTML report.
+
+namespace: inodes (from an fsimage or an oiv Delimited dump) → summary, by depth, owner,
+age and directory (with small files). ops: edit-log ops → counts by type, over time and
+the hottest paths. Each job first writes its input rows as Parquet and aggregates from that
+copy, so the Python source runs once however many tables are computed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from qjm.spark.report import Plot, Report, Table, human_bytes, write_report
+
+Log = Callable[[str], None]
+SMALL_FILE_BYTES = 1 << 20  # files below 1 MiB count as small
+DIRECTORY_DEPTH = 3  # directories summarised down to /a/b/c
+TOP = 50
+AGE_BUCKETS = (  # (label, upper bound in days)
+    ("< 1 day", 1),
+    ("1-7 days", 7),
+    ("7-30 days", 30),
+    ("30-90 days", 90),
+    ("90-365 days", 365),
+    ("1-3 years", 3 * 365),
+    (">= 3 years", None),
+)
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+def _write(df: Any, out: Path, name: str, log: Log) -> Any:
+    """Write a DataFrame as Parquet under out/name and return it read back."""
+    log(f"writing {name} ...")
+    path = str(out / name)
+    df.write.mode("overwrite").parquet(path)
+    return df.sparkSession.read.parquet(path)
+
+
+def _rows(df: Any, columns: list[str]) -> list[list[Any]]:
+    return [[r[c] for c in columns] for r in df.select(*columns).collect()]
+
+
+def namespace_job(
+    spark: Any,
+    inodes: Any,
+    out: Path,
+    *,
+    small_file_bytes: int = SMALL_FILE_BYTES,
+    as_of_ms: int | None = None,
+    top: int = TOP,
+    source: str = "",
+    log: Log = _quiet,
+) -> dict[str, Any]:
+    """Summarise a namespace; write Parquet tables, report.html and summary.json in out."""
+    from pyspark.sql import functions as F
+
+    out.mkdir(parents=True, exist_ok=True)
+    as_of = as_of_ms if as_of_ms is not None else int(time.time() * 1000)
+    t0 = time.monotonic()
+    log("reading inodes ...")
+    df = _write(inodes, out, "inodes", log)
+    is_file = F.col("type") == "FILE"
+    small = is_file & (F.col("size") < small_file_bytes)
+    depth = F.when(F.col("path") == "/", 0).otherwise(F.size(F.split("path", "/")) - 1)
+    df = df.withColumn("depth", depth)
+
+    def counts(*extra: Any) -> list[Any]:
+        return [
+            F.sum(is_file.cast("long")).alias("files"),
+            F.sum((F.col("type") == "DIRECTORY").cast("long")).alias("directories"),
+            F.coalesce(F.sum(F.when(is_file, F.col("size"))), F.lit(0)).alias("bytes"),
+            F.sum(small.cast("long")).alias("small_files"),
+            *extra,
+        ]
+
+    log("summarising ...")
+    s = df.agg(
+        F.count(F.lit(1)).alias("inodes"),
+        *counts(
+            F.sum((F.col("type") == "SYMLINK").cast("long")).alias("symlinks"),
+            F.coalesce(
+                F.sum(F.when(is_file, F.col("size") * F.col("replication"))), F.lit(0)
+            ).alias("space"),
+            F.coalesce(F.sum(F.when(is_file, F.col("block_count"))), F.lit(0)).alias("blocks"),
+            F.sum((is_file & (F.col("size") == 0)).cast("long")).alias("empty_files"),
+            F.sum(F.col("path").isNull().cast("long")).alias("outside_tree"),
+            F.max("depth").alias("max_depth"),
+        ),
+    ).first()
+    summary: dict[str, Any] = {k: int(s[k] or 0) for k in s.asDict()}
+    summary.update(source=source, small_file_bytes=small_file_bytes, as_of_ms=as_of)
+
+    by_depth = _write(df.groupBy("depth").agg(*counts()).orderBy("depth"), out, "by_depth", log)
+    by_owner = _write(
+        df.groupBy("owner").agg(*counts()).orderBy(F.desc("bytes"), "owner"), out, "by_owner", log
+    )
+    age_days = (F.lit(as_of) - F.col("mtime")) / 86_400_000
+    bucket = F.lit(AGE_BUCKETS[-1][0])
+    order = F.lit(len(AGE_BUCKETS) - 1)
+    for i, (label, bound) in reversed(list(enumerate(AGE_BUCKETS[:-1]))):
+        assert bound is not None
+        bucket = F.when(age_days < bound, label).otherwise(bucket)
+        order = F.when(age_days < bound, i).otherwise(order)
+    by_age = _write(
+        df.where(is_file)
+        .withColumn("age", bucket)
+        .withColumn("age_order", order)
+        .groupBy("age_order", "age")
+        .agg(F.count(F.lit(1)).alias("files"), F.sum("size").alias("bytes"))
+        .orderBy("age_order"),
+        out,
+        "by_age",
+        log,
+    )
+    parts = F.split("path", "/")
+    deepest = DIRECTORY_DEPTH  # a file at depth d is inside directories of depth 1..d-1
+    ancestors = (
+        df.where(is_file & (F.col("depth") > 1))
+        .withColumn(
+            "k", F.explode(F.sequence(F.lit(1), F.least(F.col("depth") - 1, F.lit(deepest))))
+        )
+        .withColumn("directory", F.concat_ws("/", F.slice(parts, 1, F.col("k") + 1)))
+    )
+    by_dir = _write(
+        ancestors.groupBy("directory", F.col("k").alias("depth"))
+        .agg(
+            F.count(F.lit(1)).alias("files"),
+            F.sum("size").alias("bytes"),
+            F.sum(small.cast("long")).alias("small_files"),
+        )
+        .orderBy(F.desc("bytes"), "directory"),
+        out,
+        "by_directory",
+        log,
+    )
+
+    log("writing the report ...")
+    depth_rows = _rows(by_depth, ["depth", "files", "directories", "bytes", "small_files"])
+    count_cols = ["files", "directories", "bytes", "small_files"]
+    owner_rows = _rows(by_owner.limit(top), ["owner", *count_cols])
+    age_rows = _rows(by_age, ["age", "files", "bytes"])
+    dir_rows = _rows(by_dir.limit(top), ["directory", "files", "bytes", "small_files"])
+    small_rows = _rows(
+        by_dir.where("small_files > 0").orderBy(F.desc("small_files"), "directory").limit(top),
+        ["directory", "small_files", "files", "bytes"],
+    )
+    report = Report(
+        f"Namespace report: {source}" if source else "Namespace report",
+        figures={
+            "inodes": summary["inodes"],
+            "files": summary["files"],
+            "directories": summary["directories"],
+            "symlinks": summary["symlinks"],
+            "bytes": f"{summary['bytes']:,} ({human_bytes(summary['bytes'])})",
+            "bytes x replication": f"{summary['space']:,} ({human_bytes(summary['space'])})",
+            "blocks": summary["blocks"],
+            f"small files (< {human_bytes(small_file_bytes)})": summary["small_files"],
+            "empty files": summary["empty_files"],
+            "deepest path": summary["max_depth"],
+            "ages as of": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(as_of / 1000)),
+        },
+    )
+    labels = [str(r[0]) for r in depth_rows]
+    report.parts += [
+        Plot("Bytes by depth", labels, {"bytes": [r[3] for r in depth_rows]}, ylabel="bytes"),
+        Plot(
+            "Files and directories by depth",
+            labels,
+            {"files": [r[1] for r in depth_rows], "directories": [r[2] for r in depth_rows]},
+        ),
+        Plot(
+            "Bytes by owner",
+            [str(r[0]) for r in owner_rows[:20]],
+            {"bytes": [r[3] for r in owner_rows[:20]]},
+            kind="barh",
+            ylabel="bytes",
+        ),
+        Plot(
+            "Files by age (modification time)",
+            [r[0] for r in age_rows],
+            {"files": [r[1] for r in age_rows]},
+        ),
+    ]
+    if small_rows:
+        report.parts.append(
+            Plot(
+                "Directories with the most small files",
+                [r[0] for r in small_rows[:20]],
+                {"small files": [r[1] for r in small_rows[:20]]},
+                kind="barh",
+            )
+        )
+    report.parts += [
+        Table("By depth", ["depth", "files", "directories", "bytes", "small files"], depth_rows),
+        Table("By owner", ["owner", "files", "directories", "bytes", "small files"], owner_rows),
+        Table("By age", ["age", "files", "bytes"], age_rows),
+        Table(
+            f"Largest directories (to depth {DIRECTORY_DEPTH})",
+            ["directory", "files", "bytes", "small files"],
+            dir_rows,
+        ),
+        Table(
+            "Small files by directory", ["directory", "small files", "files", "bytes"], small_rows
+        ),
+    ]
+    write_report(report, out / "report.html")
+    summary["seconds"] = round(time.monotonic() - t0, 3)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def _time_unit(span_ms: int) -> str:
+    if span_ms <= 2 * 3_600_000:
+        return "minute"
+    if span_ms <= 7 * 86_400_000:
+        return "hour"
+    return "day"
+
+
+def ops_job(
+    spark: Any, edits: Any, out: Path, *, top: int = TOP, source: str = "", log: Log = _quiet
+) -> dict[str, Any]:
+    """Count ops by type, over time and by path; write Parquet, report.html, summary.json."""
+    from pyspark.sql import functions as F
+
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    log("reading ops ...")
+    df = _write(edits, out, "ops", log)
+    s = df.agg(
+        F.count(F.lit(1)).alias("ops"),
+        F.min("txid").alias("first_txid"),
+        F.max("txid").alias("last_txid"),
+        F.countDistinct("txid").alias("distinct_txids"),
+        F.min("timestamp").alias("first_timestamp"),
+        F.max("timestamp").alias("last_timestamp"),
+        F.sum(F.col("timestamp").isNull().cast("long")).alias("without_timestamp"),
+        F.countDistinct("segment_start").alias("segments"),
+    ).first()
+    summary: dict[str, Any] = s.asDict()
+    first, last = summary["first_txid"], summary["last_txid"]
+    summary["missing_txids"] = (last - first + 1 - summary["distinct_txids"]) if first else 0
+    summary["source"] = source
+    counts = _write(
+        df.groupBy("opcode").count().orderBy(F.desc("count"), "opcode"), out, "op_counts", log
+    )
+    count_rows = _rows(counts, ["opcode", "count"])
+    summary["op_counts"] = {r[0]: r[1] for r in count_rows}
+    unit = "hour"
+    if summary["first_timestamp"] is not None:
+        unit = _time_unit(summary["last_timestamp"] - summary["first_timestamp"])
+    timed = df.where(F.col("timestamp").isNotNull()).withColumn(
+        "time", F.date_trunc(unit, F.timestamp_millis("timestamp"))
+    )
+    over_time = _write(
+        timed.groupBy("time", "opcode").count().orderBy("time", "opcode"), out, "ops_over_time", log
+    )
+    hottest = _write(
+        df.where(F.col("path").isNotNull())
+        .groupBy("path")
+        .agg(
+            F.count(F.lit(1)).alias("ops"),
+            F.concat_ws(" ", F.sort_array(F.collect_set("opcode"))).alias("opcodes"),
+        )
+        .orderBy(F.desc("ops"), "path"),
+        out,
+        "hottest_paths",
+        log,
+    )
+
+    log("writing the report ...")
+    hot_rows = _rows(hottest.limit(top), ["path", "ops", "opcodes"])
+    time_rows = _rows(over_time, ["time", "opcode", "count"])
+    timed_totals: dict[str, int] = {}
+    for _, op, n in time_rows:
+        timed_totals[op] = timed_totals.get(op, 0) + n
+    top_ops = sorted(timed_totals, key=lambda op: (-timed_totals[op], op))[:8]
+    times = sorted({r[0] for r in time_rows})
+    series: dict[str, list[float]] = {op: [0.0] * len(times) for op in top_ops}
+    other = [0.0] * len(times)
+    index = {t: i for i, t in enumerate(times)}
+    for t, op, n in time_rows:
+        if op in series:
+            series[op][index[t]] += n
+        else:
+            other[index[t]] += n
+    if any(other):
+        series["other"] = other
+    fmt = {"minute": "%m-%d %H:%M", "hour": "%m-%d %H:00", "day": "%Y-%m-%d"}[unit]
+    report = Report(
+        f"Operations report: {source}" if source else "Operations report",
+        figures={
+            "ops": summary["ops"],
+            "txids": f"{first}-{last}" if first else "none",
+            "missing txids": summary["missing_txids"],
+            "segments": summary["segments"],
+            "op types": len(count_rows),
+            "ops without a timestamp": summary["without_timestamp"],
+        },
+    )
+    report.parts += [
+        Plot(
+            "Ops by type",
+            [r[0] for r in count_rows],
+            {"ops": [r[1] for r in count_rows]},
+            kind="barh",
+        ),
+        Plot(
+            f"Ops over time (per {unit}, ops with a timestamp)",
+            [t.strftime(fmt) for t in times],
+            series,
+            stacked=True,
+        ),
+        Table("Ops by type", ["opcode", "count"], count_rows),
+        Table(
+            "Hottest paths",
+            ["path", "ops", "op types"],
+            hot_rows,
+            note="Paths named by the most ops (an op's path, or its source for a rename).",
+        ),
+    ]
+    write_report(report, out / "report.html")
+    summary["seconds"] = round(time.monotonic() - t0, 3)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    return summary
