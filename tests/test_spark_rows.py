@@ -230,6 +230,16 @@ def test_image_ranges_read_every_inode_with_its_path(num_partitions: int) -> Non
         )
 
 
+@pytest.mark.parametrize("batch_rows", [7, 8192])
+def test_image_batches_hold_the_same_rows_as_the_row_reader(batch_rows: int) -> None:
+    for part in P.plan_image(str(IMAGE_FILE), 3):
+        batches = list(P.read_inode_batches(part, batch_rows))
+        assert all(b.schema == IMAGE.arrow() for b in batches)
+        assert all(b.num_rows <= batch_rows for b in batches)
+        got = [row for b in batches for row in b.to_pylist()]
+        assert got == list(P.read_inode_range(part))
+
+
 def test_image_totals_match_oiv() -> None:
     rows = [r for p in P.plan_image(str(IMAGE_FILE), 3) for r in P.read_inode_range(p)]
     dist = dict(

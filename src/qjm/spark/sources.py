@@ -246,7 +246,7 @@ class ImageReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The rows of one range."""
-        return to_batches(P.read_inode_range(partition.value), IMAGE)
+        return P.read_inode_batches(partition.value)
 
 
 # --- qjm-oiv-delimited --------------------------------------------------------------------
