@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import xml.etree.ElementTree as ET
@@ -217,3 +218,35 @@ def test_analyze_reports_a_corrupt_segment_in_one_line(
     assert analyze("ops", "--edits", str(current), "--out", str(tmp_path / "out")) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("qjm: error: ") and seg.name in err[0], err
+
+
+async def test_analyze_audit_finds_all_nodes_consistent_then_a_damaged_copy(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from qjm_cluster import JNCluster, settle, write_segment
+    from test_spark_audit import rewrite_op
+
+    async with JNCluster(tmp_path / "jn") as cluster:
+        jid = cluster.new_jid()
+        await cluster.format(jid)
+        q = cluster.qjm(jid)
+        try:
+            await q.recover_unfinalized_segments()
+            await write_segment(q, 1, 5)
+            await write_segment(q, 6, 3)
+        finally:
+            await settle(q)
+        uri = cluster.uri(jid)
+        out = tmp_path / "audit"
+        assert await asyncio.to_thread(analyze, "audit", "--journal", uri, "--out", str(out)) == 0
+        assert "consistent: True" in capsys.readouterr().out
+        summary = json.loads((out / "summary.json").read_text())
+        assert (summary["segments"], summary["statuses"]) == (2, {"ok": 6})
+        assert "all nodes consistent" in (out / "report.html").read_text()
+
+        rewrite_op(cluster.current_dir(1, jid) / finalized_name(6, 8), 7, b"tx 1 ")
+        assert await asyncio.to_thread(analyze, "audit", "--journal", uri, "--out", str(out)) == 2
+        bad = spark.read.parquet(str(out / "copies")).where("status != 'ok'").collect()
+        assert [(r.node, r.segment_start, r.status, r.first_difference_txid) for r in bad] == [
+            (cluster.address(1), 6, "differs", 7)
+        ]

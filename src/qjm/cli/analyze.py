@@ -2,6 +2,7 @@
 
   qjm analyze namespace --image fsimage_N --out OUT     (or --delimited an oiv dump)
   qjm analyze ops --edits DIR|FILE|qjournal://... --out OUT
+  qjm analyze audit --journal qjournal://... --out OUT  (exit 2 when copies differ)
 
 Each writes Parquet tables under OUT, OUT/report.html (plots and tables) and
 OUT/summary.json. --master takes any Spark master URL (default local[*]).
@@ -56,6 +57,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     _common(ops)
     ops.set_defaults(func=run_ops)
 
+    au = sub.add_parser(
+        "audit",
+        help="compare every JournalNode's copy of each finalized segment (exit 2: differences)",
+    )
+    au.add_argument("--journal", required=True, help="qjournal://host:port;.../journal-id")
+    _common(au)
+    au.set_defaults(func=run_audit)
+
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="output directory")
@@ -89,14 +98,15 @@ def _log(args: argparse.Namespace) -> Any:
 
 def _run(args: argparse.Namespace, job: Any) -> int:
     """Start (or reuse) a session, run the job, turn Spark failures into one-line errors."""
-    from pyspark.sql import SparkSession
+    from pyspark import SparkContext
 
     from qjm.spark.session import build_session
 
     log = _log(args)
     if args.top <= 0:
         raise AnalyzeError("--top must be positive")
-    existing = SparkSession.getActiveSession()
+    # A session this process already runs (any thread) is used and left running.
+    existing = SparkContext._active_spark_context
     log(f"starting Spark ({args.master}) ..." if existing is None else "using the Spark session")
     spark = build_session(args.master, f"qjm analyze {args.job}", progress=not args.quiet)
     try:
@@ -112,10 +122,13 @@ def _run(args: argparse.Namespace, job: Any) -> int:
             spark.stop()
     out = Path(args.out)
     for k, v in summary.items():
-        if not isinstance(v, dict):
-            print(f"{k}: {v}")
+        if isinstance(v, dict):
+            v = ", ".join(f"{a}={b}" for a, b in sorted(v.items()))
+            if len(v) > 200:
+                continue
+        print(f"{k}: {v}")
     print(f"report: {out / 'report.html'}")
-    return 0
+    return 2 if summary.get("consistent") is False else 0
 
 
 def run_namespace(args: argparse.Namespace) -> int:
@@ -184,5 +197,19 @@ def run_ops(args: argparse.Namespace) -> int:
             reader = reader.option("inProgress", "false")
         df = reader.load(args.edits)
         return ops_job(spark, df, Path(args.out), top=args.top, source=args.edits, log=log)
+
+    return _run(args, job)
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    """The journal audit of a qjournal URI."""
+    from qjm.client.uri import parse_qjournal_uri
+    from qjm.spark.analyze import audit_job
+
+    parse_qjournal_uri(args.journal)
+
+    def job(spark: Any, log: Any) -> dict[str, Any]:
+        df = spark.read.format("qjm-journal-audit").load(args.journal)
+        return audit_job(spark, df, Path(args.out), source=args.journal, log=log)
 
     return _run(args, job)

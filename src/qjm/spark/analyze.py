@@ -330,3 +330,64 @@ def ops_job(
     summary["seconds"] = round(time.monotonic() - t0, 3)
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     return summary
+
+
+def audit_job(
+    spark: Any, audit: Any, out: Path, *, source: str = "", log: Log = _quiet
+) -> dict[str, Any]:
+    """Compare every node's copy of each finalized segment; Parquet, report and summary."""
+    from pyspark.sql import functions as F
+
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    log("reading every copy of every finalized segment ...")
+    df = _write(audit, out, "copies", log)
+    statuses = {r["status"]: r["count"] for r in df.groupBy("status").count().collect()}
+    segments = df.where(F.col("segment_start").isNotNull()).select("segment_start").distinct()
+    problems = _rows(
+        df.where(F.col("status") != "ok").orderBy("segment_start", "node"),
+        ["segment_start", "segment_end", "node", "status", "first_difference_txid", "detail"],
+    )
+    summary: dict[str, Any] = {
+        "segments": segments.count(),
+        "copies": int(sum(statuses.values())),
+        "statuses": statuses,
+        "consistent": not problems,
+        "source": source,
+    }
+    by_node = _rows(
+        df.groupBy("node").pivot("status").count().na.fill(0).orderBy("node"),
+        ["node", *sorted(statuses)],
+    )
+    log("writing the report ...")
+    report = Report(
+        f"Journal audit: {source}" if source else "Journal audit",
+        figures={
+            "verdict": "all nodes consistent" if not problems else f"{len(problems)} problems",
+            "finalized segments": summary["segments"],
+            "copies compared": summary["copies"],
+            **{f"copies {k}": v for k, v in sorted(statuses.items())},
+        },
+    )
+    if by_node:
+        report.parts.append(
+            Plot(
+                "Copies by node and status",
+                [str(r[0]) for r in by_node],
+                {k: [r[i + 1] for r in by_node] for i, k in enumerate(sorted(statuses))},
+                stacked=True,
+            )
+        )
+    report.parts += [
+        Table(
+            "Copies that are not ok",
+            ["segment start", "segment end", "node", "status", "first differing txid", "detail"],
+            problems,
+            note="A copy is ok when it holds the records most copies hold, txid for txid.",
+        ),
+        Table("By node", ["node", *sorted(statuses)], by_node),
+    ]
+    write_report(report, out / "report.html")
+    summary["seconds"] = round(time.monotonic() - t0, 3)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    return summary

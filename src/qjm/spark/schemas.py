@@ -91,3 +91,17 @@ IMAGE = Schema(
         _int("storage_policy_id"),
     )
 )
+
+# A row per JournalNode copy of a finalized segment (the journal audit).
+AUDIT = Schema(
+    (
+        _long("segment_start"),
+        _long("segment_end"),
+        _str("node"),
+        _str("status"),
+        _long("ops"),
+        _str("digest"),
+        _long("first_difference_txid"),
+        _str("detail"),
+    )
+)

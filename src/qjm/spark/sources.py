@@ -27,9 +27,10 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from qjm.spark import audit as A
 from qjm.spark import plan as P
 from qjm.spark.rows import to_batches
-from qjm.spark.schemas import EDITS, IMAGE
+from qjm.spark.schemas import AUDIT, EDITS, IMAGE
 
 
 class Part(InputPartition):
@@ -294,4 +295,60 @@ class DelimitedReader(DataSourceReader):
         return to_batches(P.read_text_range(partition.value), IMAGE)
 
 
-SOURCES: tuple[type[DataSource], ...] = (EditsDataSource, ImageDataSource, DelimitedDataSource)
+# --- qjm-journal-audit ---------------------------------------------------------------------
+
+
+class AuditDataSource(DataSource):
+    """A row per JournalNode copy of each finalized segment of a journal, compared record by
+    record (status ok, differs, corrupt, unreadable, missing; unreachable for a node that
+    did not answer). Load a qjournal:// URI."""
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name."""
+        return "qjm-journal-audit"
+
+    def schema(self) -> str:
+        """The AUDIT schema."""
+        return AUDIT.ddl()
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        """The batch reader."""
+        return AuditReader(dict(self.options))
+
+
+class AuditReader(DataSourceReader):
+    """One partition per finalized segment, and one for the nodes that did not answer."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.location = _location(options, "qjm-journal-audit")
+        if not P.is_qjournal(self.location):
+            raise P.SourceError(f"qjm-journal-audit reads a qjournal:// URI, not {self.location!r}")
+
+    def partitions(self) -> Sequence[InputPartition]:
+        """A partition per segment."""
+        plans, down = A.plan_audit(self.location)
+        parts = [Part(p) for p in plans]
+        if down:
+            parts.append(Part(down))
+        return parts
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """The rows of one segment's copies (or of the nodes that did not answer)."""
+        value = partition.value
+        if isinstance(value, dict):
+            rows: Iterator[dict[str, Any]] = iter(
+                {"node": node, "status": "unreachable", "ops": 0, "detail": err}
+                for node, err in value.items()
+            )
+        else:
+            rows = A.audit_rows(value)
+        return to_batches(rows, AUDIT)
+
+
+SOURCES: tuple[type[DataSource], ...] = (
+    EditsDataSource,
+    ImageDataSource,
+    DelimitedDataSource,
+    AuditDataSource,
+)
