@@ -9,6 +9,7 @@ import time
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -352,3 +353,32 @@ def test_editsstored_file_reads_like_read_ops() -> None:
         rename.dst,
         rename.timestamp,
     )
+
+
+async def test_image_from_a_namenode_over_http_and_from_its_name_dir(
+    tmp_path: Path, jn_factory: Any
+) -> None:
+    from nn_harness import format_cluster, make_config, start_nn
+
+    jns = [jn_factory.start(f"jn{i}") for i in range(3)]
+    cfg = make_config(jns, tmp_path, names=("nn1",))
+    await format_cluster(cfg, "nn1")
+    nn = await start_nn(cfg, "nn1")
+    try:
+        fetched = await asyncio.to_thread(P.resolve_image, nn.http_url(), str(tmp_path / "dl"))
+    finally:
+        await nn.stop()
+    check_fetched_image(Path(fetched), Path(cfg.namenode_named("nn1").name_dir), tmp_path)
+    with pytest.raises(P.SourceError, match="cannot fetch the image"):
+        await asyncio.to_thread(P.fetch_image, "http://127.0.0.1:1/", str(tmp_path / "x"))
+
+
+def check_fetched_image(fetched: Path, name_dir: Path, tmp_path: Path) -> None:
+    """The fetched image is the name dir's newest one, and it reads."""
+    local = Path(P.resolve_image(str(name_dir)))
+    assert fetched.name == local.name == "fsimage_0000000000000000000"
+    assert fetched.read_bytes() == local.read_bytes()
+    rows = [r for p in P.plan_image(str(fetched)) for r in P.read_inode_range(p)]  # .md5 checked
+    assert [(r["path"], r["type"]) for r in rows] == [("/", "DIRECTORY")]
+    with pytest.raises(P.SourceError, match="no fsimage_"):
+        P.resolve_image(str(tmp_path))

@@ -37,11 +37,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
 
     ns = sub.add_parser("namespace", help="files, bytes, small files by depth, owner, age, dir")
     src = ns.add_mutually_exclusive_group(required=True)
-    src.add_argument("--image", help="an fsimage file")
+    src.add_argument(
+        "--image", help="an fsimage file, a name dir (newest image) or http://namenode:port"
+    )
     src.add_argument("--delimited", help="`hdfs oiv -p Delimited` output (file or directory)")
     ns.add_argument("--delimiter", default="\t", help="Delimited separator (default tab)")
     ns.add_argument("--time-zone", help="zone of the Delimited times (default local)")
     ns.add_argument("--partitions", type=int, help="image partitions (default: by size)")
+    ns.add_argument("--download-dir", help="where an image fetched over HTTP is kept")
     ns.add_argument(
         "--small-file-bytes", type=int, default=1 << 20, help="small below this (1 MiB)"
     )
@@ -135,6 +138,7 @@ def run_namespace(args: argparse.Namespace) -> int:
     """The namespace report of an image or a Delimited dump."""
     from qjm.namenode.image.sections import read_summary_from_file
     from qjm.spark.analyze import namespace_job
+    from qjm.spark.plan import resolve_image
 
     as_of_ms = None
     if args.as_of:
@@ -142,10 +146,13 @@ def run_namespace(args: argparse.Namespace) -> int:
             as_of_ms = calendar.timegm(time.strptime(args.as_of, "%Y-%m-%d")) * 1000
         except ValueError:
             raise AnalyzeError(f"--as-of must be a date YYYY-MM-DD, got {args.as_of!r}") from None
-    if args.image:
-        if not Path(args.image).is_file():
-            raise AnalyzeError(f"{args.image}: no such image file")
-        read_summary_from_file(args.image)  # not an image: say so before Spark starts
+    if args.image and not args.image.startswith(("http://", "https://")):
+        image = resolve_image(args.image)  # a name dir: its newest image
+        if not Path(image).is_file():
+            raise AnalyzeError(f"{args.image}: no such image file or name dir")
+        read_summary_from_file(image)  # not an image: say so before Spark starts
+        source = image
+    elif args.image:
         source = args.image
     else:
         if not Path(args.delimited).exists():
@@ -157,7 +164,9 @@ def run_namespace(args: argparse.Namespace) -> int:
         if args.image:
             if args.partitions:
                 reader = reader.option("numPartitions", args.partitions)
-            df = reader.format("qjm-image").load(args.image)
+            if args.download_dir:
+                reader = reader.option("downloadDir", args.download_dir)
+            df = reader.format("qjm-image").load(source)
         else:
             reader = reader.option("delimiter", args.delimiter)
             if args.time_zone:

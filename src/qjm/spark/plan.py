@@ -7,7 +7,13 @@ the reader before it plans the partitions, so state kept on the reader would not
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
+import re
+import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
 from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,7 +44,7 @@ from qjm.namenode.image.format import (
     read_varint,
     signed64,
 )
-from qjm.namenode.image.md5 import verify_md5
+from qjm.namenode.image.md5 import verify_md5, write_md5_file
 from qjm.namenode.image.model import ROOT_INODE_ID
 from qjm.namenode.image.sections import (
     decode_string_table,
@@ -228,6 +234,68 @@ def last_qjournal_txid(location: str, settings: QJournalSettings | None = None) 
 
 
 # --- fsimage ------------------------------------------------------------------------------
+
+
+_IMAGE_NAME = re.compile(r"^fsimage_(\d{19})$")
+
+
+def newest_image_in(directory: Path) -> Path:
+    """The newest fsimage_<txid> of a name dir (or of its current/)."""
+    d = directory / "current" if (directory / "current").is_dir() else directory
+    found = sorted(
+        (int(m.group(1)), c)
+        for c in d.iterdir()
+        if (m := _IMAGE_NAME.match(c.name)) and c.is_file()
+    )
+    if not found:
+        raise SourceError(f"{directory}: no fsimage_<txid> file in it")
+    return found[-1][1]
+
+
+def fetch_image(url: str, download_dir: str | None = None, timeout_s: float = 600.0) -> Path:
+    """Download an image from a NameNode's /imagetransfer (a bare http://host:port asks for
+    the latest), check its MD5 and keep it as fsimage_<txid> (+ .md5) in download_dir."""
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.path in ("", "/"):
+        url = urllib.parse.urlunsplit(
+            (parsed.scheme, parsed.netloc, "/imagetransfer", "getimage=1&txid=latest", "")
+        )
+    target_dir = Path(download_dir or tempfile.mkdtemp(prefix="qjm-image-"))
+    target_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+            txid = int(resp.headers.get("X-Image-Txid", "0"))
+            md5 = resp.headers.get("X-MD5-Digest")
+            name = resp.headers.get("X-Image-File") or f"fsimage_{txid:019d}"
+            if not _IMAGE_NAME.match(name):
+                raise SourceError(f"{url} sent an image named {name!r}")
+            path = target_dir / name
+            digest = hashlib.md5()
+            with open(path, "wb") as f:
+                while chunk := resp.read(1 << 20):
+                    digest.update(chunk)
+                    f.write(chunk)
+    except urllib.error.HTTPError as e:
+        body = e.read()[:300].decode("utf-8", "replace")
+        raise SourceError(f"cannot fetch the image from {url}: HTTP {e.code}: {body}") from None
+    except (OSError, ValueError) as e:
+        raise SourceError(f"cannot fetch the image from {url}: {e}") from None
+    if md5 is not None and digest.hexdigest() != md5.lower():
+        raise SourceError(
+            f"the image from {url} has MD5 {digest.hexdigest()}, the NameNode said {md5}"
+        )
+    write_md5_file(path, digest.hexdigest())
+    return path
+
+
+def resolve_image(location: str, download_dir: str | None = None) -> str:
+    """An image file from a file, a name dir (its newest image) or a NameNode's HTTP address."""
+    if location.startswith(("http://", "https://")):
+        return str(fetch_image(location, download_dir))
+    p = Path(location)
+    if p.is_dir():
+        return str(newest_image_in(p))
+    return location
 
 
 @dataclass(frozen=True)

@@ -211,6 +211,9 @@ class EditsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 class ImageDataSource(DataSource):
     """A row per inode of an fsimage, read in parallel by ranges of its INODE section.
 
+    Load an image file, a name dir (its newest image) or a NameNode's HTTP address
+    (http://host:9870: its latest checkpoint over /imagetransfer, saved in downloadDir,
+    default a new temp dir; on a cluster, give a downloadDir every executor can read).
     Options: numPartitions (default: one per bytesPerPartition, 32 MiB, of the section),
     bytesPerPartition, checkMd5 (true: the .md5 file, when there is one, must match).
     """
@@ -237,12 +240,12 @@ class ImageReader(DataSourceReader):
         self.num_partitions = _int_option(options, "numPartitions", None)
         self.bytes_per_partition = _int_option(options, "bytesPerPartition", 32 << 20) or 1
         self.check_md5 = _bool_option(options, "checkMd5", True)
+        self.download_dir = _option(options, "downloadDir")
 
     def partitions(self) -> Sequence[InputPartition]:
         """Ranges of whole inode messages."""
-        parts = P.plan_image(
-            self.location, self.num_partitions, self.bytes_per_partition, self.check_md5
-        )
+        image = P.resolve_image(self.location, self.download_dir)
+        parts = P.plan_image(image, self.num_partitions, self.bytes_per_partition, self.check_md5)
         return [Part(p) for p in parts]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
