@@ -98,6 +98,37 @@ def test_every_edits_row_fits_the_arrow_schema() -> None:
     assert list(R.to_batches([], EDITS)) == []
 
 
+def batch_rows_of(batches: list[Any]) -> list[dict[str, Any]]:
+    """Rows of Arrow batches with `extra` as a dict again."""
+    rows = [r for b in batches for r in b.to_pylist()]
+    for r in rows:
+        r["extra"] = dict(r["extra"])
+    return rows
+
+
+@pytest.mark.parametrize("batch_rows", [10, 8192])
+def test_edits_batches_hold_the_same_rows_as_the_row_reader(batch_rows: int) -> None:
+    (part,) = P.plan_edits(str(EDITS_FILE))
+    batches = list(P.read_edits_batches(part, batch_rows))
+    assert all(b.schema == EDITS.arrow() and b.num_rows <= batch_rows for b in batches)
+    assert batch_rows_of(batches) == list(P.read_edits_part(part))
+
+
+def test_edits_batches_keep_an_undecodable_op_when_strict_is_off(tmp_path: Path) -> None:
+    f = tmp_path / "edits"
+    good = encode_ops([mkdir(1), mkdir(2)])
+    from qjm.editlog.framing import encode_op as frame
+
+    f.write_bytes(good + frame(oc.OP_MKDIR, 3, b"\x00\x01"))
+    (part,) = P.plan_edits(str(f), strict=False)
+    rows = batch_rows_of(list(P.read_edits_batches(part)))
+    assert rows == list(P.read_edits_part(part))
+    assert [r["opcode"] for r in rows] == ["OP_MKDIR"] * 3 and "decode_error" in rows[2]["extra"]
+    (strict,) = P.plan_edits(str(f))
+    with pytest.raises(EditLogError, match="txid 3"):
+        list(P.read_edits_batches(strict))
+
+
 def test_an_undecodable_op_fails_unless_strict_is_off() -> None:
     raw = RawOp(oc.OP_MKDIR, 7, b"\x00\x01", 8)
     with pytest.raises(EditLogError, match="OP_MKDIR txid 7"):

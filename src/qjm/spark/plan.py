@@ -29,8 +29,9 @@ from qjm.client.reader import QuorumJournalReader
 from qjm.client.uri import SCHEME, parse_qjournal_uri
 from qjm.config import QJournalSettings
 from qjm.editlog.framing import HEADER_LEN, RawOp, iter_ops, read_header
+from qjm.editlog.ops import decode_op
 from qjm.editlog.segments import list_segments, parse_segment_name
-from qjm.errors import CorruptOpError, QjmError
+from qjm.errors import CorruptOpError, EditLogError, QjmError
 from qjm.namenode.image import fsimage_pb2 as pb
 from qjm.namenode.image.format import (
     INODE,
@@ -195,19 +196,44 @@ async def _remote_ops(part: EditsPart) -> list[RawOp]:
         return [op async for op in read_segment(session, part.remote, part.from_txid, part.to_txid)]
 
 
-def read_edits_part(part: EditsPart) -> Iterator[dict[str, Any]]:
-    """The EDITS rows of one part, from_txid..to_txid."""
+def _part_raw_ops(part: EditsPart) -> Iterator[RawOp]:
+    """The framed ops of a part within from_txid..to_txid."""
     raws: Iterator[RawOp] | list[RawOp]
     raws = asyncio.run(_remote_ops(part)) if part.remote is not None else _local_raw_ops(part)
-    seg_start = part.start
     for raw in raws:
-        if seg_start is None:
-            seg_start = raw.txid  # a file not named as a segment: its first txid
         if raw.txid < part.from_txid:
             continue
         if part.to_txid is not None and raw.txid > part.to_txid:
             break
+        yield raw
+
+
+def read_edits_part(part: EditsPart) -> Iterator[dict[str, Any]]:
+    """The EDITS rows of one part, from_txid..to_txid (a dict per op)."""
+    seg_start = part.start
+    for raw in _part_raw_ops(part):
+        if seg_start is None:
+            seg_start = raw.txid  # a file not named as a segment: its first txid
         yield R.raw_edit_row(raw, seg_start, part.strict)
+
+
+def read_edits_batches(part: EditsPart, batch_rows: int = R.BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+    """The EDITS rows of one part as Arrow batches (the values of read_edits_part)."""
+    seg_start = part.start
+    cols = R.EditColumns()
+    for raw in _part_raw_ops(part):
+        if seg_start is None:
+            seg_start = raw.txid
+        try:
+            op = decode_op(raw)
+        except EditLogError:
+            cols.add_row(R.raw_edit_row(raw, seg_start, part.strict))  # raises when strict
+        else:
+            cols.add(raw.txid, op, seg_start)
+        if len(cols) >= batch_rows:
+            yield cols.batch()
+    if len(cols):
+        yield cols.batch()
 
 
 def last_local_txid(location: str) -> int:

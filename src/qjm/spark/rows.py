@@ -6,9 +6,11 @@ turns rows into Arrow record batches of that schema, which is what the sources y
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -17,8 +19,9 @@ import pyarrow as pa
 
 from qjm.editlog.framing import RawOp
 from qjm.editlog.ops import Op, decode_op
-from qjm.editlog.ops.jsonl import op_to_dict
+from qjm.editlog.ops.jsonl import _plain, op_to_dict
 from qjm.editlog.ops.opcodes import opcode_name
+from qjm.editlog.ops.xml import client_id_text
 from qjm.errors import EditLogError
 from qjm.namenode.image.model import DIRECTORY, FILE, SYMLINK, Inode
 from qjm.namenode.image.views import DELIMITED_COLUMNS, permission_string
@@ -98,7 +101,7 @@ def edit_row(txid: int, op: Op, segment_start: int | None = None) -> dict[str, A
     row["extra"] = {
         k: _text(v)
         for k, v in d.items()
-        if k not in _COLUMN_FIELDS and k not in ("txid", "opcode") and v not in (None, [])
+        if k not in _COLUMN_FIELDS and k not in ("txid", "opcode") and v not in (None, [], "")
     }
     return row
 
@@ -143,6 +146,153 @@ def inode_row(node: Inode, path: str | None, parent_id: int | None) -> dict[str,
         "under_construction": node.client_name is not None,
         "storage_policy_id": node.storage_policy_id if is_file else None,
     }
+
+
+# --- edits, columnar ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _OpShape:
+    """Where an op class keeps each EDITS column (field names), and its other fields."""
+
+    path: str | None
+    dest: str | None
+    time: str | None
+    owner: str | None
+    group: str | None
+    mode: str | None
+    perm_status: bool
+    replication: bool
+    blocks: bool
+    add_block: bool
+    new_length: bool
+    extra: tuple[str, ...]
+
+
+_SHAPES: dict[type, _OpShape] = {}
+
+
+def _op_shape(cls: type) -> _OpShape:
+    shape = _SHAPES.get(cls)
+    if shape is not None:
+        return shape
+    names = [f.name for f in dataclasses.fields(cls)]
+
+    def one(cands: Sequence[str]) -> str | None:
+        return next((c for c in cands if c in names), None)
+
+    shape = _OpShape(
+        path=one(_PATH_FIELDS),
+        dest=one(_DEST_FIELDS),
+        time=one(_TIME_FIELDS),
+        owner=one(_OWNER_FIELDS),
+        group=one(_GROUP_FIELDS),
+        mode=one(_MODE_FIELDS),
+        perm_status="permission_status" in names,
+        replication="replication" in names,
+        blocks="blocks" in names,
+        add_block="last_block" in names,
+        new_length="new_length" in names,
+        extra=tuple(n for n in names if n not in _COLUMN_FIELDS),
+    )
+    _SHAPES[cls] = shape
+    return shape
+
+
+def _extra_text(name: str, v: Any) -> str | None:
+    """A field's `extra` text as edit_row gives it (None: left out)."""
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v or None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, bytes):
+        text = client_id_text(v) if name == "rpc_client_id" else v.hex()
+        return text or None
+    if isinstance(v, tuple) and not v:
+        return None
+    return _text(_plain(v))
+
+
+class EditColumns:
+    """EDITS columns filled op by op, emptied into Arrow batches."""
+
+    def __init__(self) -> None:
+        self.arrow = EDITS.arrow()
+        self.cols: list[list[Any]] = [[] for _ in EDITS.names]
+        self.perms: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return len(self.cols[0])
+
+    def add(self, txid: int, op: Op, segment_start: int | None) -> None:
+        """Append the row of a decoded op."""
+        shape = _op_shape(type(op))
+        get = op.__getattribute__
+        (c_txid, c_op, c_path, c_dest, c_time, c_owner, c_group, c_perm, c_repl, c_len,
+         c_blocks, c_extra, c_seg) = self.cols  # fmt: skip
+        c_txid.append(txid)
+        c_op.append(op.opcode_name)
+        c_path.append(get(shape.path) if shape.path else None)
+        c_dest.append(get(shape.dest) if shape.dest else None)
+        c_time.append(get(shape.time) if shape.time else None)
+        mode: int | None
+        if shape.perm_status:
+            ps = get("permission_status")
+            c_owner.append(ps.username)
+            c_group.append(ps.groupname)
+            mode = ps.mode
+        else:
+            c_owner.append(get(shape.owner) if shape.owner else None)
+            c_group.append(get(shape.group) if shape.group else None)
+            mode = get(shape.mode) if shape.mode else None
+        if mode is None:
+            c_perm.append(None)
+        else:
+            perm = self.perms.get(mode)
+            if perm is None:
+                perm = self.perms[mode] = permission_string(mode)
+            c_perm.append(perm)
+        c_repl.append(get("replication") if shape.replication else None)
+        length: int | None = None
+        count: int | None = None
+        if shape.blocks:
+            blocks = get("blocks")
+            count = len(blocks)
+            length = sum(b.num_bytes for b in blocks)
+        elif shape.add_block:
+            bs = [b for b in (get("penultimate_block"), get("last_block")) if b is not None]
+            count = len(bs)
+            length = sum(b.num_bytes for b in bs)
+        if shape.new_length:
+            length = get("new_length")
+        c_len.append(length)
+        c_blocks.append(count)
+        extra = {}
+        for name in shape.extra:
+            text = _extra_text(name, get(name))
+            if text is not None:
+                extra[name] = text
+        c_extra.append(extra)
+        c_seg.append(segment_start)
+
+    def add_row(self, row: dict[str, Any]) -> None:
+        """Append a row built by raw_edit_row (an op that did not decode)."""
+        for col, name in zip(self.cols, EDITS.names, strict=True):
+            col.append(row.get(name))
+
+    def batch(self) -> pa.RecordBatch:
+        """The rows so far as a batch; the columns start empty again."""
+        out = pa.RecordBatch.from_arrays(
+            [pa.array(c, type=f.type) for c, f in zip(self.cols, self.arrow, strict=True)],
+            schema=self.arrow,
+        )
+        for c in self.cols:
+            c.clear()
+        return out
 
 
 # --- oiv -p Delimited -------------------------------------------------------------------

@@ -106,7 +106,7 @@ class EditsDataSource(DataSource):
 
 
 def _read_edits(part: P.EditsPart) -> Iterator[pa.RecordBatch]:
-    return to_batches(P.read_edits_part(part), EDITS)
+    return P.read_edits_batches(part)
 
 
 class EditsReader(DataSourceReader):
