@@ -187,6 +187,19 @@ def test_a_directory_gives_one_part_per_segment_and_a_torn_tail_ends_the_open_on
     assert P.last_local_txid(str(tmp_path)) == 12
 
 
+def test_a_journalnode_dir_gives_its_open_segment_up_to_its_committed_txid(
+    tmp_path: Path,
+) -> None:
+    write_segment_file(tmp_path, 1, 3)
+    write_segment_file(tmp_path, 4, 9, in_progress=True)
+    (tmp_path / "committed-txid").write_bytes((6).to_bytes(8, "big"))
+    assert [r["txid"] for r in edit_rows(tmp_path)] == list(range(1, 7))
+    assert P.last_local_txid(str(tmp_path)) == 6
+    assert [r["txid"] for r in edit_rows(tmp_path, to_txid=5)] == list(range(1, 6))
+    (tmp_path / "committed-txid").write_bytes((3).to_bytes(8, "big"))
+    assert [(p.start, p.end) for p in P.plan_edits(str(tmp_path))] == [(1, 3)]
+
+
 def test_a_torn_finalized_segment_fails_naming_the_file(tmp_path: Path) -> None:
     seg = write_segment_file(tmp_path, 1, 3)
     seg.write_bytes(seg.read_bytes()[:-3])

@@ -122,7 +122,8 @@ def plan_local_edits(
     to_txid: int | None = None,
     strict: bool = True,
 ) -> list[EditsPart]:
-    """One part per segment file of a directory, or one for a single edits file."""
+    """One part per segment file of a directory, or one for a single edits file; the open
+    segment of a JournalNode's current/ is read up to its committed-txid."""
     p = Path(location)
     if p.is_file():
         seg = parse_segment_name(p)
@@ -133,10 +134,26 @@ def plan_local_edits(
     found = [
         (s.start, s.end, str(s.path)) for s in list_segments(p) if in_progress or not s.in_progress
     ]
-    return [
-        EditsPart(start, end, path, None, from_txid, to_txid, strict)
-        for start, end, path in chain_segments(found, from_txid, to_txid)
-    ]
+    committed = _committed_txid(p)
+    parts = []
+    for start, end, path in chain_segments(found, from_txid, to_txid):
+        last = to_txid
+        if end is None and committed is not None:
+            # A JournalNode's open segment: only what it knows to be committed.
+            if committed < max(start, from_txid):
+                continue
+            last = committed if last is None else min(last, committed)
+        parts.append(EditsPart(start, end, path, None, from_txid, last, strict))
+    return parts
+
+
+def _committed_txid(directory: Path) -> int | None:
+    """A JournalNode's committed-txid file (8 bytes, big-endian), when the dir has one."""
+    try:
+        data = (directory / "committed-txid").read_bytes()
+    except OSError:
+        return None
+    return int.from_bytes(data, "big", signed=True) if len(data) == 8 else None
 
 
 def plan_qjournal_edits(
@@ -243,7 +260,7 @@ def last_local_txid(location: str) -> int:
         if part.end is not None:
             last = max(last, part.end)
             continue
-        for raw in _local_raw_ops(part):
+        for raw in _part_raw_ops(part):
             last = max(last, raw.txid)
     return last
 
