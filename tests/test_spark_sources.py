@@ -189,7 +189,7 @@ def test_analyze_namespace_writes_parquet_and_a_report_matching_oiv(
 def test_analyze_namespace_takes_an_oiv_delimited_dump(spark: Any, tmp_path: Path) -> None:
     text = tmp_path / "image.tsv"
     text.write_text(oiv("-p", "Delimited"))
-    out = tmp_path / "ns"
+    out = tmp_path / "ns-local[1]"  # glob characters in --out are taken literally
     assert analyze("namespace", "--delimited", str(text), "--out", str(out)) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["inodes"], summary["files"], summary["bytes"]) == (216, 100, 400)

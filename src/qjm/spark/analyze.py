@@ -9,6 +9,7 @@ copy, so the Python source runs once however many tables are computed.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,7 +41,12 @@ def _write(df: Any, out: Path, name: str, log: Log) -> Any:
     log(f"writing {name} ...")
     path = str(out / name)
     df.write.mode("overwrite").parquet(path)
-    return df.sparkSession.read.parquet(path)
+    return df.sparkSession.read.parquet(glob_escape(path))
+
+
+def glob_escape(path: str) -> str:
+    """A path with Hadoop's glob characters escaped, so Spark reads it literally."""
+    return re.sub(r"([\[\]{}*?\\])", r"\\\1", path)
 
 
 def _rows(df: Any, columns: list[str]) -> list[list[Any]]:
