@@ -250,3 +250,60 @@ async def test_analyze_audit_finds_all_nodes_consistent_then_a_damaged_copy(
         assert [(r.node, r.segment_start, r.status, r.first_difference_txid) for r in bad] == [
             (cluster.address(1), 6, "differs", 7)
         ]
+
+
+def test_against_a_qjm_cluster_audit_ops_and_the_stream(spark: Any, tmp_path: Path) -> None:
+    from conftest import read_json
+    from ports import free_port_block
+
+    d = tmp_path / "cluster"
+    up = run_qjm("cluster", "up", "--dir", str(d), "--base-port", str(free_port_block(6)), "--json")
+    assert up.returncode == 0, up.stderr
+    try:
+        uri = str(read_json(up.stdout)["shared_edits"])
+        config = str(d / "cluster.toml")
+        done = run_qjm("journal", "format", "--config", config)
+        assert done.returncode == 0, done.stderr
+
+        def write(n: int) -> None:
+            w = run_qjm("journal", "write", "--config", config, "--count", str(n), "--finalize")
+            assert w.returncode == 0, w.stderr
+
+        write(40)
+        write(25)
+        out = tmp_path / "audit"
+        assert analyze("audit", "--journal", uri, "--out", str(out)) == 0
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["consistent"] is True and summary["statuses"] == {
+            "ok": 3 * summary["segments"]
+        }
+
+        ops = tmp_path / "ops"
+        assert analyze("ops", "--edits", uri, "--out", str(ops)) == 0
+        counted = json.loads((ops / "summary.json").read_text())
+        assert counted["missing_txids"] == 0 and counted["op_counts"].get("OP_OPAQUE") == 65
+
+        stream_out, checkpoint = tmp_path / "stream", tmp_path / "checkpoint"
+
+        def run() -> list[int]:
+            q = (
+                spark.readStream.format("qjm-edits")
+                .load(uri)
+                .where("opcode = 'OP_OPAQUE'")
+                .writeStream.format("parquet")
+                .option("path", str(stream_out))
+                .option("checkpointLocation", str(checkpoint))
+                .trigger(availableNow=True)
+                .start()
+            )
+            assert q.awaitTermination(120), "the availableNow query did not finish in 120 s"
+            return sorted(r.txid for r in spark.read.parquet(str(stream_out)).collect())
+
+        first = run()
+        assert len(first) == 65
+        write(10)
+        second = run()
+        assert len(second) == 75 and second[:65] == first and len(set(second)) == 75
+    finally:
+        down = run_qjm("cluster", "down", "--dir", str(d))
+        assert down.returncode == 0, down.stderr
