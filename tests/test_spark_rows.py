@@ -462,3 +462,32 @@ def check_fetched_image(fetched: Path, name_dir: Path, tmp_path: Path) -> None:
     assert [(r["path"], r["type"]) for r in rows] == [("/", "DIRECTORY")]
     with pytest.raises(P.SourceError, match="no fsimage_"):
         P.resolve_image(str(tmp_path))
+
+
+def test_stream_reader_offsets_follow_the_segments(tmp_path: Path) -> None:
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+    from qjm.spark.sources import EditsStreamReader
+
+    write_segment_file(tmp_path, 1, 5)
+    reader = EditsStreamReader({"path": str(tmp_path), "maxTxidsPerBatch": "3"})
+    assert reader.initialOffset() == {"txid": 1}
+    assert reader.getDefaultReadLimit() == ReadMaxRows(3)
+    assert reader.latestOffset({"txid": 1}, ReadMaxRows(3)) == {"txid": 4}
+    assert reader.latestOffset({"txid": 4}, ReadAllAvailable()) == {"txid": 6}
+    assert reader.partitions({"txid": 6}, {"txid": 6}) == []
+    rows = [
+        r
+        for p in reader.partitions({"txid": 2}, {"txid": 5})
+        for b in reader.read(p)
+        for r in b.to_pylist()
+    ]
+    assert [r["txid"] for r in rows] == [2, 3, 4]
+    reader.prepareForTriggerAvailableNow()
+    write_segment_file(tmp_path, 6, 8)
+    assert reader.latestOffset({"txid": 6}, ReadAllAvailable()) == {"txid": 6}  # fixed end
+    latest = EditsStreamReader({"path": str(tmp_path), "startingTxid": "latest"})
+    assert latest.initialOffset() == {"txid": 9}
+    assert latest.latestOffset({"txid": 9}, ReadAllAvailable()) == {"txid": 9}
+    with pytest.raises(P.SourceError, match="startingTxid"):
+        EditsStreamReader({"path": str(tmp_path), "startingTxid": "0"})

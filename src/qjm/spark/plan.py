@@ -25,7 +25,7 @@ import aiohttp
 import pyarrow as pa
 
 from qjm.client.edit_streams import SegmentSource, read_segment
-from qjm.client.reader import QuorumJournalReader
+from qjm.client.reader import IncompleteReadError, QuorumJournalReader
 from qjm.client.uri import SCHEME, parse_qjournal_uri
 from qjm.config import QJournalSettings
 from qjm.editlog.framing import HEADER_LEN, RawOp, iter_ops, read_header
@@ -171,7 +171,9 @@ def plan_qjournal_edits(
 
     async def manifest() -> list[SegmentSource]:
         async with QuorumJournalReader(uri, cfg) as reader:
-            return (await reader.manifest(from_txid, in_progress)).segments
+            # Asked again until the deadline while committed txids are missing (a writer
+            # racing the answers), as QuorumJournalReader.read does.
+            return (await reader._complete_manifest(from_txid, in_progress, to_txid)).segments
 
     segs = asyncio.run(manifest())
     return [
@@ -271,7 +273,10 @@ def last_qjournal_txid(location: str, settings: QJournalSettings | None = None) 
 
     async def go() -> int:
         async with QuorumJournalReader(uri, settings or QJournalSettings()) as reader:
-            return (await reader.manifest(1, True)).last_txid()
+            try:
+                return (await reader.manifest(1, True)).last_txid()
+            except IncompleteReadError:  # committed edits still on their way: finalized ones
+                return (await reader.manifest(1, False)).last_txid()
 
     return asyncio.run(go())
 
