@@ -491,3 +491,43 @@ def test_stream_reader_offsets_follow_the_segments(tmp_path: Path) -> None:
     assert latest.latestOffset({"txid": 9}, ReadAllAvailable()) == {"txid": 9}
     with pytest.raises(P.SourceError, match="startingTxid"):
         EditsStreamReader({"path": str(tmp_path), "startingTxid": "0"})
+
+
+def test_spark_failures_become_the_qjm_error_they_carry() -> None:
+    from qjm.cli.analyze import spark_error_message
+
+    worker = (
+        "An exception was thrown from the Python worker.\n"
+        "Traceback (most recent call last):\n"
+        '  File "plan.py", line 3, in read\n'
+        "qjm.errors.CorruptOpError: /x/edits_1-5: op txid 5 at offset 90 is cut short\n"
+        "\tat org.apache.spark.api.python.BasePythonRunner...\n"
+    )
+    assert spark_error_message(RuntimeError(worker)) == (
+        "/x/edits_1-5: op txid 5 at offset 90 is cut short"
+    )
+    assert spark_error_message(RuntimeError("\n[PATH_NOT_FOUND] no such path\nmore")) == (
+        "[PATH_NOT_FOUND] no such path"
+    )
+
+
+def test_analyze_says_when_spark_does_not_start(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pyspark.errors import PySparkRuntimeError
+
+    import qjm.spark.session
+    from qjm.cli.main import main
+
+    def no_java(*args: object, **kw: object) -> None:
+        raise PySparkRuntimeError(errorClass="JAVA_GATEWAY_EXITED", messageParameters={})
+
+    monkeypatch.setattr(qjm.spark.session, "build_session", no_java)
+    rc = main(
+        ["analyze", "ops", "--edits", str(EDITS_FILE), "--out", "/nonexistent/out", "--quiet"]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and len(err) == 1, err
+    assert err[0].startswith(
+        "qjm: error: Spark did not start (master 'local[*]'; is java installed?)"
+    )

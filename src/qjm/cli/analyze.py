@@ -89,6 +89,11 @@ def spark_error_message(e: BaseException) -> str:
     return lines[0] if lines else type(e).__name__
 
 
+def _from_spark(e: BaseException) -> bool:
+    """True for an exception raised by pyspark or py4j (a Spark failure)."""
+    return type(e).__module__.startswith(("pyspark", "py4j"))
+
+
 def _log(args: argparse.Namespace) -> Any:
     start = time.monotonic()
 
@@ -111,13 +116,21 @@ def _run(args: argparse.Namespace, job: Any) -> int:
     # A session this process already runs (any thread) is used and left running.
     existing = SparkContext._active_spark_context
     log(f"starting Spark ({args.master}) ..." if existing is None else "using the Spark session")
-    spark = build_session(args.master, f"qjm analyze {args.job}", progress=not args.quiet)
+    try:
+        spark = build_session(args.master, f"qjm analyze {args.job}", progress=not args.quiet)
+    except Exception as e:
+        if _from_spark(e):
+            raise AnalyzeError(
+                f"Spark did not start (master {args.master!r}; is java installed?): "
+                f"{spark_error_message(e)}"
+            ) from None
+        raise
     try:
         summary = job(spark, log)
     except QjmError:
         raise
     except Exception as e:
-        if type(e).__module__.startswith(("pyspark", "py4j")):
+        if _from_spark(e):
             raise AnalyzeError(spark_error_message(e)) from None
         raise
     finally:
