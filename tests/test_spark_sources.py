@@ -182,8 +182,12 @@ def test_analyze_namespace_writes_parquet_and_a_report_matching_oiv(
     assert by_dir["/tmp"].files == sum(
         1 for x in delimited if x.startswith("/tmp/") and x.split("\t")[9][0] == "-"
     )
+    by_size = spark.read.parquet(str(out / "by_size")).collect()
+    assert sum(r.files for r in by_size) == summary["files"]
+    assert sum(r.bytes for r in by_size) == summary["bytes"]
+    assert {r.size_range for r in by_size} <= {"0 B", "< 1 KiB"}  # the fixture's files are tiny
     report = (out / "report.html").read_text()
-    assert report.count("<img") >= 4 and "By owner" in report
+    assert report.count("<img") >= 6 and "By owner" in report and "Files by size" in report
 
 
 def test_analyze_namespace_takes_an_oiv_delimited_dump(spark: Any, tmp_path: Path) -> None:

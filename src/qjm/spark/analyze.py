@@ -21,6 +21,16 @@ Log = Callable[[str], None]
 SMALL_FILE_BYTES = 1 << 20  # files below 1 MiB count as small
 DIRECTORY_DEPTH = 3  # directories summarised down to /a/b/c
 TOP = 50
+SIZE_BUCKETS = (  # (label, upper bound in bytes, exclusive)
+    ("0 B", 1),
+    ("< 1 KiB", 1 << 10),
+    ("< 64 KiB", 64 << 10),
+    ("< 1 MiB", 1 << 20),
+    ("< 16 MiB", 16 << 20),
+    ("< 128 MiB", 128 << 20),
+    ("< 1 GiB", 1 << 30),
+    (">= 1 GiB", None),
+)
 AGE_BUCKETS = (  # (label, upper bound in days)
     ("< 1 day", 1),
     ("1-7 days", 7),
@@ -125,6 +135,22 @@ def namespace_job(
         "by_age",
         log,
     )
+    size_bucket = F.lit(SIZE_BUCKETS[-1][0])
+    size_order = F.lit(len(SIZE_BUCKETS) - 1)
+    for i, (label, bound) in reversed(list(enumerate(SIZE_BUCKETS[:-1]))):
+        size_bucket = F.when(F.col("size") < bound, label).otherwise(size_bucket)
+        size_order = F.when(F.col("size") < bound, i).otherwise(size_order)
+    by_size = _write(
+        df.where(is_file)
+        .withColumn("size_range", size_bucket)
+        .withColumn("size_order", size_order)
+        .groupBy("size_order", "size_range")
+        .agg(F.count(F.lit(1)).alias("files"), F.sum("size").alias("bytes"))
+        .orderBy("size_order"),
+        out,
+        "by_size",
+        log,
+    )
     parts = F.split("path", "/")
     deepest = DIRECTORY_DEPTH  # a file at depth d is inside directories of depth 1..d-1
     ancestors = (
@@ -152,6 +178,10 @@ def namespace_job(
     count_cols = ["files", "directories", "bytes", "small_files"]
     owner_rows = _rows(by_owner.limit(top), ["owner", *count_cols])
     age_rows = _rows(by_age, ["age", "files", "bytes"])
+    size_rows = _rows(by_size, ["size_range", "files", "bytes"])
+    small_owner_rows = sorted(
+        (r for r in owner_rows if r[4]), key=lambda r: (-int(r[4]), str(r[0]))
+    )[:20]
     dir_rows = _rows(by_dir.limit(top), ["directory", "files", "bytes", "small_files"])
     small_rows = _rows(
         by_dir.where("small_files > 0").orderBy(F.desc("small_files"), "directory").limit(top),
@@ -193,7 +223,17 @@ def namespace_job(
             [r[0] for r in age_rows],
             {"files": [r[1] for r in age_rows]},
         ),
+        Plot("Files by size", [r[0] for r in size_rows], {"files": [r[1] for r in size_rows]}),
     ]
+    if small_owner_rows:
+        report.parts.append(
+            Plot(
+                "Small files by owner",
+                [str(r[0]) for r in small_owner_rows],
+                {"small files": [r[4] for r in small_owner_rows]},
+                kind="barh",
+            )
+        )
     if small_rows:
         report.parts.append(
             Plot(
@@ -207,6 +247,7 @@ def namespace_job(
         Table("By depth", ["depth", "files", "directories", "bytes", "small files"], depth_rows),
         Table("By owner", ["owner", "files", "directories", "bytes", "small files"], owner_rows),
         Table("By age", ["age", "files", "bytes"], age_rows),
+        Table("By size", ["size", "files", "bytes"], size_rows),
         Table(
             f"Largest directories (to depth {DIRECTORY_DEPTH})",
             ["directory", "files", "bytes", "small files"],
