@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import socket
 import time
@@ -130,7 +131,10 @@ def test_cluster_up_kill_the_active_fails_over_by_itself(tmp_path: Path) -> None
         assert daemons["zkfc1"]["running"] and daemons["zkfc2"]["running"]
         table = run_qjm("cluster", "status", "--dir", str(d))
         assert table.returncode == 3
-        assert "standalone" in table.stdout and "zkfc2" in table.stdout
+        assert re.search(r"^zk1\s+running\s+zookeeper standalone\s", table.stdout, re.M)
+        assert re.search(rf"^{active}\s+stopped\s+down\s", table.stdout, re.M), table.stdout
+        assert re.search(rf"^{other}\s+running\s+active\s", table.stdout, re.M), table.stdout
+        assert re.search(r"^zkfc2\s+running\s+zkfc of nn2\s", table.stdout, re.M)
     finally:
         down(d)
     assert [n for n in DAEMONS if pid_alive(cluster[n]["pid"])] == []
@@ -138,11 +142,19 @@ def test_cluster_up_kill_the_active_fails_over_by_itself(tmp_path: Path) -> None
 
     # started again in the same directory: same ports, ZooKeeper's data kept, one active,
     # every acknowledged op still there
-    again = up(d)
+    r = run_qjm("cluster", "up", "--dir", str(d), timeout=240)  # the table for people
+    assert r.returncode == 0, f"cluster up failed:\n{r.stderr}\n{r.stdout}"
+    again = read_cluster(d)
     try:
         for name in DAEMONS:
             assert again[name]["rpc"] == cluster[name]["rpc"], name
         now_active = wait_single_active(again, 10)
+        nn = again[now_active]
+        row = rf"^{now_active}\s+active\s+{nn['pid']}\s+{nn['rpc']}\s+http://{nn['http']}/\s+"
+        assert re.search(row + re.escape(nn["log"]), r.stdout, re.M), r.stdout
+        assert f"active:       {now_active} http://{nn['http']}/" in r.stdout
+        zkfc = again["zkfc1"]
+        assert re.search(rf"^zkfc1\s+zkfc of nn1\s+{zkfc['pid']}\s+{zkfc['rpc']}\s", r.stdout, re.M)
         assert asyncio.run(missing_on(again[now_active]["rpc"], acked)) == []
     finally:
         down(d)
