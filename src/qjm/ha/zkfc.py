@@ -37,7 +37,9 @@ from qjm.ha.health_monitor import (
 )
 from qjm.ipc import CallContext, IpcClient, IpcServer, Method
 from qjm.namenode.client import HAAdminClient
+from qjm.namenode.errors import AccessControlError
 from qjm.namenode.types import HAState
+from qjm.namenode.users import os_groups, os_user
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,15 @@ class ZkfcSettings:
     graceful_fence_timeout_s: float = DEFAULT_GRACEFUL_FENCE_TIMEOUT_S
     new_active_timeout_s: float = DEFAULT_NEW_ACTIVE_TIMEOUT_S
     user: str | None = None  # the user HAServiceProtocol calls are made as
+    # who may call cedeActive/gracefulFailover: the ZKFC's own user (default: user, else the
+    # OS user running it) and the members of the superuser group, as the NameNode's HA calls
+    superuser: str | None = None
+    superuser_group: str = "supergroup"
+
+    @property
+    def admin_user(self) -> str:
+        """The user this ZKFC counts as a superuser (HDFS: the ZKFC's login user)."""
+        return self.superuser or self.user or os_user()
 
     @property
     def nn_address(self) -> str:
@@ -340,10 +351,26 @@ class ZKFailoverController:
 
     # ---- ZKFCProtocol
 
+    def check_admin(self, ctx: CallContext) -> None:
+        """Refuse a ZKFCProtocol caller who is no superuser (HDFS's checkRpcAdminAccess)."""
+        s = self.settings
+        host = ctx.peer.rpartition(":")[0].strip("[]") or ctx.peer
+        if ctx.user == s.admin_user or s.superuser_group in os_groups(ctx.user):
+            log.info("zkfc: allowed RPC access from %s at %s", ctx.user, host)
+            return
+        message = (
+            f"Disallowed RPC access from {ctx.user} at {host}: superuser privilege is "
+            f"required for {ctx.method} (the ZKFC's user {s.admin_user} or a member of "
+            f"{s.superuser_group})"
+        )
+        log.warning("zkfc: %s", message)
+        raise AccessControlError(message)
+
     def _methods(self) -> dict[str, Method]:
         async def cede_active(
             req: zp.CedeActiveRequestProto, ctx: CallContext
         ) -> zp.CedeActiveResponseProto:
+            self.check_admin(ctx)
             log.info("zkfc: %s asks to cede the active role for %d ms", ctx.peer, req.millisToCede)
             await self.cede_active(req.millisToCede / 1000.0)
             return zp.CedeActiveResponseProto()
@@ -351,6 +378,7 @@ class ZKFailoverController:
         async def graceful_failover(
             req: zp.GracefulFailoverRequestProto, ctx: CallContext
         ) -> zp.GracefulFailoverResponseProto:
+            self.check_admin(ctx)
             log.info("zkfc: %s asks for a graceful failover to here", ctx.peer)
             await self.graceful_failover()
             return zp.GracefulFailoverResponseProto()
