@@ -13,12 +13,16 @@ ActiveStandbyElector and serving ZKFCProtocol (cedeActive, gracefulFailover).
   (deleting its breadcrumb when the standby transition worked, so the next active need not
   fence it). gracefulFailover(): asks the current active's ZKFC to cede, then waits for the
   local NameNode to be made active.
+* ZKFCProtocol callers must be administrators (HDFS's checkRpcAdminAccess), by the rule of
+  the NameNode's HA calls: the ZKFC's own user or a member of the superuser group; anyone
+  else gets AccessControlException.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import getpass
 import logging
 import time
 from collections.abc import Coroutine
@@ -56,6 +60,14 @@ class ZkfcError(QjmError):
     java_class = SERVICE_FAILED
 
 
+def _login_user() -> str:
+    """The user an IPC call carries when none is given (as qjm.ipc's client)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return os_user()
+
+
 @dataclass(frozen=True)
 class ZkfcSettings:
     """Who this ZKFC is and its timeouts (HDFS's defaults)."""
@@ -76,9 +88,11 @@ class ZkfcSettings:
     superuser_group: str = "supergroup"
 
     @property
-    def admin_user(self) -> str:
-        """The user this ZKFC counts as a superuser (HDFS: the ZKFC's login user)."""
-        return self.superuser or self.user or os_user()
+    def admin_users(self) -> tuple[str, ...]:
+        """The users this ZKFC counts as superusers (HDFS: the ZKFC's login user): the
+        configured superuser, the user its own calls carry and the OS user running it."""
+        users = [self.superuser, self.user or _login_user(), os_user()]
+        return tuple(dict.fromkeys(u for u in users if u))
 
     @property
     def nn_address(self) -> str:
@@ -355,13 +369,13 @@ class ZKFailoverController:
         """Refuse a ZKFCProtocol caller who is no superuser (HDFS's checkRpcAdminAccess)."""
         s = self.settings
         host = ctx.peer.rpartition(":")[0].strip("[]") or ctx.peer
-        if ctx.user == s.admin_user or s.superuser_group in os_groups(ctx.user):
+        if ctx.user in s.admin_users or s.superuser_group in os_groups(ctx.user):
             log.info("zkfc: allowed RPC access from %s at %s", ctx.user, host)
             return
         message = (
             f"Disallowed RPC access from {ctx.user} at {host}: superuser privilege is "
-            f"required for {ctx.method} (the ZKFC's user {s.admin_user} or a member of "
-            f"{s.superuser_group})"
+            f"required for {ctx.method} (the ZKFC's user {' or '.join(s.admin_users)}, or "
+            f"a member of {s.superuser_group})"
         )
         log.warning("zkfc: %s", message)
         raise AccessControlError(message)
