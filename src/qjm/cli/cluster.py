@@ -88,6 +88,11 @@ def run_up(args: argparse.Namespace) -> int:
             "(one active, one standby); add --no-zookeeper for manual HA, or --namenodes 0 "
             "for JournalNodes only"
         )
+    if args.zookeeper_members != 1 and not automatic:
+        raise LaunchError(
+            f"--zookeeper-members {args.zookeeper_members}: ZooKeeper runs only with automatic "
+            "failover (2 NameNodes, without --no-zookeeper)"
+        )
     cluster = cluster_up(
         args.dir,
         journalnodes=args.journalnodes,
