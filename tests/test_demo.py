@@ -1,0 +1,86 @@
+"""`make demo ARGS=--once`: the whole scenario as an operator runs it, with real processes.
+
+ZooKeeper, 3 JournalNodes, 2 NameNodes and 2 ZKFCs come up; the active NameNode is killed
+with SIGKILL while HA clients write; the demo must report the failover time, no acknowledged
+op missing on the new active, and leave no daemon of its cluster running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ports import free_port_block
+from qjm.cluster.process import pid_alive
+
+DEMO_TIMEOUT_S = 150.0
+DAEMONS = {"jn1", "jn2", "jn3", "nn1", "nn2", "zkfc1", "zkfc2", "zk1"}
+
+
+def wait_cluster_json(path: Path, proc: subprocess.Popen[str], deadline: float) -> dict[str, Any]:
+    """cluster.json once it names every daemon (the demo writes it when the cluster is up)."""
+    while time.monotonic() < deadline:
+        if path.exists():
+            data: dict[str, Any] = json.loads(path.read_text())
+            if data.keys() >= DAEMONS:
+                return data
+        if proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    raise AssertionError(
+        f"{path} never named all of {sorted(DAEMONS)} while the demo ran (exit {proc.poll()})"
+    )
+
+
+@pytest.mark.timeout(DEMO_TIMEOUT_S + 30)
+def test_demo_once_fails_over_keeps_every_acknowledged_op_and_stops_everything(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "demo"
+    out_path = tmp_path / "demo.out"
+    deadline = time.monotonic() + DEMO_TIMEOUT_S
+    argv = [sys.executable, "-m", "qjm.cluster.demo", "--once", "--dir", str(directory)]
+    argv += ["--base-port", str(free_port_block(40))]
+    with open(out_path, "w") as out:
+        proc = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    pids: dict[str, int] = {}
+    try:
+        cluster = wait_cluster_json(directory / "cluster.json", proc, deadline)
+        pids = {name: int(cluster[name]["pid"]) for name in DAEMONS}
+        code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        if proc.poll() is None:
+            proc.terminate()  # the demo stops its cluster on SIGTERM
+            proc.wait(timeout=60)
+    text = out_path.read_text()
+    assert code == 0, text
+    failover = re.search(r"failover time: (\d+\.\d+) s", text)
+    assert failover, text
+    assert 0 < float(failover.group(1)) < 60, text
+    assert re.search(r"nn[12] killed with SIGKILL \(pid \d+\)", text), text
+    assert re.search(r"nn[12] is active after \d+\.\d+ s", text), text
+    assert re.search(r"first write acknowledged by nn[12] after \d+\.\d+ s", text), text
+    assert re.search(r"acknowledged but missing on nn[12]: 0\b", text), text
+    assert re.search(r"on nn[12] but never attempted: 0\b", text), text
+    acked = re.search(r"(\d+) ops acknowledged;", text)
+    assert acked and int(acked.group(1)) > 0, text
+    if shutil.which("java"):  # the genuine Hadoop client counted the namespace after it all
+        assert "DIR_COUNT" in text and "/demo" in text, text
+    alive = {name: pid for name, pid in pids.items() if pid_alive(pid)}
+    assert not alive, f"left running after the demo: {alive}\n{text}"
