@@ -102,7 +102,8 @@ class Console:
 
     def bar(self, text: str) -> None:
         """Show the progress line: redrawn in place on a terminal, a plain line otherwise."""
-        if self.tty:
+        if self.tty:  # cut to the terminal's width, or \r would not go back over it
+            text = text[: shutil.get_terminal_size().columns - 1]
             self.stream.write("\r\033[K" + text)
             self._bar_shown = True
         else:
@@ -221,9 +222,9 @@ async def show_progress(load: Workload, progress: Progress, console: Console) ->
         rate = (count - history[0][1]) / max(now - history[0][0], 1e-3)
         done = (now - progress.since) / progress.length_s
         console.bar(
-            f"  {render_bar(done)} t={now - progress.t0:5.1f}s  {progress.phase:<15} "
-            f"{count:6d} ops acknowledged ({rate:5.0f}/s), {len(load.errors)} errors, "
-            f"last by {load.active}"
+            f"  {render_bar(done)} {now - progress.t0:5.1f}s  {progress.phase:<14} "
+            f"{count:6d} ops acknowledged ({rate:4.0f}/s), {len(load.errors)} errors, "
+            f"by {load.active}"
         )
 
 
@@ -520,8 +521,12 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 def run(directory: Path, base_port: int | None = None, once: bool = False) -> int:
     """Start the cluster, run the scenario, show the result; stay up until Ctrl-C unless once."""
-    signal.signal(signal.SIGTERM, _interrupt)  # `kill` of the demo stops the cluster as Ctrl-C
-    code = 1
+    # Ctrl-C, `kill` of the demo and its terminal closing all stop the cluster (SIGINT too when
+    # the demo was started where it is ignored, as in the background of a script).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGHUP, _interrupt)
+    code = 130  # interrupted before the scenario ended
     cluster: dict[str, Any] | None = None
     try:
         fresh(directory)
@@ -549,6 +554,7 @@ def run(directory: Path, base_port: int | None = None, once: bool = False) -> in
             out = eventloop.run(scenario(directory, cluster, Console()))
         except DemoError as e:
             print(f"  demo: {e}", file=sys.stderr)
+            code = 1
         if out is not None:
             say("the failover")
             code = report(out)
@@ -562,8 +568,8 @@ def run(directory: Path, base_port: int | None = None, once: bool = False) -> in
     except KeyboardInterrupt:
         print("\n== interrupted: stopping the cluster", flush=True)
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the cluster is stopped whole
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)  # the cluster is stopped whole
         if cluster is not None:
             stopped = cluster_down(directory)
             say(f"stopped {', '.join(stopped) if stopped else 'nothing (no daemon was running)'}")
