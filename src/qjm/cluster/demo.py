@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -21,6 +22,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
@@ -36,7 +38,7 @@ from qjm.cluster.launcher import (
     daemons_of,
     read_cluster,
 )
-from qjm.cluster.process import pid_alive
+from qjm.cluster.process import pid_alive, tail
 from qjm.errors import QjmError
 from qjm.namenode.client import HAAdminClient, NameNodeClient
 from qjm.namenode.types import HAState
@@ -286,6 +288,62 @@ class Outcome:
         return max(self.active_after_s, self.first_ack_after_s)
 
 
+LOG_LINE = re.compile(
+    r'^ts=(?P<ts>\S+) .*\blogger=(?P<logger>qjm\.ha\.[\w.]+) msg=(?P<msg>"(?:[^"\\]|\\.)*")\s*$'
+)
+
+
+class LogFollower:
+    """New lines of the failover controllers' own messages (qjm.ha.*) in their logs."""
+
+    def __init__(self, logs: dict[str, Path]) -> None:
+        self.logs = logs
+        self.offsets = {name: _size(path) for name, path in logs.items()}
+        self.partial = {name: b"" for name in logs}
+
+    def read(self) -> list[tuple[str, str, str]]:
+        """(timestamp, daemon, message) of every complete line written since the last read."""
+        out: list[tuple[str, str, str]] = []
+        for name, path in self.logs.items():
+            try:
+                with open(path, "rb") as f:
+                    f.seek(self.offsets[name])
+                    data = self.partial[name] + f.read()
+            except OSError:
+                continue
+            self.offsets[name] += len(data) - len(self.partial[name])
+            *lines, self.partial[name] = data.split(b"\n")
+            for raw in lines:
+                m = LOG_LINE.match(raw.decode(errors="replace"))
+                if m:
+                    out.append((m["ts"], name, json.loads(m["msg"])))
+        return sorted(out)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _since(ts: str, wall_kill: float) -> str:
+    """+S.SSs: a log timestamp (ISO 8601, UTC) as seconds since the kill."""
+    try:
+        at = datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return ts
+    return f"{at - wall_kill:+.2f}s"
+
+
+async def follow_logs(follower: LogFollower, console: Console, wall_kill: float) -> None:
+    """Print the failover controllers' messages as they log them (until cancelled)."""
+    while True:
+        for ts, name, msg in await asyncio.to_thread(follower.read):
+            console.line(f"     {_since(ts, wall_kill)} {name}: {msg}")
+        await asyncio.sleep(0.1)  # a display refresh, not synchronization
+
+
 def namenodes_of(cluster: dict[str, Any]) -> dict[str, str]:
     """name -> RPC address of the cluster's NameNodes."""
     return {n: d["rpc"] for n, d in daemons_of(cluster).items() if d["kind"] == "namenode"}
@@ -299,6 +357,10 @@ async def scenario(directory: Path, cluster: dict[str, Any], console: Console) -
     progress = Progress(time.monotonic(), since=time.monotonic())
     workers = [asyncio.create_task(load.worker(w)) for w in range(WORKERS)]
     display = asyncio.create_task(show_progress(load, progress, console))
+    zkfc_logs = {
+        n: Path(d["log"]) for n, d in daemons_of(cluster).items() if d.get("kind") == "zkfc"
+    }
+    follow: asyncio.Task[None] | None = None
     try:
         await wait_until(
             lambda: bool(load.acked), FIRST_ACK_DEADLINE_S, "the first acknowledged op"
@@ -313,7 +375,10 @@ async def scenario(directory: Path, cluster: dict[str, Any], console: Console) -
         out.pid = int(read_cluster(directory)[out.killed]["pid"])  # as an operator would
         t_kill = time.monotonic()
         load.watch_for(out.new_active, t_kill)
+        follower = LogFollower(zkfc_logs)
+        wall_kill = time.time()
         os.kill(out.pid, signal.SIGKILL)
+        follow = asyncio.create_task(follow_logs(follower, console, wall_kill))
         progress.enter("failing over", FAILOVER_DEADLINE_S)
         console.line(
             f"  >> {out.killed} killed with SIGKILL (pid {out.pid}) at "
@@ -324,8 +389,10 @@ async def scenario(directory: Path, cluster: dict[str, Any], console: Console) -
             progress.enter("after failover", SHOW_AFTER_S)
             await asyncio.sleep(SHOW_AFTER_S)  # let the workload run on the new active: a show
     finally:
-        display.cancel()
-        await asyncio.gather(display, return_exceptions=True)
+        for task in (display, follow):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         console.end_bar()
         await load.stop_all(workers)
     if out.failover_s is not None:
@@ -389,7 +456,7 @@ def fsshell_count(conf: Path) -> None:
     if not java:
         print("  (no java on PATH: the genuine Hadoop client is skipped)")
         return
-    say(f"the genuine Hadoop client: hadoop fs -count -v {ROOT} (HADOOP_CONF_DIR={conf})")
+    say(f"the genuine Hadoop client: hadoop fs -count -v {ROOT} (HADOOP_CONF_DIR={_shown(conf)})")
     try:
         r = subprocess.run(
             fsshell_argv(conf, "-count", "-v", ROOT, java=java),
@@ -427,6 +494,14 @@ def report(out: Outcome) -> int:
     for path in (out.missing + out.unexpected)[:10]:
         print(f"    {path}")
     return 0 if not out.missing and not out.unexpected else 1
+
+
+def show_logs(cluster: dict[str, Any], kinds: tuple[str, ...]) -> None:
+    """The last lines of the logs of the daemons of these kinds (when something went wrong)."""
+    for name, d in daemons_of(cluster).items():
+        if d.get("kind") in kinds and d.get("log"):
+            print(f"  the end of {name}'s log {_shown(Path(d['log']))}:")
+            show(tail(Path(d["log"]), 8))
 
 
 def _secs(value: float | None) -> str:
@@ -541,8 +616,8 @@ def run(directory: Path, base_port: int | None = None, once: bool = False) -> in
         )
         print_daemons(cluster)
         print(f"  ZooKeeper:   {cluster.get('zookeeper', '-')}")
-        print(f"  config:      {cluster['config']}")
-        print(f"  HDFS client config (HADOOP_CONF_DIR): {cluster['hadoop_conf']}")
+        print(f"  config:      {_shown(Path(cluster['config']))}")
+        print(f"  HDFS client config (HADOOP_CONF_DIR): {_shown(Path(cluster['hadoop_conf']))}")
         states = eventloop.run(ha_states(namenodes_of(cluster)))
         print("  HA: " + ", ".join(f"{n} {s}" for n, s in states.items()))
 
@@ -558,6 +633,8 @@ def run(directory: Path, base_port: int | None = None, once: bool = False) -> in
         if out is not None:
             say("the failover")
             code = report(out)
+            if out.failover_s is None:
+                show_logs(cluster, ("zkfc", "namenode"))
             say("HA states now")
             states = eventloop.run(ha_states(namenodes_of(cluster)))
             print("  " + ", ".join(f"{n} {s}" for n, s in states.items()))
