@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -180,10 +181,8 @@ class Workload:
                         await client.mkdirs(path)
                     else:
                         await client.touch(path)
-                except (QjmError, OSError) as e:
+                except (QjmError, OSError) as e:  # not acknowledged: it may or may not be there
                     self.errors.append(f"{path}: {e}")
-                    if n == 0:  # its directory is not there: try it again
-                        continue
                 else:
                     self._record(path, client.current)
                 n += 1
@@ -379,6 +378,7 @@ async def scenario(directory: Path, cluster: dict[str, Any], console: Console) -
         wall_kill = time.time()
         os.kill(out.pid, signal.SIGKILL)
         follow = asyncio.create_task(follow_logs(follower, console, wall_kill))
+        await gone(out.pid, out.killed)
         progress.enter("failing over", FAILOVER_DEADLINE_S)
         console.line(
             f"  >> {out.killed} killed with SIGKILL (pid {out.pid}) at "
@@ -398,6 +398,19 @@ async def scenario(directory: Path, cluster: dict[str, Any], console: Console) -
     if out.failover_s is not None:
         await verify(out, nns[out.new_active])
     return out
+
+
+async def gone(pid: int, name: str) -> None:
+    """Return once the killed process is gone (reaped when it is our child); bounded."""
+    deadline = time.monotonic() + 10.0
+    while True:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # noqa: ASYNC222 (WNOHANG: never blocks)
+        if not pid_alive(pid):
+            return
+        if time.monotonic() > deadline:
+            raise DemoError(f"{name} (pid {pid}) still runs 10 s after SIGKILL")
+        await asyncio.sleep(0.01)
 
 
 async def failover(out: Outcome, address: str, t_kill: float, console: Console) -> None:
