@@ -7,6 +7,7 @@ op missing on the new active, and leave no daemon of its cluster running.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 
 from ports import free_port_block
+from qjm.cluster.demo import Console, LogFollower, render_bar
 from qjm.cluster.process import pid_alive
 
 DEMO_TIMEOUT_S = 150.0
@@ -84,3 +86,34 @@ def test_demo_once_fails_over_keeps_every_acknowledged_op_and_stops_everything(
         assert "DIR_COUNT" in text and "/demo" in text, text
     alive = {name: pid for name, pid in pids.items() if pid_alive(pid)}
     assert not alive, f"left running after the demo: {alive}\n{text}"
+
+
+def test_progress_line_is_redrawn_in_place_on_a_terminal_and_plain_lines_otherwise() -> None:
+    tty, plain = io.StringIO(), io.StringIO()
+    for console in (Console(tty, tty=True), Console(plain, tty=False)):
+        console.bar("a")
+        console.bar("b")
+        console.line("event")
+        console.bar("c")
+        console.end_bar()
+    assert tty.getvalue() == "\r\033[Ka\r\033[Kb\r\033[Kevent\n\r\033[Kc\n"
+    assert plain.getvalue() == "a\nb\nevent\nc\n"
+    assert render_bar(0.5, 10) == "[#####-----]"
+    assert render_bar(2.0, 4) == "[####]"
+
+
+def test_log_follower_shows_only_new_whole_lines_of_the_failover_controllers(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "zkfc1.log"
+    old = 'ts=2026-01-01T00:00:00.000Z level=INFO daemon=zkfc-nn1 logger=qjm.ha.zkfc msg="old"\n'
+    log.write_text(old)
+    follower = LogFollower({"zkfc1": log})
+    with open(log, "a") as f:
+        f.write('ts=2026-01-01T00:00:01.000Z level=INFO daemon=zkfc-nn1 logger=kazoo msg="x"\n')
+        f.write("ts=2026-01-01T00:00:02.000Z level=WARNING daemon=zkfc-nn1 logger=qjm.ha.zkfc ")
+        f.flush()
+        assert follower.read() == []  # half a line waits for its end
+        f.write('msg="nn1 \\"is\\" active"\n')
+    assert follower.read() == [("2026-01-01T00:00:02.000Z", "zkfc1", 'nn1 "is" active')]
+    assert follower.read() == []
