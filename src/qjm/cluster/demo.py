@@ -679,6 +679,8 @@ def main() -> int:
         return run(args.dir.resolve(), args.base_port, args.once)
     except QjmError as e:
         print(f"demo: error: {e}", file=sys.stderr)
+        if "--base-port" in str(e):
+            print('  (with make: make demo ARGS="--base-port P")', file=sys.stderr)
         return 1
 
 
