@@ -105,7 +105,6 @@ def run_up(args: argparse.Namespace) -> int:
     rows = [
         [
             name,
-            d.get("kind", ""),
             states.get(name, "") or _role(d),
             str(d["pid"]),
             d["rpc"],
@@ -114,7 +113,7 @@ def run_up(args: argparse.Namespace) -> int:
         ]
         for name, d in daemons.items()
     ]
-    print(render_table(["DAEMON", "KIND", "ROLE", "PID", "RPC", "HTTP", "LOG"], rows))
+    print(render_table(["DAEMON", "ROLE", "PID", "RPC", "HTTP", "LOG"], rows))
     print()
     print(f"shared edits: {cluster['shared_edits']}")
     print(f"config:       {cluster['config']}")
@@ -140,9 +139,17 @@ def _url(d: dict[str, Any]) -> str:
 
 
 def _role(d: dict[str, Any]) -> str:
-    if d.get("kind") == "zkfc":
-        return f"for {d.get('namenode', '?')}"
+    """What the ROLE column says of a daemon without an HA state or ZooKeeper mode."""
+    kind = d.get("kind")
+    if kind == "zkfc":
+        return f"zkfc of {d.get('namenode', '?')}"
+    if kind == "zookeeper":
+        return "zookeeper"
     return ""
+
+
+def _zk_mode(d: dict[str, Any]) -> str:
+    return f"zookeeper {d['mode']}" if d.get("mode") else ""
 
 
 def cluster_status(directory: Path) -> dict[str, Any]:
@@ -174,16 +181,15 @@ def print_status(st: dict[str, Any]) -> None:
     rows = [
         [
             name,
-            d.get("kind", ""),
             "running" if d["running"] else "stopped",
-            d.get("ha_state") or d.get("mode") or _role(d),
+            d.get("ha_state") or _zk_mode(d) or _role(d),
             str(d.get("pid") or "-"),
             d.get("rpc", "-"),
             _url(d),
         ]
         for name, d in st["daemons"].items()
     ]
-    print(render_table(["DAEMON", "KIND", "STATE", "ROLE", "PID", "RPC", "HTTP"], rows))
+    print(render_table(["DAEMON", "STATE", "ROLE", "PID", "RPC", "HTTP"], rows))
     if st.get("zookeeper"):
         print()
         print(f"zookeeper {st['zookeeper']} (automatic failover)")
