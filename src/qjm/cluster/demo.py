@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import io
 import json
 import os
 import re
@@ -29,7 +30,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from qjm.cli import eventloop
-from qjm.cli.table import render_table
+from qjm.cli.cluster import cluster_status, print_status
 from qjm.cluster.hadoop_conf import fsshell_argv
 from qjm.cluster.launcher import (
     CLUSTER_JSON,
@@ -73,7 +74,7 @@ def say(text: str) -> None:
 def show(text: str) -> None:
     """Print a command's output, indented."""
     for line in text.strip().splitlines():
-        print(f"    {line}")
+        print(f"    {line}".rstrip())
 
 
 def qjm_exe() -> str:
@@ -448,19 +449,12 @@ async def verify(out: Outcome, address: str) -> None:
     out.unexpected = sorted(present - out.load.attempted)
 
 
-def print_daemons(cluster: dict[str, Any]) -> None:
-    """The daemons of the cluster: pid, RPC address, web page."""
-    rows = [
-        [
-            name,
-            str(d.get("kind", "")),
-            str(d.get("pid") or "-"),
-            str(d.get("rpc") or "-"),
-            f"http://{d['http']}/" if d.get("http") else "-",
-        ]
-        for name, d in daemons_of(cluster).items()
-    ]
-    show(render_table(["DAEMON", "KIND", "PID", "RPC", "WEB"], rows))
+def print_cluster_status(directory: Path) -> None:
+    """What `qjm cluster status` prints: the daemons (state, role, pid, URLs) and the journal."""
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        print_status(cluster_status(directory))
+    show(text.getvalue())
 
 
 def fsshell_count(conf: Path) -> None:
@@ -627,12 +621,12 @@ def run(directory: Path, base_port: int | None = None, once: bool = False) -> in
         cluster = cluster_up(
             directory, journalnodes=3, namenodes=2, zookeeper=True, base_port=base_port
         )
-        print_daemons(cluster)
-        print(f"  ZooKeeper:   {cluster.get('zookeeper', '-')}")
-        print(f"  config:      {_shown(Path(cluster['config']))}")
-        print(f"  HDFS client config (HADOOP_CONF_DIR): {_shown(Path(cluster['hadoop_conf']))}")
-        states = eventloop.run(ha_states(namenodes_of(cluster)))
-        print("  HA: " + ", ".join(f"{n} {s}" for n, s in states.items()))
+        print(
+            f"  config: {_shown(Path(cluster['config']))}; HDFS client config "
+            f"(HADOOP_CONF_DIR): {_shown(Path(cluster['hadoop_conf']))}"
+        )
+        say(f"qjm cluster status --dir {_shown(directory)}")
+        print_cluster_status(directory)
 
         say(f"a workload: {WORKERS} HA clients making directories and files under {ROOT}")
         print("  (each client is given both NameNodes and finds the active one itself;")
@@ -648,9 +642,8 @@ def run(directory: Path, base_port: int | None = None, once: bool = False) -> in
             code = report(out)
             if out.failover_s is None:
                 show_logs(cluster, ("zkfc", "namenode"))
-            say("HA states now")
-            states = eventloop.run(ha_states(namenodes_of(cluster)))
-            print("  " + ", ".join(f"{n} {s}" for n, s in states.items()))
+            say(f"qjm cluster status --dir {_shown(directory)}")
+            print_cluster_status(directory)
         fsshell_count(Path(cluster["hadoop_conf"]))
         print_next_steps(directory, cluster, out, once)
         if not once:
