@@ -1,6 +1,10 @@
 # qjm: two commands set everything up on a fresh Debian machine (as root):
-#   make demo   - a local cluster you can watch: 3 JournalNodes, 2 NameNodes, a workload
-#                 through a manual failover (make demo DEMO_ARGS="--dir D --base-port P")
+#   make demo   - a local cluster you can watch: ZooKeeper, 3 JournalNodes, 2 NameNodes and
+#                 their failover controllers; a workload while the active NameNode is killed
+#                 with kill -9 and the other takes over (the failover time is printed); it
+#                 stays up until Ctrl-C. make demo ARGS="--once" runs the scenario, stops the
+#                 cluster and exits (0 when every acknowledged op survived the failover);
+#                 other options: ARGS="--dir D --base-port P" (DEMO_ARGS works too)
 #   make test   - the whole test suite
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -55,7 +59,7 @@ lint: install
 	$(VENV)/bin/mypy
 
 demo: install
-	$(PY) -m qjm.cluster.demo $(DEMO_ARGS)
+	$(PY) -m qjm.cluster.demo $(DEMO_ARGS) $(ARGS)
 
 # The side-by-side benchmark also needs etcd and ZooKeeper from Debian (installed when missing).
 bench: install
