@@ -37,6 +37,7 @@ import socket
 import statistics
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,6 @@ PROBE_RPC_TIMEOUT_S = 2.0
 FAILOVER_DEADLINE_S = 120.0  # a round that takes longer is a failure, not a figure
 REJOIN_DEADLINE_S = 60.0  # a restarted NameNode back as standby, its ZKFC in the election
 NAMENODES = ("nn1", "nn2")
-JOINED_AS_STANDBY = "another node holds"  # the elector's log line when it joins as standby
 
 CASES = {
     "namenode": "kill -9 of the active NameNode (its ZKFC lives on)",
@@ -138,11 +138,17 @@ def _single_active(cluster: dict[str, Any], within_s: float) -> str:
         time.sleep(0.1)
 
 
-def _count_lines(path: Path, text: str) -> int:
-    try:
-        return path.read_text(errors="replace").count(text)
-    except FileNotFoundError:
-        return 0
+def _http_get(address: str, path: str) -> str:
+    with urllib.request.urlopen(f"http://{address}{path}", timeout=PROBE_RPC_TIMEOUT_S) as r:
+        body: bytes = r.read()
+    return body.decode()
+
+
+def _metric(text: str, name: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise RuntimeError(f"no metric {name} in the NameNode's /metrics")
 
 
 def _wait_gone(pid: int) -> None:
@@ -170,24 +176,40 @@ def _restart(directory: Path, name: str, argv: list[str]) -> None:
 
 def _rejoin(directory: Path, namenode: str, with_zkfc: bool) -> None:
     """Start the killed NameNode (and its ZKFC) again; return once the NameNode is standby
-    and its ZKFC is in the election again."""
+    and its ZKFC is back in the election.
+
+    The ZKFC joins the election as soon as its health monitor, connected to the NameNode,
+    finds it healthy, and then asks again every health-check period over the same
+    connection (getServiceStatus and monitorHealth). So: once the NameNode holds an RPC
+    connection (only its ZKFC keeps one; this function asks over HTTP) and has answered 3
+    more calls than when the connection was first seen, the first check's join is done.
+    """
     cluster = read_cluster(directory)
     zkfc = _zkfc_of(cluster, namenode)
-    log = Path(cluster[zkfc]["log"])
-    joined = _count_lines(log, JOINED_AS_STANDBY)
     config = cluster["config"]
     _restart(directory, namenode, ["namenode", "--config", config, "--id", namenode])
     if with_zkfc:
         _restart(directory, zkfc, ["zkfc", "--config", config, "--id", namenode])
+    http = cluster[namenode]["http"]
     deadline = time.monotonic() + REJOIN_DEADLINE_S
+    first_calls: float | None = None
+    state = "down"
     while True:
-        state = namenode_states({namenode: cluster[namenode]["rpc"]})[namenode]
-        if state == "standby" and _count_lines(log, JOINED_AS_STANDBY) > joined:
-            return
+        with contextlib.suppress(OSError, ValueError):
+            state = json.loads(_http_get(http, "/status"))["ha_state"]
+            metrics = _http_get(http, "/metrics")
+            calls = _metric(metrics, "qjm_namenode_rpc_calls_total")
+            connected = _metric(metrics, "qjm_namenode_rpc_connections") >= 1
+            if state == "standby" and connected:
+                if first_calls is None:
+                    first_calls = calls
+                elif calls >= first_calls + 3:
+                    return
         if time.monotonic() > deadline:
             raise RuntimeError(
-                f"{namenode} started again but is {state} and its ZKFC did not join the "
-                f"election as standby within {REJOIN_DEADLINE_S:.0f}s (see {log})"
+                f"{namenode} started again but is {state} and its ZKFC ({zkfc}) did not "
+                f"check its health twice within {REJOIN_DEADLINE_S:.0f}s (see "
+                f"{cluster[zkfc]['log']})"
             )
         time.sleep(0.05)
 
@@ -241,10 +263,13 @@ async def _one_round(cluster: dict[str, Any], active: str, k: int, with_zkfc: bo
     return Round(active, other, to_active, to_write)
 
 
-def measure(rounds: int = ROUNDS, cases: tuple[str, ...] = tuple(CASES)) -> dict[str, Any]:
-    """Run the failovers of each case in one cluster; the rounds and the settings used."""
+def measure(
+    rounds: int = ROUNDS, cases: tuple[str, ...] = tuple(CASES), keep: Path | None = None
+) -> dict[str, Any]:
+    """Run the failovers of each case in one cluster; the rounds and the settings used.
+    The cluster's directory is a temporary one, or keep (left in place, with its logs)."""
     with tempfile.TemporaryDirectory(prefix="qjm-bench-failover-") as tmp:
-        directory = Path(tmp) / "cluster"
+        directory = (keep or Path(tmp)) / "cluster"
         started = time.monotonic()
         cluster = cluster_up(
             directory,
