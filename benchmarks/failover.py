@@ -240,11 +240,17 @@ async def _until_write(address: str, path: str, t0: float) -> float:
     raise RuntimeError(f"{address} took no write {FAILOVER_DEADLINE_S:.0f}s after the kill")
 
 
-async def _one_round(cluster: dict[str, Any], active: str, k: int, with_zkfc: bool) -> Round:
+async def _one_round(
+    cluster: dict[str, Any], active: str, k: int, with_zkfc: bool, phase_s: float
+) -> Round:
     other = next(n for n in NAMENODES if n != active)
     before = f"/bench/failover/r{k}-before"
     async with NameNodeClient([cluster[active]["rpc"]], max_rounds=1) as client:
         await client.mkdirs(before)  # acknowledged by the active before it dies
+    # The kill at a random point of the health-check period: the ZKFCs, started together,
+    # check in step, and the wait for the restarted one ends just after a check, so without
+    # this every kill would land just after the active's ZKFC checked.
+    await asyncio.sleep(random.uniform(0, phase_s))
     pids = [cluster[active]["pid"]]
     if with_zkfc:
         pids.append(cluster[_zkfc_of(cluster, active)]["pid"])
@@ -288,7 +294,9 @@ def measure(
                     cluster = read_cluster(directory)
                     active = _single_active(cluster, REJOIN_DEADLINE_S)
                     with_zkfc = case == "namenode+zkfc"
-                    r = asyncio.run(_one_round(cluster, active, len(results) * 100 + k, with_zkfc))
+                    label = len(results) * 100 + k
+                    phase_s = cfg.zkfc.health_check_interval_ms / 1000
+                    r = asyncio.run(_one_round(cluster, active, label, with_zkfc, phase_s))
                     results[case].append(r)
                     print(
                         f"  {case} round {k + 1}: killed {r.killed}, {r.new_active} active after "
@@ -342,8 +350,9 @@ def section(m: dict[str, Any], took_s: float, loads: tuple[str, str]) -> str:
         "NameNode asked for its HA state, and sent a mkdirs, every "
         f"{PROBE_EVERY_S * 1000:.0f} ms until it reports active and until the write is "
         "acknowledged (by a quorum of JournalNodes). The write acknowledged just before "
-        "each kill was read back from the new active every time. The killed daemons are "
-        "started again (back as standby) before the next round.",
+        "each kill was read back from the new active every time. Each kill comes at a random "
+        "point of a health-check period after the previous round's daemons are back (the "
+        "killed ones are started again, and the NameNode rejoins as standby).",
         "",
         "| case | killed → new active | reports active (s) | acknowledges a write (s) |",
         "|---|---|---:|---:|",
@@ -371,9 +380,11 @@ def section(m: dict[str, Any], took_s: float, loads: tuple[str, str]) -> str:
         "",
         "- NameNode only: its ZKFC finds nothing listening at its next health check, quits "
         "the election (its lock znode goes at once) and the other ZKFC takes over; the "
-        "session timeout plays no part, and the time is mostly the health-check period plus "
-        "the new active's transition (fence by a new epoch on the JournalNodes, catch up on "
-        "the edits, open a segment).",
+        "session timeout plays no part. The time is the wait for that next health check "
+        f"(0 to {m['health_check_interval_ms'] / 1000:g} s after the kill) plus the takeover: "
+        "graceful fencing (refused at once by the dead node), the shell fence, and the new "
+        "active's transition (a new epoch on the JournalNodes, catch up on the edits, open a "
+        "segment).",
         "- NameNode and ZKFC together (the host dies): the lock znode stays until ZooKeeper "
         f"expires the dead ZKFC's session, {session_s:.0f} s after the last it heard from it "
         "(the client pings every third of the timeout when idle, so that is up to a third "
