@@ -51,6 +51,7 @@ from qjm.cluster.launcher import (
     read_cluster,
 )
 from qjm.cluster.process import pid_alive, spawn, wait_ready
+from qjm.cluster.zookeeper import DEFAULT_TICK_MS
 from qjm.config import load_config
 from qjm.errors import QjmError
 from qjm.ha.health_monitor import HealthMonitorSettings
@@ -328,6 +329,7 @@ def _stats(values: list[float]) -> str:
 def section(m: dict[str, Any], took_s: float, loads: tuple[str, str]) -> str:
     """The markdown section for measured failovers."""
     session_s = m["session_timeout_ms"] / 1000
+    tick_s = DEFAULT_TICK_MS / 1000  # the launcher's ZooKeeper runs with the default tick
     every = [r for rounds in m["results"].values() for r in rounds]
     lag_ms = statistics.median(r.to_write_s - r.to_active_s for r in every) * 1000
     goal_s = session_s + SLACK_S
@@ -386,10 +388,10 @@ def section(m: dict[str, Any], took_s: float, loads: tuple[str, str]) -> str:
         "active's transition (a new epoch on the JournalNodes, catch up on the edits, open a "
         "segment).",
         "- NameNode and ZKFC together (the host dies): the lock znode stays until ZooKeeper "
-        f"expires the dead ZKFC's session, {session_s:.0f} s after the last it heard from it "
-        "(the client pings every third of the timeout when idle, so that is up to a third "
-        "less than the timeout after the kill); then the same takeover. This is the case the "
-        "goal bounds.",
+        f"expires the dead ZKFC's session, {session_s:.0f} s after the last it heard from it, "
+        f"rounded up to its next tick ({tick_s:g} s here). An idle client pings every third of "
+        f"the timeout, so the expiry comes {session_s * 2 / 3:.1f} to {session_s + tick_s:.1f} s "
+        "after the kill; then the same takeover. This is the case the goal bounds.",
         f"- The first write was acknowledged a median {lag_ms:.0f} ms after the NameNode "
         "reported active (the probes run every "
         f"{PROBE_EVERY_S * 1000:.0f} ms): becoming active includes everything a write needs.",
