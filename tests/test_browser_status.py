@@ -11,6 +11,7 @@ browser, and Chromium's host resolver is told to resolve nothing but loopback.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -23,13 +24,14 @@ import pytest
 
 from ha_cluster import auto_cluster, ha_states, wait_single_active
 from qjm.cluster.launcher import CLUSTER_JSON, read_cluster
-from qjm.cluster.process import pid_alive, spawn, wait_ready
+from qjm.cluster.process import LaunchError, pid_alive, spawn, wait_ready
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 PAGE_LOAD_TIMEOUT_S = 15
 FAILOVER_WITHIN_S = 30.0  # kill -9 to the other page saying active (seconds, in practice)
 RESTART_WITHIN_S = 60.0
+START_ATTEMPTS = 3
 
 Browser = Any  # selenium.webdriver.Chrome; selenium is imported in the fixture
 
@@ -155,9 +157,28 @@ def restart_namenode(directory: Path, name: str) -> int:
     return d.pid
 
 
+@contextlib.contextmanager
+def started_cluster(tmp_path: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """auto_cluster in a fresh directory, on another free port block when a port it checked
+    free was taken before its daemon bound it (other clusters may run on this machine)."""
+    for attempt in range(1, START_ATTEMPTS + 1):
+        directory = (tmp_path / f"cluster{attempt}").resolve()
+        with contextlib.ExitStack() as stack:
+            try:
+                cluster = stack.enter_context(
+                    auto_cluster(directory, session_timeout_ms=4000, health_rpc_timeout_ms=3000)
+                )
+            except LaunchError as e:
+                if "address already in use" in str(e) and attempt < START_ATTEMPTS:
+                    continue
+                raise
+            yield directory, cluster
+            return
+
+
+@pytest.mark.timeout(240)  # up to 3 cluster starts on a busy machine
 def test_status_pages_follow_a_failover(tmp_path: Path, browser: Callable[[], Browser]) -> None:
-    directory = (tmp_path / "cluster").resolve()
-    with auto_cluster(directory, session_timeout_ms=4000, health_rpc_timeout_ms=3000) as cluster:
+    with started_cluster(tmp_path) as (directory, cluster):
         active = wait_single_active(cluster, 60)
         standby = next(n for n in ("nn1", "nn2") if n != active)
         pages = {name: browser() for name in (active, standby)}
