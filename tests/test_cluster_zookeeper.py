@@ -24,7 +24,7 @@ from ha_cluster import (
     wait_single_active,
 )
 from qjm.cluster.hadoop_conf import read_site
-from qjm.cluster.launcher import cluster_up, read_cluster
+from qjm.cluster.launcher import cluster_up, plan_cluster_ports, read_cluster
 from qjm.cluster.process import LaunchError, pid_alive
 from qjm.config import FailoverControllerSettings, ZooKeeperSettings, load_config
 from qjm.namenode.client import NameNodeClient, NoActiveNameNodeError
@@ -207,3 +207,19 @@ def test_a_zookeeper_ensemble_of_three(tmp_path: Path) -> None:
         assert modes == ["follower", "follower", "leader"]
     assert processes_of(d) == []
     assert all(not pid_alive(p["pid"]) for p in read_cluster(d).values() if isinstance(p, dict))
+
+
+def test_the_port_plan_of_an_automatic_failover_cluster() -> None:
+    plan = plan_cluster_ports(3, None, 2, 1)  # HDFS's and ZooKeeper's defaults
+    assert plan.journalnodes == [(8485, 8480), (8495, 8490), (8505, 8500)]
+    assert plan.namenodes == [(8020, 9870), (8030, 9880)]
+    assert plan.zkfcs == [8019, 8029]
+    assert plan.zookeeper_ports() == [2181]
+    plan = plan_cluster_ports(3, 30000, 2, 3)  # JNs, NNs, ZKFCs, then ZooKeeper's 9 ports
+    assert plan.namenodes == [(30006, 30007), (30008, 30009)]
+    assert plan.zkfcs == [30010, 30011]
+    assert plan.zookeeper_ports() == list(range(30012, 30021))
+    assert plan_cluster_ports(3, 30000, 2, 0).zkfcs == []  # no ZooKeeper, no ZKFCs
+    with pytest.raises(LaunchError, match=r"--base-port 65524: .* need ports 65524-65536\b"):
+        plan_cluster_ports(3, 65524, 2, 1)
+    plan_cluster_ports(3, 65524, 2, 0)  # without ZooKeeper the same base fits
