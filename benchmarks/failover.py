@@ -43,14 +43,14 @@ from pathlib import Path
 from typing import Any
 
 from qjm.cluster.launcher import (
-    CLUSTER_JSON,
     cluster_down,
     cluster_up,
     namenode_states,
     plan_cluster_ports,
     read_cluster,
+    start_daemons,
 )
-from qjm.cluster.process import pid_alive, spawn, wait_ready
+from qjm.cluster.process import pid_alive
 from qjm.cluster.zookeeper import DEFAULT_TICK_MS
 from qjm.config import load_config
 from qjm.errors import QjmError
@@ -107,13 +107,6 @@ def _ports_needed() -> int:
     return 2 * len(pairs) + len(plan.zkfcs) + len(plan.zookeeper_ports())
 
 
-def _write_cluster(directory: Path, cluster: dict[str, Any]) -> None:
-    path = directory / CLUSTER_JSON
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(cluster, indent=2) + "\n")
-    os.replace(tmp, path)
-
-
 def _zkfc_of(cluster: dict[str, Any], namenode: str) -> str:
     return next(
         k
@@ -165,16 +158,6 @@ def _wait_gone(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def _restart(directory: Path, name: str, argv: list[str]) -> None:
-    """Start a killed daemon of the cluster again; its new pid goes to cluster.json first,
-    so that cluster_down stops it whatever happens next."""
-    cluster = read_cluster(directory)
-    d = spawn(name, argv, directory / "logs" / f"{name}.log", directory / "run" / f"{name}.ready")
-    cluster[name]["pid"] = d.pid
-    _write_cluster(directory, cluster)
-    wait_ready([d], timeout=REJOIN_DEADLINE_S)
-
-
 def _rejoin(directory: Path, namenode: str, with_zkfc: bool) -> None:
     """Start the killed NameNode (and its ZKFC) again; return once the NameNode is standby
     and its ZKFC is back in the election.
@@ -187,10 +170,9 @@ def _rejoin(directory: Path, namenode: str, with_zkfc: bool) -> None:
     """
     cluster = read_cluster(directory)
     zkfc = _zkfc_of(cluster, namenode)
-    config = cluster["config"]
-    _restart(directory, namenode, ["namenode", "--config", config, "--id", namenode])
-    if with_zkfc:
-        _restart(directory, zkfc, ["zkfc", "--config", config, "--id", namenode])
+    start_daemons(
+        directory, [namenode, zkfc] if with_zkfc else [namenode], timeout=REJOIN_DEADLINE_S
+    )
     http = cluster[namenode]["http"]
     deadline = time.monotonic() + REJOIN_DEADLINE_S
     first_calls: float | None = None

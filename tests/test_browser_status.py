@@ -12,7 +12,6 @@ browser, and Chromium's host resolver is told to resolve nothing but loopback.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import time
@@ -23,8 +22,8 @@ from typing import Any
 import pytest
 
 from ha_cluster import auto_cluster, ha_states, wait_single_active
-from qjm.cluster.launcher import CLUSTER_JSON, read_cluster
-from qjm.cluster.process import LaunchError, pid_alive, spawn, wait_ready
+from qjm.cluster.launcher import start_daemons
+from qjm.cluster.process import LaunchError
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -137,26 +136,6 @@ def wait_page_state(driver: Browser, want: str, within_s: float, what: str) -> f
     return time.monotonic() - started
 
 
-def restart_namenode(directory: Path, name: str) -> int:
-    """Start a stopped NameNode of the cluster again (as the launcher did); its pid, also
-    written to cluster.json so that cluster_down stops it."""
-    cluster = read_cluster(directory)
-    assert not pid_alive(cluster[name]["pid"]), f"{name} is still running"
-    d = spawn(
-        name,
-        ["namenode", "--config", cluster["config"], "--id", name],
-        directory / "logs" / f"{name}.log",
-        directory / "run" / f"{name}.ready",
-    )
-    cluster[name]["pid"] = d.pid
-    path = directory / CLUSTER_JSON
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(cluster, indent=2) + "\n")
-    os.replace(tmp, path)
-    wait_ready([d], timeout=RESTART_WITHIN_S)
-    return d.pid
-
-
 @contextlib.contextmanager
 def started_cluster(tmp_path: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
     """auto_cluster in a fresh directory, on another free port block when a port it checked
@@ -199,7 +178,7 @@ def test_status_pages_follow_a_failover(tmp_path: Path, browser: Callable[[], Br
         assert "(active)" in pages[standby].title
         print(f"{standby}'s open page said active {took:.1f}s after kill -9 of {active}")
 
-        restart_namenode(directory, active)
+        start_daemons(directory, [active], timeout=RESTART_WITHIN_S)
         wait_page_state(
             pages[active], "standby", RESTART_WITHIN_S, f"{active} started again after the kill"
         )

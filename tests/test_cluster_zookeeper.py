@@ -23,6 +23,7 @@ from ha_cluster import (
     processes_of,
     wait_single_active,
 )
+from hadoop_clients import wait_until
 from qjm.cluster.hadoop_conf import read_site
 from qjm.cluster.launcher import cluster_up, plan_cluster_ports, read_cluster
 from qjm.cluster.process import LaunchError, pid_alive
@@ -135,6 +136,26 @@ def test_cluster_up_kill_the_active_fails_over_by_itself(tmp_path: Path) -> None
         assert re.search(rf"^{active}\s+stopped\s+down\s", table.stdout, re.M), table.stdout
         assert re.search(rf"^{other}\s+running\s+active\s", table.stdout, re.M), table.stdout
         assert re.search(r"^zkfc2\s+running\s+zkfc of nn2\s", table.stdout, re.M)
+
+        # `qjm cluster start` brings the killed NameNode back as standby, recorded in
+        # cluster.json; a running daemon, ZooKeeper alone and an unknown name are refused
+        old_pid = cluster[active]["pid"]
+        r = run_qjm("cluster", "start", "--dir", str(d), active, timeout=120)
+        assert r.returncode == 0, r.stderr
+        new_pid = read_cluster(d)[active]["pid"]
+        assert new_pid != old_pid and pid_alive(new_pid)
+        assert f"{active} started (pid {new_pid})" in r.stdout
+        back = {active: "standby", other: "active"}
+        wait_until(f"{back}", lambda: ha_states(cluster) == back or None, timeout=60)
+        for name, says in (
+            (other, f"{other} is running (pid {cluster[other]['pid']})"),
+            ("zk1", "zk1 is zookeeper: only JournalNodes, NameNodes and ZKFCs start alone"),
+            ("nn9", "no daemon nn9 in this cluster"),
+        ):
+            r = run_qjm("cluster", "start", "--dir", str(d), name)
+            assert r.returncode != 0 and says in r.stderr, r.stderr
+            assert "Traceback" not in r.stderr
+        cluster = read_cluster(d)
     finally:
         down(d)
     assert [n for n in DAEMONS if pid_alive(cluster[n]["pid"])] == []

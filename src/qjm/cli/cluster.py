@@ -19,6 +19,7 @@ from qjm.cluster.launcher import (
     daemons_of,
     namenode_states,
     read_cluster,
+    start_daemons,
 )
 from qjm.cluster.process import LaunchError, pid_alive
 from qjm.cluster.zookeeper import server_mode
@@ -73,6 +74,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     st.add_argument("--dir", required=True, type=Path)
     st.add_argument("--json", action="store_true", help="print JSON")
     st.set_defaults(func=run_status)
+
+    start = csub.add_parser(
+        "start",
+        help="start stopped daemons of the cluster in DIR again (a NameNode rejoins as standby)",
+    )
+    start.add_argument("--dir", required=True, type=Path)
+    start.add_argument(
+        "names", nargs="+", metavar="NAME", help="daemon names: jn1, nn1, zkfc1, ..."
+    )
+    start.set_defaults(func=run_start)
 
     down = csub.add_parser("down", help="stop the cluster in DIR")
     down.add_argument("--dir", required=True, type=Path)
@@ -213,6 +224,13 @@ def run_status(args: argparse.Namespace) -> int:
     else:
         print_status(st)
     return 0 if all(d["running"] for d in st["daemons"].values()) else 3
+
+
+def run_start(args: argparse.Namespace) -> int:
+    """Start the named stopped daemons again."""
+    pids = start_daemons(args.dir, list(dict.fromkeys(args.names)))
+    print(", ".join(f"{name} started (pid {pid})" for name, pid in pids.items()))
+    return 0
 
 
 def run_down(args: argparse.Namespace) -> int:

@@ -34,13 +34,12 @@ from qjm.cli.cluster import cluster_status, print_status
 from qjm.cluster.hadoop_conf import fsshell_argv
 from qjm.cluster.launcher import (
     CLUSTER_JSON,
-    _write_json,
     cluster_down,
     cluster_up,
     daemons_of,
     read_cluster,
 )
-from qjm.cluster.process import pid_alive, tail
+from qjm.cluster.process import LaunchError, pid_alive, tail
 from qjm.errors import QjmError
 from qjm.namenode.client import HAAdminClient, NameNodeClient
 from qjm.namenode.types import HAState
@@ -539,8 +538,7 @@ def print_next_steps(
         rows.append(
             (
                 f"restart {k}",
-                f"{qjm} namenode --config {d}/cluster.toml --id {k} "
-                f"--ready-file {d}/run/{k}.ready >> {d}/logs/{k}.log 2>&1 &",
+                f"{qjm} cluster start --dir {d} {k}",
             )
         )
         rows.append(("", f"(it rejoins as standby: its ZKFC zkfc{k[2:]} is still running)"))
@@ -558,19 +556,14 @@ def _shown(directory: Path) -> str:
 
 
 def watch_restart(directory: Path, name: str, old_pid: int) -> int | None:
-    """The pid of name restarted with --ready-file DIR/run/<name>.ready, recorded in
-    cluster.json so `qjm cluster down` stops it too; None while it is not back."""
-    ready = directory / "run" / f"{name}.ready"
+    """The pid of name once it was started again (`qjm cluster start` records it in
+    cluster.json); None while it is not back."""
     try:
-        pid = int(json.loads(ready.read_text())["pid"])
-    except (OSError, ValueError, KeyError, TypeError):
+        pid = read_cluster(directory).get(name, {}).get("pid")
+    except LaunchError:
         return None
-    if pid == old_pid or not pid_alive(pid):
+    if not isinstance(pid, int) or pid == old_pid or not pid_alive(pid):
         return None
-    cluster = read_cluster(directory)
-    if cluster.get(name, {}).get("pid") != pid:
-        cluster[name]["pid"] = pid
-        _write_json(directory / CLUSTER_JSON, cluster)
     return pid
 
 

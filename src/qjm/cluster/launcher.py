@@ -558,6 +558,53 @@ def run_admin(argv: list[str], name: str, timeout: float = ADMIN_TIMEOUT_S) -> s
     return r.stdout
 
 
+def daemon_argv(cluster: dict[str, Any], name: str) -> list[str]:
+    """The `qjm` arguments that start daemon name of cluster.json as the launcher did."""
+    daemons = daemons_of(cluster)
+    if name not in daemons:
+        raise LaunchError(f"no daemon {name} in this cluster (it has {', '.join(daemons)})")
+    d, config = daemons[name], cluster["config"]
+    kind = d.get("kind")
+    if kind == "journalnode":
+        return ["journalnode", "--config", config, "--name", name]
+    if kind == "namenode":
+        return ["namenode", "--config", config, "--id", name]
+    if kind == "zkfc":
+        return ["zkfc", "--config", config, "--id", d["namenode"]]
+    raise LaunchError(
+        f"{name} is {kind or 'of no known kind'}: only JournalNodes, NameNodes and ZKFCs start "
+        "alone; start the whole cluster again with `qjm cluster down` and `qjm cluster up`"
+    )
+
+
+def start_daemons(directory: Path, names: list[str], timeout: float = 60.0) -> dict[str, int]:
+    """Start stopped daemons of a cluster again on their ports and data (a NameNode comes
+    back as standby); their pids, also written to cluster.json."""
+    directory = directory.resolve()
+    cluster = read_cluster(directory)
+    argvs = {name: daemon_argv(cluster, name) for name in names}
+    running = [n for n in names if pid_alive(cluster[n].get("pid"))]
+    if running:
+        raise LaunchError(
+            ", ".join(f"{n} is running (pid {cluster[n]['pid']})" for n in running)
+            + "; stop it first (kill its pid) to start it again"
+        )
+    started = [
+        spawn(
+            name,
+            argv,
+            directory / "logs" / f"{name}.log",
+            directory / "run" / f"{name}.ready",
+        )
+        for name, argv in argvs.items()
+    ]
+    for d in started:  # in cluster.json at once, so that cluster_down stops them whatever happens
+        cluster[d.name]["pid"] = d.pid
+    _write_json(directory / CLUSTER_JSON, cluster)
+    wait_ready(started, timeout=timeout)
+    return {d.name: d.pid for d in started}
+
+
 def _stop_rank(kind: str | None) -> int:
     """ZKFCs first (nothing fails over while NameNodes stop), then NameNodes (an active whose
     JournalNodes vanish would end on a failed sync), JournalNodes, ZooKeeper last."""
