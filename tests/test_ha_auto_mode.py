@@ -226,11 +226,14 @@ def test_haadmin_refuses_manual_transitions_without_forcemanual(tmp_path: Path) 
         )
         r = run_qjm("haadmin", "--config", cfg, "--forceactive", "-failover", "nn1", "nn2")
         assert r.returncode == 255 and "not supported with auto-failover" in r.stderr
+        # HDFS's own placement of the flags, after the action
+        r = run_qjm("haadmin", "--config", cfg, "-failover", "--forcefence", "nn1", "nn2")
+        assert r.returncode == 255 and "not supported with auto-failover" in r.stderr
         # --forcemanual goes through as REQUEST_BY_USER_FORCED, with a warning
         r = run_qjm("haadmin", "--config", cfg, "--forcemanual", "-transitionToStandby", "nn1")
         assert r.returncode == 0, r.stderr
         assert "Proceeding with manual HA state management" in r.stderr
-        r = run_qjm("haadmin", "--config", cfg, "--forcemanual", "-transitionToActive", "nn2")
+        r = run_qjm("haadmin", "--config", cfg, "-transitionToActive", "--forcemanual", "nn2")
         assert r.returncode == 0, r.stderr
         assert nns[0].transitions == [("standby", "REQUEST_BY_USER_FORCED")]
         assert nns[1].transitions == [("active", "REQUEST_BY_USER_FORCED")]

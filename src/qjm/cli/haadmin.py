@@ -62,6 +62,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(func=run_haadmin)
 
 
+_FLAGS = ("--forcemanual", "--forcefence", "--forceactive")
+
+
+def hdfs_order(argv: list[str]) -> list[str]:
+    """`haadmin` arguments with HDFS's flag placement (`-failover --forcefence A B`,
+    `-transitionToActive --forcemanual A`) moved before the action, where argparse takes them."""
+    if not argv or argv[0] != "haadmin":
+        return argv
+    flags = [a for a in argv[1:] if a in _FLAGS]
+    rest = [a for a in argv[1:] if a not in _FLAGS]
+    return [argv[0], *flags, *rest]
+
+
 def _targets(cfg: ClusterConfig) -> dict[str, HATarget]:
     if not cfg.namenodes:
         raise ConfigError(f"{cfg.source} configures no [namenodes.*]")
