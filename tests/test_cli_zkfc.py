@@ -100,7 +100,10 @@ def test_clear_errors(zookeeper: str, tmp_path: Path) -> None:
 
 
 def test_two_zkfc_processes_make_one_namenode_active(zookeeper: str, tmp_path: Path) -> None:
-    nns = [FakeNameNode(standby=True), FakeNameNode(standby=True)]
+    nns = [
+        FakeNameNode(standby=True, automatic_failover=True),
+        FakeNameNode(standby=True, automatic_failover=True),
+    ]
     with ServedInThread(*nns) as served:
         cfg = write_config(tmp_path / "c.toml", zookeeper, served.addresses)
         assert run_qjm("zkfc", "format-zk", "--config", str(cfg)).returncode == 0

@@ -97,7 +97,10 @@ def fencing() -> str:
 @pytest.fixture
 async def pair(zookeeper: str, fencing: str) -> AsyncIterator[Pair]:
     ns = f"ns-{uuid.uuid4().hex[:8]}"
-    nns = [FakeNameNode(standby=True), FakeNameNode(standby=True)]
+    nns = [
+        FakeNameNode(standby=True, automatic_failover=True),
+        FakeNameNode(standby=True, automatic_failover=True),
+    ]
     servers = [await serve(nn) for nn in nns]
     p = Pair(nns, servers)
     sampler = asyncio.get_running_loop().create_task(p.sample())

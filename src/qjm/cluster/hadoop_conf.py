@@ -60,7 +60,8 @@ rootLogger.appenderRef.stderr.ref = stderr
 
 
 def core_site(cfg: ClusterConfig) -> dict[str, str]:
-    """core-site.xml's properties: the default file system is the nameservice."""
+    """core-site.xml's properties: the default file system is the nameservice (and, with
+    automatic failover, the ZooKeeper quorum, where HDFS keeps ha.zookeeper.quorum)."""
     props = {
         "fs.defaultFS": f"hdfs://{cfg.nameservice}",
         "hadoop.security.authentication": "simple",
@@ -68,7 +69,7 @@ def core_site(cfg: ClusterConfig) -> dict[str, str]:
         "fs.permissions.umask-mode": f"{cfg.namenode.umask:03o}",
         **FAST_IPC,
     }
-    if cfg.zookeeper.quorum:
+    if cfg.namenode.automatic_failover:
         props["ha.zookeeper.quorum"] = cfg.zookeeper.quorum
     return props
 
