@@ -1,0 +1,690 @@
+"""Automatic failover under faults, with real ZooKeeper, JournalNodes, NameNodes and ZKFCs.
+
+One cluster for the module (ZooKeeper, 3 JournalNodes, 2 NameNodes, their 2 ZKFCs, short
+session and health timeouts) and, all along, a Recorder:
+
+* a workload of HA clients given both NameNodes (never told which one is active), each
+  acknowledgement recorded with the NameNode that gave it and when the call was sent and
+  answered;
+* a sampler that every SAMPLE_S sends, at the same instant, a direct mkdirs to each NameNode
+  (no failover: it asks that NameNode whether it accepts a write) and asks each its HA state.
+
+Each test drives one fault, waits (with deadlines) for its outcome, then checks its phase:
+every acknowledged op is on the final active; no sampled instant had two NameNodes accepting
+a write; acknowledgements never interleave across the failover (once the new active
+acknowledged a write, the old one never acknowledges a write sent after that); and the genuine
+Hadoop FsShell, given only DIR/hadoop-conf, works after the failover.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from conftest import run_qjm
+from ha_cluster import auto_cluster, ha_states
+from hadoop_clients import check, hadoop_fs
+from qjm.cluster.process import pid_alive, spawn, stop_pid, wait_ready
+from qjm.config import load_config
+from qjm.ipc import IpcClient, RemoteError
+from qjm.namenode import protocols
+from qjm.namenode.client import DEFAULT_UMASK, HAAdminClient, NameNodeClient
+from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
+from qjm.namenode.proto import hdfs_pb2 as hdfs
+
+pytestmark = pytest.mark.timeout(300)
+
+SESSION_TIMEOUT_MS = 3000
+HEALTH_RPC_TIMEOUT_MS = 2000
+SAMPLE_S = 0.03  # the sampler's period
+MAX_OUTSTANDING = 40  # direct writes waiting for one NameNode's answer (a stopped one)
+PROBE_TIMEOUT_S = 90.0  # a direct write waits this long for its answer
+FAILOVER_DEADLINE_S = 60.0  # generous: a 2-core machine shared with other test runs
+WORKERS = 2
+NAMENODES = ("nn1", "nn2")
+STANDBY = "org.apache.hadoop.ipc.StandbyException"
+
+T = TypeVar("T")
+
+
+def wait_until(what: str, cond: Callable[[], T], timeout: float = FAILOVER_DEADLINE_S) -> T:
+    """Poll cond until it is truthy; fail naming what after timeout."""
+    deadline = time.monotonic() + timeout
+    last: BaseException | None = None
+    while True:
+        try:
+            value = cond()
+            if value:
+                return value
+        except Exception as e:  # not there yet; shown if it never is
+            last = e
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not reached after {timeout:.0f}s (last error: {last!r})")
+        time.sleep(0.05)  # polling a condition with a deadline
+
+
+@dataclass(frozen=True)
+class Ack:
+    """An acknowledged write: its path, the NameNode that acknowledged it, when (monotonic)
+    it was sent and answered, and (for the sampler's writes) its round."""
+
+    path: str
+    nn: str
+    sent: float
+    answered: float
+    round: int = -1
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A sampled HA state: round, NameNode, state ('?' when it did not answer), times."""
+
+    round: int
+    nn: str
+    state: str
+    sent: float
+    answered: float
+
+
+@dataclass
+class Phase:
+    """A stretch of the run with one expected change of active (old == new: none)."""
+
+    name: str
+    old: str
+    new: str
+    start: float
+    end: float = float("inf")
+
+
+def mkdirs_request(path: str) -> cn.MkdirsRequestProto:
+    """mkdirs path (its parent must exist), 0755."""
+    return cn.MkdirsRequestProto(
+        src=path,
+        masked=hdfs.FsPermissionProto(perm=0o777 & ~DEFAULT_UMASK),
+        createParent=False,
+        unmasked=hdfs.FsPermissionProto(perm=0o777),
+    )
+
+
+class Recorder:
+    """The workload and the sampler (see the module doc), on an event loop in a thread."""
+
+    def __init__(self, rpc: dict[str, str]) -> None:
+        self.rpc = rpc
+        self.name_of = {a: n for n, a in rpc.items()}
+        self.acks: list[Ack] = []
+        self.refused: list[tuple[str, str, float, str]] = []  # path, nn, sent, exception class
+        self.unknown: list[str] = []  # sent, no answer (timed out, connection lost)
+        self.states: list[Answer] = []
+        self.outstanding = dict.fromkeys(rpc, 0)
+        self.lock = threading.Lock()
+        self.loop = asyncio.new_event_loop()
+        self.stopping = False
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._main: Future[None] | None = None
+        self._direct: dict[str, IpcClient] = {}
+        self._admin: dict[str, HAAdminClient] = {}
+        self._state_busy = dict.fromkeys(rpc, False)
+
+    # ---- life cycle
+
+    def start(self) -> Recorder:
+        """Make the directories, start the workers and the sampler."""
+        self.thread.start()
+        self.run(self._setup(), 60)
+        self._main = asyncio.run_coroutine_threadsafe(self._all(), self.loop)
+        return self
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float) -> T:
+        """Run coro on the recorder's loop and return its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
+        """Start coro on the recorder's loop."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def stop(self) -> None:
+        """Stop the workers and the sampler (each ends after its call in flight)."""
+        self.stopping = True
+        if self._main is not None:
+            with contextlib.suppress(Exception):
+                self._main.result(120)
+        with contextlib.suppress(Exception):
+            self.run(self._close(), 30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(30)
+
+    async def _close(self) -> None:
+        for c in [*self._direct.values(), *self._admin.values()]:
+            with contextlib.suppress(Exception):
+                await c.close()
+
+    async def _setup(self) -> None:
+        async with NameNodeClient(list(self.rpc.values()), timeout=10, max_rounds=30) as c:
+            for nn in self.rpc:
+                await c.mkdirs(f"/probe/{nn}")
+            for w in range(WORKERS):
+                await c.mkdirs(f"/load/w{w}")
+            await c.mkdirs("/fenced")
+
+    async def _all(self) -> None:
+        tasks = [asyncio.ensure_future(self._worker(w)) for w in range(WORKERS)]
+        tasks.append(asyncio.ensure_future(self._sampler()))
+        await asyncio.gather(*tasks)
+
+    # ---- the workload
+
+    async def _worker(self, w: int) -> None:
+        addresses = list(self.rpc.values())
+        async with NameNodeClient(
+            addresses, timeout=5, max_rounds=40, backoff_s=0.05, max_backoff_s=0.5
+        ) as client:
+            n = 0
+            while not self.stopping:
+                n += 1
+                path = f"/load/w{w}/d{n:06d}"
+                sent = time.monotonic()
+                try:
+                    await client.mkdirs(path, create_parent=False)
+                except Exception:
+                    with self.lock:
+                        self.unknown.append(path)
+                    continue
+                ack = Ack(path, self.name_of[client.current], sent, time.monotonic())
+                with self.lock:
+                    self.acks.append(ack)
+
+    # ---- the sampler
+
+    def _client(self, nn: str) -> IpcClient:
+        c = self._direct.get(nn)
+        if c is None:
+            c = self._direct[nn] = IpcClient(
+                self.rpc[nn], protocols.CLIENT_PROTOCOL, connect_timeout_s=1.0, reconnect_attempts=1
+            )
+        return c
+
+    async def direct_mkdirs(self, nn: str, path: str, round_no: int = -1) -> str:
+        """mkdirs path on nn alone: '' when acknowledged (recorded), else what was answered."""
+        spec = protocols.CLIENT_METHODS["mkdirs"]
+        sent = time.monotonic()
+        try:
+            await self._client(nn).call(
+                "mkdirs", mkdirs_request(path), spec.response, timeout=PROBE_TIMEOUT_S
+            )
+        except RemoteError as e:
+            with self.lock:
+                self.refused.append((path, nn, sent, e.class_name))
+            return e.class_name
+        except Exception as e:
+            with self.lock:
+                self.unknown.append(path)
+            return f"no answer: {type(e).__name__}: {e}"
+        with self.lock:
+            self.acks.append(Ack(path, nn, sent, time.monotonic(), round_no))
+        return ""
+
+    async def _probe(self, nn: str, round_no: int) -> None:
+        self.outstanding[nn] += 1
+        try:
+            await self.direct_mkdirs(nn, f"/probe/{nn}/r{round_no:06d}", round_no)
+        finally:
+            self.outstanding[nn] -= 1
+
+    async def _state(self, nn: str, round_no: int) -> None:
+        self._state_busy[nn] = True
+        sent = time.monotonic()
+        try:
+            admin = self._admin.get(nn)
+            if admin is None:
+                admin = self._admin[nn] = HAAdminClient(self.rpc[nn], timeout=1.0)
+            state = (await admin.get_service_state()).name.lower()
+        except Exception:
+            state = "?"
+            with contextlib.suppress(Exception):
+                await self._admin.pop(nn).close()
+        finally:
+            self._state_busy[nn] = False
+        with self.lock:
+            self.states.append(Answer(round_no, nn, state, sent, time.monotonic()))
+
+    async def _sampler(self) -> None:
+        pending: set[asyncio.Future[None]] = set()
+        round_no = 0
+        while not self.stopping:
+            for nn in self.rpc:
+                if self.outstanding[nn] < MAX_OUTSTANDING:
+                    pending.add(asyncio.ensure_future(self._probe(nn, round_no)))
+                if not self._state_busy[nn]:
+                    pending.add(asyncio.ensure_future(self._state(nn, round_no)))
+            pending = {t for t in pending if not t.done()}
+            round_no += 1
+            await asyncio.sleep(SAMPLE_S)  # the sampling period
+        if pending:
+            await asyncio.wait(pending, timeout=PROBE_TIMEOUT_S + 5)
+
+    # ---- queries (from the test's thread)
+
+    def acks_by(self, nn: str, since: float = 0.0) -> list[Ack]:
+        """Acknowledgements by nn of writes sent at or after since."""
+        with self.lock:
+            return [a for a in self.acks if a.nn == nn and a.sent >= since]
+
+    def wait_acks(self, nn: str, more: int = 10, timeout: float = FAILOVER_DEADLINE_S) -> None:
+        """Wait until nn acknowledged `more` further writes of the workload and the sampler."""
+        now = time.monotonic()
+        wait_until(
+            f"{more} more writes acknowledged by {nn}",
+            lambda: len(self.acks_by(nn, now)) >= more,
+            timeout,
+        )
+
+    def acked_paths(self) -> set[str]:
+        """Every acknowledged path so far."""
+        with self.lock:
+            return {a.path for a in self.acks}
+
+    def check_phase(self, phase: Phase, *, strict_states: bool) -> None:
+        """The no-split-brain checks of one phase (see the module doc)."""
+        with self.lock:
+            acks = [a for a in self.acks if phase.start <= a.sent < phase.end]
+            states = [s for s in self.states if phase.start <= s.sent < phase.end]
+        assert acks, f"{phase.name}: no write acknowledged at all"
+        rounds = {s.round for s in states}
+        wanted = (min(phase.end, time.monotonic()) - phase.start) / 1.0
+        assert len(rounds) >= wanted, f"{phase.name}: only {len(rounds)} sampled instants"
+        # at every sampled instant, at most one NameNode accepted the direct write
+        by_round: dict[int, list[Ack]] = {}
+        for a in acks:
+            if a.round >= 0:
+                by_round.setdefault(a.round, []).append(a)
+        both = [r for r, got in by_round.items() if len(got) > 1]
+        assert not both, f"{phase.name}: both NameNodes accepted a write in rounds {both[:5]}"
+        olds = [a for a in acks if a.nn == phase.old]
+        news = [a for a in acks if a.nn == phase.new]
+        if phase.old == phase.new:
+            others = [a for a in acks if a.nn != phase.old]
+            assert not others, f"{phase.name}: no failover expected, but {others[:3]}"
+        elif news and olds:
+            first_new = min(news, key=lambda a: a.answered)
+            late = [a for a in olds if a.sent >= first_new.answered]
+            assert not late, (
+                f"{phase.name}: {phase.old} acknowledged writes sent after {phase.new} "
+                f"acknowledged {first_new}: {late[:3]}"
+            )
+        assert news, f"{phase.name}: {phase.new} acknowledged nothing"
+        if strict_states:
+            actives: dict[int, list[Answer]] = {}
+            for s in states:
+                if s.state == "active":
+                    actives.setdefault(s.round, []).append(s)
+            two = [r for r, got in actives.items() if len({s.nn for s in got}) > 1]
+            assert not two, f"{phase.name}: both NameNodes said active in rounds {two[:5]}"
+            new_active = [s for s in states if s.nn == phase.new and s.state == "active"]
+            if phase.old != phase.new and new_active:
+                first = min(s.answered for s in new_active)
+                late_states = [
+                    s
+                    for s in states
+                    if s.nn == phase.old and s.state == "active" and s.sent > first
+                ]
+                assert not late_states, (
+                    f"{phase.name}: {phase.old} said active after {phase.new} did: "
+                    f"{late_states[:3]}"
+                )
+
+
+# ---------------------------------------------------------------- the cluster
+
+
+class AutoCluster:
+    """The module's cluster: cluster.json's contents and what the tests do to its daemons."""
+
+    def __init__(self, directory: Path, info: dict[str, Any]) -> None:
+        self.dir = directory
+        self.info = info
+        self.toml = Path(info["config"])
+        self.conf = Path(info["hadoop_conf"])
+        self.rpc = {nn: str(info[nn]["rpc"]) for nn in NAMENODES}
+
+    def state(self, nn: str, timeout: float = 2.0) -> str:
+        """nn's HA state (active, standby, ...) or '?' when it does not answer in time."""
+
+        async def ask() -> str:
+            async with HAAdminClient(self.rpc[nn], timeout=timeout) as c:
+                return (await c.get_service_state()).name.lower()
+
+        try:
+            return asyncio.run(ask())
+        except Exception:
+            return "?"
+
+    def states(self) -> dict[str, str]:
+        """Both NameNodes' HA states ("down" when one does not answer)."""
+        return ha_states(self.info, timeout=2.0)
+
+    def wait_state(self, nn: str, want: str, timeout: float = FAILOVER_DEADLINE_S) -> float:
+        """Wait until nn says it is `want`; the time it took."""
+        t0 = time.monotonic()
+        wait_until(f"{nn} {want}", lambda: self.state(nn) == want, timeout)
+        return time.monotonic() - t0
+
+    def single_active(self, timeout: float = FAILOVER_DEADLINE_S) -> str:
+        """The one active NameNode, once exactly one is active and the other standby."""
+
+        def one() -> str:
+            s = self.states()
+            if sorted(s.values()) == ["active", "standby"]:
+                return next(nn for nn, st in s.items() if st == "active")
+            return ""
+
+        return wait_until("one active NameNode and one standby", one, timeout)
+
+    def pid(self, name: str) -> int:
+        """The pid of a daemon of cluster.json."""
+        return int(self.info[name]["pid"])
+
+    def zkfc_of(self, nn: str) -> str:
+        """The cluster.json name of nn's ZKFC."""
+        return next(
+            k
+            for k, v in self.info.items()
+            if isinstance(v, dict) and v.get("kind") == "zkfc" and v.get("namenode") == nn
+        )
+
+    def kill9(self, name: str) -> None:
+        """SIGKILL a daemon and wait until it is gone."""
+        pid = self.pid(name)
+        os.kill(pid, signal.SIGKILL)
+        wait_until(f"{name} (pid {pid}) gone", lambda: not pid_alive(pid), 30)
+
+    def save(self) -> None:
+        """Write the pids back to cluster.json (so cluster_down stops what runs now)."""
+        path = self.dir / "cluster.json"
+        on_disk = json.loads(path.read_text())
+        for name, entry in self.info.items():
+            if isinstance(entry, dict) and "pid" in entry and name in on_disk:
+                on_disk[name]["pid"] = entry["pid"]
+        path.write_text(json.dumps(on_disk, indent=2) + "\n")
+
+    def restart_zkfc(self, nn: str) -> None:
+        """Start nn's ZKFC again (it must not be running)."""
+        name = self.zkfc_of(nn)
+        d = spawn(
+            name,
+            ["zkfc", "--config", str(self.toml), "--id", nn],
+            self.dir / "logs" / f"{name}.log",
+            self.dir / "run" / f"{name}.ready",
+        )
+        wait_ready([d], timeout=60)
+        self.info[name]["pid"] = d.pid
+        self.save()
+
+    def fsshell_works(self, tag: str) -> None:
+        """The genuine FsShell, given only hadoop-conf, makes /fsshell/<tag> and lists it."""
+        check(hadoop_fs(self.conf, "-mkdir", "-p", f"/fsshell/{tag}"))
+        out = check(hadoop_fs(self.conf, "-ls", "/fsshell"))
+        listed = {line.split()[-1] for line in out.splitlines() if line.startswith("d")}
+        assert f"/fsshell/{tag}" in listed, out
+
+    def namespace_paths(self, nn: str, dirs: list[str]) -> set[str]:
+        """Every path in dirs (one level) as nn alone answers."""
+
+        async def walk() -> set[str]:
+            async with NameNodeClient([self.rpc[nn]], timeout=60, max_rounds=1) as c:
+                out: set[str] = set()
+                for d in dirs:
+                    for st in await c.listing(d) or []:
+                        out.add(f"{d}/{st.name}")
+                return out
+
+        return asyncio.run(walk())
+
+    def journal_bytes(self) -> list[bytes]:
+        """Every JournalNode's edit files, concatenated (one blob per JournalNode)."""
+        cfg = load_config(self.toml)
+        blobs = []
+        for jn in cfg.journalnodes.values():
+            files = sorted(p for p in Path(jn.edits_dir).rglob("edits_*") if p.is_file())
+            assert files, f"no edit files under {jn.edits_dir}"
+            blobs.append(b"".join(p.read_bytes() for p in files))
+        return blobs
+
+
+def assert_all_acked_on(cluster: AutoCluster, rec: Recorder, nn: str) -> None:
+    """Every write acknowledged so far is in nn's namespace."""
+    acked = rec.acked_paths()
+    dirs = [*(f"/probe/{n}" for n in NAMENODES), *(f"/load/w{w}" for w in range(WORKERS))]
+    dirs.append("/fenced")
+    present = cluster.namespace_paths(nn, dirs)
+    missing = acked - present
+    assert not missing, f"acknowledged but not on {nn}: {sorted(missing)[:10]}"
+
+
+def other(nn: str) -> str:
+    """The other NameNode."""
+    return "nn2" if nn == "nn1" else "nn1"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AutoCluster]:
+    """The module's automatic-failover cluster (always stopped at the end)."""
+    d = tmp_path_factory.mktemp("autofailover") / "cluster"
+    with auto_cluster(
+        d, session_timeout_ms=SESSION_TIMEOUT_MS, health_rpc_timeout_ms=HEALTH_RPC_TIMEOUT_MS
+    ) as info:
+        yield AutoCluster(d.resolve(), dict(info))
+
+
+@pytest.fixture(scope="module")
+def rec(cluster: AutoCluster) -> Iterator[Recorder]:
+    """The workload and sampler, running through every test of the module."""
+    cluster.single_active()
+    r = Recorder(cluster.rpc).start()
+    try:
+        yield r
+    finally:
+        r.stop()
+
+
+# ---------------------------------------------------------------- the scenarios
+
+
+def test_sigstop_of_the_active_fails_over_and_the_old_active_is_fenced_when_it_wakes(
+    cluster: AutoCluster, rec: Recorder
+) -> None:
+    old = cluster.single_active()
+    new = other(old)
+    rec.wait_acks(old)
+    phase = Phase("SIGSTOP", old, new, time.monotonic())
+    pid = cluster.pid(old)
+    os.kill(pid, signal.SIGSTOP)
+    stopped = time.monotonic()  # from here on the old active answers only once it wakes
+    try:
+        took = cluster.wait_state(new, "active")
+        rec.wait_acks(new)
+        # a write sent to the sleeping old active directly: answered only when it wakes
+        asleep = rec.submit(rec.direct_mkdirs(old, "/fenced/sent-while-stopped"))
+        rec.wait_acks(new, 5)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    answer = asleep.result(PROBE_TIMEOUT_S + 10)
+    assert answer and not answer.startswith("no answer"), (
+        f"a write sent to {old} while it was stopped: {answer or 'ACKNOWLEDGED'}"
+    )
+    cluster.wait_state(old, "standby")
+    later = rec.run(rec.direct_mkdirs(old, "/fenced/sent-after-waking"), 60)
+    assert later == STANDBY, f"a write sent to {old} after it woke: {later or 'ACKNOWLEDGED'}"
+    wait_until(f"every direct write to {old} answered", lambda: rec.outstanding[old] == 0)
+    rec.wait_acks(new)
+    phase.end = time.monotonic()
+    assert cluster.states() == {new: "active", old: "standby"}
+
+    rec.check_phase(phase, strict_states=False)
+    # it woke fenced: nothing sent to it while it was stopped was acknowledged...
+    woke = rec.acks_by(old, stopped)
+    assert not woke, f"{old} acknowledged writes sent while it was stopped: {woke[:3]}"
+    assert_all_acked_on(cluster, rec, new)
+    # ... and none of them reached the namespace or the journal
+    with rec.lock:
+        refused = {p for p, nn, sent, _ in rec.refused if nn == old and sent >= stopped}
+    assert "/fenced/sent-while-stopped" in refused and len(refused) > 2, refused
+    present = cluster.namespace_paths(new, [f"/probe/{old}", "/fenced"])
+    assert not refused & present, f"refused writes on {new}: {sorted(refused & present)[:5]}"
+    for blob in cluster.journal_bytes():
+        leaked = [p for p in refused if p.encode() in blob]
+        assert not leaked, f"writes refused by {old} are in the journal: {leaked[:5]}"
+    print(
+        f"SIGSTOP of {old}: {new} active after {took:.1f}s; the {len(refused)} writes sent to "
+        f"{old} while it was stopped were refused when it woke ({answer})"
+    )
+    cluster.fsshell_works("after-sigstop")
+
+
+def test_the_active_zkfc_killed_the_other_takes_over_after_the_session_timeout(
+    cluster: AutoCluster, rec: Recorder
+) -> None:
+    old = cluster.single_active()
+    new = other(old)
+    rec.wait_acks(old)
+    phase = Phase("ZKFC kill -9", old, new, time.monotonic())
+    zkfc = cluster.zkfc_of(old)
+    cluster.kill9(zkfc)
+    t0 = time.monotonic()
+    cluster.wait_state(new, "active")
+    took = time.monotonic() - t0
+    assert took >= SESSION_TIMEOUT_MS / 1000 * 0.5, f"{new} active {took:.1f}s after the kill"
+    assert cluster.states() == {new: "active", old: "standby"}  # fenced gracefully
+    rec.wait_acks(new)
+    phase.end = time.monotonic()
+    print(f"kill -9 of {zkfc}: {new} active after {took:.1f}s")
+    rec.check_phase(phase, strict_states=True)
+    assert_all_acked_on(cluster, rec, new)
+    cluster.restart_zkfc(old)
+    rec.wait_acks(new)
+    assert cluster.states() == {new: "active", old: "standby"}
+    cluster.fsshell_works("after-zkfc-kill")
+
+
+def test_zookeeper_restart_changes_no_active(cluster: AutoCluster, rec: Recorder) -> None:
+    active = cluster.single_active()
+    rec.wait_acks(active)
+    phase = Phase("ZooKeeper restart", active, active, time.monotonic())
+    down_s = SESSION_TIMEOUT_MS * 1.5 / 1000  # longer than the session timeout
+
+    def while_down() -> None:
+        t_down = time.monotonic()
+        wait_until(
+            f"{active} acknowledging writes for {down_s:.1f}s with ZooKeeper down",
+            lambda: time.monotonic() - t_down > down_s and len(rec.acks_by(active, t_down)) >= 10,
+        )
+
+    restart_zookeeper(cluster, while_down)
+    t_back = time.monotonic()
+    # the sessions survived: both ZKFCs are back in, and nothing changes for a while
+    wait_until("two ZooKeeper clients", lambda: zookeeper_clients(cluster) >= 2)
+    wait_until(
+        f"{active} still acknowledging {SESSION_TIMEOUT_MS * 2} ms after ZooKeeper is back",
+        lambda: (
+            time.monotonic() - t_back > SESSION_TIMEOUT_MS * 2 / 1000
+            and len(rec.acks_by(active, t_back)) > 0
+        ),
+    )
+    phase.end = time.monotonic()
+    assert cluster.states() == {active: "active", other(active): "standby"}
+    rec.check_phase(phase, strict_states=True)
+    with rec.lock:
+        said = [s for s in rec.states if s.sent >= phase.start and s.nn != active]
+    assert said and all(s.state != "active" for s in said), "the standby said active"
+    assert_all_acked_on(cluster, rec, active)
+
+
+def test_graceful_failover_by_haadmin(cluster: AutoCluster, rec: Recorder) -> None:
+    old = cluster.single_active()
+    new = other(old)
+    rec.wait_acks(old)
+    phase = Phase("haadmin -failover", old, new, time.monotonic())
+    r = run_qjm("haadmin", "--config", str(cluster.toml), "-failover", old, new, timeout=120)
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert "Failover to NameNode at" in r.stdout and "successful" in r.stdout, r.stdout
+    assert cluster.states() == {new: "active", old: "standby"}
+    rec.wait_acks(new)
+    phase.end = time.monotonic()
+    rec.check_phase(phase, strict_states=True)
+    assert_all_acked_on(cluster, rec, new)
+    cluster.fsshell_works("after-graceful-failover")
+
+
+def test_kill9_of_the_active_namenode(cluster: AutoCluster, rec: Recorder) -> None:
+    old = cluster.single_active()
+    new = other(old)
+    rec.wait_acks(old)
+    phase = Phase("NameNode kill -9", old, new, time.monotonic())
+    cluster.kill9(old)
+    took = cluster.wait_state(new, "active")
+    rec.wait_acks(new)
+    phase.end = time.monotonic()
+    print(f"kill -9 of {old}: {new} active after {took:.1f}s")
+    rec.check_phase(phase, strict_states=True)
+    assert_all_acked_on(cluster, rec, new)
+    cluster.fsshell_works("after-namenode-kill")
+
+
+# ---------------------------------------------------------------- ZooKeeper
+
+
+def zookeeper_clients(cluster: AutoCluster) -> int:
+    """How many client connections the ZooKeeper server has (mntr)."""
+    from qjm.cluster.zookeeper import four_letter_word
+
+    out = four_letter_word(str(cluster.info["zk1"]["rpc"]), "mntr", 2.0)
+    for line in out.splitlines():
+        key, _, value = line.partition("\t")
+        if key == "zk_num_alive_connections":
+            return int(value)
+    return 0
+
+
+def restart_zookeeper(cluster: AutoCluster, while_down: Callable[[], None]) -> None:
+    """Stop the ZooKeeper server, run while_down, start it again on its config and data."""
+    from qjm.cluster.zookeeper import (
+        DEFAULT_JVM_OPTIONS,
+        MAIN,
+        ZooKeeperEnsemble,
+        ZooKeeperMember,
+        find_java,
+        zookeeper_classpath,
+    )
+
+    entry = cluster.info["zk1"]
+    stop_pid(int(entry["pid"]))
+    assert not pid_alive(int(entry["pid"]))
+    while_down()
+    zk_dir = cluster.dir / "zookeeper"
+    member = ZooKeeperMember(
+        myid=1,
+        client_port=int(str(entry["rpc"]).rsplit(":", 1)[1]),
+        quorum_port=None,
+        election_port=None,
+        config=zk_dir / "conf" / "zk1.cfg",
+        data_dir=zk_dir / "data" / "zk1",
+        log=Path(entry["log"]),
+    )
+    argv = [find_java(), *DEFAULT_JVM_OPTIONS, "-cp", zookeeper_classpath(), MAIN]
+    ensemble = ZooKeeperEnsemble(zk_dir, [member], argv, 60.0)
+    ensemble.start()
+    entry["pid"] = member.pid
+    cluster.save()
