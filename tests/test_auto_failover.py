@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import os
+import re
 import signal
 import threading
 import time
@@ -78,7 +80,9 @@ def wait_until(what: str, cond: Callable[[], T], timeout: float = FAILOVER_DEADL
 @dataclass(frozen=True)
 class Ack:
     """An acknowledged write: its path, the NameNode that acknowledged it, when (monotonic)
-    it was sent and answered, and (for the sampler's writes) its round."""
+    the call was made and answered, and (for the sampler's writes) its round. An HA client
+    may have retried the call on the other NameNode: the attempt that was acknowledged was
+    sent at or after `sent`."""
 
     path: str
     nn: str
@@ -107,6 +111,7 @@ class Phase:
     new: str
     start: float
     end: float = float("inf")
+    strict_states: bool = True  # never two NameNodes saying active at one sampled instant
 
 
 def mkdirs_request(path: str) -> cn.MkdirsRequestProto:
@@ -130,6 +135,7 @@ class Recorder:
         self.unknown: list[str] = []  # sent, no answer (timed out, connection lost)
         self.states: list[Answer] = []
         self.outstanding = dict.fromkeys(rpc, 0)
+        self.phases: list[Phase] = []  # the phases checked, in order
         self.lock = threading.Lock()
         self.loop = asyncio.new_event_loop()
         self.stopping = False
@@ -299,6 +305,8 @@ class Recorder:
 
     def check_phase(self, phase: Phase, *, strict_states: bool) -> None:
         """The no-split-brain checks of one phase (see the module doc)."""
+        phase.strict_states = strict_states
+        self.phases.append(phase)
         with self.lock:
             acks = [a for a in self.acks if phase.start <= a.sent < phase.end]
             states = [s for s in self.states if phase.start <= s.sent < phase.end]
@@ -316,7 +324,7 @@ class Recorder:
         olds = [a for a in acks if a.nn == phase.old]
         news = [a for a in acks if a.nn == phase.new]
         if phase.old == phase.new:
-            others = [a for a in acks if a.nn != phase.old]
+            others = [a for a in acks if a.nn != phase.old and a.answered < phase.end]
             assert not others, f"{phase.name}: no failover expected, but {others[:3]}"
         elif news and olds:
             first_new = min(news, key=lambda a: a.answered)
@@ -420,18 +428,30 @@ class AutoCluster:
                 on_disk[name]["pid"] = entry["pid"]
         path.write_text(json.dumps(on_disk, indent=2) + "\n")
 
-    def restart_zkfc(self, nn: str) -> None:
-        """Start nn's ZKFC again (it must not be running)."""
-        name = self.zkfc_of(nn)
+    def restart(self, name: str, argv: list[str]) -> None:
+        """Start the daemon called name again with `qjm <argv>` (it must not be running)."""
         d = spawn(
             name,
-            ["zkfc", "--config", str(self.toml), "--id", nn],
+            [*argv, "--config", str(self.toml)],
             self.dir / "logs" / f"{name}.log",
             self.dir / "run" / f"{name}.ready",
         )
         wait_ready([d], timeout=60)
         self.info[name]["pid"] = d.pid
         self.save()
+
+    def restart_zkfc(self, nn: str) -> None:
+        """Start nn's ZKFC again (it must not be running)."""
+        self.restart(self.zkfc_of(nn), ["zkfc", "--id", nn])
+
+    def ensure_running(self) -> None:
+        """Start again every NameNode and ZKFC an earlier test left stopped."""
+        for nn in NAMENODES:
+            if not pid_alive(self.pid(nn)):
+                self.restart(nn, ["namenode", "--id", nn])
+        for nn in NAMENODES:
+            if not pid_alive(self.pid(self.zkfc_of(nn))):
+                self.restart_zkfc(nn)
 
     def fsshell_works(self, tag: str) -> None:
         """The genuine FsShell, given only hadoop-conf, makes /fsshell/<tag> and lists it."""
@@ -506,6 +526,7 @@ def rec(cluster: AutoCluster) -> Iterator[Recorder]:
 def test_sigstop_of_the_active_fails_over_and_the_old_active_is_fenced_when_it_wakes(
     cluster: AutoCluster, rec: Recorder
 ) -> None:
+    cluster.ensure_running()
     old = cluster.single_active()
     new = other(old)
     rec.wait_acks(old)
@@ -557,6 +578,7 @@ def test_sigstop_of_the_active_fails_over_and_the_old_active_is_fenced_when_it_w
 def test_the_active_zkfc_killed_the_other_takes_over_after_the_session_timeout(
     cluster: AutoCluster, rec: Recorder
 ) -> None:
+    cluster.ensure_running()
     old = cluster.single_active()
     new = other(old)
     rec.wait_acks(old)
@@ -580,6 +602,7 @@ def test_the_active_zkfc_killed_the_other_takes_over_after_the_session_timeout(
 
 
 def test_zookeeper_restart_changes_no_active(cluster: AutoCluster, rec: Recorder) -> None:
+    cluster.ensure_running()
     active = cluster.single_active()
     rec.wait_acks(active)
     phase = Phase("ZooKeeper restart", active, active, time.monotonic())
@@ -592,10 +615,15 @@ def test_zookeeper_restart_changes_no_active(cluster: AutoCluster, rec: Recorder
             lambda: time.monotonic() - t_down > down_s and len(rec.acks_by(active, t_down)) >= 10,
         )
 
+    sessions = zookeeper_sessions(cluster)
+    assert len(sessions) == 2, f"the ZKFCs' sessions: {sessions}"
     restart_zookeeper(cluster, while_down)
+    # both ZKFCs are back on their sessions (they survived), and nothing changes for a while
+    wait_until(
+        f"the ZKFCs' sessions {sorted(sessions)} back",
+        lambda: zookeeper_sessions(cluster) == sessions,
+    )
     t_back = time.monotonic()
-    # the sessions survived: both ZKFCs are back in, and nothing changes for a while
-    wait_until("two ZooKeeper clients", lambda: zookeeper_clients(cluster) >= 2)
     wait_until(
         f"{active} still acknowledging {SESSION_TIMEOUT_MS * 2} ms after ZooKeeper is back",
         lambda: (
@@ -613,6 +641,7 @@ def test_zookeeper_restart_changes_no_active(cluster: AutoCluster, rec: Recorder
 
 
 def test_graceful_failover_by_haadmin(cluster: AutoCluster, rec: Recorder) -> None:
+    cluster.ensure_running()
     old = cluster.single_active()
     new = other(old)
     rec.wait_acks(old)
@@ -629,6 +658,7 @@ def test_graceful_failover_by_haadmin(cluster: AutoCluster, rec: Recorder) -> No
 
 
 def test_kill9_of_the_active_namenode(cluster: AutoCluster, rec: Recorder) -> None:
+    cluster.ensure_running()
     old = cluster.single_active()
     new = other(old)
     rec.wait_acks(old)
@@ -641,21 +671,22 @@ def test_kill9_of_the_active_namenode(cluster: AutoCluster, rec: Recorder) -> No
     rec.check_phase(phase, strict_states=True)
     assert_all_acked_on(cluster, rec, new)
     cluster.fsshell_works("after-namenode-kill")
+    # started again, it comes back as the standby (its ZKFC makes it so)
+    cluster.ensure_running()
+    cluster.wait_state(old, "standby")
+    rec.wait_acks(new)
+    assert cluster.states() == {new: "active", old: "standby"}
 
 
 # ---------------------------------------------------------------- ZooKeeper
 
 
-def zookeeper_clients(cluster: AutoCluster) -> int:
-    """How many client connections the ZooKeeper server has (mntr)."""
+def zookeeper_sessions(cluster: AutoCluster) -> set[str]:
+    """The ids of the sessions connected to the ZooKeeper server now (cons)."""
     from qjm.cluster.zookeeper import four_letter_word
 
-    out = four_letter_word(str(cluster.info["zk1"]["rpc"]), "mntr", 2.0)
-    for line in out.splitlines():
-        key, _, value = line.partition("\t")
-        if key == "zk_num_alive_connections":
-            return int(value)
-    return 0
+    out = four_letter_word(str(cluster.info["zk1"]["rpc"]), "cons", 2.0)
+    return set(re.findall(r"sid=(0x[0-9a-f]+)", out))
 
 
 def restart_zookeeper(cluster: AutoCluster, while_down: Callable[[], None]) -> None:
@@ -688,3 +719,32 @@ def restart_zookeeper(cluster: AutoCluster, while_down: Callable[[], None]) -> N
     ensemble.start()
     entry["pid"] = member.pid
     cluster.save()
+
+
+def test_the_whole_run_had_no_split_brain(rec: Recorder) -> None:
+    """At no sampled instant of the module did both NameNodes accept a write (nor, outside
+    the SIGSTOP, say active), and between the phases only the expected active acknowledged."""
+    assert rec.phases, "no phase was checked"
+    with rec.lock:
+        acks, states = list(rec.acks), list(rec.states)
+    by_round: dict[int, set[str]] = {}
+    for a in acks:
+        if a.round >= 0:
+            by_round.setdefault(a.round, set()).add(a.nn)
+    both = sorted(r for r, nns in by_round.items() if len(nns) > 1)
+    assert not both, f"both NameNodes accepted a write at sampled instants {both[:5]}"
+    lax = [(p.start, p.end) for p in rec.phases if not p.strict_states]
+    actives: dict[int, set[str]] = {}
+    for s in states:
+        if s.state == "active" and not any(a <= s.sent < b for a, b in lax):
+            actives.setdefault(s.round, set()).add(s.nn)
+    two = sorted(r for r, nns in actives.items() if len(nns) > 1)
+    assert not two, f"both NameNodes said active at sampled instants {two[:5]}"
+    gaps = [(0.0, rec.phases[0].start, rec.phases[0].old)]
+    gaps += [(p.end, q.start, p.new) for p, q in itertools.pairwise(rec.phases)]
+    gaps.append((rec.phases[-1].end, float("inf"), rec.phases[-1].new))
+    for start, end, active in gaps:
+        # an HA client's call sent in a gap may be answered, after a retry, by the next active
+        stray = [a for a in acks if start <= a.sent and a.answered < end and a.nn != active]
+        assert not stray, f"acknowledged by another NameNode than the active {active}: {stray[:3]}"
+    print(f"{len(acks)} writes acknowledged, {len(by_round)} sampled instants with one accepted")
