@@ -55,6 +55,7 @@ MAX_OUTSTANDING = 40  # direct writes waiting for one NameNode's answer (a stopp
 PROBE_TIMEOUT_S = 90.0  # a direct write waits this long for its answer
 FAILOVER_DEADLINE_S = 60.0  # generous: a 2-core machine shared with other test runs
 WORKERS = 2
+WORKLOAD_PAUSE_S = 0.01  # between one worker's calls
 NAMENODES = ("nn1", "nn2")
 STANDBY = "org.apache.hadoop.ipc.StandbyException"
 
@@ -212,6 +213,7 @@ class Recorder:
                 ack = Ack(path, self.name_of[client.current], sent, time.monotonic())
                 with self.lock:
                     self.acks.append(ack)
+                await asyncio.sleep(WORKLOAD_PAUSE_S)  # pacing: leave the CPUs to the daemons
 
     # ---- the sampler
 
@@ -353,6 +355,36 @@ class Recorder:
                     f"{phase.name}: {phase.old} said active after {phase.new} did: "
                     f"{late_states[:3]}"
                 )
+
+    def check_whole_run(self) -> None:
+        """The checks over everything recorded: no sampled instant with two NameNodes
+        accepting a write or (outside lax phases) saying active; between the phases checked,
+        only the expected active acknowledged writes."""
+        assert self.phases, "no phase was checked"
+        with self.lock:
+            acks, states = list(self.acks), list(self.states)
+        by_round: dict[int, set[str]] = {}
+        for a in acks:
+            if a.round >= 0:
+                by_round.setdefault(a.round, set()).add(a.nn)
+        both = sorted(r for r, nns in by_round.items() if len(nns) > 1)
+        assert not both, f"both NameNodes accepted a write at sampled instants {both[:5]}"
+        lax = [(p.start, p.end) for p in self.phases if not p.strict_states]
+        actives: dict[int, set[str]] = {}
+        for s in states:
+            if s.state == "active" and not any(a <= s.sent < b for a, b in lax):
+                actives.setdefault(s.round, set()).add(s.nn)
+        two = sorted(r for r, nns in actives.items() if len(nns) > 1)
+        assert not two, f"both NameNodes said active at sampled instants {two[:5]}"
+        gaps = [(0.0, self.phases[0].start, self.phases[0].old)]
+        gaps += [(p.end, q.start, p.new) for p, q in itertools.pairwise(self.phases)]
+        gaps.append((self.phases[-1].end, float("inf"), self.phases[-1].new))
+        for start, end, active in gaps:
+            # an HA client's call sent in a gap may be answered, after a retry, by the next
+            # active
+            stray = [a for a in acks if start <= a.sent and a.answered < end and a.nn != active]
+            assert not stray, f"acknowledged by another NameNode than {active}: {stray[:3]}"
+        print(f"{len(acks)} writes acknowledged, {len(by_round)} sampled instants")
 
 
 # ---------------------------------------------------------------- the cluster
@@ -518,6 +550,49 @@ def rec(cluster: AutoCluster) -> Iterator[Recorder]:
         yield r
     finally:
         r.stop()
+
+
+# ---------------------------------------------------------------- the checks themselves
+
+
+def test_the_split_brain_checks_fail_on_what_they_look_for() -> None:
+    """The checks above on made-up recordings: each kind of split brain is caught."""
+
+    def recorder(acks: list[Ack], states: list[Answer]) -> Recorder:
+        r = Recorder({"nn1": "127.0.0.1:1", "nn2": "127.0.0.1:2"})
+        r.loop.close()  # never started: only its records are used
+        r.acks, r.states = list(acks), list(states)
+        return r
+
+    def fails(check: Callable[[], None], what: str) -> None:
+        with pytest.raises(AssertionError, match=what):
+            check()
+
+    rounds = [Answer(r, nn, "standby", r, r) for r in range(10) for nn in NAMENODES]
+    fine = [Ack("/a", "nn1", 1, 2, 1), Ack("/b", "nn2", 5, 6, 5), Ack("/c", "nn2", 7, 8)]
+    recorder(fine, rounds).check_phase(Phase("p", "nn1", "nn2", 0, 9), strict_states=True)
+    # both accepted a direct write at one sampled instant
+    same = [*fine, Ack("/d", "nn1", 5, 5.5, 5)]
+    r = recorder(same, rounds)
+    fails(lambda: r.check_phase(Phase("p", "nn1", "nn2", 0, 9), strict_states=True), "rounds")
+    # the old active acknowledged a write sent after the new one acknowledged one
+    late = [*fine, Ack("/e", "nn1", 6.5, 7)]
+    r = recorder(late, rounds)
+    fails(lambda: r.check_phase(Phase("p", "nn1", "nn2", 0, 9), strict_states=True), "after")
+    # both said active at one instant; the old said active after the new did
+    two = [*rounds, Answer(3, "nn1", "active", 3, 3), Answer(3, "nn2", "active", 3, 3)]
+    r = recorder(fine, two)
+    fails(lambda: r.check_phase(Phase("p", "nn1", "nn2", 0, 9), strict_states=True), "said")
+    after = [*rounds, Answer(4, "nn2", "active", 4, 4), Answer(6, "nn1", "active", 6, 6)]
+    r = recorder(fine, after)
+    fails(lambda: r.check_phase(Phase("p", "nn1", "nn2", 0, 9), strict_states=True), "said")
+    # no failover expected, but the other one acknowledged
+    r = recorder(fine, rounds)
+    fails(lambda: r.check_phase(Phase("p", "nn2", "nn2", 0, 9), strict_states=True), "no fail")
+    # between phases, only the expected active acknowledges
+    r = recorder([*fine, Ack("/f", "nn1", 9.5, 9.6)], rounds)
+    r.check_phase(Phase("p", "nn1", "nn2", 0, 9), strict_states=True)
+    fails(r.check_whole_run, "another NameNode")
 
 
 # ---------------------------------------------------------------- the scenarios
@@ -724,27 +799,4 @@ def restart_zookeeper(cluster: AutoCluster, while_down: Callable[[], None]) -> N
 def test_the_whole_run_had_no_split_brain(rec: Recorder) -> None:
     """At no sampled instant of the module did both NameNodes accept a write (nor, outside
     the SIGSTOP, say active), and between the phases only the expected active acknowledged."""
-    assert rec.phases, "no phase was checked"
-    with rec.lock:
-        acks, states = list(rec.acks), list(rec.states)
-    by_round: dict[int, set[str]] = {}
-    for a in acks:
-        if a.round >= 0:
-            by_round.setdefault(a.round, set()).add(a.nn)
-    both = sorted(r for r, nns in by_round.items() if len(nns) > 1)
-    assert not both, f"both NameNodes accepted a write at sampled instants {both[:5]}"
-    lax = [(p.start, p.end) for p in rec.phases if not p.strict_states]
-    actives: dict[int, set[str]] = {}
-    for s in states:
-        if s.state == "active" and not any(a <= s.sent < b for a, b in lax):
-            actives.setdefault(s.round, set()).add(s.nn)
-    two = sorted(r for r, nns in actives.items() if len(nns) > 1)
-    assert not two, f"both NameNodes said active at sampled instants {two[:5]}"
-    gaps = [(0.0, rec.phases[0].start, rec.phases[0].old)]
-    gaps += [(p.end, q.start, p.new) for p, q in itertools.pairwise(rec.phases)]
-    gaps.append((rec.phases[-1].end, float("inf"), rec.phases[-1].new))
-    for start, end, active in gaps:
-        # an HA client's call sent in a gap may be answered, after a retry, by the next active
-        stray = [a for a in acks if start <= a.sent and a.answered < end and a.nn != active]
-        assert not stray, f"acknowledged by another NameNode than the active {active}: {stray[:3]}"
-    print(f"{len(acks)} writes acknowledged, {len(by_round)} sampled instants with one accepted")
+    rec.check_whole_run()
