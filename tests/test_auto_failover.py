@@ -9,11 +9,14 @@ session and health timeouts) and, all along, a Recorder:
 * a sampler that every SAMPLE_S sends, at the same instant, a direct mkdirs to each NameNode
   (no failover: it asks that NameNode whether it accepts a write) and asks each its HA state.
 
-Each test drives one fault, waits (with deadlines) for its outcome, then checks its phase:
-every acknowledged op is on the final active; no sampled instant had two NameNodes accepting
-a write; acknowledgements never interleave across the failover (once the new active
-acknowledged a write, the old one never acknowledges a write sent after that); and the genuine
-Hadoop FsShell, given only DIR/hadoop-conf, works after the failover.
+The faults, one test each: SIGSTOP of the active NameNode (then SIGCONT: it must wake fenced),
+kill -9 of the active's ZKFC, a ZooKeeper restart (no failover), `qjm haadmin -failover`
+(graceful), kill -9 of the active NameNode. Each test waits (with deadlines) for the outcome,
+then checks its phase: every acknowledged op is on the final active; no sampled instant had
+two NameNodes accepting a write; acknowledgements never interleave across the failover (once
+the new active acknowledged a write, the old one never acknowledges a write sent after that);
+and the genuine Hadoop FsShell, given only DIR/hadoop-conf, works after the failover. The last
+test checks the whole recording, gaps between the phases included.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+import hadoop_clients
 from conftest import run_qjm
 from ha_cluster import auto_cluster, ha_states
 from hadoop_clients import check, hadoop_fs
@@ -64,18 +68,7 @@ T = TypeVar("T")
 
 def wait_until(what: str, cond: Callable[[], T], timeout: float = FAILOVER_DEADLINE_S) -> T:
     """Poll cond until it is truthy; fail naming what after timeout."""
-    deadline = time.monotonic() + timeout
-    last: BaseException | None = None
-    while True:
-        try:
-            value = cond()
-            if value:
-                return value
-        except Exception as e:  # not there yet; shown if it never is
-            last = e
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not reached after {timeout:.0f}s (last error: {last!r})")
-        time.sleep(0.05)  # polling a condition with a deadline
+    return hadoop_clients.wait_until(what, cond, timeout)
 
 
 @dataclass(frozen=True)
@@ -399,6 +392,7 @@ class AutoCluster:
         self.toml = Path(info["config"])
         self.conf = Path(info["hadoop_conf"])
         self.rpc = {nn: str(info[nn]["rpc"]) for nn in NAMENODES}
+        self.fsshell_made: list[str] = []  # directories the FsShell made, in order
 
     def state(self, nn: str, timeout: float = 2.0) -> str:
         """nn's HA state (active, standby, ...) or '?' when it does not answer in time."""
@@ -485,12 +479,18 @@ class AutoCluster:
             if not pid_alive(self.pid(self.zkfc_of(nn))):
                 self.restart_zkfc(nn)
 
-    def fsshell_works(self, tag: str) -> None:
-        """The genuine FsShell, given only hadoop-conf, makes /fsshell/<tag> and lists it."""
+    def fsshell_works(self, tag: str, active: str, *, ls: bool = False) -> None:
+        """The genuine FsShell, given only hadoop-conf, makes /fsshell/<tag> (on the active);
+        with ls it then lists /fsshell: every directory it made, after each failover, is
+        there (a JVM start each: the suite's time)."""
         check(hadoop_fs(self.conf, "-mkdir", "-p", f"/fsshell/{tag}"))
+        self.fsshell_made.append(f"/fsshell/{tag}")
+        assert f"/fsshell/{tag}" in self.namespace_paths(active, ["/fsshell"])
+        if not ls:
+            return
         out = check(hadoop_fs(self.conf, "-ls", "/fsshell"))
         listed = {line.split()[-1] for line in out.splitlines() if line.startswith("d")}
-        assert f"/fsshell/{tag}" in listed, out
+        assert set(self.fsshell_made) <= listed, out
 
     def namespace_paths(self, nn: str, dirs: list[str]) -> set[str]:
         """Every path in dirs (one level) as nn alone answers."""
@@ -647,7 +647,7 @@ def test_sigstop_of_the_active_fails_over_and_the_old_active_is_fenced_when_it_w
         f"SIGSTOP of {old}: {new} active after {took:.1f}s; the {len(refused)} writes sent to "
         f"{old} while it was stopped were refused when it woke ({answer})"
     )
-    cluster.fsshell_works("after-sigstop")
+    cluster.fsshell_works("after-sigstop", new, ls=True)
 
 
 def test_the_active_zkfc_killed_the_other_takes_over_after_the_session_timeout(
@@ -673,7 +673,7 @@ def test_the_active_zkfc_killed_the_other_takes_over_after_the_session_timeout(
     cluster.restart_zkfc(old)
     rec.wait_acks(new)
     assert cluster.states() == {new: "active", old: "standby"}
-    cluster.fsshell_works("after-zkfc-kill")
+    cluster.fsshell_works("after-zkfc-kill", new)
 
 
 def test_zookeeper_restart_changes_no_active(cluster: AutoCluster, rec: Recorder) -> None:
@@ -729,7 +729,7 @@ def test_graceful_failover_by_haadmin(cluster: AutoCluster, rec: Recorder) -> No
     phase.end = time.monotonic()
     rec.check_phase(phase, strict_states=True)
     assert_all_acked_on(cluster, rec, new)
-    cluster.fsshell_works("after-graceful-failover")
+    cluster.fsshell_works("after-graceful-failover", new)
 
 
 def test_kill9_of_the_active_namenode(cluster: AutoCluster, rec: Recorder) -> None:
@@ -745,7 +745,7 @@ def test_kill9_of_the_active_namenode(cluster: AutoCluster, rec: Recorder) -> No
     print(f"kill -9 of {old}: {new} active after {took:.1f}s")
     rec.check_phase(phase, strict_states=True)
     assert_all_acked_on(cluster, rec, new)
-    cluster.fsshell_works("after-namenode-kill")
+    cluster.fsshell_works("after-namenode-kill", new, ls=True)
     # started again, it comes back as the standby (its ZKFC makes it so)
     cluster.ensure_running()
     cluster.wait_state(old, "standby")
