@@ -26,6 +26,7 @@ from qjm.cluster.launcher import (
     namenode_states,
     plan_cluster_ports,
 )
+from qjm.cluster.process import pid_alive
 from qjm.config import FailoverControllerSettings, NameNodeSettings, ZooKeeperSettings
 
 NAMENODES = ("nn1", "nn2")
@@ -126,3 +127,20 @@ def wait_single_active(
                 f"no single active NameNode{but} within {timeout_s:.0f}s; states seen: {history}"
             )
         time.sleep(0.1)
+
+
+def processes_of(directory: Path) -> list[int]:
+    """Pids of the live processes whose command line names directory (the cluster's daemons:
+    --config DIR/cluster.toml, ZooKeeper's DIR/zookeeper/conf/zkN.cfg)."""
+    needle = str(directory.resolve()).encode() + b"/"
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if needle in cmdline and pid_alive(int(entry.name)):
+            pids.append(int(entry.name))
+    return sorted(pids)

@@ -106,6 +106,10 @@ def test_cluster_up_refuses_namenode_counts_it_cannot_run(tmp_path: Path) -> Non
     assert r.returncode == 1 and "--namenodes 3" in r.stderr
     r = run_qjm("cluster", "up", "--dir", str(tmp_path / "c"), "--namenodes", "3")
     assert r.returncode == 1 and "--namenodes 3" in r.stderr
+    r = run_qjm(
+        "cluster", "up", "--dir", str(tmp_path / "c"), "--no-zookeeper", "--zookeeper-members", "3"
+    )
+    assert r.returncode == 1 and "--zookeeper-members 3" in r.stderr
     assert not (tmp_path / "c" / "cluster.json").exists()
 
 

@@ -88,6 +88,11 @@ def run_up(args: argparse.Namespace) -> int:
             "(one active, one standby); add --no-zookeeper for manual HA, or --namenodes 0 "
             "for JournalNodes only"
         )
+    if args.zookeeper_members != 1 and not automatic:
+        raise LaunchError(
+            f"--zookeeper-members {args.zookeeper_members}: ZooKeeper runs only with automatic "
+            "failover (2 NameNodes, without --no-zookeeper)"
+        )
     cluster = cluster_up(
         args.dir,
         journalnodes=args.journalnodes,
@@ -105,7 +110,6 @@ def run_up(args: argparse.Namespace) -> int:
     rows = [
         [
             name,
-            d.get("kind", ""),
             states.get(name, "") or _role(d),
             str(d["pid"]),
             d["rpc"],
@@ -114,7 +118,7 @@ def run_up(args: argparse.Namespace) -> int:
         ]
         for name, d in daemons.items()
     ]
-    print(render_table(["DAEMON", "KIND", "ROLE", "PID", "RPC", "HTTP", "LOG"], rows))
+    print(render_table(["DAEMON", "ROLE", "PID", "RPC", "HTTP", "LOG"], rows))
     print()
     print(f"shared edits: {cluster['shared_edits']}")
     print(f"config:       {cluster['config']}")
@@ -140,9 +144,17 @@ def _url(d: dict[str, Any]) -> str:
 
 
 def _role(d: dict[str, Any]) -> str:
-    if d.get("kind") == "zkfc":
-        return f"for {d.get('namenode', '?')}"
+    """What the ROLE column says of a daemon without an HA state or ZooKeeper mode."""
+    kind = d.get("kind")
+    if kind == "zkfc":
+        return f"zkfc of {d.get('namenode', '?')}"
+    if kind == "zookeeper":
+        return "zookeeper"
     return ""
+
+
+def _zk_mode(d: dict[str, Any]) -> str:
+    return f"zookeeper {d['mode']}" if d.get("mode") else ""
 
 
 def cluster_status(directory: Path) -> dict[str, Any]:
@@ -174,16 +186,15 @@ def print_status(st: dict[str, Any]) -> None:
     rows = [
         [
             name,
-            d.get("kind", ""),
             "running" if d["running"] else "stopped",
-            d.get("ha_state") or d.get("mode") or _role(d),
+            d.get("ha_state") or _zk_mode(d) or _role(d),
             str(d.get("pid") or "-"),
             d.get("rpc", "-"),
             _url(d),
         ]
         for name, d in st["daemons"].items()
     ]
-    print(render_table(["DAEMON", "KIND", "STATE", "ROLE", "PID", "RPC", "HTTP"], rows))
+    print(render_table(["DAEMON", "STATE", "ROLE", "PID", "RPC", "HTTP"], rows))
     if st.get("zookeeper"):
         print()
         print(f"zookeeper {st['zookeeper']} (automatic failover)")

@@ -570,9 +570,15 @@ def cluster_down(directory: Path) -> list[str]:
     cluster = read_cluster(directory)
     stopped = []
     daemons = sorted(daemons_of(cluster).items(), key=lambda kv: _stop_rank(kv[1].get("kind")))
+    ranks = sorted({_stop_rank(d.get("kind")) for _, d in daemons})
+    # one kind at a time, the daemons of a kind together: both ZKFCs leave the election at
+    # once, so neither takes over while the other stops
+    with concurrent.futures.ThreadPoolExecutor(max(1, len(daemons))) as pool:
+        for rank in ranks:
+            group = [(n, d) for n, d in daemons if _stop_rank(d.get("kind")) == rank]
+            results = list(pool.map(lambda nd: stop_pid(nd[1]["pid"]), group))
+            stopped += [n for (n, _), ran in zip(group, results, strict=True) if ran]
     for name, d in daemons:
-        if stop_pid(d["pid"]):
-            stopped.append(name)
         d["pid"] = None
         ready = directory / "run" / f"{name}.ready"
         ready.unlink(missing_ok=True)
