@@ -133,7 +133,11 @@ async def test_one_active_unhealthy_fails_over_and_graceful_failover_moves_it(pa
     other = 1 - first
     await wait_for("the other standby", lambda: elector_state(pair.zkfcs[other]).name == "STANDBY")
     assert pair.nns[first].transitions == [("active", "REQUEST_BY_ZKFC")]
-    assert ("standby", "REQUEST_BY_ZKFC") in pair.nns[other].transitions
+    # the elector is STANDBY before its ZKFC's transitionToStandby call is answered
+    await wait_for(
+        "the other made standby",
+        lambda: ("standby", "REQUEST_BY_ZKFC") in pair.nns[other].transitions,
+    )
 
     pair.nns[first].healthy = False  # monitorHealth fails: its ZKFC quits the election
     await wait_for("the other active", lambda: pair.active() == [other])
