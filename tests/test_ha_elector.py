@@ -16,6 +16,7 @@ from qjm.ha.elector import (
     ActiveStandbyElector,
     ElectorError,
     ElectorState,
+    KazooStore,
     Node,
     NodeExists,
     ParentZNodeMissingError,
@@ -481,3 +482,14 @@ async def test_a_failed_zookeeper_operation_is_retried_later() -> None:
         assert a.events == ["active"]
     finally:
         await ea.close()
+
+
+@pytest.mark.parametrize("session_timeout_s", [3.0, 10.0])
+def test_reconnect_attempts_leave_time_within_the_session_timeout(session_timeout_s: float) -> None:
+    """After a ZooKeeper restart the session survives only if the client is back within
+    the session timeout: the wait between reconnect attempts (jitter included) stays a
+    small part of it, whatever the timeout."""
+    store = KazooStore("127.0.0.1:1", session_timeout_s=session_timeout_s)
+    retry = store._zk._conn_retry
+    longest = retry.max_delay * (1 + retry.max_jitter)
+    assert longest <= session_timeout_s / 6, longest

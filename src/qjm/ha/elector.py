@@ -233,7 +233,13 @@ class KazooStore:
             auth_data=auth or None,
             default_acl=acl,
             command_retry={"max_tries": op_retries, "delay": 0.1, "max_delay": 1.0},
-            connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
+            # a session survives a ZooKeeper restart only if the client is back within the
+            # session timeout: reconnect attempts come at most a tenth of it apart
+            connection_retry={
+                "max_tries": -1,
+                "delay": min(0.1, session_timeout_s / 40),
+                "max_delay": min(1.0, session_timeout_s / 10),
+            },
         )
         self._zk.add_listener(self._on_state)
 

@@ -39,7 +39,7 @@ from qjm.ha.health_monitor import (
     HealthState,
     ServiceStatus,
 )
-from qjm.ipc import CallContext, IpcClient, IpcServer, Method
+from qjm.ipc import CallContext, IpcClient, IpcServer, Method, RpcTimeoutError
 from qjm.namenode.client import HAAdminClient
 from qjm.namenode.errors import AccessControlError
 from qjm.namenode.types import HAState
@@ -52,6 +52,11 @@ SERVICE_FAILED = "org.apache.hadoop.ha.ServiceFailedException"
 DEFAULT_ZKFC_PORT = 8019  # dfs.ha.zkfc.port
 DEFAULT_GRACEFUL_FENCE_TIMEOUT_S = 5.0  # ha.failover-controller.graceful-fence.rpc-timeout.ms
 DEFAULT_NEW_ACTIVE_TIMEOUT_S = 60.0  # ha.failover-controller.new-active.rpc-timeout.ms
+
+
+def _timed_out(e: BaseException) -> bool:
+    """Whether e is a call that got no answer in time (asyncio's or the IPC client's)."""
+    return isinstance(e, (TimeoutError, RpcTimeoutError))
 
 
 class ZkfcError(QjmError):
@@ -348,7 +353,10 @@ class ZKFailoverController:
                     client.transition_to_standby(by_zkfc=True), s.graceful_fence_timeout_s
                 )
         except Exception as e:
-            log.warning("zkfc: graceful fencing of %s (%s) failed: %s", old.namenodeId, address, e)
+            why = f"no answer within {s.graceful_fence_timeout_s:g} s" if _timed_out(e) else e
+            log.warning(
+                "zkfc: graceful fencing of %s (%s) failed: %s", old.namenodeId, address, why
+            )
         else:
             log.info("zkfc: %s (%s) went standby without fencing", old.namenodeId, address)
             self.fenced.append(old.namenodeId)
