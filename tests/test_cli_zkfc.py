@@ -7,29 +7,14 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 from conftest import run_qjm
 from nn_fakes import FakeNameNode, ServedInThread
-from qjm.cluster.zookeeper import start_zookeeper
 from qjm.config import load_config
-
-
-@pytest.fixture(scope="module")
-def zookeeper() -> Iterator[str]:
-    """A standalone ZooKeeper for this module's tests; yields its connect string."""
-    with tempfile.TemporaryDirectory(prefix="qjm-test-zk-") as tmp:
-        ensemble = start_zookeeper(Path(tmp))
-        try:
-            yield ensemble.connect_string
-        finally:
-            ensemble.stop()
 
 
 def write_config(

@@ -9,9 +9,8 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,6 @@ from nn_fakes import FakeNameNode, ServedInThread, serve
 from nn_harness import copy_name_dir, format_cluster, make_config, start_nn
 from ports import free_address
 from qjm.cluster.hadoop_conf import client_properties, core_site, hdfs_site
-from qjm.cluster.zookeeper import start_zookeeper
 from qjm.config import ClusterConfig, config_from_dict, load_config
 from qjm.ha.fencing import NodeFencer
 from qjm.ha.zkfc import ZKFailoverController, ZKFCClient, ZkfcSettings
@@ -258,17 +256,6 @@ def test_haadmin_failover_without_a_zkfc_says_which_failed(tmp_path: Path) -> No
 
 
 # ---- real processes: ZooKeeper, two `qjm zkfc`, `qjm haadmin -failover` ------------------
-
-
-@pytest.fixture(scope="module")
-def zookeeper() -> Iterator[str]:
-    """A standalone ZooKeeper for this module's tests; yields its connect string."""
-    with tempfile.TemporaryDirectory(prefix="qjm-test-zk-") as tmp:
-        ensemble = start_zookeeper(Path(tmp))
-        try:
-            yield ensemble.connect_string
-        finally:
-            ensemble.stop()
 
 
 def wait_until(what: str, cond: Callable[[], bool], within_s: float = 30.0) -> None:

@@ -29,17 +29,6 @@ from qjm.ha.elector import (
 SESSION_S = 4.0
 
 
-@pytest.fixture(scope="module")
-def zookeeper() -> Iterator[str]:
-    """A ZooKeeper shared by the tests of this module; yields host:port."""
-    with tempfile.TemporaryDirectory(prefix="qjm-test-zk-") as tmp:
-        ensemble = start_zookeeper(Path(tmp))
-        try:
-            yield ensemble.connect_string
-        finally:
-            ensemble.stop()
-
-
 @pytest.fixture
 def own_zookeeper() -> Iterator[ZooKeeperEnsemble]:
     """A ZooKeeper of the test's own, which the test may stop and restart."""

@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
 from nn_fakes import FakeNameNode, serve
-from qjm.cluster.zookeeper import start_zookeeper
 from qjm.ha.elector import ElectorState, KazooStore, node_info
 from qjm.ha.fencing import NodeFencer
 from qjm.ha.health_monitor import HealthMonitorSettings
@@ -28,17 +25,6 @@ FAST = HealthMonitorSettings(
     sleep_after_disconnect_s=0.05,
 )
 PARENT = "/qjm-ha-test"
-
-
-@pytest.fixture(scope="module")
-def zookeeper() -> Iterator[str]:
-    """A standalone ZooKeeper for this module's tests; yields its connect string."""
-    with tempfile.TemporaryDirectory(prefix="qjm-test-zk-") as tmp:
-        ensemble = start_zookeeper(Path(tmp))
-        try:
-            yield ensemble.connect_string
-        finally:
-            ensemble.stop()
 
 
 async def wait_for(what: str, cond: Callable[[], bool], within_s: float = 20.0) -> None:
