@@ -10,12 +10,13 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from conftest import JNFactory, run_qjm
+from hadoop_clients import wait_until
 from nn_fakes import FakeNameNode, ServedInThread, serve
 from nn_harness import copy_name_dir, format_cluster, make_config, start_nn
 from ports import free_address
@@ -256,16 +257,6 @@ def test_haadmin_failover_without_a_zkfc_says_which_failed(tmp_path: Path) -> No
 
 
 # ---- real processes: ZooKeeper, two `qjm zkfc`, `qjm haadmin -failover` ------------------
-
-
-def wait_until(what: str, cond: Callable[[], bool], within_s: float = 30.0) -> None:
-    """Poll cond until true; fail naming what after within_s."""
-    import time
-
-    deadline = time.monotonic() + within_s
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)  # polling a condition with a deadline
 
 
 def start_zkfc(cfg: Path, name: str, workdir: Path) -> subprocess.Popen[bytes]:
