@@ -15,7 +15,7 @@ import random
 import subprocess
 import sys
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -384,22 +384,10 @@ def _start_zookeeper(directory: Path, members: int, base: int | None) -> Any:
 
 def _format_zk(toml_path: Path) -> None:
     """`qjm zkfc format-zk`; a znode left by an earlier start of this cluster is kept."""
-    argv = ["zkfc", "format-zk", "--config", str(toml_path)]
-    try:
-        r = subprocess.run(
-            [sys.executable, "-m", "qjm", *argv],
-            capture_output=True,
-            text=True,
-            timeout=ADMIN_TIMEOUT_S,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired:
-        raise LaunchError(f"`qjm {' '.join(argv)}` took over {ADMIN_TIMEOUT_S:.0f}s") from None
-    if r.returncode == 0 or (r.returncode == 2 and "already exists" in r.stderr):
-        return
-    out = (r.stderr.strip() or r.stdout.strip()).splitlines()
-    raise LaunchError(
-        f"`qjm {' '.join(argv)}` failed (exit {r.returncode}): " + "\n".join(out[-5:])
+    run_admin(
+        ["zkfc", "format-zk", "--config", str(toml_path)],
+        "ZooKeeper",
+        ok=lambda r: r.returncode == 2 and "already exists" in r.stderr,
     )
 
 
@@ -537,8 +525,14 @@ def _start_namenodes(
     return out
 
 
-def run_admin(argv: list[str], name: str, timeout: float = ADMIN_TIMEOUT_S) -> str:
-    """Run `qjm <argv>` to completion; its stdout, or a LaunchError with its output."""
+def run_admin(
+    argv: list[str],
+    name: str,
+    timeout: float = ADMIN_TIMEOUT_S,
+    ok: Callable[[subprocess.CompletedProcess[str]], bool] | None = None,
+) -> str:
+    """Run `qjm <argv>` to completion; its stdout, or a LaunchError with its output unless
+    it exited 0 or ok(result) says its failure is fine."""
     try:
         r = subprocess.run(
             [sys.executable, "-m", "qjm", *argv],
@@ -549,7 +543,7 @@ def run_admin(argv: list[str], name: str, timeout: float = ADMIN_TIMEOUT_S) -> s
         )
     except subprocess.TimeoutExpired:
         raise LaunchError(f"`qjm {' '.join(argv)}` for {name} took over {timeout:.0f}s") from None
-    if r.returncode != 0:
+    if r.returncode != 0 and not (ok is not None and ok(r)):
         out = (r.stderr.strip() or r.stdout.strip()).splitlines()
         raise LaunchError(
             f"`qjm {' '.join(argv)}` for {name} failed (exit {r.returncode}): "
