@@ -1,13 +1,17 @@
 # qjm: two commands set everything up on a fresh Debian machine (as root):
-#   make demo   - a local cluster you can watch: 3 JournalNodes, 2 NameNodes, a workload
-#                 through a manual failover (make demo DEMO_ARGS="--dir D --base-port P")
+#   make demo   - a local cluster you can watch: ZooKeeper, 3 JournalNodes, 2 NameNodes and
+#                 their failover controllers; a workload while the active NameNode is killed
+#                 with kill -9 and the other takes over (the failover time is printed); it
+#                 stays up until Ctrl-C. make demo ARGS="--once" runs the scenario, stops the
+#                 cluster and exits (0 when every acknowledged op survived the failover);
+#                 other options: ARGS="--dir D --base-port P" (DEMO_ARGS works too)
 #   make test   - the whole test suite
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-DEBIAN_PACKAGES := zookeeper default-jre-headless curl
+DEBIAN_PACKAGES := zookeeper default-jre-headless curl chromium chromium-driver
 # protoc for `make proto` only: grpcio-tools (it bundles protoc) in a throwaway venv, so
 # neither grpc nor protoc is a dependency of the project. Its output targets protobuf 7.x.
 PROTOC_VENV := build/protoc-venv
@@ -26,7 +30,8 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)
 
-# Debian packages later parts need (ZooKeeper and a JRE); installed only when missing.
+# Debian packages the tests need (ZooKeeper and a JRE; Chromium and its driver for the status
+# page's browser test); installed only when missing.
 debian:
 	@missing=""; for p in $(DEBIAN_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
@@ -55,7 +60,7 @@ lint: install
 	$(VENV)/bin/mypy
 
 demo: install
-	$(PY) -m qjm.cluster.demo $(DEMO_ARGS)
+	$(PY) -m qjm.cluster.demo $(DEMO_ARGS) $(ARGS)
 
 # The side-by-side benchmark also needs etcd and ZooKeeper from Debian (installed when missing).
 bench: install

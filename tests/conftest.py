@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 
 from ports import free_address
 from qjm.cluster.process import Daemon, spawn, stop_pid, wait_ready
+from qjm.cluster.zookeeper import start_zookeeper
 from qjm.journalnode.journal import Journal
 
 # Real HDFS files from Apache Hadoop (Apache-2.0, see fixtures/hadoop/NOTICE), in the tree.
@@ -148,3 +150,14 @@ def journal(tmp_path: Path) -> Iterator[Journal]:
     j.format(NS, force=False)
     yield j
     j.close()
+
+
+@pytest.fixture(scope="module")
+def zookeeper() -> Iterator[str]:
+    """A standalone ZooKeeper (Debian's server) shared by a module's tests; yields host:port."""
+    with tempfile.TemporaryDirectory(prefix="qjm-test-zk-") as tmp:
+        ensemble = start_zookeeper(Path(tmp))
+        try:
+            yield ensemble.connect_string
+        finally:
+            ensemble.stop()

@@ -24,7 +24,8 @@ import hdfs_native
 from conftest import run_qjm
 from ports import free_port_block
 from qjm.cluster.hadoop_conf import fsshell_argv, hadoop_jars, read_site
-from qjm.cluster.process import pid_alive, spawn, wait_ready
+from qjm.cluster.launcher import start_daemons
+from qjm.cluster.process import pid_alive
 from qjm.ipc import IpcClient, RemoteError
 from qjm.namenode import protocols
 
@@ -180,18 +181,7 @@ class HACluster:
 
     def restart(self, nn: str) -> None:
         """Start nn again on its ports and name dir (it comes up standby)."""
-        d = spawn(
-            nn,
-            ["namenode", "--config", self.toml, "--id", nn],
-            self.dir / "logs" / f"{nn}.log",
-            self.dir / "run" / f"{nn}.ready",
-        )
-        wait_ready([d], timeout=60)
-        self.info[nn]["pid"] = d.pid
-        path = self.dir / "cluster.json"
-        on_disk = json.loads(path.read_text())
-        on_disk[nn]["pid"] = d.pid
-        path.write_text(json.dumps(on_disk, indent=2) + "\n")
+        self.info[nn]["pid"] = start_daemons(self.dir, [nn], timeout=60)[nn]
 
 
 def tree(client: hdfs_native.Client, root: str = "/") -> dict[str, tuple[bool, int, str, str, int]]:

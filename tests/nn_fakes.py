@@ -30,9 +30,16 @@ def make_namespace(superuser: str) -> Namespace:
 class FakeNameNode:
     """NameNodeService over an in-memory namespace; txid counts applied ops."""
 
-    def __init__(self, *, standby: bool = False, superuser: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        standby: bool = False,
+        superuser: str | None = None,
+        automatic_failover: bool = False,
+    ) -> None:
         self.superuser = superuser or getpass.getuser()
-        self.settings = NameNodeSettings()
+        # automatic_failover: ZKFCs may transition it, users only with --forcemanual
+        self.settings = NameNodeSettings(automatic_failover=automatic_failover)
         self.ns = make_namespace(self.superuser)
         self.standby = standby
         self.txid = 0

@@ -7,29 +7,13 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
-import time
 import uuid
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import pytest
-
 from conftest import run_qjm
+from hadoop_clients import wait_until
 from nn_fakes import FakeNameNode, ServedInThread
-from qjm.cluster.zookeeper import start_zookeeper
 from qjm.config import load_config
-
-
-@pytest.fixture(scope="module")
-def zookeeper() -> Iterator[str]:
-    """A standalone ZooKeeper for this module's tests; yields its connect string."""
-    with tempfile.TemporaryDirectory(prefix="qjm-test-zk-") as tmp:
-        ensemble = start_zookeeper(Path(tmp))
-        try:
-            yield ensemble.connect_string
-        finally:
-            ensemble.stop()
 
 
 def write_config(
@@ -56,13 +40,6 @@ def write_config(
     path.write_text("\n".join(lines))
     load_config(path)  # a valid config
     return path
-
-
-def wait_for(what: str, cond: Callable[[], bool], within_s: float = 30.0) -> None:
-    deadline = time.monotonic() + within_s
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)  # polling a condition with a deadline
 
 
 def test_format_zk_refuses_an_existing_znode_without_force(zookeeper: str, tmp_path: Path) -> None:
@@ -100,7 +77,10 @@ def test_clear_errors(zookeeper: str, tmp_path: Path) -> None:
 
 
 def test_two_zkfc_processes_make_one_namenode_active(zookeeper: str, tmp_path: Path) -> None:
-    nns = [FakeNameNode(standby=True), FakeNameNode(standby=True)]
+    nns = [
+        FakeNameNode(standby=True, automatic_failover=True),
+        FakeNameNode(standby=True, automatic_failover=True),
+    ]
     with ServedInThread(*nns) as served:
         cfg = write_config(tmp_path / "c.toml", zookeeper, served.addresses)
         assert run_qjm("zkfc", "format-zk", "--config", str(cfg)).returncode == 0
@@ -131,9 +111,9 @@ def test_two_zkfc_processes_make_one_namenode_active(zookeeper: str, tmp_path: P
                 log.close()
             for i in (1, 2):
                 ready = tmp_path / f"zkfc{i}.json"
-                wait_for(f"zkfc{i} ready", ready.exists)
+                wait_until(f"zkfc{i} ready", ready.exists)
                 assert json.loads(ready.read_text())["namenode"] == served.addresses[i - 1]
-            wait_for(
+            wait_until(
                 "one active, one standby",
                 lambda: (
                     sorted(nn.standby for nn in nns) == [False, True]
@@ -145,7 +125,7 @@ def test_two_zkfc_processes_make_one_namenode_active(zookeeper: str, tmp_path: P
             # the active's ZKFC stops: its lock goes, the other takes over
             procs[active].send_signal(signal.SIGTERM)
             assert procs[active].wait(timeout=30) == 0
-            wait_for("the other active", lambda: not nns[1 - active].standby)
+            wait_until("the other active", lambda: not nns[1 - active].standby)
             assert nns[active].transitions[-1] == ("standby", "REQUEST_BY_ZKFC")  # fenced
             assert nns[active].standby
         finally:

@@ -15,8 +15,9 @@ def test_cluster_up_status_down(tmp_path: Path) -> None:
     d = tmp_path / "cluster"
     base = free_port_block(6)
     up = run_qjm(
-        "cluster", "up", "--dir", str(d), "--journalnodes", "3", "--base-port", str(base), "--json"
-    )
+        "cluster", "up", "--dir", str(d), "--journalnodes", "3", "--namenodes", "0",
+        "--base-port", str(base), "--json",
+    )  # fmt: skip
     try:
         assert up.returncode == 0, up.stderr
         cluster = read_json(up.stdout)
@@ -75,7 +76,10 @@ def test_cluster_up_right_after_down_reuses_its_ports(tmp_path: Path) -> None:
     # Issue 8, D: the old daemons' connections linger in TIME_WAIT; that is not "in use".
     d = tmp_path / "cluster"
     base = free_port_block(2)
-    args = ("cluster", "up", "--dir", str(d), "--journalnodes", "1", "--base-port", str(base))
+    args = (
+        "cluster", "up", "--dir", str(d), "--journalnodes", "1", "--namenodes", "0",
+        "--base-port", str(base),
+    )  # fmt: skip
     up = run_qjm(*args)
     assert up.returncode == 0, up.stderr
     try:
@@ -91,14 +95,22 @@ def test_cluster_up_right_after_down_reuses_its_ports(tmp_path: Path) -> None:
         run_qjm("cluster", "down", "--dir", str(d))
 
 
-def test_cluster_up_with_namenodes_needs_no_zookeeper(tmp_path: Path) -> None:
-    r = run_qjm("cluster", "up", "--dir", str(tmp_path / "c"), "--namenodes", "2")
+def test_cluster_up_refuses_namenode_counts_it_cannot_run(tmp_path: Path) -> None:
+    # automatic failover (the default) runs exactly 2 NameNodes; manual HA up to 2
+    r = run_qjm("cluster", "up", "--dir", str(tmp_path / "c"), "--namenodes", "1")
     assert r.returncode == 1
-    assert "--no-zookeeper" in r.stderr and "ZooKeeper" in r.stderr
+    assert "--namenodes 1" in r.stderr and "--no-zookeeper" in r.stderr
     assert "Traceback" not in r.stderr
     assert not (tmp_path / "c" / "cluster.json").exists()
     r = run_qjm("cluster", "up", "--dir", str(tmp_path / "c"), "--namenodes", "3", "--no-zookeeper")
     assert r.returncode == 1 and "--namenodes 3" in r.stderr
+    r = run_qjm("cluster", "up", "--dir", str(tmp_path / "c"), "--namenodes", "3")
+    assert r.returncode == 1 and "--namenodes 3" in r.stderr
+    r = run_qjm(
+        "cluster", "up", "--dir", str(tmp_path / "c"), "--no-zookeeper", "--zookeeper-members", "3"
+    )
+    assert r.returncode == 1 and "--zookeeper-members 3" in r.stderr
+    assert not (tmp_path / "c" / "cluster.json").exists()
 
 
 def test_cluster_up_refuses_a_busy_namenode_port_before_starting_anything(tmp_path: Path) -> None:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from qjm.ha.elector import (
     ActiveStandbyElector,
     ElectorError,
     ElectorState,
+    KazooStore,
     Node,
     NodeExists,
     ParentZNodeMissingError,
@@ -26,17 +28,6 @@ from qjm.ha.elector import (
 )
 
 SESSION_S = 4.0
-
-
-@pytest.fixture(scope="module")
-def zookeeper() -> Iterator[str]:
-    """A ZooKeeper shared by the tests of this module; yields host:port."""
-    with tempfile.TemporaryDirectory(prefix="qjm-test-zk-") as tmp:
-        ensemble = start_zookeeper(Path(tmp))
-        try:
-            yield ensemble.connect_string
-        finally:
-            ensemble.stop()
 
 
 @pytest.fixture
@@ -103,14 +94,29 @@ async def make(hosts: str, ns: str, nn: str, app: App, **kwargs: object) -> Acti
     )
 
 
+@contextlib.asynccontextmanager
+async def two_electors(
+    hosts: str, b: App | None = None
+) -> AsyncIterator[tuple[str, App, App, ActiveStandbyElector, ActiveStandbyElector]]:
+    """nn1's and nn2's electors on hosts in a fresh nameservice (not joined); both closed at
+    the end. Yields (nameservice, nn1's app, nn2's app, nn1's elector, nn2's elector)."""
+    ns = fresh_ns()
+    a, b = App("nn1"), b or App("nn2")
+    ea = await make(hosts, ns, "nn1", a)
+    try:
+        eb = await make(hosts, ns, "nn2", b)
+        try:
+            yield ns, a, b, ea, eb
+        finally:
+            await eb.close()
+    finally:
+        await ea.close()
+
+
 async def test_one_wins_the_other_waits_then_takes_over_fencing_the_first(
     zookeeper: str,
 ) -> None:
-    ns = fresh_ns()
-    a, b = App("nn1"), App("nn2")
-    ea = await make(zookeeper, ns, "nn1", a)
-    eb = await make(zookeeper, ns, "nn2", b)
-    try:
+    async with two_electors(zookeeper) as (ns, a, b, ea, eb):
         with pytest.raises(ParentZNodeMissingError, match="format-zk"):
             await ea.join_election()
         assert a.events == []
@@ -134,17 +140,10 @@ async def test_one_wins_the_other_waits_then_takes_over_fencing_the_first(
         crumb = await eb.store.get(eb.breadcrumb_path)
         assert crumb is not None
         assert ActiveNodeInfo.FromString(crumb.data).namenodeId == "nn2"
-    finally:
-        await ea.close()
-        await eb.close()
 
 
 async def test_fence_failure_never_becomes_active(zookeeper: str) -> None:
-    ns = fresh_ns()
-    a, b = App("nn1"), App("nn2", fence_ok=False)
-    ea = await make(zookeeper, ns, "nn1", a)
-    eb = await make(zookeeper, ns, "nn2", b)
-    try:
+    async with two_electors(zookeeper, App("nn2", fence_ok=False)) as (_ns, _a, b, ea, eb):
         await ea.format_zk(force=False)
         await ea.join_election()
         await eb.join_election()
@@ -162,17 +161,10 @@ async def test_fence_failure_never_becomes_active(zookeeper: str) -> None:
         b.fence_ok = True
         await wait_for("nn2 active", lambda: eb.state is ElectorState.ACTIVE)
         assert b.events[-2:] == ["fence:nn1", "active"]
-    finally:
-        await ea.close()
-        await eb.close()
 
 
 async def test_quit_election_releases_and_the_next_need_not_fence(zookeeper: str) -> None:
-    ns = fresh_ns()
-    a, b = App("nn1"), App("nn2")
-    ea = await make(zookeeper, ns, "nn1", a)
-    eb = await make(zookeeper, ns, "nn2", b)
-    try:
+    async with two_electors(zookeeper) as (_ns, a, b, ea, eb):
         await ea.format_zk(force=False)
         await ea.join_election()
         await eb.join_election()
@@ -186,9 +178,6 @@ async def test_quit_election_releases_and_the_next_need_not_fence(zookeeper: str
         await eb.quit_election(need_fence=True)
         await wait_for("nn1 active", lambda: ea.state is ElectorState.ACTIVE)
         assert a.events[-3:] == ["standby", "fence:nn2", "active"]
-    finally:
-        await ea.close()
-        await eb.close()
 
 
 async def test_format_zk_force_clears_the_parent(zookeeper: str) -> None:
@@ -270,11 +259,7 @@ def test_acl_and_auth_specs_are_checked() -> None:
 async def test_session_expiry_fails_over_and_the_expired_one_rejoins(zookeeper: str) -> None:
     from kazoo.client import KazooClient
 
-    ns = fresh_ns()
-    a, b = App("nn1"), App("nn2")
-    ea = await make(zookeeper, ns, "nn1", a)
-    eb = await make(zookeeper, ns, "nn2", b)
-    try:
+    async with two_electors(zookeeper) as (_ns, a, b, ea, eb):
         await ea.format_zk(force=False)
         await ea.join_election()
         await eb.join_election()
@@ -294,19 +279,12 @@ async def test_session_expiry_fails_over_and_the_expired_one_rejoins(zookeeper: 
         await wait_for("nn1 rejoined as standby", lambda: ea.state is ElectorState.STANDBY)
         assert a.events == ["active", "neutral", "standby"]
         assert ea.store.session_id not in (0, old_session)  # a new session
-    finally:
-        await ea.close()
-        await eb.close()
 
 
 async def test_zookeeper_restart_means_neutral_then_the_same_roles(
     own_zookeeper: ZooKeeperEnsemble,
 ) -> None:
-    ns = fresh_ns()
-    a, b = App("nn1"), App("nn2")
-    ea = await make(own_zookeeper.connect_string, ns, "nn1", a)
-    eb = await make(own_zookeeper.connect_string, ns, "nn2", b)
-    try:
+    async with two_electors(own_zookeeper.connect_string) as (_ns, a, b, ea, eb):
         await ea.format_zk(force=False)
         await ea.join_election()
         await eb.join_election()
@@ -323,9 +301,6 @@ async def test_zookeeper_restart_means_neutral_then_the_same_roles(
         )
         assert "fence:nn1" not in b.events and "active" not in b.events  # no failover
         assert a.events[:2] == ["active", "neutral"] and a.events[-1] == "active"
-    finally:
-        await ea.close()
-        await eb.close()
 
 
 # ---- the state machine on an in-memory store (no ZooKeeper), for interleavings
@@ -481,3 +456,14 @@ async def test_a_failed_zookeeper_operation_is_retried_later() -> None:
         assert a.events == ["active"]
     finally:
         await ea.close()
+
+
+@pytest.mark.parametrize("session_timeout_s", [3.0, 10.0])
+def test_reconnect_attempts_leave_time_within_the_session_timeout(session_timeout_s: float) -> None:
+    """After a ZooKeeper restart the session survives only if the client is back within
+    the session timeout: the wait between reconnect attempts (jitter included) stays a
+    small part of it, whatever the timeout."""
+    store = KazooStore("127.0.0.1:1", session_timeout_s=session_timeout_s)
+    retry = store._zk._conn_retry
+    longest = retry.max_delay * (1 + retry.max_jitter)
+    assert longest <= session_timeout_s / 6, longest

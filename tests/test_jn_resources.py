@@ -308,6 +308,12 @@ def test_repeated_log_lines_are_rate_limited() -> None:
     for fd in (7, 8):  # asyncio's accept error of two listeners: one line
         emit(f"socket.accept() out of system resource\nsocket: <TransportSocket fd={fd}>")
     assert out[-1].startswith("socket.accept() out of system resource") and len(out) == 4
+    # a line between two equal ones makes the second news: a ZKFC's "nn1 is active" after
+    # "nn1 is standby" within 10 s (a failover and a failback)
+    out.clear()
+    for msg in ("nn1 is active", "nn1 is standby", "nn1 is active", "nn1 is active"):
+        emit(msg)
+    assert out == ["nn1 is active", "nn1 is standby", "nn1 is active"]
     root = logging.getLogger()
     saved = root.handlers[:], root.level
     try:

@@ -9,21 +9,15 @@ that was never attempted.
 from __future__ import annotations
 
 import asyncio
-import re
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import hdfs_native
 import pytest
 
-from conftest import run_qjm
 from hadoop_clients import HACluster, check, hadoop_fs, native_client, tree, wait_until
-from ports import free_port_block
 from qjm.namenode.client import NameNodeClient
 
 WORKERS = 4
@@ -223,24 +217,3 @@ def test_done_when_kill9_of_the_active_then_transition_to_active_keeps_every_ack
     wait_until("nn1 standby", lambda: cluster.state("nn1") == "standby")
     cluster.failover("nn2", "nn1")
     assert tree(cluster.direct("nn1"), "/") == after
-
-
-def test_make_demo_runs_a_workload_through_a_manual_failover(tmp_path: Path) -> None:
-    d = tmp_path / "demo"
-    argv = ["--dir", str(d), "--base-port", str(free_port_block(10))]
-    try:
-        r = subprocess.run(
-            [sys.executable, "-m", "qjm.cluster.demo", *argv],
-            capture_output=True,
-            text=True,
-            timeout=240,
-        )
-        assert r.returncode == 0, r.stderr + r.stdout
-        acked = re.search(r"(\d+) ops acknowledged, \d+ answered with an error", r.stdout)
-        assert acked and int(acked[1]) > 0, r.stdout
-        assert "acknowledged but missing on nn2: 0" in r.stdout
-        assert re.search(r"^nn1\s+running\s+standby", r.stdout, re.M), r.stdout
-        assert re.search(r"^nn2\s+running\s+active", r.stdout, re.M), r.stdout
-        assert "/demo" in r.stdout.split("hadoop fs -count")[1]  # the FsShell's own line
-    finally:
-        run_qjm("cluster", "down", "--dir", str(d))

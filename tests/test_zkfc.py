@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import tempfile
+import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
 from nn_fakes import FakeNameNode, serve
-from qjm.cluster.zookeeper import start_zookeeper
-from qjm.ha.elector import ElectorState, KazooStore
+from qjm.ha.elector import ElectorState, KazooStore, node_info
 from qjm.ha.fencing import NodeFencer
 from qjm.ha.health_monitor import HealthMonitorSettings
 from qjm.ha.zkfc import ZKFailoverController, ZKFCClient, ZkfcSettings
@@ -27,17 +25,6 @@ FAST = HealthMonitorSettings(
     sleep_after_disconnect_s=0.05,
 )
 PARENT = "/qjm-ha-test"
-
-
-@pytest.fixture(scope="module")
-def zookeeper() -> Iterator[str]:
-    """A standalone ZooKeeper for this module's tests; yields its connect string."""
-    with tempfile.TemporaryDirectory(prefix="qjm-test-zk-") as tmp:
-        ensemble = start_zookeeper(Path(tmp))
-        try:
-            yield ensemble.connect_string
-        finally:
-            ensemble.stop()
 
 
 async def wait_for(what: str, cond: Callable[[], bool], within_s: float = 20.0) -> None:
@@ -97,7 +84,10 @@ def fencing() -> str:
 @pytest.fixture
 async def pair(zookeeper: str, fencing: str) -> AsyncIterator[Pair]:
     ns = f"ns-{uuid.uuid4().hex[:8]}"
-    nns = [FakeNameNode(standby=True), FakeNameNode(standby=True)]
+    nns = [
+        FakeNameNode(standby=True, automatic_failover=True),
+        FakeNameNode(standby=True, automatic_failover=True),
+    ]
     servers = [await serve(nn) for nn in nns]
     p = Pair(nns, servers)
     sampler = asyncio.get_running_loop().create_task(p.sample())
@@ -129,7 +119,11 @@ async def test_one_active_unhealthy_fails_over_and_graceful_failover_moves_it(pa
     other = 1 - first
     await wait_for("the other standby", lambda: elector_state(pair.zkfcs[other]).name == "STANDBY")
     assert pair.nns[first].transitions == [("active", "REQUEST_BY_ZKFC")]
-    assert ("standby", "REQUEST_BY_ZKFC") in pair.nns[other].transitions
+    # the elector is STANDBY before its ZKFC's transitionToStandby call is answered
+    await wait_for(
+        "the other made standby",
+        lambda: ("standby", "REQUEST_BY_ZKFC") in pair.nns[other].transitions,
+    )
 
     pair.nns[first].healthy = False  # monitorHealth fails: its ZKFC quits the election
     await wait_for("the other active", lambda: pair.active() == [other])
@@ -239,3 +233,32 @@ async def test_an_active_namenode_found_standby_is_made_active_again_or_replaced
         "the other is standby",
         lambda: elector_state(pair.zkfcs[1 - now]) is ElectorState.STANDBY,
     )
+
+
+async def test_a_graceful_fence_without_answer_is_logged_with_its_reason(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # a stopped NameNode: the connection is taken, nothing answers
+        writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    settings = ZkfcSettings(
+        nameservice="ns",
+        namenode_id="nn2",
+        nn_host="127.0.0.1",
+        nn_port=1,
+        zkfc_port=0,
+        graceful_fence_timeout_s=0.5,
+    )
+    zkfc = ZKFailoverController(settings, NodeFencer.from_config("shell(true)"))
+    old = node_info("ns", "nn1", "127.0.0.1", port, 0)
+    try:
+        with caplog.at_level(logging.WARNING, logger="qjm.ha.zkfc"):
+            await zkfc.fence_old_active(old)
+    finally:
+        server.close()
+    assert zkfc.fenced == ["nn1"]  # by shell(true), after the graceful attempt
+    line = next(r.getMessage() for r in caplog.records if "graceful fencing" in r.getMessage())
+    assert line.endswith("failed: no answer within 0.5 s"), line

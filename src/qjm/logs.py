@@ -15,7 +15,11 @@ MAX_TRACKED_MESSAGES = 1000
 
 
 class RateLimitFilter(logging.Filter):
-    """Lets one line per distinct first line through per interval, then says how many it held."""
+    """Lets one line per distinct first line through per interval, then says how many it held.
+
+    Only a run of the same line is held back: a line its logger did not log just before
+    passes (a state change such as "nn1 is active" after "nn1 is standby" is news).
+    """
 
     def __init__(
         self,
@@ -26,6 +30,7 @@ class RateLimitFilter(logging.Filter):
         self.interval = interval
         self.clock = clock
         self._seen: OrderedDict[tuple[str, int, str], list[float]] = OrderedDict()
+        self._last: dict[str, tuple[str, int, str]] = {}  # logger name -> its last line
         self._lock = threading.Lock()
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -36,7 +41,9 @@ class RateLimitFilter(logging.Filter):
         now = self.clock()
         with self._lock:
             seen = self._seen.get(key)
-            if seen is not None and now - seen[0] < self.interval:
+            run = self._last.get(record.name) == key
+            self._last[record.name] = key
+            if seen is not None and run and now - seen[0] < self.interval:
                 seen[1] += 1
                 return False
             held = int(seen[1]) if seen is not None else 0

@@ -12,10 +12,17 @@ from qjm.cli.journal import STATUS_HEADERS, status_rows
 from qjm.cli.table import render_table
 from qjm.client.admin import journal_status
 from qjm.client.uri import parse_qjournal_uri
-from qjm.cluster.launcher import cluster_down, cluster_up, daemons_of, read_cluster
+from qjm.cluster.launcher import (
+    MAX_NAMENODES,
+    cluster_down,
+    cluster_up,
+    daemons_of,
+    namenode_states,
+    read_cluster,
+    start_daemons,
+)
 from qjm.cluster.process import LaunchError, pid_alive
-from qjm.errors import QjmError
-from qjm.namenode.client import HAAdminClient
+from qjm.cluster.zookeeper import server_mode
 from qjm.protocol.status import problem_lines
 
 
@@ -24,21 +31,42 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser("cluster", help="run a local cluster on loopback")
     csub = p.add_subparsers(dest="cluster_cmd", required=True, metavar="COMMAND")
 
-    up = csub.add_parser("up", help="start a local cluster in DIR")
+    up = csub.add_parser(
+        "up",
+        help="start a local cluster in DIR",
+        description=(
+            "Start a local cluster on loopback. By default: ZooKeeper, 3 JournalNodes, 2 "
+            "NameNodes and their failover controllers (zkfc1, zkfc2) with automatic failover; "
+            "--no-zookeeper runs the NameNodes in manual HA (nn1 made active, fail over with "
+            "`qjm haadmin -failover`); --namenodes 0 starts the JournalNodes only."
+        ),
+    )
     up.add_argument("--dir", required=True, type=Path, help="cluster directory")
     up.add_argument("--journalnodes", type=int, default=3, help="number of JournalNodes (3)")
     up.add_argument(
         "--namenodes",
         type=int,
-        default=0,
-        help="number of NameNodes (0, or 2 for manual HA: nn1 active, nn2 standby)",
+        default=2,
+        help="number of NameNodes (2: one active, one standby; 0: JournalNodes only)",
     )
     up.add_argument(
         "--no-zookeeper",
         action="store_true",
-        help="no ZooKeeper: manual HA, fail over with `qjm haadmin` (required with NameNodes)",
+        help="no ZooKeeper and no ZKFCs: manual HA, fail over with `qjm haadmin -failover`",
     )
-    up.add_argument("--base-port", type=int, help="allocate ports upward from this one")
+    up.add_argument(
+        "--zookeeper-members",
+        type=int,
+        choices=(1, 3),
+        default=1,
+        help="ZooKeeper servers: 1 (standalone, the default) or a 3-server ensemble",
+    )
+    up.add_argument(
+        "--base-port",
+        type=int,
+        help="allocate ports upward from this one: JournalNodes, NameNodes (2 each), ZKFCs, "
+        "then ZooKeeper",
+    )
     up.add_argument("--json", action="store_true", help="print cluster.json")
     up.set_defaults(func=run_up)
 
@@ -47,6 +75,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     st.add_argument("--json", action="store_true", help="print JSON")
     st.set_defaults(func=run_status)
 
+    start = csub.add_parser(
+        "start",
+        help="start stopped daemons of the cluster in DIR again (a NameNode rejoins as standby)",
+    )
+    start.add_argument("--dir", required=True, type=Path)
+    start.add_argument(
+        "names", nargs="+", metavar="NAME", help="daemon names: jn1, nn1, zkfc1, ..."
+    )
+    start.set_defaults(func=run_start)
+
     down = csub.add_parser("down", help="stop the cluster in DIR")
     down.add_argument("--dir", required=True, type=Path)
     down.set_defaults(func=run_down)
@@ -54,35 +92,80 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run_up(args: argparse.Namespace) -> int:
     """Start the cluster and print where everything is."""
-    if args.namenodes and not args.no_zookeeper:
+    automatic = bool(args.namenodes) and not args.no_zookeeper
+    if args.namenodes and automatic and args.namenodes != MAX_NAMENODES:
         raise LaunchError(
-            f"--namenodes {args.namenodes} needs --no-zookeeper: automatic failover with "
-            "ZooKeeper is not part of qjm yet, so NameNodes run in manual HA "
-            "(`qjm haadmin -failover nn1 nn2`)"
+            f"--namenodes {args.namenodes}: automatic failover runs {MAX_NAMENODES} NameNodes "
+            "(one active, one standby); add --no-zookeeper for manual HA, or --namenodes 0 "
+            "for JournalNodes only"
+        )
+    if args.zookeeper_members != 1 and not automatic:
+        raise LaunchError(
+            f"--zookeeper-members {args.zookeeper_members}: ZooKeeper runs only with automatic "
+            "failover (2 NameNodes, without --no-zookeeper)"
         )
     cluster = cluster_up(
         args.dir,
         journalnodes=args.journalnodes,
         namenodes=args.namenodes,
-        zookeeper=False if args.no_zookeeper else bool(args.namenodes),
+        zookeeper=automatic,
         base_port=args.base_port,
+        zookeeper_members=args.zookeeper_members,
     )
     if args.json:
         print(json.dumps(cluster, indent=2))
         return 0
-    for name, d in daemons_of(cluster).items():
-        print(
-            f"{name:6} pid {d['pid']:<7} rpc {d['rpc']:<16} http http://{d['http']}/  "
-            f"log {d['log']}"
-        )
+    daemons = daemons_of(cluster)
+    nns = {n: d["rpc"] for n, d in daemons.items() if d.get("kind") == "namenode"}
+    states = namenode_states(nns) if nns else {}
+    rows = [
+        [
+            name,
+            states.get(name, "") or _role(d),
+            str(d["pid"]),
+            d["rpc"],
+            _url(d),
+            d["log"],
+        ]
+        for name, d in daemons.items()
+    ]
+    print(render_table(["DAEMON", "ROLE", "PID", "RPC", "HTTP", "LOG"], rows))
+    print()
     print(f"shared edits: {cluster['shared_edits']}")
     print(f"config:       {cluster['config']}")
+    if cluster.get("zookeeper"):
+        print(f"zookeeper:    {cluster['zookeeper']}")
     if "hadoop_conf" in cluster:
         print(f"hadoop conf:  {cluster['hadoop_conf']} (HADOOP_CONF_DIR for HDFS clients)")
-        nns = [n for n, d in daemons_of(cluster).items() if d["kind"] == "namenode"]
-        states = ", ".join(f"{n} {'active' if i == 0 else 'standby'}" for i, n in enumerate(nns))
-        print(f"HA:           {states} (manual: `qjm haadmin --config {cluster['config']} ...`)")
+        active = [n for n, s in states.items() if s == "active"]
+        shown = ", ".join(f"{n} {s}" for n, s in states.items())
+        how = (
+            "automatic failover: the ZKFCs elect the active NameNode in ZooKeeper"
+            if cluster.get("automatic_failover")
+            else f"manual: `qjm haadmin --config {cluster['config']} -failover ...`"
+        )
+        print(f"HA:           {shown} ({how})")
+        for name in active:
+            print(f"active:       {name} http://{daemons[name]['http']}/")
     return 0
+
+
+def _url(d: dict[str, Any]) -> str:
+    return f"http://{d['http']}/" if d.get("http") else "-"
+
+
+def _role(d: dict[str, Any]) -> str:
+    """What the ROLE column says of a daemon without an HA state or ZooKeeper mode."""
+    kind = d.get("kind")
+    if kind == "zkfc":
+        return f"zkfc of {d.get('namenode', '?')}"
+    if kind == "zookeeper":
+        return "zookeeper"
+    return ""
+
+
+def _zk_mode(d: dict[str, Any]) -> str:
+    return f"zookeeper {d['mode']}" if d.get("mode") else ""
 
 
 def cluster_status(directory: Path) -> dict[str, Any]:
@@ -91,19 +174,22 @@ def cluster_status(directory: Path) -> dict[str, Any]:
     daemons = {
         name: {**d, "running": pid_alive(d.get("pid"))} for name, d in daemons_of(cluster).items()
     }
-    for d in daemons.values():
-        if d.get("kind") == "namenode":
-            d["ha_state"] = eventloop.run(_ha_state(d["rpc"])) if d["running"] else "-"
+    nns = {n: d["rpc"] for n, d in daemons.items() if d.get("kind") == "namenode" and d["running"]}
+    states = namenode_states(nns) if nns else {}
+    for name, d in daemons.items():
+        kind = d.get("kind")
+        if kind == "namenode":
+            d["ha_state"] = states.get(name, "down") if d["running"] else "down"
+        elif kind == "zookeeper":
+            d["mode"] = (server_mode(d["rpc"]) or "not serving") if d["running"] else "down"
     journal = eventloop.run(journal_status(parse_qjournal_uri(cluster["shared_edits"])))
-    return {"daemons": daemons, "journal": journal, "shared_edits": cluster["shared_edits"]}
-
-
-async def _ha_state(address: str) -> str:
-    try:
-        async with HAAdminClient(address, timeout=5.0) as admin:
-            return (await admin.get_service_state()).name.lower()
-    except (QjmError, OSError) as e:
-        return f"unreachable ({e})"
+    return {
+        "daemons": daemons,
+        "journal": journal,
+        "shared_edits": cluster["shared_edits"],
+        "zookeeper": cluster.get("zookeeper", ""),
+        "automatic_failover": bool(cluster.get("automatic_failover", False)),
+    }
 
 
 def print_status(st: dict[str, Any]) -> None:
@@ -112,14 +198,17 @@ def print_status(st: dict[str, Any]) -> None:
         [
             name,
             "running" if d["running"] else "stopped",
-            d.get("ha_state", ""),
+            d.get("ha_state") or _zk_mode(d) or _role(d),
             str(d.get("pid") or "-"),
             d.get("rpc", "-"),
-            d.get("http", "-"),
+            _url(d),
         ]
         for name, d in st["daemons"].items()
     ]
-    print(render_table(["DAEMON", "STATE", "HA", "PID", "RPC", "HTTP"], rows))
+    print(render_table(["DAEMON", "STATE", "ROLE", "PID", "RPC", "HTTP"], rows))
+    if st.get("zookeeper"):
+        print()
+        print(f"zookeeper {st['zookeeper']} (automatic failover)")
     print()
     print(f"journal {st['shared_edits']}")
     print(render_table(STATUS_HEADERS, status_rows(st["journal"])))
@@ -135,6 +224,13 @@ def run_status(args: argparse.Namespace) -> int:
     else:
         print_status(st)
     return 0 if all(d["running"] for d in st["daemons"].values()) else 3
+
+
+def run_start(args: argparse.Namespace) -> int:
+    """Start the named stopped daemons again."""
+    pids = start_daemons(args.dir, list(dict.fromkeys(args.names)))
+    print(", ".join(f"{name} started (pid {pid})" for name, pid in pids.items()))
+    return 0
 
 
 def run_down(args: argparse.Namespace) -> int:

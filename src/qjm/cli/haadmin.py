@@ -1,4 +1,8 @@
-"""`qjm haadmin`: HDFS's `hdfs haadmin` for a qjm cluster's NameNodes (manual HA)."""
+"""`qjm haadmin`: HDFS's `hdfs haadmin` for a qjm cluster's NameNodes.
+
+With `[namenode] automatic_failover` the ZKFCs own the HA state, as in HDFS: a manual
+transition needs --forcemanual, and -failover asks the target's ZKFC for a graceful failover.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +10,23 @@ import argparse
 import sys
 
 from qjm.cli import eventloop
-from qjm.config import load_config
+from qjm.config import ClusterConfig, load_config
 from qjm.errors import ConfigError
 from qjm.ha.haadmin import (
     FailoverFailedError,
     HATarget,
+    auto_failover_refusal,
     check_health,
     failover,
     get_status,
+    graceful_failover_through_zkfc,
     transition_to_active,
     transition_to_standby,
 )
 from qjm.ipc import RpcError
 
 DEFAULT_TIMEOUT_S = 60.0
+EXIT_AUTO_FAILED = 255  # HDFS's haadmin returns -1 for what it refuses or fails in auto mode
 _STATE_NAMES = {"INITIALIZING": "initializing", "ACTIVE": "active", "STANDBY": "standby"}
 
 
@@ -55,10 +62,22 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(func=run_haadmin)
 
 
-def _targets(config: str) -> dict[str, HATarget]:
-    cfg = load_config(config)
+_FLAGS = ("--forcemanual", "--forcefence", "--forceactive")
+
+
+def hdfs_order(argv: list[str]) -> list[str]:
+    """`haadmin` arguments with HDFS's flag placement (`-failover --forcefence A B`,
+    `-transitionToActive --forcemanual A`) moved before the action, where argparse takes them."""
+    if not argv or argv[0] != "haadmin":
+        return argv
+    flags = [a for a in argv[1:] if a in _FLAGS]
+    rest = [a for a in argv[1:] if a not in _FLAGS]
+    return [argv[0], *flags, *rest]
+
+
+def _targets(cfg: ClusterConfig) -> dict[str, HATarget]:
     if not cfg.namenodes:
-        raise ConfigError(f"{config} configures no [namenodes.*]")
+        raise ConfigError(f"{cfg.source} configures no [namenodes.*]")
     return {n: HATarget(n, c.rpc_address) for n, c in cfg.namenodes.items()}
 
 
@@ -75,9 +94,17 @@ def _say(message: str) -> None:
 
 
 def run_haadmin(args: argparse.Namespace) -> int:
-    """Run one haadmin action; 0 ok, 1 failure (one line on stderr)."""
-    targets = _targets(args.config)
+    """Run one haadmin action; 0 ok, 1 failure (one line on stderr); with automatic
+    failover, 255 for what it refuses or a failed -failover (HDFS's -1)."""
+    cfg = load_config(args.config)
+    targets = _targets(cfg)
     timeout = args.timeout
+    if cfg.namenode.automatic_failover:
+        refused = _refused_in_auto_mode(args, targets)
+        if refused is not None:
+            return refused
+        if args.failover:
+            return _auto_failover(cfg, targets, args.failover, timeout)
     try:
         if args.getServiceState:
             target = _target(targets, args.getServiceState)
@@ -131,6 +158,48 @@ def run_haadmin(args: argparse.Namespace) -> int:
     except RpcError as e:
         print(f"qjm haadmin: {e}", file=sys.stderr)
         return 1
+
+
+def _refused_in_auto_mode(args: argparse.Namespace, targets: dict[str, HATarget]) -> int | None:
+    """With automatic failover: refuse a manual transition without --forcemanual and
+    -failover's --forcefence/--forceactive (HDFS's exit -1); None when it may go on."""
+    manual = args.transitionToActive or args.transitionToStandby
+    if manual:
+        target = _target(targets, manual)
+        if not args.forcemanual:
+            print(auto_failover_refusal(target), file=sys.stderr)
+            return EXIT_AUTO_FAILED
+        _say(
+            "Proceeding with manual HA state management even though\n"
+            f"automatic failover is enabled for NameNode at {target.address}"
+        )
+    if args.failover and (args.forcefence or args.forceactive):
+        print(
+            "forcefence and forceactive flags not supported with auto-failover enabled.",
+            file=sys.stderr,
+        )
+        return EXIT_AUTO_FAILED
+    return None
+
+
+def _auto_failover(
+    cfg: ClusterConfig, targets: dict[str, HATarget], names: list[str], timeout: float
+) -> int:
+    """-failover FROM TO with automatic failover: TO's ZKFC does a graceful failover."""
+    from_name, to_name = names
+    _target(targets, from_name)
+    to_t = _target(targets, to_name)
+    try:
+        eventloop.run(
+            graceful_failover_through_zkfc(
+                to_t, cfg.zkfc_address_of(to_name), call_timeout_s=timeout
+            )
+        )
+    except FailoverFailedError as e:
+        print(f"qjm haadmin: Failover failed: {e}", file=sys.stderr)
+        return EXIT_AUTO_FAILED
+    print(f"Failover to NameNode at {to_t.address} successful")
+    return 0
 
 
 async def _all_states(targets: list[HATarget], call_timeout_s: float) -> int:

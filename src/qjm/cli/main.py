@@ -47,6 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the qjm command; errors are one line, never a bare traceback."""
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["haadmin"]:
+        from qjm.cli.haadmin import hdfs_order
+
+        argv = hdfs_order(argv)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

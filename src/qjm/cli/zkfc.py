@@ -102,6 +102,20 @@ def run(args: argparse.Namespace) -> int:
     return eventloop.run(_serve(cfg, args.nn_id, ready))
 
 
+async def _connect(cfg: ClusterConfig) -> KazooStore | None:
+    """A connected store, or None after saying on stderr that ZooKeeper is unreachable."""
+    try:
+        return await _store(cfg)
+    except ConfigError:
+        raise
+    except Exception as e:
+        print(
+            f"qjm zkfc: error: cannot connect to ZooKeeper {cfg.zookeeper.quorum}: {e}",
+            file=sys.stderr,
+        )
+        return None
+
+
 class _NotElecting:
     """Callbacks for an elector used only to format ZooKeeper (it never joins)."""
 
@@ -121,15 +135,8 @@ class _NotElecting:
 async def _format_zk(cfg: ClusterConfig, force: bool) -> int:
     from qjm.ha.elector import ActiveStandbyElector, ElectorError, node_info
 
-    try:
-        store = await _store(cfg)
-    except ConfigError:
-        raise
-    except Exception as e:
-        print(
-            f"qjm zkfc: error: cannot connect to ZooKeeper {cfg.zookeeper.quorum}: {e}",
-            file=sys.stderr,
-        )
+    store = await _connect(cfg)
+    if store is None:
         return EXIT_CANNOT_CONNECT
     info = node_info(cfg.nameservice, "", "", 0, 0)
     elector = ActiveStandbyElector(store, info, _NotElecting(), parent=cfg.zookeeper.parent_znode)
@@ -156,15 +163,8 @@ async def _serve(cfg: ClusterConfig, nn_id: str, ready_file: Path | None) -> int
         cfg.zkfc_address_of(nn_id), f"namenodes.{nn_id}.zkfc_address"
     )
     z = cfg.zkfc
-    try:
-        store = await _store(cfg)
-    except ConfigError:
-        raise
-    except Exception as e:
-        print(
-            f"qjm zkfc: error: cannot connect to ZooKeeper {cfg.zookeeper.quorum}: {e}",
-            file=sys.stderr,
-        )
+    store = await _connect(cfg)
+    if store is None:
         return EXIT_CANNOT_CONNECT
     parent = f"{cfg.zookeeper.parent_znode.rstrip('/')}/{cfg.nameservice}"
     if not await store.exists(parent):
@@ -188,6 +188,7 @@ async def _serve(cfg: ClusterConfig, nn_id: str, ready_file: Path | None) -> int
         ),
         graceful_fence_timeout_s=z.graceful_fence_timeout_ms / 1000.0,
         new_active_timeout_s=z.new_active_timeout_ms / 1000.0,
+        superuser_group=cfg.namenode.superuser_group,
     )
     fencer = NodeFencer.from_config(
         z.fencing_methods,

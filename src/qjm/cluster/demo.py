@@ -1,32 +1,68 @@
-"""`make demo`: 3 JournalNodes and 2 NameNodes in manual HA, a workload, a manual failover.
+"""`make demo`: automatic failover on a local cluster, shown while a workload writes.
 
-The workload's clients are HA clients given both NameNodes, never told which is active; the
-failover is the operator's own `qjm haadmin -failover nn1 nn2` while they write. At the end
-every acknowledged op is checked on the new active, and the genuine Hadoop FsShell lists the
-result through DIR/hadoop-conf.
+ZooKeeper, 3 JournalNodes, 2 NameNodes and their failover controllers (zkfc1, zkfc2) come up;
+HA clients given both NameNodes (never told which is active) make directories and files; the
+active NameNode is killed with SIGKILL, and the other one's ZKFC makes it active. The failover
+time runs from the kill until the other NameNode reports active and a write is acknowledged
+there. Then every acknowledged op is checked on the new active, the genuine Hadoop FsShell
+counts the result, and the cluster stays up until Ctrl-C (or stops at once with --once).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import io
+import json
+import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import Any, TextIO
 
 from qjm.cli import eventloop
 from qjm.cli.cluster import cluster_status, print_status
 from qjm.cluster.hadoop_conf import fsshell_argv
-from qjm.cluster.launcher import CLUSTER_JSON, cluster_down, cluster_up, daemons_of
+from qjm.cluster.launcher import (
+    CLUSTER_JSON,
+    cluster_down,
+    cluster_up,
+    daemons_of,
+    read_cluster,
+)
+from qjm.cluster.process import LaunchError, pid_alive, tail
 from qjm.errors import QjmError
-from qjm.namenode.client import NameNodeClient
+from qjm.namenode.client import HAAdminClient, NameNodeClient
+from qjm.namenode.types import HAState
 
 WORKERS = 4
 ROOT = "/demo"
+SHOW_BEFORE_S = 4.0  # the workload runs this long before the kill (for the display only)
+SHOW_AFTER_S = 3.0  # and this long after the failover (for the display only)
+FIRST_ACK_DEADLINE_S = 30.0  # the workload must get its first op acknowledged within this
+FAILOVER_DEADLINE_S = 60.0  # no new active with a write acknowledged by then: the demo failed
+STOP_DEADLINE_S = 30.0  # clients still in a call this long after being told to stop are cancelled
+POLL_S = 0.05  # how often HA states are asked while waiting for the failover
+HA_RPC_TIMEOUT_S = 2.0
+# Clients retry a call across both NameNodes for about 20 s (HDFS's DFSClient tries 15
+# failovers with a growing sleep), so an op in flight during the failover is delayed, not failed.
+CLIENT_ROUNDS = 80
+CLIENT_BACKOFF_S = 0.05
+CLIENT_MAX_BACKOFF_S = 0.25
+DEMO_SUBDIRS = ("data", "logs", "run", "hadoop-conf", "zookeeper")
+
+
+class DemoError(QjmError):
+    """The demo scenario could not go on (what was waited for is named)."""
 
 
 def say(text: str) -> None:
@@ -34,155 +70,603 @@ def say(text: str) -> None:
     print(f"\n== {text}", flush=True)
 
 
-def qjm_command(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run `qjm <args>` as an operator would, echoing the command line."""
-    print(f"  $ qjm {' '.join(args)}", flush=True)
-    return subprocess.run(
-        [sys.executable, "-m", "qjm", *args], capture_output=True, text=True, timeout=120
-    )
-
-
-def show(result: subprocess.CompletedProcess[str]) -> None:
+def show(text: str) -> None:
     """Print a command's output, indented."""
-    for line in (result.stdout + result.stderr).strip().splitlines():
-        print(f"    {line}")
+    for line in text.strip().splitlines():
+        print(f"    {line}".rstrip())
+
+
+def qjm_exe() -> str:
+    """How to run qjm from here: the venv's script when there is one, else `qjm`."""
+    script = Path(sys.executable).parent / "qjm"
+    if not script.exists():
+        return "qjm"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
+
+
+class Console:
+    """Event lines and a one-line progress bar, redrawn in place on a terminal."""
+
+    def __init__(self, stream: TextIO | None = None, tty: bool | None = None) -> None:
+        self.stream = stream or sys.stdout
+        self.tty = self.stream.isatty() if tty is None else tty
+        self._bar_shown = False
+
+    def line(self, text: str) -> None:
+        """Print a line of its own (above the bar on a terminal)."""
+        if self._bar_shown:
+            self.stream.write("\r\033[K")
+            self._bar_shown = False
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def bar(self, text: str) -> None:
+        """Show the progress line: redrawn in place on a terminal, a plain line otherwise."""
+        if self.tty:  # cut to the terminal's width, or \r would not go back over it
+            text = text[: shutil.get_terminal_size().columns - 1]
+            self.stream.write("\r\033[K" + text)
+            self._bar_shown = True
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def end_bar(self) -> None:
+        """Leave the last progress line on screen and move below it."""
+        if self._bar_shown:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._bar_shown = False
+
+
+def render_bar(fraction: float, width: int = 20) -> str:
+    """[#####-----] for a fraction between 0 and 1."""
+    filled = round(max(0.0, min(1.0, fraction)) * width)
+    return "[" + "#" * filled + "-" * (width - filled) + "]"
+
+
+@dataclass
+class Ack:
+    """An acknowledged op: its path, when the answer came, which NameNode gave it."""
+
+    path: str
+    at: float
+    namenode: str
 
 
 @dataclass
 class Workload:
     """WORKERS concurrent HA clients making directories and empty files under ROOT."""
 
-    addresses: dict[str, str]  # NameNode address -> name
-    acked: list[str] = field(default_factory=list)
+    addresses: dict[str, str]  # NameNode RPC address -> name
+    attempted: set[str] = field(default_factory=set)
+    acked: list[Ack] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     stop: asyncio.Event = field(default_factory=asyncio.Event)
-    active: str = "?"
+    active: str = "?"  # the NameNode that acknowledged the last op
+    watch: tuple[str, float] | None = None  # (NameNode, since): report its first ack
+    watched: Ack | None = None
+    watched_event: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def watch_for(self, namenode: str, since: float) -> None:
+        """Set watched_event at the first op acknowledged by namenode after since."""
+        self.watch = (namenode, since)
+
+    def _record(self, path: str, address: str) -> None:
+        ack = Ack(path, time.monotonic(), self.addresses.get(address, address))
+        self.acked.append(ack)
+        self.active = ack.namenode
+        if self.watch and self.watched is None:
+            name, since = self.watch
+            if ack.namenode == name and ack.at > since:
+                self.watched = ack
+                self.watched_event.set()
 
     async def worker(self, w: int) -> None:
         """One client: alternately mkdirs and create+complete, recording what was answered."""
-        async with NameNodeClient(list(self.addresses)) as client:
-            await client.mkdirs(f"{ROOT}/w{w}")
+        async with NameNodeClient(
+            list(self.addresses),
+            max_rounds=CLIENT_ROUNDS,
+            backoff_s=CLIENT_BACKOFF_S,
+            max_backoff_s=CLIENT_MAX_BACKOFF_S,
+        ) as client:
             n = 0
             while not self.stop.is_set():
-                n += 1
-                path = f"{ROOT}/w{w}/{'dir' if n % 2 else 'file'}{n}"
+                path = f"{ROOT}/w{w}" if n == 0 else f"{ROOT}/w{w}/{'dir' if n % 2 else 'file'}{n}"
+                self.attempted.add(path)
                 try:
-                    if n % 2:
+                    if n % 2 or n == 0:
                         await client.mkdirs(path)
                     else:
                         await client.touch(path)
-                except (QjmError, OSError) as e:
+                except (QjmError, OSError) as e:  # not acknowledged: it may or may not be there
                     self.errors.append(f"{path}: {e}")
-                    continue
-                self.acked.append(path)
-                self.active = self.addresses.get(client.current, client.current)
+                else:
+                    self._record(path, client.current)
+                n += 1
 
-    async def progress(self, t0: float) -> None:
-        """Print the acknowledged count twice a second."""
-        last = 0
-        while not self.stop.is_set():
-            await asyncio.sleep(0.5)  # a progress display, not synchronization
-            now = len(self.acked)
-            print(
-                f"  t={time.monotonic() - t0:5.1f}s  {now:6d} ops acknowledged "
-                f"(+{now - last:4d})  clients talk to {self.active}",
-                flush=True,
-            )
-            last = now
-
-
-async def run_workload_with_failover(cluster: dict[str, Any]) -> Workload:
-    """Run the workload; fail over nn1 -> nn2 in the middle of it."""
-    nns = {d["rpc"]: name for name, d in daemons_of(cluster).items() if d["kind"] == "namenode"}
-    load = Workload(nns)
-    t0 = time.monotonic()
-    tasks = [asyncio.create_task(load.worker(w)) for w in range(WORKERS)]
-    tasks.append(asyncio.create_task(load.progress(t0)))
-    await asyncio.sleep(2.0)  # let the workload run a while: this is a demo
-    say("manual failover while the clients write: qjm haadmin -failover nn1 nn2")
-    started = time.monotonic()
-    result = await asyncio.to_thread(
-        qjm_command, "haadmin", "--config", cluster["config"], "-failover", "nn1", "nn2"
-    )
-    show(result)
-    print(f"  (the failover took {1000 * (time.monotonic() - started):.0f} ms)", flush=True)
-    if result.returncode != 0:
-        load.stop.set()
+    async def stop_all(self, tasks: list[asyncio.Task[None]]) -> None:
+        """Tell the clients to stop; cancel those still in a call after STOP_DEADLINE_S."""
+        self.stop.set()
+        _, pending = await asyncio.wait(tasks, timeout=STOP_DEADLINE_S)
+        for task in pending:
+            task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        raise QjmError("the failover failed; see above")
-    await asyncio.sleep(2.0)
-    load.stop.set()
-    await asyncio.gather(*tasks)
-    return load
 
 
-async def verify(cluster: dict[str, Any], load: Workload) -> int:
-    """How many acknowledged paths the new active (nn2) lacks (it must be none)."""
-    async with NameNodeClient([cluster["nn2"]["rpc"]]) as nn2:
-        present = {path async for path, _ in nn2.walk(ROOT)}
-    return len(set(load.acked) - present)
+@dataclass
+class Progress:
+    """What the progress line shows: the phase of the scenario and its planned length."""
+
+    t0: float
+    phase: str = "before the kill"
+    since: float = 0.0
+    length_s: float = SHOW_BEFORE_S
+
+    def enter(self, phase: str, length_s: float) -> None:
+        """Start a new phase now."""
+        self.phase, self.since, self.length_s = phase, time.monotonic(), length_s
 
 
-def run(directory: Path, base_port: int | None = None) -> int:
-    """Start the cluster, run the workload through a failover, show the result and status."""
-    if (directory / CLUSTER_JSON).exists():
-        say(f"stopping the previous demo cluster in {directory}")
-        cluster_down(directory)
-        for sub in ("data", "logs", "run", "hadoop-conf"):
-            shutil.rmtree(directory / sub, ignore_errors=True)
-    say(f"qjm cluster up --dir {directory} --namenodes 2 --no-zookeeper")
-    print("  (3 JournalNodes; nn1 formatted and started, nn2 bootstrapped from it, nn1 active)")
-    cluster = cluster_up(directory, journalnodes=3, namenodes=2, base_port=base_port)
-    for name, d in daemons_of(cluster).items():
-        print(f"  {name}: pid {d['pid']}, rpc {d['rpc']}, http http://{d['http']}/")
-    print(f"  HDFS client config: {cluster['hadoop_conf']}")
-    say("HA state")
-    show(qjm_command("haadmin", "--config", cluster["config"], "-getAllServiceState"))
+async def show_progress(load: Workload, progress: Progress, console: Console) -> None:
+    """Redraw the progress line (5 times a second on a terminal, once a second otherwise)."""
+    interval = 0.2 if console.tty else 1.0
+    history: list[tuple[float, int]] = [(time.monotonic(), 0)]
+    while True:
+        await asyncio.sleep(interval)  # a display refresh, not synchronization
+        now, count = time.monotonic(), len(load.acked)
+        history.append((now, count))
+        while len(history) > 2 and now - history[0][0] > 1.0:
+            history.pop(0)
+        rate = (count - history[0][1]) / max(now - history[0][0], 1e-3)
+        done = (now - progress.since) / progress.length_s
+        console.bar(
+            f"  {render_bar(done)} {now - progress.t0:5.1f}s  {progress.phase:<14} "
+            f"{count:6d} ops acknowledged ({rate:4.0f}/s), {len(load.errors)} errors, "
+            f"by {load.active}"
+        )
 
-    say(f"a workload: {WORKERS} HA clients making directories and files under {ROOT}")
-    print("  (each client is given both NameNodes and finds the active one itself)")
-    load = eventloop.run(run_workload_with_failover(cluster))
-    say("after the failover")
-    show(qjm_command("haadmin", "--config", cluster["config"], "-getAllServiceState"))
-    lost = eventloop.run(verify(cluster, load))
-    print(
-        f"  {len(load.acked)} ops acknowledged, {len(load.errors)} answered with an error; "
-        f"acknowledged but missing on nn2: {lost}"
-    )
 
-    conf = Path(cluster["hadoop_conf"])
+async def ha_state(address: str) -> str:
+    """A NameNode's HA state in lower case, or "down" when it does not answer."""
+    try:
+        async with HAAdminClient(address, timeout=HA_RPC_TIMEOUT_S) as admin:
+            return (await admin.get_service_state()).name.lower()
+    except (QjmError, OSError):
+        return "down"
+
+
+async def ha_states(namenodes: dict[str, str]) -> dict[str, str]:
+    """name -> HA state of every NameNode (name -> RPC address)."""
+    states = await asyncio.gather(*(ha_state(a) for a in namenodes.values()))
+    return dict(zip(namenodes, states, strict=True))
+
+
+async def wait_active(address: str, deadline: float) -> float | None:
+    """When the NameNode at address first answered that it is active; None at the deadline."""
+    while time.monotonic() < deadline:
+        try:
+            async with HAAdminClient(address, timeout=HA_RPC_TIMEOUT_S) as admin:
+                if await admin.get_service_state() == HAState.ACTIVE:
+                    return time.monotonic()
+        except (QjmError, OSError):
+            pass
+        await asyncio.sleep(POLL_S)
+    return None
+
+
+async def wait_until(test: Callable[[], bool], within_s: float, what: str) -> None:
+    """Return once test() holds; DemoError naming what was waited for after within_s."""
+    deadline = time.monotonic() + within_s
+    while not test():
+        if time.monotonic() > deadline:
+            raise DemoError(f"{what} did not happen within {within_s:.0f} s")
+        await asyncio.sleep(POLL_S)
+
+
+@dataclass
+class Outcome:
+    """What the scenario saw."""
+
+    load: Workload
+    killed: str = ""
+    pid: int = 0
+    new_active: str = ""
+    active_after_s: float | None = None  # from the kill until the other one said active
+    first_ack_after_s: float | None = None  # from the kill until a write was acked there
+    missing: list[str] = field(default_factory=list)  # acknowledged, not on the new active
+    unexpected: list[str] = field(default_factory=list)  # on the new active, never attempted
+
+    @property
+    def failover_s(self) -> float | None:
+        """From the kill until the other NameNode is active and acknowledged a write."""
+        if self.active_after_s is None or self.first_ack_after_s is None:
+            return None
+        return max(self.active_after_s, self.first_ack_after_s)
+
+
+LOG_LINE = re.compile(
+    r'^ts=(?P<ts>\S+) .*\blogger=(?P<logger>qjm\.ha\.[\w.]+) msg=(?P<msg>"(?:[^"\\]|\\.)*")\s*$'
+)
+
+
+class LogFollower:
+    """New lines of the failover controllers' own messages (qjm.ha.*) in their logs."""
+
+    def __init__(self, logs: dict[str, Path]) -> None:
+        self.logs = logs
+        self.offsets = {name: _size(path) for name, path in logs.items()}
+        self.partial = {name: b"" for name in logs}
+
+    def read(self) -> list[tuple[str, str, str]]:
+        """(timestamp, daemon, message) of every complete line written since the last read."""
+        out: list[tuple[str, str, str]] = []
+        for name, path in self.logs.items():
+            try:
+                with open(path, "rb") as f:
+                    f.seek(self.offsets[name])
+                    data = self.partial[name] + f.read()
+            except OSError:
+                continue
+            self.offsets[name] += len(data) - len(self.partial[name])
+            *lines, self.partial[name] = data.split(b"\n")
+            for raw in lines:
+                m = LOG_LINE.match(raw.decode(errors="replace"))
+                if m:
+                    out.append((m["ts"], name, json.loads(m["msg"])))
+        return sorted(out)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _since(ts: str, wall_kill: float) -> str:
+    """+S.SSs: a log timestamp (ISO 8601, UTC) as seconds since the kill."""
+    try:
+        at = datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return ts
+    return f"{at - wall_kill:+.2f}s"
+
+
+async def follow_logs(follower: LogFollower, console: Console, wall_kill: float) -> None:
+    """Print the failover controllers' messages as they log them (until cancelled)."""
+    while True:
+        for ts, name, msg in await asyncio.to_thread(follower.read):
+            console.line(f"     {_since(ts, wall_kill)} {name}: {msg}")
+        await asyncio.sleep(0.1)  # a display refresh, not synchronization
+
+
+def namenodes_of(cluster: dict[str, Any]) -> dict[str, str]:
+    """name -> RPC address of the cluster's NameNodes."""
+    return {n: d["rpc"] for n, d in daemons_of(cluster).items() if d["kind"] == "namenode"}
+
+
+async def scenario(directory: Path, cluster: dict[str, Any], console: Console) -> Outcome:
+    """Run the workload, kill -9 the active NameNode, measure the failover, verify the ops."""
+    nns = namenodes_of(cluster)
+    load = Workload({address: name for name, address in nns.items()})
+    out = Outcome(load)
+    progress = Progress(time.monotonic(), since=time.monotonic())
+    workers = [asyncio.create_task(load.worker(w)) for w in range(WORKERS)]
+    display = asyncio.create_task(show_progress(load, progress, console))
+    zkfc_logs = {
+        n: Path(d["log"]) for n, d in daemons_of(cluster).items() if d.get("kind") == "zkfc"
+    }
+    follow: asyncio.Task[None] | None = None
+    try:
+        await wait_until(
+            lambda: bool(load.acked), FIRST_ACK_DEADLINE_S, "the first acknowledged op"
+        )
+        await asyncio.sleep(max(0.0, progress.since + SHOW_BEFORE_S - time.monotonic()))  # show
+        states = await ha_states(nns)
+        active = [n for n, s in states.items() if s == "active"]
+        if len(active) != 1:
+            raise DemoError(f"expected one active NameNode before the kill, found {states}")
+        out.killed = active[0]
+        out.new_active = next(n for n in nns if n != out.killed)
+        out.pid = int(read_cluster(directory)[out.killed]["pid"])  # as an operator would
+        t_kill = time.monotonic()
+        load.watch_for(out.new_active, t_kill)
+        follower = LogFollower(zkfc_logs)
+        wall_kill = time.time()
+        os.kill(out.pid, signal.SIGKILL)
+        follow = asyncio.create_task(follow_logs(follower, console, wall_kill))
+        await gone(out.pid, out.killed)
+        progress.enter("failing over", FAILOVER_DEADLINE_S)
+        console.line(
+            f"  >> {out.killed} killed with SIGKILL (pid {out.pid}) at "
+            f"t={t_kill - progress.t0:.1f}s; {out.new_active} was {states[out.new_active]}"
+        )
+        await failover(out, nns[out.new_active], t_kill, console)
+        if out.failover_s is not None:
+            progress.enter("after failover", SHOW_AFTER_S)
+            await asyncio.sleep(SHOW_AFTER_S)  # let the workload run on the new active: a show
+    finally:
+        for task in (display, follow):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        console.end_bar()
+        await load.stop_all(workers)
+    if out.failover_s is not None:
+        await verify(out, nns[out.new_active])
+    return out
+
+
+async def gone(pid: int, name: str) -> None:
+    """Return once the killed process is gone (reaped when it is our child); bounded."""
+    deadline = time.monotonic() + 10.0
+    while True:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # noqa: ASYNC222 (WNOHANG: never blocks)
+        if not pid_alive(pid):
+            return
+        if time.monotonic() > deadline:
+            raise DemoError(f"{name} (pid {pid}) still runs 10 s after SIGKILL")
+        await asyncio.sleep(0.01)
+
+
+async def failover(out: Outcome, address: str, t_kill: float, console: Console) -> None:
+    """Wait (bounded) for the other NameNode to be active and acknowledge a write; report."""
+    deadline = t_kill + FAILOVER_DEADLINE_S
+
+    async def active() -> None:
+        at = await wait_active(address, deadline)
+        if at is not None:
+            out.active_after_s = at - t_kill
+            console.line(f"  >> {out.new_active} is active after {out.active_after_s:.2f} s")
+
+    async def first_ack() -> None:
+        try:
+            await asyncio.wait_for(out.load.watched_event.wait(), deadline - time.monotonic())
+        except TimeoutError:
+            return
+        ack = out.load.watched
+        assert ack is not None
+        out.first_ack_after_s = ack.at - t_kill
+        console.line(
+            f"  >> first write acknowledged by {out.new_active} after "
+            f"{out.first_ack_after_s:.2f} s ({ack.path})"
+        )
+
+    await asyncio.gather(active(), first_ack())
+
+
+async def verify(out: Outcome, address: str) -> None:
+    """Which acknowledged paths the new active lacks, and which it has that were never tried."""
+    async with NameNodeClient([address]) as nn:
+        present = {path async for path, _ in nn.walk(ROOT)}
+    acked = {a.path for a in out.load.acked}
+    out.missing = sorted(acked - present)
+    out.unexpected = sorted(present - out.load.attempted)
+
+
+def print_cluster_status(directory: Path) -> None:
+    """What `qjm cluster status` prints: the daemons (state, role, pid, URLs) and the journal."""
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        print_status(cluster_status(directory))
+    show(text.getvalue())
+
+
+def fsshell_count(conf: Path) -> None:
+    """`hadoop fs -count -v ROOT` with the genuine Hadoop client, when Java is installed."""
     java = shutil.which("java")
-    if java:
-        say(f"the genuine Hadoop client: hadoop fs -count -v {ROOT} (HADOOP_CONF_DIR={conf})")
+    if not java:
+        print("  (no java on PATH: the genuine Hadoop client is skipped)")
+        return
+    say(f"the genuine Hadoop client: hadoop fs -count -v {ROOT} (HADOOP_CONF_DIR={_shown(conf)})")
+    try:
         r = subprocess.run(
             fsshell_argv(conf, "-count", "-v", ROOT, java=java),
             capture_output=True,
             text=True,
             timeout=120,
         )
-        show(r)
-    say("qjm cluster status")
-    print_status(cluster_status(directory))
-    say("the cluster keeps running")
-    nn2 = cluster["nn2"]
-    print(f"  status page:  http://{nn2['http']}/")
-    print(f"  status:       .venv/bin/qjm cluster status --dir {directory}")
-    print(f"  HA:           .venv/bin/qjm haadmin --config {cluster['config']} -getAllServiceState")
-    print(f"  fail back:    .venv/bin/qjm haadmin --config {cluster['config']} -failover nn2 nn1")
-    print(f"  stop it:      .venv/bin/qjm cluster down --dir {directory}")
-    return 0 if lost == 0 else 1
+    except subprocess.TimeoutExpired:
+        print("  hadoop fs -count took over 120 s; skipped")
+        return
+    show(r.stdout + (r.stderr if r.returncode else ""))
+
+
+def report(out: Outcome) -> int:
+    """Print the failover and the verification; 0 when both are good, else 1."""
+    load = out.load
+    if out.failover_s is None:
+        print(
+            f"  NO FAILOVER within {FAILOVER_DEADLINE_S:.0f} s of killing {out.killed}: "
+            f"{out.new_active} active: {_secs(out.active_after_s)}, "
+            f"a write acknowledged there: {_secs(out.first_ack_after_s)}"
+        )
+        return 1
+    print(
+        f"  failover time: {out.failover_s:.2f} s (from the kill of {out.killed} until "
+        f"{out.new_active} reported active: {out.active_after_s:.2f} s; until the first "
+        f"write acknowledged there: {out.first_ack_after_s:.2f} s)"
+    )
+    print(
+        f"  {len(load.acked)} ops acknowledged; {len(load.errors)} answered with an error "
+        "(not acknowledged: each may or may not have happened)"
+    )
+    print(f"  acknowledged but missing on {out.new_active}: {len(out.missing)}")
+    print(f"  on {out.new_active} but never attempted: {len(out.unexpected)}")
+    for path in (out.missing + out.unexpected)[:10]:
+        print(f"    {path}")
+    return 0 if not out.missing and not out.unexpected else 1
+
+
+def show_logs(cluster: dict[str, Any], kinds: tuple[str, ...]) -> None:
+    """The last lines of the logs of the daemons of these kinds (when something went wrong)."""
+    for name, d in daemons_of(cluster).items():
+        if d.get("kind") in kinds and d.get("log"):
+            print(f"  the end of {name}'s log {_shown(Path(d['log']))}:")
+            show(tail(Path(d["log"]), 8))
+
+
+def _secs(value: float | None) -> str:
+    return "no" if value is None else f"after {value:.2f} s"
+
+
+def print_next_steps(
+    directory: Path, cluster: dict[str, Any], out: Outcome | None, once: bool
+) -> None:
+    """Where the status pages are, and how to look at, restart and stop the daemons."""
+    qjm = qjm_exe()
+    d = _shown(directory)
+    say("while it runs" + (" (with --once it stops now)" if once else ""))
+    rows: list[tuple[str, str]] = []
+    nns = {n: e for n, e in daemons_of(cluster).items() if e["kind"] == "namenode"}
+    for name, e in nns.items():
+        note = " (killed)" if out is not None and name == out.killed else ""
+        rows.append((f"status page of {name}", f"http://{e['http']}/{note}"))
+    live = next((e for n, e in nns.items() if out is None or n != out.killed), None)
+    if live is not None:
+        rows.append(("status JSON", f"curl http://{live['http']}/status"))
+        rows.append(("metrics", f"curl http://{live['http']}/metrics"))
+    rows.append(("daemons and journal", f"{qjm} cluster status --dir {d}"))
+    rows.append(("HA states", f"{qjm} haadmin --config {d}/cluster.toml -getAllServiceState"))
+    rows.append(("the namespace", f"{qjm} dfs --config {d}/cluster.toml ls -R {ROOT}"))
+    if out is not None and out.killed:
+        k = out.killed
+        rows.append(
+            (
+                f"restart {k}",
+                f"{qjm} cluster start --dir {d} {k}",
+            )
+        )
+        rows.append(("", f"(it rejoins as standby: its ZKFC zkfc{k[2:]} is still running)"))
+    rows.append(("stop it", f"{qjm} cluster down --dir {d}"))
+    width = max(len(label) for label, _ in rows) + 1
+    for label, value in rows:
+        print(f"  {(label + ':') if label else '':<{width}}  {value}")
+
+
+def _shown(directory: Path) -> str:
+    try:
+        return str(directory.relative_to(Path.cwd()))
+    except ValueError:
+        return str(directory)
+
+
+def watch_restart(directory: Path, name: str, old_pid: int) -> int | None:
+    """The pid of name once it was started again (`qjm cluster start` records it in
+    cluster.json); None while it is not back."""
+    try:
+        pid = read_cluster(directory).get(name, {}).get("pid")
+    except LaunchError:
+        return None
+    if not isinstance(pid, int) or pid == old_pid or not pid_alive(pid):
+        return None
+    return pid
+
+
+def stay_up(directory: Path, cluster: dict[str, Any], out: Outcome | None) -> None:
+    """Wait for Ctrl-C, telling when the killed NameNode is back and in which state."""
+    print("\n  Ctrl-C stops the cluster.", flush=True)
+    back: int | None = None
+    while True:
+        time.sleep(1.0)  # a watch for the operator, not synchronization
+        if out is None or not out.killed or back is not None:
+            continue
+        back = watch_restart(directory, out.killed, out.pid)
+        if back is not None:
+            state = eventloop.run(ha_state(cluster[out.killed]["rpc"]))
+            print(f"  >> {out.killed} is back (pid {back}), {state}", flush=True)
+
+
+def fresh(directory: Path) -> None:
+    """Stop a previous demo cluster in directory and remove its data."""
+    if (directory / CLUSTER_JSON).exists():
+        say(f"stopping the previous demo cluster in {directory}")
+        cluster_down(directory)
+    for sub in DEMO_SUBDIRS:
+        shutil.rmtree(directory / sub, ignore_errors=True)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def run(directory: Path, base_port: int | None = None, once: bool = False) -> int:
+    """Start the cluster, run the scenario, show the result; stay up until Ctrl-C unless once."""
+    # Ctrl-C, `kill` of the demo and its terminal closing all stop the cluster (SIGINT too when
+    # the demo was started where it is ignored, as in the background of a script).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGHUP, _interrupt)
+    code = 130  # interrupted before the scenario ended
+    cluster: dict[str, Any] | None = None
+    try:
+        fresh(directory)
+        say(f"qjm cluster up --dir {_shown(directory)}")
+        print(
+            "  (ZooKeeper; 3 JournalNodes; nn1 formatted, nn2 bootstrapped from it; a ZKFC "
+            "for each;\n   the ZKFCs elect the active NameNode through ZooKeeper)",
+            flush=True,
+        )
+        cluster = cluster_up(
+            directory, journalnodes=3, namenodes=2, zookeeper=True, base_port=base_port
+        )
+        print(
+            f"  config: {_shown(Path(cluster['config']))}; HDFS client config "
+            f"(HADOOP_CONF_DIR): {_shown(Path(cluster['hadoop_conf']))}"
+        )
+        say(f"qjm cluster status --dir {_shown(directory)}")
+        print_cluster_status(directory)
+
+        say(f"a workload: {WORKERS} HA clients making directories and files under {ROOT}")
+        print("  (each client is given both NameNodes and finds the active one itself;")
+        print(f"   after {SHOW_BEFORE_S:.0f} s the active NameNode is killed with kill -9)")
+        out: Outcome | None = None
+        try:
+            out = eventloop.run(scenario(directory, cluster, Console()))
+        except DemoError as e:
+            print(f"  demo: {e}", file=sys.stderr)
+            code = 1
+        if out is not None:
+            say("the failover")
+            code = report(out)
+            if out.failover_s is None:
+                show_logs(cluster, ("zkfc", "namenode"))
+            say(f"qjm cluster status --dir {_shown(directory)}")
+            print_cluster_status(directory)
+        fsshell_count(Path(cluster["hadoop_conf"]))
+        print_next_steps(directory, cluster, out, once)
+        if not once:
+            stay_up(directory, cluster, out)
+    except KeyboardInterrupt:
+        print("\n== interrupted: stopping the cluster", flush=True)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)  # the cluster is stopped whole
+        if cluster is not None:
+            stopped = cluster_down(directory)
+            say(f"stopped {', '.join(stopped) if stopped else 'nothing (no daemon was running)'}")
+    return code
 
 
 def main() -> int:
     """Entry point of `python -m qjm.cluster.demo`."""
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--dir", type=Path, default=Path("demo"), help="cluster directory")
+    parser.add_argument("--dir", type=Path, default=Path("demo"), help="cluster directory (demo)")
     parser.add_argument("--base-port", type=int, help="ports from this one (default: HDFS's)")
+    parser.add_argument(
+        "--once", action="store_true", help="stop the cluster after the scenario and exit"
+    )
     args = parser.parse_args()
     try:
-        return run(args.dir.resolve(), args.base_port)
+        return run(args.dir.resolve(), args.base_port, args.once)
     except QjmError as e:
         print(f"demo: error: {e}", file=sys.stderr)
+        if "--base-port" in str(e):
+            print('  (with make: make demo ARGS="--base-port P")', file=sys.stderr)
         return 1
 
 

@@ -60,14 +60,18 @@ rootLogger.appenderRef.stderr.ref = stderr
 
 
 def core_site(cfg: ClusterConfig) -> dict[str, str]:
-    """core-site.xml's properties: the default file system is the nameservice."""
-    return {
+    """core-site.xml's properties: the default file system is the nameservice (and, with
+    automatic failover, the ZooKeeper quorum, where HDFS keeps ha.zookeeper.quorum)."""
+    props = {
         "fs.defaultFS": f"hdfs://{cfg.nameservice}",
         "hadoop.security.authentication": "simple",
         "fs.trash.interval": "0",
         "fs.permissions.umask-mode": f"{cfg.namenode.umask:03o}",
         **FAST_IPC,
     }
+    if cfg.namenode.automatic_failover:
+        props["ha.zookeeper.quorum"] = cfg.zookeeper.quorum
+    return props
 
 
 def hdfs_site(cfg: ClusterConfig) -> dict[str, str]:
@@ -82,7 +86,7 @@ def hdfs_site(cfg: ClusterConfig) -> dict[str, str]:
         props[f"dfs.namenode.http-address.{ns}.{name}"] = nn.http_address
     props |= {
         f"dfs.client.failover.proxy.provider.{ns}": PROXY_PROVIDER,
-        "dfs.ha.automatic-failover.enabled": "false",
+        "dfs.ha.automatic-failover.enabled": str(cfg.namenode.automatic_failover).lower(),
         "dfs.namenode.shared.edits.dir": cfg.shared_edits_uri(),
         "dfs.replication": str(cfg.namenode.default_replication),
         "dfs.blocksize": str(cfg.namenode.block_size),

@@ -1,14 +1,24 @@
-"""The local launcher: a whole cluster of daemons on loopback, described by DIR/cluster.json."""
+"""The local launcher: a whole cluster of daemons on loopback, described by DIR/cluster.json.
+
+With ZooKeeper (automatic failover): ZooKeeper under DIR/zookeeper, 3 JournalNodes, nn1
+(formatted) and nn2 (bootstrapped) both started as standby, and one ZKFC per NameNode
+(zkfc1, zkfc2) that elect the active NameNode in ZooKeeper.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
 import os
+import random
 import subprocess
 import sys
-from dataclasses import replace
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from qjm.cluster.hadoop_conf import write_hadoop_conf
 from qjm.cluster.process import (
@@ -18,6 +28,7 @@ from qjm.cluster.process import (
     port_is_free,
     spawn,
     stop_pid,
+    tail,
     wait_ready,
 )
 from qjm.config import (
@@ -26,21 +37,33 @@ from qjm.config import (
     NN_HTTP_PORT,
     NN_RPC_PORT,
     ClusterConfig,
+    FailoverControllerSettings,
     JournalNodeConfig,
     NameNodeConfig,
     NameNodeSettings,
+    ZooKeeperSettings,
     dump_config,
     load_config,
     parse_address,
 )
-from qjm.errors import ConfigError
+from qjm.errors import ConfigError, QjmError
+
+T = TypeVar("T")
 
 HOST = "127.0.0.1"
 CLUSTER_JSON = "cluster.json"
 CLUSTER_TOML = "cluster.toml"
+ZOOKEEPER_DIR = "zookeeper"
 PORT_STEP = 10  # default ports: jn1 8485/8480, jn2 8495/8490, ...; nn1 8020/9870, nn2 8030/9880
-MAX_NAMENODES = 2  # manual HA as HDFS has it: one active, one standby
-ADMIN_TIMEOUT_S = 60.0  # format, bootstrap-standby, transitionToActive
+ZKFC_PORT = 8019  # HDFS's dfs.ha.zkfc.port; zkfc2 8029 (stepped like the NameNodes)
+ZOOKEEPER_PORT = 2181  # ZooKeeper's client port
+AUTO_PORT_RANGE = (20000, 32000)  # a ZooKeeper ensemble's default block (below ephemeral ports)
+MAX_NAMENODES = 2  # HA as HDFS has it: one active, one standby
+ADMIN_TIMEOUT_S = 60.0  # format, bootstrap-standby, transitionToActive, format-zk
+ELECTION_TIMEOUT_S = 90.0  # the ZKFCs elect an active NameNode (bounded, generous under load)
+DEFAULT_FENCING = "shell(true)"  # the quorum journal fences a deposed writer by its epoch
+# start order, and the reverse of the stop order
+KIND_ORDER = ("zookeeper", "journalnode", "namenode", "zkfc")
 
 
 def read_cluster(directory: Path) -> dict[str, Any]:
@@ -66,16 +89,62 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def zookeeper_port_count(members: int) -> int:
+    """How many ports a ZooKeeper of members uses: a client port each, and for an ensemble a
+    quorum and an election port each."""
+    return 1 if members == 1 else 3 * members
+
+
+@dataclass
+class PortPlan:
+    """Every port of a cluster: (rpc, http) per JournalNode and NameNode, one per ZKFC, and
+    the first of ZooKeeper's (client ports first, as start_zookeeper lays them out)."""
+
+    journalnodes: list[tuple[int, int]]
+    namenodes: list[tuple[int, int]]
+    zkfcs: list[int] = field(default_factory=list)
+    zookeeper_base: int | None = None
+    zookeeper_members: int = 0
+
+    def zookeeper_ports(self) -> list[int]:
+        """Every port ZooKeeper listens on."""
+        if self.zookeeper_base is None:
+            return []
+        n = zookeeper_port_count(self.zookeeper_members)
+        return list(range(self.zookeeper_base, self.zookeeper_base + n))
+
+
 def plan_ports(
     journalnodes: int, base_port: int | None, namenodes: int = 0
 ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """(rpc, http) ports per JournalNode and per NameNode: HDFS's defaults stepped by 10, or
     consecutive from base_port (JournalNodes first)."""
-    needed = 2 * (journalnodes + namenodes)
+    plan = plan_cluster_ports(journalnodes, base_port, namenodes)
+    return plan.journalnodes, plan.namenodes
+
+
+def plan_cluster_ports(
+    journalnodes: int, base_port: int | None, namenodes: int = 0, zookeeper_members: int = 0
+) -> PortPlan:
+    """Every port of a new cluster: HDFS's and ZooKeeper's defaults (stepped by 10), or
+    consecutive from base_port: JournalNodes, NameNodes (2 each), ZKFCs (1 each), ZooKeeper.
+
+    zookeeper_members 0 is no ZooKeeper and no ZKFCs. A ZooKeeper ensemble without base_port
+    gets a free block of loopback ports.
+    """
+    zkfcs = namenodes if zookeeper_members else 0
+    zk_ports = zookeeper_port_count(zookeeper_members) if zookeeper_members else 0
+    needed = 2 * (journalnodes + namenodes) + zkfcs + zk_ports
     if base_port is not None and not 1 <= base_port <= 65536 - needed:
+        what = f"{journalnodes} JournalNode(s) and {namenodes} NameNode(s)"
+        if zookeeper_members:
+            what = (
+                f"{journalnodes} JournalNode(s), {namenodes} NameNode(s) with their ZKFCs and "
+                f"a ZooKeeper of {zookeeper_members}"
+            )
         raise LaunchError(
-            f"--base-port {base_port}: {journalnodes} JournalNode(s) and {namenodes} NameNode(s) "
-            f"need ports {base_port}-{base_port + needed - 1}, but ports run from 1 to 65535"
+            f"--base-port {base_port}: {what} need ports {base_port}-{base_port + needed - 1}, "
+            "but ports run from 1 to 65535"
         )
     if base_port is None:
         jns = [
@@ -84,9 +153,70 @@ def plan_ports(
         nns = [
             (NN_RPC_PORT + PORT_STEP * i, NN_HTTP_PORT + PORT_STEP * i) for i in range(namenodes)
         ]
-        return jns, nns
-    ports = [(base_port + 2 * i, base_port + 2 * i + 1) for i in range(journalnodes + namenodes)]
-    return ports[:journalnodes], ports[journalnodes:]
+        zk_base: int | None = None
+        if zookeeper_members == 1:
+            zk_base = ZOOKEEPER_PORT
+        elif zookeeper_members > 1:
+            zk_base = _free_block(zk_ports)
+        return PortPlan(
+            jns,
+            nns,
+            [ZKFC_PORT + PORT_STEP * i for i in range(zkfcs)],
+            zk_base,
+            zookeeper_members,
+        )
+    pairs = [(base_port + 2 * i, base_port + 2 * i + 1) for i in range(journalnodes + namenodes)]
+    after = base_port + 2 * (journalnodes + namenodes)
+    return PortPlan(
+        pairs[:journalnodes],
+        pairs[journalnodes:],
+        [after + i for i in range(zkfcs)],
+        after + zkfcs if zookeeper_members else None,
+        zookeeper_members,
+    )
+
+
+def _free_block(n: int) -> int:
+    low, high = AUTO_PORT_RANGE
+    rng = random.Random()
+    for _ in range(500):
+        base = rng.randrange(low, high - n)
+        if all(port_is_free(HOST, p) for p in range(base, base + n)):
+            return base
+    raise LaunchError(f"no {n} consecutive free ports on {HOST} between {low} and {high}")
+
+
+def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion, also when the caller is inside an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+async def namenode_state(address: str, rpc_timeout_s: float = 5.0) -> str:
+    """A NameNode's HA state in lower case (active, standby, ...), or "down" when it does not
+    answer."""
+    from qjm.namenode.client import HAAdminClient
+
+    try:
+        async with HAAdminClient(address, timeout=rpc_timeout_s) as admin:
+            return (await admin.get_service_state()).name.lower()
+    except (QjmError, OSError):
+        return "down"
+
+
+def namenode_states(addresses: dict[str, str], timeout: float = 5.0) -> dict[str, str]:
+    """name → HA state ("down" when unreachable) of NameNodes given by RPC address."""
+
+    async def ask() -> dict[str, str]:
+        names = list(addresses)
+        states = await asyncio.gather(*(namenode_state(addresses[n], timeout) for n in names))
+        return dict(zip(names, states, strict=True))
+
+    return _run_sync(ask())
 
 
 def cluster_up(
@@ -97,11 +227,19 @@ def cluster_up(
     base_port: int | None = None,
     nameservice: str = "ns1",
     namenode_settings: NameNodeSettings | None = None,
+    *,
+    zookeeper_members: int = 1,
+    zookeeper_settings: ZooKeeperSettings | None = None,
+    zkfc_settings: FailoverControllerSettings | None = None,
 ) -> dict[str, Any]:
     """Start the daemons, write cluster.toml and cluster.json, return once all answer.
 
-    With NameNodes (manual HA): format nn1 (and the shared journal), start it, bootstrap nn2
-    from it, start nn2, make nn1 active, and write DIR/hadoop-conf for HDFS clients.
+    With NameNodes: format nn1 (and the shared journal), start it, bootstrap nn2 from it,
+    start nn2, and write DIR/hadoop-conf for HDFS clients. Manual HA (zookeeper False): make
+    nn1 active. Automatic failover (zookeeper True, 2 NameNodes): start ZooKeeper first and
+    format it, start a ZKFC per NameNode, and return once they elected one active NameNode.
+    zookeeper_settings and zkfc_settings override the [zookeeper] and [zkfc] sections (the
+    quorum is always the started ZooKeeper's; empty fencing_methods become shell(true)).
     """
     if journalnodes < 1:
         raise LaunchError("a cluster needs at least one JournalNode")
@@ -110,10 +248,15 @@ def cluster_up(
             f"--namenodes {namenodes}: qjm runs 0 NameNodes or up to {MAX_NAMENODES} "
             "(one active, one standby)"
         )
-    if zookeeper:
+    if zookeeper and namenodes != MAX_NAMENODES:
         raise LaunchError(
-            "ZooKeeper (automatic failover) is not part of qjm yet; start the NameNodes in "
-            "manual HA with --no-zookeeper and fail over with `qjm haadmin -failover`"
+            f"automatic failover with ZooKeeper needs {MAX_NAMENODES} NameNodes (got "
+            f"{namenodes}); run manual HA with --no-zookeeper, or JournalNodes only with "
+            "--namenodes 0"
+        )
+    if zookeeper and (zookeeper_members < 1 or zookeeper_members % 2 == 0):
+        raise LaunchError(
+            f"--zookeeper-members {zookeeper_members}: run 1 (standalone) or an odd number (3)"
         )
     directory = directory.resolve()
     directory.mkdir(parents=True, exist_ok=True)
@@ -124,55 +267,105 @@ def cluster_up(
                 f"a cluster in {directory} is running ({', '.join(running)}); "
                 f"stop it first with `qjm cluster down --dir {directory}`"
             )
-    jn_ports, nn_ports = _ports_for(directory, journalnodes, namenodes, base_port)
+    members = zookeeper_members if zookeeper else 0
+    plan = _ports_for(directory, journalnodes, namenodes, members, base_port)
     jns: dict[str, JournalNodeConfig] = {}
     nns: dict[str, NameNodeConfig] = {}
-    for i, (rpc, http) in enumerate(jn_ports, start=1):
+    for i, (rpc, http) in enumerate(plan.journalnodes, start=1):
         name = f"jn{i}"
         _check_free(name, rpc, http)
         jns[name] = JournalNodeConfig(
             name, f"{HOST}:{rpc}", f"{HOST}:{http}", str(directory / "data" / name)
         )
-    for i, (rpc, http) in enumerate(nn_ports, start=1):
+    for i, (rpc, http) in enumerate(plan.namenodes, start=1):
         name = f"nn{i}"
         _check_free(name, rpc, http)
+        zkfc_address = f"{HOST}:{plan.zkfcs[i - 1]}" if plan.zkfcs else ""
         nns[name] = NameNodeConfig(
-            name, f"{HOST}:{rpc}", f"{HOST}:{http}", str(directory / "data" / name)
+            name, f"{HOST}:{rpc}", f"{HOST}:{http}", str(directory / "data" / name), zkfc_address
         )
+    for i, port in enumerate(plan.zkfcs, start=1):
+        _check_free(f"zkfc{i} (the failover controller of nn{i})", port)
+    zk_ports = plan.zookeeper_ports()
+    if zk_ports:
+        _check_free("ZooKeeper", *zk_ports)
+    zk_base = plan.zookeeper_base
+    connect = ",".join(f"{HOST}:{zk_base + i}" for i in range(members)) if zk_base else ""
+    zk_settings = replace(zookeeper_settings or ZooKeeperSettings(), quorum=connect)
+    zkfc = zkfc_settings or FailoverControllerSettings()
+    if not zkfc.fencing_methods.strip():
+        zkfc = replace(zkfc, fencing_methods=DEFAULT_FENCING)
     cfg = replace(
         ClusterConfig(),
         nameservice=nameservice,
         journal_id=nameservice,
         journalnodes=jns,
         namenodes=nns,
-        namenode=namenode_settings or NameNodeSettings(),
+        namenode=replace(namenode_settings or NameNodeSettings(), automatic_failover=zookeeper),
+        zookeeper=zk_settings if zookeeper else ZooKeeperSettings(),
+        zkfc=zkfc if zookeeper else FailoverControllerSettings(),
         source=str(directory / CLUSTER_TOML),
     )
     toml_path = directory / CLUSTER_TOML
     toml_path.write_text(dump_config(cfg))
-    started = [
-        spawn(
-            name,
-            ["journalnode", "--config", str(toml_path), "--name", name],
-            directory / "logs" / f"{name}.log",
-            directory / "run" / f"{name}.ready",
-        )
-        for name in jns
-    ]
     cluster: dict[str, Any] = {}
+    started: list[Daemon] = []
+    ensemble: Any = None  # ZooKeeperEnsemble
     try:
-        ready = wait_ready(started)
-        for d in started:
+        if zookeeper:
+            ensemble = _start_zookeeper(directory, members, plan.zookeeper_base)
+            for name, info in ensemble.describe().items():
+                cluster[name] = {
+                    "rpc": info["client"],
+                    "http": "",
+                    "pid": info["pid"],
+                    "log": info["log"],
+                    "kind": "zookeeper",
+                }
+            _format_zk(toml_path)
+        jn_daemons = [
+            spawn(
+                name,
+                ["journalnode", "--config", str(toml_path), "--name", name],
+                directory / "logs" / f"{name}.log",
+                directory / "run" / f"{name}.ready",
+            )
+            for name in jns
+        ]
+        started += jn_daemons
+        ready = wait_ready(jn_daemons)
+        for d in jn_daemons:
             cluster[d.name] = _entry(d, ready[d.name], "journalnode")
         if nns:
-            for d, info in _start_namenodes(directory, toml_path, list(nns), started):
+            for d, info in _start_namenodes(
+                directory, toml_path, list(nns), started, manual=not zookeeper
+            ):
                 cluster[d.name] = _entry(d, info, "namenode")
+        if zookeeper:
+            zkfcs = [
+                spawn(
+                    f"zkfc{i}",
+                    ["zkfc", "--config", str(toml_path), "--id", nn],
+                    directory / "logs" / f"zkfc{i}.log",
+                    directory / "run" / f"zkfc{i}.ready",
+                )
+                for i, nn in enumerate(nns, start=1)
+            ]
+            started += zkfcs
+            ready = wait_ready(zkfcs)
+            for d, nn in zip(zkfcs, nns, strict=True):
+                cluster[d.name] = {**_entry(d, ready[d.name], "zkfc"), "namenode": nn}
+            _wait_elected(cfg, zkfcs)
     except BaseException:  # a failed start or an interrupt leaves nothing running
-        for d in reversed(started):  # NameNodes before the JournalNodes they write to
+        for d in reversed(started):  # ZKFCs, NameNodes, then the JournalNodes they write to
             stop_pid(d.pid)
+        if ensemble is not None:
+            ensemble.stop()
         raise
     cluster["shared_edits"] = cfg.shared_edits_uri()
     cluster["config"] = str(toml_path)
+    cluster["zookeeper"] = connect if zookeeper else ""
+    cluster["automatic_failover"] = zookeeper
     if nns:
         cluster["nameservice"] = nameservice
         cluster["hadoop_conf"] = str(write_hadoop_conf(directory, cfg))
@@ -180,17 +373,67 @@ def cluster_up(
     return cluster
 
 
+def _start_zookeeper(directory: Path, members: int, base: int | None) -> Any:
+    from qjm.cluster.zookeeper import ZooKeeperError, start_zookeeper
+
+    try:
+        return start_zookeeper(directory / ZOOKEEPER_DIR, members, base)
+    except ZooKeeperError as e:
+        raise LaunchError(str(e)) from None
+
+
+def _format_zk(toml_path: Path) -> None:
+    """`qjm zkfc format-zk`; a znode left by an earlier start of this cluster is kept."""
+    run_admin(
+        ["zkfc", "format-zk", "--config", str(toml_path)],
+        "ZooKeeper",
+        ok=lambda r: r.returncode == 2 and "already exists" in r.stderr,
+    )
+
+
+def _wait_elected(cfg: ClusterConfig, zkfcs: list[Daemon]) -> str:
+    """Wait until exactly one NameNode is active and the others standby; its name."""
+    addresses = {name: nn.rpc_address for name, nn in cfg.namenodes.items()}
+    deadline = time.monotonic() + ELECTION_TIMEOUT_S
+    states: dict[str, str] = {}
+    while True:
+        for d in zkfcs:
+            code = d.process.poll()
+            if code is not None:
+                raise LaunchError(
+                    f"{d.name} exited with code {code} while the NameNodes were elected; the "
+                    f"end of {d.log}:\n{tail(d.log)}"
+                )
+        states = namenode_states(addresses, timeout=5.0)
+        active = [n for n, s in states.items() if s == "active"]
+        if len(active) == 1 and all(s in ("active", "standby") for s in states.values()):
+            return active[0]
+        if time.monotonic() > deadline:
+            shown = ", ".join(f"{n} {s}" for n, s in states.items())
+            logs = "".join(f"\n--- the end of {d.log}:\n{tail(d.log)}" for d in zkfcs)
+            raise LaunchError(
+                f"the ZKFCs did not elect one active NameNode within {ELECTION_TIMEOUT_S:.0f}s "
+                f"({shown}){logs}"
+            )
+        time.sleep(0.2)
+
+
 def _ports_for(
-    directory: Path, journalnodes: int, namenodes: int, base_port: int | None
-) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    directory: Path,
+    journalnodes: int,
+    namenodes: int,
+    zookeeper_members: int,
+    base_port: int | None,
+) -> PortPlan:
     """The ports of a new cluster, or of the stopped one whose data is in directory.
 
     A journal remembers the JournalNodes it was formatted on, so a cluster started again
-    keeps its addresses; asking for other ports or other counts is refused.
+    keeps its addresses (and its ZKFCs' and ZooKeeper's, whose data is kept); asking for
+    other ports or other counts is refused.
     """
     toml_path = directory / CLUSTER_TOML
     if not (toml_path.exists() and (directory / "data").is_dir()):
-        return plan_ports(journalnodes, base_port, namenodes)
+        return plan_cluster_ports(journalnodes, base_port, namenodes, zookeeper_members)
     try:
         old = load_config(toml_path)
     except ConfigError as e:
@@ -209,13 +452,28 @@ def _ports_for(
             f"{directory} holds a stopped cluster of {len(jns)} JournalNode(s) and {len(nns)} "
             f"NameNode(s); start it with those counts, or use a new --dir"
         )
-    if base_port is not None and (jns, nns) != plan_ports(journalnodes, base_port, namenodes):
+    fresh = plan_cluster_ports(journalnodes, base_port, namenodes, zookeeper_members)
+    if base_port is not None and (jns, nns) != (fresh.journalnodes, fresh.namenodes):
         first = jns[0][0]
         raise LaunchError(
             f"{directory} holds a stopped cluster on ports from {first} (its journal remembers "
             f"its JournalNodes); start it with --base-port {first} or none, or use a new --dir"
         )
-    return jns, nns
+    plan = PortPlan(jns, nns, fresh.zkfcs, fresh.zookeeper_base, zookeeper_members)
+    if not zookeeper_members:
+        return plan
+    zkfc_addresses = [nn.zkfc_address for nn in old.namenodes.values()]
+    if all(zkfc_addresses):
+        plan.zkfcs = [parse_address(a, "zkfc_address")[1] for a in zkfc_addresses]
+    quorum = [a.strip() for a in old.zookeeper.quorum.split(",") if a.strip()]
+    if quorum and (directory / ZOOKEEPER_DIR / "data").is_dir():
+        if len(quorum) != zookeeper_members:
+            raise LaunchError(
+                f"{directory} holds a stopped cluster whose ZooKeeper has {len(quorum)} "
+                f"member(s); start it with --zookeeper-members {len(quorum)}, or use a new --dir"
+            )
+        plan.zookeeper_base = parse_address(quorum[0], "zookeeper.quorum")[1]
+    return plan
 
 
 def _check_free(name: str, *ports: int) -> None:
@@ -229,7 +487,7 @@ def _check_free(name: str, *ports: int) -> None:
 def _entry(d: Daemon, ready: dict[str, Any], kind: str) -> dict[str, Any]:
     return {
         "rpc": ready["rpc"],
-        "http": ready["http"],
+        "http": ready.get("http", ""),
         "pid": d.pid,
         "log": str(d.log),
         "kind": kind,
@@ -241,9 +499,10 @@ def _formatted(name_dir: Path) -> bool:
 
 
 def _start_namenodes(
-    directory: Path, toml_path: Path, names: list[str], started: list[Daemon]
+    directory: Path, toml_path: Path, names: list[str], started: list[Daemon], *, manual: bool
 ) -> list[tuple[Daemon, dict[str, Any]]]:
-    """Format or reuse nn1, start it, bootstrap the others from it, start them, nn1 active."""
+    """Format or reuse nn1, start it, bootstrap the others from it, start them; in manual HA
+    make nn1 active (with automatic failover the ZKFCs choose)."""
     first = names[0]
     out: list[tuple[Daemon, dict[str, Any]]] = []
     if not _formatted(directory / "data" / first):
@@ -261,12 +520,19 @@ def _start_namenodes(
         )
         started.append(d)
         out.append((d, wait_ready([d])[name]))
-    run_admin(["haadmin", "--config", str(toml_path), "-transitionToActive", first], first)
+    if manual:
+        run_admin(["haadmin", "--config", str(toml_path), "-transitionToActive", first], first)
     return out
 
 
-def run_admin(argv: list[str], name: str, timeout: float = ADMIN_TIMEOUT_S) -> str:
-    """Run `qjm <argv>` to completion; its stdout, or a LaunchError with its output."""
+def run_admin(
+    argv: list[str],
+    name: str,
+    timeout: float = ADMIN_TIMEOUT_S,
+    ok: Callable[[subprocess.CompletedProcess[str]], bool] | None = None,
+) -> str:
+    """Run `qjm <argv>` to completion; its stdout, or a LaunchError with its output unless
+    it exited 0 or ok(result) says its failure is fine."""
     try:
         r = subprocess.run(
             [sys.executable, "-m", "qjm", *argv],
@@ -277,7 +543,7 @@ def run_admin(argv: list[str], name: str, timeout: float = ADMIN_TIMEOUT_S) -> s
         )
     except subprocess.TimeoutExpired:
         raise LaunchError(f"`qjm {' '.join(argv)}` for {name} took over {timeout:.0f}s") from None
-    if r.returncode != 0:
+    if r.returncode != 0 and not (ok is not None and ok(r)):
         out = (r.stderr.strip() or r.stdout.strip()).splitlines()
         raise LaunchError(
             f"`qjm {' '.join(argv)}` for {name} failed (exit {r.returncode}): "
@@ -286,16 +552,74 @@ def run_admin(argv: list[str], name: str, timeout: float = ADMIN_TIMEOUT_S) -> s
     return r.stdout
 
 
+def daemon_argv(cluster: dict[str, Any], name: str) -> list[str]:
+    """The `qjm` arguments that start daemon name of cluster.json as the launcher did."""
+    daemons = daemons_of(cluster)
+    if name not in daemons:
+        raise LaunchError(f"no daemon {name} in this cluster (it has {', '.join(daemons)})")
+    d, config = daemons[name], cluster["config"]
+    kind = d.get("kind")
+    if kind == "journalnode":
+        return ["journalnode", "--config", config, "--name", name]
+    if kind == "namenode":
+        return ["namenode", "--config", config, "--id", name]
+    if kind == "zkfc":
+        return ["zkfc", "--config", config, "--id", d["namenode"]]
+    raise LaunchError(
+        f"{name} is {kind or 'of no known kind'}: only JournalNodes, NameNodes and ZKFCs start "
+        "alone; start the whole cluster again with `qjm cluster down` and `qjm cluster up`"
+    )
+
+
+def start_daemons(directory: Path, names: list[str], timeout: float = 60.0) -> dict[str, int]:
+    """Start stopped daemons of a cluster again on their ports and data (a NameNode comes
+    back as standby); their pids, also written to cluster.json."""
+    directory = directory.resolve()
+    cluster = read_cluster(directory)
+    argvs = {name: daemon_argv(cluster, name) for name in names}
+    running = [n for n in names if pid_alive(cluster[n].get("pid"))]
+    if running:
+        raise LaunchError(
+            ", ".join(f"{n} is running (pid {cluster[n]['pid']})" for n in running)
+            + "; stop it first (kill its pid) to start it again"
+        )
+    started = [
+        spawn(
+            name,
+            argv,
+            directory / "logs" / f"{name}.log",
+            directory / "run" / f"{name}.ready",
+        )
+        for name, argv in argvs.items()
+    ]
+    for d in started:  # in cluster.json at once, so that cluster_down stops them whatever happens
+        cluster[d.name]["pid"] = d.pid
+    _write_json(directory / CLUSTER_JSON, cluster)
+    wait_ready(started, timeout=timeout)
+    return {d.name: d.pid for d in started}
+
+
+def _stop_rank(kind: str | None) -> int:
+    """ZKFCs first (nothing fails over while NameNodes stop), then NameNodes (an active whose
+    JournalNodes vanish would end on a failed sync), JournalNodes, ZooKeeper last."""
+    return -KIND_ORDER.index(kind) if kind in KIND_ORDER else 0
+
+
 def cluster_down(directory: Path) -> list[str]:
     """Stop every daemon of the cluster; return the names that were running."""
     directory = directory.resolve()
     cluster = read_cluster(directory)
     stopped = []
-    # NameNodes first: an active whose JournalNodes vanish would end on a failed sync.
-    daemons = sorted(daemons_of(cluster).items(), key=lambda kv: kv[1].get("kind") != "namenode")
+    daemons = sorted(daemons_of(cluster).items(), key=lambda kv: _stop_rank(kv[1].get("kind")))
+    ranks = sorted({_stop_rank(d.get("kind")) for _, d in daemons})
+    # one kind at a time, the daemons of a kind together: both ZKFCs leave the election at
+    # once, so neither takes over while the other stops
+    with concurrent.futures.ThreadPoolExecutor(max(1, len(daemons))) as pool:
+        for rank in ranks:
+            group = [(n, d) for n, d in daemons if _stop_rank(d.get("kind")) == rank]
+            results = list(pool.map(lambda nd: stop_pid(nd[1]["pid"]), group))
+            stopped += [n for (n, _), ran in zip(group, results, strict=True) if ran]
     for name, d in daemons:
-        if stop_pid(d["pid"]):
-            stopped.append(name)
         d["pid"] = None
         ready = directory / "run" / f"{name}.ready"
         ready.unlink(missing_ok=True)

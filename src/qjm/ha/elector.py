@@ -225,6 +225,9 @@ class KazooStore:
 
         self.hosts = hosts
         self._acl = acl
+        # no ZooKeeper call waits longer than this for its answer (kazoo's sync calls wait
+        # forever for a request queued while the connection goes down)
+        self._op_timeout_s = max(2.0, session_timeout_s)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._session_callbacks: list[Callable[[SessionEvent], None]] = []
         self._zk = KazooClient(
@@ -233,7 +236,13 @@ class KazooStore:
             auth_data=auth or None,
             default_acl=acl,
             command_retry={"max_tries": op_retries, "delay": 0.1, "max_delay": 1.0},
-            connection_retry={"max_tries": -1, "delay": 0.1, "max_delay": 1.0},
+            # a session survives a ZooKeeper restart only if the client is back within the
+            # session timeout: reconnect attempts come at most a tenth of it apart
+            connection_retry={
+                "max_tries": -1,
+                "delay": min(0.1, session_timeout_s / 40),
+                "max_delay": min(1.0, session_timeout_s / 10),
+            },
         )
         self._zk.add_listener(self._on_state)
 
@@ -276,20 +285,32 @@ class KazooStore:
             await asyncio.to_thread(self._zk.stop)
             raise ElectorError(f"cannot connect to ZooKeeper at {self.hosts}: {e}") from e
 
-    async def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    async def _run(self, name: str, path: str, *args: Any, **kwargs: Any) -> Any:
+        """kazoo's <name>_async(path, ...) with its retries, each answer awaited at most
+        the operation timeout; errors as the ZkStore protocol's."""
         from kazoo import exceptions as kx
         from kazoo.retry import RetryFailedError
 
+        call_async = getattr(self._zk, f"{name}_async")
+        timeout = self._op_timeout_s
+        timed_out = self._zk.handler.timeout_exception
+
+        def attempt() -> Any:
+            try:
+                return call_async(path, *args, **kwargs).get(timeout=timeout)
+            except timed_out:
+                raise kx.OperationTimeoutError() from None
+
         try:
-            return await asyncio.to_thread(self._zk.retry, fn, *args, **kwargs)
+            return await asyncio.to_thread(self._zk.retry, attempt)
         except kx.NodeExistsError as e:
-            raise NodeExists(f"{args[0]} exists") from e
+            raise NodeExists(f"{path} exists") from e
         except kx.NoNodeError as e:
-            raise NoNode(f"{args[0]} (or its parent) does not exist") from e
+            raise NoNode(f"{path} (or its parent) does not exist") from e
         except kx.BadVersionError as e:
-            raise BadVersion(f"{args[0]} changed meanwhile") from e
+            raise BadVersion(f"{path} changed meanwhile") from e
         except kx.NoAuthError as e:
-            raise ElectorError(f"ZooKeeper refused access to {args[0]} (check ACL/auth)") from e
+            raise ElectorError(f"ZooKeeper refused access to {path} (check ACL/auth)") from e
         except (
             kx.ConnectionLoss,
             kx.SessionExpiredError,
@@ -297,9 +318,9 @@ class KazooStore:
             RetryFailedError,
             kx.ConnectionClosedError,
         ) as e:
-            raise NotConnected(f"ZooKeeper connection lost during an operation on {args[0]}") from e
+            raise NotConnected(f"ZooKeeper connection lost during an operation on {path}") from e
         except kx.KazooException as e:
-            raise ElectorError(f"ZooKeeper error on {args[0]}: {type(e).__name__} {e}") from e
+            raise ElectorError(f"ZooKeeper error on {path}: {type(e).__name__} {e}") from e
 
     def _watcher(self, watch: WatchCallback | None) -> Callable[[Any], None] | None:
         if watch is None:
@@ -312,35 +333,39 @@ class KazooStore:
 
     async def create(self, path: str, data: bytes, *, ephemeral: bool) -> None:
         """Create a znode; NodeExists or NoNode (parent missing)."""
-        await self._run(self._zk.create, path, data, acl=self._acl, ephemeral=ephemeral)
+        await self._run("create", path, data, acl=self._acl, ephemeral=ephemeral)
 
     async def get(self, path: str, watch: WatchCallback | None = None) -> Node | None:
         """The znode, or None; watch fires (on the loop) once when it changes or goes."""
         try:
-            data, stat = await self._run(self._zk.get, path, watch=self._watcher(watch))
+            data, stat = await self._run("get", path, watch=self._watcher(watch))
         except NoNode:
             return None
         return Node(bytes(data or b""), stat.version, stat.ephemeralOwner)
 
     async def exists(self, path: str, watch: WatchCallback | None = None) -> bool:
         """Whether the znode exists; watch fires once when it is created, changed or deleted."""
-        return await self._run(self._zk.exists, path, watch=self._watcher(watch)) is not None
+        return await self._run("exists", path, watch=self._watcher(watch)) is not None
 
     async def set(self, path: str, data: bytes, version: int) -> None:
         """Set a znode's data if its version is still version; BadVersion or NoNode."""
-        await self._run(self._zk.set, path, data, version=version)
+        await self._run("set", path, data, version=version)
 
     async def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
         """Delete a znode (if its version matches); NoNode or BadVersion."""
-        await self._run(self._zk.delete, path, version=version, recursive=recursive)
+        if recursive:  # children first, deepest first (kazoo has no async recursive delete)
+            for child in await self.children(path):
+                with contextlib.suppress(NoNode):  # gone meanwhile
+                    await self.delete(f"{path.rstrip('/')}/{child}", recursive=True)
+        await self._run("delete", path, version=version)
 
     async def ensure_path(self, path: str) -> None:
         """Create path and its ancestors as persistent znodes where missing."""
-        await self._run(self._zk.ensure_path, path, acl=self._acl)
+        await self._run("ensure_path", path, acl=self._acl)
 
     async def children(self, path: str) -> list[str]:
         """The names of a znode's children; NoNode."""
-        return list(await self._run(self._zk.get_children, path))
+        return list(await self._run("get_children", path))
 
     async def close(self) -> None:
         """Close the session (its ephemeral znodes go at once)."""

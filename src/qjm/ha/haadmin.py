@@ -105,6 +105,39 @@ async def transition_to_active(
         raise FailoverFailedError(f"transitionToActive of {target} failed: {_short(e)}") from e
 
 
+def auto_failover_refusal(target: HATarget) -> str:
+    """HDFS's refusal of a manual transition when automatic failover is on (no --forcemanual)."""
+    return (
+        f"Automatic failover is enabled for NameNode at {target.address}\n"
+        "Refusing to manually manage HA state, since it may cause\n"
+        "a split-brain scenario or other incorrect state.\n"
+        "If you are very sure you know what you are doing, please \n"
+        "specify the --forcemanual flag."
+    )
+
+
+async def graceful_failover_through_zkfc(
+    to_t: HATarget, zkfc_address: str, *, call_timeout_s: float = 60.0
+) -> None:
+    """Ask to_t's ZKFC (at zkfc_address) for a graceful failover to to_t, as HDFS's
+    haadmin -failover does with automatic failover; FailoverFailedError says what failed."""
+    from qjm.ha.zkfc import ZKFCClient
+
+    client = ZKFCClient(zkfc_address, timeout=call_timeout_s)
+    try:
+        await client.graceful_failover()
+    except RemoteError as e:
+        raise FailoverFailedError(
+            f"the ZKFC of {to_t.name} at {zkfc_address} refused: {e.class_name}: {e.message}"
+        ) from e
+    except RpcError as e:
+        raise FailoverFailedError(
+            f"cannot reach the ZKFC of {to_t.name} at {zkfc_address}: {e}"
+        ) from e
+    finally:
+        await client.close()
+
+
 async def _pre_failover_checks(
     from_t: HATarget, to_t: HATarget, force_active: bool, call_timeout_s: float
 ) -> None:

@@ -13,12 +13,16 @@ ActiveStandbyElector and serving ZKFCProtocol (cedeActive, gracefulFailover).
   (deleting its breadcrumb when the standby transition worked, so the next active need not
   fence it). gracefulFailover(): asks the current active's ZKFC to cede, then waits for the
   local NameNode to be made active.
+* ZKFCProtocol callers must be administrators (HDFS's checkRpcAdminAccess), by the rule of
+  the NameNode's HA calls: the ZKFC's own user or a member of the superuser group; anyone
+  else gets AccessControlException.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import getpass
 import logging
 import time
 from collections.abc import Coroutine
@@ -35,9 +39,11 @@ from qjm.ha.health_monitor import (
     HealthState,
     ServiceStatus,
 )
-from qjm.ipc import CallContext, IpcClient, IpcServer, Method
+from qjm.ipc import CallContext, IpcClient, IpcServer, Method, RpcTimeoutError
 from qjm.namenode.client import HAAdminClient
+from qjm.namenode.errors import AccessControlError
 from qjm.namenode.types import HAState
+from qjm.namenode.users import os_groups, os_user
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +54,23 @@ DEFAULT_GRACEFUL_FENCE_TIMEOUT_S = 5.0  # ha.failover-controller.graceful-fence.
 DEFAULT_NEW_ACTIVE_TIMEOUT_S = 60.0  # ha.failover-controller.new-active.rpc-timeout.ms
 
 
+def _timed_out(e: BaseException) -> bool:
+    """Whether e is a call that got no answer in time (asyncio's or the IPC client's)."""
+    return isinstance(e, (TimeoutError, RpcTimeoutError))
+
+
 class ZkfcError(QjmError):
     """A ZKFC request could not be done (sent to callers as ServiceFailedException)."""
 
     java_class = SERVICE_FAILED
+
+
+def _login_user() -> str:
+    """The user an IPC call carries when none is given (as qjm.ipc's client)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return os_user()
 
 
 @dataclass(frozen=True)
@@ -68,6 +87,17 @@ class ZkfcSettings:
     graceful_fence_timeout_s: float = DEFAULT_GRACEFUL_FENCE_TIMEOUT_S
     new_active_timeout_s: float = DEFAULT_NEW_ACTIVE_TIMEOUT_S
     user: str | None = None  # the user HAServiceProtocol calls are made as
+    # who may call cedeActive/gracefulFailover: the ZKFC's own user (default: user, else the
+    # OS user running it) and the members of the superuser group, as the NameNode's HA calls
+    superuser: str | None = None
+    superuser_group: str = "supergroup"
+
+    @property
+    def admin_users(self) -> tuple[str, ...]:
+        """The users this ZKFC counts as superusers (HDFS: the ZKFC's login user): the
+        configured superuser, the user its own calls carry and the OS user running it."""
+        users = [self.superuser, self.user or _login_user(), os_user()]
+        return tuple(dict.fromkeys(u for u in users if u))
 
     @property
     def nn_address(self) -> str:
@@ -323,7 +353,10 @@ class ZKFailoverController:
                     client.transition_to_standby(by_zkfc=True), s.graceful_fence_timeout_s
                 )
         except Exception as e:
-            log.warning("zkfc: graceful fencing of %s (%s) failed: %s", old.namenodeId, address, e)
+            why = f"no answer within {s.graceful_fence_timeout_s:g} s" if _timed_out(e) else e
+            log.warning(
+                "zkfc: graceful fencing of %s (%s) failed: %s", old.namenodeId, address, why
+            )
         else:
             log.info("zkfc: %s (%s) went standby without fencing", old.namenodeId, address)
             self.fenced.append(old.namenodeId)
@@ -340,10 +373,26 @@ class ZKFailoverController:
 
     # ---- ZKFCProtocol
 
+    def check_admin(self, ctx: CallContext) -> None:
+        """Refuse a ZKFCProtocol caller who is no superuser (HDFS's checkRpcAdminAccess)."""
+        s = self.settings
+        host = ctx.peer.rpartition(":")[0].strip("[]") or ctx.peer
+        if ctx.user in s.admin_users or s.superuser_group in os_groups(ctx.user):
+            log.info("zkfc: allowed RPC access from %s at %s", ctx.user, host)
+            return
+        message = (
+            f"Disallowed RPC access from {ctx.user} at {host}: superuser privilege is "
+            f"required for {ctx.method} (the ZKFC's user {' or '.join(s.admin_users)}, or "
+            f"a member of {s.superuser_group})"
+        )
+        log.warning("zkfc: %s", message)
+        raise AccessControlError(message)
+
     def _methods(self) -> dict[str, Method]:
         async def cede_active(
             req: zp.CedeActiveRequestProto, ctx: CallContext
         ) -> zp.CedeActiveResponseProto:
+            self.check_admin(ctx)
             log.info("zkfc: %s asks to cede the active role for %d ms", ctx.peer, req.millisToCede)
             await self.cede_active(req.millisToCede / 1000.0)
             return zp.CedeActiveResponseProto()
@@ -351,6 +400,7 @@ class ZKFailoverController:
         async def graceful_failover(
             req: zp.GracefulFailoverRequestProto, ctx: CallContext
         ) -> zp.GracefulFailoverResponseProto:
+            self.check_admin(ctx)
             log.info("zkfc: %s asks for a graceful failover to here", ctx.peer)
             await self.graceful_failover()
             return zp.GracefulFailoverResponseProto()

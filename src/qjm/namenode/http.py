@@ -151,14 +151,62 @@ async def metrics(request: web.Request) -> web.Response:
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
+PAGE_POLL_MS = 1000  # how often an open status page asks again
+PAGE_POLL_TIMEOUT_MS = 3000  # an answer slower than this counts as "not answering"
+_PAGE_CSS = """body{font-family:sans-serif;margin:2em}
+table{border-collapse:collapse;margin-bottom:1em}
+td,th{border:1px solid #ccc;padding:4px 10px;text-align:left}th{background:#eee}
+.ha{padding:0 .3em;border-radius:4px;color:#fff;background:#777}
+.ha-active{background:#2a7d2a}.ha-standby{background:#2a5d9d}.ha-down{background:#b02a2a}
+.stale{color:#999}"""
+# The page asks for itself again every PAGE_POLL_MS and swaps its body in place, so an open page
+# follows a failover without a reload; when the NameNode stops answering, the state says so
+# (instead of the last state it had) and the rest is greyed as stale.
+_PAGE_SCRIPT = """
+(function () {
+  function mark(note) {
+    var s = document.getElementById("ha-state");
+    if (s) {
+      s.textContent = "not answering"; s.className = "ha ha-down"; s.dataset.state = "down";
+    }
+    var n = document.getElementById("page-note");
+    if (n && !document.body.classList.contains("stale")) { n.textContent = note; }
+    document.body.classList.add("stale");
+  }
+  function poll() {
+    fetch(location.pathname, {cache: "no-store", signal: AbortSignal.timeout(TIMEOUT)})
+      .then(function (r) {
+        if (!r.ok) { throw new Error("HTTP " + r.status); }
+        return r.text();
+      })
+      .then(function (text) {
+        var doc = new DOMParser().parseFromString(text, "text/html");
+        document.title = doc.title;
+        document.body.innerHTML = doc.body.innerHTML;
+        document.body.classList.remove("stale");
+      })
+      .catch(function (e) {
+        mark("this NameNode is not answering since " + new Date().toTimeString().slice(0, 8) +
+             " (" + e.message + "); the rest of the page is what it last said");
+      })
+      .finally(function () { setTimeout(poll, EVERY); });
+  }
+  setTimeout(poll, EVERY);
+})();
+""".replace("TIMEOUT", str(PAGE_POLL_TIMEOUT_MS)).replace("EVERY", str(PAGE_POLL_MS))
+
+
+def _clock() -> str:
+    return time.strftime("%H:%M:%S")
+
+
 async def status_page(request: web.Request) -> web.Response:
-    """GET /: a small human status page that refreshes itself."""
+    """GET /: a small human status page that follows the NameNode's state as it changes."""
     nn = _nn(request)
     rows = await request.app[_JN_CACHE].get()
     st = await status_dict(nn, rows)
     esc = html.escape
     facts = [
-        ("HA state", st["ha_state"]),
         ("last applied txid", st["last_applied_txid"]),
         ("last synced txid", "-" if st["last_synced_txid"] is None else st["last_synced_txid"]),
         ("namespace", f"{st['inodes']} inodes: {st['files']} files, {st['dirs']} directories"),
@@ -195,15 +243,18 @@ async def status_page(request: web.Request) -> web.Response:
         "segments",
         "problems",
     ]
+    state = st["ha_state"]
     page = f"""<!doctype html>
-<html><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
-<title>NameNode {esc(st["name"])} ({esc(st["ha_state"])})</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse;margin-bottom:1em}}
-td,th{{border:1px solid #ccc;padding:4px 10px;text-align:left}}th{{background:#eee}}</style>
+<html><head><meta charset="utf-8">
+<noscript><meta http-equiv="refresh" content="2"></noscript>
+<title>NameNode {esc(st["name"])} ({esc(state)})</title>
+<style>{_PAGE_CSS}</style>
+<script>{_PAGE_SCRIPT}</script>
 </head><body>
-<h1>NameNode {esc(st["name"])} &mdash; {esc(st["ha_state"])}</h1>
+<h1>NameNode {esc(st["name"])} &mdash;
+<span id="ha-state" class="ha ha-{esc(state)}" data-state="{esc(state)}">{esc(state)}</span></h1>
 <p>version {esc(st["version"])} &middot; <a href="/status">status JSON</a> &middot;
-<a href="/metrics">metrics</a></p>
+<a href="/metrics">metrics</a> &middot; <span id="page-note">as of {_clock()}</span></p>
 <table>{"".join(f"<tr><th>{esc(k)}</th><td>{esc(str(v))}</td></tr>" for k, v in facts)}</table>
 <h2>JournalNodes</h2>
 <table><tr>{"".join(f"<th>{h}</th>" for h in heads)}</tr>

@@ -11,10 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import grp
 import logging
 import os
-import pwd
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +37,7 @@ from qjm.namenode.errors import (
 )
 from qjm.namenode.ha_state import HAStateMachine
 from qjm.namenode.types import Caller, HAState
+from qjm.namenode.users import os_groups, os_user
 from qjm.protocol.errors import EpochError
 
 if TYPE_CHECKING:
@@ -59,35 +58,6 @@ EPOCH_CHECK_S = 1.0  # how often an active asks the JournalNodes whether it was 
 
 class StartupError(QjmError):
     """The NameNode cannot start: a locked or unformatted name dir, a busy port, no image."""
-
-
-def os_user() -> str:
-    """The name of the OS user running this process."""
-    try:
-        return pwd.getpwuid(os.geteuid()).pw_name
-    except KeyError:
-        return str(os.geteuid())
-
-
-def os_groups(user: str) -> tuple[str, ...]:
-    """The user's groups from the OS (primary first), or none when the user is unknown here."""
-    try:
-        entry = pwd.getpwnam(user)
-    except KeyError:
-        return ()
-    names: list[str] = []
-    try:
-        gids = os.getgrouplist(user, entry.pw_gid)
-    except OSError:
-        gids = [entry.pw_gid]
-    for gid in [entry.pw_gid, *gids]:
-        try:
-            name = grp.getgrgid(gid).gr_name
-        except KeyError:
-            name = str(gid)
-        if name not in names:
-            names.append(name)
-    return tuple(names)
 
 
 def _fenced(exc: BaseException | None) -> bool:
