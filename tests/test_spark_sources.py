@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Iterator
@@ -18,10 +17,7 @@ from qjm.editlog.ops import MkdirOp, PermissionStatus, encode_ops
 from qjm.editlog.segments import finalized_name, inprogress_name
 from qjm.spark.schemas import EDITS, IMAGE
 
-pytestmark = [
-    pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs a JVM"),
-    pytest.mark.timeout(600),  # a JVM starting on a loaded machine
-]
+pytestmark = pytest.mark.timeout(600)  # a JVM starting on a loaded machine
 
 IMAGE_FILE = FIXTURES / "fsimage_0000000000000061740"
 EDITS_FILE = FIXTURES / "editsStored"
@@ -261,7 +257,11 @@ def test_against_a_qjm_cluster_audit_ops_and_the_stream(spark: Any, tmp_path: Pa
     from ports import free_port_block
 
     d = tmp_path / "cluster"
-    up = run_qjm("cluster", "up", "--dir", str(d), "--base-port", str(free_port_block(6)), "--json")
+    # JournalNodes only: this test's writer is `qjm journal write`, not a NameNode.
+    base = str(free_port_block(6))
+    up = run_qjm(
+        "cluster", "up", "--dir", str(d), "--namenodes", "0", "--base-port", base, "--json"
+    )
     assert up.returncode == 0, up.stderr
     try:
         uri = str(read_json(up.stdout)["shared_edits"])
@@ -311,3 +311,77 @@ def test_against_a_qjm_cluster_audit_ops_and_the_stream(spark: Any, tmp_path: Pa
     finally:
         down = run_qjm("cluster", "down", "--dir", str(d))
         assert down.returncode == 0, down.stderr
+
+
+def test_analyze_a_running_cluster_with_namenodes(spark: Any, tmp_path: Path) -> None:
+    """ZooKeeper, 3 JNs, 2 NNs and ZKFCs; the NameNode writes, the standby checkpoints."""
+    from urllib.request import urlopen
+
+    from ha_cluster import auto_cluster, namenode_addresses, wait_single_active
+    from hadoop_clients import wait_until
+    from qjm.cluster.launcher import daemons_of
+    from qjm.config import NameNodeSettings
+    from qjm.namenode.client import NameNodeClient
+    from qjm.spark.plan import last_qjournal_txid
+
+    # Segments of 20 txns; one checkpoint once 40 txns are past the format's image (txid 0),
+    # so the two images kept are 0 and that one and no edits are purged.
+    settings = NameNodeSettings(roll_txns=20, checkpoint_txns=40, checkpoint_check_period_s=1)
+    with auto_cluster(tmp_path / "c", namenode_settings=settings) as c:
+        active = wait_single_active(c, 60)
+        paths = [f"/spark/d{i}" for i in range(50)]
+
+        async def write() -> None:
+            addresses = list(namenode_addresses(c).values())
+            async with NameNodeClient(addresses, timeout=10.0, max_rounds=8) as client:
+                for p in paths:
+                    assert await client.mkdirs(p)
+
+        asyncio.run(write())
+        http = daemons_of(c)[active]["http"]
+
+        def status() -> dict[str, Any]:
+            with urlopen(f"http://{http}/status", timeout=5) as r:
+                return dict(json.load(r))
+
+        last = status()["last_applied_txid"]
+        uri = str(c["shared_edits"])
+        # The JournalNodes learn the last commit from the writer's next call (at most 1 s).
+        wait_until("the journal's committed txid", lambda: last_qjournal_txid(uri) >= last, 30)
+        image_txid = wait_until(
+            "the standby's checkpoint on the active",
+            lambda: status()["image_txid"] if status()["image_txid"] >= 40 else None,
+            60,
+        )
+
+        audit = tmp_path / "audit"
+        assert analyze("audit", "--journal", uri, "--out", str(audit)) == 0
+        verdict = json.loads((audit / "summary.json").read_text())
+        assert verdict["consistent"] is True and verdict["segments"] >= 2
+        assert verdict["statuses"] == {"ok": 3 * verdict["segments"]}
+
+        ops = tmp_path / "ops"
+        assert analyze("ops", "--edits", uri, "--out", str(ops)) == 0
+        counted = json.loads((ops / "summary.json").read_text())
+        assert counted["missing_txids"] == 0 and counted["last_txid"] >= last
+        assert counted["op_counts"]["OP_MKDIR"] == 51  # /spark and its 50 directories
+        mkdir_txids = [
+            r.txid
+            for r in spark.read.parquet(str(ops / "ops")).where("opcode = 'OP_MKDIR'").collect()
+        ]
+
+        ns = tmp_path / "ns"
+        download = tmp_path / "download"
+        args = ("--image", f"http://{http}", "--download-dir", str(download), "--out", str(ns))
+        assert analyze("namespace", *args) == 0
+        summary = json.loads((ns / "summary.json").read_text())
+        # The checkpoint holds the root and every directory made up to its txid.
+        made = sum(1 for t in mkdir_txids if t <= image_txid)
+        assert summary["directories"] == summary["inodes"] == 1 + made
+        assert summary["files"] == 0 and made >= 30
+        got = spark.read.parquet(str(ns / "inodes")).where("path LIKE '/spark/%'").count()
+        assert got == made - 1
+        fetched = list(download.glob("fsimage_*"))
+        assert [f.name for f in fetched if not f.name.endswith(".md5")] == [
+            f"fsimage_{image_txid:019d}"
+        ]
