@@ -65,7 +65,8 @@ demo: install
 # The side-by-side benchmark also needs etcd and ZooKeeper from Debian (installed when missing).
 bench: install
 	@$(MAKE) --no-print-directory debian DEBIAN_PACKAGES="etcd-server zookeeper default-jre-headless"
-	$(PY) -m benchmarks.run
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev,bench]'
+	$(PY) -m benchmarks.run $(ARGS)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .mypy_cache .ruff_cache .pytest_cache

@@ -15,6 +15,8 @@ BENCHMARKS = [
     "benchmarks.tail_lag",
     "benchmarks.namenode",
     "benchmarks.failover",
+    "benchmarks.spark_namespace",
+    "benchmarks.spark_ops",
 ]
 OUT = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
 
@@ -60,7 +62,9 @@ def main() -> int:
         "The NameNode's goals (issue 10): at least 10,000 creates/s with 16 clients over RPC\n"
         "and at most 300 bytes of memory per inode at 1 M inodes.\n"
         "Automatic failover (issue 11): the median of 5 kill -9 failovers of the active\n"
-        "NameNode under the ZooKeeper session timeout + 2 s.\n\n"
+        "NameNode under the ZooKeeper session timeout + 2 s.\n"
+        "The Spark pipeline (issue 12): the namespace report of a 1 M-inode image under 60 s\n"
+        "in local[2] and faster than `qjm oiv -p Delimited` + pandas; 10 M edits reported.\n\n"
     )
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(header + "\n".join(sections))

@@ -360,6 +360,29 @@ def test_an_image_whose_inode_count_disagrees_is_refused(tmp_path: Path) -> None
         P.plan_image(str(bad))
 
 
+def test_the_inode_scan_reads_ids_of_every_width_and_other_field_orders() -> None:
+    from qjm.namenode.image import fsimage_pb2 as pb
+    from qjm.namenode.image.format import delimited
+
+    ids = [1, 127, 128, 16383, 16384, 16385, 2**21 - 1, 2**21, 2**35, 2**63 - 1]
+    buf = b"".join(
+        delimited(pb.INodeSection.INode(type=2 if i % 2 else 1, id=i, name=b"x")) for i in ids
+    )
+    # A message that does not start with type then id (another writer's field order).
+    odd = (
+        bytes([0x10, 5, 0x08, 2])
+        + pb.INodeSection.INode(type=2, id=5, name=b"y").SerializeToString()[4:]
+    )
+    buf += bytes([len(odd)]) + odd
+    offsets, got, dirs = P._scan_inodes(buf, 0)
+    assert got == [*ids, 5] and offsets[0] == 0 and len(offsets) == len(ids) + 1
+    assert [got[offsets.index(d)] for d in dirs] == [i for i in ids if i % 2] + [5]
+    with pytest.raises(ImageError, match="truncated at byte"):
+        P._scan_inodes(buf[:-1], 0)
+    with pytest.raises(ImageError, match="corrupt: bad message at byte 0"):
+        P._scan_inodes(b"\x03\x08\x02\x10", 0)  # an id cut off inside the message
+
+
 # --- oiv -p Delimited ------------------------------------------------------------------------
 
 

@@ -186,6 +186,28 @@ def test_analyze_namespace_writes_parquet_and_a_report_matching_oiv(
     assert report.count("<img") >= 6 and "By owner" in report and "Files by size" in report
 
 
+def test_the_analyze_command_in_its_own_process(tmp_path: Path) -> None:
+    """Done-when 1 as an operator types it: a fresh process, its own Spark (local[*])."""
+    out = tmp_path / "report"
+    done = run_qjm(
+        "analyze", "namespace", "--image", str(IMAGE_FILE), "--out", str(out), timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    steps = [ln for ln in done.stderr.replace("\r", "\n").splitlines() if ln.startswith("[")]
+    assert any("starting Spark (local[*])" in ln for ln in steps), done.stderr
+    assert any("writing inodes" in ln for ln in steps), done.stderr
+    assert "inodes: 216" in done.stdout and f"report: {out / 'report.html'}" in done.stdout
+    assert json.loads((out / "summary.json").read_text())["inodes"] == 216
+    assert {p.name for p in out.iterdir()} >= {"inodes", "by_depth", "by_owner", "report.html"}
+
+
+def test_a_schema_other_than_the_sources_is_refused(spark: Any) -> None:
+    df = spark.read.schema("path STRING").format("qjm-image").load(str(IMAGE_FILE))
+    with pytest.raises(Exception, match="qjm-image has a fixed schema"):
+        df.count()
+
+
 def test_analyze_namespace_takes_an_oiv_delimited_dump(spark: Any, tmp_path: Path) -> None:
     text = tmp_path / "image.tsv"
     text.write_text(oiv("-p", "Delimited"))

@@ -14,6 +14,7 @@ import argparse
 import calendar
 import re
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -108,11 +109,14 @@ def _run(args: argparse.Namespace, job: Any) -> int:
     """Start (or reuse) a session, run the job, turn Spark failures into one-line errors."""
     from pyspark import SparkContext
 
+    from qjm.spark.report import preload
     from qjm.spark.session import build_session
 
     log = _log(args)
     if args.top <= 0:
         raise AnalyzeError("--top must be positive")
+    # matplotlib loads while the JVM starts (the report needs it at the end).
+    threading.Thread(target=preload, name="qjm-preload-matplotlib", daemon=True).start()
     # A session this process already runs (any thread) is used and left running.
     existing = SparkContext._active_spark_context
     log(f"starting Spark ({args.master}) ..." if existing is None else "using the Spark session")
@@ -152,6 +156,7 @@ def run_namespace(args: argparse.Namespace) -> int:
     from qjm.namenode.image.sections import read_summary_from_file
     from qjm.spark.analyze import namespace_job
     from qjm.spark.plan import resolve_image
+    from qjm.spark.schemas import IMAGE
 
     as_of_ms = None
     if args.as_of:
@@ -173,10 +178,12 @@ def run_namespace(args: argparse.Namespace) -> int:
         source = args.delimited
 
     def job(spark: Any, log: Any) -> dict[str, Any]:
-        reader = spark.read
+        reader = spark.read.schema(IMAGE.ddl())  # given: Spark need not ask the source
         if args.image:
             if args.partitions:
                 reader = reader.option("numPartitions", args.partitions)
+            else:  # at least a range per core
+                reader = reader.option("minPartitions", spark.sparkContext.defaultParallelism)
             if args.download_dir:
                 reader = reader.option("downloadDir", args.download_dir)
             df = reader.format("qjm-image").load(source)
@@ -203,6 +210,7 @@ def run_ops(args: argparse.Namespace) -> int:
     """The operations report of an edit log."""
     from qjm.spark.analyze import ops_job
     from qjm.spark.plan import is_qjournal
+    from qjm.spark.schemas import EDITS
 
     if is_qjournal(args.edits):
         from qjm.client.uri import parse_qjournal_uri
@@ -212,7 +220,8 @@ def run_ops(args: argparse.Namespace) -> int:
         raise AnalyzeError(f"{args.edits}: no such edits file or directory")
 
     def job(spark: Any, log: Any) -> dict[str, Any]:
-        reader = spark.read.format("qjm-edits").option("fromTxid", args.from_txid)
+        reader = spark.read.schema(EDITS.ddl()).format("qjm-edits")
+        reader = reader.option("fromTxid", args.from_txid)
         if args.to_txid is not None:
             reader = reader.option("toTxid", args.to_txid)
         if args.finalized_only:
@@ -227,11 +236,12 @@ def run_audit(args: argparse.Namespace) -> int:
     """The journal audit of a qjournal URI."""
     from qjm.client.uri import parse_qjournal_uri
     from qjm.spark.analyze import audit_job
+    from qjm.spark.schemas import AUDIT
 
     parse_qjournal_uri(args.journal)
 
     def job(spark: Any, log: Any) -> dict[str, Any]:
-        df = spark.read.format("qjm-journal-audit").load(args.journal)
+        df = spark.read.schema(AUDIT.ddl()).format("qjm-journal-audit").load(args.journal)
         return audit_job(spark, df, Path(args.out), source=args.journal, log=log)
 
     return _run(args, job)

@@ -10,17 +10,24 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from qjm.spark.report import Plot, Report, Table, human_bytes, write_report
+from qjm.spark.report import Plot, Report, Table, draw_plots, human_bytes, write_report
 
 Log = Callable[[str], None]
 SMALL_FILE_BYTES = 1 << 20  # files below 1 MiB count as small
 DIRECTORY_DEPTH = 3  # directories summarised down to /a/b/c
 TOP = 50
+SUMMARY_COUNTS = (
+    *("inodes", "files", "directories", "symlinks", "bytes", "space", "blocks", "small_files"),
+    *("empty_files", "outside_tree", "max_depth"),
+)
+STRING_COLUMNS = frozenset(("owner", "age", "size_range", "opcode"))
 SIZE_BUCKETS = (  # (label, upper bound in bytes, exclusive)
     ("0 B", 1),
     ("< 1 KiB", 1 << 10),
@@ -46,12 +53,17 @@ def _quiet(_: str) -> None:
     pass
 
 
-def _write(df: Any, out: Path, name: str, log: Log) -> Any:
-    """Write a DataFrame as Parquet under out/name and return it read back."""
+def _save(df: Any, out: Path, name: str, log: Log) -> str:
+    """Write a DataFrame as Parquet under out/name; the path written."""
     log(f"writing {name} ...")
     path = str(out / name)
     df.write.mode("overwrite").parquet(path)
-    return df.sparkSession.read.parquet(glob_escape(path))
+    return path
+
+
+def _write(df: Any, out: Path, name: str, log: Log) -> Any:
+    """Write a DataFrame as Parquet under out/name and return it read back."""
+    return df.sparkSession.read.parquet(glob_escape(_save(df, out, name, log)))
 
 
 def glob_escape(path: str) -> str:
@@ -59,8 +71,100 @@ def glob_escape(path: str) -> str:
     return re.sub(r"([\[\]{}*?\\])", r"\\\1", path)
 
 
+def write_table(path: Path, columns: list[str], rows: list[list[Any]]) -> None:
+    """A small table (collected on the driver) as Parquet, laid out as Spark writes one.
+
+    A column is a string when its name is in STRING_COLUMNS, else a long."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    arrays = [
+        pa.array([r[i] for r in rows], pa.string() if c in STRING_COLUMNS else pa.int64())
+        for i, c in enumerate(columns)
+    ]
+    pq.write_table(pa.table(arrays, names=columns), path / "part-00000.parquet")
+    (path / "_SUCCESS").touch()
+
+
+def _bucket(value: Any, buckets: tuple[tuple[str, int | None], ...], when: Any) -> Any:
+    """The index of the first bucket whose bound value is below (null where not when)."""
+    from pyspark.sql import functions as F
+
+    index = F.lit(len(buckets) - 1)
+    for i, (_, bound) in reversed(list(enumerate(buckets[:-1]))):
+        index = F.when(value < bound, i).otherwise(index)
+    return F.when(when, index)
+
+
+def top_rows(
+    path: Path,
+    columns: list[str],
+    order: list[tuple[str, str]],
+    top: int,
+    *,
+    nonzero: int | None = None,
+) -> list[list[Any]]:
+    """The first rows of a Parquet table by order (then by its first column), read on the
+    driver; nonzero: only rows whose column of that index is not 0."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    table = ds.dataset(str(path), format="parquet").to_table(columns=columns)
+    if nonzero is not None:
+        table = table.filter(pc.field(columns[nonzero]) != 0)
+    keys = [*order, (columns[0], "ascending")]
+    table = table.take(pc.sort_indices(table, sort_keys=keys)[:top])
+    return [[row[c] for c in columns] for row in table.to_pylist()]
+
+
 def _rows(df: Any, columns: list[str]) -> list[list[Any]]:
     return [[r[c] for c in columns] for r in df.select(*columns).collect()]
+
+
+def _namespace_plots(
+    depth_rows: list[list[Any]],
+    owner_rows: list[list[Any]],
+    age_rows: list[list[Any]],
+    size_rows: list[list[Any]],
+) -> list[Plot]:
+    """The plots of the by-depth, owner, age and size tables (rows as written)."""
+    labels = [str(r[0]) for r in depth_rows]
+    top_owners = owner_rows[:20]
+    small_owners = sorted((r for r in owner_rows if r[4]), key=lambda r: (-int(r[4]), str(r[0])))
+    plots = [
+        Plot("Bytes by depth", labels, {"bytes": [r[3] for r in depth_rows]}, ylabel="bytes"),
+        Plot(
+            "Files and directories by depth",
+            labels,
+            {"files": [r[1] for r in depth_rows], "directories": [r[2] for r in depth_rows]},
+        ),
+        Plot(
+            "Bytes by owner",
+            [str(r[0]) for r in top_owners],
+            {"bytes": [r[3] for r in top_owners]},
+            kind="barh",
+            ylabel="bytes",
+        ),
+        Plot(
+            "Files by age (modification time)",
+            [r[1] for r in age_rows],
+            {"files": [r[2] for r in age_rows]},
+        ),
+        Plot("Files by size", [r[1] for r in size_rows], {"files": [r[2] for r in size_rows]}),
+    ]
+    if small_owners:
+        plots.append(
+            Plot(
+                "Small files by owner",
+                [str(r[0]) for r in small_owners[:20]],
+                {"small files": [r[4] for r in small_owners[:20]]},
+                kind="barh",
+            )
+        )
+    return plots
 
 
 def namespace_job(
@@ -97,60 +201,69 @@ def namespace_job(
         ]
 
     log("summarising ...")
-    s = df.agg(
-        F.count(F.lit(1)).alias("inodes"),
-        *counts(
-            F.sum((F.col("type") == "SYMLINK").cast("long")).alias("symlinks"),
-            F.coalesce(
-                F.sum(F.when(is_file, F.col("size") * F.col("replication"))), F.lit(0)
-            ).alias("space"),
-            F.coalesce(F.sum(F.when(is_file, F.col("block_count"))), F.lit(0)).alias("blocks"),
-            F.sum((is_file & (F.col("size") == 0)).cast("long")).alias("empty_files"),
-            F.sum(F.col("path").isNull().cast("long")).alias("outside_tree"),
-            F.max("depth").alias("max_depth"),
-        ),
-    ).first()
-    summary: dict[str, Any] = {k: int(s[k] or 0) for k in s.asDict()}
-    summary.update(source=source, small_file_bytes=small_file_bytes, as_of_ms=as_of)
-
-    by_depth = _write(df.groupBy("depth").agg(*counts()).orderBy("depth"), out, "by_depth", log)
-    by_owner = _write(
-        df.groupBy("owner").agg(*counts()).orderBy(F.desc("bytes"), "owner"), out, "by_owner", log
-    )
+    # One pass computes the totals and the by-depth, owner, age and size tables (grouping
+    # sets); they are small and written from the driver.
     age_days = (F.lit(as_of) - F.col("mtime")) / 86_400_000
-    bucket = F.lit(AGE_BUCKETS[-1][0])
-    order = F.lit(len(AGE_BUCKETS) - 1)
-    for i, (label, bound) in reversed(list(enumerate(AGE_BUCKETS[:-1]))):
-        assert bound is not None
-        bucket = F.when(age_days < bound, label).otherwise(bucket)
-        order = F.when(age_days < bound, i).otherwise(order)
-    by_age = _write(
-        df.where(is_file)
-        .withColumn("age", bucket)
-        .withColumn("age_order", order)
-        .groupBy("age_order", "age")
-        .agg(F.count(F.lit(1)).alias("files"), F.sum("size").alias("bytes"))
-        .orderBy("age_order"),
-        out,
-        "by_age",
-        log,
+    df = df.withColumn("age_order", _bucket(age_days, AGE_BUCKETS, is_file)).withColumn(
+        "size_order", _bucket(F.col("size"), SIZE_BUCKETS, is_file)
     )
-    size_bucket = F.lit(SIZE_BUCKETS[-1][0])
-    size_order = F.lit(len(SIZE_BUCKETS) - 1)
-    for i, (label, bound) in reversed(list(enumerate(SIZE_BUCKETS[:-1]))):
-        size_bucket = F.when(F.col("size") < bound, label).otherwise(size_bucket)
-        size_order = F.when(F.col("size") < bound, i).otherwise(size_order)
-    by_size = _write(
-        df.where(is_file)
-        .withColumn("size_range", size_bucket)
-        .withColumn("size_order", size_order)
-        .groupBy("size_order", "size_range")
-        .agg(F.count(F.lit(1)).alias("files"), F.sum("size").alias("bytes"))
-        .orderBy("size_order"),
-        out,
-        "by_size",
-        log,
+    sets = {"total": [], "depth": ["depth"], "owner": ["owner"]}
+    sets.update(age=["age_order"], size=["size_order"])
+    keys = ["depth", "owner", "age_order", "size_order"]
+    grouped = (
+        df.groupingSets(list(sets.values()), *keys)
+        .agg(
+            F.grouping_id(*keys).alias("gid"),
+            F.count(F.lit(1)).alias("inodes"),
+            *counts(
+                F.sum((F.col("type") == "SYMLINK").cast("long")).alias("symlinks"),
+                F.coalesce(
+                    F.sum(F.when(is_file, F.col("size") * F.col("replication"))), F.lit(0)
+                ).alias("space"),
+                F.coalesce(F.sum(F.when(is_file, F.col("block_count"))), F.lit(0)).alias("blocks"),
+                F.sum((is_file & (F.col("size") == 0)).cast("long")).alias("empty_files"),
+                F.sum(F.col("path").isNull().cast("long")).alias("outside_tree"),
+                F.max("depth").alias("max_depth"),
+            ),
+        )
+        .collect()
     )
+    gids = {  # grouping_id: a bit per key, set when the key is not grouped on (first = high)
+        name: sum(1 << (len(keys) - 1 - i) for i, k in enumerate(keys) if k not in cols)
+        for name, cols in sets.items()
+    }
+    rows = {name: [r for r in grouped if r["gid"] == gid] for name, gid in gids.items()}
+    (s,) = rows["total"]
+    summary: dict[str, Any] = {k: int(s[k] or 0) for k in SUMMARY_COUNTS}
+    summary.update(source=source, small_file_bytes=small_file_bytes, as_of_ms=as_of)
+    count_cols = ["files", "directories", "bytes", "small_files"]
+    depth_rows = sorted(
+        ([r["depth"], *(r[c] for c in count_cols)] for r in rows["depth"]),
+        key=lambda r: (r[0] is None, r[0] or 0),
+    )
+    all_owner_rows = sorted(
+        ([r["owner"], *(r[c] for c in count_cols)] for r in rows["owner"]),
+        key=lambda r: (-r[3], str(r[0])),
+    )
+    age_rows = sorted(
+        [r["age_order"], AGE_BUCKETS[r["age_order"]][0], r["files"], r["bytes"]]
+        for r in rows["age"]
+        if r["age_order"] is not None
+    )
+    size_rows = sorted(
+        [r["size_order"], SIZE_BUCKETS[r["size_order"]][0], r["files"], r["bytes"]]
+        for r in rows["size"]
+        if r["size_order"] is not None
+    )
+    log("writing by_depth, by_owner, by_age, by_size ...")
+    write_table(out / "by_depth", ["depth", *count_cols], depth_rows)
+    write_table(out / "by_owner", ["owner", *count_cols], all_owner_rows)
+    write_table(out / "by_age", ["age_order", "age", "files", "bytes"], age_rows)
+    write_table(out / "by_size", ["size_order", "size_range", "files", "bytes"], size_rows)
+    # Drawn in a thread while Spark totals the directories.
+    early_plots = _namespace_plots(depth_rows, all_owner_rows, age_rows, size_rows)
+    drawing = threading.Thread(target=draw_plots, args=(early_plots,), name="qjm-draw-plots")
+    drawing.start()
     parts = F.split("path", "/")
     deepest = DIRECTORY_DEPTH  # a file at depth d is inside directories of depth 1..d-1
     ancestors = (
@@ -160,33 +273,30 @@ def namespace_job(
         )
         .withColumn("directory", F.concat_ws("/", F.slice(parts, 1, F.col("k") + 1)))
     )
-    by_dir = _write(
-        ancestors.groupBy("directory", F.col("k").alias("depth"))
-        .agg(
+    _save(
+        ancestors.groupBy("directory", F.col("k").alias("depth")).agg(
             F.count(F.lit(1)).alias("files"),
             F.sum("size").alias("bytes"),
             F.sum(small.cast("long")).alias("small_files"),
-        )
-        .orderBy(F.desc("bytes"), "directory"),
+        ),  # unsorted: a global sort costs a job; the report takes its top rows
         out,
         "by_directory",
         log,
     )
 
     log("writing the report ...")
-    depth_rows = _rows(by_depth, ["depth", "files", "directories", "bytes", "small_files"])
-    count_cols = ["files", "directories", "bytes", "small_files"]
-    owner_rows = _rows(by_owner.limit(top), ["owner", *count_cols])
-    age_rows = _rows(by_age, ["age", "files", "bytes"])
-    size_rows = _rows(by_size, ["size_range", "files", "bytes"])
-    small_owner_rows = sorted(
-        (r for r in owner_rows if r[4]), key=lambda r: (-int(r[4]), str(r[0]))
-    )[:20]
-    dir_rows = _rows(by_dir.limit(top), ["directory", "files", "bytes", "small_files"])
-    small_rows = _rows(
-        by_dir.where("small_files > 0").orderBy(F.desc("small_files"), "directory").limit(top),
-        ["directory", "small_files", "files", "bytes"],
-    )
+    drawing.join()
+    owner_rows = all_owner_rows[:top]
+    age_rows = [r[1:] for r in age_rows]
+    size_rows = [r[1:] for r in size_rows]
+    dir_columns = ["directory", "files", "bytes", "small_files"]
+    dir_rows = top_rows(out / "by_directory", dir_columns, [("bytes", "descending")], top)
+    small_rows = [
+        [r[0], r[3], r[1], r[2]]
+        for r in top_rows(
+            out / "by_directory", dir_columns, [("small_files", "descending")], top, nonzero=3
+        )
+    ]
     report = Report(
         f"Namespace report: {source}" if source else "Namespace report",
         figures={
@@ -203,37 +313,7 @@ def namespace_job(
             "ages as of": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(as_of / 1000)),
         },
     )
-    labels = [str(r[0]) for r in depth_rows]
-    report.parts += [
-        Plot("Bytes by depth", labels, {"bytes": [r[3] for r in depth_rows]}, ylabel="bytes"),
-        Plot(
-            "Files and directories by depth",
-            labels,
-            {"files": [r[1] for r in depth_rows], "directories": [r[2] for r in depth_rows]},
-        ),
-        Plot(
-            "Bytes by owner",
-            [str(r[0]) for r in owner_rows[:20]],
-            {"bytes": [r[3] for r in owner_rows[:20]]},
-            kind="barh",
-            ylabel="bytes",
-        ),
-        Plot(
-            "Files by age (modification time)",
-            [r[0] for r in age_rows],
-            {"files": [r[1] for r in age_rows]},
-        ),
-        Plot("Files by size", [r[0] for r in size_rows], {"files": [r[1] for r in size_rows]}),
-    ]
-    if small_owner_rows:
-        report.parts.append(
-            Plot(
-                "Small files by owner",
-                [str(r[0]) for r in small_owner_rows],
-                {"small files": [r[4] for r in small_owner_rows]},
-                kind="barh",
-            )
-        )
+    report.parts += early_plots
     if small_rows:
         report.parts.append(
             Plot(
@@ -295,10 +375,12 @@ def ops_job(
     first, last = summary["first_txid"], summary["last_txid"]
     summary["missing_txids"] = (last - first + 1 - summary["distinct_txids"]) if first else 0
     summary["source"] = source
-    counts = _write(
-        df.groupBy("opcode").count().orderBy(F.desc("count"), "opcode"), out, "op_counts", log
+    count_rows = sorted(
+        ([r["opcode"], r["count"]] for r in df.groupBy("opcode").count().collect()),
+        key=lambda r: (-r[1], r[0]),
     )
-    count_rows = _rows(counts, ["opcode", "count"])
+    log("writing op_counts ...")
+    write_table(out / "op_counts", ["opcode", "count"], count_rows)
     summary["op_counts"] = {r[0]: r[1] for r in count_rows}
     unit = "hour"
     if summary["first_timestamp"] is not None:
@@ -315,15 +397,14 @@ def ops_job(
         .agg(
             F.count(F.lit(1)).alias("ops"),
             F.concat_ws(" ", F.sort_array(F.collect_set("opcode"))).alias("opcodes"),
-        )
-        .orderBy(F.desc("ops"), "path"),
+        ),  # unsorted: a global sort of every path costs a job; the report takes the top
         out,
         "hottest_paths",
         log,
     )
 
     log("writing the report ...")
-    hot_rows = _rows(hottest.limit(top), ["path", "ops", "opcodes"])
+    hot_rows = _rows(hottest.orderBy(F.desc("ops"), "path").limit(top), ["path", "ops", "opcodes"])
     time_rows = _rows(over_time, ["time", "opcode", "count"])
     timed_totals: dict[str, int] = {}
     for _, op, n in time_rows:

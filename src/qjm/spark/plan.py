@@ -18,16 +18,12 @@ from bisect import bisect_left
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-import aiohttp
 import pyarrow as pa
+from google.protobuf.message import DecodeError
 
-from qjm.client.edit_streams import SegmentSource, read_segment
-from qjm.client.reader import IncompleteReadError, QuorumJournalReader
-from qjm.client.uri import SCHEME, parse_qjournal_uri
-from qjm.config import QJournalSettings
 from qjm.editlog.framing import HEADER_LEN, RawOp, iter_ops, read_header
 from qjm.editlog.ops import decode_op
 from qjm.editlog.segments import list_segments, parse_segment_name
@@ -59,6 +55,11 @@ from qjm.namenode.image.views import permission_string
 from qjm.spark import rows as R
 from qjm.spark.schemas import IMAGE
 
+if TYPE_CHECKING:  # the journal client (aiohttp and all) is imported only to read a journal
+    from qjm.client.edit_streams import SegmentSource
+    from qjm.config import QJournalSettings
+
+SCHEME = "qjournal://"  # qjm.client.uri.SCHEME, without importing the journal client
 _DIRECTORY_TYPE = 2  # INodeSection.INode.Type.DIRECTORY
 
 
@@ -166,6 +167,10 @@ def plan_qjournal_edits(
     settings: QJournalSettings | None = None,
 ) -> list[EditsPart]:
     """One part per segment of the journal's manifest (durable edits only)."""
+    from qjm.client.reader import QuorumJournalReader
+    from qjm.client.uri import parse_qjournal_uri
+    from qjm.config import QJournalSettings
+
     uri = parse_qjournal_uri(location)
     cfg = settings or QJournalSettings()
 
@@ -208,6 +213,10 @@ def _local_raw_ops(part: EditsPart) -> Iterator[RawOp]:
 
 
 async def _remote_ops(part: EditsPart) -> list[RawOp]:
+    import aiohttp
+
+    from qjm.client.edit_streams import read_segment
+
     assert part.remote is not None
     t = part.http_timeout_s
     timeout = aiohttp.ClientTimeout(total=None, connect=t, sock_read=t)
@@ -269,6 +278,10 @@ def last_local_txid(location: str) -> int:
 
 def last_qjournal_txid(location: str, settings: QJournalSettings | None = None) -> int:
     """The last committed txid a majority of the journal's JournalNodes holds."""
+    from qjm.client.reader import IncompleteReadError, QuorumJournalReader
+    from qjm.client.uri import parse_qjournal_uri
+    from qjm.config import QJournalSettings
+
     uri = parse_qjournal_uri(location)
 
     async def go() -> int:
@@ -360,13 +373,45 @@ class InodeRange:
     parent_paths: dict[int, str] = field(default_factory=dict)  # directory id -> full path
 
 
-def _quick_type_and_id(msg: bytes) -> tuple[int, int]:
-    """(type, id) of an INode message: HDFS writes field 1 (type) then 2 (id) first."""
-    if len(msg) >= 3 and msg[0] == 0x08 and msg[2] == 0x10:
-        node_id, _ = read_varint(msg, 3)
-        return msg[1], node_id
-    m: Any = parse(pb.INodeSection.INode, msg, INODE, "inode")
-    return m.type, m.id
+def _scan_inodes(raw: bytes, pos: int) -> tuple[list[int], list[int], list[int]]:
+    """The offset and id of every INode message from pos on, and the offsets of the
+    directories', reading only each message's length, type and id (one loop, no copies)."""
+    offsets: list[int] = []
+    ids: list[int] = []
+    dirs: list[int] = []
+    add_offset, add_id = offsets.append, ids.append
+    end = len(raw)
+    try:
+        while pos < end:
+            n = raw[pos]
+            p = pos + 1
+            if n >= 0x80:
+                n, p = read_varint(raw, pos)
+            if p + n > end:
+                raise ImageError(f"section {INODE} is truncated at byte {pos}", INODE)
+            # HDFS writes field 1 (type) then 2 (id) first; anything else is parsed.
+            if n >= 3 and raw[p] == 0x08 and raw[p + 2] == 0x10:
+                kind = raw[p + 1]
+                node_id = raw[p + 3]
+                if node_id >= 0x80:  # ids of 2 or 3 bytes inline (HDFS's start at 16385)
+                    b = raw[p + 4]
+                    if b < 0x80:
+                        node_id = (node_id & 0x7F) | b << 7
+                    elif raw[p + 5] < 0x80:
+                        node_id = (node_id & 0x7F) | (b & 0x7F) << 7 | raw[p + 5] << 14
+                    else:
+                        node_id, _ = read_varint(raw, p + 3)
+            else:
+                m: Any = parse(pb.INodeSection.INode, raw[p : p + n], INODE, "inode")
+                kind, node_id = m.type, m.id
+            add_offset(pos)
+            add_id(node_id)
+            if kind == _DIRECTORY_TYPE:
+                dirs.append(pos)
+            pos = p + n
+    except (IndexError, ValueError):
+        raise ImageError(f"section {INODE} is corrupt: bad message at byte {pos}", INODE) from None
+    return offsets, ids, dirs
 
 
 def plan_image(
@@ -374,6 +419,8 @@ def plan_image(
     num_partitions: int | None = None,
     bytes_per_partition: int = 32 << 20,
     check_md5: bool = True,
+    *,
+    min_partitions: int = 1,
 ) -> list[InodeRange]:
     """Split an image's INODE section at message boundaries into byte ranges, with the
     parent and parent path of each inode (directory names are the only inodes parsed)."""
@@ -390,22 +437,13 @@ def plan_image(
     head_len, pos = read_varint(raw, 0)
     header: Any = parse(pb.INodeSection, raw[pos : pos + head_len], INODE, "INodeSection header")
     pos += head_len
-    offsets: list[int] = []
-    ids: list[int] = []
+    offsets, ids, dir_offsets = _scan_inodes(raw, pos)
     dir_names: dict[int, str] = {}
+    for off in dir_offsets:
+        n, p = read_varint(raw, off)
+        m: Any = parse(pb.INodeSection.INode, raw[p : p + n], INODE, "inode")
+        dir_names[m.id] = bytes(m.name).decode("utf-8", "surrogateescape")
     end = len(raw)
-    while pos < end:
-        n, p = read_varint(raw, pos)
-        if p + n > end:
-            raise ImageError(f"section {INODE} is truncated at byte {pos}", INODE)
-        msg = raw[p : p + n]
-        kind, node_id = _quick_type_and_id(msg)
-        offsets.append(pos)
-        ids.append(node_id)
-        if kind == _DIRECTORY_TYPE:
-            m: Any = parse(pb.INodeSection.INode, msg, INODE, "inode")
-            dir_names[node_id] = bytes(m.name).decode("utf-8", "surrogateescape")
-        pos = p + n
     if len(ids) != header.numInodes:
         raise ImageError(
             f"section {INODE} holds {len(ids)} inodes but its header says {header.numInodes}",
@@ -416,7 +454,7 @@ def plan_image(
     )
     dir_paths = _directory_paths(dir_names, parents)
     if num_partitions is None:
-        num_partitions = max(1, -(-end // bytes_per_partition))
+        num_partitions = max(min_partitions, -(-end // bytes_per_partition))
     num_partitions = max(1, min(num_partitions, len(ids) or 1))
     cuts = [0]
     body = end - (offsets[0] if offsets else end)
@@ -541,7 +579,6 @@ def read_inode_batches(
     strings, messages = _inode_messages(part)
     names = IMAGE.names
     arrow = IMAGE.arrow()
-    perms: dict[int, str] = {}
     cols: list[list[Any]] = [[] for _ in names]
     (
         c_id,
@@ -565,17 +602,25 @@ def read_inode_batches(
         c_sp,
     ) = cols
     inode_cls = pb.INodeSection.INode
+    from_string = inode_cls.FromString
+    # (owner, group, permission text) by the packed permission: few distinct values.
+    owners: dict[int, tuple[str, str, str]] = {}
+    parents, parent_paths = part.parents, part.parent_paths
     n = 0
     for msg in messages:
-        m: Any = parse(inode_cls, msg, INODE, "inode")
+        try:
+            m: Any = from_string(msg)
+        except DecodeError:
+            m = parse(inode_cls, msg, INODE, "inode")  # raises, naming the section
         kind = m.type
         node_id = m.id
-        name = bytes(m.name).decode("utf-8", "surrogateescape")
+        name = m.name.decode("utf-8", "surrogateescape")
         if kind == 1:
             f = m.file
             permission = f.permission
             blocks = f.blocks
-            size = sum(b.numBytes for b in blocks)
+            nblocks = len(blocks)
+            size = blocks[0].numBytes if nblocks == 1 else sum(b.numBytes for b in blocks)
             if size >= 1 << 63:
                 size = sum(signed64(b.numBytes) for b in blocks)
             c_type.append("FILE")
@@ -584,7 +629,7 @@ def read_inode_batches(
             c_mtime.append(f.modificationTime)
             c_atime.append(f.accessTime)
             c_pbs.append(f.preferredBlockSize)
-            c_blocks.append(len(blocks))
+            c_blocks.append(nblocks)
             c_nsq.append(None)
             c_dsq.append(None)
             c_target.append(None)
@@ -622,18 +667,26 @@ def read_inode_batches(
             c_sp.append(None)
         else:
             raise ImageError(f"section {INODE} has inode {node_id} of unknown type {kind}", INODE)
-        mode = permission & 0xFFFF
-        perm = perms.get(mode)
-        if perm is None:
-            perm = perms[mode] = permission_string(mode)
-        path, parent = _path_of(part, node_id, name)
+        who = owners.get(permission)
+        if who is None:
+            who = owners[permission] = (
+                _owner(strings, (permission >> 40) & 0xFFFFFF, "user", node_id),
+                _owner(strings, (permission >> 16) & 0xFFFFFF, "group", node_id),
+                permission_string(permission & 0xFFFF),
+            )
+        parent = parents.get(node_id)
+        if node_id == ROOT_INODE_ID:
+            path: str | None = "/"
+        else:
+            base = parent_paths.get(parent) if parent is not None else None
+            path = None if base is None else (f"/{name}" if base == "/" else f"{base}/{name}")
         c_id.append(node_id)
         c_parent.append(parent)
         c_path.append(path)
         c_name.append(name)
-        c_owner.append(_owner(strings, (permission >> 40) & 0xFFFFFF, "user", node_id))
-        c_group.append(_owner(strings, (permission >> 16) & 0xFFFFFF, "group", node_id))
-        c_perm.append(perm)
+        c_owner.append(who[0])
+        c_group.append(who[1])
+        c_perm.append(who[2])
         n += 1
         if n >= batch_rows:
             yield pa.RecordBatch.from_arrays(

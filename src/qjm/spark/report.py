@@ -34,6 +34,7 @@ class Plot:
     kind: str = "bar"  # "bar", "barh" or "line"
     ylabel: str = ""
     stacked: bool = False
+    png: bytes | None = None  # drawn ahead by draw_plots (else when the page is rendered)
 
 
 @dataclass
@@ -52,6 +53,21 @@ def human_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} PiB"  # pragma: no cover - the loop returns
+
+
+def preload() -> None:
+    """Import matplotlib (about a second), e.g. in a thread while Spark starts."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+
+
+def draw_plots(plots: Sequence[Plot]) -> None:
+    """Draw each plot's PNG now (one thread at a time may draw: pyplot is not thread-safe)."""
+    for plot in plots:
+        if plot.png is None:
+            plot.png = plot_png(plot)
 
 
 def plot_png(plot: Plot) -> bytes:
@@ -129,7 +145,7 @@ def render_html(report: Report) -> str:
     for part in report.parts:
         out.append(f"<h2>{html.escape(part.title)}</h2>")
         if isinstance(part, Plot):
-            data = base64.b64encode(plot_png(part)).decode()
+            data = base64.b64encode(part.png or plot_png(part)).decode()
             out.append(f"<img alt='{html.escape(part.title)}' src='data:image/png;base64,{data}'>")
             continue
         if part.note:

@@ -27,10 +27,9 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from qjm.spark import audit as A
 from qjm.spark import plan as P
 from qjm.spark.rows import to_batches
-from qjm.spark.schemas import AUDIT, EDITS, IMAGE
+from qjm.spark.schemas import AUDIT, EDITS, IMAGE, Schema
 
 
 class Part(InputPartition):
@@ -77,6 +76,15 @@ def _bool_option(options: Mapping[str, str], key: str, default: bool) -> bool:
     raise P.SourceError(f"option {key} must be true or false, got {v!r}")
 
 
+def _fixed(schema: StructType, ours: Schema, source: str) -> None:
+    """Refuse a user-given schema that is not the source's own (its columns are fixed)."""
+    if schema is not None and [f.name for f in schema.fields] != ours.names:
+        raise P.SourceError(
+            f"{source} has a fixed schema ({', '.join(ours.names)}); "
+            f"got columns {', '.join(f.name for f in schema.fields)}"
+        )
+
+
 # --- qjm-edits ----------------------------------------------------------------------------
 
 
@@ -98,10 +106,12 @@ class EditsDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """The batch reader."""
+        _fixed(schema, EDITS, "qjm-edits")
         return EditsReader(dict(self.options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """The streaming reader of committed edits by txid."""
+        _fixed(schema, EDITS, "qjm-edits")
         return EditsStreamReader(dict(self.options))
 
 
@@ -214,8 +224,9 @@ class ImageDataSource(DataSource):
     Load an image file, a name dir (its newest image) or a NameNode's HTTP address
     (http://host:9870: its latest checkpoint over /imagetransfer, saved in downloadDir,
     default a new temp dir; on a cluster, give a downloadDir every executor can read).
-    Options: numPartitions (default: one per bytesPerPartition, 32 MiB, of the section),
-    bytesPerPartition, checkMd5 (true: the .md5 file, when there is one, must match).
+    Options: numPartitions (default: one per bytesPerPartition, 32 MiB, of the section, and
+    at least minPartitions, 1), bytesPerPartition, minPartitions, checkMd5 (true: the .md5
+    file, when there is one, must match).
     """
 
     @classmethod
@@ -229,6 +240,7 @@ class ImageDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """The batch reader."""
+        _fixed(schema, IMAGE, "qjm-image")
         return ImageReader(dict(self.options))
 
 
@@ -239,13 +251,20 @@ class ImageReader(DataSourceReader):
         self.location = _location(options, "qjm-image")
         self.num_partitions = _int_option(options, "numPartitions", None)
         self.bytes_per_partition = _int_option(options, "bytesPerPartition", 32 << 20) or 1
+        self.min_partitions = _int_option(options, "minPartitions", 1) or 1
         self.check_md5 = _bool_option(options, "checkMd5", True)
         self.download_dir = _option(options, "downloadDir")
 
     def partitions(self) -> Sequence[InputPartition]:
         """Ranges of whole inode messages."""
         image = P.resolve_image(self.location, self.download_dir)
-        parts = P.plan_image(image, self.num_partitions, self.bytes_per_partition, self.check_md5)
+        parts = P.plan_image(
+            image,
+            self.num_partitions,
+            self.bytes_per_partition,
+            self.check_md5,
+            min_partitions=self.min_partitions,
+        )
         return [Part(p) for p in parts]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -274,6 +293,7 @@ class DelimitedDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """The batch reader."""
+        _fixed(schema, IMAGE, "qjm-oiv-delimited")
         return DelimitedReader(dict(self.options))
 
 
@@ -317,6 +337,7 @@ class AuditDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """The batch reader."""
+        _fixed(schema, AUDIT, "qjm-journal-audit")
         return AuditReader(dict(self.options))
 
 
@@ -330,7 +351,9 @@ class AuditReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         """A partition per segment."""
-        plans, down = A.plan_audit(self.location)
+        from qjm.spark.audit import plan_audit
+
+        plans, down = plan_audit(self.location)
         parts = [Part(p) for p in plans]
         if down:
             parts.append(Part(down))
@@ -345,7 +368,9 @@ class AuditReader(DataSourceReader):
                 for node, err in value.items()
             )
         else:
-            rows = A.audit_rows(value)
+            from qjm.spark.audit import audit_rows
+
+            rows = audit_rows(value)
         return to_batches(rows, AUDIT)
 
 
