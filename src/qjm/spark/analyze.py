@@ -188,7 +188,8 @@ def namespace_job(
     df = _write(inodes, out, "inodes", log)
     is_file = F.col("type") == "FILE"
     small = is_file & (F.col("size") < small_file_bytes)
-    depth = F.when(F.col("path") == "/", 0).otherwise(F.size(F.split("path", "/")) - 1)
+    slashes = F.length("path") - F.length(F.translate("path", "/", ""))  # no array per row
+    depth = F.when(F.col("path") == "/", 0).otherwise(slashes)
     df = df.withColumn("depth", depth)
 
     def counts(*extra: Any) -> list[Any]:
@@ -264,14 +265,14 @@ def namespace_job(
     early_plots = _namespace_plots(depth_rows, all_owner_rows, age_rows, size_rows)
     drawing = threading.Thread(target=draw_plots, args=(early_plots,), name="qjm-draw-plots")
     drawing.start()
-    parts = F.split("path", "/")
     deepest = DIRECTORY_DEPTH  # a file at depth d is inside directories of depth 1..d-1
     ancestors = (
         df.where(is_file & (F.col("depth") > 1))
         .withColumn(
             "k", F.explode(F.sequence(F.lit(1), F.least(F.col("depth") - 1, F.lit(deepest))))
         )
-        .withColumn("directory", F.concat_ws("/", F.slice(parts, 1, F.col("k") + 1)))
+        # /a/b/c/f at k = 2: the text before its third slash, /a/b
+        .withColumn("directory", F.expr("substring_index(path, '/', k + 1)"))
     )
     _save(
         ancestors.groupBy("directory", F.col("k").alias("depth")).agg(
