@@ -13,9 +13,11 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from qjm.cluster.process import spawn, stop_pid, wait_ready
 
+M = TypeVar("M")
 RECORD = 200  # bytes per framed op, as in the project's bar
 BODY = RECORD - 17  # body bytes that make a framed op of RECORD bytes
 
@@ -219,3 +221,19 @@ class Processes:
                 p.kill()
                 p.wait(timeout=10)
         self.procs.clear()
+
+
+def load_average() -> str:
+    """The 1-minute load average, as a section reports it."""
+    return f"{os.getloadavg()[0]:.2f}"
+
+
+def timed_section(
+    measure: Callable[[], M], section: Callable[[M, float, tuple[str, str]], str]
+) -> str:
+    """Measure, then the markdown section given how long that took and the load average
+    before and after."""
+    before = load_average()
+    started = time.monotonic()
+    m = measure()
+    return section(m, time.monotonic() - started, (before, load_average()))

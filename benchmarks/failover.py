@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import timed_section
 from qjm.cluster.launcher import (
     cluster_down,
     cluster_up,
@@ -385,16 +386,9 @@ def section(m: dict[str, Any], took_s: float, loads: tuple[str, str]) -> str:
     return "\n".join(lines)
 
 
-def _load() -> str:
-    return f"{os.getloadavg()[0]:.2f}"
-
-
 def run() -> str:
     """Measure and return the markdown section."""
-    before = _load()
-    started = time.monotonic()
-    m = measure()
-    return section(m, time.monotonic() - started, (before, _load()))
+    return timed_section(measure, section)
 
 
 if __name__ == "__main__":

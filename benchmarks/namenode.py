@@ -6,18 +6,13 @@ and benchmarks.nn_namespace (the namespace alone, 1 M inodes) and writes one sec
 
 from __future__ import annotations
 
-import os
-import time
 from typing import Any
 
 from benchmarks import nn_namespace, nn_rpc
+from benchmarks.common import timed_section
 
 GOAL_CREATES_PER_S = 10_000
 GOAL_BYTES_PER_INODE = 300
-
-
-def _load() -> str:
-    return f"{os.getloadavg()[0]:.2f}"
 
 
 def _rpc_table(rpc: dict[str, Any]) -> list[str]:
@@ -100,11 +95,10 @@ def section(rpc: dict[str, Any], ns: dict[str, Any], took_s: float, loads: tuple
 
 def run() -> str:
     """Measure and return the markdown section."""
-    before = _load()
-    started = time.monotonic()
-    rpc = nn_rpc.run()
-    ns = nn_namespace.run()
-    return section(rpc, ns, time.monotonic() - started, (before, _load()))
+    return timed_section(
+        lambda: (nn_rpc.run(), nn_namespace.run()),
+        lambda m, took_s, loads: section(m[0], m[1], took_s, loads),
+    )
 
 
 if __name__ == "__main__":

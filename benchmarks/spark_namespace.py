@@ -23,9 +23,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import M, timed_section
 from qjm.editlog.ops.types import Block
 from qjm.namenode.image import ROOT_INODE_ID, ImageContents, Inode, NsInfo, write_image
 
@@ -246,34 +248,31 @@ def section(m: dict[str, Any], took_s: float, loads: tuple[str, str]) -> str:
     return "\n".join(lines)
 
 
-def _load() -> str:
-    return f"{os.getloadavg()[0]:.2f}"
-
-
 def run() -> str:
     """Measure and return the markdown section."""
-    before = _load()
-    started = time.monotonic()
-    m = measure()
-    return section(m, time.monotonic() - started, (before, _load()))
+    return timed_section(measure, section)
 
 
-def main() -> None:
-    """Generate, run each route, print the section (or JSON)."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--inodes", type=int, default=INODES)
+def spark_main(
+    doc: str,
+    size: tuple[str, int],
+    measure: Callable[[int, tuple[str, ...], str | None], M],
+    section: Callable[[M, float, tuple[str, str]], str],
+) -> None:
+    """The command line of a Spark benchmark: --SIZE N, --masters, --keep DIR, --json."""
+    flag, default = size
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument(f"--{flag}", dest="size", type=int, default=default)
     ap.add_argument("--masters", default=",".join(MASTERS))
-    ap.add_argument("--keep", help="directory to keep the image and outputs in")
+    ap.add_argument("--keep", help="directory to keep the input and outputs in")
     ap.add_argument("--json", action="store_true", help="print the measurements as JSON")
     args = ap.parse_args()
-    before = _load()
-    started = time.monotonic()
-    m = measure(args.inodes, tuple(args.masters.split(",")), args.keep)
-    if args.json:
-        print(json.dumps(m, indent=2))
-    else:
-        print(section(m, time.monotonic() - started, (before, _load())))
+
+    def go() -> M:
+        return measure(args.size, tuple(args.masters.split(",")), args.keep)
+
+    print(json.dumps(go(), indent=2) if args.json else timed_section(go, section))
 
 
 if __name__ == "__main__":
-    main()
+    spark_main(__doc__, ("inodes", INODES), measure, section)

@@ -15,9 +15,7 @@ The op counts of every route must agree. Prints the markdown section (or JSON).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import os
 import re
 import subprocess
@@ -30,7 +28,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from benchmarks.spark_namespace import _load, run_analyze
+from benchmarks.common import timed_section
+from benchmarks.spark_namespace import run_analyze, spark_main
 from qjm.editlog.ops import (
     AddOp,
     CloseOp,
@@ -198,28 +197,8 @@ def section(m: dict[str, Any], took_s: float, loads: tuple[str, str]) -> str:
 
 def run() -> str:
     """Measure and return the markdown section."""
-    before = _load()
-    started = time.monotonic()
-    m = measure()
-    return section(m, time.monotonic() - started, (before, _load()))
-
-
-def main() -> None:
-    """Generate, run each route, print the section (or JSON)."""
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--edits", type=int, default=EDITS)
-    ap.add_argument("--masters", default=",".join(MASTERS))
-    ap.add_argument("--keep", help="directory to keep the edits and outputs in")
-    ap.add_argument("--json", action="store_true", help="print the measurements as JSON")
-    args = ap.parse_args()
-    before = _load()
-    started = time.monotonic()
-    m = measure(args.edits, tuple(args.masters.split(",")), args.keep)
-    if args.json:
-        print(json.dumps(m, indent=2))
-    else:
-        print(section(m, time.monotonic() - started, (before, _load())))
+    return timed_section(measure, section)
 
 
 if __name__ == "__main__":
-    main()
+    spark_main(__doc__, ("edits", EDITS), measure, section)
