@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Iterator
@@ -187,16 +188,19 @@ def test_analyze_namespace_writes_parquet_and_a_report_matching_oiv(
 
 
 def test_the_analyze_command_in_its_own_process(tmp_path: Path) -> None:
-    """Done-when 1 as an operator types it: a fresh process, its own Spark (local[*])."""
+    """Done-when 1 as an operator types it (and --ui): a fresh process, its own Spark."""
     out = tmp_path / "report"
-    done = run_qjm(
-        "analyze", "namespace", "--image", str(IMAGE_FILE), "--out", str(out), timeout=300
-    )
+    args = ("namespace", "--image", str(IMAGE_FILE), "--out", str(out), "--ui")
+    done = run_qjm("analyze", *args, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     steps = [ln for ln in done.stderr.replace("\r", "\n").splitlines() if ln.startswith("[")]
     assert any("starting Spark (local[*])" in ln for ln in steps), done.stderr
     assert any("writing inodes" in ln for ln in steps), done.stderr
+    # The UI (a page, /api/v1 JSON, Prometheus) on loopback while the job runs.
+    assert any(re.search(r"Spark UI: http://(localhost|127\.0\.0\.1):\d+ ", ln) for ln in steps), (
+        steps
+    )
     assert "inodes: 216" in done.stdout and f"report: {out / 'report.html'}" in done.stdout
     assert json.loads((out / "summary.json").read_text())["inodes"] == 216
     assert {p.name for p in out.iterdir()} >= {"inodes", "by_depth", "by_owner", "report.html"}

@@ -75,6 +75,12 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--master", default="local[*]", help="Spark master URL (local[*])")
     p.add_argument("--top", type=int, default=50, help="rows in the report's top lists")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument(
+        "--ui",
+        action="store_true",
+        help="serve Spark's web UI while the job runs (stages as a page, /api/v1 JSON, "
+        "/metrics/executors/prometheus), on loopback for a local master",
+    )
 
 
 _OUR_ERROR = re.compile(r"^qjm\.[\w.]+\.(\w*Error): (.*)$", re.MULTILINE)
@@ -121,7 +127,9 @@ def _run(args: argparse.Namespace, job: Any) -> int:
     existing = SparkContext._active_spark_context
     log(f"starting Spark ({args.master}) ..." if existing is None else "using the Spark session")
     try:
-        spark = build_session(args.master, f"qjm analyze {args.job}", progress=not args.quiet)
+        spark = build_session(
+            args.master, f"qjm analyze {args.job}", progress=not args.quiet, ui=args.ui
+        )
     except Exception as e:
         if _from_spark(e):
             raise AnalyzeError(
@@ -129,6 +137,9 @@ def _run(args: argparse.Namespace, job: Any) -> int:
                 f"{spark_error_message(e)}"
             ) from None
         raise
+    url = spark.sparkContext.uiWebUrl
+    if url:
+        log(f"Spark UI: {url} (JSON: {url}/api/v1/applications)")
     try:
         summary = job(spark, log)
     except QjmError:

@@ -73,6 +73,7 @@ def build_session(
         .config("spark.pyspark.driver.python", sys.executable)
         .config("spark.driver.extraJavaOptions", java_opts)
         .config("spark.ui.enabled", "true" if ui else "false")
+        .config("spark.ui.prometheus.enabled", "true" if ui else "false")
         .config("spark.ui.showConsoleProgress", "true" if progress else "false")
     )
     for k, v in (conf or {}).items():
