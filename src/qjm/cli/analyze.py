@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import calendar
+import concurrent.futures
+import os
 import re
 import sys
 import threading
@@ -162,11 +164,21 @@ def _run(args: argparse.Namespace, job: Any) -> int:
     return 2 if summary.get("consistent") is False else 0
 
 
+def local_cores(master: str) -> int | None:
+    """The cores a local master runs tasks on (local, local[N], local[*]); None otherwise."""
+    m = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?", master.strip())
+    if m is None:
+        return None
+    n = m.group(1)
+    return (os.cpu_count() or 1) if n == "*" else int(n or 1)
+
+
 def run_namespace(args: argparse.Namespace) -> int:
     """The namespace report of an image or a Delimited dump."""
     from qjm.namenode.image.sections import read_summary_from_file
+    from qjm.spark import plan as P
     from qjm.spark.analyze import namespace_job
-    from qjm.spark.plan import resolve_image
+    from qjm.spark.materialize import PartsTable
     from qjm.spark.schemas import IMAGE
 
     as_of_ms = None
@@ -175,12 +187,15 @@ def run_namespace(args: argparse.Namespace) -> int:
             as_of_ms = calendar.timegm(time.strptime(args.as_of, "%Y-%m-%d")) * 1000
         except ValueError:
             raise AnalyzeError(f"--as-of must be a date YYYY-MM-DD, got {args.as_of!r}") from None
+    if args.partitions is not None and args.partitions < 1:
+        raise AnalyzeError("--partitions must be positive")
+    local_image: str | None = None
     if args.image and not args.image.startswith(("http://", "https://")):
-        image = resolve_image(args.image)  # a name dir: its newest image
+        image = P.resolve_image(args.image)  # a name dir: its newest image
         if not Path(image).is_file():
             raise AnalyzeError(f"{args.image}: no such image file or name dir")
         read_summary_from_file(image)  # not an image: say so before Spark starts
-        source = image
+        source = local_image = image
     elif args.image:
         source = args.image
     else:
@@ -188,24 +203,33 @@ def run_namespace(args: argparse.Namespace) -> int:
             raise AnalyzeError(f"{args.delimited}: no such file or directory")
         source = args.delimited
 
+    def plan_image(cores: int) -> list[Any]:
+        image = P.resolve_image(source, args.download_dir)  # fetched over HTTP when a URL
+        return P.plan_image(image, args.partitions, min_partitions=cores)
+
+    # A local image is planned (every inode message found) while the JVM starts.
+    planning: concurrent.futures.Future[list[Any]] | None = None
+    cores = local_cores(args.master)
+    if local_image is not None and cores is not None:
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="qjm-plan")
+        planning = pool.submit(plan_image, cores)
+        pool.shutdown(wait=False)
+
     def job(spark: Any, log: Any) -> dict[str, Any]:
-        reader = spark.read.schema(IMAGE.ddl())  # given: Spark need not ask the source
+        parallelism = spark.sparkContext.defaultParallelism
         if args.image:
-            if args.partitions:
-                reader = reader.option("numPartitions", args.partitions)
-            else:  # at least a range per core
-                reader = reader.option("minPartitions", spark.sparkContext.defaultParallelism)
-            if args.download_dir:
-                reader = reader.option("downloadDir", args.download_dir)
-            df = reader.format("qjm-image").load(source)
+            log("planning the image's ranges ...")
+            if planning is not None and cores == parallelism:
+                parts = planning.result()
+            else:
+                parts = plan_image(parallelism)
+            inodes = PartsTable(parts, P.read_inode_batches, IMAGE.arrow())
         else:
-            reader = reader.option("delimiter", args.delimiter)
-            if args.time_zone:
-                reader = reader.option("timeZone", args.time_zone)
-            df = reader.format("qjm-oiv-delimited").load(args.delimited)
+            parts = P.plan_delimited(args.delimited, args.delimiter, time_zone=args.time_zone)
+            inodes = PartsTable(parts, P.read_text_batches, IMAGE.arrow())
         return namespace_job(
             spark,
-            df,
+            inodes,
             Path(args.out),
             small_file_bytes=args.small_file_bytes,
             as_of_ms=as_of_ms,
@@ -219,11 +243,12 @@ def run_namespace(args: argparse.Namespace) -> int:
 
 def run_ops(args: argparse.Namespace) -> int:
     """The operations report of an edit log."""
+    from qjm.spark import plan as P
     from qjm.spark.analyze import ops_job
-    from qjm.spark.plan import is_qjournal
+    from qjm.spark.materialize import PartsTable
     from qjm.spark.schemas import EDITS
 
-    if is_qjournal(args.edits):
+    if P.is_qjournal(args.edits):
         from qjm.client.uri import parse_qjournal_uri
 
         parse_qjournal_uri(args.edits)
@@ -231,14 +256,15 @@ def run_ops(args: argparse.Namespace) -> int:
         raise AnalyzeError(f"{args.edits}: no such edits file or directory")
 
     def job(spark: Any, log: Any) -> dict[str, Any]:
-        reader = spark.read.schema(EDITS.ddl()).format("qjm-edits")
-        reader = reader.option("fromTxid", args.from_txid)
-        if args.to_txid is not None:
-            reader = reader.option("toTxid", args.to_txid)
-        if args.finalized_only:
-            reader = reader.option("inProgress", "false")
-        df = reader.load(args.edits)
-        return ops_job(spark, df, Path(args.out), top=args.top, source=args.edits, log=log)
+        log("planning the segments ...")
+        parts = P.plan_edits(
+            args.edits,
+            in_progress=not args.finalized_only,
+            from_txid=args.from_txid,
+            to_txid=args.to_txid,
+        )
+        ops = PartsTable(parts, P.read_edits_batches, EDITS.arrow())
+        return ops_job(spark, ops, Path(args.out), top=args.top, source=args.edits, log=log)
 
     return _run(args, job)
 

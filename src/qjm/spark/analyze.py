@@ -2,8 +2,9 @@
 
 namespace: inodes (from an fsimage or an oiv Delimited dump) → summary, by depth, owner,
 age and directory (with small files). ops: edit-log ops → counts by type, over time and
-the hottest paths. Each job first writes its input rows as Parquet and aggregates from that
-copy, so the Python source runs once however many tables are computed.
+the hottest paths. Each job first writes its input rows as Parquet (a DataFrame through
+Spark's writer, or a PartsTable by its own tasks with pyarrow) and aggregates from that copy,
+so the input is decoded once however many tables are computed.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from qjm.spark.materialize import PartsTable
+from qjm.spark.materialize import write_table as write_parts
 from qjm.spark.report import Plot, Report, Table, draw_plots, human_bytes, write_report
 
 Log = Callable[[str], None]
@@ -53,17 +56,22 @@ def _quiet(_: str) -> None:
     pass
 
 
-def _save(df: Any, out: Path, name: str, log: Log) -> str:
-    """Write a DataFrame as Parquet under out/name; the path written."""
+def _save(df: Any, out: Path, name: str, log: Log, spark: Any = None) -> str:
+    """Write a DataFrame (or a PartsTable, by its own tasks) as Parquet under out/name; the
+    path written."""
     log(f"writing {name} ...")
+    if isinstance(df, PartsTable):
+        write_parts(spark, df, out / name)
+        return str(out / name)
     path = str(out / name)
     df.write.mode("overwrite").parquet(path)
     return path
 
 
-def _write(df: Any, out: Path, name: str, log: Log) -> Any:
-    """Write a DataFrame as Parquet under out/name and return it read back."""
-    return df.sparkSession.read.parquet(glob_escape(_save(df, out, name, log)))
+def _write(df: Any, out: Path, name: str, log: Log, spark: Any = None) -> Any:
+    """Write a DataFrame or a PartsTable as Parquet under out/name; it read back."""
+    path = _save(df, out, name, log, spark)
+    return (spark or df.sparkSession).read.parquet(glob_escape(path))
 
 
 def glob_escape(path: str) -> str:
@@ -169,7 +177,7 @@ def _namespace_plots(
 
 def namespace_job(
     spark: Any,
-    inodes: Any,
+    inodes: Any,  # a DataFrame of IMAGE rows or a PartsTable of them
     out: Path,
     *,
     small_file_bytes: int = SMALL_FILE_BYTES,
@@ -185,7 +193,7 @@ def namespace_job(
     as_of = as_of_ms if as_of_ms is not None else int(time.time() * 1000)
     t0 = time.monotonic()
     log("reading inodes ...")
-    df = _write(inodes, out, "inodes", log)
+    df = _write(inodes, out, "inodes", log, spark)
     is_file = F.col("type") == "FILE"
     small = is_file & (F.col("size") < small_file_bytes)
     slashes = F.length("path") - F.length(F.translate("path", "/", ""))  # no array per row
@@ -353,7 +361,13 @@ def _time_unit(span_ms: int) -> str:
 
 
 def ops_job(
-    spark: Any, edits: Any, out: Path, *, top: int = TOP, source: str = "", log: Log = _quiet
+    spark: Any,
+    edits: Any,  # a DataFrame of EDITS rows or a PartsTable of them
+    out: Path,
+    *,
+    top: int = TOP,
+    source: str = "",
+    log: Log = _quiet,
 ) -> dict[str, Any]:
     """Count ops by type, over time and by path; write Parquet, report.html, summary.json."""
     from pyspark.sql import functions as F
@@ -361,7 +375,7 @@ def ops_job(
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     log("reading ops ...")
-    df = _write(edits, out, "ops", log)
+    df = _write(edits, out, "ops", log, spark)
     s = df.agg(
         F.count(F.lit(1)).alias("ops"),
         F.min("txid").alias("first_txid"),

@@ -796,3 +796,8 @@ __all__ = [
     "read_inode_range",
     "read_text_range",
 ]
+
+
+def read_text_batches(part: TextRange) -> Iterator[pa.RecordBatch]:
+    """The IMAGE rows of one range of Delimited text as Arrow batches."""
+    return R.to_batches(read_text_range(part), IMAGE)

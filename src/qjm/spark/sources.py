@@ -315,7 +315,7 @@ class DelimitedReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The rows of one range."""
-        return to_batches(P.read_text_range(partition.value), IMAGE)
+        return P.read_text_batches(partition.value)
 
 
 # --- qjm-journal-audit ---------------------------------------------------------------------
