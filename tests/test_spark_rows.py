@@ -8,9 +8,11 @@ import itertools
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from conftest import FIXTURES
@@ -554,3 +556,26 @@ def test_analyze_says_when_spark_does_not_start(
     assert err[0].startswith(
         "qjm: error: Spark did not start (master 'local[*]'; is java installed?)"
     )
+
+
+# --- the Parquet copy qjm analyze makes ------------------------------------------------------
+
+
+def test_a_part_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from qjm.spark.materialize import write_part
+
+    parts = P.plan_image(str(IMAGE_FILE), 2)
+    assert write_part(str(tmp_path), 1, parts[1], P.read_inode_batches, IMAGE.arrow()) > 0
+    table = pq.read_table(tmp_path / "part-00001.parquet")
+    assert table.schema == IMAGE.arrow()
+    assert table.to_pylist() == list(P.read_inode_range(parts[1]))
+
+    def failing(part: object) -> Iterator[pa.RecordBatch]:
+        yield from P.read_inode_batches(parts[0], 7)
+        raise ImageError("section INODE is truncated", "INODE")
+
+    with pytest.raises(ImageError, match="truncated"):
+        write_part(str(tmp_path), 0, parts[0], failing, IMAGE.arrow())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["part-00001.parquet"]
