@@ -6,6 +6,7 @@ import datetime
 import importlib
 import os
 import platform
+import re
 import sys
 from pathlib import Path
 
@@ -38,24 +39,43 @@ def machine() -> str:
     )
 
 
+MARK = re.compile(r"^<!-- (benchmarks\.\w+) measured (\d{4}-\d{2}-\d{2}) -->$", re.MULTILINE)
+
+
+def kept_sections(text: str) -> dict[str, tuple[str, str]]:
+    """The sections of a benchmarks.md written before: module -> (date, markdown)."""
+    found = list(MARK.finditer(text))
+    out = {}
+    for m, nxt in zip(found, [*found[1:], None], strict=True):
+        out[m.group(1)] = (m.group(2), text[m.end() + 1 : nxt.start() if nxt else len(text)])
+    return out
+
+
 def main() -> int:
-    """Run the benchmarks named on the command line (default: all) and write the report."""
+    """Run the benchmarks named on the command line (default: all) and write the report;
+    a partial run keeps the other sections of the last report, each with its date."""
     names = sys.argv[1:] or BENCHMARKS
-    sections = []
+    today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
+    sections = kept_sections(OUT.read_text()) if OUT.exists() and sys.argv[1:] else {}
     failed = []
     for name in names:
         print(f"running {name} ...", flush=True)
         try:
-            sections.append(importlib.import_module(name).run())
+            text = importlib.import_module(name).run()
         except Exception as e:  # one broken benchmark must not hide the others' numbers
             failed.append(name)
-            sections.append(f"## {name}\n\nFailed: {type(e).__name__}: {e}\n")
-        print(sections[-1], flush=True)
-    today = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
+            text = f"## {name}\n\nFailed: {type(e).__name__}: {e}\n"
+        title, _, body = text.partition("\n")
+        sections[name] = (today, f"{title}\n\n_Measured on {today}._\n{body}")
+        print(sections[name][1], flush=True)
+    order = [n for n in BENCHMARKS if n in sections] + [n for n in sections if n not in BENCHMARKS]
+    dates = sorted({sections[n][0] for n in order})
+    when = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]} (each section says when)"
     header = (
         "# Benchmarks\n\n"
-        f"Measured on {today} on this machine: {machine()}.\n"
-        "Run `make bench` to measure again; timings are never asserted in tests.\n\n"
+        f"Measured on {when} on this machine: {machine()}.\n"
+        "Run `make bench` to measure again (`make bench ARGS=benchmarks.NAME` for one section);\n"
+        "timings are never asserted in tests.\n\n"
         "The goals (issue 9), all from one run: one writer commits within 0.5 ms of a\n"
         "fdatasync (p50); 64 concurrent writers reach at least 50% of what the disk allows\n"
         "and at least 20x etcd and ZooKeeper (3 members each, same records, same machine).\n"
@@ -66,8 +86,11 @@ def main() -> int:
         "The Spark pipeline (issue 12): the namespace report of a 1 M-inode image under 60 s\n"
         "in local[2] and faster than `qjm oiv -p Delimited` + pandas; 10 M edits reported.\n\n"
     )
+    body = "\n".join(
+        f"<!-- {n} measured {sections[n][0]} -->\n{sections[n][1].rstrip()}\n" for n in order
+    )
     OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(header + "\n".join(sections))
+    OUT.write_text(header + body)
     print(f"wrote {OUT}")
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)

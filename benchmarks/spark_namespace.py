@@ -208,9 +208,10 @@ def section(m: dict[str, Any], took_s: float, loads: tuple[str, str]) -> str:
         "directories of 1,000 files three levels deep, 7 owners, Pareto file sizes up to "
         "256 MiB, modification times over three years). Each Spark run is a fresh "
         "`qjm analyze namespace --image IMG --master M` process, timed from its start to its "
-        "exit: the JVM's start, planning the ranges, reading every inode in Python tasks, "
-        "writing the inodes as Parquet, the tables (summary, by depth, owner, age, size, "
-        "directories to depth 3 with small files) and report.html with its plots. The "
+        "exit: the JVM's start (the image's ranges are planned meanwhile), a task per range "
+        "decoding its inodes in Python and writing them as Parquet with pyarrow, the tables "
+        "(summary, by depth, owner, age, size, directories to depth 3 with small files) "
+        "and report.html with its plots. The "
         "pandas route computes the same tables (no Parquet of the inodes, no plots); both "
         "routes' totals are checked equal.",
         "",
