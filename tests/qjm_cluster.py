@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -346,6 +346,23 @@ async def write_segment(
         await stream.close()
         await q.finalize_log_segment(first, first + n - 1)
     return stream
+
+
+async def journal_with_segments(
+    cluster: JNCluster, segments: Sequence[tuple[int, int] | tuple[int, int, bool]]
+) -> str:
+    """A new formatted journal holding segments (first txid, txns[, finalized: True]),
+    written by one writer that is closed after; its jid."""
+    jid = cluster.new_jid()
+    await cluster.format(jid)
+    q = cluster.qjm(jid)
+    try:
+        await q.recover_unfinalized_segments()
+        for first, n, *finalized in segments:
+            await write_segment(q, first, n, finalize=finalized[0] if finalized else True)
+    finally:
+        await settle(q)
+    return jid
 
 
 async def settle(q: QuorumJournalManager, wait_s: float = 10.0) -> None:

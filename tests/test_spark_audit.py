@@ -8,7 +8,7 @@ from pathlib import Path
 from qjm.editlog.framing import encode_op, iter_ops
 from qjm.editlog.segments import finalized_name
 from qjm.spark import audit as A
-from qjm_cluster import JNCluster, settle, write_segment
+from qjm_cluster import JNCluster, journal_with_segments
 
 
 def rewrite_op(path: Path, txid: int, body: bytes | None = None, flip: bool = False) -> None:
@@ -26,16 +26,7 @@ def rewrite_op(path: Path, txid: int, body: bytes | None = None, flip: bool = Fa
 
 async def test_audit_finds_every_copy_consistent_then_each_damaged_one(tmp_path: Path) -> None:
     async with JNCluster(tmp_path) as cluster:
-        jid = cluster.new_jid()
-        await cluster.format(jid)
-        q = cluster.qjm(jid)
-        try:
-            await q.recover_unfinalized_segments()
-            await write_segment(q, 1, 5)
-            await write_segment(q, 6, 3)
-            await write_segment(q, 9, 2, finalize=False)
-        finally:
-            await settle(q)
+        jid = await journal_with_segments(cluster, [(1, 5), (6, 3), (9, 2, False)])
         uri = cluster.uri(jid)
         plans, down = await asyncio.to_thread(A.plan_audit, uri)
         assert down == {}

@@ -249,19 +249,11 @@ def test_analyze_reports_a_corrupt_segment_in_one_line(
 async def test_analyze_audit_finds_all_nodes_consistent_then_a_damaged_copy(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from qjm_cluster import JNCluster, settle, write_segment
+    from qjm_cluster import JNCluster, journal_with_segments
     from test_spark_audit import rewrite_op
 
     async with JNCluster(tmp_path / "jn") as cluster:
-        jid = cluster.new_jid()
-        await cluster.format(jid)
-        q = cluster.qjm(jid)
-        try:
-            await q.recover_unfinalized_segments()
-            await write_segment(q, 1, 5)
-            await write_segment(q, 6, 3)
-        finally:
-            await settle(q)
+        jid = await journal_with_segments(cluster, [(1, 5), (6, 3)])
         uri = cluster.uri(jid)
         out = tmp_path / "audit"
         assert await asyncio.to_thread(analyze, "audit", "--journal", uri, "--out", str(out)) == 0
