@@ -48,6 +48,7 @@ from qjm.namenode.image.sections import (
     inode_from_proto,
     iter_dir_entries,
     iter_references,
+    parents_of,
     read_section,
     read_summary_from_file,
 )
@@ -483,22 +484,10 @@ def plan_image(
 def _image_parents(
     image: str, dirs: SectionInfo | None, refs: SectionInfo | None, codec: str | None
 ) -> dict[int, int]:
-    parents: dict[int, int] = {}
     if dirs is None:
-        return parents
+        return {}
     references = list(iter_references(read_section(image, refs, codec))) if refs else []
-    for e in iter_dir_entries(read_section(image, dirs, codec)):
-        for c in e.children:
-            parents[c] = e.parent
-        for r in e.ref_children:
-            if r >= len(references):
-                raise ImageError(
-                    f"section {INODE_DIR} refers to reference #{r}, {INODE_REFERENCE} has "
-                    f"{len(references)}",
-                    INODE_DIR,
-                )
-            parents.setdefault(references[r].referredId, e.parent)
-    return parents
+    return parents_of(iter_dir_entries(read_section(image, dirs, codec)), references)
 
 
 def _directory_paths(dir_names: dict[int, str], parents: dict[int, int]) -> dict[int, str]:

@@ -136,17 +136,7 @@ def load_image(data: bytes) -> FsImage:
     references = list(sec.iter_references(raw)) if raw is not None else []
     image = FsImage(summary, ns_info, last_inode_id, inodes, dir_entries, strings)
     image.references = references
-    for e in dir_entries:
-        for c in e.children:
-            image.parents[c] = e.parent
-        for r in e.ref_children:
-            if r >= len(references):
-                raise ImageError(
-                    f"section {INODE_DIR} refers to reference #{r}, {INODE_REFERENCE} has "
-                    f"{len(references)}",
-                    INODE_DIR,
-                )
-            image.parents.setdefault(references[r].referredId, e.parent)
+    image.parents.update(sec.parents_of(dir_entries, references))
     if (raw := body(ERASURE_CODING)) is not None:
         image.ec_policies = sec.decode_ec_section(raw)
     if (raw := body(FILES_UNDERCONSTRUCTION)) is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -285,6 +285,24 @@ def iter_references(buf: bytes) -> Iterator[Any]:
     """Every INodeReference message of an INODE_REFERENCE section."""
     for raw in iter_delimited(buf, INODE_REFERENCE):
         yield parse(pb.INodeReferenceSection.INodeReference, raw, INODE_REFERENCE, "reference")
+
+
+def parents_of(entries: Iterable[DirEntry], references: Sequence[Any]) -> dict[int, int]:
+    """Child inode id -> parent directory id, from INODE_DIR entries (children named by
+    reference resolved through the INODE_REFERENCE messages)."""
+    parents: dict[int, int] = {}
+    for e in entries:
+        for c in e.children:
+            parents[c] = e.parent
+        for r in e.ref_children:
+            if r >= len(references):
+                raise ImageError(
+                    f"section {INODE_DIR} refers to reference #{r}, {INODE_REFERENCE} has "
+                    f"{len(references)}",
+                    INODE_DIR,
+                )
+            parents.setdefault(references[r].referredId, e.parent)
+    return parents
 
 
 def iter_files_under_construction(buf: bytes) -> Iterator[tuple[int, str]]:
