@@ -62,3 +62,15 @@ def test_md5_mismatch_is_refused(tmp_path: Path) -> None:
 def test_not_an_image() -> None:
     with pytest.raises(ImageError, match="HDFSIMG1"):
         load_image(b"\xff\xff\xff\xc0\x00\x00\x00\x00 not an image")
+
+
+def test_a_directory_entry_naming_a_missing_reference_is_refused() -> None:
+    from qjm.namenode.image.sections import DirEntry, parents_of
+
+    class Ref:
+        referredId = 16390
+
+    entries = [DirEntry(16385, (16386,), (0,)), DirEntry(16386, (16387,))]
+    assert parents_of(entries, [Ref()]) == {16386: 16385, 16390: 16385, 16387: 16386}
+    with pytest.raises(ImageError, match="refers to reference #1, INODE_REFERENCE has 1"):
+        parents_of([DirEntry(16385, (), (1,))], [Ref()])
