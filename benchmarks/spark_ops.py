@@ -171,8 +171,9 @@ def section(m: dict[str, Any], took_s: float, loads: tuple[str, str]) -> str:
         f"({m['bytes'] / 2**20:.0f} MiB) in one directory; the mix: {mix}. Each Spark run "
         "is a fresh `qjm analyze ops --edits DIR --master M` process, timed from start to "
         "exit: the JVM's start, a task per segment decoding its ops in Python and writing "
-        "them as Parquet with pyarrow, the summary (txid range, missing txids), counts by type, ops per hour by "
-        "type, the hottest paths and report.html. For reference, the single-process tool a "
+        "them as Parquet with pyarrow, the summary (txid range, missing txids), counts by "
+        "type, ops per day by type (the unit follows the log's span), the hottest paths and "
+        "report.html. For reference, the single-process tool a "
         "user has today, `qjm oev -p stats` run on each segment in turn, gives only the "
         "counts by type; all routes' counts are checked equal.",
         "",
