@@ -18,8 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from qjm.spark.materialize import PartsTable
-from qjm.spark.materialize import write_table as write_parts
+from qjm.spark.materialize import PartsTable, write_parts
 from qjm.spark.report import Plot, Report, Table, draw_plots, human_bytes, write_report
 
 Log = Callable[[str], None]
@@ -79,7 +78,7 @@ def glob_escape(path: str) -> str:
     return re.sub(r"([\[\]{}*?\\])", r"\\\1", path)
 
 
-def write_table(path: Path, columns: list[str], rows: list[list[Any]]) -> None:
+def write_rows(path: Path, columns: list[str], rows: list[list[Any]]) -> None:
     """A small table (collected on the driver) as Parquet, laid out as Spark writes one.
 
     A column is a string when its name is in STRING_COLUMNS, else a long."""
@@ -265,10 +264,10 @@ def namespace_job(
         if r["size_order"] is not None
     )
     log("writing by_depth, by_owner, by_age, by_size ...")
-    write_table(out / "by_depth", ["depth", *count_cols], depth_rows)
-    write_table(out / "by_owner", ["owner", *count_cols], all_owner_rows)
-    write_table(out / "by_age", ["age_order", "age", "files", "bytes"], age_rows)
-    write_table(out / "by_size", ["size_order", "size_range", "files", "bytes"], size_rows)
+    write_rows(out / "by_depth", ["depth", *count_cols], depth_rows)
+    write_rows(out / "by_owner", ["owner", *count_cols], all_owner_rows)
+    write_rows(out / "by_age", ["age_order", "age", "files", "bytes"], age_rows)
+    write_rows(out / "by_size", ["size_order", "size_range", "files", "bytes"], size_rows)
     # Drawn in a thread while Spark totals the directories.
     early_plots = _namespace_plots(depth_rows, all_owner_rows, age_rows, size_rows)
     drawing = threading.Thread(target=draw_plots, args=(early_plots,), name="qjm-draw-plots")
@@ -395,7 +394,7 @@ def ops_job(
         key=lambda r: (-r[1], r[0]),
     )
     log("writing op_counts ...")
-    write_table(out / "op_counts", ["opcode", "count"], count_rows)
+    write_rows(out / "op_counts", ["opcode", "count"], count_rows)
     summary["op_counts"] = {r[0]: r[1] for r in count_rows}
     unit = "hour"
     if summary["first_timestamp"] is not None:

@@ -54,7 +54,7 @@ def write_part(
     return rows
 
 
-def write_table(spark: Any, table: PartsTable, path: Path) -> int:
+def write_parts(spark: Any, table: PartsTable, path: Path) -> int:
     """Write the table as Parquet under path, a Spark task per part; the rows written."""
     import pyarrow.parquet as pq
 
