@@ -108,6 +108,26 @@ def mkdirs(start: int, end: int) -> bytes:
     )
 
 
+def stream_txids(
+    spark: Any, location: str, out: Path, checkpoint: Path, where: str = "true"
+) -> list[int]:
+    """Run the qjm-edits stream of location once (availableNow) into Parquet at out, resuming
+    from checkpoint; every txid written so far, sorted."""
+    q = (
+        spark.readStream.format("qjm-edits")
+        .load(location)
+        .where(where)
+        .writeStream.format("parquet")
+        .option("path", str(out))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert q.awaitTermination(120), "the availableNow query did not finish in 120 s"
+    assert q.exception() is None
+    return sorted(r.txid for r in spark.read.parquet(str(out)).select("txid").collect())
+
+
 def test_edits_stream_picks_up_new_segments_and_restarts_from_its_checkpoint(
     spark: Any, tmp_path: Path
 ) -> None:
@@ -118,18 +138,7 @@ def test_edits_stream_picks_up_new_segments_and_restarts_from_its_checkpoint(
     out, checkpoint = tmp_path / "out", tmp_path / "checkpoint"
 
     def run() -> list[int]:
-        q = (
-            spark.readStream.format("qjm-edits")
-            .load(str(current))
-            .writeStream.format("parquet")
-            .option("path", str(out))
-            .option("checkpointLocation", str(checkpoint))
-            .trigger(availableNow=True)
-            .start()
-        )
-        assert q.awaitTermination(120), "the availableNow query did not finish in 120 s"
-        assert q.exception() is None
-        return sorted(r.txid for r in spark.read.parquet(str(out)).select("txid").collect())
+        return stream_txids(spark, str(current), out, checkpoint)
 
     assert run() == list(range(1, 9))
     # The open segment is finalized with more ops and a new one begins.
@@ -308,18 +317,7 @@ def test_against_a_qjm_cluster_audit_ops_and_the_stream(spark: Any, tmp_path: Pa
         stream_out, checkpoint = tmp_path / "stream", tmp_path / "checkpoint"
 
         def run() -> list[int]:
-            q = (
-                spark.readStream.format("qjm-edits")
-                .load(uri)
-                .where("opcode = 'OP_OPAQUE'")
-                .writeStream.format("parquet")
-                .option("path", str(stream_out))
-                .option("checkpointLocation", str(checkpoint))
-                .trigger(availableNow=True)
-                .start()
-            )
-            assert q.awaitTermination(120), "the availableNow query did not finish in 120 s"
-            return sorted(r.txid for r in spark.read.parquet(str(stream_out)).collect())
+            return stream_txids(spark, uri, stream_out, checkpoint, "opcode = 'OP_OPAQUE'")
 
         first = run()
         assert len(first) == 65
