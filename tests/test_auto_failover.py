@@ -601,14 +601,22 @@ def test_the_split_brain_checks_fail_on_what_they_look_for() -> None:
 # ---------------------------------------------------------------- the scenarios
 
 
+def begin_phase(
+    cluster: AutoCluster, rec: Recorder, name: str, *, fails_over: bool = True
+) -> Phase:
+    """Start a scenario: every daemon running and the single active acknowledging writes;
+    the phase from now (to the other NameNode when it fails over)."""
+    cluster.ensure_running()
+    old = cluster.single_active()
+    rec.wait_acks(old)
+    return Phase(name, old, other(old) if fails_over else old, time.monotonic())
+
+
 def test_sigstop_of_the_active_fails_over_and_the_old_active_is_fenced_when_it_wakes(
     cluster: AutoCluster, rec: Recorder
 ) -> None:
-    cluster.ensure_running()
-    old = cluster.single_active()
-    new = other(old)
-    rec.wait_acks(old)
-    phase = Phase("SIGSTOP", old, new, time.monotonic())
+    phase = begin_phase(cluster, rec, "SIGSTOP")
+    old, new = phase.old, phase.new
     pid = cluster.pid(old)
     os.kill(pid, signal.SIGSTOP)
     stopped = time.monotonic()  # from here on the old active answers only once it wakes
@@ -656,11 +664,8 @@ def test_sigstop_of_the_active_fails_over_and_the_old_active_is_fenced_when_it_w
 def test_the_active_zkfc_killed_the_other_takes_over_after_the_session_timeout(
     cluster: AutoCluster, rec: Recorder
 ) -> None:
-    cluster.ensure_running()
-    old = cluster.single_active()
-    new = other(old)
-    rec.wait_acks(old)
-    phase = Phase("ZKFC kill -9", old, new, time.monotonic())
+    phase = begin_phase(cluster, rec, "ZKFC kill -9")
+    old, new = phase.old, phase.new
     zkfc = cluster.zkfc_of(old)
     cluster.kill9(zkfc)
     t0 = time.monotonic()
@@ -680,10 +685,8 @@ def test_the_active_zkfc_killed_the_other_takes_over_after_the_session_timeout(
 
 
 def test_zookeeper_restart_changes_no_active(cluster: AutoCluster, rec: Recorder) -> None:
-    cluster.ensure_running()
-    active = cluster.single_active()
-    rec.wait_acks(active)
-    phase = Phase("ZooKeeper restart", active, active, time.monotonic())
+    phase = begin_phase(cluster, rec, "ZooKeeper restart", fails_over=False)
+    active = phase.old
     down_s = SESSION_TIMEOUT_MS * 1.5 / 1000  # longer than the session timeout
 
     def while_down() -> None:
@@ -726,11 +729,8 @@ def test_zookeeper_restart_changes_no_active(cluster: AutoCluster, rec: Recorder
 
 
 def test_graceful_failover_by_haadmin(cluster: AutoCluster, rec: Recorder) -> None:
-    cluster.ensure_running()
-    old = cluster.single_active()
-    new = other(old)
-    rec.wait_acks(old)
-    phase = Phase("haadmin -failover", old, new, time.monotonic())
+    phase = begin_phase(cluster, rec, "haadmin -failover")
+    old, new = phase.old, phase.new
     r = run_qjm("haadmin", "--config", str(cluster.toml), "-failover", old, new, timeout=120)
     assert r.returncode == 0, r.stderr + r.stdout
     assert "Failover to NameNode at" in r.stdout and "successful" in r.stdout, r.stdout
@@ -743,11 +743,8 @@ def test_graceful_failover_by_haadmin(cluster: AutoCluster, rec: Recorder) -> No
 
 
 def test_kill9_of_the_active_namenode(cluster: AutoCluster, rec: Recorder) -> None:
-    cluster.ensure_running()
-    old = cluster.single_active()
-    new = other(old)
-    rec.wait_acks(old)
-    phase = Phase("NameNode kill -9", old, new, time.monotonic())
+    phase = begin_phase(cluster, rec, "NameNode kill -9")
+    old, new = phase.old, phase.new
     cluster.kill9(old)
     took = cluster.wait_state(new, "active")
     rec.wait_acks(new)
