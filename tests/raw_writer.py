@@ -115,11 +115,12 @@ class RawWriter:
         """Journal n txns."""
         await self.call("journal", self.batch(seg, first, n, committed))
 
-    async def finalize(self, start: int, end: int) -> None:
-        """Finalize a segment."""
+    async def finalize(self, start: int, end: int, committed: int | None = None) -> None:
+        """Finalize a segment, reporting its end committed as an honest writer does."""
+        req = self.req(end if committed is None else committed)
         await self.call(
             "finalizeLogSegment",
-            pb.FinalizeLogSegmentRequestProto(req=self.req(), start_txid=start, end_txid=end),
+            pb.FinalizeLogSegmentRequestProto(req=req, start_txid=start, end_txid=end),
         )
 
     async def status(self) -> pb.JournalStatusProto:

@@ -42,9 +42,11 @@ INPROG_9_ACCEPTED_2 = resp(9, accepted=2, writer=1)
 ORDERED = [
     (INPROG_3, NONE),  # rule 1: a segment beats no segment
     (FINAL_3, NONE),
-    (FINAL_3, INPROG_4),  # rule 2: finalized beats a longer in-progress log
-    (FINAL_3, INPROG_5_ACCEPTED_2),  # ... even one with an accepted proposal
-    (FINAL_3, INPROG_4_WRITER_3),  # ... and one from a newer writer
+    (FINAL_3, INPROG_4),  # rule 3: at equal epochs, finalized beats a longer in-progress log
+    (resp(3, in_progress=False, accepted=2), INPROG_5_ACCEPTED_2),  # ... also when accepted
+    (INPROG_5_ACCEPTED_2, FINAL_3),  # rule 2: a newer recovery's copy beats an older decision
+    (INPROG_4_WRITER_3, FINAL_3),  # ... and so does a newer writer's
+    (resp(3, in_progress=False, accepted=3), resp(3, in_progress=False, accepted=2)),
     (INPROG_4, INPROG_3),  # rule 3c: more txns wins at equal epochs
     (INPROG_5_ACCEPTED_2, INPROG_4),  # rule 3b: accepted epoch counts as seen
     (resp(3, accepted=2), resp(9)),  # 2.10.7: an accepted shorter log beats a longer one
@@ -66,7 +68,7 @@ def test_ordered_pairs(better: RecoveryAnswer, worse: RecoveryAnswer) -> None:
         (NONE, NONE),
         (NONE, resp(None, writer=7)),
         (INPROG_3, resp(3)),
-        (FINAL_3, resp(3, in_progress=False, writer=5)),
+        (FINAL_3, resp(3, in_progress=False, writer=5, accepted=1)),  # both decided in 1
         (resp(4, writer=2), resp(4, accepted=2)),  # seen epoch is the max of both
     ],
 )
@@ -80,6 +82,9 @@ def test_seen_epoch() -> None:
     assert seen_epoch(resp(3, writer=4)) == 4
     assert seen_epoch(resp(3, writer=4, accepted=6)) == 6
     assert seen_epoch(resp(3, writer=4, accepted=2)) == 4
+    # A finalized copy's epoch is the one that decided it, not the node's newest writer.
+    assert seen_epoch(resp(3, in_progress=False, writer=4, accepted=2)) == 2
+    assert seen_epoch(resp(3, in_progress=False, writer=4)) == 4  # none recorded
 
 
 def test_finalized_of_different_length_is_an_invariant_violation() -> None:
@@ -124,24 +129,29 @@ def test_describe() -> None:
     assert describe_response(NONE) == "no segment, last writer epoch 1"
 
 
-# A finalized copy against in-progress copies of other epochs: (answers, the expected source
-# or None when the answers prove an unacknowledged finalize).
+# A finalized copy against copies of other epochs: (answers, the index of the expected source).
+# The newest epoch wins (design §J.4): a copy an older epoch finalized that a newer epoch's
+# copy contradicts is a deposed writer's, and recovering from it would overwrite what the
+# newer epoch acknowledged; honest copies of newer epochs hold the same log.
 FINALIZED_VS_NEWER = [
-    ([FINAL_3, resp(4, writer=3)], None),  # a newer writer's longer copy: contradiction
-    ([FINAL_3, resp(2, writer=3)], None),  # ... or a shorter one
-    ([FINAL_3, resp(4, accepted=2)], None),  # a newer recovery's accepted copy
-    ([resp(4, accepted=2), FINAL_3], None),  # in any order
-    ([FINAL_3, resp(3, accepted=2)], 0),  # a newer recovery of the same end: honest
-    ([FINAL_3, resp(3, writer=2)], 0),
-    ([resp(3, in_progress=False, writer=3), resp(4, writer=2)], 0),  # a stale copy: ignored
-    ([resp(3, in_progress=False, writer=2), resp(4, writer=2)], 0),  # same epoch: no proof
-    ([NONE, FINAL_3, resp(3, accepted=4), INPROG_4], 1),
+    ([FINAL_3, resp(4, writer=3)], 1),  # a newer writer's longer copy
+    ([FINAL_3, resp(2, writer=3)], 1),  # ... or a shorter one
+    ([FINAL_3, resp(4, accepted=2)], 1),  # a newer recovery's accepted copy
+    ([resp(4, accepted=2), FINAL_3], 0),  # in any order
+    ([FINAL_3, resp(3, accepted=2)], 1),  # a newer recovery of the same end
+    ([FINAL_3, resp(3, writer=2)], 1),  # ... or writer: its bytes may differ
+    ([resp(3, in_progress=False, writer=3), resp(4, writer=2)], 0),  # an older writer's copy
+    ([resp(3, in_progress=False, writer=2), resp(4, writer=2)], 0),  # same epoch: finalized
+    ([NONE, FINAL_3, resp(3, accepted=4), INPROG_4], 2),
     # Finalized by a recovery in epoch 3 (reported as accepted in 3): a copy accepted by a
     # minority in epoch 2 is older, whatever its end (the seed-3 fault schedule's state).
     ([resp(3, in_progress=False, accepted=3), resp(4, accepted=2)], 0),
     ([resp(4, accepted=2), resp(3, in_progress=False, accepted=3)], 1),
-    # ... but a copy of a newer epoch than that recovery still contradicts it.
-    ([resp(3, in_progress=False, accepted=3), resp(4, accepted=4)], None),
+    # ... but a copy of a newer epoch than that recovery wins.
+    ([resp(3, in_progress=False, accepted=3), resp(4, accepted=4)], 1),
+    # A deposed writer's finalize decided in epoch 1 against the newer writer's finalize
+    # of the same end: the newer decision.
+    ([resp(5, in_progress=False, accepted=1), resp(5, in_progress=False, accepted=2)], 1),
 ]
 
 
@@ -149,12 +159,18 @@ FINALIZED_VS_NEWER = [
     ("answers", "source"), FINALIZED_VS_NEWER, ids=range(len(FINALIZED_VS_NEWER))
 )
 def test_finalized_copy_against_a_newer_epochs_copy(
-    answers: list[RecoveryAnswer], source: int | None
+    answers: list[RecoveryAnswer], source: int
 ) -> None:
-    keyed = list(enumerate(answers))
-    if source is None:
-        with pytest.raises(RecoveryInvariantError, match="unacknowledged finalize"):
-            choose_recovery_source(keyed)
-    else:
-        best = choose_recovery_source(keyed)
-        assert best is not None and best[0] == source
+    best = choose_recovery_source(list(enumerate(answers)))
+    assert best is not None and best[0] == source
+
+
+def test_finalized_copies_of_one_epoch_must_agree() -> None:
+    with pytest.raises(RecoveryInvariantError, match="decided in epoch 2 end at different"):
+        choose_recovery_source(
+            [
+                ("a", resp(5, in_progress=False, accepted=2)),
+                ("b", resp(9, writer=3)),
+                ("c", resp(6, in_progress=False, accepted=2)),
+            ]
+        )

@@ -144,7 +144,8 @@ async def test_failed_node_is_out_of_sync_until_the_next_segment(tmp_path: Path)
             # ... and the syncer installs what it missed.
             node = cluster.nodes[2]
             assert node is not None
-            assert await JournalSyncer(node, [cluster.address(0)], 1.0).sync_round() == 1
+            peers = [cluster.address(0), cluster.address(1)]  # a majority holds it
+            assert await JournalSyncer(node, peers, 1.0).sync_round() == 1
         finally:
             await settle(q)
         segs = cluster.read_segments(2, jid)

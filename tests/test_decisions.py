@@ -154,8 +154,35 @@ RECOVERY: dict[str, RecoveryCase] = {
         3,
         RecoveryInvariantError,
     ),
-    "an unacknowledged finalize is refused": (
+    # A finalized copy is ranked by the epoch that decided it (design §J.4): a deposed
+    # writer's finalize loses to any newer epoch's copy instead of stopping the recovery.
+    "a deposed writer's finalize loses to a newer writer's log": (
         {"a": ans(3, final=True), "b": ans(4, writer=3)},
+        3,
+        RecoveryPlan(1, "b", Segment(1, 4, True), "the longest log of the newest writer (epoch 3)"),
+    ),
+    "a deposed finalize of the same end loses to a newer writer's log": (
+        {"a": ans(4, final=True, accepted=1), "b": ans(4, writer=2)},
+        3,
+        RecoveryPlan(1, "b", Segment(1, 4, True), "the longest log of the newest writer (epoch 2)"),
+    ),
+    "a finalize decided newer beats an older writer's longer log": (
+        {"a": ans(6, writer=2), "b": ans(4, final=True, accepted=3)},
+        3,
+        RecoveryPlan(1, "b", Segment(1, 4, False), "the finalized copy"),
+    ),
+    "of two finalized copies, the newer decision wins": (
+        {"a": ans(6, final=True, accepted=1), "b": ans(4, final=True, accepted=2)},
+        3,
+        RecoveryPlan(1, "b", Segment(1, 4, False), "the finalized copy"),
+    ),
+    "a finalized copy beats an open one of its own epoch": (
+        {"a": ans(6, writer=2), "b": ans(4, final=True, accepted=2)},
+        3,
+        RecoveryPlan(1, "b", Segment(1, 4, False), "the finalized copy"),
+    ),
+    "two finalized ends of one epoch are refused": (
+        {"a": ans(4, final=True, accepted=2), "b": ans(5, final=True, accepted=2)},
         3,
         RecoveryInvariantError,
     ),
@@ -216,9 +243,10 @@ def test_durable_end(
 class E:
     """An answer with epochs only."""
 
-    def __init__(self, writer: int, promised: int) -> None:
+    def __init__(self, writer: int, promised: int, restored: bool = False) -> None:
         self.last_writer_epoch = writer
         self.last_promised_epoch = promised
+        self.restored = restored
 
 
 CURRENT: dict[str, tuple[dict[str, E], set[str]]] = {
@@ -227,6 +255,9 @@ CURRENT: dict[str, tuple[dict[str, E], set[str]]] = {
     "a node of an older writer": ({"a": E(2, 2), "b": E(1, 2)}, {"a"}),
     "a node that promised a newer writer": ({"a": E(2, 3), "b": E(2, 2)}, {"b"}),
     "the top writer epoch fenced everywhere": ({"a": E(2, 3), "b": E(1, 3)}, set()),
+    # A restored node's answers count for nothing (design §J.5), not even for the top.
+    "a restored node is never current": ({"a": E(2, 2), "b": E(2, 2, restored=True)}, {"a"}),
+    "a restored node sets no top": ({"a": E(2, 2), "b": E(3, 3, restored=True)}, {"a"}),
 }
 
 
@@ -236,9 +267,16 @@ def test_current_writers(answers: dict[str, E], expected: set[str]) -> None:
 
 
 def man(
-    *segs: tuple[int, int, bool], committed: int | None = None, w: int = 1, p: int = 0
+    *segs: tuple[int, int, bool],
+    committed: int | None = None,
+    w: int = 1,
+    p: int = 0,
+    decided: dict[int, int] | None = None,
+    restored: bool = False,
 ) -> NodeManifest:
-    return NodeManifest(tuple(Segment(s, e, o) for s, e, o in segs), committed, w, p or w)
+    return NodeManifest(
+        tuple(Segment(s, e, o) for s, e, o in segs), committed, w, p or w, decided or {}, restored
+    )
 
 
 FIN, OPEN = False, True
@@ -291,10 +329,68 @@ MERGE: dict[str, tuple[dict[str, NodeManifest], int, object]] = {
             None,
             frozenset({"a", "b", "c"}),
             (
-                "finalized segment 1: reading the copies a majority holds (5 on 2 node(s); "
-                "7 on 1 node(s))",
+                "finalized segment 1: copies differ (5 decided in epoch 1 on 2 node(s); 7 "
+                "decided in epoch 1 on 1 node(s)); reading the copies a majority holds",
             ),
         ),
+    ),
+    # Finalized copies are grouped by end and deciding epoch (design §J.10): a deposed
+    # writer's copy of the same end may hold other bytes.
+    "a deposed writer's copy of the same end is not read": (
+        {
+            "a": man((1, 5, FIN), decided={1: 1}),
+            "b": man((1, 5, FIN), decided={1: 2}, w=2),
+            "c": man((1, 5, FIN), decided={1: 2}, w=2),
+        },
+        3,
+        MergedManifest(
+            (MergedSegment(1, 5, False, ("b", "c")),),
+            None,
+            frozenset({"b", "c"}),
+            (
+                "finalized segment 1: copies differ (5 decided in epoch 1 on 1 node(s); 5 "
+                "decided in epoch 2 on 2 node(s)); reading the copies a majority holds",
+            ),
+        ),
+    ),
+    "without a majority, the newest decision": (
+        {"a": man((1, 7, FIN), decided={1: 1}), "b": man((1, 5, FIN), decided={1: 2}, w=2)},
+        3,
+        MergedManifest(
+            (MergedSegment(1, 5, False, ("b",)),),
+            None,
+            frozenset({"b"}),
+            (
+                "finalized segment 1: copies differ (5 decided in epoch 2 on 1 node(s); 7 "
+                "decided in epoch 1 on 1 node(s)); reading the copy decided in the newest "
+                "epoch 2",
+            ),
+        ),
+    ),
+    "a finalized copy older than the writer's open segment is not read": (
+        {
+            "a": man((1, 5, FIN), decided={1: 1}),
+            "b": man((1, 5, OPEN), committed=5, w=2),
+            "c": man((1, 5, OPEN), committed=5, w=2),
+        },
+        3,
+        MergedManifest(
+            (MergedSegment(1, 5, True, ("b", "c")),),
+            5,
+            frozenset({"b", "c"}),
+            (
+                "finalized segment 1-5 (decided in epoch 1) is older than the writer of epoch "
+                "2, which holds it in progress; reading that",
+            ),
+        ),
+    ),
+    "a restored node's open copy is not counted": (
+        {
+            "a": man((1, 9, OPEN), committed=9),
+            "b": man((1, 9, OPEN), committed=9, restored=True),
+        },
+        3,
+        MergedManifest((), 9, frozenset({"a"})),
     ),
     "finalized ends without a majority are refused": (
         {"a": man((1, 5, FIN)), "b": man((1, 7, FIN))},

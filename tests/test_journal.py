@@ -58,14 +58,16 @@ class Writer:
         self.serial = 0
         self.committed: int | None = None
 
-    def req(self, epoch: int | None = None) -> pb.RequestInfoProto:
-        """The next request of this writer."""
+    def req(self, epoch: int | None = None, committed: int | None = None) -> pb.RequestInfoProto:
+        """The next request of this writer (reporting committed, if given, as committed)."""
         self.serial += 1
         r = pb.RequestInfoProto(
             journal_id=pb.JournalIdProto(identifier="test"),
             epoch=epoch or self.epoch,
             ipc_serial=self.serial,
         )
+        if committed is not None:
+            self.committed = committed
         if self.committed is not None:
             r.committed_txid = self.committed
         return r
@@ -212,7 +214,7 @@ def test_new_epoch_at_beginning_of_segment(journal: Journal) -> None:
     w = Writer(1)
     journal.start_log_segment(w.req(), 1, -64)
     write(journal, w, 1, 1, 2)
-    journal.finalize_log_segment(w.req(), 1, 2)
+    journal.finalize_log_segment(w.req(committed=2), 1, 2)
     journal.start_log_segment(w.req(), 3, -64)
     assert journal.new_epoch(NS, 2) == 1  # the empty segment 3 does not count
     assert not (current(journal) / inprogress_name(3)).exists()
@@ -227,12 +229,12 @@ def test_finalize_when_edits_are_missed(tmp_path: Path) -> None:
     j.start_log_segment(w.req(), 1, -64)
     write(j, w, 1, 1, 3)
     with pytest.raises(FinalizeEndMismatchError, match="only written up to txid 3"):
-        j.finalize_log_segment(w.req(), 1, 6)
+        j.finalize_log_segment(w.req(committed=6), 1, 6)
     j.close()
     j = open_journal(tmp_path)
     try:
         with pytest.raises(FinalizeEndMismatchError, match="disk only contains up to txid 3"):
-            j.finalize_log_segment(Writer(1).req(), 1, 6)
+            j.finalize_log_segment(Writer(1).req(committed=6), 1, 6)
     finally:
         j.close()
 
@@ -240,7 +242,7 @@ def test_finalize_when_edits_are_missed(tmp_path: Path) -> None:
 def test_finalize_missing_segment(journal: Journal) -> None:
     journal.new_epoch(NS, 1)
     with pytest.raises(NoSuchSegmentError, match="no log file to finalize at transaction id 1000"):
-        journal.finalize_log_segment(Writer(1).req(), 1000, 1001)
+        journal.finalize_log_segment(Writer(1).req(committed=1001), 1000, 1001)
 
 
 def test_finalize_is_idempotent_and_checks_the_end(journal: Journal) -> None:
@@ -248,10 +250,10 @@ def test_finalize_is_idempotent_and_checks_the_end(journal: Journal) -> None:
     w = Writer(1)
     journal.start_log_segment(w.req(), 1, -64)
     write(journal, w, 1, 1, 3)
-    journal.finalize_log_segment(w.req(), 1, 3)
-    journal.finalize_log_segment(w.req(), 1, 3)
+    journal.finalize_log_segment(w.req(committed=3), 1, 3)
+    journal.finalize_log_segment(w.req(committed=3), 1, 3)
     with pytest.raises(FinalizeEndMismatchError, match="different end txid 4"):
-        journal.finalize_log_segment(w.req(), 1, 4)
+        journal.finalize_log_segment(w.req(committed=4), 1, 4)
     final = current(journal) / finalized_name(1, 3)
     assert final.stat().st_size == len(HEADER) + len(txns(1, 3))  # padding cut
     assert scan_file(final).end == "eof"
@@ -279,7 +281,7 @@ def test_start_segment_when_already_exists(journal: Journal) -> None:
     with pytest.raises(SegmentExistsError, match="holds valid transactions up to 2"):
         journal.start_log_segment(w.req(), 1, -64)
     assert snapshot(current(journal)) == before
-    journal.finalize_log_segment(w.req(), 1, 2)
+    journal.finalize_log_segment(w.req(committed=2), 1, 2)
     with pytest.raises(SegmentExistsError, match="already have a finalized segment"):
         journal.start_log_segment(w.req(), 1, -64)
 
@@ -291,7 +293,7 @@ def test_empty_in_progress_segment_is_moved_aside_at_restart(tmp_path: Path) -> 
     w = Writer(1)
     j.start_log_segment(w.req(), 1, -64)
     write(j, w, 1, 1, 2)
-    j.finalize_log_segment(w.req(), 1, 2)
+    j.finalize_log_segment(w.req(committed=2), 1, 2)
     j.start_log_segment(w.req(), 3, -64)
     j.close()
     path = tmp_path / "test" / "current" / inprogress_name(3)
@@ -408,7 +410,7 @@ def test_torn_tail_is_cut_when_finalizing_after_restart(tmp_path: Path) -> None:
     j = open_journal(tmp_path)
     try:
         assert j.highest_written_txid == 5
-        j.finalize_log_segment(Writer(1).req(), 1, 5)
+        j.finalize_log_segment(Writer(1).req(committed=5), 1, 5)
         final = current(j) / finalized_name(1, 5)
         assert final.read_bytes() == HEADER + txns(1, 5)
     finally:
@@ -458,7 +460,7 @@ def test_bit_flip_in_an_open_segment_costs_only_its_recovery_vote(
         assert path.read_bytes() == HEADER + txns(1, 6)
         assert j.highest_written_txid == 6
         assert not j.status().problems
-        j.finalize_log_segment(w2.req(), 1, 6)
+        j.finalize_log_segment(w2.req(committed=6), 1, 6)
         j.start_log_segment(w2.req(), 7, -64)
         write(j, w2, 7, 7, 2)
         assert j.highest_written_txid == 8
@@ -496,7 +498,7 @@ def test_purge_keeps_what_it_must(journal: Journal) -> None:
     for start in (1, 3, 5):
         journal.start_log_segment(w.req(), start, -64)
         write(journal, w, start, start, 2)
-        journal.finalize_log_segment(w.req(), start, start + 1)
+        journal.finalize_log_segment(w.req(committed=start + 1), start, start + 1)
     journal.start_log_segment(w.req(), 7, -64)
     write(journal, w, 7, 7, 1)
     for t in (1, 2, 3, 4):
@@ -509,7 +511,9 @@ def test_purge_keeps_what_it_must(journal: Journal) -> None:
     assert journal.purge_logs_older_than(w.req(), 3) == 1
     names = sorted(p.name for p in current(journal).glob("edits_*"))
     assert names == [finalized_name(3, 4), finalized_name(5, 6), inprogress_name(7)]
-    assert journal.storage.paxos_txids() == [3, 4]
+    # Records below the txid go, but a segment that stays keeps its decision record.
+    assert journal.storage.paxos_txids() == [3, 4, 5]
+    assert journal.decided_epoch(5, 6) == 1
 
 
 def test_manifest(journal: Journal) -> None:
@@ -517,7 +521,7 @@ def test_manifest(journal: Journal) -> None:
     w = Writer(1)
     journal.start_log_segment(w.req(), 1, -64)
     write(journal, w, 1, 1, 3)
-    journal.finalize_log_segment(w.req(), 1, 3)
+    journal.finalize_log_segment(w.req(committed=3), 1, 3)
     journal.start_log_segment(w.req(), 4, -64)
     write(journal, w, 4, 4, 2)
     finalized = journal.get_edit_log_manifest(1, False)
@@ -591,7 +595,7 @@ def test_accept_recovery_downloads_a_longer_segment(tmp_path: Path) -> None:
         assert scan_file(current(j) / inprogress_name(1)).last_txid == 5
         assert j.storage.read_paxos(1).accepted_in_epoch == 2  # type: ignore[union-attr]
         assert j.highest_written_txid == 5
-        j.finalize_log_segment(w2.req(), 1, 5)
+        j.finalize_log_segment(w2.req(committed=5), 1, 5)
         assert (current(j) / finalized_name(1, 5)).read_bytes() == HEADER + txns(1, 5)
         # The decision is kept: a later prepare reports the epoch that finalized the copy.
         assert j.storage.read_paxos(1).accepted_in_epoch == 2  # type: ignore[union-attr]
@@ -614,7 +618,7 @@ def test_a_bad_finalized_segment_moved_aside_takes_its_kept_decision_along(
     w = Writer(1)
     seg = pb.SegmentStateProto(start_txid=1, end_txid=5, is_in_progress=True)
     j.accept_recovery(w.req(), seg, PEER_URL)
-    j.finalize_log_segment(w.req(), 1, 5)
+    j.finalize_log_segment(w.req(committed=5), 1, 5)
     assert j.storage.read_paxos(1) is not None
     j.close()
     final = tmp_path / "test" / "current" / finalized_name(1, 5)
@@ -674,16 +678,19 @@ def test_accept_recovery_never_discards_a_committed_txid(journal: Journal) -> No
     assert scan_file(current(journal) / inprogress_name(1)).last_txid == 5
 
 
-def test_accept_recovery_refuses_to_replace_a_finalized_segment(journal: Journal) -> None:
-    journal.new_epoch(NS, 1)
-    w = Writer(1)
+def test_accept_recovery_refuses_to_replace_a_segment_its_own_epoch_finalized(
+    journal: Journal,
+) -> None:
+    journal.new_epoch(NS, 2)
+    w = Writer(2)
     journal.start_log_segment(w.req(), 1, -64)
     write(journal, w, 1, 1, 3)
-    journal.finalize_log_segment(w.req(), 1, 3)
-    journal.new_epoch(NS, 2)
-    with pytest.raises(FinalizedReplaceError, match="replace finalized segment 1-3"):
+    journal.finalize_log_segment(w.req(committed=3), 1, 3)
+    with pytest.raises(
+        FinalizedReplaceError, match=r"replace finalized segment 1-3 \(decided in epoch 2\)"
+    ):
         journal.accept_recovery(
-            Writer(2).req(),
+            w.req(),
             pb.SegmentStateProto(start_txid=1, end_txid=4, is_in_progress=True),
             PEER_URL,
         )
@@ -751,7 +758,7 @@ def half_done_accept_of_4_6(tmp_path: Path, hook: str) -> Journal:
     w = Writer(1)
     j.start_log_segment(w.req(), 1, -64)
     write(j, w, 1, 1, 3)
-    j.finalize_log_segment(w.req(), 1, 3)
+    j.finalize_log_segment(w.req(committed=3), 1, 3)
     j.new_epoch(NS, 2)
     setattr(faults, hook, crash)
     with pytest.raises(Crash):
@@ -788,7 +795,7 @@ def test_a_half_done_accept_counts_wherever_the_newest_segment_is_computed(
         prep = j.prepare_recovery(w.req(), 4)
         assert (prep.accepted_in_epoch, prep.segment_state.end_txid) == (2, 6)
         j.accept_recovery(w.req(), prep.segment_state, "")
-        j.finalize_log_segment(w.req(), 4, 6)
+        j.finalize_log_segment(w.req(committed=6), 4, 6)
         j.start_log_segment(w.req(), 7, -64)
     finally:
         j.close()

@@ -11,6 +11,7 @@ from qjm.editlog.segments import finalized_name, inprogress_name
 from qjm.journalnode import journal as journal_module
 from qjm.journalnode.journal import Journal
 from qjm.journalnode.storage import NsInfo
+from qjm.journalnode.syncer import PeerCopy, SyncPlan, plan_sync
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
     AmnesiacNodeError,
@@ -53,7 +54,7 @@ def listed(j: Journal) -> list[tuple[int, int, bool]]:
 def test_older_writers_inprogress_segment_is_neither_listed_nor_served(journal: Journal) -> None:
     w1 = writer_with(journal, 1, 1, 1, 5)
     w1.committed = 5
-    journal.finalize_log_segment(w1.req(), 1, 5)
+    journal.finalize_log_segment(w1.req(committed=5), 1, 5)
     journal.start_log_segment(w1.req(), 6, -64)
     write(journal, w1, 6, 6, 15)  # 6-20 reached only this node
     assert listed(journal)[-1] == (6, 20, True)
@@ -88,7 +89,7 @@ def test_cache_and_listing_follow_the_current_writer(journal: Journal) -> None:
     w2.serial = 10
     journal.accept_recovery(w2.req(), prep.segment_state, "")
     assert listed(journal) == []
-    journal.finalize_log_segment(w2.req(), 1, 3)
+    journal.finalize_log_segment(w2.req(committed=3), 1, 3)
     journal.start_log_segment(w2.req(), 4, -64)
     write(journal, w2, 4, 4, 2)
     assert listed(journal) == [(1, 3, False), (4, 5, True)]
@@ -105,11 +106,11 @@ def test_finalize_of_a_segment_the_writer_did_not_write_is_refused(journal: Jour
     w2 = Writer(2)
     before = snapshot(journal.storage.current)
     with pytest.raises(FinalizeRefusedError, match="neither written by the writer of epoch 2"):
-        journal.finalize_log_segment(w2.req(), 1, 5)
+        journal.finalize_log_segment(w2.req(committed=5), 1, 5)
     assert snapshot(journal.storage.current) == before
     prep = journal.prepare_recovery(w2.req(), 1)
     journal.accept_recovery(w2.req(), prep.segment_state, "")
-    journal.finalize_log_segment(w2.req(), 1, 5)
+    journal.finalize_log_segment(w2.req(committed=5), 1, 5)
     assert (journal.storage.current / finalized_name(1, 5)).exists()
 
 
@@ -120,7 +121,7 @@ def test_writer_finalizes_its_own_segment_after_a_node_restart(tmp_path: Path) -
     j.close()
     j = open_journal(tmp_path)
     try:
-        j.finalize_log_segment(w.req(), 1, 3)
+        j.finalize_log_segment(w.req(committed=3), 1, 3)
         assert (j.storage.current / finalized_name(1, 3)).exists()
     finally:
         j.close()
@@ -173,7 +174,7 @@ def test_every_writer_call_waits_for_new_epoch_after_format(tmp_path: Path) -> N
             "start_log_segment": lambda: j.start_log_segment(w.req(), 1, -64),
             "journal": lambda: write(j, w, 1, 1, 1),
             "heartbeat": lambda: j.heartbeat(w.req()),
-            "finalize": lambda: j.finalize_log_segment(w.req(), 1, 1),
+            "finalize": lambda: j.finalize_log_segment(w.req(committed=1), 1, 1),
             "purge": lambda: j.purge_logs_older_than(w.req(), 1),
             "prepare_recovery": lambda: j.prepare_recovery(w.req(), 1),
             "accept_recovery": lambda: j.accept_recovery(
@@ -235,10 +236,10 @@ def test_a_wiped_journal_restored_from_a_peer_waits_for_a_new_epoch(tmp_path: Pa
 
 def test_finalize_with_end_before_start_is_refused(journal: Journal) -> None:
     w = writer_with(journal, 1, 1, 1, 5)
-    journal.finalize_log_segment(w.req(), 1, 5)
+    journal.finalize_log_segment(w.req(committed=5), 1, 5)
     journal.start_log_segment(w.req(), 6, -64)
     with pytest.raises(EmptyFinalizeError, match="end 5 is before its start 6"):
-        journal.finalize_log_segment(w.req(), 6, 5)
+        journal.finalize_log_segment(w.req(committed=5), 6, 5)
     assert not (journal.storage.current / finalized_name(6, 5)).exists()
     assert (journal.storage.current / inprogress_name(6)).exists()
 
@@ -304,7 +305,7 @@ def test_committed_txid_is_never_stored_above_what_was_written(journal: Journal)
     w2 = Writer(2)
     prep = journal.prepare_recovery(w2.req(), 1)
     journal.accept_recovery(w2.req(), prep.segment_state, "")
-    journal.finalize_log_segment(w2.req(), 1, 6)
+    journal.finalize_log_segment(w2.req(committed=6), 1, 6)
 
 
 def test_committed_claim_of_another_writer_is_not_recorded_above_what_is_here(
@@ -329,7 +330,7 @@ def test_start_segment_at_or_below_written_or_committed_or_past_the_writers_is_r
 ) -> None:
     w = writer_with(journal, 1, 1, 1, 5)
     w.committed = 5
-    journal.finalize_log_segment(w.req(), 1, 5)
+    journal.finalize_log_segment(w.req(committed=5), 1, 5)
     before = snapshot(journal.storage.current)
     with pytest.raises(SegmentStartError, match="txid 3 is not above the committed txid 5"):
         journal.start_log_segment(w.req(), 3, -64)
@@ -355,16 +356,20 @@ def test_a_node_that_missed_txids_takes_the_next_segment_and_wakes_the_syncer(
     write(journal, w, 24, 24, 2)
     assert journal.highest_written_txid == 25
     w.committed = 25
-    journal.finalize_log_segment(w.req(), 24, 25)
+    journal.finalize_log_segment(w.req(committed=25), 24, 25)
     journal.start_log_segment(w.req(), 26, -64)
     assert gaps == [2]  # no gap: nothing more to wake the syncer for
-    # The syncer may install the finalized 1-23 a peer holds: segment 1 is not open.
-    assert journal.missing_segments([(1, 23)], 23) == [(1, 23)]
+    # The syncer may install the finalized 1-23 a majority holds over the superseded
+    # in-progress segment 1, but nothing over the open segment 26.
+    copies = [PeerCopy(p, 1, 23, 1) for p in ("jn1", "jn2")] + [
+        PeerCopy(p, 26, 30, 1) for p in ("jn1", "jn2")
+    ]
+    plans = plan_sync(copies, journal.occupied_ranges(), 30, 3)
+    assert plans == [SyncPlan(1, 23, 1, ("jn1", "jn2"))]
 
 
 def test_start_segment_below_written_is_refused_without_committed(journal: Journal) -> None:
-    w = writer_with(journal, 1, 1, 1, 5)
-    journal.finalize_log_segment(w.req(), 1, 5)
+    w = writer_with(journal, 1, 1, 1, 5)  # no committed txid reported yet
     with pytest.raises(SegmentStartError, match="txid 4 is not above the highest written txid 5"):
         journal.start_log_segment(w.req(), 4, -64)
 
@@ -384,14 +389,14 @@ def test_a_finalize_above_missing_txids_wakes_the_syncer(journal: Journal) -> No
     journal.on_gap = lambda: gaps.append(journal.highest_written_txid)
     w = writer_with(journal, 1, 1, 1, 5)
     w.committed = 5
-    journal.finalize_log_segment(w.req(), 1, 5)
+    journal.finalize_log_segment(w.req(committed=5), 1, 5)
     assert gaps == []  # nothing missing below 6
     w.committed = 10  # 6-10 were acknowledged on the other nodes while this one was away
     journal.start_log_segment(w.req(), 11, -64)
     assert gaps == [5]
     write(journal, w, 11, 11, 2)
     w.committed = 12
-    journal.finalize_log_segment(w.req(), 11, 12)
+    journal.finalize_log_segment(w.req(committed=12), 11, 12)
     assert gaps == [5, 12]  # finalized 1-5 and 11-12 leave 6-10 to fetch
 
 
@@ -400,7 +405,7 @@ def test_a_start_reaching_a_lagging_node_after_its_first_batches_is_taken(
 ) -> None:
     w = writer_with(journal, 1, 1, 1, 5)
     w.committed = 5
-    journal.finalize_log_segment(w.req(), 1, 5)
+    journal.finalize_log_segment(w.req(committed=5), 1, 5)
     w.committed = 8  # 6-8 were acknowledged on the others before this start arrived here
     journal.start_log_segment(w.req(), 6, -64)
     assert journal.cur_segment_txid == 6
@@ -413,10 +418,10 @@ def test_discard_segments_refuses_an_open_writer_a_straddle_and_committed_txids(
     journal: Journal,
 ) -> None:
     w = writer_with(journal, 1, 1, 1, 3)
-    journal.finalize_log_segment(w.req(), 1, 3)
+    journal.finalize_log_segment(w.req(committed=3), 1, 3)
     journal.start_log_segment(w.req(), 4, -64)
     write(journal, w, 4, 4, 3)
-    journal.finalize_log_segment(w.req(), 4, 6)
+    journal.finalize_log_segment(w.req(committed=6), 4, 6)
     journal.start_log_segment(w.req(), 7, -64)
     write(journal, w, 7, 7, 2)
     before = snapshot(journal.storage.current)
@@ -440,10 +445,10 @@ def test_discard_segments_refuses_an_open_writer_a_straddle_and_committed_txids(
 
 def test_discard_segments_deletes_from_the_txid_on(journal: Journal) -> None:
     w = writer_with(journal, 1, 1, 1, 3)
-    journal.finalize_log_segment(w.req(), 1, 3)
+    journal.finalize_log_segment(w.req(committed=3), 1, 3)
     journal.start_log_segment(w.req(), 4, -64)
     write(journal, w, 4, 4, 3)
-    journal.finalize_log_segment(w.req(), 4, 6)
+    journal.finalize_log_segment(w.req(committed=6), 4, 6)
     journal.start_log_segment(w.req(), 7, -64)
     write(journal, w, 7, 7, 2)
     journal.new_epoch(NS, 2)

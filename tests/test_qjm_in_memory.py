@@ -10,6 +10,7 @@ tests/test_recovery_scenarios.py runs the same cases over real sockets.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 from collections import Counter
@@ -45,14 +46,21 @@ def payload(txid: int, tag: str = "") -> bytes:
     return f"tx {txid} {tag}".encode()
 
 
-@pytest.fixture
-async def cluster(tmp_path: Path) -> AsyncIterator[InMemoryCluster]:
+@contextlib.asynccontextmanager
+async def formatted_cluster(tmp_path: Path) -> AsyncIterator[InMemoryCluster]:
+    """Three in-memory JournalNodes with journal JID formatted."""
     async with InMemoryCluster(tmp_path) as c:
         q = qjm(c)
         try:
             await q.format(new_namespace_info(cluster_id="CID-mem", namespace_id=4242))
         finally:
             await q.close()
+        yield c
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[InMemoryCluster]:
+    async with formatted_cluster(tmp_path) as c:
         yield c
 
 

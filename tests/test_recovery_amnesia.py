@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from qjm.client.decisions import RestoredNodesError
 from qjm.client.quorum_call import QuorumError
 from qjm.journalnode.journal import Journal
 from qjm.journalnode.storage import NsInfo
@@ -72,15 +73,21 @@ async def test_a_node_that_lost_acked_txids_does_not_vote_them_away(
             await cluster.start_node(1)  # loading moves the bad segment aside
             assert bad.with_name(bad.name + ".corrupt").exists()
         await cluster.stop_node(0)  # jn0, the only other holder of 9-10, is unavailable
-        # jn1 fails its answer loudly; jn2 alone is no quorum, so recovery fails.
-        refusal = AmnesiacNodeError if loss == "restored" else TombstonedSegmentError
-        with pytest.raises(QuorumError) as info:
-            await recover(cluster, jid)
-        refused = {type(e) for e in info.value.errors.values()}
-        # The error's traceback keeps that writer's connections, and with them jn0's, which
-        # backs off after the refused connects: drop it before the next writer connects.
-        del info
-        assert refusal in refused, refused
+        if loss == "restored":
+            # jn1's newEpoch answer says it was restored: it does not count, and jn2 alone
+            # kept its data, so the writer stops before deciding anything (design §J.5).
+            with pytest.raises(RestoredNodesError, match="recover --survivors-only") as restored:
+                await recover(cluster, jid)
+            del restored  # see below
+        else:
+            # jn1 fails its prepareRecovery answer loudly; jn2 alone is no quorum.
+            with pytest.raises(QuorumError) as info:
+                await recover(cluster, jid)
+            refused = {type(e) for e in info.value.errors.values()}
+            # The error's traceback keeps that writer's connections, and with them jn0's,
+            # which backs off after the refused connects: drop it before the next writer.
+            del info
+            assert TombstonedSegmentError in refused, refused
         for i in (1, 2):
             assert (6, 8) not in cluster.read_segments(i, jid), cluster.segment_files(i, jid)
         await cluster.start_node(0)

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from qjm.cli import eventloop
+from qjm.client.journalnode_client import JournalNodeClient
+from qjm.client.logger_channel import RpcClient
 from qjm.client.output_stream import QuorumOutputStream
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.uri import QJournalUri
@@ -85,6 +87,13 @@ def add_parsers(
         "recover", help="fence older writers, recover the last segment, print the last txid"
     )
     add_uri_args(rc)
+    rc.add_argument(
+        "--survivors-only",
+        action="store_true",
+        help="when most JournalNodes lost their storage and were restored from peers: recover "
+        "from every node that kept its data and let the restored ones vote again (txids "
+        "acknowledged only on the lost disks cannot come back); every node must answer",
+    )
     rc.set_defaults(func=run_recover)
 
 
@@ -158,11 +167,23 @@ async def write_ops(
         await qjm.close()
 
 
-async def recover_journal(uri: QJournalUri, settings: QJournalSettings) -> tuple[int, int]:
-    """Fence and recover; returns (epoch, last txid)."""
-    qjm = QuorumJournalManager(uri, None, settings)
+async def recover_journal(
+    uri: QJournalUri,
+    settings: QJournalSettings,
+    survivors_only: bool = False,
+    *,
+    client_factory: Callable[[str], RpcClient] = JournalNodeClient,
+) -> tuple[int, int]:
+    """Fence and recover; returns (epoch, last txid).
+
+    survivors_only: recover from the nodes that kept their data, then start the next
+    segment everywhere, which lets the restored nodes vote again (design §J.5).
+    """
+    qjm = QuorumJournalManager(uri, None, settings, client_factory=client_factory)
     try:
-        last = await qjm.recover_unfinalized_segments()
+        last = await qjm.recover_unfinalized_segments(survivors_decide=survivors_only)
+        if survivors_only:
+            await qjm.start_log_segment(last + 1)  # empty: the next writer restarts it
         # Give the nodes outside the quorum a moment to finish too (not required).
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(5.0):
@@ -389,7 +410,7 @@ def run_recover(args: argparse.Namespace) -> int:
     from qjm.cli.journal import resolve_uri
 
     uri = resolve_uri(args)
-    epoch, last = eventloop.run(recover_journal(uri, qjournal_settings(args)))
+    epoch, last = eventloop.run(recover_journal(uri, qjournal_settings(args), args.survivors_only))
     print(last)
     print(f"writer epoch {epoch}: journal {uri.jid} recovered to txid {last}", file=sys.stderr)
     return 0

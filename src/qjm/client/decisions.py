@@ -8,7 +8,7 @@ The callers turn the nodes' answers into these records and act on the result.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 from qjm.client.recovery_comparator import (
@@ -19,10 +19,12 @@ from qjm.client.recovery_comparator import (
     describe_response,
 )
 from qjm.errors import QjmError
+from qjm.protocol.quorum import majority_of
 
 __all__ = [
     "BelowCommittedError",
     "CachedEdits",
+    "EpochAnswer",
     "FinalizedEndsDisagree",
     "MergedManifest",
     "MergedSegment",
@@ -32,22 +34,19 @@ __all__ = [
     "RecoveryAnswer",
     "RecoveryInvariantError",
     "RecoveryPlan",
+    "RestoredNodesError",
     "Segment",
     "current_writers",
     "durable_cached_run",
     "durable_end",
     "majority_of",
     "merge_manifests",
+    "newest_segment",
     "next_epoch",
     "plan_recovery",
 ]
 
 K = TypeVar("K")
-
-
-def majority_of(n: int) -> int:
-    """The smallest majority of n nodes."""
-    return n // 2 + 1
 
 
 class NoMajorityError(QjmError):
@@ -72,6 +71,51 @@ def next_epoch(promised: Collection[int], members: int) -> int:
     """The epoch a new writer proposes: one above every promise a majority reported (2.5)."""
     _need_majority("choosing a new epoch", len(promised), members)
     return max(promised) + 1
+
+
+@dataclass(frozen=True)
+class EpochAnswer:
+    """One node's new_epoch answer: its newest segment, and whether it lost its data."""
+
+    last_segment_txid: int | None
+    restored: bool = False
+
+
+class RestoredNodesError(NoMajorityError):
+    """Too few of the answering nodes kept their data to say where the log ends."""
+
+    def __init__(self, message: str, kept: Collection[object], restored: Collection[object]):
+        super().__init__(message)
+        self.kept = tuple(kept)
+        self.restored = tuple(restored)
+
+
+def newest_segment(answers: Mapping[K, EpochAnswer], members: int) -> int | None:
+    """The segment a new writer recovers: the newest a majority of kept-data nodes reports.
+
+    A node restored from its peers after losing its storage may lack acknowledged txids,
+    so its answer does not count (design §J.5): a majority of all members must be nodes
+    that kept their data, and the newest segment any of them holds is the one to recover.
+    HDFS counts every answer.
+    """
+    if members < 1:
+        raise ValueError(f"a journal has at least one JournalNode, got {members}")
+    kept = [k for k, a in answers.items() if not a.restored]
+    restored = [k for k, a in answers.items() if a.restored]
+    need = majority_of(members)
+    if len(kept) < need:
+        lost = ", ".join(map(str, restored)) or "none"
+        raise RestoredNodesError(
+            f"only {len(kept)} of the answering JournalNodes kept their data "
+            f"({', '.join(map(str, kept)) or 'none'}); restored after losing their storage: "
+            f"{lost}; a writer needs {need} of {members} nodes that kept their data to know "
+            "where the log ends",
+            kept,
+            restored,
+        )
+    txids = [a.last_segment_txid for k, a in answers.items() if k in kept]
+    found = [t for t in txids if t is not None]
+    return max(found) if found else None
 
 
 # -- the recovery of one segment ---------------------------------------------------------------
@@ -162,6 +206,9 @@ class _EpochAnswer(Protocol):
     @property
     def last_promised_epoch(self) -> int: ...
 
+    @property
+    def restored(self) -> bool: ...
+
 
 A = TypeVar("A", bound=_EpochAnswer)
 
@@ -173,13 +220,17 @@ def current_writers(answers: Mapping[K, A]) -> set[K]:
     is also their promise: a node that a newer writer fenced, or that missed the newest
     writer's segments, may hold a fenced writer's unacknowledged tail, and the committed
     txid it learned from heartbeats validates only the newest writer's data.
+
+    A node restored from its peers after losing its storage counts for nothing here
+    until a writer starts a segment on it (design §J.5).
     """
-    if not answers:
+    kept = {k: a for k, a in answers.items() if not a.restored}
+    if not kept:
         return set()
-    top = max(a.last_writer_epoch for a in answers.values())
+    top = max(a.last_writer_epoch for a in kept.values())
     return {
         k
-        for k, a in answers.items()
+        for k, a in kept.items()
         if a.last_writer_epoch == top and a.last_promised_epoch == a.last_writer_epoch
     }
 
@@ -209,6 +260,13 @@ class NodeManifest:
     committed_txid: int | None
     last_writer_epoch: int
     last_promised_epoch: int
+    # The epoch that decided each finalized segment, by start txid, where the node knows it.
+    decided: Mapping[int, int] = field(default_factory=dict)
+    restored: bool = False  # the node lost its storage and was restored from peers
+
+    def decided_epoch(self, seg: Segment) -> int:
+        """The epoch that decided a finalized copy (the last writer epoch if unrecorded)."""
+        return self.decided.get(seg.start_txid, self.last_writer_epoch)
 
 
 @dataclass(frozen=True)
@@ -235,49 +293,73 @@ class FinalizedEndsDisagree(QjmError):
     """Nodes disagree on where a finalized segment ends and no end has a majority."""
 
 
-def _agreed_end(start: int, by_end: Mapping[int, list[K]], members: int) -> tuple[int, str]:
-    """The end of a finalized segment a majority of members holds, and a note when some
-    copy ends elsewhere (a deposed writer's finalize past what it had acknowledged)."""
-    if len(by_end) == 1:
-        return next(iter(by_end)), ""
-    disagreement = "; ".join(f"{e} on {len(h)} node(s)" for e, h in sorted(by_end.items()))
-    agreed = [end for end, holders in by_end.items() if len(holders) >= majority_of(members)]
-    if not agreed:
+Copy = tuple[int, int]  # a finalized copy: (end txid, the epoch that decided it)
+
+
+def _agreed_copy(start: int, copies: Mapping[Copy, list[K]], members: int) -> tuple[Copy, str]:
+    """The finalized copy of a segment to read, and a note when the copies disagree.
+
+    Copies are grouped by end and deciding epoch: two copies of one end decided in
+    different epochs may hold different bytes (a deposed writer's finalize). The group a
+    majority of members holds wins; else the newest epoch's (design §J.10). Newest copies
+    of one epoch that end apart break the protocol: FinalizedEndsDisagree.
+    """
+    if len(copies) == 1:
+        return next(iter(copies)), ""
+    disagreement = "; ".join(
+        f"{end} decided in epoch {epoch} on {len(h)} node(s)"
+        for (end, epoch), h in sorted(copies.items())
+    )
+    note = f"finalized segment {start}: copies differ ({disagreement})"
+    held = [c for c, holders in copies.items() if len(holders) >= majority_of(members)]
+    if held:
+        return held[0], note + "; reading the copies a majority holds"
+    newest = max(epoch for _, epoch in copies)
+    tops = [c for c in copies if c[1] == newest]
+    if len(tops) > 1:
         raise FinalizedEndsDisagree(
             f"JournalNodes disagree on where finalized segment {start} ends: {disagreement}"
         )
-    note = f"finalized segment {start}: reading the copies a majority holds ({disagreement})"
-    return agreed[0], note
+    return tops[0], note + f"; reading the copy decided in the newest epoch {newest}"
 
 
 def merge_manifests(answers: Mapping[K, NodeManifest], members: int) -> MergedManifest[K]:
     """The segments a reader may read from these answers, and up to which txid.
 
-    A finalized segment ends where a majority's copies end (one end for all copies, or
-    FinalizedEndsDisagree); where one node finalized a segment, that copy wins. An
-    in-progress segment is read only from the writer's nodes (current_writers), and only
-    up to durable_end.
+    A finalized segment is read from the copies _agreed_copy picks, unless the current
+    writer holds it in progress in a newer epoch than that copy's (the finalized copy is
+    then a deposed writer's); an in-progress segment is read only from the writer's
+    nodes (current_writers), and only up to durable_end. HDFS's reader takes any
+    finalized copy.
     """
     current = current_writers(answers)
     committed = _writer_committed(a.committed_txid for k, a in answers.items() if k in current)
-    finalized: dict[int, dict[int, list[K]]] = {}
+    writer_epoch = max((answers[k].last_writer_epoch for k in current), default=0)
+    finalized: dict[int, dict[Copy, list[K]]] = {}
     open_ends: dict[int, dict[K, int]] = {}
     for key, answer in answers.items():
         for seg in answer.segments:
             if not seg.in_progress:
-                finalized.setdefault(seg.start_txid, {}).setdefault(seg.end_txid, []).append(key)
+                copy = (seg.end_txid, answer.decided_epoch(seg))
+                finalized.setdefault(seg.start_txid, {}).setdefault(copy, []).append(key)
             elif key in current:  # never a fenced writer's unacknowledged tail
                 open_ends.setdefault(seg.start_txid, {})[key] = seg.end_txid
     segments: dict[int, MergedSegment[K]] = {}
     notes = []
-    for start, by_end in finalized.items():
-        end, note = _agreed_end(start, by_end, members)
-        segments[start] = MergedSegment(start, end, False, tuple(by_end[end]))
+    for start, copies in finalized.items():
+        (end, epoch), note = _agreed_copy(start, copies, members)
+        if start in open_ends and epoch < writer_epoch:
+            notes.append(
+                f"finalized segment {start}-{end} (decided in epoch {epoch}) is older than the "
+                f"writer of epoch {writer_epoch}, which holds it in progress; reading that"
+            )
+            continue
+        segments[start] = MergedSegment(start, end, False, tuple(copies[(end, epoch)]))
         if note:
             notes.append(note)
     for start, ends in open_ends.items():
         if start in segments:
-            continue  # finalized on some node: that copy wins
+            continue  # finalized as decided: that copy wins
         durable = durable_end(start, list(ends.values()), committed, members)
         if durable is not None:
             holders = tuple(k for k, end in ends.items() if end >= durable)
@@ -294,6 +376,7 @@ class CachedEdits:
     committed_txid: int | None
     last_writer_epoch: int
     last_promised_epoch: int
+    restored: bool = False
 
 
 def durable_cached_run(

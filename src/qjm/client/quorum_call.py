@@ -112,24 +112,31 @@ class QuorumCall(Generic[K, T]):
         Returns when responses >= min_responses, successes >= min_successes or
         errors > max_errors (whichever comes first); raises QuorumTimeout otherwise.
         """
+        await self._wait_until(
+            lambda: (
+                self.responses >= min_responses
+                or len(self.successes) >= min_successes
+                or len(self.errors) > max_errors
+            ),
+            wait_s,
+            f"{min_successes}/{len(self.keys)}",
+        )
+
+    async def _wait_until(self, settled: Callable[[], bool], wait_s: float, quorum: str) -> None:
+        """Wait until settled() holds after an answer; QuorumTimeout after wait_s."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_s
         while True:
             for key, fut in self.futures.items():
                 if fut.done():  # done callbacks may not have run yet
                     self._on_done(key, fut)
-            if (
-                self.responses >= min_responses
-                or len(self.successes) >= min_successes
-                or len(self.errors) > max_errors
-            ):
+            if settled():
                 return
             left = deadline - loop.time()
             if left <= 0:
                 raise QuorumTimeout(
                     f"timed out after {wait_s * 1000:.0f} ms waiting for a quorum of "
-                    f"{min_successes}/{len(self.keys)} nodes to answer {self.operation}: "
-                    f"{self.describe()}",
+                    f"{quorum} nodes to answer {self.operation}: {self.describe()}",
                     self._error_map(),
                 )
             # Woken by the next answer or at the deadline; either way, look again.
@@ -142,6 +149,23 @@ class QuorumCall(Generic[K, T]):
                 timer.cancel()
                 if waiter in self._waiters:
                     self._waiters.remove(waiter)
+
+    async def wait_for_successes_where(
+        self, counts: Callable[[T], bool], need: int, wait_s: float
+    ) -> dict[K, T]:
+        """The successes once `need` of them count; the successes so far once that cannot be.
+
+        Waits for more answers while they could still make up the number, at most wait_s
+        (QuorumTimeout). The caller decides what too few counting answers mean.
+        """
+        n = len(self.keys)
+
+        def settled() -> bool:
+            good = sum(1 for v in self.successes.values() if counts(v))
+            return good >= need or good + (n - self.responses) < need
+
+        await self._wait_until(settled, wait_s, f"{need}/{n}")
+        return dict(self.successes)
 
     async def wait_for_quorum(self, wait_s: float) -> dict[K, T]:
         """The successes once a majority succeeded; fail as soon as a majority cannot."""

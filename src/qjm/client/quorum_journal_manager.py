@@ -15,9 +15,12 @@ from collections.abc import Callable
 
 from qjm.client.async_logger import AsyncLogger
 from qjm.client.decisions import (
+    EpochAnswer,
     NothingToRecover,
     RecoveryAnswer,
+    RestoredNodesError,
     Segment,
+    newest_segment,
     next_epoch,
     plan_recovery,
 )
@@ -26,7 +29,7 @@ from qjm.client.logger_channel import IPCLoggerChannel, RpcClient
 from qjm.client.logger_set import AsyncLoggerSet
 from qjm.client.output_stream import DEFAULT_MAX_IN_FLIGHT, QuorumOutputStream
 from qjm.client.quorum_call import QuorumError
-from qjm.client.recovery_comparator import describe_response
+from qjm.client.recovery_comparator import describe_response, seen_epoch
 from qjm.client.uri import QJournalUri, check_distinct_nodes, parse_qjournal_uri
 from qjm.config import QJournalSettings
 from qjm.editlog.framing import LAYOUT_VERSION
@@ -53,6 +56,18 @@ def _majority_namespace(
         if len(infos) >= majority:
             return infos[0]
     return None
+
+
+def _epoch_answers(
+    answers: dict[AsyncLogger, pb.NewEpochResponseProto],
+) -> dict[AsyncLogger, EpochAnswer]:
+    """new_epoch answers as the plain records the decision takes."""
+    return {
+        ch: EpochAnswer(
+            r.last_segment_txid if r.HasField("last_segment_txid") else None, r.restored
+        )
+        for ch, r in answers.items()
+    }
 
 
 def _recovery_answer(resp: pb.PrepareRecoveryResponseProto) -> RecoveryAnswer:
@@ -201,8 +216,16 @@ class QuorumJournalManager:
         return ns
 
     # -- becoming the writer ---------------------------------------------------------------
-    async def create_new_unique_epoch(self) -> dict[AsyncLogger, pb.NewEpochResponseProto]:
-        """Fence older writers: promise max(last promised)+1 on a majority (design 2.5)."""
+    async def create_new_unique_epoch(
+        self, *, survivors_decide: bool = False
+    ) -> dict[AsyncLogger, pb.NewEpochResponseProto]:
+        """Fence older writers: promise max(last promised)+1 on a majority (design 2.5).
+
+        The answers that count are those of nodes that kept their data: a majority of all
+        members must be among them (design §J.5), so a late or lost answer is waited for
+        rather than decided without. With survivors_decide (the operator's way out when a
+        majority lost their storage) every node must answer instead.
+        """
         if self.loggers.epoch is not None:
             raise QjmError(f"{self}: epoch {self.loggers.epoch} already established")
         if self.ns_info is None:
@@ -219,49 +242,122 @@ class QuorumJournalManager:
         check_distinct_nodes(ids, self.uri)
         my_epoch = next_epoch([st.last_promised_epoch for st in states.values()], len(call.keys))
         epoch_call = self.loggers.new_epoch(self.ns_info, my_epoch)
-        answers = await self.loggers.wait_for_write_quorum(
-            epoch_call, self._s(self.settings.new_epoch_timeout_ms)
-        )
+        wait = self._s(self.settings.new_epoch_timeout_ms)
+        if survivors_decide:
+            answers = await epoch_call.wait_for_all(wait)
+        else:
+            answers = await epoch_call.wait_for_successes_where(
+                lambda r: not r.restored, self.loggers.majority, wait
+            )
+            if sum(1 for r in answers.values() if not r.restored) < self.loggers.majority:
+                # Too few can count: hear the rest for an error that names every node.
+                answers = await epoch_call.wait_for_every_answer(DISTINCT_NODES_GRACE_S)
         for e in epoch_call.errors.values():
             if isinstance(e, NamespaceMismatchError):
                 log.warning("%s: %s; going on with the majority without it", self, e)
+        if not survivors_decide:
+            if len(answers) < self.loggers.majority:
+                raise QuorumError(
+                    f"{epoch_call.operation}: got too many exceptions to achieve quorum size "
+                    f"{self.loggers.majority}/{len(epoch_call.keys)}: {epoch_call.describe()}",
+                    {str(k): e for k, e in epoch_call.errors.items()},
+                )
+            try:
+                newest_segment(_epoch_answers(answers), len(self.loggers.channels))
+            except RestoredNodesError as e:
+                raise RestoredNodesError(
+                    f"{self}: {e}; newEpoch({my_epoch}): {epoch_call.describe()}. Bring back a "
+                    "node that kept its data; if the lost disks are gone for good, run "
+                    f"`qjm journal recover --survivors-only --uri '{self.uri}'` (txids "
+                    "acknowledged only on the lost disks cannot come back)",
+                    e.kept,
+                    e.restored,
+                ) from None
         self.loggers.set_epoch(my_epoch)
         log.info("%s: successfully started new epoch %d", self, my_epoch)
         return answers
 
-    async def recover_unfinalized_segments(self) -> int:
-        """Fence, then finalize the newest segment; returns the last txid of the journal."""
+    async def recover_unfinalized_segments(self, *, survivors_decide: bool = False) -> int:
+        """Fence, then finalize the newest segment; returns the last txid of the journal.
+
+        survivors_decide: recover from every node that kept its data, when they are fewer
+        than a majority (see create_new_unique_epoch); refused when they are a majority.
+        """
         if self.is_active_writer:
             raise QjmError(f"{self}: already the active writer")
-        answers = await self.create_new_unique_epoch()
-        newest = [r.last_segment_txid for r in answers.values() if r.HasField("last_segment_txid")]
+        answers = await self.create_new_unique_epoch(survivors_decide=survivors_decide)
+        epoch_answers = _epoch_answers(answers)
+        survivors: list[AsyncLogger] | None = None
+        if survivors_decide:
+            survivors = [ch for ch, a in epoch_answers.items() if not a.restored]
+            restored = [str(ch) for ch, a in epoch_answers.items() if a.restored]
+            if len(survivors) >= self.loggers.majority:
+                raise QjmError(
+                    f"{self}: {len(survivors)} of {len(self.loggers.channels)} JournalNodes kept "
+                    "their data, a majority: a writer recovers the journal as usual"
+                )
+            if not survivors:
+                raise QjmError(
+                    f"{self}: every JournalNode was restored after losing its storage "
+                    f"({', '.join(restored)}); no node holds the journal's last segments"
+                )
+            log.warning(
+                "%s: recovering from %s only; %s lost their storage",
+                self,
+                ", ".join(map(str, survivors)),
+                ", ".join(restored),
+            )
+            txids = [epoch_answers[ch].last_segment_txid for ch in survivors]
+            newest = max((t for t in txids if t is not None), default=None)
+        else:
+            newest = newest_segment(epoch_answers, len(self.loggers.channels))
         last = 0
-        if newest:
-            last = await self._recover_unclosed_segment(max(newest))
+        if newest is not None:
+            last = await self._recover_unclosed_segment(newest, survivors)
         if last > 0:
             self.loggers.set_committed_txid(last)
         self.last_recovered_txid = last
         self.is_active_writer = True
         return last
 
-    async def _recover_unclosed_segment(self, segment_txid: int) -> int:
-        """One Paxos round over a segment; returns its agreed last txid (design 2.8)."""
+    async def _recover_unclosed_segment(
+        self, segment_txid: int, survivors: list[AsyncLogger] | None = None
+    ) -> int:
+        """One Paxos round over a segment; returns its agreed last txid (design 2.8).
+
+        survivors: the only nodes whose answers count, all of which must answer.
+        """
         log.info("%s: beginning recovery of the segment starting at txid %d", self, segment_txid)
-        prepared = await self.loggers.wait_for_write_quorum(
-            self.loggers.prepare_recovery(segment_txid),
-            self._s(self.settings.prepare_recovery_timeout_ms),
-        )
+        call = self.loggers.prepare_recovery(segment_txid)
+        wait = self._s(self.settings.prepare_recovery_timeout_ms)
+        if survivors is None:
+            prepared = await self.loggers.wait_for_write_quorum(call, wait)
+            members = len(self.loggers.channels)
+        else:
+            heard = await call.wait_for_every_answer(wait)
+            missing = [str(ch) for ch in survivors if ch not in heard]
+            if missing:
+                raise QjmError(
+                    f"{self}: prepareRecovery({segment_txid}) needs every node that kept its "
+                    f"data; no answer from {', '.join(missing)}: {call.describe()}"
+                )
+            prepared = {ch: heard[ch] for ch in survivors}
+            members = len(survivors)
         answers = {ch: _recovery_answer(resp) for ch, resp in prepared.items()}
         for ch, answer in answers.items():
             log.info("%s: prepare_recovery(%d): %s", ch, segment_txid, describe_response(answer))
-        plan = plan_recovery(segment_txid, answers, len(self.loggers.channels))
+        plan = plan_recovery(segment_txid, answers, members)
         if isinstance(plan, NothingToRecover):
             # None of a majority has it, so none of its txns was committed; by invariant 2
             # of the design a majority finalized the previous segment at segment_txid - 1.
             log.info("%s: nothing to recover: %s", self, plan.reason)
             return plan.last_txid
         source = plan.source
-        state = prepared[source].segment_state  # the source's own copy, as the wire has it
+        state = pb.SegmentStateProto()
+        state.CopyFrom(prepared[source].segment_state)  # the source's own copy, as sent
+        if not state.is_in_progress:
+            # Acceptors whose finalized copy this epoch decided too need not fetch it.
+            state.decided_epoch = seen_epoch(answers[source])
         log.info(
             "%s: recovering segment %d-%d from %s (%s)",
             self,

@@ -62,11 +62,14 @@ class IncompleteReadError(ReadError):
 
 def _node_manifest(a: pb.GetEditLogManifestResponseProto) -> NodeManifest:
     """A manifest answer as the plain record the merge decision takes."""
+    logs = a.manifest.logs
     return NodeManifest(
-        tuple(Segment(s.start_txid, s.end_txid, s.is_in_progress) for s in a.manifest.logs),
+        tuple(Segment(s.start_txid, s.end_txid, s.is_in_progress) for s in logs),
         a.manifest.committed_txid if a.manifest.HasField("committed_txid") else None,
         a.last_writer_epoch,
         a.last_promised_epoch,
+        {s.start_txid: s.decided_epoch for s in logs if s.HasField("decided_epoch")},
+        a.restored,
     )
 
 
@@ -77,6 +80,7 @@ def _cached_edits(a: pb.GetJournaledEditsResponseProto) -> CachedEdits:
         a.committed_txid if a.HasField("committed_txid") else None,
         a.last_writer_epoch,
         a.last_promised_epoch,
+        a.restored,
     )
 
 

@@ -1,17 +1,20 @@
-"""Choosing the source of a segment recovery among prepare_recovery answers (design 2.9).
+"""Choosing the source of a segment recovery among prepare_recovery answers.
 
 Pure functions over plain records of the answers (RecoveryAnswer); no I/O, no wire
-messages. The rules, best first:
+messages. Each copy of the segment has an epoch: for an in-progress copy, its "seen epoch"
+max(last_writer_epoch, accepted_in_epoch) (HDFS's rule); for a finalized copy, the epoch
+that decided it, which the node reports as accepted_in_epoch (docs/design.md §J.3). The
+rules, best first:
 
 1. a node that has no segment starting at the txid can never be the source;
-2. a finalized segment beats any in-progress one (a previous recovery was committed);
-   two finalized segments of different lengths break the protocol's invariant;
-3. between in-progress segments, the higher "seen epoch" wins, where the seen epoch is
-   max(last_writer_epoch, accepted_in_epoch) (design 2.10.6 and 2.10.7);
-4. with equal seen epochs, the segment with more transactions wins (design 2.10.1).
+2. the copy of the newest epoch wins: an honest decision is never contradicted by a later
+   epoch, so a finalized copy an older epoch decided that a newer copy contradicts is a
+   deposed writer's, and loses;
+3. with equal epochs, a finalized copy beats an in-progress one (its writer or its
+   recovery decided it); two finalized copies of different lengths break the protocol;
+4. between in-progress copies of equal epochs, the one with more transactions wins.
 
-A finalized copy that an in-progress copy of a newer seen epoch contradicts is refused
-(see _check_finalized_against_newer).
+HDFS ranks every finalized copy above every in-progress one, whoever decided it (§J.4).
 """
 
 from __future__ import annotations
@@ -63,7 +66,14 @@ def describe_response(resp: RecoveryAnswer) -> str:
 
 
 def seen_epoch(resp: RecoveryAnswer) -> int:
-    """The newest epoch that wrote or decided this node's copy of the segment (rule 3)."""
+    """The newest epoch that wrote or decided this node's copy of the segment (rule 2).
+
+    A finalized copy's is the epoch that decided it; a node that recorded none (storage
+    from before decisions were recorded) is taken at its last writer epoch.
+    """
+    seg = resp.segment
+    if seg is not None and not seg.in_progress and resp.accepted_in_epoch is not None:
+        return resp.accepted_in_epoch
     return max(resp.accepted_in_epoch or 0, resp.last_writer_epoch)
 
 
@@ -77,18 +87,15 @@ def compare_responses(a: RecoveryAnswer, b: RecoveryAnswer) -> int:
             f"can only compare answers about one segment, got segments starting at "
             f"{sa.start_txid} and {sb.start_txid}"
         )
+    ea, eb = seen_epoch(a), seen_epoch(b)
     a_final, b_final = not sa.in_progress, not sb.in_progress
-    if a_final != b_final:
-        return 1 if a_final else -1
-    if a_final:
-        if sa.end_txid != sb.end_txid:
-            raise RecoveryInvariantError(
-                f"two finalized copies of segment {sa.start_txid} end at different txids "
-                f"({sa.end_txid} and {sb.end_txid})"
-            )
-        return 0
-    ka = (seen_epoch(a), sa.end_txid)
-    kb = (seen_epoch(b), sb.end_txid)
+    if ea == eb and a_final and b_final and sa.end_txid != sb.end_txid:
+        raise RecoveryInvariantError(
+            f"two finalized copies of segment {sa.start_txid} decided in epoch {ea} end at "
+            f"different txids ({sa.end_txid} and {sb.end_txid})"
+        )
+    ka = (ea, a_final, sa.end_txid)
+    kb = (eb, b_final, sb.end_txid)
     return (ka > kb) - (ka < kb)
 
 
@@ -97,57 +104,23 @@ def choose_recovery_source(
 ) -> tuple[K, RecoveryAnswer] | None:
     """The best answer (the first of equally good ones), or None when no node has the segment.
 
-    Every pair of finalized answers is checked for equal length, not only the winner's.
+    Every pair of finalized answers of one epoch is checked for equal length, not only the
+    winner's.
     """
     best: tuple[K, RecoveryAnswer] | None = None
-    finalized_end: int | None = None
-    answers: list[RecoveryAnswer] = []
+    finalized_ends: dict[int, int] = {}
     for key, resp in responses:
-        answers.append(resp)
-        if resp.segment is not None and not resp.segment.in_progress:
-            end = resp.segment.end_txid
-            if finalized_end is not None and end != finalized_end:
+        seg = resp.segment
+        if seg is not None and not seg.in_progress:
+            epoch = seen_epoch(resp)
+            end = finalized_ends.setdefault(epoch, seg.end_txid)
+            if end != seg.end_txid:
                 raise RecoveryInvariantError(
-                    f"two finalized copies of segment {resp.segment.start_txid} end at "
-                    f"different txids ({finalized_end} and {end})"
+                    f"two finalized copies of segment {seg.start_txid} decided in epoch "
+                    f"{epoch} end at different txids ({end} and {seg.end_txid})"
                 )
-            finalized_end = end
         if best is None or compare_responses(resp, best[1]) > 0:
             best = (key, resp)
     if best is None or best[1].segment is None:
         return None
-    _check_finalized_against_newer(answers)
     return best
-
-
-def _check_finalized_against_newer(answers: list[RecoveryAnswer]) -> None:
-    """Refuse a finalized copy contradicted by a newer epoch's in-progress copy.
-
-    A writer finalizes only at the txid a majority acknowledged, and a later recovery
-    never ends below an acknowledged txid nor above what that majority held; so in an
-    honest run, an in-progress copy written or accepted in a newer epoch than the one
-    that decided the finalized copy ends where the finalized copy ends. A different end
-    is evidence of an unacknowledged finalize (issue 8, A2): rule 2 would pick it and
-    overwrite what the newer epoch acknowledged. HDFS has no such check; we stop instead
-    of losing edits.
-
-    The finalized copy's epoch is its seen epoch: the node's last writer epoch (a writer
-    finalizes its own segment) or, for a segment a recovery finalized, the epoch of that
-    recovery, which the node reports as accepted_in_epoch. Without the latter, a value
-    accepted by a minority in a failed recovery would look newer than the value a later
-    recovery chose and finalized, which is an honest state (Paxos: a later prepare quorum
-    that saw no accepted value may choose another).
-    """
-    finalized = [a for a in answers if a.segment is not None and not a.segment.in_progress]
-    for f in finalized:
-        assert f.segment is not None
-        for a in answers:
-            if a.segment is None or not a.segment.in_progress:
-                continue
-            if seen_epoch(a) > seen_epoch(f) and a.segment.end_txid != f.segment.end_txid:
-                raise RecoveryInvariantError(
-                    f"segment {f.segment.start_txid} is finalized at txid "
-                    f"{f.segment.end_txid} ({describe_response(f)}) but a newer epoch's "
-                    f"copy ends at {a.segment.end_txid} ({describe_response(a)}): "
-                    "evidence of an unacknowledged finalize; refusing to recover from it"
-                )

@@ -45,6 +45,8 @@ class SegmentInfo:
     # Why an in-progress file is corrupt (a bad op that valid ops follow); then end_txid is
     # its last valid txid (start - 1 if none), not the end of the log it held.
     corrupt: str | None = None
+    # For a finalized segment on a JournalNode: the epoch that decided it, if recorded.
+    decided_epoch: int | None = None
 
 
 class FileJournal:
@@ -234,12 +236,22 @@ class FileJournal:
             os.fsync(f.fileno())
 
     def same_log(self, synced: Path, start: int) -> bool:
-        """True when a downloaded segment holds exactly the ops of the local in-progress one."""
-        local = self.directory / inprogress_name(start)
-        found = scan_file(local)
-        with open(local, "rb") as f:
+        """True when a downloaded segment holds exactly the ops of the local one at start."""
+        seg = self.find_segment(start)
+        if seg is None:
+            return False
+        found = scan_file(seg.path)
+        with open(seg.path, "rb") as f:
             mine = f.read(found.valid_length)
         return synced.read_bytes() == mine
+
+    def retire(self, seg: SegmentFile) -> Path:
+        """Rename a finalized segment a recovery replaces to *.replaced, kept for the operator."""
+        aside = seg.path.with_name(seg.path.name + ".replaced")
+        os.replace(seg.path, aside)
+        fsync_dir(seg.path.parent)
+        self._verified.pop(seg.path.name, None)
+        return aside
 
     def stage(self, download: Path, start: int, epoch: int) -> Path:
         """Rename a download to its staged name, which roll_forward_staged recognizes."""

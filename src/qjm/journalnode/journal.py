@@ -90,6 +90,7 @@ DEFAULT_CACHE_BYTES = 1024 * 1024  # HDFS's dfs.journalnode.edit-cache-size.byte
 # one new_epoch must never use up the epochs every later writer needs (HDFS has no limit).
 MAX_EPOCH_STEP = 1_000_000
 MAX_EPOCH = 2**62
+MAX_TXID = 2**63 - 1
 
 
 @dataclass
@@ -138,6 +139,16 @@ def _segment_proto(seg: SegmentInfo) -> pb.SegmentStateProto:
         is_in_progress=seg.is_in_progress,
         byte_length=seg.byte_length,
     )
+
+
+def remote_edit_log(seg: SegmentInfo) -> pb.RemoteEditLogProto:
+    """A segment as a manifest entry, with the epoch that decided it where known."""
+    out = pb.RemoteEditLogProto(
+        start_txid=seg.start_txid, end_txid=seg.end_txid, is_in_progress=seg.is_in_progress
+    )
+    if seg.decided_epoch is not None:
+        out.decided_epoch = seg.decided_epoch
+    return out
 
 
 def _describe(seg: pb.SegmentStateProto) -> str:
@@ -199,6 +210,7 @@ class Journal:
     # -- lifecycle -----------------------------------------------------------------------
     def _load(self) -> None:
         """Read the persisted state and the newest segment; errors name the bad file."""
+        self.storage.forget_cached()
         if not self.storage.is_formatted():
             return
         cur = self.storage.current
@@ -652,10 +664,12 @@ class Journal:
                     f"trying to re-finalize already finalized segment {existing.path.name} "
                     f"with a different end txid {end_txid}"
                 )
+            # The decision stays as recorded: a recovery of this epoch that accepted this
+            # copy recorded its epoch already (finish_accept_recovery); a bare finalize must
+            # not make an older decision look newer.
             self._apply_request(req)
-            self._keep_paxos_of_finalized(start_txid, end_txid)
             return
-        self._check_may_finalize(req, start_txid)
+        self._check_may_finalize(req, start_txid, end_txid)
         if self.cur_segment_txid == start_txid:
             if self._next_txid != end_txid + 1:
                 raise FinalizeEndMismatchError(
@@ -673,41 +687,74 @@ class Journal:
                 )
             self._apply_request(req)
             valid_length = found.valid_length
+        # The decision first: a crash before the rename leaves the in-progress file and a
+        # record saying it was decided finalized in this epoch, which prepare_recovery
+        # reports as it would the renamed file (design §J.3).
+        self._record_decision(start_txid, end_txid, req.epoch, valid_length)
         self.files.finalize(existing, end_txid, valid_length)
-        self._keep_paxos_of_finalized(start_txid, end_txid)
-        log.info("journal %s: finalized segment %d-%d", self.jid, start_txid, end_txid)
+        log.info(
+            "journal %s: finalized segment %d-%d in epoch %d",
+            self.jid,
+            start_txid,
+            end_txid,
+            req.epoch,
+        )
         if self._misses_txids_below(start_txid):
             self.on_gap()  # e.g. a recovery just gave this node a segment past a hole
 
-    def _keep_paxos_of_finalized(self, start_txid: int, end_txid: int) -> None:
-        """Keep the accepted recovery that a finalize completed; purge any other record.
+    def _record_decision(self, start: int, end: int, epoch: int, byte_length: int = 0) -> None:
+        """Persist the epoch that decided the finalized segment start-end (design §J.3).
 
-        HDFS purges the paxos data at finalize ("the finalized state alone is enough").
-        It is not enough for the client's check against unacknowledged finalizes
-        (recovery_comparator._check_finalized_against_newer): a segment finalized by a
-        recovery was decided in that recovery's epoch, which may be above an in-progress
-        copy accepted by a minority in an earlier, failed recovery, while this node's last
-        writer epoch is below it. prepare_recovery reports the kept epoch.
+        Kept as the segment's paxos record, so that it lives and dies with the segment as
+        paxos records already do (purge, discard, a bad copy moved aside, format). HDFS
+        purges the paxos data at finalize and keeps no such epoch: a finalized copy then
+        carries no evidence of which writer decided it, and a deposed writer's finalize
+        can win a later recovery.
+        """
+        state = pb.SegmentStateProto(
+            start_txid=start, end_txid=end, is_in_progress=False, byte_length=byte_length
+        )
+        self.storage.write_paxos(
+            start, pb.PersistedRecoveryPaxosData(segment_state=state, accepted_in_epoch=epoch)
+        )
+
+    def decided_epoch(self, start: int, end: int) -> int | None:
+        """The epoch that decided this node's finalized segment start-end; None if unknown."""
+        record = self.storage.read_paxos(start)
+        if record is None or record.segment_state.end_txid != end:
+            return None
+        return int(record.accepted_in_epoch)
+
+    def _check_may_finalize(self, req: pb.RequestInfoProto, start_txid: int, end_txid: int) -> None:
+        """Finalize an in-progress segment only as decided (design §J.3).
+
+        Either a recovery accepted it in the request's epoch, or it is the current
+        writer's own segment and the writer reports every txid up to the end committed.
+        A deposed writer that still calls the API cannot then make its unacknowledged
+        tail a finalized segment (HDFS finalizes any length the writer names).
         """
         accepted = self.storage.read_paxos(start_txid)
-        if accepted is not None and accepted.segment_state.end_txid != end_txid:
-            self.storage.purge_paxos(start_txid)
-
-    def _check_may_finalize(self, req: pb.RequestInfoProto, start_txid: int) -> None:
-        """Only the writer that wrote an in-progress segment, or a recovery that accepted it
-        in the request's epoch, may finalize it (else a deposed writer's unacknowledged tail
-        becomes a finalized segment that wins later recoveries)."""
-        accepted = self.storage.read_paxos(start_txid)
-        if accepted is not None and accepted.accepted_in_epoch == req.epoch:
+        if (
+            accepted is not None
+            and accepted.accepted_in_epoch == req.epoch
+            and accepted.segment_state.end_txid == end_txid
+        ):
             return
-        if req.epoch == self.last_writer_epoch and self._is_current_writers(start_txid):
-            return
-        raise FinalizeRefusedError(
-            f"can't finalize in-progress segment {start_txid} of journal {self.jid!r}: it was "
-            f"neither written by the writer of epoch {req.epoch} (writer epoch here "
-            f"{self.last_writer_epoch}, promise {self.last_promised_epoch}) nor accepted in a "
-            f"recovery in epoch {req.epoch}"
-        )
+        if not (req.epoch == self.last_writer_epoch and self._is_current_writers(start_txid)):
+            raise FinalizeRefusedError(
+                f"can't finalize in-progress segment {start_txid} of journal {self.jid!r}: it "
+                f"was neither written by the writer of epoch {req.epoch} (writer epoch here "
+                f"{self.last_writer_epoch}, promise {self.last_promised_epoch}) nor accepted "
+                f"in a recovery in epoch {req.epoch}"
+            )
+        reported = req.committed_txid if req.HasField("committed_txid") else None
+        if reported is None or reported < end_txid:
+            said = "reports no committed txid" if reported is None else f"reports {reported}"
+            raise FinalizeRefusedError(
+                f"can't finalize segment {start_txid} of journal {self.jid!r} at txid "
+                f"{end_txid}: the writer of epoch {req.epoch} {said} committed, and a segment "
+                "is finalized only up to a txid its writer reports committed"
+            )
 
     def purge_logs_older_than(self, req: pb.RequestInfoProto, min_txid_to_keep: int) -> int:
         """Delete finalized segments and paxos files wholly below a txid; return the count."""
@@ -719,8 +766,9 @@ class Journal:
             )
         self._apply_request(req)
         removed = self.files.purge_older_than(min_txid_to_keep)
+        kept = {seg.start for seg in self.files.segments()}
         for txid in self.storage.paxos_txids():
-            if txid < min_txid_to_keep:
+            if txid < min_txid_to_keep and txid not in kept:  # a kept segment keeps its record
                 self.storage.purge_paxos(txid)
         log.info(
             "journal %s: purged %d segments below txid %d", self.jid, removed, min_txid_to_keep
@@ -781,7 +829,8 @@ class Journal:
         for seg in segments:
             if seg.end is not None:
                 if seg.end >= since_txid:
-                    out.append(SegmentInfo(seg.start, seg.end, False))
+                    decided = self.decided_epoch(seg.start, seg.end)
+                    out.append(SegmentInfo(seg.start, seg.end, False, decided_epoch=decided))
             elif (
                 in_progress_ok
                 and self.files.is_latest_inprogress(seg, segments)
@@ -952,9 +1001,27 @@ class Journal:
             # Under the name a crash after the paxos write rolls forward
             # (_roll_forward_half_done_accepts).
             staged = self.files.stage(synced, start, req.epoch)
+            # A finalized copy this recovery replaces goes first: after the paxos write it
+            # would supersede the staged file and be reported as decided in this epoch.
+            old = self.files.find_segment(start)
+            if old is not None and old.end is not None:
+                aside = self.files.retire(old)
+                log.warning(
+                    "journal %s: finalized segment %s (decided in epoch %s) differs from the "
+                    "log the recovery of epoch %d chose; kept as %s (design §J.4)",
+                    self.jid,
+                    old.path.name,
+                    self.decided_epoch(old.start, old.end),
+                    req.epoch,
+                    aside.name,
+                )
         self.faults.before_persist_paxos_data()
+        accepted = pb.SegmentStateProto()
+        accepted.CopyFrom(segment)
+        accepted.ClearField("decided_epoch")  # the record's own epoch decides from now on
         self.storage.write_paxos(
-            start, pb.PersistedRecoveryPaxosData(segment_state=segment, accepted_in_epoch=req.epoch)
+            start,
+            pb.PersistedRecoveryPaxosData(segment_state=accepted, accepted_in_epoch=req.epoch),
         )
         self.faults.after_persist_paxos_data()
         if staged is not None:
@@ -986,7 +1053,7 @@ class Journal:
                 f"newer than this request's epoch {req.epoch}"
             )
         # A corrupt copy of ours is "different": fetch the chosen one and replace it, so
-        # that the recovery repairs this node (review finding 4).
+        # that the recovery repairs this node.
         current = self.files.segment_info(start, corrupt_ok=True)
         fetch = compare = False
         if current is None or current.end_txid != end or current.corrupt is not None:
@@ -1002,12 +1069,18 @@ class Journal:
                         f"{start}-{end}: that would discard committed txid {committed}"
                     )
                 if not current.is_in_progress:
-                    raise FinalizedReplaceError(
-                        f"asked to replace finalized segment {current.start_txid}-"
-                        f"{current.end_txid} with {_describe(segment)}"
-                    )
+                    self._check_replace_finalized(req, current, segment)
             fetch = True
-        elif current.is_in_progress and from_url:
+        elif not current.is_in_progress:
+            # Our finalized copy ends where the chosen one does. It is the chosen log if the
+            # same epoch decided both; otherwise the bytes are compared, since a deposed
+            # writer's finalized copy may end at the same txid (design §J.4).
+            decided = self.decided_epoch(start, current.end_txid)
+            same_decision = segment.HasField("decided_epoch") and decided == segment.decided_epoch
+            if from_url and not same_decision:
+                self._check_replace_finalized(req, current, segment)
+                fetch = compare = True
+        elif from_url:
             # The same length is not the same log: a node that refused a newer writer's
             # start_log_segment keeps an older writer's ops, which may end at the same txid.
             # Only the source itself is sent no URL: its copy is the chosen one.
@@ -1019,6 +1092,24 @@ class Journal:
                 )
             check_segment_url(from_url, self.jid, start)
         return fetch, compare
+
+    def _check_replace_finalized(
+        self, req: pb.RequestInfoProto, current: SegmentInfo, segment: pb.SegmentStateProto
+    ) -> None:
+        """Refuse to replace a finalized copy unless an older epoch decided it (§J.4).
+
+        HDFS never replaces a finalized segment in a recovery. Here a recovery's choice
+        wins over a finalized copy an older epoch decided: an honest decision is never
+        contradicted by a later recovery, so a copy that differs from the chosen log is a
+        deposed writer's. A copy decided in this request's own epoch is never replaced.
+        """
+        decided = self.decided_epoch(current.start_txid, current.end_txid)
+        epoch = decided if decided is not None else self.last_writer_epoch
+        if epoch >= req.epoch:
+            raise FinalizedReplaceError(
+                f"asked to replace finalized segment {current.start_txid}-{current.end_txid} "
+                f"(decided in epoch {epoch}) with {_describe(segment)} in epoch {req.epoch}"
+            )
 
     def get_journaled_edits(
         self, since_txid: int, max_txns: int
@@ -1039,6 +1130,8 @@ class Journal:
         committed = self.committed_txid
         if committed is not None:
             resp.committed_txid = committed
+        if self.amnesiac is not None:
+            resp.restored = True
         c = self.counters
         # The cache only ever holds the current writer's batches, and is served only
         # while that writer still holds the promise.
@@ -1094,23 +1187,40 @@ class Journal:
         )
         return True
 
-    def missing_segments(
-        self, peer_segments: list[tuple[int, int]], peer_committed: int | None
-    ) -> list[tuple[int, int]]:
-        """Finalized (start, end) ranges a peer has that this node lacks and may take."""
+    def occupied_ranges(self) -> list[tuple[int, int]]:
+        """The txid ranges this node's segments hold, as the syncer must leave them (§J.6).
+
+        A finalized segment holds its range; the newest in-progress segment holds every
+        txid from its start on (its writer may still add to it); an older in-progress one,
+        which a later segment start superseded and no recovery will ask for again, holds
+        nothing: a finalized copy a majority agrees on may be installed over its txids.
+        """
         self._check_formatted()
-        bound = max(self.committed_txid or 0, peer_committed or 0)
-        local = [(s.start, s.end) for s in self.files.segments() if s.end is not None]
-        out = []
-        for start, end in peer_segments:
-            overlaps = any(not (end < a or start > b) for a, b in local)
-            if not overlaps and end <= bound and start != self.cur_segment_txid:
-                out.append((start, end))
+        segments = self.files.segments()
+        out: list[tuple[int, int]] = []
+        for seg in segments:
+            if seg.end is not None:
+                out.append((seg.start, seg.end))
+            elif self.files.is_latest_inprogress(seg, segments):
+                out.append((seg.start, MAX_TXID))
         return out
 
-    def install_synced_segment(self, tmp: Path, start: int, end: int) -> bool:
-        """Move a downloaded, checked segment into current/; False if no longer missing."""
+    def install_synced_segment(
+        self, tmp: Path, start: int, end: int, decided_epoch: int | None = None
+    ) -> bool:
+        """Move a downloaded, checked segment into current/; False if it now overlaps ours.
+
+        The epoch that decided it on its source is recorded with it (design §J.6).
+        """
         self._check_formatted()
+        if any(not (end < a or start > b) for a, b in self.occupied_ranges()):
+            tmp.unlink(missing_ok=True)
+            return False
+        if decided_epoch is not None:
+            # Before the file: a crash between the two leaves a record of a segment this
+            # node lacks, which prepare_recovery refuses to answer about, not a segment
+            # without its epoch.
+            self._record_decision(start, end, decided_epoch, tmp.stat().st_size)
         final = self.files.install_finalized(tmp, start, end)
         if final is None:
             return False
@@ -1127,11 +1237,7 @@ class Journal:
         st.members.extend(self.members or [])
         if self.ns_info is not None:
             for seg in self.get_edit_log_manifest(0, True, all_in_progress=True):
-                st.segments.add(
-                    start_txid=seg.start_txid,
-                    end_txid=seg.end_txid,
-                    is_in_progress=seg.is_in_progress,
-                )
+                st.segments.append(remote_edit_log(seg))
         if self.cur_segment_txid is not None:
             st.current_segment_txid = self.cur_segment_txid
         facts = disk_facts(self.storage.current)
@@ -1160,6 +1266,8 @@ class Journal:
             st.ns_info.CopyFrom(self.ns_info.to_proto())
         if self.committed_txid is not None:
             st.committed_txid = self.committed_txid
+        if self.amnesiac is not None:
+            st.restored = True
         return st
 
     def segment_path(

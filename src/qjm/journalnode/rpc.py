@@ -24,7 +24,7 @@ from google.protobuf.message import Message
 
 from qjm.errors import QjmError
 from qjm.ipc import CallContext, IpcServer, Method
-from qjm.journalnode.journal import Journal
+from qjm.journalnode.journal import Journal, remote_edit_log
 from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import InvalidRequestError, JournalError
@@ -174,10 +174,14 @@ class JournalNodeHandlers:
         ns = NsInfo.from_proto(request.ns_info)
         members = list(request.members)
         epoch = request.epoch
-        last = await self.node.run(_jid(request.jid), lambda j: j.new_epoch(ns, epoch, members))
+        last, restored = await self.node.run(
+            _jid(request.jid), lambda j: (j.new_epoch(ns, epoch, members), j.amnesiac is not None)
+        )
         resp = pb.NewEpochResponseProto()
         if last is not None:
             resp.last_segment_txid = last
+        if restored:
+            resp.restored = True
         return resp
 
     async def start_log_segment(self, request: pb.StartLogSegmentRequestProto) -> Message:
@@ -233,11 +237,9 @@ class JournalNodeHandlers:
             )
             resp.manifest.SetInParent()
             for seg in j.get_edit_log_manifest(since, in_progress_ok):
-                resp.manifest.logs.add(
-                    start_txid=seg.start_txid,
-                    end_txid=seg.end_txid,
-                    is_in_progress=seg.is_in_progress,
-                )
+                resp.manifest.logs.append(remote_edit_log(seg))
+            if j.amnesiac is not None:
+                resp.restored = True
             if j.committed_txid is not None:
                 resp.manifest.committed_txid = j.committed_txid
             return resp

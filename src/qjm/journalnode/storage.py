@@ -117,6 +117,9 @@ class JNStorage:
         self.paxos_dir = self.current / "paxos"
         self.sync_dir = root / SYNC_DIR
         self._lock_fd = -1
+        # Parsed paxos records by segment start (None: no file), kept in step by write_paxos,
+        # purge_paxos and format: the manifest reads the decision of every finalized segment.
+        self._paxos: dict[int, pb.PersistedRecoveryPaxosData | None] = {}
 
     # -- lock ---------------------------------------------------------------------------
     def lock(self) -> None:
@@ -144,6 +147,7 @@ class JNStorage:
 
     def format(self, ns: NsInfo, promised_epoch: int = 0, members: list[str] | None = None) -> None:
         """Empty current/; write the marker, the kept promise, members, then VERSION last."""
+        self._paxos.clear()
         if self.current.exists():
             shutil.rmtree(self.current)
         if self.sync_dir.exists():
@@ -286,12 +290,23 @@ class JNStorage:
         return os.open(self.current / COMMITTED_TXID, os.O_RDWR | os.O_CREAT, 0o644)
 
     # -- paxos ----------------------------------------------------------------------------
+    def forget_cached(self) -> None:
+        """Drop what was read of the paxos records (the files may have changed under us)."""
+        self._paxos.clear()
+
     def paxos_file(self, segment_txid: int) -> Path:
         """Where the accepted recovery of a segment is persisted."""
         return self.paxos_dir / str(segment_txid)
 
     def read_paxos(self, segment_txid: int) -> pb.PersistedRecoveryPaxosData | None:
         """The persisted recovery decision for a segment, if any."""
+        if segment_txid in self._paxos:
+            return self._paxos[segment_txid]
+        found = self._load_paxos(segment_txid)
+        self._paxos[segment_txid] = found
+        return found
+
+    def _load_paxos(self, segment_txid: int) -> pb.PersistedRecoveryPaxosData | None:
         path = self.paxos_file(segment_txid)
         try:
             data = path.read_bytes()
@@ -319,10 +334,15 @@ class JNStorage:
             f"{'in progress' if seg.is_in_progress else 'finalized'}, "
             f"accepted in epoch {data.accepted_in_epoch}\n"
         )
+        self._paxos.pop(segment_txid, None)
         atomic_write(self.paxos_file(segment_txid), encode_varint(len(body)) + body + text.encode())
+        kept = pb.PersistedRecoveryPaxosData()
+        kept.CopyFrom(data)
+        self._paxos[segment_txid] = kept
 
     def purge_paxos(self, segment_txid: int) -> None:
         """Forget the recovery decision for a segment."""
+        self._paxos[segment_txid] = None
         path = self.paxos_file(segment_txid)
         try:
             path.unlink()

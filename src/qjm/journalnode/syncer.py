@@ -1,10 +1,11 @@
 """JournalNodeSyncer: repair missing finalized segments (and a lost VERSION) from peers.
 
-Every interval the syncer asks the next peer, round robin, for its journals; for each it
-downloads the finalized segments this node lacks into edits.sync/, checks them, and moves
-in only those at or below the committed txid. A journal whose storage was wiped gets its
-VERSION back, with the highest promised epoch of a majority of the nodes (never from
-fewer answers), and then catches up.
+Every interval (or sooner when a journal finds it lacks txids) the syncer asks every peer
+for its journals. For each journal it downloads into edits.sync/ the finalized segments
+that a majority of the journal's nodes hold, that this node lacks and that overlap none
+of its own segments, checks them, and moves them in with the epoch that decided them
+(design §J.6). A journal whose storage was wiped gets its VERSION back, with the highest
+promised epoch of a majority of the nodes (never from fewer answers), and then catches up.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import asyncio
 import functools
 import logging
 import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +28,7 @@ from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.namespace import same_namespace
 from qjm.protocol.qjournal import STATUS_PROTOCOL
 from qjm.protocol.qjournal_client import QJournalClient
+from qjm.protocol.quorum import majority_of
 from qjm.protocol.urls import get_journal_url
 
 if TYPE_CHECKING:
@@ -35,19 +39,100 @@ RPC_TIMEOUT = 10.0
 MIN_WOKEN_INTERVAL = 1.0  # seconds between rounds that segment-start refusals ask for
 MEMBERS_FILE = "members"
 
+StatusOf = Callable[[str], Awaitable[pb.NodeStatusProto]]
+Fetch = Callable[[str, Path], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class PeerCopy:
+    """One peer's finalized copy of a segment: its range and the epoch that decided it."""
+
+    peer: str
+    start: int
+    end: int
+    decided_epoch: int | None
+
+
+@dataclass(frozen=True)
+class SyncPlan:
+    """A segment to fetch: its range, the epoch to record, and the peers to fetch it from."""
+
+    start: int
+    end: int
+    decided_epoch: int | None
+    sources: tuple[str, ...]
+
+
+def plan_sync(
+    copies: Sequence[PeerCopy],
+    occupied: Sequence[tuple[int, int]],
+    committed_bound: int,
+    nodes: int,
+    *,
+    every_peer_answered: bool = False,
+) -> list[SyncPlan]:
+    """The finalized segments this node may install from its peers' copies (design §J.6).
+
+    A range qualifies when it ends at or below the committed bound, overlaps none of the
+    occupied ranges, and either a majority of the journal's nodes (peers only: this node
+    lacks it) hold a finalized copy of exactly that range, or every peer answered and no
+    copy another peer holds overlaps it otherwise (another range, or the same range
+    decided in another epoch). A copy only a minority holds while other copies contradict
+    it, or while some peers are silent (a deposed writer's finalize on the one node that
+    never heard of its successor), is never installed. It is fetched from the copies the
+    newest epoch decided.
+    """
+    by_range: dict[tuple[int, int], list[PeerCopy]] = {}
+    for c in copies:
+        by_range.setdefault((c.start, c.end), []).append(c)
+    need = majority_of(nodes)
+    plans = []
+    for (start, end), held in sorted(by_range.items()):
+        if end > committed_bound or any(not (end < a or start > b) for a, b in occupied):
+            continue
+        if len({c.peer for c in held}) < need:
+            epochs = {c.decided_epoch for c in held}
+            uncontested = (
+                every_peer_answered
+                and len(epochs) == 1
+                and not any(
+                    (c.start, c.end) != (start, end) and not (end < c.start or start > c.end)
+                    for c in copies
+                )
+            )
+            if not uncontested:
+                continue
+        newest = max((c.decided_epoch or 0) for c in held)
+        best = [c for c in held if (c.decided_epoch or 0) == newest]
+        plans.append(SyncPlan(start, end, best[0].decided_epoch, tuple(c.peer for c in best)))
+    return plans
+
+
+async def _download_over_http(url: str, dest: Path) -> None:
+    await asyncio.get_running_loop().run_in_executor(None, download_segment, url, dest)
+
 
 class JournalSyncer:
     """Background repair of one JournalNode's journals from its peers."""
 
-    def __init__(self, node: JournalNode, peers: list[str], interval: float) -> None:
+    def __init__(
+        self,
+        node: JournalNode,
+        peers: list[str],
+        interval: float,
+        *,
+        status_of: StatusOf | None = None,
+        fetch: Fetch = _download_over_http,
+    ) -> None:
         self.node = node
         self.peers = peers
         self.interval = interval
         self.running = False
         self.rounds = 0
         self.last_round = 0.0
-        self._next = 0
         self._woken = asyncio.Event()
+        self._status_of: StatusOf = status_of or _node_status
+        self._fetch = fetch
 
     def wake(self) -> None:
         """Start the next round now (at most one a second): a journal lacks txids."""
@@ -92,72 +177,108 @@ class JournalSyncer:
         finally:
             self.running = False
 
+    async def _peer_status(self, peer: str) -> pb.NodeStatusProto | None:
+        try:
+            return await self._status_of(peer)
+        except (QjmError, OSError) as e:
+            log.info("peer %s did not answer: %s", peer, e)
+            return None
+
     async def sync_round(self) -> int:
-        """Sync from the next peer; return the number of segments installed."""
+        """Ask every peer for its journals and sync each; return the segments installed."""
         if not self.peers:
             return 0
-        peer = self.peers[self._next % len(self.peers)]
-        self._next += 1
-        status = await _node_status(peer)
-        host, _ = parse_address(peer, "peer")
-        _, http_port = parse_address(status.http_address, "peer http address")
-        base = f"http://{host}:{http_port}"
+        answers = await asyncio.gather(*(self._peer_status(p) for p in self.peers))
+        statuses = {p: st for p, st in zip(self.peers, answers, strict=True) if st is not None}
+        by_jid: dict[str, dict[str, tuple[pb.JournalStatusProto, str]]] = {}
+        for peer, status in statuses.items():
+            host, _ = parse_address(peer, "peer")
+            _, http_port = parse_address(status.http_address, "peer http address")
+            for journal in status.journals:
+                if journal.is_formatted:
+                    by_jid.setdefault(journal.jid, {})[peer] = (
+                        journal,
+                        f"http://{host}:{http_port}",
+                    )
         installed = 0
-        for journal in status.journals:
-            if not journal.is_formatted or journal.jid in self.node.broken:
+        for jid, peers in sorted(by_jid.items()):
+            if jid in self.node.broken:
                 continue
             try:
-                installed += await self._sync_journal(journal, base)
+                installed += await self._sync_journal(jid, peers)
             except (QjmError, OSError) as e:  # one bad journal must not stop the others
-                log.warning("journal %s: sync from %s failed: %s", journal.jid, peer, e)
+                log.warning("journal %s: sync failed: %s", jid, e)
         self.rounds += 1
         self.last_round = time.time()
         return installed
 
-    async def _sync_journal(self, peer: pb.JournalStatusProto, base_url: str) -> int:
-        jid = peer.jid
-        ns = NsInfo.from_proto(peer.ns_info)
-        if not await self.node.is_formatted(jid) and not await self._restore(jid):
+    async def _sync_journal(
+        self, jid: str, peers: Mapping[str, tuple[pb.JournalStatusProto, str]]
+    ) -> int:
+        if not await self.node.is_formatted(jid) and not await self._restore(jid, peers):
             return 0
-        finalized = [(s.start_txid, s.end_txid) for s in peer.segments if not s.is_in_progress]
-        committed = peer.committed_txid if peer.HasField("committed_txid") else None
         mine: Journal = await self.node.journal(jid)
-        if mine.ns_info is not None and not same_namespace(mine.ns_info, ns):
-            log.warning(
-                "journal %s: peer %s is formatted for %s, this node for %s; not syncing",
-                jid,
-                base_url,
-                ns.describe(),
-                mine.ns_info.describe(),
-            )
-            return 0
-        missing = await self.node.run(jid, lambda j: j.missing_segments(finalized, committed))
+        assert mine.ns_info is not None
+        copies: list[PeerCopy] = []
+        committed = [mine.committed_txid or 0]
+        answered = 0
+        for peer, (journal, base_url) in peers.items():
+            ns = NsInfo.from_proto(journal.ns_info)
+            if not same_namespace(mine.ns_info, ns):
+                log.warning(
+                    "journal %s: peer %s is formatted for %s, this node for %s; not syncing "
+                    "from it",
+                    jid,
+                    base_url,
+                    ns.describe(),
+                    mine.ns_info.describe(),
+                )
+                continue
+            answered += 1
+            if journal.HasField("committed_txid"):
+                committed.append(journal.committed_txid)
+            for s in journal.segments:
+                if not s.is_in_progress:
+                    epoch = s.decided_epoch if s.HasField("decided_epoch") else None
+                    copies.append(PeerCopy(peer, s.start_txid, s.end_txid, epoch))
+        occupied = await self.node.run(jid, lambda j: j.occupied_ranges())
+        plans = plan_sync(
+            copies,
+            occupied,
+            max(committed),
+            len(self.peers) + 1,
+            every_peer_answered=answered == len(self.peers),
+        )
         installed = 0
-        for start, end in missing:
-            tmp = await asyncio.get_running_loop().run_in_executor(
-                None, self._download, mine, base_url, start, end
-            )
+        for plan in plans:
+            tmp = await self._download(mine, peers[plan.sources[0]][1], plan.start, plan.end)
             install = functools.partial(
-                Journal.install_synced_segment, tmp=tmp, start=start, end=end
+                Journal.install_synced_segment,
+                tmp=tmp,
+                start=plan.start,
+                end=plan.end,
+                decided_epoch=plan.decided_epoch,
             )
             if await self.node.run(jid, install):
                 installed += 1
         return installed
 
-    async def _restore(self, jid: str) -> bool:
+    async def _restore(
+        self, jid: str, peers: Mapping[str, tuple[pb.JournalStatusProto, str]]
+    ) -> bool:
         """Re-create a lost VERSION with the highest promise a majority reports; True if done.
 
         The peers plus this node are the journal's members. Any writer's epoch was promised
         by a majority of them, and this node's own promise is lost, so a majority of *peers*
         must answer for their maximum to meet that writer's promise; from fewer answers we
-        restore nothing (issue 8, A4). HDFS's syncer never restores a promise at all (a wiped
-        node waits to be formatted); we restore it and the node then still waits for a
-        new_epoch (its awaiting-new-epoch marker) before it takes writes or votes.
+        restore nothing. HDFS's syncer never restores a promise at all (a wiped node waits
+        to be formatted); we restore it and the node then still waits for a new_epoch (its
+        awaiting-new-epoch marker) before it takes writes, and does not vote in recovery
+        until a writer starts a segment on it (design §J.5).
         """
         nodes = len(self.peers) + 1
-        need = nodes // 2 + 1
-        answers = await asyncio.gather(*(self._peer_journal(p, jid) for p in self.peers))
-        found = [(p, a) for p, a in zip(self.peers, answers, strict=True) if a is not None]
+        need = majority_of(nodes)
+        found = [(p, journal) for p, (journal, _) in peers.items()]
         if len(found) < need:
             log.warning(
                 "journal %s: storage was lost, but only %d of the %d peer answers a majority "
@@ -202,28 +323,14 @@ class JournalSyncer:
             )
         return True
 
-    @staticmethod
-    async def _peer_journal(peer: str, jid: str) -> pb.JournalStatusProto | None:
-        """A peer's status of one formatted journal, or None if it does not answer with one."""
-        try:
-            status = await _node_status(peer)
-        except (QjmError, OSError) as e:
-            log.info("journal %s: peer %s did not answer: %s", jid, peer, e)
-            return None
-        for journal in status.journals:
-            if journal.jid == jid and journal.is_formatted:
-                return journal
-        return None
-
-    @staticmethod
-    def _download(journal: Journal, base_url: str, start: int, end: int) -> Path:
+    async def _download(self, journal: Journal, base_url: str, start: int, end: int) -> Path:
         """Fetch one finalized segment into edits.sync/ and check it holds exactly start-end."""
         staging = journal.storage.sync_dir
         staging.mkdir(parents=True, exist_ok=True)
         tmp = staging / finalized_name(start, end)
         url = get_journal_url(base_url, journal.jid, start)
-        download_segment(url, tmp)
-        found = scan_file(tmp)
+        await self._fetch(url, tmp)
+        found = await asyncio.get_running_loop().run_in_executor(None, scan_file, tmp)
         if (found.first_txid, found.last_txid, found.end) != (start, end, "eof"):
             tmp.unlink(missing_ok=True)
             raise QjmError(

@@ -35,14 +35,16 @@ class NamespaceInfoProto(_message.Message):
     def __init__(self, build_version: _Optional[str] = ..., unused: _Optional[int] = ..., block_pool_id: _Optional[str] = ..., storage_info: _Optional[_Union[StorageInfoProto, _Mapping]] = ..., software_version: _Optional[str] = ..., capabilities: _Optional[int] = ...) -> None: ...
 
 class RemoteEditLogProto(_message.Message):
-    __slots__ = ("start_txid", "end_txid", "is_in_progress")
+    __slots__ = ("start_txid", "end_txid", "is_in_progress", "decided_epoch")
     START_TXID_FIELD_NUMBER: _ClassVar[int]
     END_TXID_FIELD_NUMBER: _ClassVar[int]
     IS_IN_PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    DECIDED_EPOCH_FIELD_NUMBER: _ClassVar[int]
     start_txid: int
     end_txid: int
     is_in_progress: bool
-    def __init__(self, start_txid: _Optional[int] = ..., end_txid: _Optional[int] = ..., is_in_progress: _Optional[bool] = ...) -> None: ...
+    decided_epoch: int
+    def __init__(self, start_txid: _Optional[int] = ..., end_txid: _Optional[int] = ..., is_in_progress: _Optional[bool] = ..., decided_epoch: _Optional[int] = ...) -> None: ...
 
 class RemoteEditLogManifestProto(_message.Message):
     __slots__ = ("logs", "committed_txid")
@@ -73,16 +75,18 @@ class RequestInfoProto(_message.Message):
     def __init__(self, journal_id: _Optional[_Union[JournalIdProto, _Mapping]] = ..., epoch: _Optional[int] = ..., ipc_serial: _Optional[int] = ..., committed_txid: _Optional[int] = ..., name_service_id: _Optional[str] = ...) -> None: ...
 
 class SegmentStateProto(_message.Message):
-    __slots__ = ("start_txid", "end_txid", "is_in_progress", "byte_length")
+    __slots__ = ("start_txid", "end_txid", "is_in_progress", "byte_length", "decided_epoch")
     START_TXID_FIELD_NUMBER: _ClassVar[int]
     END_TXID_FIELD_NUMBER: _ClassVar[int]
     IS_IN_PROGRESS_FIELD_NUMBER: _ClassVar[int]
     BYTE_LENGTH_FIELD_NUMBER: _ClassVar[int]
+    DECIDED_EPOCH_FIELD_NUMBER: _ClassVar[int]
     start_txid: int
     end_txid: int
     is_in_progress: bool
     byte_length: int
-    def __init__(self, start_txid: _Optional[int] = ..., end_txid: _Optional[int] = ..., is_in_progress: _Optional[bool] = ..., byte_length: _Optional[int] = ...) -> None: ...
+    decided_epoch: int
+    def __init__(self, start_txid: _Optional[int] = ..., end_txid: _Optional[int] = ..., is_in_progress: _Optional[bool] = ..., byte_length: _Optional[int] = ..., decided_epoch: _Optional[int] = ...) -> None: ...
 
 class PersistedRecoveryPaxosData(_message.Message):
     __slots__ = ("segment_state", "accepted_in_epoch")
@@ -245,10 +249,12 @@ class NewEpochRequestProto(_message.Message):
     def __init__(self, jid: _Optional[_Union[JournalIdProto, _Mapping]] = ..., ns_info: _Optional[_Union[NamespaceInfoProto, _Mapping]] = ..., epoch: _Optional[int] = ..., name_service_id: _Optional[str] = ..., members: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class NewEpochResponseProto(_message.Message):
-    __slots__ = ("last_segment_txid",)
+    __slots__ = ("last_segment_txid", "restored")
     LAST_SEGMENT_TXID_FIELD_NUMBER: _ClassVar[int]
+    RESTORED_FIELD_NUMBER: _ClassVar[int]
     last_segment_txid: int
-    def __init__(self, last_segment_txid: _Optional[int] = ...) -> None: ...
+    restored: bool
+    def __init__(self, last_segment_txid: _Optional[int] = ..., restored: _Optional[bool] = ...) -> None: ...
 
 class GetEditLogManifestRequestProto(_message.Message):
     __slots__ = ("jid", "since_txid", "in_progress_ok", "name_service_id")
@@ -263,18 +269,20 @@ class GetEditLogManifestRequestProto(_message.Message):
     def __init__(self, jid: _Optional[_Union[JournalIdProto, _Mapping]] = ..., since_txid: _Optional[int] = ..., in_progress_ok: _Optional[bool] = ..., name_service_id: _Optional[str] = ...) -> None: ...
 
 class GetEditLogManifestResponseProto(_message.Message):
-    __slots__ = ("manifest", "http_port", "from_url", "last_writer_epoch", "last_promised_epoch")
+    __slots__ = ("manifest", "http_port", "from_url", "last_writer_epoch", "last_promised_epoch", "restored")
     MANIFEST_FIELD_NUMBER: _ClassVar[int]
     HTTP_PORT_FIELD_NUMBER: _ClassVar[int]
     FROM_URL_FIELD_NUMBER: _ClassVar[int]
     LAST_WRITER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     LAST_PROMISED_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    RESTORED_FIELD_NUMBER: _ClassVar[int]
     manifest: RemoteEditLogManifestProto
     http_port: int
     from_url: str
     last_writer_epoch: int
     last_promised_epoch: int
-    def __init__(self, manifest: _Optional[_Union[RemoteEditLogManifestProto, _Mapping]] = ..., http_port: _Optional[int] = ..., from_url: _Optional[str] = ..., last_writer_epoch: _Optional[int] = ..., last_promised_epoch: _Optional[int] = ...) -> None: ...
+    restored: bool
+    def __init__(self, manifest: _Optional[_Union[RemoteEditLogManifestProto, _Mapping]] = ..., http_port: _Optional[int] = ..., from_url: _Optional[str] = ..., last_writer_epoch: _Optional[int] = ..., last_promised_epoch: _Optional[int] = ..., restored: _Optional[bool] = ...) -> None: ...
 
 class GetJournaledEditsRequestProto(_message.Message):
     __slots__ = ("jid", "since_txid", "max_txns", "name_service_id", "wait_ms")
@@ -291,20 +299,22 @@ class GetJournaledEditsRequestProto(_message.Message):
     def __init__(self, jid: _Optional[_Union[JournalIdProto, _Mapping]] = ..., since_txid: _Optional[int] = ..., max_txns: _Optional[int] = ..., name_service_id: _Optional[str] = ..., wait_ms: _Optional[int] = ...) -> None: ...
 
 class GetJournaledEditsResponseProto(_message.Message):
-    __slots__ = ("txn_count", "edit_log", "committed_txid", "highest_written_txid", "last_writer_epoch", "last_promised_epoch")
+    __slots__ = ("txn_count", "edit_log", "committed_txid", "highest_written_txid", "last_writer_epoch", "last_promised_epoch", "restored")
     TXN_COUNT_FIELD_NUMBER: _ClassVar[int]
     EDIT_LOG_FIELD_NUMBER: _ClassVar[int]
     COMMITTED_TXID_FIELD_NUMBER: _ClassVar[int]
     HIGHEST_WRITTEN_TXID_FIELD_NUMBER: _ClassVar[int]
     LAST_WRITER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     LAST_PROMISED_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    RESTORED_FIELD_NUMBER: _ClassVar[int]
     txn_count: int
     edit_log: bytes
     committed_txid: int
     highest_written_txid: int
     last_writer_epoch: int
     last_promised_epoch: int
-    def __init__(self, txn_count: _Optional[int] = ..., edit_log: _Optional[bytes] = ..., committed_txid: _Optional[int] = ..., highest_written_txid: _Optional[int] = ..., last_writer_epoch: _Optional[int] = ..., last_promised_epoch: _Optional[int] = ...) -> None: ...
+    restored: bool
+    def __init__(self, txn_count: _Optional[int] = ..., edit_log: _Optional[bytes] = ..., committed_txid: _Optional[int] = ..., highest_written_txid: _Optional[int] = ..., last_writer_epoch: _Optional[int] = ..., last_promised_epoch: _Optional[int] = ..., restored: _Optional[bool] = ...) -> None: ...
 
 class PrepareRecoveryRequestProto(_message.Message):
     __slots__ = ("req", "segment_txid")
@@ -347,7 +357,7 @@ class GetJournalStatusRequestProto(_message.Message):
     def __init__(self, jid: _Optional[_Union[JournalIdProto, _Mapping]] = ...) -> None: ...
 
 class JournalStatusProto(_message.Message):
-    __slots__ = ("jid", "is_formatted", "ns_info", "last_promised_epoch", "last_writer_epoch", "committed_txid", "highest_written_txid", "current_segment_txid", "segments", "members", "problems")
+    __slots__ = ("jid", "is_formatted", "ns_info", "last_promised_epoch", "last_writer_epoch", "committed_txid", "highest_written_txid", "current_segment_txid", "segments", "members", "problems", "restored")
     JID_FIELD_NUMBER: _ClassVar[int]
     IS_FORMATTED_FIELD_NUMBER: _ClassVar[int]
     NS_INFO_FIELD_NUMBER: _ClassVar[int]
@@ -359,6 +369,7 @@ class JournalStatusProto(_message.Message):
     SEGMENTS_FIELD_NUMBER: _ClassVar[int]
     MEMBERS_FIELD_NUMBER: _ClassVar[int]
     PROBLEMS_FIELD_NUMBER: _ClassVar[int]
+    RESTORED_FIELD_NUMBER: _ClassVar[int]
     jid: str
     is_formatted: bool
     ns_info: NamespaceInfoProto
@@ -370,7 +381,8 @@ class JournalStatusProto(_message.Message):
     segments: _containers.RepeatedCompositeFieldContainer[RemoteEditLogProto]
     members: _containers.RepeatedScalarFieldContainer[str]
     problems: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, jid: _Optional[str] = ..., is_formatted: _Optional[bool] = ..., ns_info: _Optional[_Union[NamespaceInfoProto, _Mapping]] = ..., last_promised_epoch: _Optional[int] = ..., last_writer_epoch: _Optional[int] = ..., committed_txid: _Optional[int] = ..., highest_written_txid: _Optional[int] = ..., current_segment_txid: _Optional[int] = ..., segments: _Optional[_Iterable[_Union[RemoteEditLogProto, _Mapping]]] = ..., members: _Optional[_Iterable[str]] = ..., problems: _Optional[_Iterable[str]] = ...) -> None: ...
+    restored: bool
+    def __init__(self, jid: _Optional[str] = ..., is_formatted: _Optional[bool] = ..., ns_info: _Optional[_Union[NamespaceInfoProto, _Mapping]] = ..., last_promised_epoch: _Optional[int] = ..., last_writer_epoch: _Optional[int] = ..., committed_txid: _Optional[int] = ..., highest_written_txid: _Optional[int] = ..., current_segment_txid: _Optional[int] = ..., segments: _Optional[_Iterable[_Union[RemoteEditLogProto, _Mapping]]] = ..., members: _Optional[_Iterable[str]] = ..., problems: _Optional[_Iterable[str]] = ..., restored: _Optional[bool] = ...) -> None: ...
 
 class GetNodeStatusRequestProto(_message.Message):
     __slots__ = ()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import shutil
 import urllib.parse
 from collections import deque
 from collections.abc import Callable
@@ -38,6 +39,8 @@ from qjm.journalnode.journal import FaultInjector, Journal
 from qjm.journalnode.node import JournalNode
 from qjm.journalnode.rpc import JournalNodeHandlers
 from qjm.journalnode.segment_fetch import FetchError, FetchLimits
+from qjm.journalnode.syncer import JournalSyncer
+from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import JournalNodeUnavailable
 from qjm.protocol.qjournal import PROTOCOLS, QJOURNAL_PROTOCOL, MethodSpec
 from qjm.protocol.qjournal_client import translate_remote_error
@@ -405,6 +408,14 @@ class InMemoryClient:
         self.fail_queued()
 
 
+def _write_synced(dest: Path, data: bytes) -> None:
+    """Write a downloaded segment and fsync it."""
+    with open(dest, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def _read_prefix(path: Path, length: int) -> bytes:
     """The first length bytes of a file."""
     with open(path, "rb") as f:
@@ -544,6 +555,34 @@ class InMemoryCluster:
     def is_up(self, i: int) -> bool:
         """Whether node i runs."""
         return self.slots[i].node is not None
+
+    async def wipe(self, i: int, jid: str) -> None:
+        """Node i loses a journal's storage (a new disk): it crashes and starts without it."""
+        if self.slots[i].node is not None:
+            await self.crash(i)
+        shutil.rmtree(self.slots[i].edits_dir / jid, ignore_errors=True)
+        await self.start_node(i)
+
+    async def sync(self, i: int) -> int:
+        """One round of node i's real syncer, its peers the other nodes; segments installed."""
+        peers = [s.address for s in self.slots if s.index != i]
+        syncer = JournalSyncer(
+            self.node(i), peers, 1.0, status_of=self._node_status, fetch=self._fetch
+        )
+        return await syncer.sync_round()
+
+    async def _node_status(self, peer: str) -> pb.NodeStatusProto:
+        """A node's status as its status protocol would answer a peer's syncer."""
+        slot = self.slots[self.index(peer)]
+        verdict = self.faults[slot.index].decide("getNodeStatus", pb.GetNodeStatusRequestProto())
+        if slot.node is None or verdict is not None:
+            raise InjectedFault(f"{peer}: unreachable (getNodeStatus)")
+        return await slot.node.node_status()
+
+    async def _fetch(self, url: str, dest: Path) -> None:
+        """A syncer's download of a finalized segment, without HTTP."""
+        data = await self._serve_segment(url)
+        await asyncio.to_thread(_write_synced, dest, data)
 
     async def shutdown(self) -> None:
         """Stop every running node."""
