@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import struct
 from pathlib import Path
 
 import pytest
@@ -20,11 +22,13 @@ from qjm.protocol.errors import (
     EpochNotNewerError,
     FinalizeRefusedError,
     InvalidRequestError,
+    IpcSerialLimitError,
     MembershipMismatchError,
     NamespaceMismatchError,
     SegmentExistsError,
     SegmentStartError,
     SegmentStateError,
+    StorageError,
 )
 from qjm.protocol.identity import check_journal_id
 from test_journal import NS, Writer, open_journal, write
@@ -278,6 +282,44 @@ def test_epochs_that_leave_no_room_are_refused(journal: Journal) -> None:
     assert getattr(journal_module, "MAX_EPOCH", None) == 2**62
     journal.new_epoch(NS, step + 1)
     writer_with(journal, step + 2, 1, 1, 1)
+
+
+def test_an_ipc_serial_at_the_epoch_bound_is_refused(journal: Journal) -> None:
+    journal.new_epoch(NS, 1)
+    w = Writer(1)
+    for serial in (2**63, 2**62):
+        w.serial = serial - 1
+        with pytest.raises(
+            IpcSerialLimitError, match=rf"IPC serial {serial} .*at or above the bound 2\*\*62"
+        ):
+            journal.heartbeat(w.req())
+        assert journal.current_epoch_ipc_serial == -1
+    w.serial = 2**62 - 2
+    journal.heartbeat(w.req())
+    assert journal.current_epoch_ipc_serial == 2**62 - 1
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "shown"),
+    [
+        ("last-promised-epoch", b"%d\n" % 2**70, str(2**70)),
+        ("last-promised-epoch", b"%d\n" % 2**62, str(2**62)),
+        ("last-writer-epoch", b"-1\n", "-1"),
+        ("committed-txid", struct.pack(">q", -7), "-7"),
+    ],
+    ids=["promise-2**70", "promise-2**62", "writer-epoch-negative", "committed-negative"],
+)
+def test_stored_numbers_out_of_range_fail_the_load_naming_the_file(
+    tmp_path: Path, name: str, data: bytes, shown: str
+) -> None:
+    j = open_journal(tmp_path)
+    j.format(NS, force=False)
+    writer_with(j, 1, 1, 1, 1)
+    j.close()
+    path = tmp_path / "test" / "current" / name
+    path.write_bytes(data)
+    with pytest.raises(StorageError, match=rf"{re.escape(str(path))} holds {shown}\b"):
+        open_journal(tmp_path)
 
 
 # -- B2: a committed txid above what the node holds is never stored --------------------------

@@ -58,6 +58,7 @@ from qjm.protocol.errors import (
     FinalizeRefusedError,
     InvalidRequestError,
     IpcSerialError,
+    IpcSerialLimitError,
     JournalNotFormattedError,
     MembershipMismatchError,
     MissingEpochError,
@@ -204,10 +205,10 @@ class Journal:
         cur = self.storage.current
         self.ns_info = _read(cur / "VERSION", self.storage.read_version)
         self.last_promised_epoch = _read(
-            cur / LAST_PROMISED_EPOCH, lambda: self.storage.read_long(LAST_PROMISED_EPOCH, 0)
+            cur / LAST_PROMISED_EPOCH, lambda: self._read_epoch(LAST_PROMISED_EPOCH)
         )
         self.last_writer_epoch = _read(
-            cur / LAST_WRITER_EPOCH, lambda: self.storage.read_long(LAST_WRITER_EPOCH, 0)
+            cur / LAST_WRITER_EPOCH, lambda: self._read_epoch(LAST_WRITER_EPOCH)
         )
         self.committed_txid = _read(cur / "committed-txid", self.storage.read_committed_txid)
         self.members = _read(cur / "members", self.storage.read_members)
@@ -224,6 +225,20 @@ class Journal:
         latest = self.files.scan_for_latest_edits()
         if latest is not None:
             self.highest_written_txid = latest.end_txid
+
+    def _read_epoch(self, name: str) -> int:
+        """An epoch file's value, refused outside 0..MAX_EPOCH - 1 (new_epoch's range).
+
+        HDFS loads any long; a value out of range would load and then fail every call
+        that reports it, while the node looked healthy (design §J.9).
+        """
+        value = self.storage.read_long(name, 0)
+        if not 0 <= value < MAX_EPOCH:
+            raise StorageError(
+                f"{self.storage.current / name} holds {value}, outside the epochs a writer "
+                f"can win (0 to 2**62 - 1); the file is corrupt or was edited"
+            )
+        return value
 
     def close(self) -> None:
         """Close the open segment and release the storage lock."""
@@ -257,6 +272,13 @@ class Journal:
             raise MissingEpochError(
                 f"request for journal {self.jid!r} carries no epoch ({req.epoch}); a writer "
                 "must win new_epoch first"
+            )
+        if req.ipc_serial >= MAX_EPOCH:
+            # HDFS takes any long; serials count a writer's calls, so one at the epochs'
+            # bound is no honest writer's, and would leave it no room (design §J.1).
+            raise IpcSerialLimitError(
+                f"IPC serial {req.ipc_serial} of journal {self.jid!r} is at or above the "
+                "bound 2**62 that serials share with epochs"
             )
         if req.epoch < self.last_promised_epoch:
             raise StaleEpochError(
@@ -417,7 +439,7 @@ class Journal:
     def _promise_on_disk(self) -> int:
         """The last-promised-epoch file's value, also when VERSION is lost; 0 if unreadable."""
         try:
-            return self.storage.read_long(LAST_PROMISED_EPOCH, 0)
+            return self._read_epoch(LAST_PROMISED_EPOCH)
         except (StorageError, ValueError):
             return 0
 

@@ -159,6 +159,13 @@ class EpochLimitError(InvalidRequestError):
     java_class = "qjm.protocol.errors.EpochLimitError"
 
 
+class IpcSerialLimitError(InvalidRequestError):
+    """An IPC serial at or above 2**62, the bound epochs have."""
+
+    code = "IPC_SERIAL_LIMIT"
+    java_class = "qjm.protocol.errors.IpcSerialLimitError"
+
+
 class CommittedTxidRegressionError(InvalidRequestError):
     """A request that would move the committed txid backward."""
 
@@ -310,6 +317,7 @@ ERROR_CLASSES: dict[str, type[JournalError]] = {
         MembershipMismatchError,
         MissingEpochError,
         EpochLimitError,
+        IpcSerialLimitError,
         CommittedTxidRegressionError,
         EmptyFinalizeError,
         SegmentExistsError,
