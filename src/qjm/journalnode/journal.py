@@ -252,8 +252,8 @@ class Journal:
     def _check_formatted(self) -> NsInfo:
         if self.ns_info is None:
             raise JournalNotFormattedError(
-                f"journal {self.jid!r} is not formatted on this JournalNode "
-                f"(storage {self.storage.root}); run `qjm journal format`"
+                f"journal {self.jid!r} is not formatted on this JournalNode; run "
+                "`qjm journal format`"
             )
         return self.ns_info
 
