@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import socket
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -23,6 +25,7 @@ from qjm.protocol.errors import (
     MembershipMismatchError,
     NamespaceMismatchError,
 )
+from qjm.protocol.namespace import StorageInfo
 from qjm.protocol.qjournal import journal_id
 from raw_writer import JNClient, RawWriter, ns_info
 
@@ -310,3 +313,33 @@ async def test_http_refusals_name_the_journal_and_never_a_path(jn_factory: JNFac
         assert str(jn.edits_dir) not in str(info.value)
     finally:
         await client.close()
+
+
+async def test_get_journal_refuses_a_fetcher_of_another_namespace(jn_factory: JNFactory) -> None:
+    jn = jn_factory.start("jn1")
+    w = raw(jn, 1)
+    try:
+        await w.format()
+        await w.new_epoch()
+        await w.start(1)
+        await w.write(1, 1, 3)
+        await w.finalize(1, 3)
+    finally:
+        await w.close()
+    url = f"http://{jn.http}/getJournal?jid={JID}&segmentTxId=1"
+    mine, theirs = StorageInfo.of(NS_A), StorageInfo.of(NS_B)
+
+    def with_info(info: object) -> str:
+        return f"{url}&storageInfo={urllib.parse.quote(str(info))}"
+
+    assert http_get(with_info(mine)) == (200, HEADER + txns(1, 3))
+    assert http_get(url) == (200, HEADER + txns(1, 3))  # no storageInfo: not checked
+    # HDFS compares the namespace and cluster ids only (an upgrade changes the rest)
+    assert http_get(with_info(dataclasses.replace(mine, layout_version=-66)))[0] == 200
+    status, body = http_get(with_info(theirs))
+    assert status == 403, body
+    assert json.loads(body)["error"] == (
+        f"This node has storage info '{mine}' but the requesting node expected '{theirs}'"
+    )
+    status, body = http_get(with_info("-64:1111:CID-A"))
+    assert status == 400 and b"is not layoutVersion:namespaceID:cTime:clusterID" in body, body

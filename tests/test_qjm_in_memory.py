@@ -575,6 +575,8 @@ async def test_accept_recovery_downloads_the_chosen_copy_from_its_node(
         finalized(cluster, i, 101, 153)
     urls = [r.request.from_url for r in cluster.faults[0].calls("acceptRecovery")]
     assert urls and "jn1.in-memory.invalid" in urls[-1]
+    # it names the writer's namespace, which a source formatted for another one refuses
+    assert "&storageInfo=-64%3A4242%3A0%3ACID-mem&" in urls[-1]
 
 
 async def test_accept_recovery_fails_where_the_source_cannot_be_fetched(

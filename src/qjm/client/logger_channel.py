@@ -337,7 +337,9 @@ class IPCLoggerChannel:
         """The URL a peer downloads this node's copy of a segment from."""
         if not self.http_url:
             raise QjmError(f"{self.address}: HTTP address unknown (no get_journal_state answer)")
-        return get_journal_url(self.http_url, self.jid, segment_txid, in_progress_ok=True)
+        return get_journal_url(
+            self.http_url, self.jid, segment_txid, in_progress_ok=True, ns_info=self.ns_info
+        )
 
     @staticmethod
     def _s(ms: int) -> float:

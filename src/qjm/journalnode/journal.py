@@ -74,14 +74,15 @@ from qjm.protocol.errors import (
     SegmentStateError,
     StaleEpochError,
     StorageError,
+    StorageInfoMismatchError,
     StorageNotEmptyError,
     TombstonedSegmentError,
     TxidGapError,
     UnpromisedEpochError,
     WrongSegmentError,
 )
-from qjm.protocol.namespace import same_namespace
-from qjm.protocol.urls import with_recovery_epoch
+from qjm.protocol.namespace import StorageInfo, same_namespace
+from qjm.protocol.urls import GetJournalQuery, with_recovery_epoch
 
 log = logging.getLogger("qjm.journalnode.journal")
 T = TypeVar("T")
@@ -1183,6 +1184,21 @@ class Journal:
         if self.committed_txid is not None:
             st.committed_txid = self.committed_txid
         return st
+
+    def check_storage_info(self, theirs: StorageInfo) -> None:
+        """Refuse a segment fetch whose storageInfo names another namespace than ours."""
+        mine = self._check_formatted()
+        if not same_namespace(mine, theirs):
+            ours = StorageInfo(mine.layout_version, mine.namespace_id, mine.ctime, mine.cluster_id)
+            raise StorageInfoMismatchError(
+                f"This node has storage info '{ours}' but the requesting node expected '{theirs}'"
+            )
+
+    def segment_for(self, q: GetJournalQuery) -> tuple[Path, int] | None:
+        """What /getJournal serves for a query: the file and valid length, or None (404)."""
+        if q.storage_info is not None:
+            self.check_storage_info(q.storage_info)
+        return self.segment_path(q.segment_txid, q.in_progress_ok, q.recovery_epoch)
 
     def segment_path(
         self, segment_txid: int, in_progress_ok: bool, recovery_epoch: int = 0

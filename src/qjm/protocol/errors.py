@@ -40,6 +40,13 @@ class NamespaceMismatchError(JournalError):
     java_class = "qjm.protocol.errors.NamespaceMismatchError"
 
 
+class StorageInfoMismatchError(NamespaceMismatchError):
+    """A segment fetch (/getJournal) whose storageInfo names another namespace."""
+
+    code = "STORAGE_INFO_MISMATCH"
+    java_class = "qjm.protocol.errors.StorageInfoMismatchError"
+
+
 class InvalidRequestError(JournalError):
     """A request whose fields are malformed or out of range."""
 
@@ -300,6 +307,7 @@ ERROR_CLASSES: dict[str, type[JournalError]] = {
         EpochError,
         JournalOutOfSyncError,
         NamespaceMismatchError,
+        StorageInfoMismatchError,
         InvalidRequestError,
         SegmentStateError,
         StorageError,
