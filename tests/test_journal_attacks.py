@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import socket
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -21,6 +23,7 @@ from qjm.protocol.errors import (
     AwaitingNewEpochError,
     EpochLimitError,
     InvalidRequestError,
+    JournalInUseError,
     JournalNotFormattedError,
     MembershipMismatchError,
     NamespaceMismatchError,
@@ -124,6 +127,22 @@ async def test_reformat_with_another_namespace_refuses_the_live_writer(
         await a.new_epoch()
         await a.start(1)
         await a.write(1, 1, 3)
+        # while the writer holds its segment, a forced format for another namespace is
+        # refused and changes nothing
+        with pytest.raises(JournalInUseError, match="segment 1 is open for the writer of epoch 1"):
+            await b.format(force=True)
+        await a.write(1, 4, 1)
+        # the node restarts and the writer stays quiet: the journal is no longer in use
+        await a.close()
+        await b.close()
+        jn_factory.stop(jn)
+        long_ago = time.time() - 3600
+        for f in (jn.edits_dir / JID / "current").iterdir():
+            os.utime(f, (long_ago, long_ago))
+        jn = jn_factory.start(jn.name, jn.rpc, jn.http)
+        serial = a.serial
+        a, b = raw(jn, 1, NS_A), raw(jn, 2, NS_B)
+        a.serial = serial
         await b.format(force=True)
         with pytest.raises(
             AwaitingNewEpochError, match="formatted for namespaceID=2222.*new_epoch"

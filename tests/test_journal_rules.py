@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +25,7 @@ from qjm.protocol.errors import (
     FinalizeRefusedError,
     InvalidRequestError,
     IpcSerialLimitError,
+    JournalInUseError,
     MembershipMismatchError,
     NamespaceMismatchError,
     SegmentExistsError,
@@ -135,6 +138,8 @@ def test_writer_finalizes_its_own_segment_after_a_node_restart(tmp_path: Path) -
 
 def test_format_force_with_another_namespace_refuses_the_old_writer(journal: Journal) -> None:
     w = writer_with(journal, 3, 1, 1, 3)
+    journal.finalize_log_segment(w.req(), 1, 3)
+    idle_for(journal, 60)  # a journal in use is formatted for its own namespace only
     journal.format(NS_B, force=True)
     assert journal.last_promised_epoch == 3  # kept: epochs never go back
     with pytest.raises(AwaitingNewEpochError, match="awaits a new writer's new_epoch"):
@@ -149,6 +154,73 @@ def test_format_force_with_another_namespace_refuses_the_old_writer(journal: Jou
     w4 = Writer(4)
     journal.start_log_segment(w4.req(), 1, -64)
     write(journal, w4, 1, 1, 1)
+
+
+def idle_for(j: Journal, seconds: float) -> None:
+    """Make j's clock run as if seconds had passed since now."""
+    offset = j.clock() - time.monotonic() + seconds
+    j.clock = lambda: time.monotonic() + offset
+
+
+def test_format_of_a_journal_with_an_open_segment_needs_force_and_its_namespace(
+    journal: Journal,
+) -> None:
+    writer_with(journal, 1, 1, 1, 3)
+    idle_for(journal, 3600)  # long quiet: the open segment alone is enough to refuse
+    before = snapshot(journal.storage.current)
+    for ns, force in ((NS_B, True), (NS_B, False), (NS, False)):
+        with pytest.raises(
+            JournalInUseError,
+            match=r"journal 'test' is in use: segment 1 is open for the writer of epoch 1.*"
+            r"force.*namespaceID=12345, clusterID=CID-test",
+        ):
+            journal.format(ns, force=force)
+    assert snapshot(journal.storage.current) == before
+    assert journal.cur_segment_txid == 1
+    journal.format(NS, force=True)  # the operator names the journal's own namespace
+    assert journal.storage.segments() == [] and journal.awaiting_new_epoch is not None
+
+
+def test_format_soon_after_a_promise_or_a_writer_call_is_refused(journal: Journal) -> None:
+    quiet = journal_module.FORMAT_QUIET_SECONDS
+    assert 1 <= quiet <= 60
+    journal.new_epoch(NS, 1)
+    with pytest.raises(JournalInUseError, match=r"promised epoch 1 or took a writer call 0s ago"):
+        journal.format(NS_B, force=True)
+    idle_for(journal, quiet + 1)
+    journal.heartbeat(Writer(1).req())  # an accepted writer call counts as use
+    with pytest.raises(JournalInUseError, match=r"in use: .* ago.*idle for"):
+        journal.format(NS_B, force=True)
+    idle_for(journal, quiet - 1)
+    with pytest.raises(JournalInUseError):
+        journal.format(NS_B, force=True)
+    idle_for(journal, 1.5)
+    journal.format(NS_B, force=True)  # idle: as before, force wipes it
+    assert journal.ns_info == NS_B
+
+
+def test_format_after_a_restart_counts_use_from_the_files_times(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    j.format(NS, force=False)
+    writer_with(j, 2, 1, 1, 3)
+    j.close()
+    current = tmp_path / "test" / "current"
+    old = time.time() - 3600
+    os.utime(current / "last-promised-epoch", (old, old))
+    j = open_journal(tmp_path)  # no segment open after the restart, but one was just written
+    try:
+        with pytest.raises(JournalInUseError, match="took a writer call"):
+            j.format(NS_B, force=True)
+    finally:
+        j.close()
+    for f in current.iterdir():
+        os.utime(f, (old, old))
+    j = open_journal(tmp_path)
+    try:
+        j.format(NS_B, force=True)
+        assert j.ns_info == NS_B
+    finally:
+        j.close()
 
 
 def test_format_keeps_the_promise_of_a_journal_that_lost_its_version(tmp_path: Path) -> None:

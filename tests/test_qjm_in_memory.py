@@ -23,7 +23,7 @@ from qjm.client.admin import new_namespace_info
 from qjm.client.logger_channel import request_info
 from qjm.client.output_stream import QuorumOutputStream
 from qjm.client.quorum_call import QuorumError
-from qjm.client.quorum_journal_manager import QuorumJournalManager
+from qjm.client.quorum_journal_manager import FormatRefused, QuorumJournalManager
 from qjm.client.recovery_comparator import RecoveryInvariantError
 from qjm.editlog.framing import OP_OPAQUE
 from qjm.errors import QjmError
@@ -593,6 +593,34 @@ async def test_accept_recovery_fails_where_the_source_cannot_be_fetched(
     assert await recover(cluster) == 153
     for i in range(2):
         finalized(cluster, i, 101, 153)
+
+
+async def test_a_forced_format_for_another_namespace_leaves_a_live_journal_alone(
+    cluster: InMemoryCluster,
+) -> None:
+    q = await first_segment(cluster, 10)
+    stream = await q.start_log_segment(11)
+    assert await write_txns(stream, 11, 5) == 15
+    stranger = qjm(cluster)
+    try:
+        with pytest.raises(FormatRefused, match="is in use: segment 11 is open"):
+            await stranger.format(new_namespace_info("CID-other", 666), force=True)
+    finally:
+        await stranger.close()
+    assert await write_txns(stream, 16, 1) == 16  # the writer goes on, nothing was wiped
+    await stream.close()
+    await q.finalize_log_segment(11, 16)
+    await settle(q)
+    for i in range(3):
+        finalized(cluster, i, 1, 10)
+        finalized(cluster, i, 11, 16)
+    # the operator who names the journal's own namespace may still wipe it
+    admin = qjm(cluster)
+    try:
+        await admin.format(new_namespace_info("CID-mem", 4242), force=True)
+    finally:
+        await admin.close()
+    assert all(cluster.segments(i, JID) == {} for i in range(3))
 
 
 # -- a seeded randomized schedule ---------------------------------------------------------------------

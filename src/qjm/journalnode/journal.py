@@ -36,6 +36,7 @@ from qjm.journalnode.segment_fetch import (
     download_segment as download_segment,
 )
 from qjm.journalnode.storage import (
+    COMMITTED_TXID,
     LAST_PROMISED_EPOCH,
     LAST_WRITER_EPOCH,
     JNStorage,
@@ -59,6 +60,7 @@ from qjm.protocol.errors import (
     InvalidRequestError,
     IpcSerialError,
     IpcSerialLimitError,
+    JournalInUseError,
     JournalNotFormattedError,
     MembershipMismatchError,
     MissingEpochError,
@@ -92,6 +94,9 @@ DEFAULT_CACHE_BYTES = 1024 * 1024  # HDFS's dfs.journalnode.edit-cache-size.byte
 # one new_epoch must never use up the epochs every later writer needs (HDFS has no limit).
 MAX_EPOCH_STEP = 1_000_000
 MAX_EPOCH = 2**62
+# A formatted journal whose writer promised or called within this many seconds is in use:
+# format wipes it only when forced for its own namespace (Journal.format).
+FORMAT_QUIET_SECONDS = 10.0
 
 
 @dataclass
@@ -175,6 +180,10 @@ class Journal:
         self.committed_txid: int | None = None
         self.highest_written_txid = 0
         self.current_epoch_ipc_serial = -1
+        # When a promise or an accepted writer call last happened, on self.clock (tests
+        # move it); None: never since the format. Read from the files' times at load.
+        self.clock: Callable[[], float] = time.monotonic
+        self.last_used: float | None = None
         # The segment files; the open segment (cur_segment_txid) is the current writer's.
         self.files = FileJournal(storage.current, jid, on_moved_aside=self._forget_moved_aside)
         self._next_txid = 0
@@ -226,6 +235,27 @@ class Journal:
         latest = self.files.scan_for_latest_edits()
         if latest is not None:
             self.highest_written_txid = latest.end_txid
+        self.last_used = self._last_use_on_disk()
+
+    def _last_use_on_disk(self) -> float | None:
+        """When the files a writer touches last changed, as an instant on self.clock.
+
+        The promise file changes with each new_epoch, committed-txid with the writer's
+        calls and an in-progress segment with its batches. A time ahead of the wall clock
+        counts as now.
+        """
+        cur = self.storage.current
+        paths = [cur / LAST_PROMISED_EPOCH, cur / COMMITTED_TXID]
+        paths += [seg.path for seg in self.files.segments() if seg.in_progress]
+        times = []
+        for path in paths:
+            try:
+                times.append(path.stat().st_mtime)
+            except FileNotFoundError:
+                continue
+        if not times:
+            return None
+        return self.clock() - max(0.0, time.time() - max(times))
 
     def _read_epoch(self, name: str) -> int:
         """An epoch file's value, refused outside 0..MAX_EPOCH - 1 (new_epoch's range).
@@ -329,6 +359,7 @@ class Journal:
         The epoch needs no recording: _check_request refused any above the promise.
         """
         self.current_epoch_ipc_serial = req.ipc_serial
+        self.last_used = self.clock()
         if req.HasField("committed_txid") and req.committed_txid != self.committed_txid:
             self._learn_committed_txid(req, written_through)
 
@@ -395,6 +426,7 @@ class Journal:
         self.storage.write_long(LAST_PROMISED_EPOCH, epoch)
         self.last_promised_epoch = epoch
         self.current_epoch_ipc_serial = -1
+        self.last_used = self.clock()
 
     def _set_committed_txid(self, txid: int) -> None:
         os.pwrite(self._committed_fd, struct.pack(">q", txid), 0)
@@ -407,6 +439,7 @@ class Journal:
 
     def format(self, ns: NsInfo, force: bool, members: Sequence[str] = ()) -> None:
         """Format the storage for a namespace and membership; writers wait for new_epoch."""
+        self._check_not_in_use(ns, force)
         if self.storage.has_data() and not force:
             raise StorageNotEmptyError(
                 f"can't format the storage directory {self.storage.current} because it is "
@@ -434,8 +467,45 @@ class Journal:
         self.committed_txid = None
         self.highest_written_txid = 0
         self.current_epoch_ipc_serial = -1
+        self.last_used = None
         self._committed_fd = self.storage.open_committed_txid()
         log.info("journal %s formatted: %s", self.jid, ns.describe())
+
+    def _check_not_in_use(self, ns: NsInfo, force: bool) -> None:
+        """Refuse to format a journal in use unless forced for the namespace it holds.
+
+        HDFS formats whenever force is given, so one call could wipe every acknowledged
+        edit of a live cluster. Here a formatted journal whose writer holds an open
+        segment, or promised or made a call within FORMAT_QUIET_SECONDS, is in use: only
+        a forced format naming the journal's own namespace wipes it (design §J.8).
+        """
+        mine = self.ns_info
+        if mine is None:
+            return
+        if self.cur_segment_txid is not None:
+            why = (
+                f"segment {self.cur_segment_txid} is open for the writer of epoch "
+                f"{self.last_writer_epoch}"
+            )
+        elif (
+            self.last_used is not None
+            and (quiet := self.clock() - self.last_used) < FORMAT_QUIET_SECONDS
+        ):
+            why = (
+                f"it promised epoch {self.last_promised_epoch} or took a writer call "
+                f"{quiet:.0f}s ago"
+            )
+        else:
+            return
+        if force and same_namespace(ns, mine):
+            log.warning("journal %s: formatting it although %s (forced)", self.jid, why)
+            return
+        raise JournalInUseError(
+            f"journal {self.jid!r} is in use: {why}; a journal in use is formatted only "
+            f"with force and its own namespace ({mine.describe()}; this request has "
+            f"{ns.describe()}{'' if force else ' without force'}), or once its writer was "
+            f"idle for {FORMAT_QUIET_SECONDS:g}s"
+        )
 
     def _promise_on_disk(self) -> int:
         """The last-promised-epoch file's value, also when VERSION is lost; 0 if unreadable."""

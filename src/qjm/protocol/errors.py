@@ -68,6 +68,13 @@ class StorageError(JournalError):
     java_class = "qjm.protocol.errors.StorageError"
 
 
+class JournalInUseError(JournalError):
+    """A format of a journal in use, not forced for the namespace it is formatted for."""
+
+    code = "JOURNAL_IN_USE"
+    java_class = "qjm.protocol.errors.JournalInUseError"
+
+
 class CacheMissError(JournalError):
     """The edits asked for are no longer (or not yet) in the node's memory cache."""
 
@@ -311,6 +318,7 @@ ERROR_CLASSES: dict[str, type[JournalError]] = {
         InvalidRequestError,
         SegmentStateError,
         StorageError,
+        JournalInUseError,
         CacheMissError,
         StaleEpochError,
         UnpromisedEpochError,
