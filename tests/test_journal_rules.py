@@ -27,11 +27,14 @@ from qjm.protocol.errors import (
     IpcSerialLimitError,
     JournalInUseError,
     MembershipMismatchError,
+    MissingEpochError,
     NamespaceMismatchError,
     SegmentExistsError,
     SegmentStartError,
     SegmentStateError,
+    StaleEpochError,
     StorageError,
+    UnpromisedEpochError,
 )
 from qjm.protocol.identity import check_journal_id
 from test_journal import NS, Writer, open_journal, write
@@ -523,58 +526,82 @@ def test_a_start_reaching_a_lagging_node_after_its_first_batches_is_taken(
 # -- discardSegments (rolling-upgrade rollback) ------------------------------------------------
 
 
-def test_discard_segments_refuses_an_open_writer_a_straddle_and_committed_txids(
-    journal: Journal,
-) -> None:
+def three_segments(journal: Journal) -> Writer:
+    """Writer 1's segments 1-3 and 4-6 finalized, 7-8 in progress; its committed txid 6."""
     w = writer_with(journal, 1, 1, 1, 3)
     journal.finalize_log_segment(w.req(), 1, 3)
     journal.start_log_segment(w.req(), 4, -64)
     write(journal, w, 4, 4, 3)
     journal.finalize_log_segment(w.req(), 4, 6)
+    w.committed = 6
     journal.start_log_segment(w.req(), 7, -64)
     write(journal, w, 7, 7, 2)
+    return w
+
+
+def test_discard_segments_without_the_promised_epoch_is_refused(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    j.format(NS, force=False)
+    three_segments(j)
+    j.close()
+    j = open_journal(tmp_path)  # restarted: no segment is open
+    try:
+        j.new_epoch(NS, 2)
+        before = snapshot(j.storage.current)
+        with pytest.raises(MissingEpochError, match="carries no writer epoch.*new_epoch"):
+            j.discard_segments(None, 4)
+        with pytest.raises(StaleEpochError, match="epoch 1 is less than the last promised epoch 2"):
+            j.discard_segments(Writer(1).req(), 4)
+        with pytest.raises(UnpromisedEpochError, match="epoch 3 was never promised"):
+            j.discard_segments(Writer(3).req(), 4)
+        assert snapshot(j.storage.current) == before
+        assert j.committed_txid == 6 and j.highest_written_txid == 8
+    finally:
+        j.close()
+
+
+def test_discard_segments_refuses_an_open_writer_and_a_straddle(journal: Journal) -> None:
+    w = three_segments(journal)
     before = snapshot(journal.storage.current)
     with pytest.raises(SegmentStateError, match="segment 7 is open for the writer of epoch 1"):
-        journal.discard_segments(7)
+        journal.discard_segments(w.req(), 7)
     assert snapshot(journal.storage.current) == before
     journal.new_epoch(NS, 2)  # the writer is fenced: its segment closes
     w2 = Writer(2)
-    w2.committed = 3
-    journal.heartbeat(w2.req())
-    assert journal.committed_txid == 3
     before = snapshot(journal.storage.current)
     with pytest.raises(SegmentStateError, match=r"segment edits_0+4-0+6 holds txids 4-6, across"):
-        journal.discard_segments(5)
-    with pytest.raises(SegmentStateError, match="from txid 2: txids 2-3 are committed"):
-        journal.discard_segments(2)
+        journal.discard_segments(w2.req(), 5)
     with pytest.raises(InvalidRequestError, match="must be positive"):
-        journal.discard_segments(0)
+        journal.discard_segments(w2.req(), 0)
     assert snapshot(journal.storage.current) == before
 
 
-def test_discard_segments_deletes_from_the_txid_on(journal: Journal) -> None:
-    w = writer_with(journal, 1, 1, 1, 3)
-    journal.finalize_log_segment(w.req(), 1, 3)
-    journal.start_log_segment(w.req(), 4, -64)
-    write(journal, w, 4, 4, 3)
-    journal.finalize_log_segment(w.req(), 4, 6)
-    journal.start_log_segment(w.req(), 7, -64)
-    write(journal, w, 7, 7, 2)
+def test_discard_segments_deletes_from_the_txid_on_and_lowers_the_committed_txid(
+    journal: Journal,
+) -> None:
+    three_segments(journal)
     journal.new_epoch(NS, 2)
     prep = journal.prepare_recovery(Writer(2).req(), 7)
     w2 = Writer(2)
     w2.serial = 10
     journal.accept_recovery(w2.req(), prep.segment_state, "")
     assert journal.storage.paxos_txids() == [7]
-    assert journal.discard_segments(4) == 2
+    assert journal.committed_txid == 6
+    # a rollback: the fenced writer's committed txids 4-6 go too, and the committed txid
+    # goes back to the txid before the discard
+    assert journal.discard_segments(w2.req(), 4) == 2
     names = sorted(p.name for p in journal.storage.current.glob("edits_*"))
     assert names == [finalized_name(1, 3)]
     assert journal.storage.paxos_txids() == []
     assert journal.highest_written_txid == 3
+    assert journal.committed_txid == 3 and journal.storage.read_committed_txid() == 3
     assert listed(journal) == [(1, 3, False)]
-    assert journal.discard_segments(4) == 0  # nothing left there: a repeat is harmless
+    assert journal.discard_segments(w2.req(), 4) == 0  # nothing left there: a repeat is harmless
+    assert journal.discard_segments(w2.req(), 9) == 0  # never raises the committed txid
+    assert journal.committed_txid == 3
     # the next writer continues from txid 4
     w3 = Writer(3)
     journal.new_epoch(NS, 3)
+    w3.committed = 3
     journal.start_log_segment(w3.req(), 4, -64)
     write(journal, w3, 4, 4, 1)

@@ -666,6 +666,18 @@ class IPCLoggerChannel:
 
         return self._submit(run)
 
+    def discard_segments(self, start_txid: int) -> asyncio.Future[None]:
+        """Delete the node's segments from a txid on (rolling-upgrade rollback)."""
+
+        async def run() -> None:
+            await self._rejoin_if_unpromised()
+            req = pb.DiscardSegmentsRequestProto(
+                jid=self._jid_proto, start_txid=start_txid, req=self._req()
+            )
+            await self._rpc("discardSegments", req, OPERATIONS_TIMEOUT_S)
+
+        return self._submit(run)
+
     def prepare_recovery(
         self, segment_txid: int
     ) -> asyncio.Future[pb.PrepareRecoveryResponseProto]:

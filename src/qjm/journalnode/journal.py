@@ -820,27 +820,31 @@ class Journal:
         )
         return removed
 
-    def discard_segments(self, start_txid: int) -> int:
+    def discard_segments(self, req: pb.RequestInfoProto | None, start_txid: int) -> int:
         """Delete every segment from start_txid on (rolling-upgrade rollback); return the count.
 
-        HDFS deletes them and sets the committed txid to start_txid - 1, unchecked. Here the
-        discard must not lose a txid a writer reported committed, cut a segment in two, or
-        pull a segment from under an open writer; each is refused, naming the txids. The
-        committed txid is kept: it is at most start_txid - 1 already, and a discard does not
-        make more txids committed.
+        HDFS's discardSegments carries no epoch and is taken whenever it comes. Here it is a
+        writer call like any other (design §J.8): it needs the epoch this node promised
+        last, so its caller fenced every writer, and no segment open. It is refused when it
+        would cut a segment in two; then, as in HDFS, it deletes the segments (finalized and
+        in progress) from start_txid on with their paxos files and sets the committed txid
+        to start_txid - 1.
         """
-        self._check_formatted()
         where = f"can't discard the segments of journal {self.jid!r} from txid {start_txid}"
+        if req is None:
+            self._check_formatted()
+            raise MissingEpochError(
+                f"{where}: the request carries no writer epoch; a discard needs the epoch of "
+                "a writer that fenced the others (won new_epoch), as every call that changes "
+                "a journal does (Hadoop's NameNode sends none)"
+            )
+        self._check_writer_call(req)
         if start_txid <= 0:
             raise InvalidRequestError(f"{where}: the txid must be positive")
-        if self.files.open_path is not None and self.cur_segment_txid is not None:
+        if self.cur_segment_txid is not None:
             raise SegmentStateError(
                 f"{where}: segment {self.cur_segment_txid} is open for the writer of epoch "
                 f"{self.last_writer_epoch}"
-            )
-        if self.committed_txid is not None and start_txid <= self.committed_txid:
-            raise SegmentStateError(
-                f"{where}: txids {start_txid}-{self.committed_txid} are committed"
             )
         doomed = []
         for seg in self.files.segments():
@@ -852,6 +856,7 @@ class Journal:
                 )
             if seg.start >= start_txid:
                 doomed.append(seg)
+        self._apply_request(req)
         self.files.remove(doomed)
         for txid in self.storage.paxos_txids():
             if txid >= start_txid:
@@ -859,8 +864,18 @@ class Journal:
         self.cache.clear()
         latest = self.files.scan_for_latest_edits()
         self.highest_written_txid = latest.end_txid if latest else 0
+        if self.committed_txid is not None and self.committed_txid >= start_txid:
+            # The one place the committed txid goes down: a rollback gives up those txids
+            # on purpose, and the caller's promise fenced every writer that reported them
+            # committed. HDFS sets it to start_txid - 1 also when that is higher; it is
+            # only lowered here, never above what this node holds (_learn_committed_txid).
+            self._set_committed_txid(start_txid - 1)
         log.info(
-            "journal %s: discarded %d segments from txid %d", self.jid, len(doomed), start_txid
+            "journal %s: discarded %d segments from txid %d in epoch %d",
+            self.jid,
+            len(doomed),
+            start_txid,
+            req.epoch,
         )
         return len(doomed)
 

@@ -172,9 +172,10 @@ class JournalNodeHandlers:
         return pb.IsFormattedResponseProto(is_formatted=formatted)
 
     async def discard_segments(self, request: pb.DiscardSegmentsRequestProto) -> Message:
-        """Delete the segments from a txid on (rolling-upgrade rollback)."""
+        """Delete the segments from a txid on (rolling-upgrade rollback), for the writer."""
         start = request.start_txid
-        await self.node.run(_jid(request.jid), lambda j: j.discard_segments(start))
+        req = request.req if request.HasField("req") else None
+        await self.node.run(_jid(request.jid), lambda j: j.discard_segments(req, start))
         return pb.DiscardSegmentsResponseProto()
 
     async def format(self, request: pb.FormatRequestProto) -> Message:
