@@ -56,20 +56,26 @@ async def format_journals(rpc: str, *jids: str) -> None:
         await client.close()
 
 
-CORRUPTIONS = {
-    "VERSION": b"namespaceID=\xff\xfe\x00\x81garbage\n",
-    "last-promised-epoch": b"\x00\xff\xfe\x81\n",
-    "paxos/1": b"\x32\x08\x01",  # says 50 bytes follow, holds 2
+CORRUPTIONS = {  # test id: (file, contents)
+    "VERSION": ("VERSION", b"namespaceID=\xff\xfe\x00\x81garbage\n"),
+    "last-promised-epoch": ("last-promised-epoch", b"\x00\xff\xfe\x81\n"),
+    # numbers that parse but no writer could have stored (they used to load, then fail
+    # every call and /status)
+    "promise-2**70": ("last-promised-epoch", b"%d\n" % 2**70),
+    "writer-epoch-negative": ("last-writer-epoch", b"-5\n"),
+    "committed-negative": ("committed-txid", b"\xff" * 8),
+    "paxos/1": ("paxos/1", b"\x32\x08\x01"),  # says 50 bytes follow, holds 2
 }
 
 
-@pytest.mark.parametrize("name", sorted(CORRUPTIONS))
-async def test_one_corrupt_file_does_not_stop_the_node(jn_factory: JNFactory, name: str) -> None:
+@pytest.mark.parametrize("case", sorted(CORRUPTIONS))
+async def test_one_corrupt_file_does_not_stop_the_node(jn_factory: JNFactory, case: str) -> None:
+    name, contents = CORRUPTIONS[case]
     jn = jn_factory.start("jn0")
     await format_journals(jn.rpc, "good", "bad")
     jn_factory.stop(jn)
     bad_file = jn.edits_dir / "bad" / "current" / name
-    bad_file.write_bytes(CORRUPTIONS[name])
+    bad_file.write_bytes(contents)
     jn = jn_factory.start("jn0", jn.rpc, jn.http)
     log = jn.log.read_text()
     assert str(bad_file) in log, log

@@ -182,6 +182,9 @@ def test_format_resets_cached_values(journal: Journal) -> None:
     w = Writer(1)
     journal.start_log_segment(w.req(), 1, -64)
     write(journal, w, 1, 1, 2)
+    journal.finalize_log_segment(w.req(committed=2), 1, 2)
+    clock = journal.clock
+    journal.clock = lambda: clock() + 3600  # idle: a journal in use is not formatted over
     with pytest.raises(StorageNotEmptyError, match="not empty"):
         journal.format(NsInfo(999, "CID-other"), force=False)
     journal.format(NsInfo(999, "CID-other"), force=True)

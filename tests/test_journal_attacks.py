@@ -2,23 +2,33 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import re
+import socket
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import pytest
+from google.protobuf.message import Message
 
 from conftest import JNFactory, JNProcess
+from hadoop_wire import ERROR, PREAMBLE, call, connection_context, read_response
 from qjm.editlog.framing import HEADER, OP_OPAQUE, encode_op
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
     AwaitingNewEpochError,
     EpochLimitError,
     InvalidRequestError,
+    JournalInUseError,
+    JournalNotFormattedError,
     MembershipMismatchError,
     NamespaceMismatchError,
 )
+from qjm.protocol.namespace import StorageInfo
 from qjm.protocol.qjournal import journal_id
 from raw_writer import JNClient, RawWriter, ns_info
 
@@ -117,6 +127,22 @@ async def test_reformat_with_another_namespace_refuses_the_live_writer(
         await a.new_epoch()
         await a.start(1)
         await a.write(1, 1, 3)
+        # while the writer holds its segment, a forced format for another namespace is
+        # refused and changes nothing
+        with pytest.raises(JournalInUseError, match="segment 1 is open for the writer of epoch 1"):
+            await b.format(force=True)
+        await a.write(1, 4, 1)
+        # the node restarts and the writer stays quiet: the journal is no longer in use
+        await a.close()
+        await b.close()
+        jn_factory.stop(jn)
+        long_ago = time.time() - 3600
+        for f in (jn.edits_dir / JID / "current").iterdir():
+            os.utime(f, (long_ago, long_ago))
+        jn = jn_factory.start(jn.name, jn.rpc, jn.http)
+        serial = a.serial
+        a, b = raw(jn, 1, NS_A), raw(jn, 2, NS_B)
+        a.serial = serial
         await b.format(force=True)
         with pytest.raises(
             AwaitingNewEpochError, match="formatted for namespaceID=2222.*new_epoch"
@@ -218,3 +244,121 @@ async def test_journal_state_names_the_node_and_the_writer_epoch(jn_factory: JNF
         assert after.node_id != first.node_id and after.last_writer_epoch == 3
     finally:
         await client.close()
+
+
+def not_utf8(msg: Message, marker: bytes = b"@@") -> bytes:
+    """msg's wire bytes with its one marker replaced by bytes that are not UTF-8."""
+    data = msg.SerializeToString()
+    assert data.count(marker) == 1, data
+    return data.replace(marker, b"\xff\xfe")
+
+
+async def test_text_fields_that_are_not_utf8_are_refused_naming_the_field(
+    jn_factory: JNFactory,
+) -> None:
+    jn = jn_factory.start("jn1")
+    w = raw(jn, 1)
+    bad_req = pb.RequestInfoProto(journal_id=journal_id("j@@"), epoch=1, ipc_serial=1)
+    cases = {
+        "isFormatted": (
+            pb.IsFormattedRequestProto(jid=journal_id("j@@")),
+            "jid.identifier",
+        ),
+        "getJournalState": (
+            pb.GetJournalStateRequestProto(jid=journal_id("j@@")),
+            "jid.identifier",
+        ),
+        "heartbeat": (pb.HeartbeatRequestProto(req=bad_req), "req.journal_id.identifier"),
+        "journal": (
+            pb.JournalRequestProto(
+                req=bad_req, segment_txid=1, first_txid=1, num_txns=1, records=txns(1, 1)
+            ),
+            "req.journal_id.identifier",
+        ),
+        "format": (
+            pb.FormatRequestProto(jid=journal_id("fresh"), ns_info=ns_info(1, "CID-@@")),
+            "ns_info.storage_info.cluster_id",
+        ),
+    }
+    try:
+        await w.format()
+        await w.new_epoch()
+        host, port = jn.rpc.rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=T) as sock:
+            sock.sendall(PREAMBLE + connection_context())
+            for call_id, (method, (msg, field)) in enumerate(cases.items(), start=1):
+                sock.sendall(call(call_id, method, not_utf8(msg)))
+                header, body = read_response(sock)
+                assert (header[1], header[2], body) == (call_id, ERROR, None), method
+                assert header[4] == b"qjm.protocol.errors.InvalidRequestError", header
+                message = header[5].decode()  # type: ignore[union-attr]
+                assert f"malformed {type(msg).__name__} in {method}" in message, message
+                assert f"field {field} is not valid UTF-8: '" in message, message
+                assert r"\xff\xfe'" in message, message
+        assert not (jn.edits_dir / "fresh").exists()  # no journal for a garbled namespace
+        log = jn.log.read_text()
+        assert "Traceback" not in log and "TypeError" not in log, log
+        await w.start(1)  # still serving
+    finally:
+        await w.close()
+
+
+async def test_http_refusals_name_the_journal_and_never_a_path(jn_factory: JNFactory) -> None:
+    jn = jn_factory.start("jn1")
+    w = raw(jn, 1)
+    try:
+        await w.format()
+    finally:
+        await w.close()
+    base = f"http://{jn.http}/getJournal?segmentTxId=1&jid="
+    status, body = http_get(base + "nosuch")
+    assert status == 404, body
+    assert json.loads(body) == {
+        "error": "journal 'nosuch' is not formatted on this JournalNode; run `qjm journal format`"
+    }
+    status, body = http_get(base + JID)
+    assert status == 404 and b"no finalized segment starting at txid 1" in body, body
+    status, body = http_get(base + "%ff")
+    assert status == 400 and b"invalid journal id" in body, body
+    for answer in (body, http_get(base + "nosuch")[1]):
+        assert str(jn.edits_dir).encode() not in answer and b"/" not in answer, answer
+    # the same refusal over IPC
+    client = JNClient(jn.rpc)
+    try:
+        with pytest.raises(JournalNotFormattedError) as info:
+            await client.call(
+                "getJournalState", pb.GetJournalStateRequestProto(jid=journal_id("nosuch")), T
+            )
+        assert str(jn.edits_dir) not in str(info.value)
+    finally:
+        await client.close()
+
+
+async def test_get_journal_refuses_a_fetcher_of_another_namespace(jn_factory: JNFactory) -> None:
+    jn = jn_factory.start("jn1")
+    w = raw(jn, 1)
+    try:
+        await w.format()
+        await w.new_epoch()
+        await w.start(1)
+        await w.write(1, 1, 3)
+        await w.finalize(1, 3)
+    finally:
+        await w.close()
+    url = f"http://{jn.http}/getJournal?jid={JID}&segmentTxId=1"
+    mine, theirs = StorageInfo.of(NS_A), StorageInfo.of(NS_B)
+
+    def with_info(info: object) -> str:
+        return f"{url}&storageInfo={urllib.parse.quote(str(info))}"
+
+    assert http_get(with_info(mine)) == (200, HEADER + txns(1, 3))
+    assert http_get(url) == (200, HEADER + txns(1, 3))  # no storageInfo: not checked
+    # HDFS compares the namespace and cluster ids only (an upgrade changes the rest)
+    assert http_get(with_info(dataclasses.replace(mine, layout_version=-66)))[0] == 200
+    status, body = http_get(with_info(theirs))
+    assert status == 403, body
+    assert json.loads(body)["error"] == (
+        f"This node has storage info '{mine}' but the requesting node expected '{theirs}'"
+    )
+    status, body = http_get(with_info("-64:1111:CID-A"))
+    assert status == 400 and b"is not layoutVersion:namespaceID:cTime:clusterID" in body, body

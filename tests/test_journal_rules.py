@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import re
+import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -21,11 +25,17 @@ from qjm.protocol.errors import (
     EpochNotNewerError,
     FinalizeRefusedError,
     InvalidRequestError,
+    IpcSerialLimitError,
+    JournalInUseError,
     MembershipMismatchError,
+    MissingEpochError,
     NamespaceMismatchError,
     SegmentExistsError,
     SegmentStartError,
     SegmentStateError,
+    StaleEpochError,
+    StorageError,
+    UnpromisedEpochError,
 )
 from qjm.protocol.identity import check_journal_id
 from test_journal import NS, Writer, open_journal, write
@@ -132,6 +142,8 @@ def test_writer_finalizes_its_own_segment_after_a_node_restart(tmp_path: Path) -
 
 def test_format_force_with_another_namespace_refuses_the_old_writer(journal: Journal) -> None:
     w = writer_with(journal, 3, 1, 1, 3)
+    journal.finalize_log_segment(w.req(committed=3), 1, 3)
+    idle_for(journal, 60)  # a journal in use is formatted for its own namespace only
     journal.format(NS_B, force=True)
     assert journal.last_promised_epoch == 3  # kept: epochs never go back
     with pytest.raises(AwaitingNewEpochError, match="awaits a new writer's new_epoch"):
@@ -146,6 +158,73 @@ def test_format_force_with_another_namespace_refuses_the_old_writer(journal: Jou
     w4 = Writer(4)
     journal.start_log_segment(w4.req(), 1, -64)
     write(journal, w4, 1, 1, 1)
+
+
+def idle_for(j: Journal, seconds: float) -> None:
+    """Make j's clock run as if seconds had passed since now."""
+    offset = j.clock() - time.monotonic() + seconds
+    j.clock = lambda: time.monotonic() + offset
+
+
+def test_format_of_a_journal_with_an_open_segment_needs_force_and_its_namespace(
+    journal: Journal,
+) -> None:
+    writer_with(journal, 1, 1, 1, 3)
+    idle_for(journal, 3600)  # long quiet: the open segment alone is enough to refuse
+    before = snapshot(journal.storage.current)
+    for ns, force in ((NS_B, True), (NS_B, False), (NS, False)):
+        with pytest.raises(
+            JournalInUseError,
+            match=r"journal 'test' is in use: segment 1 is open for the writer of epoch 1.*"
+            r"force.*namespaceID=12345, clusterID=CID-test",
+        ):
+            journal.format(ns, force=force)
+    assert snapshot(journal.storage.current) == before
+    assert journal.cur_segment_txid == 1
+    journal.format(NS, force=True)  # the operator names the journal's own namespace
+    assert journal.storage.segments() == [] and journal.awaiting_new_epoch is not None
+
+
+def test_format_soon_after_a_promise_or_a_writer_call_is_refused(journal: Journal) -> None:
+    quiet = journal_module.FORMAT_QUIET_SECONDS
+    assert 1 <= quiet <= 60
+    journal.new_epoch(NS, 1)
+    with pytest.raises(JournalInUseError, match=r"promised epoch 1 or took a writer call 0s ago"):
+        journal.format(NS_B, force=True)
+    idle_for(journal, quiet + 1)
+    journal.heartbeat(Writer(1).req())  # an accepted writer call counts as use
+    with pytest.raises(JournalInUseError, match=r"in use: .* ago.*idle for"):
+        journal.format(NS_B, force=True)
+    idle_for(journal, quiet - 1)
+    with pytest.raises(JournalInUseError):
+        journal.format(NS_B, force=True)
+    idle_for(journal, 1.5)
+    journal.format(NS_B, force=True)  # idle: as before, force wipes it
+    assert journal.ns_info == NS_B
+
+
+def test_format_after_a_restart_counts_use_from_the_files_times(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    j.format(NS, force=False)
+    writer_with(j, 2, 1, 1, 3)
+    j.close()
+    current = tmp_path / "test" / "current"
+    old = time.time() - 3600
+    os.utime(current / "last-promised-epoch", (old, old))
+    j = open_journal(tmp_path)  # no segment open after the restart, but one was just written
+    try:
+        with pytest.raises(JournalInUseError, match="took a writer call"):
+            j.format(NS_B, force=True)
+    finally:
+        j.close()
+    for f in current.iterdir():
+        os.utime(f, (old, old))
+    j = open_journal(tmp_path)
+    try:
+        j.format(NS_B, force=True)
+        assert j.ns_info == NS_B
+    finally:
+        j.close()
 
 
 def test_format_keeps_the_promise_of_a_journal_that_lost_its_version(tmp_path: Path) -> None:
@@ -281,6 +360,44 @@ def test_epochs_that_leave_no_room_are_refused(journal: Journal) -> None:
     writer_with(journal, step + 2, 1, 1, 1)
 
 
+def test_an_ipc_serial_at_the_epoch_bound_is_refused(journal: Journal) -> None:
+    journal.new_epoch(NS, 1)
+    w = Writer(1)
+    for serial in (2**63, 2**62):
+        w.serial = serial - 1
+        with pytest.raises(
+            IpcSerialLimitError, match=rf"IPC serial {serial} .*at or above the bound 2\*\*62"
+        ):
+            journal.heartbeat(w.req())
+        assert journal.current_epoch_ipc_serial == -1
+    w.serial = 2**62 - 2
+    journal.heartbeat(w.req())
+    assert journal.current_epoch_ipc_serial == 2**62 - 1
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "shown"),
+    [
+        ("last-promised-epoch", b"%d\n" % 2**70, str(2**70)),
+        ("last-promised-epoch", b"%d\n" % 2**62, str(2**62)),
+        ("last-writer-epoch", b"-1\n", "-1"),
+        ("committed-txid", struct.pack(">q", -7), "-7"),
+    ],
+    ids=["promise-2**70", "promise-2**62", "writer-epoch-negative", "committed-negative"],
+)
+def test_stored_numbers_out_of_range_fail_the_load_naming_the_file(
+    tmp_path: Path, name: str, data: bytes, shown: str
+) -> None:
+    j = open_journal(tmp_path)
+    j.format(NS, force=False)
+    writer_with(j, 1, 1, 1, 1)
+    j.close()
+    path = tmp_path / "test" / "current" / name
+    path.write_bytes(data)
+    with pytest.raises(StorageError, match=rf"{re.escape(str(path))} holds {shown}\b"):
+        open_journal(tmp_path)
+
+
 # -- B2: a committed txid above what the node holds is never stored --------------------------
 
 
@@ -414,9 +531,8 @@ def test_a_start_reaching_a_lagging_node_after_its_first_batches_is_taken(
 # -- discardSegments (rolling-upgrade rollback) ------------------------------------------------
 
 
-def test_discard_segments_refuses_an_open_writer_a_straddle_and_committed_txids(
-    journal: Journal,
-) -> None:
+def three_segments(journal: Journal) -> Writer:
+    """Writer 1's segments 1-3 and 4-6 finalized, 7-8 in progress; its committed txid 6."""
     w = writer_with(journal, 1, 1, 1, 3)
     journal.finalize_log_segment(w.req(committed=3), 1, 3)
     journal.start_log_segment(w.req(), 4, -64)
@@ -424,48 +540,89 @@ def test_discard_segments_refuses_an_open_writer_a_straddle_and_committed_txids(
     journal.finalize_log_segment(w.req(committed=6), 4, 6)
     journal.start_log_segment(w.req(), 7, -64)
     write(journal, w, 7, 7, 2)
+    return w
+
+
+def test_discard_segments_without_the_promised_epoch_is_refused(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    j.format(NS, force=False)
+    three_segments(j)
+    j.close()
+    j = open_journal(tmp_path)  # restarted: no segment is open
+    try:
+        j.new_epoch(NS, 2)
+        before = snapshot(j.storage.current)
+        with pytest.raises(MissingEpochError, match="carries no writer epoch.*new_epoch"):
+            j.discard_segments(None, 4)
+        with pytest.raises(StaleEpochError, match="epoch 1 is less than the last promised epoch 2"):
+            j.discard_segments(Writer(1).req(), 4)
+        with pytest.raises(UnpromisedEpochError, match="epoch 3 was never promised"):
+            j.discard_segments(Writer(3).req(), 4)
+        assert snapshot(j.storage.current) == before
+        assert j.committed_txid == 6 and j.highest_written_txid == 8
+    finally:
+        j.close()
+
+
+def test_a_deposed_writer_still_promised_on_a_node_cannot_discard_there(tmp_path: Path) -> None:
+    # Writer 1's epoch is still this node's promise (it never heard of a successor) and no
+    # segment is open after the restart: the epoch alone would let it delete 4-8 here.
+    j = open_journal(tmp_path)
+    j.format(NS, force=False)
+    w = three_segments(j)
+    j.close()
+    j = open_journal(tmp_path)
+    try:
+        before = snapshot(j.storage.current)
+        with pytest.raises(SegmentStateError, match="has started segments here"):
+            j.discard_segments(w.req(), 4)
+        assert snapshot(j.storage.current) == before
+    finally:
+        j.close()
+
+
+def test_discard_segments_refuses_an_open_writer_and_a_straddle(journal: Journal) -> None:
+    w = three_segments(journal)
     before = snapshot(journal.storage.current)
-    with pytest.raises(SegmentStateError, match="segment 7 is open for the writer of epoch 1"):
-        journal.discard_segments(7)
+    with pytest.raises(SegmentStateError, match="the writer of epoch 1 has started segments here"):
+        journal.discard_segments(w.req(), 7)
     assert snapshot(journal.storage.current) == before
     journal.new_epoch(NS, 2)  # the writer is fenced: its segment closes
     w2 = Writer(2)
-    w2.committed = 3
-    journal.heartbeat(w2.req())
-    assert journal.committed_txid == 3
     before = snapshot(journal.storage.current)
     with pytest.raises(SegmentStateError, match=r"segment edits_0+4-0+6 holds txids 4-6, across"):
-        journal.discard_segments(5)
-    with pytest.raises(SegmentStateError, match="from txid 2: txids 2-3 are committed"):
-        journal.discard_segments(2)
+        journal.discard_segments(w2.req(), 5)
     with pytest.raises(InvalidRequestError, match="must be positive"):
-        journal.discard_segments(0)
+        journal.discard_segments(w2.req(), 0)
     assert snapshot(journal.storage.current) == before
 
 
-def test_discard_segments_deletes_from_the_txid_on(journal: Journal) -> None:
-    w = writer_with(journal, 1, 1, 1, 3)
-    journal.finalize_log_segment(w.req(committed=3), 1, 3)
-    journal.start_log_segment(w.req(), 4, -64)
-    write(journal, w, 4, 4, 3)
-    journal.finalize_log_segment(w.req(committed=6), 4, 6)
-    journal.start_log_segment(w.req(), 7, -64)
-    write(journal, w, 7, 7, 2)
+def test_discard_segments_deletes_from_the_txid_on_and_lowers_the_committed_txid(
+    journal: Journal,
+) -> None:
+    three_segments(journal)
     journal.new_epoch(NS, 2)
     prep = journal.prepare_recovery(Writer(2).req(), 7)
     w2 = Writer(2)
     w2.serial = 10
     journal.accept_recovery(w2.req(), prep.segment_state, "")
-    assert journal.storage.paxos_txids() == [7]
-    assert journal.discard_segments(4) == 2
+    assert journal.storage.paxos_txids() == [1, 4, 7]  # two decisions and an accept
+    assert journal.committed_txid == 6
+    # a rollback: the fenced writer's committed txids 4-6 go too, and the committed txid
+    # goes back to the txid before the discard
+    assert journal.discard_segments(w2.req(), 4) == 2
     names = sorted(p.name for p in journal.storage.current.glob("edits_*"))
     assert names == [finalized_name(1, 3)]
-    assert journal.storage.paxos_txids() == []
+    assert journal.storage.paxos_txids() == [1]  # the kept segment keeps its decision
     assert journal.highest_written_txid == 3
+    assert journal.committed_txid == 3 and journal.storage.read_committed_txid() == 3
     assert listed(journal) == [(1, 3, False)]
-    assert journal.discard_segments(4) == 0  # nothing left there: a repeat is harmless
+    assert journal.discard_segments(w2.req(), 4) == 0  # nothing left there: a repeat is harmless
+    assert journal.discard_segments(w2.req(), 9) == 0  # never raises the committed txid
+    assert journal.committed_txid == 3
     # the next writer continues from txid 4
     w3 = Writer(3)
     journal.new_epoch(NS, 3)
+    w3.committed = 3
     journal.start_log_segment(w3.req(), 4, -64)
     write(journal, w3, 4, 4, 1)

@@ -22,6 +22,7 @@ from qjm.protocol.errors import (
     InvalidRequestError,
     JournalNodeUnavailable,
     JournalNotFormattedError,
+    MissingEpochError,
     NamespaceMismatchError,
     SegmentStateError,
     StaleEpochError,
@@ -492,8 +493,9 @@ async def test_discard_segments_over_ipc(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     w1, w2 = RawWriter(jn, epoch=1), RawWriter(jn, epoch=2)
 
-    def discard(txid: int) -> pb.DiscardSegmentsRequestProto:
-        return pb.DiscardSegmentsRequestProto(jid=journal_id(JID), start_txid=txid)
+    def discard(txid: int, w: RawWriter | None) -> pb.DiscardSegmentsRequestProto:
+        req = w.req() if w is not None else None
+        return pb.DiscardSegmentsRequestProto(jid=journal_id(JID), start_txid=txid, req=req)
 
     try:
         await w1.format()
@@ -503,12 +505,17 @@ async def test_discard_segments_over_ipc(jn_factory: JNFactory) -> None:
         await w1.finalize(1, 3)
         await w1.start(4)
         await w1.write(4, 4, 2, committed=3)
-        with pytest.raises(SegmentStateError, match="segment 4 is open for the writer of epoch 1"):
-            await w1.call("discardSegments", discard(4))
+        with pytest.raises(
+            SegmentStateError, match="the writer of epoch 1 has started segments here"
+        ):
+            await w1.call("discardSegments", discard(4, w1))
         await w2.new_epoch()
-        with pytest.raises(SegmentStateError, match="txids 2-3 are committed"):
-            await w2.call("discardSegments", discard(2))
-        await w2.call("discardSegments", discard(4))
+        # Hadoop's NameNode sends no epoch: refused, as is the fenced writer's
+        with pytest.raises(MissingEpochError, match="carries no writer epoch"):
+            await w2.call("discardSegments", discard(4, None))
+        with pytest.raises(StaleEpochError, match="epoch 1 is less than the last promised"):
+            await w1.call("discardSegments", discard(4, w1))
+        await w2.call("discardSegments", discard(4, w2))
         current = jn.edits_dir / JID / "current"
         assert sorted(p.name for p in current.glob("edits_*")) == [finalized_name(1, 3)]
         man = await w2.call(

@@ -10,7 +10,7 @@ import pytest
 
 from qjm.protocol.errors import InvalidRequestError
 from qjm.protocol.identity import check_journal_id
-from qjm.protocol.namespace import same_namespace
+from qjm.protocol.namespace import StorageInfo, namespace_info, same_namespace
 from qjm.protocol.urls import (
     GetJournalQuery,
     get_journal_url,
@@ -30,6 +30,11 @@ URLS: dict[str, tuple[dict[str, Any], str]] = {
     "a recovery's download": (
         {"in_progress_ok": True, "recovery_epoch": 3},
         "http://jn1:8480/getJournal?jid=edits&segmentTxId=7&inProgressOk=true&recoveryEpoch=3",
+    ),
+    "with the namespace (HDFS's storageInfo, in HDFS's place)": (
+        {"in_progress_ok": True, "ns_info": namespace_info(12345, "CID-x", ctime=9)},
+        "http://jn1:8480/getJournal?jid=edits&segmentTxId=7&storageInfo=-64%3A12345%3A9%3ACID-x"
+        "&inProgressOk=true",
     ),
 }
 
@@ -63,6 +68,18 @@ PARSE: dict[str, tuple[str, GetJournalQuery | str]] = {
         "jid=edits&segmentTxId=1&recoveryEpoch=x",
         "recoveryEpoch='x' is not a number",
     ),
+    "storage info": (
+        "jid=edits&segmentTxId=7&storageInfo=-66:12345:0:CID-a:b",
+        GetJournalQuery("edits", 7, storage_info=StorageInfo(-66, 12345, 0, "CID-a:b")),
+    ),
+    "storage info with too few fields": (
+        "jid=edits&segmentTxId=7&storageInfo=-66:12345:CID",
+        "storageInfo='-66:12345:CID' is not layoutVersion:namespaceID:cTime:clusterID",
+    ),
+    "storage info with a namespace id that is no number": (
+        "jid=edits&segmentTxId=7&storageInfo=-66:x:0:CID",
+        "storageInfo='-66:x:0:CID' is not layoutVersion:namespaceID:cTime:clusterID",
+    ),
 }
 
 
@@ -81,6 +98,16 @@ def test_parse_get_journal_query(query: str, expected: GetJournalQuery | str) ->
 def test_built_urls_parse_back() -> None:
     url = get_journal_url("http://h:1", "j", 9, in_progress_ok=True, recovery_epoch=2)
     assert parse_get_journal_query(_query(url)) == GetJournalQuery("j", 9, True, 2)
+
+
+def test_storage_info_is_hdfs_colon_separated_string() -> None:
+    ns = namespace_info(777, "CID-y", ctime=5, layout_version=-66)
+    info = StorageInfo.of(ns)
+    assert str(info) == "-66:777:5:CID-y"  # StorageInfo.toColonSeparatedString()
+    assert StorageInfo.parse(str(info)) == info
+    assert same_namespace(info, ns)
+    url = get_journal_url("http://h:1", "j", 9, ns_info=ns)
+    assert parse_get_journal_query(_query(url)).storage_info == info
 
 
 def test_with_recovery_epoch_replaces_the_epoch() -> None:

@@ -24,13 +24,18 @@ from qjm.client.admin import new_namespace_info
 from qjm.client.logger_channel import request_info
 from qjm.client.output_stream import QuorumOutputStream
 from qjm.client.quorum_call import QuorumError
-from qjm.client.quorum_journal_manager import QuorumJournalManager
+from qjm.client.quorum_journal_manager import FormatRefused, QuorumJournalManager
 from qjm.client.recovery_comparator import RecoveryInvariantError
 from qjm.editlog.framing import OP_OPAQUE
 from qjm.errors import QjmError
 from qjm.ipc import RemoteError
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol.errors import EpochError, JournalNodeUnavailable, JournalOutOfSyncError
+from qjm.protocol.errors import (
+    EpochError,
+    JournalError,
+    JournalNodeUnavailable,
+    JournalOutOfSyncError,
+)
 from qjm.protocol.qjournal import journal_id
 from qjm.testing.in_memory import InjectedFault, InMemoryCluster
 from qjm_cluster import FAST_SETTINGS
@@ -583,6 +588,8 @@ async def test_accept_recovery_downloads_the_chosen_copy_from_its_node(
         finalized(cluster, i, 101, 153)
     urls = [r.request.from_url for r in cluster.faults[0].calls("acceptRecovery")]
     assert urls and "jn1.in-memory.invalid" in urls[-1]
+    # it names the writer's namespace, which a source formatted for another one refuses
+    assert "&storageInfo=-64%3A4242%3A0%3ACID-mem&" in urls[-1]
 
 
 async def test_accept_recovery_fails_where_the_source_cannot_be_fetched(
@@ -599,6 +606,139 @@ async def test_accept_recovery_fails_where_the_source_cannot_be_fetched(
     assert await recover(cluster) == 153
     for i in range(2):
         finalized(cluster, i, 101, 153)
+
+
+async def test_a_forced_format_for_another_namespace_leaves_a_live_journal_alone(
+    cluster: InMemoryCluster,
+) -> None:
+    q = await first_segment(cluster, 10)
+    stream = await q.start_log_segment(11)
+    assert await write_txns(stream, 11, 5) == 15
+    stranger = qjm(cluster)
+    try:
+        with pytest.raises(FormatRefused, match="is in use: segment 11 is open"):
+            await stranger.format(new_namespace_info("CID-other", 666), force=True)
+    finally:
+        await stranger.close()
+    assert await write_txns(stream, 16, 1) == 16  # the writer goes on, nothing was wiped
+    await stream.close()
+    await q.finalize_log_segment(11, 16)
+    await settle(q)
+    for i in range(3):
+        finalized(cluster, i, 1, 10)
+        finalized(cluster, i, 11, 16)
+    # the operator who names the journal's own namespace may still wipe it
+    admin = qjm(cluster)
+    try:
+        await admin.format(new_namespace_info("CID-mem", 4242), force=True)
+    finally:
+        await admin.close()
+    assert all(cluster.segments(i, JID) == {} for i in range(3))
+
+
+# -- discardSegments (rolling-upgrade rollback) --------------------------------------------------
+
+
+async def acked_6_to_10_on_two_nodes(c: InMemoryCluster) -> None:
+    """1-5 finalized everywhere; 6-10 acknowledged by jn0 and jn1 only; the writer gone
+    before any node learned that 6-10 are committed (their committed txid lags at 5)."""
+    q = await first_segment(c, 5)
+    stream = await q.start_log_segment(6)
+    c.faults[2].fail_from_txn(6)
+    for f in c.faults:
+        f.fail("heartbeat")
+    assert await write_txns(stream, 6, 5) == 10
+    await settle(q)
+    for f in c.faults:
+        f.clear()
+    assert [c.node(i).journals()[0].committed_txid for i in range(3)] == [5, 5, 5]
+
+
+async def test_an_unfenced_discard_leaves_acknowledged_txids_to_the_next_recovery(
+    cluster: InMemoryCluster,
+) -> None:
+    await acked_6_to_10_on_two_nodes(cluster)
+    for i in range(2):
+        await cluster.restart(i)  # no segment is open on a restarted node
+    stranger = cluster.client(cluster.addresses[0])
+    # Hadoop's request carries no epoch; qjm's may carry one no node promised (a stale
+    # one is refused the same way: test_journal_rules)
+    bare = pb.DiscardSegmentsRequestProto(jid=journal_id(JID), start_txid=6)
+    ahead = pb.DiscardSegmentsRequestProto(
+        jid=journal_id(JID), start_txid=6, req=request_info(JID, 7, 1)
+    )
+    with pytest.raises(JournalError, match="carries no writer epoch.*new_epoch"):
+        await stranger.call("discardSegments", bare, 5)
+    with pytest.raises(EpochError, match="epoch 7 was never promised"):
+        await stranger.call("discardSegments", ahead, 5)
+    for i in range(2):
+        assert max(cluster.segments(i, JID, False)[(6, None)]) == 10
+    q = qjm(cluster)
+    try:
+        assert await q.recover_unfinalized_segments() >= 10
+    finally:
+        await settle(q)
+    for i in range(2):
+        finalized(cluster, i, 6, 10)
+        ops = cluster.segments(i, JID)[(6, 10)]
+        assert all(ops[t] == payload(t) for t in range(6, 11))
+
+
+async def test_a_fenced_discard_removes_the_segments_everywhere_and_the_next_writer_goes_on(
+    cluster: InMemoryCluster,
+) -> None:
+    q = await first_segment(cluster, 5)
+    stream = await q.start_log_segment(6)
+    assert await write_txns(stream, 6, 5) == 10
+    await stream.close()
+    await q.finalize_log_segment(6, 10)
+    stream = await q.start_log_segment(11)
+    assert await write_txns(stream, 11, 2) == 12
+    await settle(q)
+    rollback = qjm(cluster)
+    try:
+        await rollback.create_new_unique_epoch()
+        await rollback.discard_segments(6)
+        with pytest.raises(QjmError, match="ran discard_segments from txid 6"):
+            await rollback.start_log_segment(6)
+    finally:
+        await settle(rollback)
+    for i in range(3):
+        assert sorted(cluster.segments(i, JID, False)) == [(1, 5)]
+        assert cluster.node(i).journals()[0].committed_txid == 5
+    q = await writer(cluster, 5)  # the next writer recovers to start - 1 and goes on
+    stream = await q.start_log_segment(6)
+    assert await write_txns(stream, 6, 1, "after") == 6
+    await stream.close()
+    await q.finalize_log_segment(6, 6)
+    await settle(q)
+    for i in range(3):
+        finalized(cluster, i, 6, 6, "after")
+
+
+async def test_discard_needs_a_won_epoch_no_segment_and_every_node(
+    cluster: InMemoryCluster,
+) -> None:
+    q = await first_segment(cluster, 5)
+    stream = await q.start_log_segment(6)
+    assert await write_txns(stream, 6, 2) == 7
+    with pytest.raises(QjmError, match="started a segment"):
+        await q.discard_segments(6)
+    await settle(q)
+    early = qjm(cluster)
+    try:
+        with pytest.raises(QjmError, match="create_new_unique_epoch"):
+            await early.discard_segments(6)
+    finally:
+        await early.close()
+    await cluster.crash(2)
+    partial = qjm(cluster)
+    try:
+        await partial.create_new_unique_epoch()
+        with pytest.raises(QjmError, match="needs all 3 nodes to succeed"):
+            await partial.discard_segments(6)
+    finally:
+        await settle(partial)
 
 
 # -- a seeded randomized schedule ---------------------------------------------------------------------

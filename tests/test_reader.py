@@ -28,6 +28,7 @@ from qjm.editlog.ops import encode_op as encode_hdfs_op
 from qjm.editlog.ops.types import PermissionStatus
 from qjm.editlog.segments import finalized_name
 from qjm.protocol import qjournal_pb2 as pb
+from raw_writer import NS, ns_info
 from test_journalnode_server import JID, RawWriter, txns
 
 
@@ -95,6 +96,28 @@ async def test_reads_across_nodes_each_missing_different_segments(jn_factory: JN
         manifest = await reader.manifest(1)
         assert [(s.start, s.end) for s in manifest.segments] == SEGMENTS
         assert all(s.urls for s in manifest.segments)  # from the majority that answered first
+
+
+async def test_a_reader_that_knows_its_namespace_names_it_to_the_nodes(
+    jn_factory: JNFactory,
+) -> None:
+    jns = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
+    writers = await setup_writers(jns)
+    try:
+        await finalized_segments(writers, SEGMENTS[:1])
+    finally:
+        for w in writers:
+            await w.close()
+    uri = parse_qjournal_uri(f"qjournal://{';'.join(j.rpc for j in jns)}/{JID}")
+    async with QuorumJournalReader(uri, ns_info=NS) as reader:
+        manifest = await reader.manifest(1)
+        urls = [u for s in manifest.segments for u in s.urls]
+        assert urls and all("&storageInfo=-64%3A4242%3A0%3ACID-server-test" in u for u in urls)
+        assert await read_all(reader) == expected(1, 3)
+    # nodes formatted for another namespace than the reader's refuse to serve it
+    async with QuorumJournalReader(uri, ns_info=ns_info(99, "CID-other")) as reader:
+        with pytest.raises(ReadError, match="This node has storage info '-64:4242:0:"):
+            await read_all(reader)
 
 
 async def test_read_fails_clearly_when_a_majority_is_down(jn_factory: JNFactory) -> None:

@@ -74,6 +74,10 @@ class AsyncLogger(Protocol):
         """Delete the node's segments wholly below a txid."""
         ...
 
+    def discard_segments(self, start_txid: int) -> asyncio.Future[None]:
+        """Delete the node's segments from a txid on (rolling-upgrade rollback)."""
+        ...
+
     def prepare_recovery(
         self, segment_txid: int
     ) -> asyncio.Future[pb.PrepareRecoveryResponseProto]:

@@ -337,7 +337,9 @@ class IPCLoggerChannel:
         """The URL a peer downloads this node's copy of a segment from."""
         if not self.http_url:
             raise QjmError(f"{self.address}: HTTP address unknown (no get_journal_state answer)")
-        return get_journal_url(self.http_url, self.jid, segment_txid, in_progress_ok=True)
+        return get_journal_url(
+            self.http_url, self.jid, segment_txid, in_progress_ok=True, ns_info=self.ns_info
+        )
 
     @staticmethod
     def _s(ms: int) -> float:
@@ -661,6 +663,18 @@ class IPCLoggerChannel:
             req = pb.PurgeLogsRequestProto(req=self._req(), min_txid_to_keep=min_txid_to_keep)
             timeout = self._s(self.settings.finalize_segment_timeout_ms)
             await self._rpc("purgeLogs", req, timeout)
+
+        return self._submit(run)
+
+    def discard_segments(self, start_txid: int) -> asyncio.Future[None]:
+        """Delete the node's segments from a txid on (rolling-upgrade rollback)."""
+
+        async def run() -> None:
+            await self._rejoin_if_unpromised()
+            req = pb.DiscardSegmentsRequestProto(
+                jid=self._jid_proto, start_txid=start_txid, req=self._req()
+            )
+            await self._rpc("discardSegments", req, OPERATIONS_TIMEOUT_S)
 
         return self._submit(run)
 

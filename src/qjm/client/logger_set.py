@@ -109,6 +109,12 @@ class AsyncLoggerSet:
             f"purgeLogsOlderThan({min_txid})", lambda ch: ch.purge_logs_older_than(min_txid)
         )
 
+    def discard_segments(self, start_txid: int) -> QuorumCall[AsyncLogger, None]:
+        """discard_segments on every node."""
+        return self._call(
+            f"discardSegments({start_txid})", lambda ch: ch.discard_segments(start_txid)
+        )
+
     def prepare_recovery(
         self, segment_txid: int
     ) -> QuorumCall[AsyncLogger, pb.PrepareRecoveryResponseProto]:

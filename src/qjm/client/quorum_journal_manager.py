@@ -123,6 +123,8 @@ class QuorumJournalManager:
         self._closed = False
         self._streams: dict[int, QuorumOutputStream] = {}  # by segment start txid
         self._fenced: BaseException | None = None  # a newer writer refused our epoch
+        self._started_segment = False
+        self._discarded_from: int | None = None  # discard_segments ran: write nothing more
 
     def __str__(self) -> str:
         return f"QJM to {self.loggers}"
@@ -381,6 +383,11 @@ class QuorumJournalManager:
     def _check_writer(self) -> None:
         if self._closed:
             raise NotWriterError(f"{self} is closed")
+        if self._discarded_from is not None:
+            raise NotWriterError(
+                f"{self} ran discard_segments from txid {self._discarded_from}; a new "
+                "writer must recover the journal before anything is written"
+            )
         if not self.is_active_writer:
             raise NotWriterError(
                 f"{self}: not the active writer; call recover_unfinalized_segments first"
@@ -398,6 +405,7 @@ class QuorumJournalManager:
             if e.epoch_error is not None:
                 self._fenced = e
             raise
+        self._started_segment = True
         stream = QuorumOutputStream(
             self.loggers,
             txid,
@@ -455,6 +463,33 @@ class QuorumJournalManager:
             await self.loggers.wait_for_write_quorum(
                 call, self._s(self.settings.finalize_segment_timeout_ms)
             )
+
+    async def discard_segments(self, start_txid: int) -> None:
+        """Delete every segment from start_txid on, on every node (rolling-upgrade rollback).
+
+        The caller must have won an epoch (create_new_unique_epoch) and started no
+        segment; every node must succeed, as for format, since a node that kept the
+        discarded txids could bring them back in a later recovery. Afterwards this manager
+        writes nothing: the next writer recovers to start_txid - 1.
+        """
+        what = f"{self}: can't discard the segments from txid {start_txid}"
+        if self._closed:
+            raise NotWriterError(f"{what}: the manager is closed")
+        if self.loggers.epoch is None:
+            raise QjmError(f"{what}: win an epoch first (create_new_unique_epoch)")
+        if self._started_segment:
+            raise QjmError(f"{what}: this writer started a segment; a rollback discards before any")
+        call = self.loggers.discard_segments(start_txid)
+        try:
+            await call.wait_for_all(FORMAT_TIMEOUT_S)
+        except QuorumError as e:
+            if e.epoch_error is not None:
+                self._fenced = e
+            raise
+        finally:
+            self._discarded_from = start_txid
+            self.is_active_writer = False
+        log.info("%s: discarded the segments from txid %d on every node", self, start_txid)
 
     async def close(self) -> None:
         """Stop being the writer and close every channel (calls in flight are abandoned)."""

@@ -93,9 +93,13 @@ class QuorumJournalReader:
         settings: QJournalSettings | None = None,
         *,
         client_factory: Callable[[str], Any] = JournalNodeClient,
+        ns_info: pb.NamespaceInfoProto | None = None,
     ) -> None:
         self.uri = uri
         self.settings = settings or QJournalSettings()
+        # Named in every segment URL when known: a node formatted for another namespace
+        # then refuses to serve it (HDFS's storageInfo).
+        self.ns_info = ns_info
         self.clients: list[JournalNodeClient] = [client_factory(a) for a in uri.addresses]
         self._session: aiohttp.ClientSession | None = None
         self.majority = majority_of(len(self.clients))
@@ -181,6 +185,7 @@ class QuorumJournalReader:
                         self.uri.jid,
                         seg.start,
                         in_progress_ok=seg.in_progress,
+                        ns_info=self.ns_info,
                     )
                     for c in seg.holders
                 ),

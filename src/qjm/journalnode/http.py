@@ -14,7 +14,11 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from qjm.errors import QjmError
-from qjm.protocol.errors import InvalidRequestError, JournalNotFormattedError
+from qjm.protocol.errors import (
+    InvalidRequestError,
+    JournalNotFormattedError,
+    StorageInfoMismatchError,
+)
 from qjm.protocol.status import describe_segments, node_status_dict
 from qjm.protocol.urls import GET_JOURNAL_PATH, parse_get_journal_query
 
@@ -36,13 +40,14 @@ async def get_journal(request: web.Request) -> web.StreamResponse:
     try:
         q = parse_get_journal_query(request.query)
         jid, txid, in_progress_ok = q.jid, q.segment_txid, q.in_progress_ok
-        found = await node.run(
-            jid, lambda j: j.segment_path(txid, in_progress_ok, q.recovery_epoch)
-        )
+        found = await node.run(jid, lambda j: j.segment_for(q))
     except InvalidRequestError as e:
         return _error(400, str(e))
     except JournalNotFormattedError as e:
         return _error(404, str(e))
+    except StorageInfoMismatchError as e:
+        log.warning("refused a segment fetch from %s: %s", request.remote, e)
+        return _error(403, str(e))
     except QjmError as e:
         return _error(500, str(e))
     if found is None:

@@ -36,6 +36,7 @@ from qjm.journalnode.segment_fetch import (
     download_segment as download_segment,
 )
 from qjm.journalnode.storage import (
+    COMMITTED_TXID,
     LAST_PROMISED_EPOCH,
     LAST_WRITER_EPOCH,
     JNStorage,
@@ -58,6 +59,8 @@ from qjm.protocol.errors import (
     FinalizeRefusedError,
     InvalidRequestError,
     IpcSerialError,
+    IpcSerialLimitError,
+    JournalInUseError,
     JournalNotFormattedError,
     MembershipMismatchError,
     MissingEpochError,
@@ -73,14 +76,15 @@ from qjm.protocol.errors import (
     SegmentStateError,
     StaleEpochError,
     StorageError,
+    StorageInfoMismatchError,
     StorageNotEmptyError,
     TombstonedSegmentError,
     TxidGapError,
     UnpromisedEpochError,
     WrongSegmentError,
 )
-from qjm.protocol.namespace import same_namespace
-from qjm.protocol.urls import with_recovery_epoch
+from qjm.protocol.namespace import StorageInfo, same_namespace
+from qjm.protocol.urls import GetJournalQuery, with_recovery_epoch
 
 log = logging.getLogger("qjm.journalnode.journal")
 T = TypeVar("T")
@@ -91,6 +95,9 @@ DEFAULT_CACHE_BYTES = 1024 * 1024  # HDFS's dfs.journalnode.edit-cache-size.byte
 MAX_EPOCH_STEP = 1_000_000
 MAX_EPOCH = 2**62
 MAX_TXID = 2**63 - 1
+# A formatted journal whose writer promised or called within this many seconds is in use:
+# format wipes it only when forced for its own namespace (Journal.format).
+FORMAT_QUIET_SECONDS = 10.0
 
 
 @dataclass
@@ -184,6 +191,10 @@ class Journal:
         self.committed_txid: int | None = None
         self.highest_written_txid = 0
         self.current_epoch_ipc_serial = -1
+        # When a promise or an accepted writer call last happened, on self.clock (tests
+        # move it); None: never since the format. Read from the files' times at load.
+        self.clock: Callable[[], float] = time.monotonic
+        self.last_used: float | None = None
         # The segment files; the open segment (cur_segment_txid) is the current writer's.
         self.files = FileJournal(storage.current, jid, on_moved_aside=self._forget_moved_aside)
         self._next_txid = 0
@@ -216,10 +227,10 @@ class Journal:
         cur = self.storage.current
         self.ns_info = _read(cur / "VERSION", self.storage.read_version)
         self.last_promised_epoch = _read(
-            cur / LAST_PROMISED_EPOCH, lambda: self.storage.read_long(LAST_PROMISED_EPOCH, 0)
+            cur / LAST_PROMISED_EPOCH, lambda: self._read_epoch(LAST_PROMISED_EPOCH)
         )
         self.last_writer_epoch = _read(
-            cur / LAST_WRITER_EPOCH, lambda: self.storage.read_long(LAST_WRITER_EPOCH, 0)
+            cur / LAST_WRITER_EPOCH, lambda: self._read_epoch(LAST_WRITER_EPOCH)
         )
         self.committed_txid = _read(cur / "committed-txid", self.storage.read_committed_txid)
         self.members = _read(cur / "members", self.storage.read_members)
@@ -236,6 +247,41 @@ class Journal:
         latest = self.files.scan_for_latest_edits()
         if latest is not None:
             self.highest_written_txid = latest.end_txid
+        self.last_used = self._last_use_on_disk()
+
+    def _last_use_on_disk(self) -> float | None:
+        """When the files a writer touches last changed, as an instant on self.clock.
+
+        The promise file changes with each new_epoch, committed-txid with the writer's
+        calls and an in-progress segment with its batches. A time ahead of the wall clock
+        counts as now.
+        """
+        cur = self.storage.current
+        paths = [cur / LAST_PROMISED_EPOCH, cur / COMMITTED_TXID]
+        paths += [seg.path for seg in self.files.segments() if seg.in_progress]
+        times = []
+        for path in paths:
+            try:
+                times.append(path.stat().st_mtime)
+            except FileNotFoundError:
+                continue
+        if not times:
+            return None
+        return self.clock() - max(0.0, time.time() - max(times))
+
+    def _read_epoch(self, name: str) -> int:
+        """An epoch file's value, refused outside 0..MAX_EPOCH - 1 (new_epoch's range).
+
+        HDFS loads any long; a value out of range would load and then fail every call
+        that reports it, while the node looked healthy (design §J.9).
+        """
+        value = self.storage.read_long(name, 0)
+        if not 0 <= value < MAX_EPOCH:
+            raise StorageError(
+                f"{self.storage.current / name} holds {value}, outside the epochs a writer "
+                f"can win (0 to 2**62 - 1); the file is corrupt or was edited"
+            )
+        return value
 
     def close(self) -> None:
         """Close the open segment and release the storage lock."""
@@ -249,8 +295,8 @@ class Journal:
     def _check_formatted(self) -> NsInfo:
         if self.ns_info is None:
             raise JournalNotFormattedError(
-                f"journal {self.jid!r} is not formatted on this JournalNode "
-                f"(storage {self.storage.root}); run `qjm journal format`"
+                f"journal {self.jid!r} is not formatted on this JournalNode; run "
+                "`qjm journal format`"
             )
         return self.ns_info
 
@@ -269,6 +315,13 @@ class Journal:
             raise MissingEpochError(
                 f"request for journal {self.jid!r} carries no epoch ({req.epoch}); a writer "
                 "must win new_epoch first"
+            )
+        if req.ipc_serial >= MAX_EPOCH:
+            # HDFS takes any long; serials count a writer's calls, so one at the epochs'
+            # bound is no honest writer's, and would leave it no room (design §J.1).
+            raise IpcSerialLimitError(
+                f"IPC serial {req.ipc_serial} of journal {self.jid!r} is at or above the "
+                "bound 2**62 that serials share with epochs"
             )
         if req.epoch < self.last_promised_epoch:
             raise StaleEpochError(
@@ -318,6 +371,7 @@ class Journal:
         The epoch needs no recording: _check_request refused any above the promise.
         """
         self.current_epoch_ipc_serial = req.ipc_serial
+        self.last_used = self.clock()
         if req.HasField("committed_txid") and req.committed_txid != self.committed_txid:
             self._learn_committed_txid(req, written_through)
 
@@ -384,6 +438,7 @@ class Journal:
         self.storage.write_long(LAST_PROMISED_EPOCH, epoch)
         self.last_promised_epoch = epoch
         self.current_epoch_ipc_serial = -1
+        self.last_used = self.clock()
 
     def _set_committed_txid(self, txid: int) -> None:
         os.pwrite(self._committed_fd, struct.pack(">q", txid), 0)
@@ -396,6 +451,7 @@ class Journal:
 
     def format(self, ns: NsInfo, force: bool, members: Sequence[str] = ()) -> None:
         """Format the storage for a namespace and membership; writers wait for new_epoch."""
+        self._check_not_in_use(ns, force)
         if self.storage.has_data() and not force:
             raise StorageNotEmptyError(
                 f"can't format the storage directory {self.storage.current} because it is "
@@ -423,13 +479,50 @@ class Journal:
         self.committed_txid = None
         self.highest_written_txid = 0
         self.current_epoch_ipc_serial = -1
+        self.last_used = None
         self._committed_fd = self.storage.open_committed_txid()
         log.info("journal %s formatted: %s", self.jid, ns.describe())
+
+    def _check_not_in_use(self, ns: NsInfo, force: bool) -> None:
+        """Refuse to format a journal in use unless forced for the namespace it holds.
+
+        HDFS formats whenever force is given, so one call could wipe every acknowledged
+        edit of a live cluster. Here a formatted journal whose writer holds an open
+        segment, or promised or made a call within FORMAT_QUIET_SECONDS, is in use: only
+        a forced format naming the journal's own namespace wipes it (design §J.8).
+        """
+        mine = self.ns_info
+        if mine is None:
+            return
+        if self.cur_segment_txid is not None:
+            why = (
+                f"segment {self.cur_segment_txid} is open for the writer of epoch "
+                f"{self.last_writer_epoch}"
+            )
+        elif (
+            self.last_used is not None
+            and (quiet := self.clock() - self.last_used) < FORMAT_QUIET_SECONDS
+        ):
+            why = (
+                f"it promised epoch {self.last_promised_epoch} or took a writer call "
+                f"{quiet:.0f}s ago"
+            )
+        else:
+            return
+        if force and same_namespace(ns, mine):
+            log.warning("journal %s: formatting it although %s (forced)", self.jid, why)
+            return
+        raise JournalInUseError(
+            f"journal {self.jid!r} is in use: {why}; a journal in use is formatted only "
+            f"with force and its own namespace ({mine.describe()}; this request has "
+            f"{ns.describe()}{'' if force else ' without force'}), or once its writer was "
+            f"idle for {FORMAT_QUIET_SECONDS:g}s"
+        )
 
     def _promise_on_disk(self) -> int:
         """The last-promised-epoch file's value, also when VERSION is lost; 0 if unreadable."""
         try:
-            return self.storage.read_long(LAST_PROMISED_EPOCH, 0)
+            return self._read_epoch(LAST_PROMISED_EPOCH)
         except (StorageError, ValueError):
             return 0
 
@@ -775,27 +868,35 @@ class Journal:
         )
         return removed
 
-    def discard_segments(self, start_txid: int) -> int:
+    def discard_segments(self, req: pb.RequestInfoProto | None, start_txid: int) -> int:
         """Delete every segment from start_txid on (rolling-upgrade rollback); return the count.
 
-        HDFS deletes them and sets the committed txid to start_txid - 1, unchecked. Here the
-        discard must not lose a txid a writer reported committed, cut a segment in two, or
-        pull a segment from under an open writer; each is refused, naming the txids. The
-        committed txid is kept: it is at most start_txid - 1 already, and a discard does not
-        make more txids committed.
+        HDFS's discardSegments carries no epoch and is taken whenever it comes. Here it is a
+        writer call like any other (design §J.8): it needs the epoch this node promised
+        last, so its caller fenced every writer, from a caller that has not started a
+        segment in that epoch (so none is open). It is refused when it
+        would cut a segment in two; then, as in HDFS, it deletes the segments (finalized and
+        in progress) from start_txid on with their paxos files and sets the committed txid
+        to start_txid - 1.
         """
-        self._check_formatted()
         where = f"can't discard the segments of journal {self.jid!r} from txid {start_txid}"
+        if req is None:
+            self._check_formatted()
+            raise MissingEpochError(
+                f"{where}: the request carries no writer epoch; a discard needs the epoch of "
+                "a writer that fenced the others (won new_epoch), as every call that changes "
+                "a journal does (Hadoop's NameNode sends none)"
+            )
+        self._check_writer_call(req)
         if start_txid <= 0:
             raise InvalidRequestError(f"{where}: the txid must be positive")
-        if self.files.open_path is not None and self.cur_segment_txid is not None:
+        if self.last_writer_epoch >= req.epoch:
+            # A writer of this epoch started segments here: a deposed writer on a node that
+            # never heard of its successor holds the promise too. A rollback comes from a
+            # caller that won a fresh epoch for it and has written nothing (§J.8).
             raise SegmentStateError(
-                f"{where}: segment {self.cur_segment_txid} is open for the writer of epoch "
-                f"{self.last_writer_epoch}"
-            )
-        if self.committed_txid is not None and start_txid <= self.committed_txid:
-            raise SegmentStateError(
-                f"{where}: txids {start_txid}-{self.committed_txid} are committed"
+                f"{where}: the writer of epoch {req.epoch} has started segments here; a "
+                "discard comes from a caller that won a new epoch and has not written"
             )
         doomed = []
         for seg in self.files.segments():
@@ -807,6 +908,7 @@ class Journal:
                 )
             if seg.start >= start_txid:
                 doomed.append(seg)
+        self._apply_request(req)
         self.files.remove(doomed)
         for txid in self.storage.paxos_txids():
             if txid >= start_txid:
@@ -814,8 +916,18 @@ class Journal:
         self.cache.clear()
         latest = self.files.scan_for_latest_edits()
         self.highest_written_txid = latest.end_txid if latest else 0
+        if self.committed_txid is not None and self.committed_txid >= start_txid:
+            # The one place the committed txid goes down: a rollback gives up those txids
+            # on purpose, and the caller's promise fenced every writer that reported them
+            # committed. HDFS sets it to start_txid - 1 also when that is higher; it is
+            # only lowered here, never above what this node holds (_learn_committed_txid).
+            self._set_committed_txid(start_txid - 1)
         log.info(
-            "journal %s: discarded %d segments from txid %d", self.jid, len(doomed), start_txid
+            "journal %s: discarded %d segments from txid %d in epoch %d",
+            self.jid,
+            len(doomed),
+            start_txid,
+            req.epoch,
         )
         return len(doomed)
 
@@ -1269,6 +1381,21 @@ class Journal:
         if self.amnesiac is not None:
             st.restored = True
         return st
+
+    def check_storage_info(self, theirs: StorageInfo) -> None:
+        """Refuse a segment fetch whose storageInfo names another namespace than ours."""
+        mine = self._check_formatted()
+        if not same_namespace(mine, theirs):
+            ours = StorageInfo(mine.layout_version, mine.namespace_id, mine.ctime, mine.cluster_id)
+            raise StorageInfoMismatchError(
+                f"This node has storage info '{ours}' but the requesting node expected '{theirs}'"
+            )
+
+    def segment_for(self, q: GetJournalQuery) -> tuple[Path, int] | None:
+        """What /getJournal serves for a query: the file and valid length, or None (404)."""
+        if q.storage_info is not None:
+            self.check_storage_info(q.storage_info)
+        return self.segment_path(q.segment_txid, q.in_progress_ok, q.recovery_epoch)
 
     def segment_path(
         self, segment_txid: int, in_progress_ok: bool, recovery_epoch: int = 0

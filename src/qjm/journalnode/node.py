@@ -303,9 +303,10 @@ class JournalNode:
                 return found
             root = self.edits_dir / jid
             if not create and not root.is_dir():
+                # Named by its id only: the answer goes to any caller (design §J.9).
                 raise JournalNotFormattedError(
-                    f"journal {jid!r} is not formatted on this JournalNode (no storage at "
-                    f"{root}); run `qjm journal format`"
+                    f"journal {jid!r} is not formatted on this JournalNode; run "
+                    "`qjm journal format`"
                 )
             held = len(self._journals) + len(self.broken)
             if not root.is_dir() and held >= self.settings.max_journals:

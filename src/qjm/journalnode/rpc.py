@@ -20,6 +20,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from qjm.errors import QjmError
@@ -47,17 +48,50 @@ MAX_LONG_POLL_MS = 30_000
 Serve = Callable[[Any], Awaitable[Message]]
 
 
+def _check_fields(spec: MethodSpec, request: Message, ctx: CallContext) -> None:
+    """Refuse a request missing a required field or holding text that is not UTF-8.
+
+    Hadoop's Java runtime reads such text with replacement characters; it is refused here,
+    naming the field and the bytes, before any of it reaches a journal (design §J.9).
+    """
+    what = f"{spec.request.DESCRIPTOR.name} in {spec.name} from {ctx.peer}"
+    if not request.IsInitialized():
+        missing = ", ".join(request.FindInitializationErrors())  # type: ignore[attr-defined]
+        raise InvalidRequestError(f"malformed {what}: missing required fields: {missing}")
+    found = _undecoded_text(request)
+    if found is not None:
+        field, raw = found
+        shown = raw.decode("utf-8", errors="backslashreplace")
+        raise InvalidRequestError(f"malformed {what}: field {field} is not valid UTF-8: '{shown}'")
+
+
+def _undecoded_text(msg: Message, prefix: str = "") -> tuple[str, bytes] | None:
+    """The first string field (as a dotted path) whose wire bytes are not UTF-8, if any.
+
+    The protobuf runtime hands such a proto2 string over as bytes, which every str
+    operation behind it (the journal id check, VERSION's text) would trip on.
+    """
+    for fd, value in msg.ListFields():
+        path = prefix + fd.name
+        values = value if fd.is_repeated else (value,)
+        if fd.type == FieldDescriptor.TYPE_STRING:
+            for v in values:
+                if isinstance(v, bytes):
+                    return path, v
+        elif fd.type == FieldDescriptor.TYPE_MESSAGE:
+            for sub in values:
+                found = _undecoded_text(sub, path + ".")
+                if found is not None:
+                    return found
+    return None
+
+
 def _checked(spec: MethodSpec, serve: Serve, node: JournalNode) -> Method:
     """The IPC method for one handler: field check, in-flight bytes, error translation."""
 
     async def handler(request: Message, ctx: CallContext) -> Message:
         # Everything before `serve` is synchronous: the journal work is queued in call order.
-        if not request.IsInitialized():
-            missing = ", ".join(request.FindInitializationErrors())  # type: ignore[attr-defined]
-            raise InvalidRequestError(
-                f"malformed {spec.request.DESCRIPTOR.name} in {spec.name} from {ctx.peer}: "
-                f"missing required fields: {missing}"
-            )
+        _check_fields(spec, request, ctx)
         held = node.inflight.take(request.ByteSize())
         try:
             return await serve(request)
@@ -104,12 +138,7 @@ def _started(spec: MethodSpec, work_of: Callable[[Any], Work], node: JournalNode
         return run
 
     def start(request: Message, ctx: CallContext) -> asyncio.Future[Message]:
-        if not request.IsInitialized():
-            missing = ", ".join(request.FindInitializationErrors())  # type: ignore[attr-defined]
-            raise InvalidRequestError(
-                f"malformed {spec.request.DESCRIPTOR.name} in {name} from {ctx.peer}: "
-                f"missing required fields: {missing}"
-            )
+        _check_fields(spec, request, ctx)
         jid, fn = work_of(request)
         held = node.inflight.take(request.ByteSize())
         try:
@@ -143,9 +172,10 @@ class JournalNodeHandlers:
         return pb.IsFormattedResponseProto(is_formatted=formatted)
 
     async def discard_segments(self, request: pb.DiscardSegmentsRequestProto) -> Message:
-        """Delete the segments from a txid on (rolling-upgrade rollback)."""
+        """Delete the segments from a txid on (rolling-upgrade rollback), for the writer."""
         start = request.start_txid
-        await self.node.run(_jid(request.jid), lambda j: j.discard_segments(start))
+        req = request.req if request.HasField("req") else None
+        await self.node.run(_jid(request.jid), lambda j: j.discard_segments(req, start))
         return pb.DiscardSegmentsResponseProto()
 
     async def format(self, request: pb.FormatRequestProto) -> Message:

@@ -283,6 +283,8 @@ class JNStorage:
         if len(data) != 8:
             raise StorageError(f"{path} has invalid length {len(data)} (expected 8 bytes)")
         (value,) = struct.unpack(">q", data)
+        if value < 0:
+            raise StorageError(f"{path} holds {value}, not a txid (txids are never negative)")
         return int(value)
 
     def open_committed_txid(self) -> int:

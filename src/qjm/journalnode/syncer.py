@@ -328,7 +328,8 @@ class JournalSyncer:
         staging = journal.storage.sync_dir
         staging.mkdir(parents=True, exist_ok=True)
         tmp = staging / finalized_name(start, end)
-        url = get_journal_url(base_url, journal.jid, start)
+        ns = journal.ns_info.to_proto() if journal.ns_info is not None else None
+        url = get_journal_url(base_url, journal.jid, start, ns_info=ns)
         await self._fetch(url, tmp)
         found = await asyncio.get_running_loop().run_in_executor(None, scan_file, tmp)
         if (found.first_txid, found.last_txid, found.end) != (start, end, "eof"):

@@ -630,7 +630,7 @@ class NameNode:
 
     def _journal_reader(self) -> QuorumJournalReader:
         if self._reader is None:
-            self._reader = QuorumJournalReader(self.uri, self.cfg.qjournal)
+            self._reader = QuorumJournalReader(self.uri, self.cfg.qjournal, ns_info=self._ns_info())
         return self._reader
 
     def _start_tailer(self) -> None:

@@ -40,6 +40,13 @@ class NamespaceMismatchError(JournalError):
     java_class = "qjm.protocol.errors.NamespaceMismatchError"
 
 
+class StorageInfoMismatchError(NamespaceMismatchError):
+    """A segment fetch (/getJournal) whose storageInfo names another namespace."""
+
+    code = "STORAGE_INFO_MISMATCH"
+    java_class = "qjm.protocol.errors.StorageInfoMismatchError"
+
+
 class InvalidRequestError(JournalError):
     """A request whose fields are malformed or out of range."""
 
@@ -59,6 +66,13 @@ class StorageError(JournalError):
 
     code = "STORAGE"
     java_class = "qjm.protocol.errors.StorageError"
+
+
+class JournalInUseError(JournalError):
+    """A format of a journal in use, not forced for the namespace it is formatted for."""
+
+    code = "JOURNAL_IN_USE"
+    java_class = "qjm.protocol.errors.JournalInUseError"
 
 
 class CacheMissError(JournalError):
@@ -157,6 +171,13 @@ class EpochLimitError(InvalidRequestError):
 
     code = "EPOCH_LIMIT"
     java_class = "qjm.protocol.errors.EpochLimitError"
+
+
+class IpcSerialLimitError(InvalidRequestError):
+    """An IPC serial at or above 2**62, the bound epochs have."""
+
+    code = "IPC_SERIAL_LIMIT"
+    java_class = "qjm.protocol.errors.IpcSerialLimitError"
 
 
 class CommittedTxidRegressionError(InvalidRequestError):
@@ -293,9 +314,11 @@ ERROR_CLASSES: dict[str, type[JournalError]] = {
         EpochError,
         JournalOutOfSyncError,
         NamespaceMismatchError,
+        StorageInfoMismatchError,
         InvalidRequestError,
         SegmentStateError,
         StorageError,
+        JournalInUseError,
         CacheMissError,
         StaleEpochError,
         UnpromisedEpochError,
@@ -310,6 +333,7 @@ ERROR_CLASSES: dict[str, type[JournalError]] = {
         MembershipMismatchError,
         MissingEpochError,
         EpochLimitError,
+        IpcSerialLimitError,
         CommittedTxidRegressionError,
         EmptyFinalizeError,
         SegmentExistsError,

@@ -9,6 +9,7 @@ in HDFS and travel as 32-bit two's complement in a uint32.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 from qjm import __version__
@@ -81,3 +82,31 @@ def describe_namespace(ns: pb.NamespaceInfoProto) -> str:
     """Short form for messages: namespace id and cluster id."""
     namespace_id, cluster_id = namespace_identity(ns)
     return f"namespace {namespace_id} cluster {cluster_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class StorageInfo:
+    """HDFS's StorageInfo in the colon-separated form /getJournal's storageInfo carries."""
+
+    layout_version: int
+    namespace_id: int
+    ctime: int
+    cluster_id: str
+
+    @classmethod
+    def of(cls, ns: pb.NamespaceInfoProto) -> StorageInfo:
+        """The storage info of a namespace's wire message."""
+        si = ns.storage_info
+        return cls(layout_version(ns), si.namespace_id, si.ctime, si.cluster_id)
+
+    @classmethod
+    def parse(cls, text: str) -> StorageInfo:
+        """Read layoutVersion:namespaceID:cTime:clusterID; ValueError if it is not that."""
+        parts = text.split(":", 3)
+        if len(parts) != 4 or not parts[3]:
+            raise ValueError(f"{text!r} has not four fields")
+        return cls(int(parts[0]), int(parts[1]), int(parts[2]), parts[3])
+
+    def __str__(self) -> str:
+        """HDFS's StorageInfo.toColonSeparatedString()."""
+        return f"{self.layout_version}:{self.namespace_id}:{self.ctime}:{self.cluster_id}"

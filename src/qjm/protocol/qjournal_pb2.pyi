@@ -181,14 +181,16 @@ class IsFormattedResponseProto(_message.Message):
     def __init__(self, is_formatted: _Optional[bool] = ...) -> None: ...
 
 class DiscardSegmentsRequestProto(_message.Message):
-    __slots__ = ("jid", "start_txid", "name_service_id")
+    __slots__ = ("jid", "start_txid", "name_service_id", "req")
     JID_FIELD_NUMBER: _ClassVar[int]
     START_TXID_FIELD_NUMBER: _ClassVar[int]
     NAME_SERVICE_ID_FIELD_NUMBER: _ClassVar[int]
+    REQ_FIELD_NUMBER: _ClassVar[int]
     jid: JournalIdProto
     start_txid: int
     name_service_id: str
-    def __init__(self, jid: _Optional[_Union[JournalIdProto, _Mapping]] = ..., start_txid: _Optional[int] = ..., name_service_id: _Optional[str] = ...) -> None: ...
+    req: RequestInfoProto
+    def __init__(self, jid: _Optional[_Union[JournalIdProto, _Mapping]] = ..., start_txid: _Optional[int] = ..., name_service_id: _Optional[str] = ..., req: _Optional[_Union[RequestInfoProto, _Mapping]] = ...) -> None: ...
 
 class DiscardSegmentsResponseProto(_message.Message):
     __slots__ = ()

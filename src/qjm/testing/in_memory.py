@@ -41,7 +41,7 @@ from qjm.journalnode.rpc import JournalNodeHandlers
 from qjm.journalnode.segment_fetch import FetchError, FetchLimits
 from qjm.journalnode.syncer import JournalSyncer
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol.errors import JournalNodeUnavailable
+from qjm.protocol.errors import JournalNodeUnavailable, StorageInfoMismatchError
 from qjm.protocol.qjournal import PROTOCOLS, QJOURNAL_PROTOCOL, MethodSpec
 from qjm.protocol.qjournal_client import translate_remote_error
 from qjm.protocol.urls import parse_get_journal_query
@@ -603,13 +603,14 @@ class InMemoryCluster:
         if slot is None or slot.node is None:
             raise FetchError(f"cannot fetch {url}: no JournalNode answers at {host}")
         asked = parse_get_journal_query(dict(urllib.parse.parse_qsl(parts.query)))
-        jid, txid = asked.jid, asked.segment_txid
-        in_progress_ok, epoch = asked.in_progress_ok, asked.recovery_epoch
         verdict = self.faults[slot.index].decide(FETCH_METHOD, url)
         if verdict is not None:
             raise FetchError(f"cannot fetch {url}: injected failure")
         node = slot.node
-        found = await node.run(jid, lambda j: j.segment_path(txid, in_progress_ok, epoch))
+        try:
+            found = await node.run(asked.jid, lambda j: j.segment_for(asked))
+        except StorageInfoMismatchError as e:
+            raise FetchError(f"cannot fetch {url}: 403, {e}") from None
         if found is None:
             raise FetchError(f"cannot fetch {url}: 404, no such segment")
         path, length = found
