@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import random
+import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from google.protobuf.message import EncodeError
@@ -26,7 +29,7 @@ from qjm.client.output_stream import QuorumOutputStream
 from qjm.client.quorum_call import QuorumError
 from qjm.client.quorum_journal_manager import FormatRefused, QuorumJournalManager
 from qjm.client.recovery_comparator import RecoveryInvariantError
-from qjm.editlog.framing import OP_OPAQUE
+from qjm.editlog.framing import OP_OPAQUE, encode_op
 from qjm.errors import QjmError
 from qjm.ipc import RemoteError
 from qjm.protocol import qjournal_pb2 as pb
@@ -37,7 +40,7 @@ from qjm.protocol.errors import (
     JournalOutOfSyncError,
 )
 from qjm.protocol.qjournal import journal_id
-from qjm.testing.in_memory import InjectedFault, InMemoryCluster
+from qjm.testing.in_memory import InjectedFault, InMemoryCluster, RpcRecord
 from qjm_cluster import FAST_SETTINGS
 
 pytestmark = pytest.mark.timeout(60)
@@ -742,38 +745,182 @@ async def test_discard_needs_a_won_epoch_no_segment_and_every_node(
 
 
 # -- a seeded randomized schedule ---------------------------------------------------------------------
-ROUNDS = int(os.environ.get("QJM_INMEM_ROUNDS", "200"))
+ROUNDS = int(os.environ.get("QJM_INMEM_ROUNDS", "600"))
 SEED = int(os.environ.get("QJM_INMEM_SEED", "3077"))
+DEPOSED_SERIAL = 1 << 40  # above any serial a writer of this schedule sends
 
 
+@pytest.mark.timeout(max(60, ROUNDS // 10))  # long runs (docs/reliability.md) take longer
 async def test_randomized_schedule_every_acked_txid_survives(cluster: InMemoryCluster) -> None:
-    stats: Counter[str] = Counter()
-    try:
-        await _randomized(cluster, random.Random(SEED), stats)
-    except BaseException as e:
-        e.add_note(f"randomized schedule: QJM_INMEM_SEED={SEED} QJM_INMEM_ROUNDS={ROUNDS}; {stats}")
-        raise
+    started = time.monotonic()
+    stats = await run_schedule(cluster, SEED, ROUNDS)
+    report = os.environ.get("QJM_INMEM_REPORT")  # long runs record what they did
+    if report:
+        line = {"seed": SEED, "rounds": ROUNDS, "seconds": round(time.monotonic() - started, 1)}
+        text = json.dumps({**line, "lost": 0, "stats": dict(stats)}) + "\n"
+        await asyncio.to_thread(_append, Path(report), text)
     if ROUNDS >= 100:  # the schedule did exercise what it is for
         for what in ("crash", "restart", "recovered", "acked", "write failed", "rolled"):
             assert stats[what] >= 3, f"seed {SEED}: only {stats[what]} {what!r}: {stats}"
+    if ROUNDS >= 600:
+        for what in ("wipe", "sync", "late newEpoch", "deposed call"):
+            assert stats[what] >= 1, f"seed {SEED}: no {what!r}: {stats}"
 
 
-async def _randomized(c: InMemoryCluster, rng: random.Random, stats: Counter[str]) -> None:
+def _append(path: Path, text: str) -> None:
+    with path.open("a") as f:
+        f.write(text)
+
+
+async def run_schedule(c: InMemoryCluster, seed: int, rounds: int) -> Counter[str]:
+    """The seeded randomized schedule; its statistics (the seed is named on failure)."""
+    stats: Counter[str] = Counter()
+    try:
+        await _randomized(c, random.Random(seed), rounds, stats)
+    except BaseException as e:
+        e.add_note(f"randomized schedule: QJM_INMEM_SEED={seed} QJM_INMEM_ROUNDS={rounds}; {stats}")
+        raise
+    return stats
+
+
+class Deposed:
+    """A fenced writer that still calls the JournalNodes' API itself, as any client may."""
+
+    def __init__(self, epoch: int, segment: int, acked: int, next_txid: int, tag: str) -> None:
+        self.epoch, self.segment, self.acked, self.next_txid, self.tag = (
+            epoch,
+            segment,
+            acked,
+            next_txid,
+            tag,
+        )
+        self.serial = DEPOSED_SERIAL
+
+    def req(self) -> pb.RequestInfoProto:
+        """The next request, reporting what this writer had acknowledged (honestly)."""
+        self.serial += 1
+        return request_info(JID, self.epoch, self.serial, self.acked or None)
+
+    async def act(self, c: InMemoryCluster, rng: random.Random) -> str:
+        """One direct call to one node: finalize, more edits, or a discard; what it did."""
+        client = c.client(rng.choice(c.addresses))
+        kind = rng.choice(["finalize", "journal", "discard"])
+        if kind == "finalize":
+            request: Any = pb.FinalizeLogSegmentRequestProto(
+                req=self.req(), start_txid=self.segment, end_txid=max(self.acked, self.segment)
+            )
+            method = "finalizeLogSegment"
+        elif kind == "journal":
+            n = rng.randint(1, 3)
+            first = self.next_txid
+            records = b"".join(
+                encode_op(OP_OPAQUE, t, payload(t, self.tag)) for t in range(first, first + n)
+            )
+            request = pb.JournalRequestProto(
+                req=self.req(),
+                segment_txid=self.segment,
+                first_txid=first,
+                num_txns=n,
+                records=records,
+            )
+            method = "journal"
+        else:
+            request = pb.DiscardSegmentsRequestProto(
+                jid=journal_id(JID), start_txid=self.segment, req=self.req()
+            )
+            method = "discardSegments"
+        try:
+            await client.call(method, request, 5)
+        except QjmError:
+            return f"deposed {kind} refused"
+        finally:
+            await client.close()
+        if kind == "journal":
+            self.next_txid += request.num_txns
+        return f"deposed {kind} taken"
+
+
+def holders_of(c: InMemoryCluster, acked: dict[int, bytes], but: int) -> int:
+    """The fewest nodes other than `but` that hold an acknowledged txid with its value."""
+    held: Counter[int] = Counter()
+    for i in range(c.n):
+        if i == but:
+            continue
+        have: dict[int, bytes] = {}
+        for ops in c.segments(i, JID, finalized_only=False).values():
+            have.update(ops)
+        held.update(t for t, v in acked.items() if have.get(t) == v)
+    return min((held[t] for t in acked), default=c.n)
+
+
+async def _restored_or_unformatted(c: InMemoryCluster) -> list[int]:
+    """The nodes that lost their storage and are not back to voting yet."""
+    out = []
+    for i in range(c.n):
+        if not (c.slots[i].edits_dir / JID / "current" / "VERSION").exists() or (
+            c.is_up(i) and (await c.node(i).journal_status(JID)).restored
+        ):
+            out.append(i)
+    return out
+
+
+async def _recover_with_a_late_answer(
+    c: InMemoryCluster, q: QuorumJournalManager, rng: random.Random, stats: Counter[str]
+) -> int:
+    """recover_unfinalized_segments, one node's newEpoch answer held until the others'."""
+    up = [i for i in range(c.n) if c.is_up(i)]
+    if len(up) < 2 or rng.random() >= 0.3:
+        return await q.recover_unfinalized_segments()
+    late = rng.choice(up)
+    others = {i for i in up if i != late}
+    gate = c.faults[late].hold("newEpoch", times=1)
+    answered: set[int] = set()
+
+    def seen_by(i: int) -> Any:
+        def seen(record: RpcRecord) -> None:
+            if record.method == "newEpoch":
+                answered.add(i)  # its answer or its failure is in: now the late one's
+                if answered >= others:
+                    gate.open()
+
+        return seen
+
+    for i in others:
+        c.faults[i].on_record = seen_by(i)
+    stats["late newEpoch"] += 1
+    try:
+        return await q.recover_unfinalized_segments()
+    finally:
+        gate.open()
+        for i in others:
+            c.faults[i].on_record = None
+
+
+async def _randomized(
+    c: InMemoryCluster, rng: random.Random, rounds: int, stats: Counter[str]
+) -> None:
     acked: dict[int, bytes] = {}
     q: QuorumJournalManager | None = None
     stream: QuorumOutputStream | None = None
+    deposed: Deposed | None = None
     generation = 0
 
     async def drop_writer() -> None:
-        nonlocal q, stream
+        nonlocal q, stream, deposed
         if q is not None:
+            if stream is not None and q.epoch is not None:
+                # It goes on calling the API itself, as a deposed writer may.
+                last = stream.last_written_txid
+                deposed = Deposed(
+                    q.epoch, stream.segment_txid, stream.acked_txid, last + 1, f"d{generation}"
+                )
             await q.close()  # a crash: calls in flight are abandoned
         q = stream = None
 
-    for rnd in range(ROUNDS):
+    for rnd in range(rounds):
         where = f"round {rnd}"
         roll = rng.random()
-        if roll < 0.08:
+        if roll < 0.07:
             down = [i for i in range(c.n) if not c.is_up(i)]
             if down and (len(down) == 2 or rng.random() < 0.7):
                 await c.start_node(rng.choice(down))
@@ -782,22 +929,51 @@ async def _randomized(c: InMemoryCluster, rng: random.Random, stats: Counter[str
                 await c.crash(rng.choice([i for i in range(c.n) if c.is_up(i)]))
                 stats["crash"] += 1
             continue
-        if roll < 0.16:
+        if roll < 0.12:
+            # A node loses its disk, within the fault model: every acknowledged txid stays
+            # on two other nodes, and no other node is restored or unformatted right now.
+            for i in range(c.n):  # the syncers have had time to run
+                if c.is_up(i):
+                    with contextlib.suppress(QjmError, OSError):
+                        stats["synced segments"] += await c.sync(i)
+            safe = [i for i in range(c.n) if c.is_up(i) and holders_of(c, acked, i) >= 2]
+            if not safe or await _restored_or_unformatted(c):
+                continue
+            victim = rng.choice(safe)
+            await c.wipe(victim, JID)
+            stats["wipe"] += 1
+            with contextlib.suppress(QjmError, OSError):  # its syncer's first round
+                stats["synced segments"] += await c.sync(victim)
+            continue
+        if roll < 0.15:
+            for i in range(c.n):  # the syncers' rounds
+                if c.is_up(i):
+                    with contextlib.suppress(QjmError, OSError):
+                        stats["synced segments"] += await c.sync(i)
+            stats["sync"] += 1
+            continue
+        if roll < 0.18 and deposed is not None:
+            stats[await deposed.act(c, rng)] += 1
+            stats["deposed call"] += 1
+            continue
+        if roll < 0.24:
             for f in c.faults:
                 f.clear()
                 if rng.random() < 0.5:
                     f.randomly(random.Random(rng.random()), 0.1, 0.05)
             continue
-        if roll < 0.22 or q is None:
+        if roll < 0.30 or q is None:
             await drop_writer()
             generation += 1
             q = qjm(c)
             try:
-                last = await q.recover_unfinalized_segments()
+                last = await _recover_with_a_late_answer(c, q, rng, stats)
             except QjmError as e:
                 assert not isinstance(e, RecoveryInvariantError), f"{where}: {e}"
                 stats["recovery failed"] += 1
-                await drop_writer()
+                stats[f"recovery failed: {type(e).__name__}"] += 1
+                await q.close()
+                q = None
                 continue
             stats["recovered"] += 1
             assert last >= max(acked, default=0), f"{where}: recovered to {last}, acked {acked}"
@@ -807,7 +983,7 @@ async def _randomized(c: InMemoryCluster, rng: random.Random, stats: Counter[str
                 await drop_writer()
             continue
         assert stream is not None
-        if roll < 0.30:
+        if roll < 0.37:
             end = stream.acked_txid
             if stream.last_written_txid < stream.segment_txid:
                 continue  # nothing to roll
@@ -835,14 +1011,21 @@ async def _randomized(c: InMemoryCluster, rng: random.Random, stats: Counter[str
         stats["acked"] += 1
         acked.update(bodies)
 
-    # Heal everything; a new writer recovers; every acknowledged txid is there, once.
+    # Heal everything; the syncers run; a new writer recovers; every acknowledged txid is
+    # there, once.
     await drop_writer()
     for i, f in enumerate(c.faults):
         f.clear()
         if not c.is_up(i):
             await c.start_node(i)
+    for _ in range(2):
+        for i in range(c.n):
+            await c.sync(i)
     last = await recover(c)
     assert last >= max(acked, default=0)
+    for _ in range(2):
+        for i in range(c.n):
+            await c.sync(i)
     values = one_value_per_txid(c)
     for txid, body in acked.items():
         assert values.get(txid) == body, f"acked txid {txid}: {values.get(txid)!r} != {body!r}"
@@ -850,7 +1033,7 @@ async def _randomized(c: InMemoryCluster, rng: random.Random, stats: Counter[str
             i for i in range(c.n) if any(s <= txid <= (e or 0) for (s, e) in c.segments(i, JID))
         ]
         assert len(holders) >= 2, f"acked txid {txid} finalized only on {holders}"
-    assert len(acked) > ROUNDS // 10, "the schedule acknowledged almost nothing"
+    assert len(acked) > rounds // 10, "the schedule acknowledged almost nothing"
 
 
 # -- the transport itself ------------------------------------------------------------------------

@@ -273,6 +273,7 @@ class JournalNode:
         self._opening: dict[str, asyncio.Future[None]] = {}
         self._http: web.AppRunner | None = None
         self.stopped = asyncio.Event()
+        self._stopping = False  # set first thing in stop(): no journal opens after it
         self.peers = list(peers or [])
         self.syncer: JournalSyncer | None = None
         self._sync_stop = asyncio.Event()
@@ -301,6 +302,10 @@ class JournalNode:
             found = self._journals.get(jid)
             if found is not None:
                 return found
+            if self._stopping:
+                # stop() closes the journals it finds; one opened after would keep its
+                # storage lock, and the node's next start could not open it.
+                raise JournalError(f"the JournalNode is stopping; journal {jid!r} not opened")
             root = self.edits_dir / jid
             if not create and not root.is_dir():
                 # Named by its id only: the answer goes to any caller (design §J.9).
@@ -577,6 +582,7 @@ class JournalNode:
 
     async def stop(self) -> None:
         """Stop serving, close every journal, release the locks."""
+        self._stopping = True
         if self._sync_task is not None:
             self._sync_stop.set()
             await self._sync_task
@@ -593,12 +599,13 @@ class JournalNode:
         for opened in list(self._journals.values()):
             opened.journal.fetcher.cancel_all()  # a download must not hold up the stop
         self._fetch_pool.shutdown(wait=False, cancel_futures=True)
-        for opened in list(self._journals.values()):
-            try:
-                await opened.executor.submit(opened.journal.close)
-            finally:
-                opened.executor.shutdown()
-        self._journals.clear()
+        async with self._open_lock:  # a journal being opened is opened (and closed) first
+            for opened in list(self._journals.values()):
+                try:
+                    await opened.executor.submit(opened.journal.close)
+                finally:
+                    opened.executor.shutdown()
+            self._journals.clear()
         if self._lock_fd >= 0:
             os.close(self._lock_fd)
             self._lock_fd = -1

@@ -118,6 +118,8 @@ class NodeFaults:
     log: list[RpcRecord] = field(default_factory=list)
     # Rewrites an answer before the caller decodes it (a buggy node, like Hadoop's spies).
     tamper: Callable[[str, Message], Message] | None = None
+    # Told of every call once its answer or error is in (after it is logged).
+    on_record: Callable[[RpcRecord], None] | None = None
 
     def calls(self, method: str | None = None) -> list[RpcRecord]:
         """The recorded calls, of one method or all."""
@@ -191,6 +193,7 @@ class NodeFaults:
         """Remove every rule (the log stays)."""
         self.rules.clear()
         self.tamper = None
+        self.on_record = None
 
     def decide(self, method: str, request: Any) -> Action | Gate | None:
         """The first rule's verdict on a call."""
@@ -270,10 +273,15 @@ class InMemoryClient:
         try:
             resp = await self._call(protocol, spec, method, body, deadline)
         except BaseException as e:
-            self.faults.log.append(RpcRecord(method, request, error=e))
+            self._record(RpcRecord(method, request, error=e))
             raise
-        self.faults.log.append(RpcRecord(method, request, response=resp))
+        self._record(RpcRecord(method, request, response=resp))
         return resp
+
+    def _record(self, record: RpcRecord) -> None:
+        self.faults.log.append(record)
+        if self.faults.on_record is not None:
+            self.faults.on_record(record)
 
     async def _call(
         self, protocol: str, spec: MethodSpec, method: str, body: bytes, deadline: float
