@@ -12,7 +12,7 @@ from qjm.client.decisions import majority_of
 from qjm.client.uri import QJournalUri, parse_qjournal_uri
 from qjm.config import load_config
 from qjm.errors import ConfigError
-from qjm.protocol.status import describe_segments, problem_lines
+from qjm.protocol.status import describe_member_change, describe_segments, problem_lines
 
 
 def add_uri_args(p: argparse.ArgumentParser) -> None:
@@ -105,6 +105,10 @@ def run_status(args: argparse.Namespace) -> int:
     else:
         print(f"journal {uri.jid} on {len(nodes)} JournalNodes")
         print(render_table(STATUS_HEADERS, status_rows(nodes)))
+        for n in nodes:
+            change = describe_member_change(n)
+            if change:
+                print(f"CHANGE {n['address']}: {change}")
         for line in problem_lines(nodes):
             print(f"PROBLEM {line}")
     reachable = sum(1 for n in nodes if n["reachable"])
