@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import JNFactory, snapshot
-from qjm.client.member_change import MemberChange, check_member_change
+from conftest import JNFactory, JNProcess, run_qjm, snapshot
+from ports import free_port
+from qjm.client.member_change import (
+    MemberChange,
+    MemberChangePlan,
+    NodeJournal,
+    check_member_change,
+    plan_member_change,
+)
 from qjm.journalnode.journal import Journal
 from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
@@ -18,13 +27,15 @@ from qjm.protocol.errors import (
     AmnesiacNodeError,
     EpochNotNewerError,
     JournalNotFormattedError,
+    MemberChangeError,
     MemberChangePendingError,
     MembershipMismatchError,
     NamespaceMismatchError,
     UnsafeMemberChangeError,
 )
 from qjm.protocol.qjournal import journal_id
-from raw_writer import JID, RawWriter
+from qjm_cluster import read_dir_segments
+from raw_writer import JID, JNClient, RawWriter
 from raw_writer import NS as RAW_NS
 from test_journal import NS, Writer, open_journal, write
 from test_journal_attacks import http_get
@@ -93,6 +104,89 @@ def test_the_refusal_of_two_changes_names_what_it_adds_and_removes() -> None:
         check_member_change([A, B, C], [A, D, E])
     assert "add one, remove one, or replace one" in str(e.value)
     assert "adds d:1, e:1 and removes b:1, c:1" in str(e.value)
+
+
+# -- the plan: what the command checks before it calls any node ---------------------------------
+
+NSK = (7, "CID-a")
+REPLACE = check_member_change([A, B, C], [A, B, D])
+
+
+def node(ns: Any = NSK, members: tuple[str, ...] = (A, B, C), promised: int = 4, **kw: Any) -> Any:
+    """One node's answer (by default: formatted for NSK with the old members, promise 4)."""
+    return NodeJournal(ns, members, promised, **kw)
+
+
+PLANS: dict[str, tuple[dict[str, NodeJournal], MemberChangePlan | tuple[type[Exception], str]]] = {
+    "replace: the joining node is empty, the removed one is down": (
+        {A: node(promised=4), B: node(promised=6), D: node(ns=None, members=())},
+        MemberChangePlan(NSK, 6),
+    ),
+    "a copied directory joins": (
+        {A: node(), B: node(), C: node(), D: node(promised=3)},
+        MemberChangePlan(NSK, 4),
+    ),
+    "a rerun after some nodes changed": (
+        {A: node(members=(A, B, D), change_epoch=4), B: node(), D: node(ns=None, members=())},
+        MemberChangePlan(NSK, 4),
+    ),
+    "a rerun of this change cut short after its record": (
+        {A: node(change_epoch=4, members_before_change=(A, B, C)), B: node(), D: node()},
+        MemberChangePlan(NSK, 4),
+    ),
+    "a staying node is down": (
+        {A: node(), D: node(ns=None)},
+        (MemberChangeError, f"no answer from {B}"),
+    ),
+    "the joining node is down": (
+        {A: node(), B: node()},
+        (MemberChangeError, f"no answer from {D}"),
+    ),
+    "no namespace on a majority of the old set": (
+        {A: node(), B: node(ns=(8, "CID-b")), D: node(ns=None)},
+        (MemberChangeError, "no namespace is held by a majority (2 of 3)"),
+    ),
+    "a staying node is not formatted": (
+        {A: node(), B: node(ns=None), C: node(), D: node(ns=None)},
+        (MemberChangeError, f"{B}: the journal is not formatted there"),
+    ),
+    "the joining node holds another namespace": (
+        {A: node(), B: node(), D: node(ns=(8, "CID-b"))},
+        (MemberChangeError, f"{D}: it is formatted for namespace 8"),
+    ),
+    "a node holds neither set": (
+        {A: node(), B: node(members=(B, E)), C: node(), D: node(ns=None)},
+        (MemberChangeError, f"{B}: it holds the members {B}, {E}, neither"),
+    ),
+    "an earlier change is pending": (
+        {
+            A: node(change_epoch=4, members_before_change=(A, B, E)),
+            B: node(change_epoch=4, members_before_change=(A, B, E), last_writer_epoch=4),
+            D: node(ns=None),
+        },
+        (MemberChangePendingError, "recorded there in epoch 4 is pending"),
+    ),
+    "an earlier change a writer has written since": (
+        {
+            A: node(change_epoch=4, members_before_change=(A, B, E), last_writer_epoch=5),
+            B: node(change_epoch=4, members_before_change=(A, B, E), last_writer_epoch=5),
+            D: node(ns=None),
+        },
+        MemberChangePlan(NSK, 4),
+    ),
+}
+
+
+@pytest.mark.parametrize(("answers", "expected"), cases(PLANS))
+def test_plan_member_change(
+    answers: dict[str, NodeJournal], expected: MemberChangePlan | tuple[type[Exception], str]
+) -> None:
+    if isinstance(expected, MemberChangePlan):
+        assert plan_member_change(REPLACE, answers) == expected
+    else:
+        error, words = expected
+        with pytest.raises(error, match=re.escape(words)):
+            plan_member_change(REPLACE, answers)
 
 
 # -- one journal: Journal.change_members ---------------------------------------------------------
@@ -311,3 +405,119 @@ async def test_a_journalnode_changes_members_over_rpc_and_shows_it(jn_factory: J
             await old_uri_writer.close()
     finally:
         await w.close()
+
+
+# -- the command: `qjm journal change-members` against JournalNode processes ------------------------
+
+
+def journal_uri(jns: list[JNProcess]) -> str:
+    """The qjournal URI of these nodes (this file's journal id)."""
+    return f"qjournal://{';'.join(j.rpc for j in jns)}/{JID}"
+
+
+def members_on(jn: JNProcess) -> list[str]:
+    """The members file of the journal on a node."""
+    return (jn.edits_dir / JID / "current" / "members").read_text().split()
+
+
+def one_error_line(r: subprocess.CompletedProcess[str]) -> str:
+    """The one-line error of a refused command (exit 1, no traceback)."""
+    assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("qjm: error: "), r.stderr
+    return lines[0]
+
+
+def test_change_members_command_replaces_a_dead_node_and_only_the_new_uri_writes(
+    jn_factory: JNFactory,
+) -> None:
+    jns = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
+    old_uri = journal_uri(jns)
+    ns = RAW_NS.storage_info
+    formatted = run_qjm(
+        "journal", "format", "--uri", old_uri, "--namespace-id", str(ns.namespace_id),
+        "--cluster-id", ns.cluster_id,
+    )  # fmt: skip
+    assert formatted.returncode == 0, formatted.stderr
+    wrote = run_qjm("journal", "write", "--uri", old_uri, "--count", "5", "--finalize")
+    assert wrote.returncode == 0, wrote.stderr
+    jn_factory.stop(jns[2])  # the dead host
+    jn4 = jn_factory.start("jn4")  # the new one: empty storage
+    new = [jns[0], jns[1], jn4]
+    new_uri = journal_uri(new)
+    to = ";".join(j.rpc for j in new)
+    # a command that stopped after the first node: the rerun below completes the change
+    asyncio.run(change_on(jns[0], [j.rpc for j in jns], [j.rpc for j in new]))
+
+    done = run_qjm("journal", "change-members", "--journal", old_uri, "--to", to)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert f"journal {JID}: replace {jns[2].rpc} with {jn4.rpc}" in out
+    assert f"{jns[0].rpc}  stays: change recorded in epoch 1, had it already" in out
+    assert f"{jns[1].rpc}  stays: change recorded in epoch 1\n" in out
+    assert f"{jn4.rpc}  joins: change recorded in epoch 1; votes in recovery once" in out
+    assert f"{jns[2].rpc}  removed (not contacted)" in out
+    assert f"new shared edits URI: {new_uri}" in out and "restart the standby NameNode" in out
+    for jn in new:
+        assert members_on(jn) == sorted(j.rpc for j in new)
+    assert (jn4.edits_dir / JID / "current" / "amnesiac").exists()
+    again = run_qjm("journal", "change-members", "--uri", old_uri, "--to", to)
+    assert again.returncode == 0 and again.stdout.count("had it already") == 3, again.stdout
+
+    status = run_qjm("journal", "status", "--uri", new_uri)
+    was = ";".join(sorted(j.rpc for j in jns))
+    assert f"CHANGE {jns[0].rpc}: members changed in epoch 1 from {was}" in status.stdout
+    assert "(pending: no writer of the new members" in status.stdout
+    # another change before a writer of the new members wrote: refused, naming why
+    two = ";".join((jns[0].rpc, jn4.rpc))
+    pending = one_error_line(run_qjm("journal", "change-members", "--uri", new_uri, "--to", two))
+    assert "one change at a time" in pending and "recorded there in epoch 1 is pending" in pending
+    # a writer of the old URI is refused, naming the change and the new URI
+    old_writer = run_qjm("journal", "write", "--uri", old_uri, "--count", "1")
+    assert old_writer.returncode != 0
+    assert "member change recorded in epoch 1" in old_writer.stderr
+    assert f"qjournal://{';'.join(sorted(j.rpc for j in new))}/{JID}" in old_writer.stderr
+    # a writer of the new URI recovers without the joining node, then writes on it too
+    wrote = run_qjm("journal", "write", "--uri", new_uri, "--count", "3", "--finalize")
+    assert wrote.returncode == 0, wrote.stderr
+    assert not (jn4.edits_dir / JID / "current" / "amnesiac").exists()
+    assert max(read_dir_segments(jn4.edits_dir / JID / "current")) == (8, 12)
+    status = run_qjm("journal", "status", "--uri", new_uri)
+    assert "(done)" in status.stdout and "pending" not in status.stdout
+
+
+async def change_on(jn: JNProcess, old: list[str], new: list[str]) -> None:
+    """One node's changeMembers, as the command sends it to a staying node."""
+    client = JNClient(jn.rpc)
+    try:
+        await client.call(
+            "changeMembers",
+            pb.ChangeMembersRequestProto(
+                jid=journal_id(JID), ns_info=RAW_NS, old_members=old, new_members=new
+            ),
+        )
+    finally:
+        await client.close()
+
+
+def test_change_members_command_refuses_bad_changes_and_changes_nothing(
+    jn_factory: JNFactory,
+) -> None:
+    jns = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
+    uri = journal_uri(jns)
+    assert run_qjm("journal", "format", "--uri", uri).returncode == 0
+    before = [snapshot(jn.edits_dir) for jn in jns]
+
+    def refused(to: str) -> str:
+        return one_error_line(run_qjm("journal", "change-members", "--journal", uri, "--to", to))
+
+    two = refused(f"{jns[0].rpc};127.0.0.1:1;127.0.0.1:2")
+    assert "one change at a time: add one, remove one, or replace one JournalNode" in two
+    down = f"127.0.0.1:{free_port()}"
+    missing = refused(f"{jns[0].rpc};{jns[1].rpc};{down}")
+    assert f"no answer from {down}" in missing
+    assert "port 'x'" in refused(f"{jns[0].rpc};{jns[1].rpc};127.0.0.1:x")
+    assert "the new members are the old ones" in refused(";".join(j.rpc for j in reversed(jns)))
+    assert [snapshot(jn.edits_dir) for jn in jns] == before
+    no_to = run_qjm("journal", "change-members", "--journal", uri)
+    assert no_to.returncode == 2 and "--to" in no_to.stderr

@@ -7,13 +7,23 @@ before it records a change (docs/design.md §J.7). Table-tested in tests/test_me
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from qjm.client.decisions import majority_of
-from qjm.protocol.errors import UnsafeMemberChangeError
+from qjm.protocol.errors import (
+    MemberChangeError,
+    MemberChangePendingError,
+    UnsafeMemberChangeError,
+)
 
-__all__ = ["MemberChange", "check_member_change"]
+__all__ = [
+    "MemberChange",
+    "MemberChangePlan",
+    "NodeJournal",
+    "check_member_change",
+    "plan_member_change",
+]
 
 
 @dataclass(frozen=True)
@@ -97,3 +107,106 @@ def check_member_change(old: Sequence[str], new: Sequence[str]) -> MemberChange:
             "acknowledged by the old set could be lost"
         )
     return MemberChange(tuple(sorted(old_set)), tuple(sorted(new_set)), added, removed)
+
+
+# -- what the command checks before it calls any node ---------------------------------------------
+
+Namespace = tuple[int, str]  # (namespace id, cluster id)
+
+
+@dataclass(frozen=True)
+class NodeJournal:
+    """What one node's status says of the journal, for planning a member change."""
+
+    namespace: Namespace | None  # None: not formatted there
+    members: tuple[str, ...] = ()
+    last_promised_epoch: int = 0
+    last_writer_epoch: int = 0
+    change_epoch: int | None = None  # the last member change recorded there
+    members_before_change: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MemberChangePlan:
+    """The namespace to send every node, and the promise a joining node without storage gets."""
+
+    namespace: Namespace
+    promised_epoch: int
+
+
+def _why_not(change: MemberChange, node: NodeJournal, ns: Namespace, joining: bool) -> str:
+    """Why this node cannot take part in the change ("" when it can)."""
+    if node.namespace is None:
+        return "" if joining else "the journal is not formatted there"
+    if node.namespace != ns:
+        return (
+            f"it is formatted for namespace {node.namespace[0]} (cluster {node.namespace[1]}), "
+            f"not the old members' {ns[0]} (cluster {ns[1]})"
+        )
+    members = tuple(sorted(node.members))
+    if members == change.new:
+        return ""  # changed already: a rerun
+    if members and members != change.old:
+        return f"it holds the members {', '.join(members)}, neither the old nor the new set"
+    return ""
+
+
+def _pending(change: MemberChange, node: NodeJournal) -> str:
+    """The pending earlier change a node would refuse this one for ("" when none)."""
+    if node.change_epoch is None or node.last_writer_epoch > node.change_epoch:
+        return ""
+    if tuple(sorted(node.members)) == change.new:
+        return ""
+    if tuple(sorted(node.members_before_change)) == change.old:
+        return ""  # this very change, cut short: a rerun completes it
+    return (
+        f"a member change recorded there in epoch {node.change_epoch} is pending (no writer "
+        "of its new members has started a segment there yet)"
+    )
+
+
+def plan_member_change(
+    change: MemberChange, answers: Mapping[str, NodeJournal]
+) -> MemberChangePlan:
+    """What to send each node, or a refusal naming every node that stops the change.
+
+    answers holds the nodes that answered. Every node that stays or joins must answer (the
+    staying ones are the new set's first quorum); the namespace is the one a majority of
+    the old members holds; a joining node without storage gets the highest promise of the
+    staying nodes. Removed nodes need not answer.
+    """
+    missing = [a for a in (*change.staying, *change.added) if a not in answers]
+    if missing:
+        raise MemberChangeError(
+            f"a member change needs every JournalNode that stays or joins to answer; no "
+            f"answer from {', '.join(missing)}"
+        )
+    held = Counter(n.namespace for a, n in answers.items() if a in change.old and n.namespace)
+    need = majority_of(len(change.old))
+    ns = next((key for key, count in held.most_common(1) if count >= need), None)
+    if ns is None:
+        seen = ", ".join(f"{key[0]} (cluster {key[1]}) on {n}" for key, n in held.items())
+        raise MemberChangeError(
+            f"no namespace is held by a majority ({need} of {len(change.old)}) of the old "
+            f"members: {seen or 'none is formatted'}"
+        )
+    problems = [
+        f"{a}: {why}"
+        for a in (*change.staying, *change.added)
+        if (why := _why_not(change, answers[a], ns, a in change.added))
+    ]
+    if problems:
+        raise MemberChangeError(f"cannot {change.describe()}: " + "; ".join(problems))
+    pending = [
+        f"{a}: {why}"
+        for a in (*change.staying, *change.added)
+        if (why := _pending(change, answers[a]))
+    ]
+    if pending:
+        raise MemberChangePendingError(
+            "one change at a time: " + "; ".join(pending) + ". Restart the NameNodes with "
+            "the new shared edits URI (standby first, then fail over) so that a writer starts "
+            "a segment, then change again"
+        )
+    promise = max(answers[a].last_promised_epoch for a in change.staying)
+    return MemberChangePlan(ns, promise)
