@@ -564,7 +564,11 @@ class Journal:
         return latest.start_txid if latest else None
 
     def _check_members(self, members: Sequence[str]) -> None:
-        """Refuse a writer whose URI names another member set than this node holds."""
+        """Refuse a writer whose URI names another member set than this node holds.
+
+        After a member change the old set's writer is refused too (docs/design.md §J.7):
+        its majorities need not meet the new set's.
+        """
         if not members or self.members is None:
             return  # an old writer or old storage: nothing to compare
         named = sorted(members)
@@ -602,6 +606,8 @@ class Journal:
         rerun. A node that joins is amnesiac until a writer starts a segment on it; one
         without storage is restored for ns with promised_epoch. A rerun on a node that holds
         the new members already succeeds and changes nothing else.
+        HDFS keeps no member list, so any URI may write and a replaced host needs nothing;
+        here the list guards new_epoch, and this is the one way to change it.
         """
         change = check_member_change(old, new)
         if self.ns_info is None:
@@ -618,6 +624,9 @@ class Journal:
         if recorded is not None and (recorded.old, recorded.new) == (change.old, change.new):
             record = recorded  # a rerun of this change, cut short after its record
         else:
+            # One change at a time (docs/design.md §J.7): the next change's quorums assume
+            # the joining node holds the new writer's data, true only once it started a
+            # segment; until then only the staying nodes carry what the old set committed.
             if recorded is not None and self.last_writer_epoch <= recorded.epoch:
                 raise MemberChangePendingError(
                     f"journal {self.jid!r} has a pending member change, recorded in epoch "
