@@ -253,6 +253,7 @@ def test_one_change_at_a_time_until_a_writer_of_the_new_set_starts_a_segment(
         # the old writer (epoch 1) goes on writing: that is no writer of the new set
         w1 = Writer(1)
         w1.serial = 100
+        w1.committed = 3
         j.finalize_log_segment(w1.req(), 1, 3)
         j.start_log_segment(w1.req(), 4, -64)
         with pytest.raises(MemberChangePendingError):

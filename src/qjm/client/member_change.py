@@ -10,12 +10,12 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from qjm.client.decisions import majority_of
 from qjm.protocol.errors import (
     MemberChangeError,
     MemberChangePendingError,
     UnsafeMemberChangeError,
 )
+from qjm.protocol.quorum import majority_of
 
 __all__ = [
     "MemberChange",
