@@ -26,6 +26,7 @@ from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
     AmnesiacNodeError,
     EpochNotNewerError,
+    InvalidRequestError,
     JournalNotFormattedError,
     MemberChangeError,
     MemberChangePendingError,
@@ -299,6 +300,9 @@ def test_a_node_refuses_an_unsafe_change_another_namespace_and_other_members(
             j.change_members(NS, OLD, ["127.0.0.1:7001", "127.0.0.1:7008", "127.0.0.1:7009"])
         with pytest.raises(NamespaceMismatchError, match="incompatible namespace"):
             j.change_members(NsInfo(1, "CID-other"), OLD, NEW)
+        for bad in ("127.0.0.1:7004\nepoch=99", "127.0.0.1:7004;127.0.0.1:7005", "jn4", ""):
+            with pytest.raises(InvalidRequestError, match="new member .* is not host:port"):
+                j.change_members(NS, OLD, [*OLD[:2], bad])
         with pytest.raises(MembershipMismatchError) as e:
             j.change_members(NS, NEW, NEWER)  # this node never had NEW
         assert str(OLD) in str(e.value) and str(NEW) in str(e.value)

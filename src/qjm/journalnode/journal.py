@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import TypeVar
 
 from qjm.client.member_change import MemberChange, check_member_change
+from qjm.config import parse_address
 from qjm.editlog.file_journal import FileJournal, SegmentInfo
 from qjm.editlog.framing import EDITLOG_LENGTH_LAYOUT, LAYOUT_VERSION, validate_batch
 from qjm.editlog.segments import SegmentFile
-from qjm.errors import EditLogError
+from qjm.errors import ConfigError, EditLogError
 from qjm.journalnode.edits_cache import JournaledEditsCache
 from qjm.journalnode.health import disk_facts, journal_problems
 from qjm.journalnode.segment_fetch import (
@@ -609,6 +610,8 @@ class Journal:
         HDFS keeps no member list, so any URI may write and a replaced host needs nothing;
         here the list guards new_epoch, and this is the one way to change it.
         """
+        _check_addresses(old, "old")
+        _check_addresses(new, "new")
         change = check_member_change(old, new)
         if self.ns_info is None:
             return self._join_without_storage(ns, change, joining, promised_epoch)
@@ -1608,6 +1611,17 @@ class Journal:
         if self.files.roll_forward_staged(accepted_in):
             latest = self.files.scan_for_latest_edits()
             self.highest_written_txid = latest.end_txid if latest else 0
+
+
+def _check_addresses(members: Sequence[str], which: str) -> None:
+    """Refuse a member that is not one host:port (the members file holds one per line)."""
+    for m in members:
+        try:
+            parse_address(m, f"{which} member {m!r}")
+        except ConfigError:
+            raise InvalidRequestError(f"{which} member {m!r} is not host:port") from None
+        if any(c.isspace() or c in ";/," for c in m):
+            raise InvalidRequestError(f"{which} member {m!r} is not host:port")
 
 
 def _joined(epoch: int) -> str:
