@@ -7,12 +7,18 @@ import json
 
 from qjm.cli import eventloop
 from qjm.cli.table import render_table
-from qjm.client.admin import format_journal, journal_status, new_namespace_info
+from qjm.client.admin import (
+    MemberChangeReport,
+    change_members,
+    format_journal,
+    journal_status,
+    new_namespace_info,
+)
 from qjm.client.decisions import majority_of
-from qjm.client.uri import QJournalUri, parse_qjournal_uri
+from qjm.client.uri import QJournalUri, parse_members, parse_qjournal_uri
 from qjm.config import load_config
 from qjm.errors import ConfigError
-from qjm.protocol.status import describe_segments, problem_lines
+from qjm.protocol.status import describe_member_change, describe_segments, problem_lines
 
 
 def add_uri_args(p: argparse.ArgumentParser) -> None:
@@ -51,6 +57,25 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     fm.add_argument("--cluster-id", help="cluster id (default: a new CID-<uuid>)")
     fm.add_argument("--namespace-id", type=int, help="namespace id (default: random)")
     fm.set_defaults(func=run_format)
+
+    cm = jsub.add_parser(
+        "change-members",
+        help="replace, add or remove one JournalNode of the journal",
+        description="Change the journal's JournalNodes, one at a time (replace, add or remove "
+        "one); every node that stays or joins must answer. Then put the new URI in every "
+        "NameNode and restart them one at a time, the standby first.",
+    )
+    cm.add_argument(
+        "--journal",
+        "--uri",
+        dest="uri",
+        help="the journal with its members now: qjournal://host:port;host:port;.../journal-id",
+    )
+    cm.add_argument("--config", help="cluster TOML file (its JournalNodes and journal id)")
+    cm.add_argument(
+        "--to", required=True, help="the new members: 'host:port;host:port;...' (quoted)"
+    )
+    cm.set_defaults(func=run_change_members)
 
     from qjm.cli.journal_read import add_read_commands
 
@@ -105,6 +130,10 @@ def run_status(args: argparse.Namespace) -> int:
     else:
         print(f"journal {uri.jid} on {len(nodes)} JournalNodes")
         print(render_table(STATUS_HEADERS, status_rows(nodes)))
+        for n in nodes:
+            change = describe_member_change(n)
+            if change:
+                print(f"CHANGE {n['address']}: {change}")
         for line in problem_lines(nodes):
             print(f"PROBLEM {line}")
     reachable = sum(1 for n in nodes if n["reachable"])
@@ -121,3 +150,39 @@ def run_format(args: argparse.Namespace) -> int:
         f"(namespaceID={ns.storage_info.namespace_id}, clusterID={ns.storage_info.cluster_id})"
     )
     return 0
+
+
+def run_change_members(args: argparse.Namespace) -> int:
+    """Change the journal's members and say what the operator does next."""
+    uri = resolve_uri(args)
+    to = parse_members(args.to, f"--to {args.to!r}")
+    report = eventloop.run(change_members(uri, to))
+    for line in change_report_lines(report):
+        print(line)
+    return 0
+
+
+def change_report_lines(report: MemberChangeReport) -> list[str]:
+    """What a member change did, node by node, and the operator's next steps."""
+    change = report.change
+    lines = [f"journal {report.uri.jid}: {change.describe()}"]
+    for a in report.uri.addresses:
+        role = "joins" if a in change.added else "stays"
+        again = ", had it already" if a in report.already else ""
+        votes = (
+            "; votes in recovery once a writer starts a segment on it" if role == "joins" else ""
+        )
+        lines.append(f"  {a}  {role}: change recorded in epoch {report.epochs[a]}{again}{votes}")
+    lines += [f"  {a}  removed (not contacted)" for a in change.removed]
+    lines += [
+        f"new shared edits URI: {report.uri}",
+        "next:",
+        "  1. put the new URI in every NameNode's shared edits setting "
+        "(dfs.namenode.shared.edits.dir, or the [journalnodes.*] of the cluster TOML)",
+        "  2. restart the standby NameNode",
+        "  3. fail over to it: qjm haadmin -failover <active> <standby>",
+        "  4. restart the other NameNode",
+        "until a NameNode with the new URI starts a segment, writers of the old URI are "
+        "refused and so is another member change",
+    ]
+    return lines

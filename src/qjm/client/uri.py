@@ -35,18 +35,23 @@ def parse_qjournal_uri(uri: str) -> QJournalUri:
         check_journal_id(jid)
     except InvalidRequestError as e:
         raise ConfigError(f"{uri!r}: {e}") from None
+    return QJournalUri(parse_members(hosts, repr(uri)), jid)
+
+
+def parse_members(hosts: str, where: str) -> tuple[str, ...]:
+    """JournalNode addresses from "host:port;host:port;..." (default port 8485), each once."""
     addresses = []
     for part in hosts.split(";"):
         if not part:
-            raise ConfigError(f"{uri!r} has an empty host entry")
-        host, port = parse_address(part, f"host {part!r} of {uri}", default_port=JN_RPC_PORT)
+            raise ConfigError(f"{where} has an empty host entry")
+        host, port = parse_address(part, f"host {part!r} of {where}", default_port=JN_RPC_PORT)
         addresses.append(format_address(host, port))
     seen: set[str] = set()
     for address in addresses:
         if address.lower() in seen:  # host names are case-insensitive
-            raise ConfigError(f"{uri!r} names a JournalNode twice ({address})")
+            raise ConfigError(f"{where} names a JournalNode twice ({address})")
         seen.add(address.lower())
-    return QJournalUri(tuple(addresses), jid)
+    return tuple(addresses)
 
 
 def check_distinct_nodes(node_ids: dict[str, str], uri: QJournalUri) -> None:

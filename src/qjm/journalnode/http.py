@@ -19,7 +19,7 @@ from qjm.protocol.errors import (
     JournalNotFormattedError,
     StorageInfoMismatchError,
 )
-from qjm.protocol.status import describe_segments, node_status_dict
+from qjm.protocol.status import describe_member_change, describe_segments, node_status_dict
 from qjm.protocol.urls import GET_JOURNAL_PATH, parse_get_journal_query
 
 if TYPE_CHECKING:
@@ -111,6 +111,8 @@ async def status_page(request: web.Request) -> web.Response:
             str(j["committed_txid"] if j["committed_txid"] is not None else "-"),
             str(j["highest_written_txid"]),
             describe_segments(j["segments"]),
+            "; ".join(j["members"]) or "-",
+            describe_member_change(j) or "-",
             "; ".join(j["problems"]) or "-",
         ]
         rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
@@ -123,6 +125,8 @@ async def status_page(request: web.Request) -> web.Response:
         "committed txid",
         "last written txid",
         "segments",
+        "members",
+        "last member change",
         "problems",
     ]
     page = f"""<!doctype html>
@@ -135,7 +139,7 @@ td,th{{border:1px solid #ccc;padding:4px 10px;text-align:left}}th{{background:#e
 <p>HTTP {html.escape(st["http_address"])} &middot; version {html.escape(st["version"])}
 &middot; <a href="/status">status JSON</a> &middot; <a href="/metrics">metrics</a></p>
 <table><tr>{"".join(f"<th>{h}</th>" for h in heads)}</tr>
-{"".join(rows) or '<tr><td colspan="9">no journals yet</td></tr>'}
+{"".join(rows) or '<tr><td colspan="11">no journals yet</td></tr>'}
 </table></body></html>"""
     return web.Response(text=page, content_type="text/html")
 

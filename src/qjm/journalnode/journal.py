@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from qjm.config import parse_address
 from qjm.editlog.file_journal import FileJournal, SegmentInfo
 from qjm.editlog.framing import EDITLOG_LENGTH_LAYOUT, LAYOUT_VERSION, validate_batch
 from qjm.editlog.segments import SegmentFile
-from qjm.errors import EditLogError
+from qjm.errors import ConfigError, EditLogError
 from qjm.journalnode.edits_cache import JournaledEditsCache
 from qjm.journalnode.health import disk_facts, journal_problems
 from qjm.journalnode.segment_fetch import (
@@ -40,6 +41,7 @@ from qjm.journalnode.storage import (
     LAST_PROMISED_EPOCH,
     LAST_WRITER_EPOCH,
     JNStorage,
+    MemberChangeRecord,
     NsInfo,
 )
 from qjm.protocol import qjournal_pb2 as pb
@@ -62,6 +64,7 @@ from qjm.protocol.errors import (
     IpcSerialLimitError,
     JournalInUseError,
     JournalNotFormattedError,
+    MemberChangePendingError,
     MembershipMismatchError,
     MissingEpochError,
     NamespaceMismatchError,
@@ -83,6 +86,7 @@ from qjm.protocol.errors import (
     UnpromisedEpochError,
     WrongSegmentError,
 )
+from qjm.protocol.member_change import MemberChange, check_member_change
 from qjm.protocol.namespace import StorageInfo, same_namespace
 from qjm.protocol.urls import GetJournalQuery, with_recovery_epoch
 
@@ -184,6 +188,7 @@ class Journal:
         self.transfer_timeout = TRANSFER_TIMEOUT_SECONDS
         self.ns_info: NsInfo | None = None
         self.members: list[str] | None = None
+        self.member_change: MemberChangeRecord | None = None  # the last one recorded
         self.awaiting_new_epoch: str | None = None  # why writers wait for a new_epoch
         self.amnesiac: str | None = None  # why prepare_recovery is refused (restored storage)
         self.last_promised_epoch = 0
@@ -234,6 +239,7 @@ class Journal:
         )
         self.committed_txid = _read(cur / "committed-txid", self.storage.read_committed_txid)
         self.members = _read(cur / "members", self.storage.read_members)
+        self.member_change = _read(cur / "member-change", self.storage.read_member_change)
         self.awaiting_new_epoch = self.storage.awaiting_new_epoch()
         self.amnesiac = self.storage.amnesiac()
         for txid in self.storage.paxos_txids():
@@ -471,6 +477,7 @@ class Journal:
         self.cache.clear()
         self.ns_info = ns
         self.members = new_members
+        self.member_change = None
         self.awaiting_new_epoch = self.storage.awaiting_new_epoch()
         # A format starts a journal no node had data for: it votes at once (see restore_version).
         self.amnesiac = self.storage.amnesiac()
@@ -558,14 +565,132 @@ class Journal:
         return latest.start_txid if latest else None
 
     def _check_members(self, members: Sequence[str]) -> None:
-        """Refuse a writer whose URI names another member set than format stored."""
+        """Refuse a writer whose URI names another member set than this node holds.
+
+        After a member change the old set's writer is refused too (docs/design.md §J.7):
+        its majorities need not meet the new set's.
+        """
         if not members or self.members is None:
             return  # an old writer or old storage: nothing to compare
-        if sorted(members) != self.members:
+        named = sorted(members)
+        if named == self.members:
+            return
+        change = self.member_change
+        if change is not None and tuple(named) == change.old:
             raise MembershipMismatchError(
-                f"writer's URI names {sorted(members)} but journal {self.jid!r} was "
-                f"formatted for {self.members}"
+                f"writer's URI names {named}, the members journal {self.jid!r} had before the "
+                f"member change recorded in epoch {change.epoch}; its members are now "
+                f"{self.members}: update every NameNode's shared edits URI to "
+                f"qjournal://{';'.join(self.members)}/{self.jid} and restart it"
             )
+        holds = (
+            f"has the members {self.members} since the member change in epoch {change.epoch}"
+            if change is not None
+            else f"was formatted for {self.members}"
+        )
+        raise MembershipMismatchError(
+            f"writer's URI names {named} but journal {self.jid!r} {holds}"
+        )
+
+    def change_members(
+        self,
+        ns: NsInfo,
+        old: Sequence[str],
+        new: Sequence[str],
+        joining: bool = False,
+        promised_epoch: int = 0,
+    ) -> pb.ChangeMembersResponseProto:
+        """This node's part of a member change from old to new (docs/design.md §J.7).
+
+        Checks the rule, then records the change (its epoch: this node's promise now, and
+        both sets) before the new members, so a crash between the two is completed by a
+        rerun. A node that joins is amnesiac until a writer starts a segment on it; one
+        without storage is restored for ns with promised_epoch. A rerun on a node that holds
+        the new members already succeeds and changes nothing else.
+        HDFS keeps no member list, so any URI may write and a replaced host needs nothing;
+        here the list guards new_epoch, and this is the one way to change it.
+        """
+        _check_addresses(old, "old")
+        _check_addresses(new, "new")
+        change = check_member_change(old, new)
+        if self.ns_info is None:
+            return self._join_without_storage(ns, change, joining, promised_epoch)
+        self._check_ns(ns)
+        recorded = self.member_change
+        if self.members == list(change.new):
+            return self._changed_already(change, joining)
+        if self.members is not None and self.members != list(change.old):
+            raise MembershipMismatchError(
+                f"journal {self.jid!r} holds the members {self.members} here, neither the old "
+                f"members {list(change.old)} nor the new ones {list(change.new)} of this change"
+            )
+        if recorded is not None and (recorded.old, recorded.new) == (change.old, change.new):
+            record = recorded  # a rerun of this change, cut short after its record
+        else:
+            # One change at a time (docs/design.md §J.7): the next change's quorums assume
+            # the joining node holds the new writer's data, true only once it started a
+            # segment; until then only the staying nodes carry what the old set committed.
+            if recorded is not None and self.last_writer_epoch <= recorded.epoch:
+                raise MemberChangePendingError(
+                    f"journal {self.jid!r} has a pending member change, recorded in epoch "
+                    f"{recorded.epoch} (from {list(recorded.old)} to {list(recorded.new)}): no "
+                    f"writer of its new members has started a segment here since (last writer "
+                    f"epoch {self.last_writer_epoch}). One change at a time: restart the "
+                    "NameNodes with the new shared edits URI (standby first, then fail over) "
+                    "so that a writer starts a segment, then change again"
+                )
+            record = MemberChangeRecord(self.last_promised_epoch, change.old, change.new)
+            self.storage.write_member_change(record)
+            self.member_change = record
+        if joining:
+            self._set_amnesiac(_joined(record.epoch))
+        self.storage.write_members(list(change.new))
+        self.members = list(change.new)
+        log.warning(
+            "journal %s: members changed in epoch %d: %s",
+            self.jid,
+            record.epoch,
+            change.describe(),
+        )
+        return pb.ChangeMembersResponseProto(change_epoch=record.epoch)
+
+    def _join_without_storage(
+        self, ns: NsInfo, change: MemberChange, joining: bool, promised_epoch: int
+    ) -> pb.ChangeMembersResponseProto:
+        """Set up a joining node that has no storage: VERSION, the promise, the new members."""
+        if not joining:
+            raise JournalNotFormattedError(
+                f"journal {self.jid!r} is not formatted on this JournalNode and it is not "
+                f"joining in this change ({change.describe()}); only a joining node may be "
+                "set up by a member change"
+            )
+        epoch = max(promised_epoch, self._promise_on_disk())
+        # The record first: a crash before VERSION leaves unformatted storage and a rerun.
+        self.storage.write_member_change(MemberChangeRecord(epoch, change.old, change.new))
+        self.restore_version(ns, epoch, change.new, why=_joined(epoch))
+        log.warning(
+            "journal %s: joined in a member change (%s), promised epoch %d",
+            self.jid,
+            change.describe(),
+            epoch,
+        )
+        return pb.ChangeMembersResponseProto(change_epoch=epoch)
+
+    def _changed_already(
+        self, change: MemberChange, joining: bool
+    ) -> pb.ChangeMembersResponseProto:
+        """A rerun on a node that holds the new members: at most re-mark a joining node."""
+        recorded = self.member_change
+        epoch = recorded.epoch if recorded is not None and recorded.new == change.new else 0
+        if joining and epoch and self.last_writer_epoch <= epoch and self.amnesiac is None:
+            # A copy of a staying node's directory made after the change: its data is not
+            # its own until a writer of the new members starts a segment here.
+            self._set_amnesiac(_joined(epoch))
+        return pb.ChangeMembersResponseProto(change_epoch=epoch, already_changed=True)
+
+    def _set_amnesiac(self, why: str) -> None:
+        self.storage.set_amnesiac(why)
+        self.amnesiac = why
 
     def start_log_segment(self, req: pb.RequestInfoProto, txid: int, layout_version: int) -> None:
         """Open edits_inprogress_<txid> for the writer of req's epoch."""
@@ -1279,14 +1404,27 @@ class Journal:
         return resp, visible
 
     # -- syncer ------------------------------------------------------------------------------
-    def restore_version(self, ns: NsInfo, promised_epoch: int) -> bool:
-        """Re-create a lost VERSION from a peer's namespace; False if already formatted."""
+    def restore_version(
+        self,
+        ns: NsInfo,
+        promised_epoch: int,
+        members: Sequence[str] | None = None,
+        why: str | None = None,
+    ) -> bool:
+        """Re-create a lost VERSION (and members) for a namespace; False if already formatted.
+
+        why is the markers' reason; None: restored from peers after a loss.
+        """
         if self.ns_info is not None:
             return False
-        self.storage.set_awaiting_new_epoch("was restored from a peer after losing its VERSION")
+        self.storage.set_awaiting_new_epoch(
+            why or "was restored from a peer after losing its VERSION"
+        )
         # Unlike format, the node may have held acknowledged txids: it must not vote in
         # recovery until its data is real again (see prepare_recovery).
-        self.storage.set_amnesiac("was restored from a peer after losing its storage")
+        self.storage.set_amnesiac(why or "was restored from a peer after losing its storage")
+        if members:
+            self.storage.write_members(list(members))
         self.storage.write_version(ns)
         if promised_epoch > self.storage.read_long(LAST_PROMISED_EPOCH, 0):
             self.storage.write_long(LAST_PROMISED_EPOCH, promised_epoch)
@@ -1347,6 +1485,9 @@ class Journal:
         """Everything an operator wants to see of this journal."""
         st = self._base_status()
         st.members.extend(self.members or [])
+        if self.member_change is not None:
+            st.member_change_epoch = self.member_change.epoch
+            st.members_before_change.extend(self.member_change.old)
         if self.ns_info is not None:
             for seg in self.get_edit_log_manifest(0, True, all_in_progress=True):
                 st.segments.append(remote_edit_log(seg))
@@ -1470,6 +1611,22 @@ class Journal:
         if self.files.roll_forward_staged(accepted_in):
             latest = self.files.scan_for_latest_edits()
             self.highest_written_txid = latest.end_txid if latest else 0
+
+
+def _check_addresses(members: Sequence[str], which: str) -> None:
+    """Refuse a member that is not one host:port (the members file holds one per line)."""
+    for m in members:
+        try:
+            parse_address(m, f"{which} member {m!r}")
+        except ConfigError:
+            raise InvalidRequestError(f"{which} member {m!r} is not host:port") from None
+        if any(c.isspace() or c in ";/," for c in m):
+            raise InvalidRequestError(f"{which} member {m!r} is not host:port")
+
+
+def _joined(epoch: int) -> str:
+    """The amnesiac reason of a node that joined in a member change."""
+    return f"joined the journal in a member change (epoch {epoch})"
 
 
 def _read(path: Path, read: Callable[[], T]) -> T:

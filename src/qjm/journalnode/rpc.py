@@ -311,6 +311,17 @@ class JournalNodeHandlers:
                 async with asyncio.timeout(left):
                     await woken.wait()
 
+    async def change_members(self, request: pb.ChangeMembersRequestProto) -> Message:
+        """This node's part of a member change (qjm only)."""
+        ns = NsInfo.from_proto(request.ns_info)
+        old, new = list(request.old_members), list(request.new_members)
+        joining, promise = request.joining, request.promised_epoch
+        return await self.node.run(
+            _jid(request.jid),
+            lambda j: j.change_members(ns, old, new, joining, promise),
+            create=joining,  # a joining node may have no storage for the journal yet
+        )
+
     # -- status protocol ---------------------------------------------------------------------
     async def get_journal_status(self, request: pb.GetJournalStatusRequestProto) -> Message:
         """One journal's status."""
@@ -335,6 +346,7 @@ class JournalNodeHandlers:
             "getJournaledEdits": self.get_journaled_edits,
             "prepareRecovery": self.prepare_recovery,
             "acceptRecovery": self.accept_recovery,
+            "changeMembers": self.change_members,
             "getEditLogManifestFromJournal": self.get_edit_log_manifest,
             "getJournalStatus": self.get_journal_status,
             "getNodeStatus": self.get_node_status,

@@ -30,6 +30,8 @@ LAST_WRITER_EPOCH = "last-writer-epoch"
 COMMITTED_TXID = "committed-txid"
 VERSION = "VERSION"
 MEMBERS = "members"
+# The last member change (docs/design.md §J.7): its epoch and the sets before and after.
+MEMBER_CHANGE = "member-change"
 AWAITING_NEW_EPOCH = "awaiting-new-epoch"
 # Present while the journal may not vote in recovery (prepare_recovery): its storage was
 # restored from peers, so "no segment" could hide txids it acknowledged before the loss.
@@ -106,6 +108,15 @@ class NsInfo:
     def describe(self) -> str:
         """Short form for messages: namespace id and cluster id."""
         return f"namespaceID={self.namespace_id}, clusterID={self.cluster_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class MemberChangeRecord:
+    """The last member change a journal recorded: the epoch, the old and the new members."""
+
+    epoch: int
+    old: tuple[str, ...]
+    new: tuple[str, ...]
 
 
 class JNStorage:
@@ -221,6 +232,39 @@ class JNStorage:
     def write_members(self, members: list[str]) -> None:
         """Durably store the journal's members, one host:port per line, sorted."""
         atomic_write(self.current / MEMBERS, "".join(f"{m}\n" for m in sorted(members)).encode())
+
+    def read_member_change(self) -> MemberChangeRecord | None:
+        """The last member change recorded, or None; a malformed record names the file."""
+        path = self.current / MEMBER_CHANGE
+        try:
+            text = path.read_bytes().decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            return None
+        props = dict(
+            (key.strip(), value.strip())
+            for key, sep, value in (line.partition("=") for line in text.splitlines())
+            if sep and not key.startswith("#")
+        )
+        try:
+            return MemberChangeRecord(
+                epoch=int(props["epoch"]),
+                old=tuple(sorted(m for m in props["old"].split(";") if m)),
+                new=tuple(sorted(m for m in props["new"].split(";") if m)),
+            )
+        except KeyError as e:
+            raise StorageError(f"{path} lacks the key {e.args[0]}") from None
+        except ValueError as e:
+            raise StorageError(f"{path} has a malformed value: {e}") from None
+
+    def write_member_change(self, record: MemberChangeRecord) -> None:
+        """Durably record a member change as epoch, old and new lines (host:port;...)."""
+        text = (
+            f"epoch={record.epoch}\n"
+            f"old={';'.join(sorted(record.old))}\n"
+            f"new={';'.join(sorted(record.new))}\n"
+        )
+        self.current.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.current / MEMBER_CHANGE, text.encode())
 
     def awaiting_new_epoch(self) -> str | None:
         """Why writers are refused until a new_epoch (the marker's text), or None."""

@@ -23,7 +23,7 @@ from qjm.config import parse_address
 from qjm.editlog.segments import finalized_name, scan_file
 from qjm.errors import QjmError
 from qjm.journalnode.journal import Journal, download_segment
-from qjm.journalnode.storage import NsInfo, atomic_write
+from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.namespace import same_namespace
 from qjm.protocol.qjournal import STATUS_PROTOCOL
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("qjm.journalnode.syncer")
 RPC_TIMEOUT = 10.0
 MIN_WOKEN_INTERVAL = 1.0  # seconds between rounds that segment-start refusals ask for
-MEMBERS_FILE = "members"
 
 StatusOf = Callable[[str], Awaitable[pb.NodeStatusProto]]
 Fetch = Callable[[str, Path], Awaitable[None]]
@@ -355,10 +354,4 @@ async def _node_status(peer: str) -> pb.NodeStatusProto:
 
 def _restore_journal(journal: Journal, ns: NsInfo, promise: int, members: list[str]) -> bool:
     """Re-create VERSION, the promise and the member list the peers agree on (journal thread)."""
-    if journal.ns_info is not None:
-        return False
-    if members:  # current/members as format writes it: sorted host:port, one per line
-        journal.storage.current.mkdir(parents=True, exist_ok=True)
-        text = "".join(f"{m}\n" for m in sorted(members))
-        atomic_write(journal.storage.current / MEMBERS_FILE, text.encode())
-    return journal.restore_version(ns, promise)
+    return journal.restore_version(ns, promise, members)

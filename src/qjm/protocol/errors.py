@@ -159,6 +159,27 @@ class MembershipMismatchError(NamespaceMismatchError):
     java_class = "qjm.protocol.errors.MembershipMismatchError"
 
 
+class MemberChangeError(JournalError):
+    """A member change (`qjm journal change-members`) this node or the rule refuses."""
+
+    code = "MEMBER_CHANGE"
+    java_class = "qjm.protocol.errors.MemberChangeError"
+
+
+class UnsafeMemberChangeError(MemberChangeError):
+    """A new member set that breaks the member-change rule: names why."""
+
+    code = "UNSAFE_MEMBER_CHANGE"
+    java_class = "qjm.protocol.errors.UnsafeMemberChangeError"
+
+
+class MemberChangePendingError(MemberChangeError):
+    """Another member change while no writer of the last one has started a segment here."""
+
+    code = "MEMBER_CHANGE_PENDING"
+    java_class = "qjm.protocol.errors.MemberChangePendingError"
+
+
 class MissingEpochError(InvalidRequestError):
     """A writer call that carries no epoch (0 or negative)."""
 
@@ -331,6 +352,9 @@ ERROR_CLASSES: dict[str, type[JournalError]] = {
         NoOpenSegmentError,
         WrongSegmentError,
         MembershipMismatchError,
+        MemberChangeError,
+        UnsafeMemberChangeError,
+        MemberChangePendingError,
         MissingEpochError,
         EpochLimitError,
         IpcSerialLimitError,

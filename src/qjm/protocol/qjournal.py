@@ -55,6 +55,9 @@ QJOURNAL_METHODS: dict[str, MethodSpec] = method_table(
     ),
     MethodSpec("prepareRecovery", pb.PrepareRecoveryRequestProto, pb.PrepareRecoveryResponseProto),
     MethodSpec("acceptRecovery", pb.AcceptRecoveryRequestProto, pb.AcceptRecoveryResponseProto),
+    # qjm only: one node's part of `qjm journal change-members` (a Hadoop JournalNode has no
+    # member list and answers it as an unknown method).
+    MethodSpec("changeMembers", pb.ChangeMembersRequestProto, pb.ChangeMembersResponseProto),
 )
 
 INTER_QJOURNAL_METHODS: dict[str, MethodSpec] = method_table(

@@ -352,6 +352,30 @@ class AcceptRecoveryResponseProto(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class ChangeMembersRequestProto(_message.Message):
+    __slots__ = ("jid", "ns_info", "old_members", "new_members", "joining", "promised_epoch")
+    JID_FIELD_NUMBER: _ClassVar[int]
+    NS_INFO_FIELD_NUMBER: _ClassVar[int]
+    OLD_MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    NEW_MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    JOINING_FIELD_NUMBER: _ClassVar[int]
+    PROMISED_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    jid: JournalIdProto
+    ns_info: NamespaceInfoProto
+    old_members: _containers.RepeatedScalarFieldContainer[str]
+    new_members: _containers.RepeatedScalarFieldContainer[str]
+    joining: bool
+    promised_epoch: int
+    def __init__(self, jid: _Optional[_Union[JournalIdProto, _Mapping]] = ..., ns_info: _Optional[_Union[NamespaceInfoProto, _Mapping]] = ..., old_members: _Optional[_Iterable[str]] = ..., new_members: _Optional[_Iterable[str]] = ..., joining: _Optional[bool] = ..., promised_epoch: _Optional[int] = ...) -> None: ...
+
+class ChangeMembersResponseProto(_message.Message):
+    __slots__ = ("change_epoch", "already_changed")
+    CHANGE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    ALREADY_CHANGED_FIELD_NUMBER: _ClassVar[int]
+    change_epoch: int
+    already_changed: bool
+    def __init__(self, change_epoch: _Optional[int] = ..., already_changed: _Optional[bool] = ...) -> None: ...
+
 class GetJournalStatusRequestProto(_message.Message):
     __slots__ = ("jid",)
     JID_FIELD_NUMBER: _ClassVar[int]
@@ -359,7 +383,7 @@ class GetJournalStatusRequestProto(_message.Message):
     def __init__(self, jid: _Optional[_Union[JournalIdProto, _Mapping]] = ...) -> None: ...
 
 class JournalStatusProto(_message.Message):
-    __slots__ = ("jid", "is_formatted", "ns_info", "last_promised_epoch", "last_writer_epoch", "committed_txid", "highest_written_txid", "current_segment_txid", "segments", "members", "problems", "restored")
+    __slots__ = ("jid", "is_formatted", "ns_info", "last_promised_epoch", "last_writer_epoch", "committed_txid", "highest_written_txid", "current_segment_txid", "segments", "members", "problems", "restored", "member_change_epoch", "members_before_change")
     JID_FIELD_NUMBER: _ClassVar[int]
     IS_FORMATTED_FIELD_NUMBER: _ClassVar[int]
     NS_INFO_FIELD_NUMBER: _ClassVar[int]
@@ -372,6 +396,8 @@ class JournalStatusProto(_message.Message):
     MEMBERS_FIELD_NUMBER: _ClassVar[int]
     PROBLEMS_FIELD_NUMBER: _ClassVar[int]
     RESTORED_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_CHANGE_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_BEFORE_CHANGE_FIELD_NUMBER: _ClassVar[int]
     jid: str
     is_formatted: bool
     ns_info: NamespaceInfoProto
@@ -384,7 +410,9 @@ class JournalStatusProto(_message.Message):
     members: _containers.RepeatedScalarFieldContainer[str]
     problems: _containers.RepeatedScalarFieldContainer[str]
     restored: bool
-    def __init__(self, jid: _Optional[str] = ..., is_formatted: _Optional[bool] = ..., ns_info: _Optional[_Union[NamespaceInfoProto, _Mapping]] = ..., last_promised_epoch: _Optional[int] = ..., last_writer_epoch: _Optional[int] = ..., committed_txid: _Optional[int] = ..., highest_written_txid: _Optional[int] = ..., current_segment_txid: _Optional[int] = ..., segments: _Optional[_Iterable[_Union[RemoteEditLogProto, _Mapping]]] = ..., members: _Optional[_Iterable[str]] = ..., problems: _Optional[_Iterable[str]] = ..., restored: _Optional[bool] = ...) -> None: ...
+    member_change_epoch: int
+    members_before_change: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, jid: _Optional[str] = ..., is_formatted: _Optional[bool] = ..., ns_info: _Optional[_Union[NamespaceInfoProto, _Mapping]] = ..., last_promised_epoch: _Optional[int] = ..., last_writer_epoch: _Optional[int] = ..., committed_txid: _Optional[int] = ..., highest_written_txid: _Optional[int] = ..., current_segment_txid: _Optional[int] = ..., segments: _Optional[_Iterable[_Union[RemoteEditLogProto, _Mapping]]] = ..., members: _Optional[_Iterable[str]] = ..., problems: _Optional[_Iterable[str]] = ..., restored: _Optional[bool] = ..., member_change_epoch: _Optional[int] = ..., members_before_change: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class GetNodeStatusRequestProto(_message.Message):
     __slots__ = ()

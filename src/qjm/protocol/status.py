@@ -25,7 +25,15 @@ def journal_status_dict(st: pb.JournalStatusProto) -> dict[str, Any]:
             for s in st.segments
         ],
         "problems": list(st.problems),
+        "member_change": None,
     }
+    if st.HasField("member_change_epoch"):
+        out["member_change"] = {
+            "epoch": st.member_change_epoch,
+            "old_members": list(st.members_before_change),
+            # until a writer of the new members starts a segment here
+            "pending": st.last_writer_epoch <= st.member_change_epoch,
+        }
     if st.is_formatted:
         out["namespace_id"] = st.ns_info.storage_info.namespace_id
         out["cluster_id"] = st.ns_info.storage_info.cluster_id
@@ -54,3 +62,19 @@ def describe_segments(segments: list[dict[str, Any]], limit: int = 4) -> str:
 def problem_lines(nodes: list[dict[str, Any]]) -> list[str]:
     """One "node: problem" line per problem a status row reports, for tables."""
     return [f"{n['address']}: {p}" for n in nodes for p in n.get("problems", [])]
+
+
+def describe_member_change(journal: dict[str, Any]) -> str:
+    """The last member change of a journal status in words ("" when none)."""
+    change = journal.get("member_change")
+    if not change:
+        return ""
+    state = (
+        "pending: no writer of the new members has started a segment here yet"
+        if change["pending"]
+        else "done"
+    )
+    return (
+        f"members changed in epoch {change['epoch']} from {';'.join(change['old_members'])} "
+        f"to {';'.join(journal.get('members', []))} ({state})"
+    )
