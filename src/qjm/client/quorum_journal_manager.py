@@ -416,7 +416,7 @@ class QuorumJournalManager:
         return stream
 
     def _check_finalize(self, start_txid: int, end_txid: int) -> None:
-        """Refuse a finalize that could make unacknowledged edits permanent (issue 8, A2).
+        """Refuse a finalize that could make unacknowledged edits permanent (design §J.3).
 
         A node that holds edits no majority acknowledged would finalize them, and recovery
         prefers a finalized copy: a later writer's acknowledged edits would be replaced.
