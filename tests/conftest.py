@@ -8,16 +8,18 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from inmem_cluster import formatted_cluster
 from ports import free_address
 from qjm.cluster.process import Daemon, spawn, stop_pid, wait_ready
 from qjm.cluster.zookeeper import start_zookeeper
 from qjm.journalnode.journal import Journal
+from qjm.testing.in_memory import InMemoryCluster
 
 # Real HDFS files from Apache Hadoop (Apache-2.0, see fixtures/hadoop/NOTICE), in the tree.
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hadoop"
@@ -161,3 +163,10 @@ def zookeeper() -> Iterator[str]:
             yield ensemble.connect_string
         finally:
             ensemble.stop()
+
+
+@pytest.fixture
+async def mem_cluster(tmp_path: Path) -> AsyncIterator[InMemoryCluster]:
+    """Three JournalNodes in this process (no sockets), journal inmem_cluster.JID formatted."""
+    async with formatted_cluster(tmp_path) as cluster:
+        yield cluster

@@ -14,12 +14,20 @@ The nodes run in this process over the in-memory transport (qjm.testing.in_memor
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from inmem_cluster import (
+    JID,
+    SETTINGS,
+    one_value_per_txid,
+    payload,
+    qjm,
+    recover,
+    settle,
+    write_txns,
+)
 from qjm.client.logger_channel import request_info
 from qjm.client.quorum_call import QuorumError
 from qjm.client.quorum_journal_manager import QuorumJournalManager
@@ -28,25 +36,8 @@ from qjm.client.uri import parse_qjournal_uri
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import FinalizeRefusedError
 from qjm.testing.in_memory import InMemoryCluster
-from test_qjm_in_memory import (
-    JID,
-    SETTINGS,
-    formatted_cluster,
-    one_value_per_txid,
-    payload,
-    qjm,
-    recover,
-    settle,
-    write_txns,
-)
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-async def c(tmp_path: Path) -> AsyncIterator[InMemoryCluster]:
-    async with formatted_cluster(tmp_path) as cluster:
-        yield cluster
 
 
 def epoch_of(request: Any) -> int:
@@ -91,11 +82,16 @@ async def writer_2_takes_over(
     return w1
 
 
-async def lying_finalize(w1: QuorumJournalManager) -> None:
-    """Writer 1's own call on jn0, claiming its whole tail committed."""
-    jn0 = w1.loggers.channels[0]
-    jn0.set_committed_txid(10)
-    await jn0.finalize_log_segment(6, 10)
+async def lying_finalize(c: InMemoryCluster, finalized_on_jn1: bool = True) -> None:
+    """writer_2_takes_over, then writer 1's own call on jn0 finalizes 6-10 there, claiming
+    its whole tail committed."""
+    w1 = await writer_2_takes_over(c, finalized_on_jn1)
+    try:
+        jn0 = w1.loggers.channels[0]
+        jn0.set_committed_txid(10)
+        await jn0.finalize_log_segment(6, 10)
+    finally:
+        await w1.close()
 
 
 def values_6_10(c: InMemoryCluster, i: int) -> dict[int, bytes]:
@@ -104,8 +100,9 @@ def values_6_10(c: InMemoryCluster, i: int) -> dict[int, bytes]:
 
 
 async def test_a_deposed_writer_cannot_finalize_what_it_had_not_committed(
-    c: InMemoryCluster,
+    mem_cluster: InMemoryCluster,
 ) -> None:
+    c = mem_cluster
     w1 = await writer_2_takes_over(c)
     try:
         # Its channel reports txid 5 committed, the last one a majority acknowledged.
@@ -129,13 +126,10 @@ async def test_a_deposed_writer_cannot_finalize_what_it_had_not_committed(
 
 
 async def test_a_deposed_finalize_of_the_same_end_loses_the_next_recovery(
-    c: InMemoryCluster,
+    mem_cluster: InMemoryCluster,
 ) -> None:
-    w1 = await writer_2_takes_over(c)
-    try:
-        await lying_finalize(w1)
-    finally:
-        await w1.close()
+    c = mem_cluster
+    await lying_finalize(c)
     assert (6, 10) in c.segments(0, JID)  # finalized there, decided in epoch 1
     assert await c.node(0).run(JID, lambda j: j.decided_epoch(6, 10)) == 1
     # The next writer hears jn0 and jn2 only: jn0's finalized copy against jn2's open
@@ -152,13 +146,10 @@ async def test_a_deposed_finalize_of_the_same_end_loses_the_next_recovery(
 
 
 async def test_the_syncer_never_installs_a_deposed_copy_over_an_open_segment(
-    c: InMemoryCluster,
+    mem_cluster: InMemoryCluster,
 ) -> None:
-    w1 = await writer_2_takes_over(c)
-    try:
-        await lying_finalize(w1)
-    finally:
-        await w1.close()
+    c = mem_cluster
+    await lying_finalize(c)
     await c.restart(2)  # jn2's in-progress 6-10 is no longer open for a writer
     await c.sync(2)
     names = _names(c, 2)
@@ -167,13 +158,10 @@ async def test_the_syncer_never_installs_a_deposed_copy_over_an_open_segment(
 
 
 async def test_readers_read_the_current_writers_copy_not_the_deposed_one(
-    c: InMemoryCluster,
+    mem_cluster: InMemoryCluster,
 ) -> None:
-    w1 = await writer_2_takes_over(c, finalized_on_jn1=False)
-    try:
-        await lying_finalize(w1)
-    finally:
-        await w1.close()
+    c = mem_cluster
+    await lying_finalize(c, finalized_on_jn1=False)
     reader = QuorumJournalReader(parse_qjournal_uri(c.uri(JID)), SETTINGS, client_factory=c.client)
     try:
         manifest = await reader.manifest(1, in_progress_ok=True, wait_s=5)

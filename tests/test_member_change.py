@@ -452,7 +452,7 @@ def test_change_members_command_replaces_a_dead_node_and_only_the_new_uri_writes
     new_uri = journal_uri(new)
     to = ";".join(j.rpc for j in new)
     # a command that stopped after the first node: the rerun below completes the change
-    asyncio.run(change_on(jns[0], [j.rpc for j in jns], [j.rpc for j in new]))
+    asyncio.run(change_on(jns[0].rpc, [j.rpc for j in jns], [j.rpc for j in new]))
 
     done = run_qjm("journal", "change-members", "--journal", old_uri, "--to", to)
     assert done.returncode == 0, done.stderr
@@ -491,14 +491,16 @@ def test_change_members_command_replaces_a_dead_node_and_only_the_new_uri_writes
     assert "(done)" in status.stdout and "pending" not in status.stdout
 
 
-async def change_on(jn: JNProcess, old: list[str], new: list[str]) -> None:
+async def change_on(
+    address: str, old: list[str], new: list[str], ns: pb.NamespaceInfoProto = RAW_NS
+) -> None:
     """One node's changeMembers, as the command sends it to a staying node."""
-    client = JNClient(jn.rpc)
+    client = JNClient(address)
     try:
         await client.call(
             "changeMembers",
             pb.ChangeMembersRequestProto(
-                jid=journal_id(JID), ns_info=RAW_NS, old_members=old, new_members=new
+                jid=journal_id(JID), ns_info=ns, old_members=old, new_members=new
             ),
         )
     finally:

@@ -33,6 +33,7 @@ from qjm.protocol.errors import UnsafeMemberChangeError
 from qjm.protocol.qjournal import journal_id
 from qjm_cluster import check_dirs_agree
 from raw_writer import JNClient
+from test_member_change import change_on
 from test_nn_failover import Workload
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(420)]
@@ -53,26 +54,6 @@ def node_status(address: str) -> pb.JournalStatusProto:
             await client.close()
 
     return asyncio.run(ask())
-
-
-def change_directly(
-    address: str, ns: pb.NamespaceInfoProto, old: list[str], new: list[str]
-) -> None:
-    """One node's changeMembers, sent straight to it (not through the command)."""
-
-    async def send() -> None:
-        client = JNClient(address)
-        try:
-            await client.call(
-                "changeMembers",
-                pb.ChangeMembersRequestProto(
-                    jid=journal_id(JID), ns_info=ns, old_members=old, new_members=new
-                ),
-            )
-        finally:
-            await client.close()
-
-    asyncio.run(send())
 
 
 def namenode_status(c: HACluster, nn: str) -> dict[str, Any]:
@@ -162,7 +143,8 @@ def test_replacing_a_dead_journalnode_host_under_a_writing_namenode_loses_nothin
         assert two.returncode == 1 and "one change at a time" in two.stderr, two.stderr
         ns = node_status(jn1).ns_info
         with pytest.raises(UnsafeMemberChangeError, match="one change at a time"):
-            change_directly(jn1, ns, [jn1, jn2, c.info["jn3"]["rpc"]], [jn1, jn4, free_address()])
+            old, new = [jn1, jn2, c.info["jn3"]["rpc"]], [jn1, jn4, free_address()]
+            asyncio.run(change_on(jn1, old, new, ns))
 
         done = run_qjm("journal", "change-members", "--journal", old_uri, "--to", ";".join(new))
         assert done.returncode == 0, done.stderr

@@ -10,22 +10,14 @@ that kept it and lets the restored ones vote again.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 from google.protobuf.message import Message
 
-from qjm.cli.journal_write import recover_journal
-from qjm.client.decisions import RestoredNodesError
-from qjm.client.quorum_call import QuorumError
-from qjm.client.uri import parse_qjournal_uri
-from qjm.errors import QjmError
-from qjm.testing.in_memory import InMemoryCluster
-from test_qjm_in_memory import (
+from inmem_cluster import (
     JID,
     SETTINGS,
-    formatted_cluster,
     one_value_per_txid,
     payload,
     qjm,
@@ -33,14 +25,14 @@ from test_qjm_in_memory import (
     settle,
     write_txns,
 )
+from qjm.cli.journal_write import recover_journal
+from qjm.client.decisions import RestoredNodesError
+from qjm.client.quorum_call import QuorumError
+from qjm.client.uri import parse_qjournal_uri
+from qjm.errors import QjmError
+from qjm.testing.in_memory import InMemoryCluster
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-async def c(tmp_path: Path) -> AsyncIterator[InMemoryCluster]:
-    async with formatted_cluster(tmp_path) as cluster:
-        yield cluster
 
 
 async def acked_6_10_without_jn0(c: InMemoryCluster) -> None:
@@ -94,7 +86,10 @@ def assert_writer_1_values(c: InMemoryCluster) -> None:
         assert values[txid] == payload(txid, "w1"), (txid, values.get(txid))
 
 
-async def test_a_late_answer_of_a_node_that_kept_its_data_is_waited_for(c: InMemoryCluster) -> None:
+async def test_a_late_answer_of_a_node_that_kept_its_data_is_waited_for(
+    mem_cluster: InMemoryCluster,
+) -> None:
+    c = mem_cluster
     await acked_6_10_without_jn0(c)
     await restore(c, 2)
     # jn0 (which never saw segment 6) and the restored jn2 answer newEpoch first; jn1, the
@@ -110,7 +105,8 @@ async def test_a_late_answer_of_a_node_that_kept_its_data_is_waited_for(c: InMem
     assert (6, 10) in c.segments(2, JID)
 
 
-async def test_a_lost_answer_fails_the_writer_clearly(c: InMemoryCluster) -> None:
+async def test_a_lost_answer_fails_the_writer_clearly(mem_cluster: InMemoryCluster) -> None:
+    c = mem_cluster
     await acked_6_10_without_jn0(c)
     await restore(c, 2)
     c.faults[1].drop_answer("newEpoch", times=1)
@@ -128,7 +124,8 @@ async def test_a_lost_answer_fails_the_writer_clearly(c: InMemoryCluster) -> Non
     assert_writer_1_values(c)
 
 
-async def test_readers_do_not_count_a_restored_nodes_answers(c: InMemoryCluster) -> None:
+async def test_readers_do_not_count_a_restored_nodes_answers(mem_cluster: InMemoryCluster) -> None:
+    c = mem_cluster
     await acked_6_10_without_jn0(c)
     await restore(c, 2)
     q = qjm(c)
@@ -141,7 +138,8 @@ async def test_readers_do_not_count_a_restored_nodes_answers(c: InMemoryCluster)
     assert not by_node[c.addresses[1]].restored
 
 
-async def test_two_restored_nodes_have_a_documented_way_out(c: InMemoryCluster) -> None:
+async def test_two_restored_nodes_have_a_documented_way_out(mem_cluster: InMemoryCluster) -> None:
+    c = mem_cluster
     await acked_6_10_without_jn0(c)
     # jn0 also takes 6-10 (a later writer's recovery), so it holds everything acknowledged.
     assert await recover(c) == 10
