@@ -46,6 +46,7 @@ from qjm.client.recovery_comparator import RecoveryInvariantError
 from qjm.editlog.framing import OP_OPAQUE, encode_op
 from qjm.errors import QjmError
 from qjm.ipc import RemoteError
+from qjm.journalnode.storage import AMNESIAC
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
     EpochError,
@@ -771,13 +772,12 @@ def holders_of(c: InMemoryCluster, acked: dict[int, bytes], but: int) -> int:
     return min((held[t] for t in acked), default=c.n)
 
 
-async def _restored_or_unformatted(c: InMemoryCluster) -> list[int]:
-    """The nodes that lost their storage and are not back to voting yet."""
+def _restored_or_unformatted(c: InMemoryCluster) -> list[int]:
+    """The nodes, up or down, that lost their storage and are not back to voting yet."""
     out = []
     for i in range(c.n):
-        if not (c.slots[i].edits_dir / JID / "current" / "VERSION").exists() or (
-            c.is_up(i) and (await c.node(i).journal_status(JID)).restored
-        ):
+        current = c.slots[i].edits_dir / JID / "current"
+        if not (current / "VERSION").exists() or (current / AMNESIAC).exists():
             out.append(i)
     return out
 
@@ -855,7 +855,7 @@ async def _randomized(
                     with contextlib.suppress(QjmError, OSError):
                         stats["synced segments"] += await c.sync(i)
             safe = [i for i in range(c.n) if c.is_up(i) and holders_of(c, acked, i) >= 2]
-            if not safe or await _restored_or_unformatted(c):
+            if not safe or _restored_or_unformatted(c):
                 continue
             victim = rng.choice(safe)
             await c.wipe(victim, JID)

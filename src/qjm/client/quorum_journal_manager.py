@@ -287,6 +287,8 @@ class QuorumJournalManager:
         """
         if self.is_active_writer:
             raise QjmError(f"{self}: already the active writer")
+        if survivors_decide:
+            await self._check_survivors_needed()
         answers = await self.create_new_unique_epoch(survivors_decide=survivors_decide)
         epoch_answers = _epoch_answers(answers)
         survivors: list[AsyncLogger] | None = None
@@ -321,6 +323,19 @@ class QuorumJournalManager:
         self.last_recovered_txid = last
         self.is_active_writer = True
         return last
+
+    async def _check_survivors_needed(self) -> None:
+        """Refuse the survivors' recovery before fencing anyone when a majority kept its data."""
+        call = self.loggers.get_journal_status()
+        heard = await call.wait_for_every_answer(
+            self._s(self.settings.get_journal_state_timeout_ms)
+        )
+        kept = [ch for ch, st in heard.items() if st.is_formatted and not st.restored]
+        if len(kept) >= self.loggers.majority:
+            raise QjmError(
+                f"{self}: {len(kept)} of {len(self.loggers.channels)} JournalNodes kept their "
+                "data, a majority: a writer recovers the journal as usual"
+            )
 
     async def _recover_unclosed_segment(
         self, segment_txid: int, survivors: list[AsyncLogger] | None = None
