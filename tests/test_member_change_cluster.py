@@ -143,8 +143,8 @@ def test_replacing_a_dead_journalnode_host_under_a_writing_namenode_loses_nothin
         assert two.returncode == 1 and "one change at a time" in two.stderr, two.stderr
         ns = node_status(jn1).ns_info
         with pytest.raises(UnsafeMemberChangeError, match="one change at a time"):
-            old, new = [jn1, jn2, c.info["jn3"]["rpc"]], [jn1, jn4, free_address()]
-            asyncio.run(change_on(jn1, old, new, ns))
+            two_at_once = [jn1, jn4, free_address()]
+            asyncio.run(change_on(jn1, [jn1, jn2, c.info["jn3"]["rpc"]], two_at_once, ns))
 
         done = run_qjm("journal", "change-members", "--journal", old_uri, "--to", ";".join(new))
         assert done.returncode == 0, done.stderr
