@@ -46,6 +46,18 @@ async def setup_writers(jns: list[JNProcess]) -> list[RawWriter]:
     return writers
 
 
+async def finalized_trio(jn_factory: JNFactory, segments: list[tuple[int, int]]) -> list[JNProcess]:
+    """Three started JournalNodes holding these finalized segments (the writers closed)."""
+    jns = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
+    writers = await setup_writers(jns)
+    try:
+        await finalized_segments(writers, segments)
+    finally:
+        for w in writers:
+            await w.close()
+    return jns
+
+
 async def finalized_segments(writers: list[RawWriter], segments: list[tuple[int, int]]) -> None:
     """Write and finalize segments on every node."""
     for start, end in segments:
@@ -80,13 +92,7 @@ SEGMENTS = [(1, 3), (4, 6), (7, 9)]
 
 
 async def test_reads_across_nodes_each_missing_different_segments(jn_factory: JNFactory) -> None:
-    jns = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
-    writers = await setup_writers(jns)
-    try:
-        await finalized_segments(writers, SEGMENTS)
-    finally:
-        for w in writers:
-            await w.close()
+    jns = await finalized_trio(jn_factory, SEGMENTS)
     seg_file(jns[0], 4, 6).unlink()
     seg_file(jns[1], 7, 9).unlink()
     seg_file(jns[2], 1, 3).unlink()
@@ -101,13 +107,7 @@ async def test_reads_across_nodes_each_missing_different_segments(jn_factory: JN
 async def test_a_reader_that_knows_its_namespace_names_it_to_the_nodes(
     jn_factory: JNFactory,
 ) -> None:
-    jns = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
-    writers = await setup_writers(jns)
-    try:
-        await finalized_segments(writers, SEGMENTS[:1])
-    finally:
-        for w in writers:
-            await w.close()
+    jns = await finalized_trio(jn_factory, SEGMENTS[:1])
     uri = parse_qjournal_uri(f"qjournal://{';'.join(j.rpc for j in jns)}/{JID}")
     async with QuorumJournalReader(uri, ns_info=NS) as reader:
         manifest = await reader.manifest(1)
@@ -121,13 +121,7 @@ async def test_a_reader_that_knows_its_namespace_names_it_to_the_nodes(
 
 
 async def test_read_fails_clearly_when_a_majority_is_down(jn_factory: JNFactory) -> None:
-    jns = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
-    writers = await setup_writers(jns)
-    try:
-        await finalized_segments(writers, SEGMENTS[:1])
-    finally:
-        for w in writers:
-            await w.close()
+    jns = await finalized_trio(jn_factory, SEGMENTS[:1])
     jn_factory.stop(jns[1])
     jn_factory.stop(jns[2])
     async with reader_for(jns) as reader:
@@ -177,13 +171,7 @@ async def test_in_progress_reads_return_only_what_a_quorum_holds(jn_factory: JNF
 
 
 async def test_redundant_stream_switches_node_mid_segment(jn_factory: JNFactory) -> None:
-    jns = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
-    writers = await setup_writers(jns)
-    try:
-        await finalized_segments(writers, [(1, 10)])
-    finally:
-        for w in writers:
-            await w.close()
+    jns = await finalized_trio(jn_factory, [(1, 10)])
     op_size = len(txns(1, 1))
     for jn, bad_txid in ((jns[0], 4), (jns[1], 8)):  # jn3 keeps a good copy
         path = seg_file(jn, 1, 10)
