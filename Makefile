@@ -5,7 +5,8 @@
 #                 stays up until Ctrl-C. make demo ARGS="--once" runs the scenario, stops the
 #                 cluster and exits (0 when every acknowledged op survived the failover);
 #                 other options: ARGS="--dir D --base-port P" (DEMO_ARGS works too)
-#   make test   - the whole test suite
+#   make test   - the whole test suite (two pytest workers; `make test-fast` skips the
+#                 tests marked slow, the real-process scenarios)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -20,7 +21,7 @@ PROTOS := src/qjm/protocol/qjournal.proto $(wildcard src/qjm/ipc/proto/*.proto) 
   src/qjm/namenode/image/fsimage.proto $(wildcard src/qjm/namenode/proto/*.proto) \
   $(wildcard src/qjm/ha/*.proto)
 
-.PHONY: install test lint demo proto debian clean bench
+.PHONY: install test test-fast lint demo proto debian clean bench
 
 install: $(STAMP)
 
@@ -51,8 +52,14 @@ $(PROTOC_VENV)/.installed:
 proto: $(PROTOC_VENV)/.installed
 	$(PROTOC_VENV)/bin/python -m grpc_tools.protoc -I src --python_out=src --pyi_out=src $(PROTOS)
 
+# Two workers, a test file to each at a time (module fixtures start once): most tests wait on
+# real processes, so two workers on two cores finish in far less time than one.
+PYTEST_WORKERS ?= 2
 test: install
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+
+test-fast: install
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile -m "not slow"
 
 lint: install
 	$(VENV)/bin/ruff check src tests benchmarks

@@ -7,10 +7,25 @@ socket, so test servers get ports from a range the kernel never hands out by its
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 
 LOW, HIGH = 20000, 32000  # below /proc/sys/net/ipv4/ip_local_port_range (32768-60999)
+
+
+def _worker_slice(low: int, high: int) -> tuple[int, int]:
+    """This pytest-xdist worker's own part of [low, high), so two workers never pick one port."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or "1")
+    if not worker.startswith("gw") or count <= 1:
+        return low, high
+    index = int(worker[2:])
+    width = (high - low) // count
+    return low + index * width, low + (index + 1) * width
+
+
+LOW, HIGH = _worker_slice(LOW, HIGH)
 _given: set[int] = set()
 _rng = random.Random()
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import JNFactory, JNProcess
+from conftest import JNFactory
 from ports import free_address
 from qjm.config import JournalNodeSettings
 from qjm.journalnode.node import JournalNode, StartupError
@@ -30,7 +30,7 @@ from qjm.protocol.errors import JournalError, StorageError
 from qjm.protocol.qjournal import journal_id
 from raw_writer import JID, JNClient, ns_info, txns
 from test_journalnode_server import http_get
-from test_syncer import SEGMENTS, SYNC_MS, seg_path, wait_until, write_segments
+from test_syncer import seg_path, synced_trio_with_segments, wait_until
 
 NS = ns_info(4242, "CID-resources")
 T = 10.0
@@ -104,24 +104,6 @@ async def test_one_corrupt_file_does_not_stop_the_node(jn_factory: JNFactory, ca
     assert str(bad_file) in page.decode()
     _, metrics = http_get(f"http://{jn.http}/metrics")
     assert "qjm_journalnode_journals_not_served 1.0" in metrics.decode()
-
-
-async def synced_trio_with_segments(jn_factory: JNFactory) -> list[JNProcess]:
-    """Three nodes holding SEGMENTS, restarted as peers (written first: no sync races)."""
-    first = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
-    await write_segments(first, SEGMENTS)
-    rpcs = [jn.rpc for jn in first]
-    for jn in first:
-        jn_factory.stop(jn)
-    out = []
-    for i, jn in enumerate(first):
-        peers = ",".join(r for k, r in enumerate(rpcs) if k != i)
-        out.append(
-            jn_factory.start(
-                jn.name, jn.rpc, jn.http, "--peers", peers, "--sync-interval-ms", SYNC_MS
-            )
-        )
-    return out
 
 
 def segment_intact(path: Path, original: bytes) -> bool:

@@ -286,6 +286,9 @@ async def test_a_new_writer_fences_the_old_one(cluster: InMemoryCluster) -> None
     q1 = await first_segment(cluster, 10)
     s1 = await q1.start_log_segment(11)
     assert await write_txns(s1, 11, 3, "w1") == 13
+    # 11-13 reached every node (the third copy is not left in flight to lose the race with
+    # the new epoch, which would put that node out of sync instead of refusing by epoch).
+    await idle(q1)
     q2 = await writer(cluster, 13)  # recovers 11-13 and finalizes it
     assert q2.epoch == 2
     await idle(q2)  # every node promised epoch 2

@@ -30,9 +30,11 @@ def seg_path(jn: JNProcess, start: int, end: int) -> Path:
     return jn.edits_dir / JID / "current" / finalized_name(start, end)
 
 
-def start_synced_trio(jn_factory: JNFactory, sync_ms: str = SYNC_MS) -> list[JNProcess]:
-    """Three JournalNodes that know each other as peers."""
-    first = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
+def start_synced_trio(
+    jn_factory: JNFactory, sync_ms: str = SYNC_MS, first: list[JNProcess] | None = None
+) -> list[JNProcess]:
+    """Three JournalNodes that know each other as peers (first: peerless ones to restart)."""
+    first = first or [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
     rpcs = [jn.rpc for jn in first]
     out = []
     for jn in first:
@@ -45,6 +47,13 @@ def start_synced_trio(jn_factory: JNFactory, sync_ms: str = SYNC_MS) -> list[JNP
             )
         )
     return out
+
+
+async def synced_trio_with_segments(jn_factory: JNFactory) -> list[JNProcess]:
+    """Three nodes holding SEGMENTS, restarted as peers (written first: no sync races)."""
+    first = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
+    await write_segments(first, SEGMENTS)
+    return start_synced_trio(jn_factory, first=first)
 
 
 async def write_segments(jns: list[JNProcess], segments: list[tuple[int, int]]) -> None:
@@ -72,8 +81,7 @@ SEGMENTS = [(1, 3), (4, 6), (7, 9), (10, 12)]
 
 
 async def test_deleted_segments_come_back(jn_factory: JNFactory) -> None:
-    jn1, jn2, jn3 = jns = start_synced_trio(jn_factory)
-    await write_segments(jns, SEGMENTS)
+    jn1, jn2, jn3 = await synced_trio_with_segments(jn_factory)
     original = seg_path(jn3, 4, 6).read_bytes()
     # one segment on one node
     seg_path(jn1, 4, 6).unlink()
@@ -98,8 +106,7 @@ async def test_deleted_segments_come_back(jn_factory: JNFactory) -> None:
 
 
 async def test_a_wiped_node_recreates_its_version_and_catches_up(jn_factory: JNFactory) -> None:
-    jn1, _, jn3 = jns = start_synced_trio(jn_factory)
-    await write_segments(jns, SEGMENTS)
+    jn1, _, jn3 = await synced_trio_with_segments(jn_factory)
     jn_factory.stop(jn3)
     shutil.rmtree(jn3.edits_dir / JID)
     jn3 = jn_factory.start(jn3.name, jn3.rpc, jn3.http, *jn3.extra)
