@@ -15,13 +15,15 @@ from pathlib import Path
 from typing import TypeVar
 
 import aiohttp
+import hdfs_native
 import pytest
 from google.protobuf.message import Message
 
 from jn_proxy import JournalProxy
-from nn_fakes import FakeNameNode, serve
-from nn_harness import copy_name_dir, format_cluster, make_config, start_nn, wait_for
+from nn_fakes import FakeNameNode, ServedInThread, serve
+from nn_harness import SUPER, copy_name_dir, format_cluster, make_config, start_nn, wait_for
 from qjm.ipc import IpcClient, RemoteError
+from qjm.ipc.server import CallContext
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import hdfs_pb2 as hdfs
 from qjm.namenode.protocols import CLIENT_PROTOCOL
@@ -135,8 +137,6 @@ async def mkdirs(address: str, path: str) -> None:
 
 async def exists(nn: NameNode, path: str) -> bool:
     """Whether path is in nn's namespace."""
-    from nn_harness import SUPER
-
     return nn.ns.stat(path, SUPER) is not None
 
 
@@ -301,3 +301,42 @@ async def test_without_a_cache_a_retry_runs_again() -> None:
         ).result
     finally:
         await server.stop()
+
+
+class IdRecorder(FakeNameNode):
+    """A FakeNameNode that records the ids of every write call it is asked to run."""
+
+    def __init__(self, *, standby: bool) -> None:
+        super().__init__(standby=standby)
+        self.ids: list[tuple[str, bytes, int, int]] = []
+
+    def check_write(self, ctx: CallContext) -> None:
+        self.ids.append((ctx.method, ctx.client_id, ctx.call_id, ctx.retry_count))
+        super().check_write(ctx)
+
+
+def test_hdfs_native_retries_on_the_other_namenode_as_another_client() -> None:
+    """What hdfs-native sends when it moves a write to the other NameNode: a new client id
+    (one per connection) and that connection's next call id, with retry count 0, so no
+    NameNode can tell the retry from a new call and the retry cache cannot answer it."""
+    nn1, nn2 = IdRecorder(standby=True), IdRecorder(standby=False)
+    for op in nn2.ns.plan_mkdirs("/x", SUPER, 0o755, True, 0):
+        nn2.ns.apply(op)
+    with ServedInThread(nn1, nn2) as served:
+        a1, a2 = served.addresses
+        client = hdfs_native.Client(
+            "hdfs://ns1",
+            config={
+                "dfs.nameservices": "ns1",
+                "dfs.ha.namenodes.ns1": "nn1,nn2",
+                "dfs.namenode.rpc-address.ns1.nn1": a1,
+                "dfs.namenode.rpc-address.ns1.nn2": a2,
+            },
+        )
+        client.rename("/x", "/y")  # nn1 first: StandbyException; then nn2
+    (m1, cid1, _, retry1), (m2, cid2, _, retry2) = nn1.ids[-1], nn2.ids[-1]
+    assert m1 == m2 and m1 in ("rename", "rename2")
+    assert len(cid1) == len(cid2) == 16
+    assert cid1 != cid2  # another client id: a new call to the NameNode
+    assert (retry1, retry2) == (0, 0)
+    assert nn2.ns.stat("/y", SUPER) is not None
