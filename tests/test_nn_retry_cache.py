@@ -24,6 +24,7 @@ from nn_fakes import FakeNameNode, ServedInThread, serve
 from nn_harness import SUPER, copy_name_dir, format_cluster, make_config, start_nn, wait_for
 from qjm.ipc import IpcClient, RemoteError
 from qjm.ipc.server import CallContext
+from qjm.namenode.client import NameNodeClient
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import hdfs_pb2 as hdfs
 from qjm.namenode.protocols import CLIENT_PROTOCOL
@@ -103,9 +104,8 @@ async def call(
     client = IpcClient(
         address, CLIENT_PROTOCOL, user=os_user(), client_id=client_id, reconnect_attempts=1
     )
-    client._next_call_id = call_id  # the call id a retry carries again
     try:
-        return await client.call(method, request, response, 30.0)
+        return await client.call(method, request, response, 30.0, call_id=call_id)
     finally:
         await client.close()
 
@@ -304,15 +304,17 @@ async def test_without_a_cache_a_retry_runs_again() -> None:
 
 
 class IdRecorder(FakeNameNode):
-    """A FakeNameNode that records the ids of every write call it is asked to run."""
+    """A FakeNameNode that records the ids of every namespace call, answered or refused."""
 
     def __init__(self, *, standby: bool) -> None:
         super().__init__(standby=standby)
         self.ids: list[tuple[str, bytes, int, int]] = []
+        for op in self.ns.plan_mkdirs("/x", SUPER, 0o755, True, 0):
+            self.ns.apply(op)
 
-    def check_write(self, ctx: CallContext) -> None:
+    def _check(self, ctx: CallContext) -> None:
         self.ids.append((ctx.method, ctx.client_id, ctx.call_id, ctx.retry_count))
-        super().check_write(ctx)
+        super()._check(ctx)
 
 
 def test_hdfs_native_retries_on_the_other_namenode_as_another_client() -> None:
@@ -320,8 +322,6 @@ def test_hdfs_native_retries_on_the_other_namenode_as_another_client() -> None:
     (one per connection) and that connection's next call id, with retry count 0, so no
     NameNode can tell the retry from a new call and the retry cache cannot answer it."""
     nn1, nn2 = IdRecorder(standby=True), IdRecorder(standby=False)
-    for op in nn2.ns.plan_mkdirs("/x", SUPER, 0o755, True, 0):
-        nn2.ns.apply(op)
     with ServedInThread(nn1, nn2) as served:
         a1, a2 = served.addresses
         client = hdfs_native.Client(
@@ -340,3 +340,26 @@ def test_hdfs_native_retries_on_the_other_namenode_as_another_client() -> None:
     assert cid1 != cid2  # another client id: a new call to the NameNode
     assert (retry1, retry2) == (0, 0)
     assert nn2.ns.stat("/y", SUPER) is not None
+
+
+async def test_our_client_retries_a_call_under_its_ids_and_never_reuses_them() -> None:
+    """NameNodeClient: one client id and one call id counter over both NameNodes; a call
+    moved to the other NameNode keeps its call id (a retry the cache recognises), and no
+    two calls share one (the cache would answer the second with the first's answer)."""
+    nn1, nn2 = IdRecorder(standby=False), IdRecorder(standby=True)
+    servers = [await serve(nn1), await serve(nn2)]
+    try:
+        async with NameNodeClient([f"127.0.0.1:{s.port}" for s in servers]) as client:
+            await client.rename("/x", "/y")  # nn1 answers
+            nn1.standby, nn2.standby = True, False
+            await client.mkdirs("/z")  # nn1 refuses, nn2 answers: a retry
+            await client.rename("/z", "/w")  # nn2 at once
+    finally:
+        for server in servers:
+            await server.stop()
+    first, refused = nn1.ids
+    retried, last = nn2.ids
+    assert refused[1:] == retried[1:]  # the same call, its client id and call id again
+    calls = {first[1:3], retried[1:3], last[1:3]}
+    assert len(calls) == 3  # three calls, three (client id, call id) pairs
+    assert len({ids[1] for ids in (first, retried, last)}) == 1  # one client id
