@@ -193,7 +193,7 @@ class ClientRpc:
         """An at-most-once call's retry cache entry (design §N.3); refuses unless active.
 
         None: no cache, or ids it cannot key; run the call. An entry that succeeded: answer
-        from it. Otherwise run the call, then _retry_done with how it ended.
+        from it. Otherwise run the call, then RetryCache.set_state with how it ended.
         """
         self.nn.check_write(ctx)  # a standby refuses before it looks (HDFS checkOperation)
         cache = self.nn.retry_cache
