@@ -12,13 +12,19 @@ start); read_cluster(directory) gives the current file.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import dataclasses
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
+from jn_proxy import JournalProxy
 from ports import free_port_block
+from qjm.cluster import launcher
 from qjm.cluster.launcher import (
     cluster_down,
     cluster_up,
@@ -27,7 +33,13 @@ from qjm.cluster.launcher import (
     plan_cluster_ports,
 )
 from qjm.cluster.process import pid_alive
-from qjm.config import FailoverControllerSettings, NameNodeSettings, ZooKeeperSettings
+from qjm.config import (
+    FailoverControllerSettings,
+    NameNodeSettings,
+    ZooKeeperSettings,
+    dump_config,
+    load_config,
+)
 
 NAMENODES = ("nn1", "nn2")
 
@@ -144,3 +156,96 @@ def processes_of(directory: Path) -> list[int]:
         if needle in cmdline and pid_alive(int(entry.name)):
             pids.append(int(entry.name))
     return sorted(pids)
+
+
+class JournalProxies:
+    """One JournalProxy per JournalNode, on an event loop in a thread (the test blocks)."""
+
+    def __init__(self, targets: list[str]) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.proxies = [self._run(JournalProxy(t).start()) for t in targets]
+
+    def _run(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout=30)
+
+    async def _each(self, action: str) -> None:
+        for p in self.proxies:
+            getattr(p, action)()
+
+    @property
+    def addresses(self) -> list[str]:
+        """Each proxy's host:port, in the JournalNodes' order."""
+        return [p.address for p in self.proxies]
+
+    def hold(self) -> None:
+        """Keep back the JournalNodes' answers to every journal() sent from now on."""
+        self._run(self._each("hold"))
+
+    def release(self) -> None:
+        """Stop holding and send what was kept back."""
+        self._run(self._each("release"))
+
+    def close(self) -> None:
+        """Stop the proxies and their loop."""
+        for p in self.proxies:
+            self._run(p.stop())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+@contextlib.contextmanager
+def auto_cluster_behind_proxies(
+    directory: Path, **options: Any
+) -> Iterator[tuple[dict[str, Any], JournalProxies, Path]]:
+    """auto_cluster whose NameNodes reach each JournalNode through a JournalProxy; yields the
+    cluster, the proxies and the NameNodes' config (DIR/namenodes.toml: cluster.toml with the
+    proxies as the JournalNodes' RPC addresses, from the format of the shared journal on).
+
+    The launcher starts every NameNode command (format, bootstrap-standby, the daemons) with
+    that config; the JournalNodes and the ZKFCs keep cluster.toml.
+    """
+    base_port = free_cluster_ports()
+    plan = plan_cluster_ports(3, base_port, 2, 1)
+    proxies = JournalProxies([f"127.0.0.1:{rpc}" for rpc, _ in plan.journalnodes])
+    nn_toml = directory.resolve() / "namenodes.toml"
+
+    def for_namenodes(argv: list[str]) -> list[str]:
+        if not argv or argv[0] != "namenode" or "--config" not in argv:
+            return argv
+        i = argv.index("--config") + 1
+        if not nn_toml.exists():
+            cfg = load_config(argv[i])
+            jns = {
+                name: dataclasses.replace(jn, rpc_address=address)
+                for (name, jn), address in zip(
+                    cfg.journalnodes.items(), proxies.addresses, strict=True
+                )
+            }
+            nn_toml.write_text(dump_config(dataclasses.replace(cfg, journalnodes=jns)))
+        return [*argv[:i], str(nn_toml), *argv[i + 1 :]]
+
+    spawn, run_admin = launcher.spawn, launcher.run_admin
+    patches = [
+        mock.patch.object(
+            launcher, "spawn", lambda name, argv, *a: spawn(name, for_namenodes(argv), *a)
+        ),
+        mock.patch.object(
+            launcher,
+            "run_admin",
+            lambda argv, name, *a, **k: run_admin(for_namenodes(argv), name, *a, **k),
+        ),
+    ]
+    try:
+        with contextlib.ExitStack() as stack:
+            for p in patches:
+                stack.enter_context(p)
+            started = auto_cluster(directory, base_port=base_port, **options)
+            cluster = started.__enter__()
+        try:
+            yield cluster, proxies, nn_toml
+        finally:
+            started.__exit__(None, None, None)
+    finally:
+        proxies.close()

@@ -19,6 +19,7 @@ from qjm.namenode.errors import HealthCheckFailedError, ServiceFailedError, Stan
 from qjm.namenode.ha_rpc import ha_methods
 from qjm.namenode.namespace import Namespace
 from qjm.namenode.protocols import CLIENT_PROTOCOL, HA_SERVICE_PROTOCOL
+from qjm.namenode.retry_cache import RetryCache
 from qjm.namenode.types import Caller, HAState
 
 
@@ -49,6 +50,9 @@ class FakeNameNode:
         self.calls: list[str] = []  # methods that reached read/write
         self.state_ids: list[int | None] = []
         self.groups: dict[str, tuple[str, ...]] = {}  # user -> groups (none when absent)
+        self.retry_cache: RetryCache | None = RetryCache(
+            self.settings.retry_cache_expiry_ms / 1000, self.settings.retry_cache_max_entries
+        )
 
     def caller_of(self, ctx: CallContext) -> Caller:
         groups = self.groups.get(ctx.user, ())
@@ -63,6 +67,10 @@ class FakeNameNode:
                 f"Operation category {ctx.method} is not supported in state standby. "
                 "Visit https://s.apache.org/sbnn-error"
             )
+
+    def check_write(self, ctx: CallContext) -> None:
+        if self.standby:
+            self._check(ctx)
 
     async def read(self, ctx: CallContext) -> Any:
         self._check(ctx)

@@ -146,10 +146,23 @@ class NameNodeSettings:
     # dfs.ha.automatic-failover.enabled: ZKFCs drive the HA state, a user's transition is
     # refused unless forced (haadmin --forcemanual), and a ZKFC's is refused when off
     automatic_failover: bool = False
+    # the retry cache (design §N.3): dfs.namenode.enable.retrycache and
+    # dfs.namenode.retrycache.expirytime.millis; HDFS bounds it by a share of the heap
+    # (dfs.namenode.retrycache.heap.percent), qjm by a number of entries (~300 bytes each)
+    retry_cache_enabled: bool = True
+    retry_cache_expiry_ms: int = 600_000
+    retry_cache_max_entries: int = 250_000
 
     def __post_init__(self) -> None:
         """Refuse values that would make the NameNode misbehave, naming the key."""
-        for key in ("checkpoint_txns", "roll_txns", "roll_bytes", "listing_limit"):
+        for key in (
+            "checkpoint_txns",
+            "roll_txns",
+            "roll_bytes",
+            "listing_limit",
+            "retry_cache_expiry_ms",
+            "retry_cache_max_entries",
+        ):
             if getattr(self, key) < 1:
                 raise ConfigError(f"namenode.{key} must be at least 1, got {getattr(self, key)}")
         if self.default_replication < 1 or self.default_replication > 32767:

@@ -156,6 +156,20 @@ class _ClientConnection(asyncio.Protocol):
             self.transport.close()
 
 
+class CallIds:
+    """The call ids of one client id: 0, 1, ... (wrapping at 2^31), one counter however many
+    connections (IpcClients) carry them, as Hadoop's Client has."""
+
+    def __init__(self, start: int = 0) -> None:
+        self._next = start & 0x7FFFFFFF
+
+    def next(self) -> int:
+        """The next call id."""
+        call_id = self._next
+        self._next = (call_id + 1) & 0x7FFFFFFF
+        return call_id
+
+
 class IpcClient:
     """One connection per (address, protocol, user); many calls in flight; bounded reconnect.
 
@@ -176,6 +190,7 @@ class IpcClient:
         connect_timeout_s: float = 5.0,
         reconnect_attempts: int = 3,
         reconnect_backoff_s: float = 0.1,
+        call_ids: CallIds | None = None,
     ) -> None:
         self.address = address
         self.protocol = protocol
@@ -190,7 +205,9 @@ class IpcClient:
         self._queue: list[tuple[int, bytes, asyncio.Future[_Pending]]] = []
         self._connect_task: asyncio.Task[None] | None = None
         self._closed = False
-        self._next_call_id = 0
+        # shared by the IpcClients of one client id (a NameNode's retry cache keys on the
+        # pair: no two calls of one client may carry the same call id, design §N.3)
+        self.call_ids = call_ids if call_ids is not None else CallIds()
         self._header_end = (
             b"\x22" + encode_varint(len(self.client_id)) + self.client_id + b"\x28\x00"
         )  # clientId (field 4), retryCount (field 5) = 0
@@ -250,12 +267,19 @@ class IpcClient:
         request: Message,
         response_type: type[M],
         timeout: float | None = None,  # noqa: ASYNC109
+        call_id: int | None = None,
     ) -> M:
-        """Invoke method with request; the decoded response, or RemoteError/RpcTimeoutError/..."""
+        """Invoke method with request; the decoded response, or RemoteError/RpcTimeoutError/...
+
+        call_id: resend an earlier call under its id (a retry, as Hadoop's
+        RetryInvocationHandler does); None takes the next id of call_ids.
+        """
         if self._closed:
             raise RpcConnectionError(f"{self.address} {method}: the IPC client is closed")
-        call_id = self._next_call_id
-        self._next_call_id = (call_id + 1) & 0x7FFFFFFF
+        if call_id is None:
+            call_id = self.call_ids.next()
+        elif self._in_flight(call_id):
+            raise ValueError(f"{self.address} {method}: call id {call_id} is already in flight")
         frame = self.call_frame(call_id, method, request)
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[_Pending] = loop.create_future()
@@ -299,6 +323,12 @@ class IpcClient:
             peer=self.address,
             method=method,
         )
+
+    def _in_flight(self, call_id: int) -> bool:
+        conn = self._conn
+        if conn is not None and call_id in conn.pending:
+            return True
+        return any(queued_id == call_id for queued_id, _, _ in self._queue)
 
     def _add_deadline(
         self,

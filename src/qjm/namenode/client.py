@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from google.protobuf.message import Message
 
 from qjm.ipc import IpcClient, RemoteError, RpcConnectionError, RpcError, RpcTimeoutError
+from qjm.ipc.client import CallIds
 from qjm.namenode import protocols
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import HAServiceProtocol_pb2 as ha
@@ -102,6 +103,7 @@ class NameNodeClient:
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
         self.client_id = os.urandom(16)  # one id over every NameNode, as DFSClient has
+        self.call_ids = CallIds()  # ... and one call id counter (design §N.3)
         self.client_name = f"qjm_client_{self.client_id.hex()[:16]}"
         self._connect_timeout_s = connect_timeout_s
         self._clients: dict[str, IpcClient] = {}
@@ -121,14 +123,21 @@ class NameNodeClient:
                 protocols.CLIENT_PROTOCOL,
                 user=self.user,
                 client_id=self.client_id,
+                call_ids=self.call_ids,
                 connect_timeout_s=self._connect_timeout_s,
                 reconnect_attempts=1,
             )
         return client
 
     async def call(self, method: str, request: Message) -> Any:
-        """Call a ClientProtocol method on the active NameNode, failing over as needed."""
+        """Call a ClientProtocol method on the active NameNode, failing over as needed.
+
+        Every attempt carries the same call id, as Hadoop's RetryInvocationHandler sends
+        them: a NameNode that already ran an at-most-once call (the answer was lost with
+        a connection or a failover) answers it from its retry cache (design §N.3).
+        """
         response_type = protocols.CLIENT_METHODS[method].response
+        call_id = self.call_ids.next()
         failures: list[str] = []
         backoff = self.backoff_s
         n = len(self.addresses)
@@ -138,7 +147,7 @@ class NameNodeClient:
                 address = self.addresses[index]
                 try:
                     response = await self._client(address).call(
-                        method, request, response_type, timeout=self.timeout
+                        method, request, response_type, timeout=self.timeout, call_id=call_id
                     )
                 except RemoteError as e:
                     if e.class_name not in (STANDBY_EXCEPTION, RETRIABLE_EXCEPTION):

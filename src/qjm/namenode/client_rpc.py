@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from google.protobuf.message import Message
 
-from qjm.editlog.ops import Op
+from qjm.editlog.ops import AddOp, Op
 from qjm.ipc.server import CallContext, Method
 from qjm.namenode import protocols
 from qjm.namenode.errors import (
@@ -20,6 +20,7 @@ from qjm.namenode.errors import (
 )
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import hdfs_pb2 as hdfs
+from qjm.namenode.retry_cache import CacheEntry, RetryCache, created_status
 from qjm.namenode.service import NameNodeService
 from qjm.namenode.types import Caller, ContentSummary, FileStatus, HAState, RpcIds
 
@@ -188,6 +189,18 @@ class ClientRpc:
     def __init__(self, nn: NameNodeService) -> None:
         self.nn = nn
 
+    async def _retry_entry(self, ctx: CallContext) -> CacheEntry | None:
+        """An at-most-once call's retry cache entry (design §N.3); refuses unless active.
+
+        None: no cache, or ids it cannot key; run the call. An entry that succeeded: answer
+        from it. Otherwise run the call, then RetryCache.set_state with how it ended.
+        """
+        self.nn.check_write(ctx)  # a standby refuses before it looks (HDFS checkOperation)
+        cache = self.nn.retry_cache
+        if cache is None:
+            return None
+        return await cache.wait_for_completion(ctx.client_id, ctx.call_id)
+
     # -- reads --------------------------------------------------------------------------------
 
     async def get_file_info(
@@ -319,10 +332,8 @@ class ClientRpc:
         when = now_ms()
         ids = rpc_ids(ctx)
         machine = ctx.peer.rsplit(":", 1)[0].strip("[]")
-        used: list[Namespace] = []
 
         def plan(ns: Namespace) -> list[Op]:
-            used.append(ns)
             if not may_create and ns.stat(req.src, caller) is None:
                 raise PathNotFoundError(
                     f"failed to overwrite non-existent file {req.src} on client {machine}"
@@ -341,9 +352,23 @@ class ClientRpc:
                 ids,
             )
 
-        await self.nn.write(ctx, plan)
-        status = used[-1].stat(req.src, caller) if used else None
-        if status is None:  # replaced again since: HDFS answers the status it created
+        entry = await self._retry_entry(ctx)
+        if entry is not None and entry.succeeded:  # a retry: the first call's answer
+            return self._created(entry.payload)
+        status: FileStatus | None = None
+        try:
+            ops = await self.nn.write(ctx, plan)
+            added = ops[-1] if ops else None
+            if isinstance(added, AddOp):
+                status = created_status(added)  # what it created, as HDFS answers
+        finally:
+            RetryCache.set_state(entry, status is not None, status)
+        return self._created(status)
+
+    @staticmethod
+    def _created(status: object) -> cn.CreateResponseProto:
+        """create's answer: the status of the file it made (none when unknown)."""
+        if not isinstance(status, FileStatus):
             return cn.CreateResponseProto()
         return cn.CreateResponseProto(fs=file_status_proto(status, b""))
 
@@ -371,8 +396,15 @@ class ClientRpc:
         def plan(ns: Namespace) -> list[Op]:
             return ns.plan_rename(req.src, req.dst, caller, when, ids)
 
-        ops = await self.nn.write(ctx, plan)
-        return cn.RenameResponseProto(result=bool(ops))
+        entry = await self._retry_entry(ctx)
+        if entry is not None and entry.succeeded:
+            return cn.RenameResponseProto(result=True)
+        renamed = False
+        try:
+            renamed = bool(await self.nn.write(ctx, plan))
+        finally:
+            RetryCache.set_state(entry, renamed)  # false is not an answer to keep (HDFS)
+        return cn.RenameResponseProto(result=renamed)
 
     async def rename2(
         self, req: cn.Rename2RequestProto, ctx: CallContext
@@ -385,7 +417,15 @@ class ClientRpc:
         def plan(ns: Namespace) -> list[Op]:
             return ns.plan_rename2(req.src, req.dst, caller, req.overwriteDest, when, ids)
 
-        await self.nn.write(ctx, plan)
+        entry = await self._retry_entry(ctx)
+        if entry is not None and entry.succeeded:
+            return cn.Rename2ResponseProto()
+        done = False
+        try:
+            await self.nn.write(ctx, plan)
+            done = True
+        finally:
+            RetryCache.set_state(entry, done)
         return cn.Rename2ResponseProto()
 
     async def delete(self, req: cn.DeleteRequestProto, ctx: CallContext) -> cn.DeleteResponseProto:
@@ -397,8 +437,15 @@ class ClientRpc:
         def plan(ns: Namespace) -> list[Op]:
             return ns.plan_delete(req.src, caller, req.recursive, when, ids)
 
-        ops = await self.nn.write(ctx, plan)
-        return cn.DeleteResponseProto(result=bool(ops))
+        entry = await self._retry_entry(ctx)
+        if entry is not None and entry.succeeded:
+            return cn.DeleteResponseProto(result=True)
+        deleted = False
+        try:
+            deleted = bool(await self.nn.write(ctx, plan))
+        finally:
+            RetryCache.set_state(entry, deleted)
+        return cn.DeleteResponseProto(result=deleted)
 
     async def set_permission(
         self, req: cn.SetPermissionRequestProto, ctx: CallContext

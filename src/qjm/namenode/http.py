@@ -127,6 +127,9 @@ async def status_dict(nn: NameNode, jn_rows: list[dict[str, Any]] | None) -> dic
             "running": tailer is not None and tailer.running,
             "last_error": tailer.last_error if tailer is not None else None,
         },
+        # HDFS's metrics record RetryCache.NameNodeRetryCache (CacheHit, CacheCleared,
+        # CacheUpdated), with the entries held and evicted; null when the cache is off
+        "retry_cache": nn.retry_cache.stats() if nn.retry_cache is not None else None,
         "fatal_error": nn.fatal_error,
         "last_transition_error": nn.last_transition_error,
         "uptime_s": round(time.time() - nn.started_at, 3),

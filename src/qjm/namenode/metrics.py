@@ -90,6 +90,23 @@ class NameNodeCollector(Collector):
             "images_received_total", "Images received over /imagetransfer", self.m.images_received
         )
         yield counter("ha_transitions_total", "HA state changes", nn.ha.transitions)
+        cache = nn.retry_cache.stats() if nn.retry_cache is not None else {}
+        for key, name, text in (
+            ("CacheHit", "hit", "calls that found their entry"),
+            ("CacheUpdated", "updated", "entries added, by a call or from the journal"),
+            ("CacheCleared", "cleared", "times the cache was emptied"),
+        ):
+            yield counter(
+                f"retry_cache_{name}_total",
+                f"Retry cache: {text} (HDFS RetryCache.NameNodeRetryCache {key})",
+                cache.get(key, 0),
+            )
+        yield counter(
+            "retry_cache_evicted_total",
+            "Retry cache entries dropped for room before they expired",
+            cache.get("evicted", 0),
+        )
+        yield gauge("retry_cache_entries", "Retry cache entries held", cache.get("entries", 0))
         ops = CounterMetricFamily(
             "qjm_namenode_ops_logged_total", "Edit-log ops logged, by RPC method", labels=["method"]
         )

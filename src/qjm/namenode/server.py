@@ -36,6 +36,7 @@ from qjm.namenode.errors import (
     StandbyError,
 )
 from qjm.namenode.ha_state import HAStateMachine
+from qjm.namenode.retry_cache import RetryCache
 from qjm.namenode.types import Caller, HAState
 from qjm.namenode.users import os_groups, os_user
 from qjm.protocol.errors import EpochError
@@ -113,6 +114,11 @@ class NameNode:
         self.started_at = time.time()
         self.last_transition_error: str | None = None
         self._needs_reload = False  # deposed: the namespace may hold edits no quorum took
+        self.retry_cache: RetryCache | None = None
+        if self.settings.retry_cache_enabled:
+            self.retry_cache = RetryCache(
+                self.settings.retry_cache_expiry_ms / 1000, self.settings.retry_cache_max_entries
+            )
         from qjm.namenode.metrics import NameNodeMetrics
 
         self.metrics: NameNodeMetrics = NameNodeMetrics(self)
@@ -220,6 +226,10 @@ class NameNode:
     def _notify_applied(self) -> None:
         event, self._applied_event = self._applied_event, asyncio.Event()
         event.set()
+
+    def check_write(self, ctx: CallContext) -> None:
+        """Raise StandbyError unless active (before a retry cache lookup, as HDFS)."""
+        self.ha.check_active("WRITE")
 
     async def write(self, ctx: CallContext, plan: Plan) -> list[Op]:
         """Run plan, apply and log its ops, and return them once the quorum holds them."""
@@ -626,6 +636,8 @@ class NameNode:
             raise
         self.applied_txid = txid
         self.metrics.txns_applied += 1
+        if self.retry_cache is not None:
+            self.retry_cache.add_op(op)  # the call it records is answered from here on
         self._notify_applied()
 
     def _journal_reader(self) -> QuorumJournalReader:
@@ -799,6 +811,8 @@ class NameNode:
         if self._reader is not None:
             await self._reader.close()
             self._reader = None
+        if self.retry_cache is not None:
+            self.retry_cache.clear()  # as HDFS's stopCommonServices
         if self.storage is not None:
             with contextlib.suppress(Exception):
                 self.storage.close()

@@ -12,6 +12,7 @@ from qjm.namenode.types import Caller, HAState
 if TYPE_CHECKING:
     from qjm.config import NameNodeSettings
     from qjm.namenode.namespace import Namespace
+    from qjm.namenode.retry_cache import RetryCache
 
 Plan = Callable[["Namespace"], list[Op]]
 
@@ -20,6 +21,7 @@ class NameNodeService(Protocol):
     """A NameNode as its RPC handlers see it."""
 
     settings: NameNodeSettings
+    retry_cache: RetryCache | None  # None when [namenode] retry_cache_enabled is false
 
     def caller_of(self, ctx: CallContext) -> Caller:
         """The Caller (user, groups, superuser) of an RPC."""
@@ -31,6 +33,10 @@ class NameNodeService(Protocol):
         Raises StandbyError unless active, or unless ctx carries a state id (an observer
         read), in which case it waits (bounded) until that txid is applied.
         """
+        ...
+
+    def check_write(self, ctx: CallContext) -> None:
+        """Raise StandbyError unless this NameNode takes writes now (HDFS's checkOperation)."""
         ...
 
     async def write(self, ctx: CallContext, plan: Plan) -> list[Op]:
