@@ -306,7 +306,7 @@ def test_old_rename_of_a_file_onto_itself_is_true(ns: Namespace) -> None:
     assert ns.dump() == before
 
 
-def test_fs_limits(ns: Namespace, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fs_limits(ns: Namespace) -> None:
     from qjm.namenode import namespace as nsmod
 
     long = "x" * 256
@@ -318,7 +318,7 @@ def test_fs_limits(ns: Namespace, monkeypatch: pytest.MonkeyPatch) -> None:
         ns.plan_rename2("/home/alice/notes", f"/tmp/{long}", SU, False, 1, RPC)
     assert ns.plan_mkdirs("/tmp/" + "é" * 127, SU, 0o755, False, 1)  # 254 bytes: fine
     mkdirs(ns, "/lim/a")
-    monkeypatch.setattr(nsmod, "MAX_DIRECTORY_ITEMS", 2)
+    ns.limits = nsmod.FsLimits(max_directory_items=2)
     mkdirs(ns, "/lim/b")
     with pytest.raises(nsmod.MaxDirectoryItemsExceededError, match="/lim"):
         ns.plan_mkdirs("/lim/c", SU, 0o755, False, 1)

@@ -32,9 +32,12 @@ from __future__ import annotations
 import tomllib
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qjm.errors import ConfigError
+
+if TYPE_CHECKING:
+    from qjm.namenode.namespace import FsLimits
 
 JN_RPC_PORT = 8485
 JN_HTTP_PORT = 8480
@@ -42,6 +45,8 @@ NN_RPC_PORT = 8020
 NN_HTTP_PORT = 9870
 # Below this the syncer would spin: each round asks a peer for every journal's status.
 MIN_SYNC_INTERVAL_MS = 100
+MAX_DIR_ITEMS_CEILING = 6_400_000  # HDFS's FSDirectory.MAX_DIR_ITEMS
+IPC_MAX_DATA_LENGTH = 134_217_728  # ipc.maximum.data.length (the NameNode's and ZKFC's frames)
 
 
 def parse_address(value: str, key: str, default_port: int | None = None) -> tuple[str, int]:
@@ -152,6 +157,14 @@ class NameNodeSettings:
     retry_cache_enabled: bool = True
     retry_cache_expiry_ms: int = 600_000
     retry_cache_max_entries: int = 250_000
+    # Request limits (design §N.4): bytes of a new name (0: none) and entries of a directory
+    max_component_length: int = 255  # dfs.namenode.fs-limits.max-component-length
+    max_directory_items: int = 1_048_576  # dfs.namenode.fs-limits.max-directory-items
+    # Connections and memory (design §N.6)
+    ipc_max_connections: int = 8192  # ipc.server.max.connections
+    ipc_idle_timeout_ms: int = 20_000  # 2 x ipc.client.connection.maxidletime, as HDFS's server
+    ipc_max_unfinished_bytes: int = 268_435_456  # bytes of RPC frames not yet whole, all clients
+    image_upload_max_bytes: int = 17_179_869_184  # largest PUT /imagetransfer body kept
 
     def __post_init__(self) -> None:
         """Refuse values that would make the NameNode misbehave, naming the key."""
@@ -162,9 +175,23 @@ class NameNodeSettings:
             "listing_limit",
             "retry_cache_expiry_ms",
             "retry_cache_max_entries",
+            "ipc_max_connections",
+            "ipc_idle_timeout_ms",
+            "image_upload_max_bytes",
         ):
             if getattr(self, key) < 1:
                 raise ConfigError(f"namenode.{key} must be at least 1, got {getattr(self, key)}")
+        if not 1 <= self.max_directory_items <= MAX_DIR_ITEMS_CEILING:
+            raise ConfigError(
+                f"namenode.max_directory_items must be 1-{MAX_DIR_ITEMS_CEILING} (HDFS's "
+                f"range), got {self.max_directory_items}"
+            )
+        if self.ipc_max_unfinished_bytes < IPC_MAX_DATA_LENGTH:
+            raise ConfigError(
+                f"namenode.ipc_max_unfinished_bytes ({self.ipc_max_unfinished_bytes}) is below "
+                f"the largest RPC frame, {IPC_MAX_DATA_LENGTH} bytes (ipc.maximum.data.length): "
+                "such a request could never arrive"
+            )
         if self.default_replication < 1 or self.default_replication > 32767:
             raise ConfigError(
                 f"namenode.default_replication must be 1-32767, got {self.default_replication}"
@@ -173,6 +200,12 @@ class NameNodeSettings:
             raise ConfigError(
                 f"namenode.images_retained must be at least 1, got {self.images_retained}"
             )
+
+    def fs_limits(self) -> FsLimits:
+        """The namespace's FsLimits from these settings."""
+        from qjm.namenode.namespace import FsLimits
+
+        return FsLimits(self.max_component_length, self.max_directory_items)
 
 
 @dataclass(frozen=True)

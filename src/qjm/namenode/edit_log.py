@@ -299,10 +299,10 @@ class FSEditLog:
         self._maybe_auto_roll()
 
     # -- logging -------------------------------------------------------------------------------
-    def log(self, op: Op) -> int:
-        """Buffer an op for both journals under the next txid; returns the txid."""
+    def log(self, op: Op, body: bytes | None = None) -> int:
+        """Buffer an op (body: its encoding, when made already) under the next txid."""
         self._check_writable()
-        return self._log_raw(op.OPCODE, encode_body(op))
+        return self._log_raw(op.OPCODE, encode_body(op) if body is None else body)
 
     def _log_raw(self, opcode: int, body: bytes) -> int:
         txid = self._next_txid

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from qjm.editlog.ops import (
@@ -83,6 +84,24 @@ IMPLICIT_UWX = 0o300  # parents made on the way get u+wx (FSDirMkdirOp.addImplic
 MODE_MASK = 0o7777
 MAX_COMPONENT_LENGTH = 255  # dfs.namenode.fs-limits.max-component-length (bytes)
 MAX_DIRECTORY_ITEMS = 1024 * 1024  # dfs.namenode.fs-limits.max-directory-items
+MAX_PATH_LENGTH = 8000  # HdfsConstants.MAX_PATH_LENGTH (characters, counted as Java does)
+MAX_PATH_DEPTH = 1000  # HdfsConstants.MAX_PATH_DEPTH (components)
+# No path longer than this is resolved at all (design §N.4): splitting it would cost memory
+# in proportion, and no path this long can exist (a path is created at most MAX_PATH_LENGTH
+# characters long; only renaming an ancestor makes its descendants' paths longer).
+MAX_RESOLVABLE_PATH = 1 << 20
+
+
+@dataclass(frozen=True)
+class FsLimits:
+    """HDFS's dfs.namenode.fs-limits.* for new names (design §N.4)."""
+
+    max_component_length: int = MAX_COMPONENT_LENGTH  # UTF-8 bytes of a new name; 0: none
+    max_directory_items: int = MAX_DIRECTORY_ITEMS  # entries a directory may hold
+
+
+class PathTooLongError(NamenodeError):
+    """A new path over 8,000 characters or 1,000 levels (NameNodeRpcServer.checkPathLength)."""
 
 
 class PathComponentTooLongError(NamenodeError):
@@ -99,10 +118,38 @@ class MaxDirectoryItemsExceededError(NamenodeError):
     )
 
 
+def java_length(text: str) -> int:
+    """The length of text as Java's String.length() counts it (UTF-16 code units)."""
+    if text.isascii():
+        return len(text)
+    return len(text) + sum(1 for c in text if ord(c) > 0xFFFF)
+
+
+def path_depth(path: str) -> int:
+    """The components of a path as Hadoop's Path.depth() counts them (empty ones ignored)."""
+    return sum(1 for c in path.split("/") if c)
+
+
+def check_path_length(method: str, path: str) -> None:
+    """Refuse a new path over HDFS's 8,000 characters or 1,000 levels, as its RPC server does."""
+    if len(path) > MAX_PATH_LENGTH or (
+        java_length(path) > MAX_PATH_LENGTH or path_depth(path) > MAX_PATH_DEPTH
+    ):
+        raise PathTooLongError(
+            f"{method}: Pathname too long.  Limit {MAX_PATH_LENGTH} characters, "
+            f"{MAX_PATH_DEPTH} levels."
+        )
+
+
 def split_path(path: str) -> list[str]:
     """The components of an absolute path; InvalidPathError as HDFS's DFSUtil.isValidName."""
     if not isinstance(path, str) or not path.startswith("/"):
         raise InvalidPathError(f"Invalid path name {path!r}: not an absolute path")
+    if len(path) > MAX_RESOLVABLE_PATH:
+        raise InvalidPathError(
+            f"Invalid path name {path[:64]}... ({len(path)} characters): no path longer than "
+            f"{MAX_RESOLVABLE_PATH} characters is served"
+        )
     if path == "/":
         return []
     comps = path[1:].split("/")
@@ -157,6 +204,7 @@ class Namespace:
         self.superuser = superuser
         self.supergroup = supergroup
         self.permissions_enabled = permissions_enabled
+        self.limits = FsLimits()  # the NameNode sets its configured limits (design §N.4)
         self._st = InodeStore()
         root = self._st.alloc(
             ROOT_INODE_ID, NO_SLOT, DIRECTORY, "", 0o755, superuser, supergroup, root_mtime, 0
@@ -340,21 +388,26 @@ class Namespace:
 
     def _check_limits(self, r: _Resolved, parent: int, moved: _Resolved | None = None) -> None:
         """HDFS's fs-limits for new names under parent: component length, directory items."""
-        for c in r.comps[len(r.slots) - 1 :]:
-            n = len(c.encode("utf-8", "surrogateescape"))
-            if n > MAX_COMPONENT_LENGTH:
-                raise PathComponentTooLongError(
-                    f"The maximum path component name limit of {c} in directory "
-                    f"{self._st.path_of(parent)} is exceeded: limit={MAX_COMPONENT_LENGTH} "
-                    f"length={n}"
-                )
+        limits = self.limits
+        most = limits.max_component_length
+        first_new = len(r.slots) - 1
+        if most:
+            for i in range(first_new, len(r.comps)):
+                c = r.comps[i]
+                n = len(c.encode("utf-8", "surrogateescape"))
+                if n > most:
+                    where = self._st.path_of(parent) if i == first_new else join_path(r.comps[:i])
+                    raise PathComponentTooLongError(
+                        f"The maximum path component name limit of {c} in directory "
+                        f"{where} is exceeded: limit={most} length={n}"
+                    )
         if moved is not None and moved.slots[-2] == parent:
             return  # a rename within one directory adds no entry
         items = self._st.n_children(parent)
-        if items >= MAX_DIRECTORY_ITEMS:
+        if items >= limits.max_directory_items:
             raise MaxDirectoryItemsExceededError(
                 f"The directory item limit of {self._st.path_of(parent)} is exceeded: "
-                f"limit={MAX_DIRECTORY_ITEMS} items={items}"
+                f"limit={limits.max_directory_items} items={items}"
             )
 
     # --- reads -----------------------------------------------------------------------
@@ -492,6 +545,7 @@ class Namespace:
         self, path: str, caller: Caller, permission: int, create_parent: bool, now_ms: int
     ) -> list[Op]:
         """MkdirOps for the path (and its missing parents); [] when it is a directory already."""
+        check_path_length("mkdirs", path)
         r = self._resolve(path)
         pc = self._pc(caller)
         self._traverse(pc, r)
@@ -534,6 +588,7 @@ class Namespace:
         rpc: RpcIds,
     ) -> list[Op]:
         """Ops creating an open file: parents' MkdirOps, DeleteOp when overwriting, AddOp."""
+        check_path_length("create", path)
         r = self._resolve(path)
         pc = self._pc(caller)
         self._traverse(pc, r)
@@ -680,6 +735,7 @@ class Namespace:
 
     def plan_rename(self, src: str, dst: str, caller: Caller, now_ms: int, rpc: RpcIds) -> list[Op]:
         """The old rename (RenameOldOp): into dst if it is a directory; [] is HDFS's false."""
+        check_path_length("rename", dst)
         rs = self._resolve(src)
         rd = self._resolve(dst)
         pc = self._pc(caller)
@@ -703,6 +759,7 @@ class Namespace:
         self, src: str, dst: str, caller: Caller, overwrite: bool, now_ms: int, rpc: RpcIds
     ) -> list[Op]:
         """The rename with options (RenameOp); every failure raises."""
+        check_path_length("rename", dst)
         rs = self._resolve(src)
         rd = self._resolve(dst)
         pc = self._pc(caller)
@@ -1296,6 +1353,7 @@ class Namespace:
             permissions_enabled=self.permissions_enabled,
         )
         c._st = self._st.copy()
+        c.limits = self.limits
         c.last_inode_id = self.last_inode_id
         c.n_files, c.n_dirs, c.n_bytes = self.n_files, self.n_dirs, self.n_bytes
         return c

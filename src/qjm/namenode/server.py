@@ -24,12 +24,13 @@ from qjm.client.reader import QuorumJournalReader
 from qjm.client.uri import QJournalUri, parse_qjournal_uri
 from qjm.cluster.process import stop_on_signals, write_ready_file
 from qjm.config import ClusterConfig, NameNodeConfig, format_address, parse_address
-from qjm.editlog.ops import Op, decode_op
+from qjm.editlog.ops import Op, OpEncodeError, decode_op, encode_body
 from qjm.errors import QjmError
 from qjm.ipc import IpcServer
 from qjm.ipc.server import CallContext
 from qjm.namenode.errors import (
     HealthCheckFailedError,
+    IllegalArgumentError,
     NamenodeError,
     RetriableError,
     ServiceFailedError,
@@ -72,6 +73,24 @@ def _fenced(exc: BaseException | None) -> bool:
             return True
         exc = exc.__cause__ or exc.__context__
     return False
+
+
+def encode_for_log(method: str, ops: list[Op]) -> list[bytes]:
+    """Each op's edit-log body, or IllegalArgumentError naming what does not fit (design §N.4).
+
+    Called before any op of a call is applied, so a request whose ops cannot be written
+    (a name past a 16-bit length field) is refused and changes nothing.
+    """
+    bodies = []
+    for op in ops:
+        try:
+            bodies.append(encode_body(op))
+        except OpEncodeError as e:
+            raise IllegalArgumentError(
+                f"{method} refused: {e} (a path, client name, user or group name in the "
+                "request is too long for the edit log); nothing was applied or logged"
+            ) from None
+    return bodies
 
 
 def _why(exc: BaseException) -> str:
@@ -241,6 +260,7 @@ class NameNode:
         if not ops:
             await self._sync_pending()  # the answer may reflect edits not yet synced
             return ops
+        bodies = encode_for_log(ctx.method, ops)  # design §N.4: nothing applied unless it fits
         txid = 0
         for i, op in enumerate(ops):
             try:
@@ -251,7 +271,7 @@ class NameNode:
                 self._fatal(f"applying {type(op).__name__} after logging part of a call: {_why(e)}")
                 raise
             try:
-                txid = el.log(op)
+                txid = el.log(op, bodies[i])
             except Exception as e:
                 self._fatal(f"logging {type(op).__name__} after applying it: {_why(e)}")
                 raise
@@ -580,6 +600,7 @@ class NameNode:
                     fs_image.load_newest, storage, factory, path_loader=self._load_image_file
                 ),
             )
+            ns.limits = self.settings.fs_limits()
             self._ns = ns
             self.applied_txid = self.image_txid = int(txid)
             self._notify_applied()
