@@ -213,6 +213,51 @@ async def test_checkpoint_by_txn_count_and_restart_from_it(
         await nn1.stop()
 
 
+async def newest_image_shown(nn: NameNode) -> dict[str, int]:
+    """The newest image txid as the status page, /status and /metrics of nn show it."""
+    import re
+
+    import aiohttp
+
+    async with aiohttp.ClientSession() as s:
+        async with s.get(f"{nn.http_url()}/") as r:
+            page = await r.text()
+        async with s.get(f"{nn.http_url()}/status") as r:
+            status = await r.json()
+        async with s.get(f"{nn.http_url()}/metrics") as r:
+            metrics = await r.text()
+    row = re.search(r"<th>newest image txid</th><td>(\d+)</td>", page)
+    gauge = re.search(r"^qjm_namenode_last_checkpoint_txid ([0-9.e+]+)$", metrics, re.M)
+    assert row is not None and gauge is not None
+    return {
+        "page": int(row.group(1)),
+        "status": int(status["image_txid"]),
+        "metrics": int(float(gauge.group(1))),
+    }
+
+
+async def test_page_status_and_metrics_show_one_newest_image_after_a_checkpoint(
+    tmp_path: Path, jn_factory: JNFactory
+) -> None:
+    """The standby's checkpoint, saved there and uploaded to the active: both NameNodes'
+    status page, /status and /metrics name that image's txid, read from one place."""
+    _, nn1, nn2 = await pair(jn_factory, tmp_path)
+    rpc = Rpc(nn1.rpc_address())
+    try:
+        await workload(rpc, "img")
+        await caught_up(nn2, nn1)
+        assert nn2.checkpointer is not None
+        txid = await nn2.checkpointer.checkpoint()
+        assert txid > 0 and nn2.checkpointer.uploads == 1
+        for nn in (nn1, nn2):
+            shown = await newest_image_shown(nn)
+            assert shown == {"page": txid, "status": txid, "metrics": txid}, (nn.name, shown)
+    finally:
+        await rpc.close()
+        await nn2.stop()
+        await nn1.stop()
+
+
 async def test_bootstrap_standby_fetches_the_image(tmp_path: Path, jn_factory: JNFactory) -> None:
     from qjm.namenode.checkpointer import bootstrap_standby
 

@@ -149,6 +149,7 @@ class StandbyCheckpointer:
             self._saving = None
         await loop.run_in_executor(None, storage.purge, self.settings.images_retained)
         self.last_checkpoint_txid = txid
+        nn.image_txid = max(nn.image_txid, txid)
         self.last_checkpoint_time = time.monotonic()
         self.checkpoints += 1
         log.info(

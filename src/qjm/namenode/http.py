@@ -213,7 +213,7 @@ async def status_page(request: web.Request) -> web.Response:
         ("last applied txid", st["last_applied_txid"]),
         ("last synced txid", "-" if st["last_synced_txid"] is None else st["last_synced_txid"]),
         ("namespace", f"{st['inodes']} inodes: {st['files']} files, {st['dirs']} directories"),
-        ("newest image txid", st["last_checkpoint_txid"]),
+        ("newest image txid", st["image_txid"]),
         ("writer epoch", "-" if st["epoch"] is None else st["epoch"]),
         ("RPC", st["rpc_address"]),
         ("shared edits", st["shared_edits"]),

@@ -64,9 +64,7 @@ class NameNodeCollector(Collector):
         yield gauge("bytes", "Bytes of all files' blocks", size)
         cp = nn.checkpointer
         yield gauge(
-            "last_checkpoint_txid",
-            "Txid of the newest image saved or received here",
-            max(nn.image_txid, cp.last_checkpoint_txid if cp is not None else 0),
+            "last_checkpoint_txid", "Txid of the newest image in the name dir", nn.image_txid
         )
         yield gauge(
             "epoch", "Writer epoch while active (0 otherwise)", (nn.qjm.epoch or 0) if nn.qjm else 0

@@ -113,7 +113,10 @@ class NameNode:
         self.storage: NNStorage | None = None
         self._ns: Namespace | None = None
         self.applied_txid = 0  # the newest txid applied to the namespace here
-        self.image_txid = 0  # txid of the image the namespace was loaded from
+        # txid of the newest image in the name dir: loaded at start, saved by this NameNode's
+        # checkpointer or received over /imagetransfer. The one source of the status page,
+        # /status and /metrics.
+        self.image_txid = 0
         self.edit_log: FSEditLog | None = None
         self.qjm: QuorumJournalManager | None = None
         self.tailer: EditLogTailer | None = None
