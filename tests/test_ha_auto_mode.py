@@ -342,6 +342,25 @@ def test_haadmin_failover_through_real_zkfcs(zookeeper: str, tmp_path: Path) -> 
                 assert all("mallory" in e.message for e in errors)
             assert not nns[active].standby and nns[other].standby  # nothing moved
 
+            # an administrator's cede past the bound (3 session timeouts of 4 s) is refused
+            # naming it, and changes nothing (design §N.7)
+            async def cede_forever(address: str) -> RemoteError:
+                client = ZKFCClient(address, timeout=FAST)
+                try:
+                    with pytest.raises(RemoteError) as e:
+                        await client.cede_active(2**32 - 1)
+                    return e.value
+                finally:
+                    await client.close()
+
+            refused = asyncio.run(cede_forever(zkfcs[active]))
+            assert refused.class_name == "org.apache.hadoop.HadoopIllegalArgumentException"
+            assert refused.message.startswith(
+                "cedeActive for 4294967295 ms refused: this ZKFC cedes at most 12000 ms"
+            ), refused.message
+            assert not nns[active].standby and nns[other].standby
+            assert nns[active].transitions[-1][0] == "active"
+
             # the graceful failover goes through the target's ZKFC
             r = run_qjm("haadmin", "--config", str(cfg), "-failover", a, b, timeout=120)
             assert r.returncode == 0, r.stderr

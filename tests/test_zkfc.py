@@ -12,10 +12,18 @@ from dataclasses import dataclass, field
 import pytest
 
 from nn_fakes import FakeNameNode, serve
+from qjm.config import FailoverControllerSettings
+from qjm.errors import ConfigError
 from qjm.ha.elector import ElectorState, KazooStore, node_info
 from qjm.ha.fencing import NodeFencer
 from qjm.ha.health_monitor import HealthMonitorSettings
-from qjm.ha.zkfc import ZKFailoverController, ZKFCClient, ZkfcSettings
+from qjm.ha.zkfc import (
+    CedeRefusedError,
+    ZKFailoverController,
+    ZKFCClient,
+    ZkfcSettings,
+    cede_seconds,
+)
 from qjm.ipc import IpcServer, RemoteError
 
 FAST = HealthMonitorSettings(
@@ -262,3 +270,41 @@ async def test_a_graceful_fence_without_answer_is_logged_with_its_reason(
     assert zkfc.fenced == ["nn1"]  # by shell(true), after the graceful attempt
     line = next(r.getMessage() for r in caplog.records if "graceful fencing" in r.getMessage())
     assert line.endswith("failed: no answer within 0.5 s"), line
+
+
+# ---- how long a ZKFC cedes (design §N.7) ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("millis", "seconds"),
+    [(0, 0.0), (1, 0.001), (10_000, 10.0), (30_000, 30.0), (30_001, None), (2**32 - 1, None)],
+)
+def test_cede_is_bounded(millis: int, seconds: float | None) -> None:
+    if seconds is not None:
+        assert cede_seconds(millis, 30.0) == seconds
+        return
+    with pytest.raises(CedeRefusedError) as e:
+        cede_seconds(millis, 30.0)
+    assert str(e.value).startswith(f"cedeActive for {millis} ms refused")
+    assert "at most 30000 ms (zkfc.max_cede_ms" in str(e.value)
+    assert e.value.java_class == "org.apache.hadoop.HadoopIllegalArgumentException"
+
+
+@pytest.mark.parametrize(
+    ("settings", "session_ms", "bound"),
+    [
+        ({}, 10_000, 30_000),  # 3 session timeouts
+        ({}, 1_000, 10_000),  # never below what a graceful failover asks (2 x 5 s)
+        ({"graceful_fence_timeout_ms": 20_000}, 10_000, 40_000),
+        ({"max_cede_ms": 15_000}, 10_000, 15_000),
+    ],
+)
+def test_the_cede_bound_from_the_config(
+    settings: dict[str, int], session_ms: int, bound: int
+) -> None:
+    assert FailoverControllerSettings(**settings).cede_bound_ms(session_ms) == bound
+
+
+def test_a_cede_bound_below_a_graceful_failover_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"zkfc.max_cede_ms \(9999\) is below the 10000 ms"):
+        FailoverControllerSettings(max_cede_ms=9_999)

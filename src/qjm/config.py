@@ -46,6 +46,7 @@ NN_HTTP_PORT = 9870
 # Below this the syncer would spin: each round asks a peer for every journal's status.
 MIN_SYNC_INTERVAL_MS = 100
 MAX_DIR_ITEMS_CEILING = 6_400_000  # HDFS's FSDirectory.MAX_DIR_ITEMS
+CEDE_SESSIONS = 3  # by default a ZKFC cedes at most this many ZooKeeper session timeouts
 IPC_MAX_DATA_LENGTH = 134_217_728  # ipc.maximum.data.length (the NameNode's and ZKFC's frames)
 
 
@@ -246,14 +247,41 @@ class FailoverControllerSettings:
     new_active_timeout_ms: int = 60_000  # ha.failover-controller.new-active.rpc-timeout.ms
     health_check_interval_ms: int = 1000  # ha.health-monitor.check-interval.ms
     health_rpc_timeout_ms: int = 45_000  # ha.health-monitor.rpc-timeout.ms
+    # The longest cedeActive honoured (design §N.7); 0: CEDE_SESSIONS ZooKeeper session
+    # timeouts, and never less than what a graceful failover asks for.
+    max_cede_ms: int = 0
+    # Connections and memory of the ZKFC's IPC server (design §N.6)
+    ipc_max_connections: int = 64  # ipc.server.max.connections
+    ipc_idle_timeout_ms: int = 20_000  # 2 x ipc.client.connection.maxidletime
+    ipc_max_unfinished_bytes: int = 16_777_216  # also its largest frame: its calls are tiny
 
     def __post_init__(self) -> None:
         """Refuse values the ZKFC cannot use, naming the key."""
         if self.port > 65535:
             raise ConfigError(f"zkfc.port: {self.port} is out of range 0-65535")
         for f in fields(self):
-            if f.name.endswith("_ms") and getattr(self, f.name) < 1:
+            if f.name.endswith("_ms") and f.name != "max_cede_ms" and getattr(self, f.name) < 1:
                 raise ConfigError(f"zkfc.{f.name} must be at least 1, got {getattr(self, f.name)}")
+        for key in ("ipc_max_connections", "ipc_max_unfinished_bytes"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"zkfc.{key} must be at least 1, got {getattr(self, key)}")
+        graceful = self.graceful_cede_ms()
+        if self.max_cede_ms and self.max_cede_ms < graceful:
+            raise ConfigError(
+                f"zkfc.max_cede_ms ({self.max_cede_ms}) is below the {graceful} ms a graceful "
+                "failover asks the active's ZKFC to cede (2 x zkfc.graceful_fence_timeout_ms): "
+                "every failover would be refused"
+            )
+
+    def graceful_cede_ms(self) -> int:
+        """What a graceful failover asks the old active's ZKFC to cede: 2 x graceful-fence."""
+        return 2 * self.graceful_fence_timeout_ms
+
+    def cede_bound_ms(self, session_timeout_ms: int) -> int:
+        """The longest cedeActive this ZKFC honours (design §N.7)."""
+        if self.max_cede_ms:
+            return self.max_cede_ms
+        return max(CEDE_SESSIONS * session_timeout_ms, self.graceful_cede_ms())
 
 
 @dataclass(frozen=True)

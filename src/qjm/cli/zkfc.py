@@ -189,6 +189,7 @@ async def _serve(cfg: ClusterConfig, nn_id: str, ready_file: Path | None) -> int
         graceful_fence_timeout_s=z.graceful_fence_timeout_ms / 1000.0,
         new_active_timeout_s=z.new_active_timeout_ms / 1000.0,
         superuser_group=cfg.namenode.superuser_group,
+        max_cede_s=z.cede_bound_ms(cfg.zookeeper.session_timeout_ms) / 1000.0,
     )
     fencer = NodeFencer.from_config(
         z.fencing_methods,

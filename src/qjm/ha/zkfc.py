@@ -11,8 +11,9 @@ ActiveStandbyElector and serving ZKFCProtocol (cedeActive, gracefulFailover).
   become active (the elector releases the lock and tries again later).
 * cedeActive(ms): the local NameNode goes standby, the controller leaves the election for ms
   (deleting its breadcrumb when the standby transition worked, so the next active need not
-  fence it). gracefulFailover(): asks the current active's ZKFC to cede, then waits for the
-  local NameNode to be made active.
+  fence it); a request for longer than max_cede_s (design §N.7) is refused, changing nothing.
+  gracefulFailover(): asks the current active's ZKFC to cede, then waits for the local
+  NameNode to be made active.
 * ZKFCProtocol callers must be administrators (HDFS's checkRpcAdminAccess), by the rule of
   the NameNode's HA calls: the ZKFC's own user or a member of the superuser group; anyone
   else gets AccessControlException.
@@ -52,6 +53,8 @@ SERVICE_FAILED = "org.apache.hadoop.ha.ServiceFailedException"
 DEFAULT_ZKFC_PORT = 8019  # dfs.ha.zkfc.port
 DEFAULT_GRACEFUL_FENCE_TIMEOUT_S = 5.0  # ha.failover-controller.graceful-fence.rpc-timeout.ms
 DEFAULT_NEW_ACTIVE_TIMEOUT_S = 60.0  # ha.failover-controller.new-active.rpc-timeout.ms
+DEFAULT_MAX_CEDE_S = 30.0  # 3 x ha.zookeeper.session-timeout.ms (10 s)
+ILLEGAL_ARGUMENT = "org.apache.hadoop.HadoopIllegalArgumentException"
 
 
 def _timed_out(e: BaseException) -> bool:
@@ -63,6 +66,23 @@ class ZkfcError(QjmError):
     """A ZKFC request could not be done (sent to callers as ServiceFailedException)."""
 
     java_class = SERVICE_FAILED
+
+
+class CedeRefusedError(ZkfcError):
+    """A cedeActive longer than this ZKFC honours (design §N.7)."""
+
+    java_class = ILLEGAL_ARGUMENT
+
+
+def cede_seconds(millis: int, max_cede_s: float) -> float:
+    """How long a cedeActive(millis) cedes, in seconds; CedeRefusedError past the bound."""
+    bound_ms = round(max_cede_s * 1000)
+    if millis > bound_ms:
+        raise CedeRefusedError(
+            f"cedeActive for {millis} ms refused: this ZKFC cedes at most {bound_ms} ms "
+            "(zkfc.max_cede_ms; by default 3 ZooKeeper session timeouts); nothing was changed"
+        )
+    return max(millis, 0) / 1000.0
 
 
 def _login_user() -> str:
@@ -91,6 +111,8 @@ class ZkfcSettings:
     # OS user running it) and the members of the superuser group, as the NameNode's HA calls
     superuser: str | None = None
     superuser_group: str = "supergroup"
+    # the longest cedeActive honoured (design §N.7): 3 x the default session timeout
+    max_cede_s: float = DEFAULT_MAX_CEDE_S
 
     @property
     def admin_users(self) -> tuple[str, ...]:
@@ -393,8 +415,9 @@ class ZKFailoverController:
             req: zp.CedeActiveRequestProto, ctx: CallContext
         ) -> zp.CedeActiveResponseProto:
             self.check_admin(ctx)
+            seconds = cede_seconds(req.millisToCede, self.settings.max_cede_s)
             log.info("zkfc: %s asks to cede the active role for %d ms", ctx.peer, req.millisToCede)
-            await self.cede_active(req.millisToCede / 1000.0)
+            await self.cede_active(seconds)
             return zp.CedeActiveResponseProto()
 
         async def graceful_failover(
