@@ -724,3 +724,158 @@ async def test_genuine_hadoop_client_bytes_are_served() -> None:
     finally:
         raw.close()
         await server.stop()
+
+
+# ---- connections and memory (design §N.6) ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("events", "lines"),
+    [
+        # (time of each event), (count a line logged then stands for, or None)
+        ([0.0], [1]),
+        ([0.0, 1.0, 2.0], [1, None, None]),
+        ([0.0, 1.0, 61.0], [1, None, 2]),  # 60 s apart: a new episode, naming the held one
+        ([0.0, 1.0, 59.0, 118.0], [1, None, None, None]),  # one episode, under 600 s
+        ([0.0, *range(30, 630, 30)], [1, *[None] * 19, 20]),  # a line per 600 s it goes on
+        ([0.0, 1.0, 2.0, 100.0], [1, None, None, 3]),  # the line names the held ones
+    ],
+)
+def test_episode_log_says_one_line_per_episode(
+    events: list[float], lines: list[int | None]
+) -> None:
+    from qjm.ipc.server import EpisodeLog
+
+    ep = EpisodeLog()
+    assert [ep.note(t) for t in events] == lines
+
+
+@pytest.mark.parametrize(
+    ("wanted", "soft", "hard", "cap"),
+    [
+        (100, 1024, 4096, (100, 1024)),  # room already
+        (1024, 1024, 4096, (1024, 2048)),  # the soft limit is raised
+        (1024, 1024, 1024, (512, 1024)),  # no room: half the descriptors
+        (8192, 1024, -1, (8192, 16384)),  # no hard limit
+        (8192, -1, -1, (8192, -1)),
+        (10, 1, 1, (1, 1)),
+    ],
+)
+def test_connection_cap_leaves_half_the_descriptors(
+    wanted: int, soft: int, hard: int, cap: tuple[int, int]
+) -> None:
+    from qjm.ipc.server import connection_cap
+
+    assert connection_cap(wanted, soft, hard) == cap
+
+
+async def wait_stat(server: IpcServer, key: str, value: int, within: float = 10.0) -> None:
+    """Wait until server.stats()[key] reaches value."""
+    deadline = asyncio.get_running_loop().time() + within
+    while server.stats()[key] < value:
+        assert asyncio.get_running_loop().time() < deadline, (key, server.stats())
+        await asyncio.sleep(0.01)  # poll interval of a bounded wait
+
+
+def limited_server(**limits: Any) -> IpcServer:
+    async def echo(req: Any, ctx: CallContext) -> StringValue:
+        return StringValue(value=req.value)
+
+    server = IpcServer(
+        name="limited",
+        limit_keys={
+            "max_connections": "test.ipc_max_connections",
+            "idle_timeout": "test.ipc_idle_timeout_ms",
+            "max_unfinished_bytes": "test.ipc_max_unfinished_bytes",
+        },
+        **limits,
+    )
+    server.register(PROTOCOL, {"echo": Method(StringValue, echo)})
+    return server
+
+
+async def test_idle_connections_at_the_cap_give_way_to_honest_calls(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Idle connections fill the cap: newcomers are refused (one log line for them all) until
+    the idle ones are closed; then an honest call goes through."""
+    server = limited_server(max_connections=4, idle_timeout_s=0.5)
+    await server.start("127.0.0.1", 0)
+    caplog.set_level("INFO", logger="qjm.ipc.server")
+    idle = [await Raw.open(server.port) for _ in range(4)]
+    try:
+        await wait_stat(server, "connections_total", 4)
+        extra = [await Raw.open(server.port) for _ in range(10)]
+        for raw in extra:
+            assert await raw.closed_by_server()
+            raw.close()
+        assert server.stats()["connections_refused"] == 10
+        refusals = [r for r in caplog.records if "refusing RPC connections" in r.message]
+        assert len(refusals) == 1, [r.message for r in refusals]
+        assert "test.ipc_max_connections" in refusals[0].message
+        await wait_stat(server, "connections_idle_closed", 4)
+        for raw in idle:
+            assert await raw.closed_by_server()
+        closes = [r for r in caplog.records if "closing RPC connections idle" in r.message]
+        assert len(closes) == 1 and "test.ipc_idle_timeout_ms" in closes[0].message
+        client = IpcClient(f"127.0.0.1:{server.port}", PROTOCOL)
+        try:
+            reply = await client.call("echo", StringValue(value="hi"), StringValue, timeout=5)
+            assert reply.value == "hi"
+        finally:
+            await client.close()
+        assert server.stats()["connections_refused"] == 10
+    finally:
+        for raw in idle:
+            raw.close()
+        await server.stop()
+
+
+async def test_half_sent_frames_past_the_byte_cap_close_the_connection_that_crosses_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Several connections each send part of a large frame: the one whose bytes take the
+    server past the cap is closed with a FATAL answer naming the key; the others, and small
+    calls meanwhile, go on."""
+    cap = 300_000
+    server = limited_server(max_unfinished_bytes=cap)
+    await server.start("127.0.0.1", 0)
+    caplog.set_level("INFO", logger="qjm.ipc.server")
+    big = call_frame(1, "echo", StringValue(value="x" * 250_000).SerializeToString())
+    conns = [await Raw.open(server.port) for _ in range(4)]
+    try:
+        for raw in conns:
+            await raw.send(context_frame())
+        await conns[0].send(big[:120_000])
+        await wait_stat(server, "unfinished_bytes", 120_000)
+        await conns[1].send(big[:120_000])
+        await wait_stat(server, "unfinished_bytes", 240_000)
+        # a small call is whole at once: it holds nothing and goes through
+        client = IpcClient(f"127.0.0.1:{server.port}", PROTOCOL)
+        try:
+            reply = await client.call("echo", StringValue(value="small"), StringValue, timeout=5)
+            assert reply.value == "small"
+        finally:
+            await client.close()
+        await conns[2].send(big[:120_000])  # 360,000 > 300,000
+        header, _, _ = await conns[2].response()
+        assert header.status == FATAL
+        assert "test.ipc_max_unfinished_bytes = 300000" in header.errorMsg
+        assert await conns[2].closed_by_server()
+        await conns[3].send(big[:120_000])  # the fourth crosses it again
+        assert (await conns[3].response())[0].status == FATAL
+        stats = server.stats()
+        assert stats["connections_read_capped"] == 2
+        assert stats["unfinished_bytes"] == 240_000 and stats["unfinished_bytes_peak"] >= 240_000
+        lines = [r for r in caplog.records if "past test.ipc_max_unfinished_bytes" in r.message]
+        assert len(lines) == 1, [r.message for r in lines]
+        # the first two finish their frames and are answered
+        for raw in conns[:2]:
+            await raw.send(big[120_000:])
+            header, _, _ = await raw.response()
+            assert header.status == SUCCESS
+        assert server.stats()["unfinished_bytes"] == 0
+    finally:
+        for raw in conns:
+            raw.close()
+        await server.stop()

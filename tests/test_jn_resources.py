@@ -276,6 +276,50 @@ async def test_http_connections_are_capped(tmp_path: Path) -> None:
         assert doc["journals"] == {}
 
 
+async def test_rpc_connections_are_capped_idle_ones_closed_and_counted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Idle RPC connections at journalnode.ipc_max_connections: newcomers are refused with one
+    log line, the idle ones close after journalnode.ipc_idle_timeout_ms, an honest call then
+    works, and /metrics and /status count it all (design §N.6)."""
+    caplog.set_level("INFO", logger="qjm.ipc.server")
+    async with node_with(tmp_path, ipc_max_connections=3, ipc_idle_timeout_ms=500) as node:
+        port = node.rpc_port
+        idle = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(3)]
+        try:
+            for s in idle:
+                s.sendall(b"hrpc\x09\x00\x00")
+            deadline = time.monotonic() + T
+            while node.ipc_stats()["connections"] < 3:
+                assert time.monotonic() < deadline, node.ipc_stats()
+                await asyncio.sleep(0.01)  # poll interval of a wait bounded by the deadline
+            for _ in range(20):
+                refused = await asyncio.to_thread(recv_until_closed, "127.0.0.1", port, b"", 5.0)
+                assert refused == b""
+            assert node.ipc_stats()["connections_refused"] == 20
+            lines = [r.message for r in caplog.records if "refusing RPC connections" in r.message]
+            assert len(lines) == 1 and "journalnode.ipc_max_connections" in lines[0], lines
+            while node.ipc_stats()["connections_idle_closed"] < 3:
+                assert time.monotonic() < deadline, node.ipc_stats()
+                await asyncio.sleep(0.01)  # poll interval of a wait bounded by the deadline
+            await format_journals(rpc_of(node), "after")  # an honest caller gets through
+        finally:
+            for s in idle:
+                s.close()
+        status, body = await asyncio.to_thread(
+            http_get, f"http://127.0.0.1:{node.http_port}/metrics"
+        )
+        text = body.decode()
+        assert status == 200
+        assert "qjm_journalnode_rpc_connections_refused_total 20.0" in text
+        assert "qjm_journalnode_rpc_connections_idle_closed_total 3.0" in text
+        assert "qjm_journalnode_rpc_max_connections 3.0" in text
+        doc = await asyncio.to_thread(http_json, f"http://127.0.0.1:{node.http_port}/status")
+        rpc = doc["rpc"]
+        assert isinstance(rpc, dict)
+        assert (rpc["connections_refused"], rpc["connections_idle_closed"]) == (20, 3)
+
+
 def test_repeated_log_lines_are_rate_limited() -> None:
     now = [1000.0]
     limiter = RateLimitFilter(interval=10.0, clock=lambda: now[0])
@@ -388,6 +432,12 @@ async def test_status_reports_a_busy_journal_instead_of_waiting(tmp_path: Path) 
         ({"max_journals": 0}, "journalnode.max_journals must be positive, got 0"),
         ({"http_idle_timeout_ms": -1}, "journalnode.http_idle_timeout_ms must be positive"),
         ({"max_inflight_request_bytes": 1000}, "larger than journalnode.max_inflight"),
+        ({"ipc_max_connections": 0}, "journalnode.ipc_max_connections must be positive"),
+        ({"ipc_idle_timeout_ms": 0}, "journalnode.ipc_idle_timeout_ms must be positive"),
+        (
+            {"ipc_max_unfinished_bytes": 1000},
+            "larger than journalnode.ipc_max_unfinished_bytes",
+        ),
     ],
 )
 async def test_limits_that_cannot_work_are_refused_at_start(

@@ -88,6 +88,10 @@ class JournalNodeSettings:
     # Idle and half-sent HTTP connections close after this (hadoop.http.idle_timeout.ms).
     http_idle_timeout_ms: int = 60_000
     http_max_connections: int = 256  # concurrent HTTP connections; more get 503
+    # RPC connections and memory (design §N.6)
+    ipc_max_connections: int = 1024  # ipc.server.max.connections
+    ipc_idle_timeout_ms: int = 20_000  # 2 x ipc.client.connection.maxidletime, as HDFS's server
+    ipc_max_unfinished_bytes: int = 268_435_456  # bytes of RPC frames not yet whole, all callers
 
     def __post_init__(self) -> None:
         """Refuse settings that would make the node misbehave, naming the key."""

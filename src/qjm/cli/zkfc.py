@@ -190,6 +190,9 @@ async def _serve(cfg: ClusterConfig, nn_id: str, ready_file: Path | None) -> int
         new_active_timeout_s=z.new_active_timeout_ms / 1000.0,
         superuser_group=cfg.namenode.superuser_group,
         max_cede_s=z.cede_bound_ms(cfg.zookeeper.session_timeout_ms) / 1000.0,
+        ipc_max_connections=z.ipc_max_connections,
+        ipc_idle_timeout_s=z.ipc_idle_timeout_ms / 1000.0,
+        ipc_max_unfinished_bytes=z.ipc_max_unfinished_bytes,
     )
     fencer = NodeFencer.from_config(
         z.fencing_methods,

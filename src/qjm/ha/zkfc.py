@@ -41,6 +41,8 @@ from qjm.ha.health_monitor import (
     ServiceStatus,
 )
 from qjm.ipc import CallContext, IpcClient, IpcServer, Method, RpcTimeoutError
+from qjm.ipc.framing import DEFAULT_MAX_DATA_LENGTH
+from qjm.ipc.server import ipc_limit_keys
 from qjm.namenode.client import HAAdminClient
 from qjm.namenode.errors import AccessControlError
 from qjm.namenode.types import HAState
@@ -113,6 +115,10 @@ class ZkfcSettings:
     superuser_group: str = "supergroup"
     # the longest cedeActive honoured (design §N.7): 3 x the default session timeout
     max_cede_s: float = DEFAULT_MAX_CEDE_S
+    # the IPC server's limits (design §N.6); None: none
+    ipc_max_connections: int | None = None
+    ipc_idle_timeout_s: float | None = None
+    ipc_max_unfinished_bytes: int | None = None
 
     @property
     def admin_users(self) -> tuple[str, ...]:
@@ -190,7 +196,17 @@ class ZKFailoverController:
 
     async def start_rpc(self) -> int:
         """Serve ZKFCProtocol; returns the port (call before making the elector)."""
-        server = IpcServer(name=f"zkfc-{self.settings.namenode_id}")
+        s = self.settings
+        cap = s.ipc_max_unfinished_bytes
+        server = IpcServer(
+            name=f"zkfc-{s.namenode_id}",
+            # ZKFCProtocol's calls are a few bytes: no frame needs more than the cap
+            max_data_length=DEFAULT_MAX_DATA_LENGTH if cap is None else cap,
+            max_connections=s.ipc_max_connections,
+            idle_timeout_s=s.ipc_idle_timeout_s,
+            max_unfinished_bytes=cap,
+            limit_keys=ipc_limit_keys("zkfc"),
+        )
         server.register(ZKFC_PROTOCOL, self._methods())
         await server.start(self.settings.zkfc_host, self.settings.zkfc_port)
         self.server = server

@@ -173,6 +173,10 @@ class FrameReader:
         """Bytes received that do not yet form a whole frame."""
         return len(self._buf)
 
+    def discard(self) -> None:
+        """Drop the bytes of an unfinished frame (the connection is closing)."""
+        self._buf = bytearray()
+
     def feed(self, data: bytes) -> list[bytes]:
         """Whole frames completed by data; FrameTooLargeError if a length is over the limit."""
         buf = self._buf

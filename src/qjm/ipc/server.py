@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import resource
 import socket
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -107,6 +109,61 @@ def _success_tail(client_id: bytes, retry: int) -> bytes:
     )
 
 
+EPISODE_QUIET_S = 60.0  # an episode of refusals ends after this long without one
+EPISODE_REPEAT_S = 600.0  # while one goes on, at most one line per this long
+FD_SHARE = 2  # connections may use at most 1/FD_SHARE of the descriptors (design §N.6)
+
+
+@dataclass
+class EpisodeLog:
+    """One log line per episode of events instead of one per event (design §N.6).
+
+    An episode starts with an event after quiet_s without any and logs at once; while it
+    goes on, at most one more line per repeat_s. Each line says how many events it stands
+    for (those since the previous line).
+    """
+
+    quiet_s: float = EPISODE_QUIET_S
+    repeat_s: float = EPISODE_REPEAT_S
+    last_event: float = -math.inf
+    last_line: float = -math.inf
+    unlogged: int = 0
+
+    def note(self, now: float) -> int | None:
+        """Count one event at now; the events a line logged now stands for, or None."""
+        starts = now - self.last_event >= self.quiet_s
+        self.last_event = now
+        self.unlogged += 1
+        if starts or now - self.last_line >= self.repeat_s:
+            count, self.unlogged = self.unlogged, 0
+            self.last_line = now
+            return count
+        return None
+
+
+def ipc_limit_keys(section: str) -> dict[str, str]:
+    """The config keys of an IPC server's limits in a daemon's TOML section."""
+    return {
+        "max_connections": f"{section}.ipc_max_connections",
+        "idle_timeout": f"{section}.ipc_idle_timeout_ms",
+        "max_unfinished_bytes": f"{section}.ipc_max_unfinished_bytes",
+    }
+
+
+def connection_cap(wanted: int, soft: int, hard: int) -> tuple[int, int]:
+    """(connections allowed, descriptor soft limit to set) for a cap of wanted connections.
+
+    Connections may take 1/FD_SHARE of the descriptors, so files, HTTP and outgoing calls
+    keep the rest: the soft limit is raised toward the hard one when that allows the cap,
+    else the cap is lowered to what the limit allows. A limit of -1 is no limit.
+    """
+    need = wanted * FD_SHARE
+    if soft < 0 or soft >= need:
+        return wanted, soft
+    new_soft = need if hard < 0 else min(hard, need)
+    return max(1, min(wanted, new_soft // FD_SHARE)), new_soft
+
+
 @dataclass(frozen=True)
 class Method:
     """One RPC method: the request message type and the coroutine that answers it.
@@ -165,6 +222,7 @@ class _Connection(asyncio.Protocol):
         self.unstarted = 0  # handler tasks created but not yet at their first step
         self.last_active = 0.0
         self.idle_timer: asyncio.TimerHandle | None = None
+        self.held = 0  # bytes of unfinished frames counted in the server's total
 
     # -- asyncio.Protocol ------------------------------------------------------------------
 
@@ -178,15 +236,21 @@ class _Connection(asyncio.Protocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         server = self.server
         if server.max_connections is not None and len(server._conns) >= server.max_connections:
-            log.warning(
-                "%s: refusing connection from %s: %d connections open (max_connections)",
-                server.name,
-                self.peer,
-                len(server._conns),
-            )
             server._refused += 1
+            count = server._refused_log.note(self.loop.time())
+            if count is not None:
+                log.warning(
+                    "%s: refusing RPC connections (the last from %s): %d open, the most %s "
+                    "allows; %d refused since the last such line (all counted in "
+                    "connections_refused)",
+                    server.name,
+                    self.peer,
+                    len(server._conns),
+                    server.limit_key("max_connections"),
+                    count,
+                )
             self.closing = True
-            self.transport.abort()
+            self.transport.close()
             return
         server._conns.add(self)
         server._connections_total += 1
@@ -197,9 +261,17 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
         self.server._conns.discard(self)
+        self._release()
         if self.idle_timer is not None:
             self.idle_timer.cancel()
             self.idle_timer = None
+
+    def _release(self) -> None:
+        """Drop this connection's unfinished frames and their count in the server's total."""
+        if self.held:
+            self.server._unfinished -= self.held
+            self.held = 0
+        self.reader.discard()
 
     def pause_writing(self) -> None:
         if self.transport is not None and not self.closing:
@@ -235,6 +307,17 @@ class _Connection(asyncio.Protocol):
         except FrameTooLargeError as e:
             self.fatal(UNKNOWN_CALL_ID, RPC_SERVER_EXCEPTION, str(e), FATAL_INVALID_RPC_HEADER)
             return
+        pending = self.reader.pending()
+        if pending != self.held:
+            grew = pending > self.held
+            server._unfinished += pending - self.held
+            self.held = pending
+            if grew and server._unfinished > server._unfinished_max:
+                server._unfinished_max = server._unfinished
+            cap = server.max_unfinished_bytes
+            if grew and cap is not None and server._unfinished > cap:
+                self._over_read_cap(cap)
+                return
         for frame in frames:
             if self.is_closing():
                 return
@@ -245,6 +328,35 @@ class _Connection(asyncio.Protocol):
                 self.fatal(
                     UNKNOWN_CALL_ID, RPC_SERVER_EXCEPTION, f"internal error: {e}", FATAL_UNKNOWN
                 )
+
+    def _over_read_cap(self, cap: int) -> None:
+        """Close this connection: its bytes took the server past its unfinished-frames cap."""
+        server = self.server
+        total, mine = server._unfinished, self.held
+        server._read_capped += 1
+        self._release()
+        count = server._read_capped_log.note(self.loop.time())
+        if count is not None:
+            log.warning(
+                "%s: closing RPC connections whose half-received frames take the server past "
+                "%s = %d bytes (the last from %s, holding %d of %d bytes); %d closed since the "
+                "last such line (all counted in connections_read_capped)",
+                server.name,
+                server.limit_key("max_unfinished_bytes"),
+                cap,
+                self.peer,
+                mine,
+                total,
+                count,
+            )
+        self.fatal(
+            UNKNOWN_CALL_ID,
+            RPC_SERVER_EXCEPTION,
+            f"server busy: requests being received hold {total} bytes, past "
+            f"{server.limit_key('max_unfinished_bytes')} = {cap}; retry",
+            FATAL_UNKNOWN,
+            quiet=True,
+        )
 
     def eof_received(self) -> bool | None:
         if self.reader.pending() or (not self.preamble_done and self.preamble):
@@ -567,6 +679,8 @@ class _Connection(asyncio.Protocol):
             )
         )
         self.server._bytes_out += len(frame)
+        if self.idle_timer is not None:
+            self.last_active = self.loop.time()  # idle counts from the last answer too
         transport.write(frame)
 
     def _write_header(self, header: RpcResponseHeaderProto) -> None:
@@ -613,19 +727,22 @@ class _Connection(asyncio.Protocol):
         self.server._errors += 1
         self._write_failure(STATUS_ERROR, call_id, client_id, retry, class_name, message, code)
 
-    def fatal(self, call_id: int, class_name: str, message: str, code: int) -> None:
-        """Answer with FATAL and close the connection."""
+    def fatal(
+        self, call_id: int, class_name: str, message: str, code: int, *, quiet: bool = False
+    ) -> None:
+        """Answer with FATAL and close the connection (quiet: the caller logged it)."""
         if self.closing:
             return
         server = self.server
         server._fatal += 1
-        log.warning(
-            "%s: closing the connection from %s: %s: %s",
-            server.name,
-            self.peer,
-            class_name,
-            message,
-        )
+        if not quiet:
+            log.warning(
+                "%s: closing the connection from %s: %s: %s",
+                server.name,
+                self.peer,
+                class_name,
+                message,
+            )
         self._write_failure(STATUS_FATAL, call_id, self.client_id, -1, class_name, message, code)
         self.close()
 
@@ -636,18 +753,33 @@ class _Connection(asyncio.Protocol):
     def close(self) -> None:
         """Close this connection after pending writes."""
         self.closing = True
+        self._release()
         if self.transport is not None:
             self.transport.close()
 
     def _check_idle(self) -> None:
         self.idle_timer = None
-        timeout = self.server.idle_timeout_s
+        server = self.server
+        timeout = server.idle_timeout_s
         if self.closing or timeout is None:
             return
         loop = asyncio.get_running_loop()
-        idle = loop.time() - self.last_active
+        now = loop.time()
+        idle = now - self.last_active
         if self.inflight == 0 and idle >= timeout:
-            log.info("%s: closing idle connection from %s", self.server.name, self.peer)
+            server._idle_closed += 1
+            log.debug("%s: closing idle connection from %s", server.name, self.peer)
+            count = server._idle_log.note(now)
+            if count is not None:
+                log.info(
+                    "%s: closing RPC connections idle for %g s (%s; the last from %s); %d "
+                    "closed since the last such line (all counted in connections_idle_closed)",
+                    server.name,
+                    timeout,
+                    server.limit_key("idle_timeout"),
+                    self.peer,
+                    count,
+                )
             self.close()
             return
         self.idle_timer = loop.call_later(max(timeout - idle, timeout / 10), self._check_idle)
@@ -664,14 +796,27 @@ class IpcServer:
         error_mapper: Callable[[BaseException], tuple[str, str]] | None = None,
         max_connections: int | None = None,
         idle_timeout_s: float | None = None,
+        max_unfinished_bytes: int | None = None,
+        limit_keys: Mapping[str, str] | None = None,
         state_id: Callable[[], int] | None = None,
     ) -> None:
+        """A server; the limits (design §N.6), None for none, are named in logs and errors by
+        limit_keys (max_connections, idle_timeout, max_unfinished_bytes: config keys)."""
         self.name = name
         self.state_id = state_id  # when given, every response header carries its value
         self.max_data_length = max_data_length
         self.error_mapper = error_mapper
         self.max_connections = max_connections
         self.idle_timeout_s = idle_timeout_s
+        self.max_unfinished_bytes = max_unfinished_bytes
+        self._limit_keys = dict(limit_keys or {})
+        self._unfinished = 0  # bytes of frames received but not yet whole, all connections
+        self._unfinished_max = 0
+        self._idle_closed = 0
+        self._read_capped = 0
+        self._refused_log = EpisodeLog()
+        self._idle_log = EpisodeLog()
+        self._read_capped_log = EpisodeLog()
         self._protocols: dict[str, dict[str, Method]] = {}
         # RequestHeaderProto bytes -> (protocol, method): a client repeats the same few headers
         self._method_headers: dict[bytes, tuple[str, str]] = {}
@@ -687,6 +832,37 @@ class IpcServer:
         self._bytes_in = 0
         self._bytes_out = 0
 
+    def limit_key(self, limit: str) -> str:
+        """The config key of a limit, for messages (the limit's own name when none is set)."""
+        return self._limit_keys.get(limit, limit)
+
+    def _fit_descriptor_limit(self) -> None:
+        """Raise the descriptor soft limit for max_connections, else lower the cap (§N.6)."""
+        wanted = self.max_connections
+        if wanted is None:
+            return
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        allowed, new_soft = connection_cap(wanted, soft, hard)
+        if new_soft != soft:
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (new_soft, hard))
+            except (ValueError, OSError) as e:
+                log.warning(
+                    "%s: cannot raise the descriptor limit to %d: %s", self.name, new_soft, e
+                )
+                allowed = max(1, min(wanted, soft // FD_SHARE))
+        if allowed < wanted:
+            log.warning(
+                "%s: serving at most %d RPC connections, not %s = %d: the descriptor limit "
+                "(ulimit -n, hard %s) allows no more",
+                self.name,
+                allowed,
+                self.limit_key("max_connections"),
+                wanted,
+                "unlimited" if hard < 0 else hard,
+            )
+        self.max_connections = allowed
+
     def register(self, protocol: str, methods: Mapping[str, Method]) -> None:
         """Serve methods under a protocol name (the Java interface name); adds to earlier ones."""
         self._protocols.setdefault(protocol, {}).update(methods)
@@ -695,6 +871,7 @@ class IpcServer:
         """Listen on host:port (port 0: any free port, see .port)."""
         if self._server is not None:
             raise RuntimeError(f"{self.name}: IPC server already started on port {self._port}")
+        self._fit_descriptor_limit()
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
             lambda: _Connection(self), host, port, reuse_address=True
@@ -733,11 +910,17 @@ class IpcServer:
             await server.wait_closed()
 
     def stats(self) -> dict[str, int]:
-        """Counters: open connections, calls, errors, fatal, bytes in and out, and a few more."""
+        """Counters: connections (refused and closed by the limits), calls, errors, bytes."""
         return {
             "connections": len(self._conns),
             "connections_total": self._connections_total,
             "connections_refused": self._refused,
+            "connections_idle_closed": self._idle_closed,
+            "connections_read_capped": self._read_capped,
+            "unfinished_bytes": self._unfinished,
+            "unfinished_bytes_peak": self._unfinished_max,
+            "max_connections": self.max_connections or 0,
+            "max_unfinished_bytes": self.max_unfinished_bytes or 0,
             "calls": self._calls,
             "calls_running": len(self._tasks),
             "errors": self._errors,

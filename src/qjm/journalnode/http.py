@@ -86,6 +86,7 @@ async def status_json(request: web.Request) -> web.Response:
     """The node's status as JSON."""
     node: JournalNode = request.app[NODE_KEY]  # type: ignore[assignment]
     st = node_status_dict(await node.node_status())
+    st["rpc"] = node.ipc_stats()
     return web.json_response(st, dumps=lambda o: json.dumps(o, indent=2))
 
 

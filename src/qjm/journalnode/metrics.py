@@ -9,6 +9,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from qjm import __version__
+from qjm.ipc.metrics import rpc_families
 from qjm.journalnode.journal import Journal
 
 NODE_GAUGES = {
@@ -30,6 +31,7 @@ class JournalCollector(Collector):
         self._journals = journals
         self._syncer_running = syncer_running
         self.node_values: Callable[[], dict[str, float]] = dict
+        self.rpc_values: Callable[[], dict[str, int]] = dict
 
     def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
         """Yield one family per metric, one sample per journal id."""
@@ -96,6 +98,7 @@ class JournalCollector(Collector):
                 g = GaugeMetricFamily(f"qjm_journalnode_{key}", text)
                 g.add_metric([], node[key])
                 yield g
+        yield from rpc_families("qjm_journalnode", self.rpc_values())
 
 
 class JournalNodeMetrics:
@@ -120,6 +123,10 @@ class JournalNodeMetrics:
     def watch_node(self, values: Callable[[], dict[str, float]]) -> None:
         """Export node-wide gauges read from values() at scrape time."""
         self.collector.node_values = values
+
+    def watch_rpc(self, values: Callable[[], dict[str, int]]) -> None:
+        """Export the RPC server's counters (IpcServer.stats) read at scrape time."""
+        self.collector.rpc_values = values
 
     def attach(self, journal: Journal) -> None:
         """Route a journal's sync timings into the histogram."""

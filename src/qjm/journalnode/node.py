@@ -22,6 +22,7 @@ from qjm.cluster.process import stop_on_signals, write_ready_file
 from qjm.config import JournalNodeSettings, format_address
 from qjm.errors import QjmError
 from qjm.ipc import IpcServer
+from qjm.ipc.server import ipc_limit_keys
 from qjm.journalnode.journal import FaultInjector, Journal
 from qjm.journalnode.metrics import JournalNodeMetrics
 from qjm.journalnode.storage import JNStorage, lock_file
@@ -202,6 +203,9 @@ LIMIT_KEYS = (
     "max_inflight_request_bytes",
     "http_idle_timeout_ms",
     "http_max_connections",
+    "ipc_max_connections",
+    "ipc_idle_timeout_ms",
+    "ipc_max_unfinished_bytes",
 )
 
 
@@ -216,6 +220,12 @@ def check_limits(settings: JournalNodeSettings) -> None:
             f"journalnode.ipc_maximum_data_length ({settings.ipc_maximum_data_length}) is "
             f"larger than journalnode.max_inflight_request_bytes "
             f"({settings.max_inflight_request_bytes}): the largest request would be refused"
+        )
+    if settings.ipc_maximum_data_length > settings.ipc_max_unfinished_bytes:
+        raise StartupError(
+            f"journalnode.ipc_maximum_data_length ({settings.ipc_maximum_data_length}) is "
+            f"larger than journalnode.ipc_max_unfinished_bytes "
+            f"({settings.ipc_max_unfinished_bytes}): the largest request could never arrive"
         )
 
 
@@ -267,6 +277,7 @@ class JournalNode:
                 "journals_not_served": len(self.broken),
             }
         )
+        self.metrics.watch_rpc(self.ipc_stats)
         self._lock_fd = -1
         self._ipc: IpcServer | None = None
         # Calls for a journal not open yet, in arrival order (see run).
@@ -438,6 +449,10 @@ class JournalNode:
         """The open journal jid (opened if its storage exists); for thread-safe calls only."""
         return (await self._get(jid, create=False)).journal
 
+    def ipc_stats(self) -> dict[str, int]:
+        """The RPC server's counters (empty before start)."""
+        return self._ipc.stats() if self._ipc is not None else {}
+
     async def is_formatted(self, jid: str) -> bool:
         """True when jid has formatted storage here; creates nothing."""
         check_journal_id(jid)
@@ -532,6 +547,10 @@ class JournalNode:
             server = IpcServer(
                 name="journalnode",
                 max_data_length=self.settings.ipc_maximum_data_length,
+                max_connections=self.settings.ipc_max_connections,
+                idle_timeout_s=self.settings.ipc_idle_timeout_ms / 1000,
+                max_unfinished_bytes=self.settings.ipc_max_unfinished_bytes,
+                limit_keys=ipc_limit_keys("journalnode"),
             )
             JournalNodeHandlers(self).register(server)
             self._ipc = server

@@ -4,26 +4,37 @@ GET /imagetransfer?getimage=1&txid=N|latest -> image bytes, with headers X-MD5-D
 X-Image-Txid and the VERSION fields X-Namespace-Id, X-Cluster-Id, X-Block-Pool-Id, X-CTime.
 PUT /imagetransfer?txid=N (body: the image, header X-MD5-Digest) -> 200 when kept, 409 when
 not newer than the newest image held or ahead of the last synced txid, 400 when it is not an
-image of this namespace at txid (or the MD5 differs), 403 when this NameNode is not active.
+image of this namespace at txid (or the MD5 differs), 403 when this NameNode is not active,
+413 past namenode.image_upload_max_bytes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import html
 import json
 import logging
+import os
+import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from aiohttp import web
+from aiohttp import ClientError, web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from qjm import __version__
 from qjm.errors import QjmError
-from qjm.namenode.image import load_image, read_md5_file
+from qjm.namenode.image import (
+    ImageError,
+    decode_ns_info,
+    read_md5_file,
+    read_section,
+    read_summary_from_file,
+)
+from qjm.namenode.storage import UPLOAD_SUFFIX
 from qjm.namenode.types import HAState
 from qjm.protocol.status import describe_segments
 
@@ -33,7 +44,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("qjm.namenode.http")
 NN_KEY = web.AppKey("namenode", object)
 IMAGE_TRANSFER_PATH = "/imagetransfer"
-MAX_IMAGE_BYTES = 1 << 40  # an uploaded image is read whole; aiohttp's default cap is 1 MiB
 JN_STATUS_TTL_S = 2.0
 JN_STATUS_TIMEOUT_S = 3.0
 CHUNK = 1 << 20
@@ -133,6 +143,7 @@ async def status_dict(nn: NameNode, jn_rows: list[dict[str, Any]] | None) -> dic
         "fatal_error": nn.fatal_error,
         "last_transition_error": nn.last_transition_error,
         "uptime_s": round(time.time() - nn.started_at, 3),
+        "rpc": nn.ipc_stats(),
     }
     if jn_rows is not None:
         out["journal_nodes"] = [_journal_row(r) for r in jn_rows]
@@ -323,7 +334,11 @@ async def get_image(request: web.Request) -> web.StreamResponse:
 
 
 async def put_image(request: web.Request) -> web.Response:
-    """PUT /imagetransfer?txid=N: keep a checkpoint from the standby when it is newer."""
+    """PUT /imagetransfer?txid=N: keep a checkpoint from the standby when it is newer.
+
+    The body is streamed to a temporary file in the name dir, its MD5 computed on the way,
+    and refused with 413 past namenode.image_upload_max_bytes (design §N.6).
+    """
     nn = _nn(request)
     try:
         txid = int(request.query["txid"])
@@ -349,13 +364,33 @@ async def put_image(request: web.Request) -> web.Response:
             409,
             f"image at txid {txid} is ahead of NameNode {nn.name}'s last synced txid {synced}",
         )
-    data = await request.read()
+    cap = nn.settings.image_upload_max_bytes
+    declared = request.content_length
+    if declared is not None and declared > cap:
+        return _too_large(nn, txid, cap, f"of {declared} bytes")
     loop = asyncio.get_running_loop()
+    tmp = await loop.run_in_executor(None, _upload_file, storage.current, txid)
     try:
-        await loop.run_in_executor(None, _check_uploaded_image, nn, data, txid, md5)
-        await loop.run_in_executor(None, storage.install_image, data, txid, md5)
-    except QjmError as e:
-        return _error(400, str(e))
+        try:
+            size, digest = await _receive(request, tmp, cap)
+        except UploadTooLarge:
+            return _too_large(nn, txid, cap, f"of more than {cap} bytes")
+        except (OSError, ClientError) as e:  # the uploader went away, or the disk failed
+            log.warning("NameNode %s: image upload for txid %d failed: %s", nn.name, txid, e)
+            return _error(400, f"image upload for txid {txid} failed: {e}")
+        try:
+            await loop.run_in_executor(None, _check_uploaded_image, nn, tmp, txid, md5, digest)
+        except QjmError as e:
+            return _error(400, str(e))
+        newest = max((t for t, _ in storage.images()), default=-1)
+        if txid <= newest:  # another upload of it finished meanwhile
+            return _error(409, f"image at txid {txid} is not newer than the newest held, {newest}")
+        try:
+            await loop.run_in_executor(None, storage.install_image_file, tmp, txid, digest)
+        except QjmError as e:
+            return _error(500, str(e))
+    finally:
+        await loop.run_in_executor(None, _remove, tmp)
     nn.metrics.images_received += 1
     nn.image_txid = max(nn.image_txid, txid)
     await loop.run_in_executor(None, storage.purge, nn.settings.images_retained)
@@ -364,34 +399,100 @@ async def put_image(request: web.Request) -> web.Response:
         "NameNode %s: took image at txid %d (%d bytes) from %s",
         nn.name,
         txid,
-        len(data),
+        size,
         request.headers.get("X-Namenode", request.remote),
     )
-    return web.json_response({"txid": txid, "bytes": len(data)})
+    return web.json_response({"txid": txid, "bytes": size})
 
 
-def _check_uploaded_image(nn: NameNode, data: bytes, txid: int, md5: str) -> None:
-    """Refuse an upload that is not an image of this namespace at txid (before it is kept)."""
+class UploadTooLarge(QjmError):
+    """An uploaded body past namenode.image_upload_max_bytes."""
+
+
+def _too_large(nn: NameNode, txid: int, cap: int, what: str) -> web.Response:
+    nn.metrics.images_refused_too_large += 1
+    log.warning("NameNode %s: refused an image upload for txid %d %s", nn.name, txid, what)
+    return _error(
+        413,
+        f"image upload for txid {txid} {what} refused: namenode.image_upload_max_bytes is "
+        f"{cap} bytes",
+    )
+
+
+def _upload_file(directory: Path, txid: int) -> Path:
+    """A new empty temporary file for an upload in directory (the name dir's current/)."""
+    fd, name = tempfile.mkstemp(prefix=f"fsimage_{txid:019d}.", suffix=UPLOAD_SUFFIX, dir=directory)
+    os.close(fd)
+    return Path(name)
+
+
+def _remove(path: Path) -> None:
+    """Remove a temporary upload file if it is still there."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+async def _receive(request: web.Request, path: Path, cap: int) -> tuple[int, str]:
+    """Stream the request body into path (fsynced); its size and MD5. UploadTooLarge as soon
+    as one byte past cap arrives: nothing more is read."""
+    loop = asyncio.get_running_loop()
+    digest = hashlib.md5(usedforsecurity=False)
+    size = 0
+    f: BinaryIO = await loop.run_in_executor(None, path.open, "wb")
+    try:
+        while True:
+            chunk = await request.content.read(min(CHUNK, cap + 1 - size))
+            if not chunk:
+                break
+            size += len(chunk)
+            if size > cap:
+                raise UploadTooLarge(f"more than {cap} bytes")
+            await loop.run_in_executor(None, _write_chunk, f, digest, chunk)
+        await loop.run_in_executor(None, _sync, f)
+    finally:
+        await loop.run_in_executor(None, f.close)
+    return size, digest.hexdigest()
+
+
+def _write_chunk(f: BinaryIO, digest: Any, chunk: bytes) -> None:
+    digest.update(chunk)
+    f.write(chunk)
+
+
+def _sync(f: BinaryIO) -> None:
+    f.flush()
+    os.fsync(f.fileno())
+
+
+def _check_uploaded_image(nn: NameNode, path: Path, txid: int, md5: str, digest: str) -> None:
+    """Refuse an upload that is not an image of this namespace at txid (before it is kept).
+
+    Reads the file's summary and NS_INFO section, not the whole image: the namespace is
+    decoded when the image is loaded, and a newest image that fails then is skipped for the
+    older one kept beside it.
+    """
     assert nn.storage is not None
-    digest = hashlib.md5(data, usedforsecurity=False).hexdigest()
     if digest != md5.strip().lower():
         raise ImageRefused(
             f"the uploaded image for txid {txid} has MD5 {digest}, but {md5.strip()} was "
             "announced; not installing it"
         )
     try:
-        image = load_image(data)
+        summary = read_summary_from_file(path)
+        section = summary.section("NS_INFO")
+        if section is None:
+            raise ImageError("it has no NS_INFO section", "NS_INFO")
+        info = decode_ns_info(read_section(path, section, summary.codec))
     except QjmError as e:
         raise ImageRefused(f"the uploaded image for txid {txid} does not decode: {e}") from None
     ours = nn.storage.read_ns_info().namespace_id
-    if image.ns_info.namespace_id != ours:
+    if info.namespace_id != ours:
         raise ImageRefused(
-            f"the uploaded image is of namespace {image.ns_info.namespace_id}, "
-            f"this NameNode's is {ours}"
+            f"the uploaded image is of namespace {info.namespace_id}, this NameNode's is {ours}"
         )
-    if image.ns_info.txid != txid:
+    if info.txid != txid:
         raise ImageRefused(
-            f"the uploaded image holds txid {image.ns_info.txid}, but txid={txid} was announced"
+            f"the uploaded image holds txid {info.txid}, but txid={txid} was announced"
         )
 
 
@@ -419,7 +520,7 @@ async def purge_shared_edits(nn: NameNode) -> None:
 
 def make_app(nn: NameNode) -> web.Application:
     """The aiohttp application of one NameNode."""
-    app = web.Application(client_max_size=MAX_IMAGE_BYTES)
+    app = web.Application()  # an uploaded image is streamed (put_image), never read whole
     app[NN_KEY] = nn
     app[_JN_CACHE] = JournalStatusCache(nn)
     app.router.add_get("/status", status_json)

@@ -11,6 +11,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from qjm import __version__
+from qjm.ipc.metrics import rpc_families
 from qjm.namenode.types import HAState
 
 if TYPE_CHECKING:
@@ -87,6 +88,11 @@ class NameNodeCollector(Collector):
         yield counter(
             "images_received_total", "Images received over /imagetransfer", self.m.images_received
         )
+        yield counter(
+            "images_refused_too_large_total",
+            "Image uploads refused past namenode.image_upload_max_bytes",
+            self.m.images_refused_too_large,
+        )
         yield counter("ha_transitions_total", "HA state changes", nn.ha.transitions)
         cache = nn.retry_cache.stats() if nn.retry_cache is not None else {}
         for key, name, text in (
@@ -111,15 +117,7 @@ class NameNodeCollector(Collector):
         for method, n in sorted(self.m.ops.items()):
             ops.add_metric([method], n)
         yield ops
-        rpc = nn.ipc_stats()
-        for key, text in (
-            ("calls", "RPC calls received"),
-            ("errors", "RPC calls answered with an error"),
-            ("bytes_in", "RPC bytes received"),
-            ("bytes_out", "RPC bytes sent"),
-        ):
-            yield counter(f"rpc_{key}_total", text, rpc.get(key, 0))
-        yield gauge("rpc_connections", "Open RPC connections", rpc.get("connections", 0))
+        yield from rpc_families("qjm_namenode", nn.ipc_stats())
         info = GaugeMetricFamily(
             "qjm_namenode_info", "Version and name", labels=["version", "name"]
         )
@@ -134,6 +132,7 @@ class NameNodeMetrics:
         self.registry = CollectorRegistry()
         self.txns_applied = 0
         self.images_received = 0
+        self.images_refused_too_large = 0
         self.ops: Counter[str] = Counter()
         self.registry.register(NameNodeCollector(nn, self))
 

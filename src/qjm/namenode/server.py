@@ -27,7 +27,7 @@ from qjm.config import ClusterConfig, NameNodeConfig, format_address, parse_addr
 from qjm.editlog.ops import Op, OpEncodeError, decode_op, encode_body
 from qjm.errors import QjmError
 from qjm.ipc import IpcServer
-from qjm.ipc.server import CallContext
+from qjm.ipc.server import CallContext, ipc_limit_keys
 from qjm.namenode.errors import (
     HealthCheckFailedError,
     IllegalArgumentError,
@@ -717,9 +717,12 @@ class NameNode:
         from qjm.namenode.storage import NNStorage
 
         try:
-            return NNStorage(Path(self.conf.name_dir))
+            storage = NNStorage(Path(self.conf.name_dir))
         except QjmError as e:
             raise StartupError(f"NameNode {self.name}: {e}") from None
+        for p in storage.remove_partial_uploads():
+            log.info("NameNode %s: removed %s, an image upload left unfinished", self.name, p)
+        return storage
 
     async def start(self) -> None:
         """Lock the name dir, load the namespace, become STANDBY, serve RPC and HTTP."""
@@ -752,7 +755,15 @@ class NameNode:
         from qjm.namenode.ha_rpc import ha_methods
         from qjm.namenode.protocols import CLIENT_PROTOCOL, HA_SERVICE_PROTOCOL
 
-        server = IpcServer(name=f"namenode-{self.name}", state_id=self.state_id)
+        s = self.settings
+        server = IpcServer(
+            name=f"namenode-{self.name}",
+            state_id=self.state_id,
+            max_connections=s.ipc_max_connections,
+            idle_timeout_s=s.ipc_idle_timeout_ms / 1000,
+            max_unfinished_bytes=s.ipc_max_unfinished_bytes,
+            limit_keys=ipc_limit_keys("namenode"),
+        )
         server.register(CLIENT_PROTOCOL, client_methods(self))
         server.register(HA_SERVICE_PROTOCOL, ha_methods(self))
         try:

@@ -13,6 +13,7 @@ disk: from the event loop, call it through asyncio.to_thread.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import getpass
 import hashlib
@@ -57,6 +58,7 @@ __all__ = [
 ]
 
 LOCK_FILE = "in_use.lock"
+UPLOAD_SUFFIX = ".upload"  # an image being received over PUT /imagetransfer
 CURRENT_DIR = "current"
 VERSION = "VERSION"
 SEEN_TXID = "seen_txid"
@@ -328,6 +330,29 @@ class NNStorage:
         except OSError as e:
             raise StorageFormatError(f"cannot install image {path}: {e.strerror}") from None
         return path
+
+    def install_image_file(self, received: Path, txid: int, md5: str) -> Path:
+        """Install an image received into a file of the name dir (fsynced, md5 checked by the
+        caller) as fsimage_<txid>, with its .md5."""
+        path = self.image_path(txid)
+        try:
+            os.replace(received, path)
+            write_md5_file(path, md5)
+            fsync_dir(self.current)
+        except OSError as e:
+            raise StorageFormatError(f"cannot install image {path}: {e.strerror}") from None
+        return path
+
+    def remove_partial_uploads(self) -> list[Path]:
+        """Delete image uploads a stopped NameNode left half received (fsimage_*.upload)."""
+        if not self.current.is_dir():
+            return []
+        removed = []
+        for p in self.current.glob(f"fsimage_*{UPLOAD_SUFFIX}"):
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+                removed.append(p)
+        return removed
 
     # -- local edits --------------------------------------------------------------------------
     def edit_segments(self) -> list[SegmentFile]:
