@@ -239,6 +239,42 @@ async def test_content_summary_server_defaults_stats_lease_msync_state(
     assert (await rpc("getHAServiceState")).state == ha.ACTIVE
 
 
+async def test_a_path_past_hdfs_limits_is_refused_first_in_any_state(
+    served: tuple[FakeNameNode, IpcServer, Rpc],
+) -> None:
+    """As HDFS's RPC server: checkPathLength before the HA check, so a standby answers the
+    limit too and a client does not fail over only to be refused (design §N.4)."""
+    nn, _, rpc = served
+    deep = "/d" * 1001
+    calls: list[tuple[str, str, dict[str, Any]]] = [
+        ("mkdirs", "mkdirs", dict(src=deep, masked=perm(0o755), createParent=True)),
+        (
+            "create",
+            "create",
+            dict(
+                src=deep,
+                masked=perm(0o644),
+                clientName="c",
+                createFlag=cn.CREATE,
+                createParent=True,
+                replication=1,
+                blockSize=1 << 27,
+            ),
+        ),
+        ("rename", "rename", dict(src="/a", dst=deep)),
+        ("rename2", "rename", dict(src="/a", dst=deep, overwriteDest=False)),
+    ]
+    for standby in (False, True):
+        nn.standby = standby
+        for method, prefix, fields in calls:
+            with pytest.raises(RemoteError) as e:
+                await rpc(method, **fields)
+            assert e.value.class_name == "java.io.IOException", (method, standby)
+            assert e.value.message == (
+                f"{prefix}: Pathname too long.  Limit 8000 characters, 1000 levels."
+            )
+
+
 async def test_a_standby_answers_standby_exception_to_every_namespace_call(
     served: tuple[FakeNameNode, IpcServer, Rpc],
 ) -> None:

@@ -308,3 +308,52 @@ def test_the_cede_bound_from_the_config(
 def test_a_cede_bound_below_a_graceful_failover_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"zkfc.max_cede_ms \(9999\) is below the 10000 ms"):
         FailoverControllerSettings(max_cede_ms=9_999)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("ipc_max_connections", 0), ("ipc_max_unfinished_bytes", 0)]
+)
+def test_zkfc_ipc_limits_must_be_positive(key: str, value: int) -> None:
+    with pytest.raises(ConfigError, match=f"zkfc.{key} must be at least 1"):
+        FailoverControllerSettings(**{key: value})
+
+
+async def test_the_zkfc_serves_within_its_ipc_limits() -> None:
+    """The ZKFC's IPC server takes its limits (design §N.6): a frame as large as the byte cap
+    closes the connection; a connection past the cap on connections is refused."""
+    settings = ZkfcSettings(
+        "ns1",
+        "nn1",
+        "127.0.0.1",
+        1,
+        zkfc_port=0,
+        ipc_max_connections=1,
+        ipc_idle_timeout_s=30.0,
+        ipc_max_unfinished_bytes=4096,
+    )
+    zkfc = ZKFailoverController(settings, NodeFencer([]))
+    await zkfc.start_rpc()
+    assert zkfc.server is not None
+    port = zkfc.server.port
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"hrpc\x09\x00\x00" + (1 << 20).to_bytes(4, "big"))  # a 1 MiB frame
+        async with asyncio.timeout(5):
+            answer = await reader.read()  # a FATAL answer, then the close
+        assert b"ipc.maximum.data.length 4096" in answer
+        writer.close()
+        first = ZKFCClient(f"127.0.0.1:{port}", timeout=5.0)
+        with pytest.raises(RemoteError):  # reaches the ZKFC: it is in no election
+            await first.cede_active(1000)
+        second = ZKFCClient(f"127.0.0.1:{port}", timeout=5.0)
+        try:
+            with pytest.raises(Exception) as refused:
+                await second.cede_active(1000)
+            assert not isinstance(refused.value, RemoteError)  # closed before any answer
+        finally:
+            await second.close()
+            await first.close()
+        stats = zkfc.server.stats()
+        assert stats["connections_refused"] >= 1 and stats["max_connections"] == 1
+    finally:
+        await zkfc.server.stop()

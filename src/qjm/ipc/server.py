@@ -689,6 +689,8 @@ class _Connection(asyncio.Protocol):
             return
         frame = build_frame((header.SerializeToString(),))
         self.server._bytes_out += len(frame)
+        if self.idle_timer is not None:
+            self.last_active = self.loop.time()
         transport.write(frame)
 
     def _write_failure(

@@ -18,6 +18,7 @@ from qjm.namenode.errors import (
     NotSupportedError,
     PathNotFoundError,
 )
+from qjm.namenode.namespace import check_path_length
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import hdfs_pb2 as hdfs
 from qjm.namenode.retry_cache import CacheEntry, RetryCache, created_status
@@ -304,6 +305,7 @@ class ClientRpc:
 
     async def mkdirs(self, req: cn.MkdirsRequestProto, ctx: CallContext) -> cn.MkdirsResponseProto:
         """mkdirs: the directory (and its parents with createParent) with the masked mode."""
+        check_path_length("mkdirs", req.src)  # first, as HDFS: in any HA state (design §N.4)
         caller = self.nn.caller_of(ctx)
         permission = req.masked.perm & PERMISSION_MASK
         when = now_ms()
@@ -316,6 +318,7 @@ class ClientRpc:
 
     async def create(self, req: cn.CreateRequestProto, ctx: CallContext) -> cn.CreateResponseProto:
         """create: a new empty file open for writing by clientName; answers its status."""
+        check_path_length("create", req.src)
         flags = req.createFlag
         if flags & cn.APPEND:
             raise NotSupportedError(NO_DATANODES.format(method="create with CreateFlag.APPEND"))
@@ -389,6 +392,7 @@ class ClientRpc:
 
     async def rename(self, req: cn.RenameRequestProto, ctx: CallContext) -> cn.RenameResponseProto:
         """rename (the old one): false instead of most errors, as HDFS."""
+        check_path_length("rename", req.dst)
         caller = self.nn.caller_of(ctx)
         when = now_ms()
         ids = rpc_ids(ctx)
@@ -410,6 +414,7 @@ class ClientRpc:
         self, req: cn.Rename2RequestProto, ctx: CallContext
     ) -> cn.Rename2ResponseProto:
         """rename2: rename with options, raising on every failure."""
+        check_path_length("rename", req.dst)
         caller = self.nn.caller_of(ctx)
         when = now_ms()
         ids = rpc_ids(ctx)
