@@ -22,6 +22,7 @@ from nn_harness import NNProcess, Rpc, format_cluster, make_config, write_config
 from qjm.ipc import RemoteError
 from qjm.ipc.framing import PREAMBLE
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
+from qjm.namenode.proto import hdfs_pb2 as hdfs
 
 pytestmark = pytest.mark.slow
 
@@ -105,6 +106,17 @@ async def test_a_namenode_refuses_paths_and_names_past_its_limits_and_keeps_serv
         assert err.class_name == ILLEGAL_ARGUMENT
         assert "cannot encode OP_ADD" in err.message and "nothing was applied" in err.message
         assert await rpc.stat("/ok/f") is None
+        huge_block = cn.CreateRequestProto(
+            src="/ok/g",
+            masked=hdfs.FsPermissionProto(perm=0o644),
+            clientName="c",
+            createFlag=cn.CREATE,
+            createParent=False,
+            replication=1,
+            blockSize=2**64 - 1,  # Java's -1; it used to reach the edit log and stop the NameNode
+        )
+        err, _ = await refusal(rpc.client.call("create", huge_block, cn.CreateResponseProto, 10))
+        assert err.class_name == ILLEGAL_ARGUMENT and "block size -1" in err.message
         owner = cn.SetOwnerRequestProto(src="/ok", username="u" * 70_000)
         err, _ = await refusal(rpc.client.call("setOwner", owner, cn.SetOwnerResponseProto, 10))
         assert err.class_name == ILLEGAL_ARGUMENT and "OP_SET_OWNER" in err.message

@@ -188,6 +188,15 @@ def test_ops_that_do_not_fit_the_edit_log_are_refused_whole(ops: list, opcode: s
     assert e.value.java_class == "org.apache.hadoop.HadoopIllegalArgumentException"
 
 
+def test_a_value_past_a_java_long_is_refused_before_it_is_applied(ns: Namespace) -> None:
+    """Not only names: any field the codec cannot write (a block size over 2**63-1)."""
+    ops = ns.plan_create("/tmp/g", SU, 0o644, False, False, 1, 2**64 - 1, "c", "m", 1, RPC)
+    before = ns.dump()
+    with pytest.raises(IllegalArgumentError, match="cannot encode OP_ADD"):
+        encode_for_log("create", ops)
+    assert ns.dump() == before
+
+
 def test_ops_that_fit_are_encoded_once() -> None:
     bodies = encode_for_log("create", [_add("c" * 65_535)])
     assert len(bodies) == 1 and len(bodies[0]) > 65_535

@@ -323,9 +323,10 @@ class ClientRpc:
         if flags & cn.APPEND:
             raise NotSupportedError(NO_DATANODES.format(method="create with CreateFlag.APPEND"))
         check_replication(req.replication, "create")
-        if req.blockSize < MIN_BLOCK_SIZE:
+        block_size = signed64(req.blockSize)  # a Java long: 2**64-1 is -1, refused below
+        if block_size < MIN_BLOCK_SIZE:
             raise IllegalArgumentError(
-                f"create {req.src}: specified block size {req.blockSize} is less than the "
+                f"create {req.src}: specified block size {block_size} is less than the "
                 f"configured minimum value {MIN_BLOCK_SIZE}"
             )
         caller = self.nn.caller_of(ctx)
@@ -348,7 +349,7 @@ class ClientRpc:
                 overwrite,
                 req.createParent,
                 req.replication,
-                req.blockSize,
+                block_size,
                 req.clientName,
                 machine,
                 when,
