@@ -236,6 +236,7 @@ async def newest_image_shown(nn: NameNode) -> dict[str, int]:
     }
 
 
+@pytest.mark.slow
 async def test_page_status_and_metrics_show_one_newest_image_after_a_checkpoint(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:
