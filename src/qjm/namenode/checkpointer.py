@@ -121,8 +121,11 @@ class StandbyCheckpointer:
                 self.last_error = str(e)
                 log.warning("NameNode %s: checkpoint failed: %s", self.nn.name, e)
 
-    async def save(self) -> int:
-        """Save an image of the namespace at the last applied txid; returns that txid."""
+    async def save(self, purge: bool = True) -> int:
+        """Save an image of the namespace at the last applied txid; returns that txid.
+
+        purge: then delete images beyond images_retained and the edits they cover.
+        """
         nn = self.nn
         storage = nn.storage
         if storage is None:
@@ -147,7 +150,8 @@ class StandbyCheckpointer:
             await asyncio.shield(fut)
         finally:
             self._saving = None
-        await loop.run_in_executor(None, storage.purge, self.settings.images_retained)
+        if purge:
+            await loop.run_in_executor(None, storage.purge, self.settings.images_retained)
         self.last_checkpoint_txid = txid
         nn.image_txid = max(nn.image_txid, txid)
         self.last_checkpoint_time = time.monotonic()

@@ -41,6 +41,7 @@ from qjm.config import NameNodeSettings
 from qjm.editlog import framing
 from qjm.editlog.ops import EndLogSegmentOp, Op, StartLogSegmentOp, encode_body
 from qjm.namenode.errors import NamenodeError
+from qjm.namenode.journal_check import LocalEditsAheadError
 from qjm.namenode.journal_set import LocalJournal
 from qjm.namenode.storage import NNStorage
 
@@ -253,6 +254,8 @@ class FSEditLog:
         if self.local.enabled:
             try:
                 await asyncio.to_thread(self.local.recover, first_txid)
+            except LocalEditsAheadError:
+                raise  # the journal went backwards: refuse, move nothing (design §N.5)
             except Exception as e:
                 self.local.disable(e)
         self._next_txid = first_txid + 1  # first_txid is the START op's

@@ -136,10 +136,13 @@ async def status_dict(nn: NameNode, jn_rows: list[dict[str, Any]] | None) -> dic
         "tailer": {
             "running": tailer is not None and tailer.running,
             "last_error": tailer.last_error if tailer is not None else None,
+            "paused": tailer.paused if tailer is not None else None,
         },
         # HDFS's metrics record RetryCache.NameNodeRetryCache (CacheHit, CacheCleared,
         # CacheUpdated), with the entries held and evicted; null when the cache is off
         "retry_cache": nn.retry_cache.stats() if nn.retry_cache is not None else None,
+        "journal_behind": nn.journal_behind,
+        "journal_checks": nn.journal_checks,
         "fatal_error": nn.fatal_error,
         "last_transition_error": nn.last_transition_error,
         "uptime_s": round(time.time() - nn.started_at, 3),
@@ -232,6 +235,8 @@ async def status_page(request: web.Request) -> web.Response:
     ]
     if st["fatal_error"]:
         facts.append(("fatal error", st["fatal_error"]))
+    if st["journal_behind"]:
+        facts.append(("shared journal behind", st["journal_behind"]))
     if st["tailer"]["last_error"]:
         facts.append(("tailer", st["tailer"]["last_error"]))
     jn_rows = []

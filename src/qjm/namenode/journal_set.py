@@ -6,9 +6,12 @@ and the NameNode goes on with the quorum alone. Every method here blocks on disk
 edit log calls them through asyncio.to_thread, one at a time.
 
 The local copy is secondary: start-up and failover read the shared journal. When the
-NameNode starts writing at first_txid, what the local dir holds at or after first_txid
+NameNode starts writing at first_txid, an in-progress segment that starts at first_txid
 was never committed (the quorum's recovery settled the log below first_txid) and is
-moved aside; an in-progress segment below it is finalized at its last valid txid.
+moved aside; an in-progress segment below it is finalized at its last valid txid. A
+finalized segment reaching first_txid, or an in-progress one holding ops that starts
+after it, proves the shared journal once committed more than it holds now: nothing is
+moved and the start is refused (design §N.5).
 """
 
 from __future__ import annotations
@@ -19,11 +22,20 @@ import os
 from pathlib import Path
 
 from qjm.editlog.file_journal import FileJournal, truncate_after
-from qjm.editlog.framing import LAYOUT_VERSION
+from qjm.editlog.framing import HEADER_LEN, LAYOUT_VERSION
 from qjm.editlog.segments import SegmentFile, fsync_dir, scan_file
+from qjm.namenode.journal_check import LocalEditsAheadError, LocalSegment, local_floor
 
 log = logging.getLogger("qjm.namenode.journal_set")
 STALE_SUFFIX = ".stale"
+
+
+def _has_ops(path: Path) -> bool:
+    """True when an in-progress file holds more than its header."""
+    try:
+        return path.stat().st_size > HEADER_LEN
+    except OSError:
+        return False
 
 
 class LocalJournal:
@@ -68,15 +80,25 @@ class LocalJournal:
         log.warning("local edits: moved %s aside as %s: %s", seg.path.name, aside.name, why)
 
     def recover(self, first_txid: int) -> None:
-        """Settle what an earlier run left behind before writing a segment at first_txid."""
+        """Settle what an earlier run left behind before writing a segment at first_txid.
+
+        Raises LocalEditsAheadError, moving nothing, when the local edits prove the shared
+        journal committed first_txid or more (design §N.5).
+        """
+        segments = self.files.segments()
+        ahead = local_floor(
+            LocalSegment(s.start, s.end, s.path.name, s.end is not None or _has_ops(s.path))
+            for s in segments
+        )
+        if ahead is not None and ahead.txid >= first_txid:
+            raise LocalEditsAheadError(
+                f"the local edits in {self.directory} show the shared journal committed txid "
+                f"{ahead.txid} ({ahead.reason}), but it now restarts at txid {first_txid}: "
+                "it went backwards; no local edits were moved, and no segment is started"
+            )
         changed = False
-        for seg in self.files.segments():
+        for seg in segments:
             if seg.end is not None:
-                if seg.end >= first_txid:
-                    self._aside(
-                        seg, f"it reaches txid {seg.end}, and the log restarts at {first_txid}"
-                    )
-                    changed = True
                 continue
             if seg.start >= first_txid:
                 self._aside(seg, f"it starts at or after {first_txid}, where the log restarts")

@@ -76,6 +76,16 @@ class NameNodeCollector(Collector):
             "1 while the edit log tailer runs",
             1 if tailer and tailer.running else 0,
         )
+        yield gauge(
+            "journal_behind",
+            "1 while the shared journal ends before what this NameNode knows it committed",
+            1 if nn.journal_behind is not None else 0,
+        )
+        yield counter(
+            "journal_checks_total",
+            "Checks of the shared journal's end against this NameNode's floor",
+            nn.journal_checks,
+        )
         yield counter(
             "txns_applied_total", "Txns applied from the shared journal", self.m.txns_applied
         )

@@ -4,6 +4,11 @@ Start: INITIALIZING (load the newest image, replay the committed shared edits af
 STANDBY (the tailer applies new committed edits). transition_to_active fences the old
 writer by a new epoch, recovers and catches up, opens a segment -> ACTIVE.
 transition_to_standby closes the edit log and starts the tailer. One lock serializes them.
+
+A shared journal that ends before what this NameNode knows it committed (formatted, or
+restored from an older copy) is never followed: nothing is applied from it, no transition
+to active is made on it, and the condition is reported until the journal holds the
+floor again (design §N.5).
 """
 
 from __future__ import annotations
@@ -37,10 +42,21 @@ from qjm.namenode.errors import (
     StandbyError,
 )
 from qjm.namenode.ha_state import HAStateMachine
+from qjm.namenode.journal_check import (
+    Floor,
+    JournalEndProbe,
+    behind_message,
+    ends_text,
+    journal_behind,
+    journal_floor,
+    local_floor,
+    read_local_segments,
+)
 from qjm.namenode.retry_cache import RetryCache
 from qjm.namenode.types import Caller, HAState
 from qjm.namenode.users import os_groups, os_user
 from qjm.protocol.errors import EpochError
+from qjm.protocol.quorum import majority_of
 
 if TYPE_CHECKING:
     from qjm.namenode.checkpointer import StandbyCheckpointer
@@ -56,6 +72,7 @@ GROUPS_CACHE_S = 300.0  # hadoop.security.groups.cache.secs
 HTTP_SHUTDOWN_SECONDS = 2.0
 HTTP_IDLE_TIMEOUT_S = 60.0  # hadoop.http.idle_timeout.ms
 EPOCH_CHECK_S = 1.0  # how often an active asks the JournalNodes whether it was deposed
+JOURNAL_CHECK_S = 2.0  # how often a standby asks whether the shared journal went behind it
 
 
 class StartupError(QjmError):
@@ -141,6 +158,11 @@ class NameNode:
             self.retry_cache = RetryCache(
                 self.settings.retry_cache_expiry_ms / 1000, self.settings.retry_cache_max_entries
             )
+        self._known_committed = 0  # the highest txid a quorum is known to have committed
+        self._seen_recorded = 0  # the highest synced txid recorded as seen_txid
+        self.journal_behind: str | None = None  # why the shared journal is not followed
+        self.journal_checks = 0
+        self._probe: JournalEndProbe | None = None
         from qjm.namenode.metrics import NameNodeMetrics
 
         self.metrics: NameNodeMetrics = NameNodeMetrics(self)
@@ -311,6 +333,8 @@ class NameNode:
         name_dir = Path(self.conf.name_dir)
         if not os.access(name_dir, os.W_OK | os.X_OK):
             raise HealthCheckFailedError(f"name dir {name_dir} is not writable")
+        if self.journal_behind is not None:
+            raise HealthCheckFailedError(f"NameNode {self.name}: {self.journal_behind}")
 
     # -- HA transitions ------------------------------------------------------------------------
     async def transition_to_active(self, source: str = "REQUEST_BY_USER") -> None:
@@ -328,6 +352,14 @@ class NameNode:
                 raise ServiceFailedError(
                     f"NameNode {self.name} cannot become active: {self.fatal_error or 'stopping'}"
                 )
+            # Refused before fencing anyone when the journal is behind (design §N.5).
+            behind = await self._check_journal_quietly()
+            if behind is None and self._needs_reload:
+                behind = "it was deposed and has not reloaded its namespace yet"
+            if behind is not None:
+                self.last_transition_error = behind
+                log.error("NameNode %s: will not become active: %s", self.name, behind)
+                raise ServiceFailedError(f"NameNode {self.name} will not become active: {behind}")
             log.info("NameNode %s: becoming active (%s)", self.name, source)
             started = time.monotonic()
             if self.checkpointer is not None:
@@ -336,6 +368,13 @@ class NameNode:
             qjm = QuorumJournalManager(self.uri, self._ns_info(), self.cfg.qjournal)
             try:
                 last = await qjm.recover_unfinalized_segments()
+                floor = await self.journal_floor_now()
+                if last < floor.txid:  # the recovered journal ends before it (design §N.5)
+                    raise NamenodeError(
+                        await self._journal_is_behind(
+                            floor, f"recovered by this NameNode, it ends at txid {last}"
+                        )
+                    )
                 await self._catch_up(last)
                 el = self._make_edit_log(qjm)
                 await el.open_for_write(last + 1)
@@ -363,6 +402,7 @@ class NameNode:
             self.qjm = qjm
             self.edit_log = el
             self.applied_txid = int(el.last_txid)  # the new segment's START op
+            self._known_committed = max(self._known_committed, last)
             self.last_transition_error = None
             self.ha.move(HAState.ACTIVE, source)
             self._spawn(self._watch_epoch(qjm))
@@ -420,6 +460,7 @@ class NameNode:
                 if el is not None:
                     await el.close()
                     self.applied_txid = int(el.last_txid)
+                    self._known_committed = max(self._known_committed, int(el.synced_txid))
             except Exception as e:
                 if not _fenced(e):
                     if qjm is not None:
@@ -473,6 +514,9 @@ class NameNode:
             self.name,
             _why(exc),
         )
+        el = self.edit_log
+        if el is not None:  # what a quorum acknowledged stays the floor (design §N.5)
+            self._known_committed = max(self._known_committed, int(el.synced_txid))
         self.ha.move(HAState.STANDBY, "fenced by a newer writer")
         self._needs_reload = True
         self._spawn(self._after_deposed())
@@ -501,6 +545,7 @@ class NameNode:
                 await asyncio.sleep(EPOCH_CHECK_S)  # the check's period, not a synchronization
                 if self.ha.state != HAState.ACTIVE or self.qjm is not qjm:
                     return
+                await self._record_committed()
                 answers = await asyncio.gather(
                     *(promised(c) for c in clients), return_exceptions=True
                 )
@@ -524,12 +569,19 @@ class NameNode:
         """After being deposed: drop the writer, reload the namespace, tail (lock held)."""
         if not self._needs_reload or self.ha.state != HAState.STANDBY:
             return
+        await self._record_committed()
         el, qjm = self.edit_log, self.qjm
         self.edit_log, self.qjm = None, None
         if el is not None:
+            self._known_committed = max(self._known_committed, int(el.synced_txid))
             el.abort()
         if qjm is not None:
             await self._close_quietly(qjm)
+        if await self._check_journal_quietly() is not None:
+            # Reloading would load an image older than what was committed and follow a
+            # journal that lost it: keep the namespace (unserved, as it may hold edits no
+            # quorum took) until the journal holds the floor again (design §N.5).
+            return
         await self._reload()
         self._needs_reload = False
         self._notify_applied()
@@ -560,6 +612,122 @@ class NameNode:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    # -- a journal behind this NameNode (design §N.5) ------------------------------------------
+    async def journal_floor_now(self) -> Floor:
+        """The highest txid this NameNode knows the shared journal committed, and how."""
+        storage = self.storage
+        assert storage is not None
+
+        def name_dir_facts() -> tuple[int, int, Floor | None]:
+            newest = storage.newest_image()
+            try:
+                seen = storage.seen_txid
+            except QjmError:
+                seen = 0
+            local = local_floor(read_local_segments(storage.current))
+            return newest[0] if newest else 0, seen, local
+
+        image_txid, seen, local = await asyncio.to_thread(name_dir_facts)
+        committed = self._known_committed
+        el = self.edit_log
+        if el is not None:
+            committed = max(committed, int(el.synced_txid))
+        return journal_floor(
+            committed=committed, image_txid=image_txid, seen_txid=seen, local=local
+        )
+
+    async def _record_committed(self) -> None:
+        """Record the txid a quorum acknowledged as seen_txid (best effort), so that the name
+        dir alone tells a restarted NameNode what the journal committed."""
+        el, storage = self.edit_log, self.storage
+        if el is None or storage is None:
+            return
+        txid = int(el.synced_txid)
+        if txid <= self._seen_recorded:
+            return
+        try:
+            await asyncio.to_thread(storage.raise_seen_txid, txid)
+        except (OSError, QjmError) as e:
+            log.warning("NameNode %s: cannot record seen_txid %d: %s", self.name, txid, _why(e))
+            return
+        self._seen_recorded = txid
+
+    async def check_journal(self) -> str | None:
+        """Ask the JournalNodes whether the shared journal ends before this NameNode's floor;
+        keep the condition and return its message (None: not behind, or not known)."""
+        floor = await self.journal_floor_now()
+        if self._probe is None:
+            self._probe = JournalEndProbe(self.uri)
+        ends = await self._probe.ends()
+        self.journal_checks += 1
+        short = journal_behind(ends, floor)
+        if short is not None:
+            await self._journal_is_behind(floor, ends_text(short))
+            return self.journal_behind
+        reaching = sum(1 for e in ends if e.highest is not None and e.highest >= floor.txid)
+        if reaching > len(ends) - majority_of(len(ends)):  # no majority can be short of it
+            self._journal_caught_up(floor)
+        return self.journal_behind
+
+    async def _check_journal_quietly(self) -> str | None:
+        """check_journal, with a failed check leaving the condition as it was."""
+        try:
+            return await self.check_journal()
+        except Exception as e:
+            log.debug("NameNode %s: checking the shared journal's end: %s", self.name, _why(e))
+            return self.journal_behind
+
+    async def _journal_is_behind(self, floor: Floor, journal_end: str) -> str:
+        """Stop following the journal: pause the tailer, log once, keep the namespace (and
+        save it as an image when it is a standby's, ahead of the name dir's newest)."""
+        if self.journal_behind is not None:
+            return self.journal_behind
+        saved: int | None = None
+        cp = self.checkpointer
+        storage = self.storage
+        newest = storage.newest_image() if storage is not None else None
+        if (
+            cp is not None
+            and not self._needs_reload
+            and self.ha.state == HAState.STANDBY
+            and self.applied_txid > (newest[0] if newest else 0)
+        ):
+            try:
+                saved = await cp.save(purge=False)
+            except Exception as e:
+                log.warning("NameNode %s: cannot save its namespace: %s", self.name, _why(e))
+        message = behind_message(
+            self.name, str(self.uri), floor, journal_end, self.cfg.source, saved_image=saved
+        )
+        if self.journal_behind is None:
+            self.journal_behind = message
+            log.error("NameNode %s: %s", self.name, message)
+        if self.tailer is not None:
+            self.tailer.pause(self.journal_behind)
+        return self.journal_behind
+
+    def _journal_caught_up(self, floor: Floor) -> None:
+        """The journal holds the floor again: follow it (and reload, when deposed)."""
+        if self.journal_behind is None:
+            return
+        self.journal_behind = None
+        log.warning(
+            "NameNode %s: the shared journal holds txid %d again; following it",
+            self.name,
+            floor.txid,
+        )
+        if self.tailer is not None:
+            self.tailer.resume()
+        if self._needs_reload:
+            self._spawn(self._after_deposed())
+
+    async def _watch_journal(self) -> None:
+        """While standby: check the journal's end every JOURNAL_CHECK_S."""
+        while self.ha.state != HAState.STOPPING:
+            await asyncio.sleep(JOURNAL_CHECK_S)  # the check's period, not a synchronization
+            if self.ha.state == HAState.STANDBY:
+                await self._check_journal_quietly()
 
     # -- loading and tailing -------------------------------------------------------------------
     def _new_namespace_factory(self) -> Callable[..., Namespace]:
@@ -616,6 +784,8 @@ class NameNode:
         )
         if not replay:
             return
+        if await self._check_journal_quietly() is not None:
+            return  # nothing is replayed from a journal behind the name dir (design §N.5)
         started = time.monotonic()
         try:
             async with self.apply_lock:
@@ -659,6 +829,8 @@ class NameNode:
             )
             raise
         self.applied_txid = txid
+        if txid > self._known_committed:
+            self._known_committed = txid
         self.metrics.txns_applied += 1
         if self.retry_cache is not None:
             self.retry_cache.add_op(op)  # the call it records is answered from here on
@@ -681,6 +853,8 @@ class NameNode:
                 apply_lock=self.apply_lock,
                 on_apply_error=lambda e: self._fatal(f"the edit log tailer stopped: {_why(e)}"),
             )
+        if self.journal_behind is not None:
+            self.tailer.pause(self.journal_behind)
         self.tailer.start()
 
     async def _stop_tailer(self) -> None:
@@ -737,6 +911,7 @@ class NameNode:
 
             self.checkpointer = StandbyCheckpointer(self)
             self.checkpointer.start()
+            self._spawn(self._watch_journal())
         except BaseException:
             await self.stop()
             raise
@@ -817,6 +992,8 @@ class NameNode:
             await self._ipc.stop()
             self._ipc = None
         await self._stop_tailer()
+        with contextlib.suppress(Exception):
+            await self._record_committed()
         el, qjm = self.edit_log, self.qjm
         self.edit_log, self.qjm = None, None
         if el is not None:
@@ -848,6 +1025,9 @@ class NameNode:
             self._reader = None
         if self.retry_cache is not None:
             self.retry_cache.clear()  # as HDFS's stopCommonServices
+        if self._probe is not None:
+            await self._probe.close()
+            self._probe = None
         if self.storage is not None:
             with contextlib.suppress(Exception):
                 self.storage.close()

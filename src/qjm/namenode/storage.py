@@ -2,7 +2,8 @@
 
 <name_dir>/in_use.lock                     flock held while a NameNode (or an admin tool) uses it
 <name_dir>/current/VERSION                 namespaceID, clusterID, cTime, storageType=NAME_NODE, ...
-<name_dir>/current/seen_txid               the highest txid this dir knows was written
+<name_dir>/current/seen_txid               the highest txid this dir knows was written: a
+                                           segment's start, or a txid a quorum acknowledged
 <name_dir>/current/fsimage_<txid>(.md5)    checkpoint images
 <name_dir>/current/edits_<s>-<e>           the local copy of finalized edit-log segments
 <name_dir>/current/edits_inprogress_<s>    the local copy of the open segment
@@ -21,6 +22,7 @@ import logging
 import os
 import re
 import shutil
+import threading
 import time
 from pathlib import Path
 from typing import Protocol
@@ -110,6 +112,7 @@ class NNStorage:
         self.root = Path(name_dir)
         self.current = self.root / CURRENT_DIR
         self._lock_fd = -1
+        self._seen_lock = threading.Lock()  # one writer of seen_txid at a time
         if lock:
             self.lock()
 
@@ -259,7 +262,20 @@ class NNStorage:
 
     def write_seen_txid(self, txid: int) -> None:
         """Durably record seen_txid (temp + fsync + rename + fsync(dir))."""
-        atomic_write(self.current / SEEN_TXID, f"{txid}\n".encode())
+        with self._seen_lock:
+            atomic_write(self.current / SEEN_TXID, f"{txid}\n".encode())
+
+    def raise_seen_txid(self, txid: int) -> bool:
+        """Record seen_txid = txid if that is higher than the recorded one; True if written."""
+        with self._seen_lock:
+            try:
+                seen = self.seen_txid
+            except StorageFormatError:
+                seen = 0  # unreadable: replaced
+            if txid <= seen:
+                return False
+            atomic_write(self.current / SEEN_TXID, f"{txid}\n".encode())
+            return True
 
     # -- images -------------------------------------------------------------------------------
     def image_path(self, txid: int) -> Path:

@@ -48,6 +48,9 @@ class EditLogTailer:
         self.on_batch = on_batch
         self.on_apply_error = on_apply_error  # an op that cannot be applied: the tailer stops
         self._task: asyncio.Task[None] | None = None
+        self.paused: str | None = None  # why nothing is applied now (design §N.5)
+        self._resumed = asyncio.Event()
+        self._resumed.set()
         self.last_error: str | None = None
         self.last_batch_time = 0.0  # unix time a batch was last applied
         self.batches = 0
@@ -63,6 +66,16 @@ class EditLogTailer:
         if self.running:
             return
         self._task = asyncio.create_task(self._run(), name="edit-log-tailer")
+
+    def pause(self, why: str) -> None:
+        """Apply nothing until resume(): a batch read meanwhile is dropped, not applied."""
+        self.paused = why
+        self._resumed.clear()
+
+    def resume(self) -> None:
+        """Apply again, reading from the txid after the last applied one."""
+        self.paused = None
+        self._resumed.set()
 
     async def stop(self) -> None:
         """Stop tailing; every batch is either applied whole or not at all."""
@@ -92,10 +105,15 @@ class EditLogTailer:
     async def _run(self) -> None:
         backoff = RETRY_MIN_S
         while True:
+            await self._resumed.wait()
             start = self._last_applied() + 1
             try:
                 async for batch in self.reader.tail(start, self.wait_ms):
+                    if not self._resumed.is_set():
+                        break
                     async with self.apply_lock:
+                        if not self._resumed.is_set():
+                            break  # paused while waiting for the lock
                         try:
                             n = self.apply_batch(batch)
                         except TxidGapError:
@@ -124,5 +142,7 @@ class EditLogTailer:
                 if self.last_error != why:
                     log.warning("edit log tailer: reading from txid %d failed: %s", start, why)
                 self.last_error = why
+            if not self._resumed.is_set():
+                continue  # wait for resume(), then read again from the last applied txid
             await asyncio.sleep(backoff)  # retry pause after a failed read, not a sync wait
             backoff = min(backoff * 2, RETRY_MAX_S)
