@@ -604,7 +604,14 @@ async def test_recover_keeps_the_longest_valid_run_and_saves_an_image(tmp_path: 
             trees.append(Tree(image))
             return trees[-1]
 
-        report = await recover(cfg, "nn1", factory, use_shared=False)
+        # Without the shared journal, the local edits are applied only when asked for.
+        unasked = await recover(cfg, "nn1", factory, use_shared=False)
+        assert unasked.last_txid == 0 and unasked.source == "image only"
+        assert [d.txid for d in unasked.dropped_ops] == list(range(1, 8)), unasked.lines()
+        with NNStorage(tmp_path / "nn1") as st1:
+            assert [t for t, _ in st1.images()] == [0]
+        trees.clear()
+        report = await recover(cfg, "nn1", factory, use_shared=False, local_beyond_journal=True)
         assert report.image_txid == 0 and report.last_txid == 7 and report.source == "local"
         assert report.applied == 7
         assert any("edits_inprogress_0000000000000000005" in d for d in report.dropped), report
@@ -621,9 +628,10 @@ async def test_recover_keeps_the_longest_valid_run_and_saves_an_image(tmp_path: 
 
         with NNStorage(tmp_path / "nn1") as st3:
             st3.image_path(7).unlink()
-        report2 = await recover(cfg, "nn1", refusing, use_shared=False)
+        report2 = await recover(cfg, "nn1", refusing, use_shared=False, local_beyond_journal=True)
         assert report2.last_txid == 2
         assert any("OP_MKDIR at txid 3 cannot be applied" in d for d in report2.dropped), report2
+        assert [(d.txid, d.path) for d in report2.dropped_ops][:2] == [(3, "/d1"), (4, None)]
 
 
 async def test_recover_reads_the_shared_journal_when_it_holds_more(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from nn_harness import (
     copy_name_dir,
     format_cluster,
     make_config,
+    start_nn,
     write_config,
 )
 from qjm.editlog.ops import (
@@ -35,6 +36,7 @@ from qjm.editlog.ops import (
 )
 from qjm.editlog.segments import list_segments
 from qjm.ipc import RemoteError
+from qjm.namenode.admin import initialize_shared_edits
 from qjm.namenode.journal_check import (
     Floor,
     LocalEditsAheadError,
@@ -45,7 +47,8 @@ from qjm.namenode.journal_check import (
     local_floor,
 )
 from qjm.namenode.journal_set import LocalJournal
-from qjm.namenode.storage import NNStorage
+from qjm.namenode.storage import NNStorage, empty_image
+from qjm_cluster import JNCluster
 
 # -- the floor ---------------------------------------------------------------------------------
 FLOORS = {
@@ -369,3 +372,23 @@ async def test_a_formatted_journal_is_refused_by_both_namenodes(
             await r.close()
         for p in procs.values():
             p.stop()
+
+
+async def test_initialize_shared_edits_from_an_image_alone_starts_the_journal_after_it(
+    tmp_path: Path,
+) -> None:
+    async with JNCluster(tmp_path / "jns") as cluster:
+        cfg = make_config(cluster, tmp_path, names=("nn1",))
+        await format_cluster(cfg, "nn1")
+        with NNStorage(cfg.namenode_named("nn1").name_dir) as st:
+            st.save_image_contents(empty_image(st.read_ns_info().namespace_id, 12))
+            st.write_seen_txid(12)
+        report = await initialize_shared_edits(cfg, "nn1", force=True)
+        assert report.segments == [(13, 14)] and report.last_txid == 14
+        nn = await start_nn(cfg, "nn1")
+        try:
+            assert nn.journal_behind is None and nn.applied_txid == 14
+            await nn.transition_to_active("test")
+            assert nn.edit_log is not None and nn.edit_log.segment_start_txid == 15
+        finally:
+            await nn.stop()

@@ -22,13 +22,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
             "standby; `qjm haadmin -transitionToActive` makes it active). format: a new "
             "namespace in the name dir and the shared journal. initialize-shared-edits: format "
             "the shared journal from this name dir's edits. bootstrap-standby: copy the newest "
-            "image from the other NameNode. recover: save what is readable as a new image."
+            "image from the other NameNode. recover: save what is readable as a new image (the "
+            "shared journal decides every txid it holds; local edits beyond its end only with "
+            "--local-edits-beyond-journal)."
         ),
     )
     p.add_argument("action", nargs="?", choices=ACTIONS, help="what to do (default: run)")
     p.add_argument("--config", required=True, help="cluster TOML file")
     p.add_argument("--id", required=True, dest="nn_id", help="which [namenodes.<id>] to use")
     p.add_argument("--force", action="store_true", help="format over existing data")
+    p.add_argument(
+        "--local-edits-beyond-journal",
+        action="store_true",
+        help="recover: also apply the local edits after the shared journal's end (ops no "
+        "quorum acknowledged, unless the journal lost them); without it they are dropped",
+    )
     p.add_argument("--ready-file", help="write {pid, rpc, http} JSON here once serving")
     p.add_argument("--log-level", default="INFO")
     p.set_defaults(func=run)
@@ -69,7 +77,9 @@ def run(args: argparse.Namespace) -> int:
             f"image at txid {report.image_txid}, edits up to txid {report.last_txid}"
         )
     else:
-        recovered = eventloop.run(admin.recover(cfg, args.nn_id))
+        recovered = eventloop.run(
+            admin.recover(cfg, args.nn_id, local_beyond_journal=args.local_edits_beyond_journal)
+        )
         for line in recovered.lines():
             print(line)
     return 0

@@ -3,9 +3,11 @@
 format_namenode        a new namespace identity: the shared journal formatted for it on every
                        JournalNode, then the name dir (VERSION, seen_txid 0, empty fsimage_0)
 initialize_shared_edits  format the journal from the name dir's VERSION and copy the local
-                       edits after the newest image into it (HDFS -initializeSharedEdits)
-recover                load the newest readable image and the longest valid run of edits
-                       after it (local or shared), report what was dropped, save a new image
+                       edits after the newest image into it (HDFS -initializeSharedEdits);
+                       with none, one empty segment after the image
+recover                load the newest readable image, then the edits after it: the shared
+                       journal's for every txid it holds, the local ones beyond its end only
+                       when asked (design §N.5); report every op dropped, save a new image
                        (HDFS -recover)
 
 Each takes the name dir's lock, so none runs beside a NameNode using the same dir.
@@ -28,13 +30,14 @@ from qjm.client.reader import QuorumJournalReader
 from qjm.client.uri import parse_qjournal_uri
 from qjm.config import ClusterConfig
 from qjm.editlog.framing import HEADER_LEN, iter_ops, read_header
-from qjm.editlog.ops import Op, decode_op
+from qjm.editlog.ops import EndLogSegmentOp, Op, StartLogSegmentOp, decode_op
 from qjm.editlog.segments import SegmentFile, scan_file
 from qjm.errors import ConfigError, QjmError
 from qjm.namenode.errors import NamenodeError
 from qjm.namenode.fs_image import load_newest
 from qjm.namenode.image import FsImage, ImageContents, NsInfo
 from qjm.namenode.namespace import Namespace
+from qjm.namenode.recovery_plan import DroppedOp, op_path, plan_recovery
 from qjm.namenode.storage import NamespaceInfo, NNStorage, StorageFormatError
 
 log = logging.getLogger("qjm.namenode.admin")
@@ -197,6 +200,17 @@ async def initialize_shared_edits(
                 await qjm.finalize_log_segment(first, last)
                 report.segments.append((first, last))
                 log.info("copied local edits %d-%d to the shared journal", first, last)
+            if not copies and image_txid > 0:
+                # No edits after the image: a segment of START and END after it, so the
+                # journal ends at or after the image and NameNodes follow it (design §N.5).
+                first = image_txid + 1
+                stream = await qjm.start_log_segment(first)
+                stream.write_op(StartLogSegmentOp.OPCODE)
+                stream.write_op(EndLogSegmentOp.OPCODE)
+                await stream.close()
+                await qjm.finalize_log_segment(first, first + 1)
+                report.segments.append((first, first + 1))
+                log.info("started the shared journal after the image at txid %d", image_txid)
         finally:
             await qjm.close()
         return report
@@ -207,27 +221,57 @@ async def initialize_shared_edits(
 # -- recover ----------------------------------------------------------------------------------
 @dataclass
 class RecoveryReport:
-    """What recover loaded, what it dropped and the image it saved."""
+    """What recover loaded, applied (from which source), dropped, and the image it saved."""
 
     image_txid: int
     last_txid: int
-    source: str  # "local", "shared" or "image only"
-    applied: int
-    dropped: list[str] = field(default_factory=list)
+    from_shared: int = 0
+    from_local: int = 0
+    dropped: list[str] = field(default_factory=list)  # what was unreadable or cut short
+    dropped_ops: list[DroppedOp] = field(default_factory=list)  # every op not applied
     image_path: Path | None = None
+    journal_end: int | None = None  # the shared journal's last readable txid, if read
+    nn_name: str = ""
+
+    @property
+    def applied(self) -> int:
+        """How many edits were applied after the image."""
+        return self.last_txid - self.image_txid
+
+    @property
+    def source(self) -> str:
+        """ "shared", "local", "shared and local", or "image only"."""
+        if self.applied <= 0:
+            return "image only"
+        if self.from_local and self.from_shared:
+            return "shared and local"
+        return "local" if self.from_local else "shared"
 
     def lines(self) -> list[str]:
         """The report as lines for an operator."""
-        out = [
-            f"loaded image at txid {self.image_txid}",
-            f"applied {self.applied} edits from the {self.source} edits, up to txid "
-            f"{self.last_txid}"
-            if self.source != "image only"
-            else "no edits after the image could be read",
-        ]
+        out = [f"loaded image at txid {self.image_txid}"]
+        if self.applied > 0:
+            parts = []
+            if self.from_shared:
+                parts.append(f"{self.from_shared} from the shared journal")
+            if self.from_local:
+                parts.append(f"{self.from_local} from the local edits beyond its end")
+            out.append(
+                f"applied {self.applied} edits up to txid {self.last_txid} ({', '.join(parts)})"
+            )
+        else:
+            out.append("no edits after the image were applied")
         out += [f"dropped: {d}" for d in self.dropped]
+        out += [f"dropped {d.line()}" for d in self.dropped_ops]
         if self.image_path is not None:
             out.append(f"saved {self.image_path}")
+        if self.journal_end is not None and self.last_txid > self.journal_end:
+            out.append(
+                f"the saved image is beyond the shared journal's end at txid "
+                f"{self.journal_end}: no NameNode follows that journal until it is "
+                "re-initialized from this name dir (`qjm namenode initialize-shared-edits "
+                f"--id {self.nn_name} --force`)"
+            )
         return out
 
 
@@ -309,9 +353,11 @@ async def recover(
     ns_factory: Callable[[FsImage], RecoverableNamespace] | None = None,
     *,
     use_shared: bool = True,
+    local_beyond_journal: bool = False,
     client_factory: Callable[[str], Any] = JournalNodeClient,
 ) -> RecoveryReport:
-    """Load the newest readable image and the longest valid edits after it; save a new image."""
+    """Load the newest readable image and the edits after it (the shared journal's where it
+    holds them; local ones beyond its end only if local_beyond_journal); save a new image."""
     nn = cfg.namenode_named(nn_name)
     storage = await asyncio.to_thread(NNStorage, Path(nn.name_dir))
     try:
@@ -322,34 +368,54 @@ async def recover(
         if newest is not None and newest[0] != image_txid:
             dropped.append(f"unreadable images above txid {image_txid} (newest {newest[0]})")
         local, local_problems = await asyncio.to_thread(_local_run, storage, image_txid)
+        dropped += [f"(local edits) {p}" for p in local_problems]
         shared: list[tuple[int, Op]] = []
-        shared_problems: list[str] = []
+        journal_read = False
         if use_shared and cfg.journalnodes:
             shared, shared_problems = await _shared_run(cfg, image_txid, client_factory)
-        if len(shared) > len(local):
-            run, source = shared, "shared"
-            dropped += shared_problems
-            if local_problems:
-                dropped += [f"(local edits, not used) {p}" for p in local_problems]
-        else:
-            run, source = local, "local"
-            dropped += local_problems
-            if shared_problems:
-                dropped += [f"(shared edits, not used) {p}" for p in shared_problems]
+            journal_read = not shared_problems
+            dropped += [f"(shared edits) {p}" for p in shared_problems]
+        plan = plan_recovery(
+            image_txid,
+            shared,
+            local,
+            journal_read=journal_read,
+            local_beyond_journal=local_beyond_journal,
+        )
         last = image_txid
-        for txid, op in run:
+        from_shared = 0
+        for i, (txid, op) in enumerate(plan.run):
             try:
                 ns.apply(op)
             except Exception as e:
                 dropped.append(
                     f"{op.opcode_name} at txid {txid} cannot be applied ({e}); it and the "
-                    f"{run[-1][0] - txid} edits after it are dropped"
+                    f"{len(plan.run) - i - 1} edits after it are dropped"
                 )
+                plan.dropped += [
+                    DroppedOp(
+                        t,
+                        o.opcode_name,
+                        op_path(o),
+                        "shared" if i + k < plan.from_shared else "local",
+                        f"txid {txid} before it cannot be applied"
+                        if k
+                        else f"cannot be applied ({e})",
+                    )
+                    for k, (t, o) in enumerate(plan.run[i:])
+                ]
                 break
             last = txid
-        applied = last - image_txid
+            from_shared += 1 if i < plan.from_shared else 0
         report = RecoveryReport(
-            image_txid, last, source if applied else "image only", applied, dropped
+            image_txid,
+            last,
+            from_shared=from_shared,
+            from_local=last - image_txid - from_shared,
+            dropped=dropped,
+            dropped_ops=sorted(plan.dropped, key=lambda d: d.txid),
+            journal_end=image_txid + plan.from_shared if journal_read else None,
+            nn_name=nn_name,
         )
         if last > image_txid:
             report.image_path = await asyncio.to_thread(storage.save_image, ns, last)
