@@ -42,6 +42,7 @@ from qjm.namenode.journal_check import (
     LocalEditsAheadError,
     LocalSegment,
     NodeEnd,
+    decided,
     journal_behind,
     journal_floor,
     local_floor,
@@ -126,6 +127,21 @@ def test_the_journal_is_behind_when_a_majority_ends_before_the_floor(case: str) 
     answers, floor, short = VERDICTS[case]
     got = journal_behind(answers, Floor(floor, "test"))
     assert (len(got) if got is not None else None) == short, got
+
+
+DECIDED = {
+    "nothing heard": ([], False),
+    "a majority short": (ends(0, 0), True),
+    "a majority reaching": (ends(1928, 1928), True),
+    "one of each: the third decides": (ends(0, 1928), False),
+    "one short, two unknown": (ends(0, None, None), False),
+}
+
+
+@pytest.mark.parametrize("case", DECIDED, ids=list(DECIDED))
+def test_the_probe_stops_once_the_answers_decide(case: str) -> None:
+    answers, settled = DECIDED[case]
+    assert decided(answers, 3, 1928) is settled
 
 
 # -- the local journal never moves committed edits aside ---------------------------------------
@@ -292,7 +308,7 @@ async def test_a_formatted_journal_is_refused_by_both_namenodes(
         with pytest.raises(RemoteError):
             await rpcs["nn1"].mkdirs("/after")
         for n in ("nn1", "nn2"):
-            with pytest.raises(RemoteError, match="will not become active.*went backwards"):
+            with pytest.raises(RemoteError, match="become active.*went backwards"):
                 await rpcs[n].transition_to_active()
         # Neither exits; both report the journal behind.
         behind = {
@@ -336,7 +352,7 @@ async def test_a_formatted_journal_is_refused_by_both_namenodes(
         rpcs["nn1"] = Rpc((await procs["nn1"].wait_ready())["rpc"])
         st = await wait_status(http["nn1"], lambda s: s.get("journal_behind"), "nn1 again")
         assert "seen_txid is" in st["journal_behind"], st["journal_behind"]
-        with pytest.raises(RemoteError, match="will not become active"):
+        with pytest.raises(RemoteError, match="become active.*went backwards"):
             await rpcs["nn1"].transition_to_active()
         assert before["nn1"] <= edits_files(dirs["nn1"])
 

@@ -39,6 +39,7 @@ __all__ = [
     "LocalSegment",
     "NodeEnd",
     "behind_message",
+    "decided",
     "ends_text",
     "journal_behind",
     "journal_floor",
@@ -143,6 +144,15 @@ def journal_behind(ends: Sequence[NodeEnd], floor: Floor) -> list[NodeEnd] | Non
     return short if len(short) >= majority_of(len(ends)) else None
 
 
+def decided(ends: Sequence[NodeEnd], members: int, floor: int) -> bool:
+    """True when these answers settle whether the journal is behind floor, whatever the
+    other members of the journal would say."""
+    need = majority_of(members)
+    short = sum(1 for e in ends if e.highest is not None and e.highest < floor)
+    reaching = sum(1 for e in ends if e.highest is not None and e.highest >= floor)
+    return floor <= 0 or short >= need or reaching > members - need
+
+
 def ends_text(short: Sequence[NodeEnd]) -> str:
     """The journal's end as the JournalNodes behind the floor report it."""
     end = max((e.highest or 0) for e in short) if short else 0
@@ -204,8 +214,12 @@ class JournalEndProbe:
         self.timeout_s = timeout_s
         self.clients = [JournalNodeClient(a) for a in uri.addresses]
 
-    async def ends(self) -> list[NodeEnd]:
-        """Each JournalNode's end, in URI order (unknown where it did not say)."""
+    async def ends(self, floor: int | None = None) -> list[NodeEnd]:
+        """Each JournalNode's end, in URI order (unknown where it did not say).
+
+        With floor, it returns as soon as the answers decide whether the journal is behind
+        it (decided()), so a node that hangs does not hold up a failover.
+        """
         req = pb.GetJournalStatusRequestProto(jid=journal_id(self.uri.jid))
 
         async def one(client: JournalNodeClient) -> NodeEnd:
@@ -219,7 +233,20 @@ class JournalEndProbe:
                 return NodeEnd(client.address, None, "restored after losing its storage")
             return NodeEnd(client.address, int(st.highest_written_txid))
 
-        return list(await asyncio.gather(*(one(c) for c in self.clients)))
+        tasks = {asyncio.ensure_future(one(c)): c for c in self.clients}
+        got: dict[JournalNodeClient, NodeEnd] = {}
+        pending = set(tasks)
+        try:
+            while pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for t in done:
+                    got[tasks[t]] = t.result()
+                if floor is not None and decided(list(got.values()), len(self.clients), floor):
+                    break
+        finally:
+            for t in pending:
+                t.cancel()
+        return [got.get(c) or NodeEnd(c.address, None, "no answer yet") for c in self.clients]
 
     async def close(self) -> None:
         """Close every connection."""

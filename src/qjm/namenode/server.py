@@ -46,6 +46,7 @@ from qjm.namenode.journal_check import (
     Floor,
     JournalEndProbe,
     behind_message,
+    decided,
     ends_text,
     journal_behind,
     journal_floor,
@@ -56,7 +57,6 @@ from qjm.namenode.retry_cache import RetryCache
 from qjm.namenode.types import Caller, HAState
 from qjm.namenode.users import os_groups, os_user
 from qjm.protocol.errors import EpochError
-from qjm.protocol.quorum import majority_of
 
 if TYPE_CHECKING:
     from qjm.namenode.checkpointer import StandbyCheckpointer
@@ -352,8 +352,9 @@ class NameNode:
                 raise ServiceFailedError(
                     f"NameNode {self.name} cannot become active: {self.fatal_error or 'stopping'}"
                 )
-            # Refused before fencing anyone when the journal is behind (design §N.5).
-            behind = await self._check_journal_quietly()
+            # Refused before fencing anyone when the journal is known to be behind; else
+            # the recovered end is checked against the floor below (design §N.5).
+            behind = self.journal_behind
             if behind is None and self._needs_reload:
                 behind = "it was deposed and has not reloaded its namespace yet"
             if behind is not None:
@@ -659,14 +660,12 @@ class NameNode:
         floor = await self.journal_floor_now()
         if self._probe is None:
             self._probe = JournalEndProbe(self.uri)
-        ends = await self._probe.ends()
+        ends = await self._probe.ends(floor.txid)
         self.journal_checks += 1
         short = journal_behind(ends, floor)
         if short is not None:
             await self._journal_is_behind(floor, ends_text(short))
-            return self.journal_behind
-        reaching = sum(1 for e in ends if e.highest is not None and e.highest >= floor.txid)
-        if reaching > len(ends) - majority_of(len(ends)):  # no majority can be short of it
+        elif decided(ends, len(ends), floor.txid):  # no majority can be short of it
             self._journal_caught_up(floor)
         return self.journal_behind
 
