@@ -327,6 +327,8 @@ async def test_a_formatted_journal_is_refused_by_both_namenodes(
         assert f"committed txid {last}" in behind["nn2"]["journal_behind"]
         assert behind["nn2"]["tailer"]["paused"], behind["nn2"]
         assert behind["nn2"]["last_applied_txid"] == last  # nn2 keeps its namespace
+        assert behind["nn1"]["last_applied_txid"] >= last  # nn1 did not reload an old image
+        assert behind["nn1"]["dirs"] >= behind["nn2"]["dirs"] > len(wanted), behind["nn1"]
         assert "qjm_namenode_journal_behind 1.0" in await metrics(http["nn2"])
 
         # Reported once in the log, not at each check.

@@ -472,10 +472,13 @@ class NameNode:
                     ) from None
                 log.warning("NameNode %s: fenced while closing the edit log: %s", self.name, e)
                 if el is not None:
+                    await self._record_seen(int(el.synced_txid))
+                    self._known_committed = max(self._known_committed, int(el.synced_txid))
                     el.abort()
                 if qjm is not None:
                     await self._close_quietly(qjm)
-                await self._reload()
+                self._needs_reload = True
+                await self._settle_deposed()  # reloads, unless the journal is behind (§N.5)
                 return
             if qjm is not None:
                 await self._close_quietly(qjm)
@@ -641,11 +644,14 @@ class NameNode:
     async def _record_committed(self) -> None:
         """Record the txid a quorum acknowledged as seen_txid (best effort), so that the name
         dir alone tells a restarted NameNode what the journal committed."""
-        el, storage = self.edit_log, self.storage
-        if el is None or storage is None:
-            return
-        txid = int(el.synced_txid)
-        if txid <= self._seen_recorded:
+        el = self.edit_log
+        if el is not None:
+            await self._record_seen(int(el.synced_txid))
+
+    async def _record_seen(self, txid: int) -> None:
+        """Raise the name dir's seen_txid to txid, a txid a quorum acknowledged."""
+        storage = self.storage
+        if storage is None or txid <= self._seen_recorded:
             return
         try:
             await asyncio.to_thread(storage.raise_seen_txid, txid)
@@ -685,7 +691,7 @@ class NameNode:
         saved: int | None = None
         cp = self.checkpointer
         storage = self.storage
-        newest = storage.newest_image() if storage is not None else None
+        newest = await asyncio.to_thread(storage.newest_image) if storage is not None else None
         if (
             cp is not None
             and not self._needs_reload
