@@ -48,6 +48,10 @@ MIN_SYNC_INTERVAL_MS = 100
 MAX_DIR_ITEMS_CEILING = 6_400_000  # HDFS's FSDirectory.MAX_DIR_ITEMS
 CEDE_SESSIONS = 3  # by default a ZKFC cedes at most this many ZooKeeper session timeouts
 IPC_MAX_DATA_LENGTH = 134_217_728  # ipc.maximum.data.length (the NameNode's and ZKFC's frames)
+# The shortest active lease (design §N.1): below it a renewal's round trip would not fit.
+MIN_ACTIVE_LEASE_MS = 100
+# The shortest time between two rolls that take back a JournalNode (design §N.2).
+MIN_READMIT_ROLL_INTERVAL_MS = 100
 
 
 def parse_address(value: str, key: str, default_port: int | None = None) -> tuple[str, int]:
@@ -170,9 +174,25 @@ class NameNodeSettings:
     ipc_idle_timeout_ms: int = 20_000  # 2 x ipc.client.connection.maxidletime, as HDFS's server
     ipc_max_unfinished_bytes: int = 268_435_456  # bytes of RPC frames not yet whole, all clients
     image_upload_max_bytes: int = 17_179_869_184  # largest PUT /imagetransfer body kept
+    # How long an active answers clients after the last call a quorum accepted at its epoch
+    # was sent (design §N.1); below zookeeper.session_timeout_ms. 0: half of that timeout.
+    active_lease_ms: int = 0
+    # The least time between two rolls made to take back a JournalNode that answers again
+    # but missed part of the open segment (design §N.2).
+    readmit_roll_interval_ms: int = 10_000
 
     def __post_init__(self) -> None:
         """Refuse values that would make the NameNode misbehave, naming the key."""
+        if self.active_lease_ms and self.active_lease_ms < MIN_ACTIVE_LEASE_MS:
+            raise ConfigError(
+                f"namenode.active_lease_ms must be 0 (half the ZooKeeper session timeout) or "
+                f"at least {MIN_ACTIVE_LEASE_MS}, got {self.active_lease_ms}"
+            )
+        if self.readmit_roll_interval_ms < MIN_READMIT_ROLL_INTERVAL_MS:
+            raise ConfigError(
+                f"namenode.readmit_roll_interval_ms must be at least "
+                f"{MIN_READMIT_ROLL_INTERVAL_MS}, got {self.readmit_roll_interval_ms}"
+            )
         for key in (
             "checkpoint_txns",
             "roll_txns",
@@ -313,6 +333,22 @@ class ClusterConfig:
     zookeeper: ZooKeeperSettings = field(default_factory=ZooKeeperSettings)
     zkfc: FailoverControllerSettings = field(default_factory=FailoverControllerSettings)
     source: str = "<defaults>"
+
+    def __post_init__(self) -> None:
+        """Refuse settings that contradict each other across sections, naming the keys."""
+        lease, session = self.namenode.active_lease_ms, self.zookeeper.session_timeout_ms
+        if lease and lease >= session:
+            raise ConfigError(
+                f"namenode.active_lease_ms ({lease}) must be below "
+                f"zookeeper.session_timeout_ms ({session}): an active must lose its lease "
+                "before ZooKeeper hands its role to the other NameNode (docs/design.md §N.1)"
+            )
+
+    def active_lease_ms(self) -> int:
+        """The active's lease (design §N.1): as set, else half the ZooKeeper session timeout."""
+        if self.namenode.active_lease_ms:
+            return self.namenode.active_lease_ms
+        return max(MIN_ACTIVE_LEASE_MS, self.zookeeper.session_timeout_ms // 2)
 
     def shared_edits_uri(self) -> str:
         """The qjournal:// URI of all configured JournalNodes."""

@@ -9,6 +9,7 @@ implementation behind the logger set.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from qjm.protocol import qjournal_pb2 as pb
@@ -25,6 +26,9 @@ class AsyncLogger(Protocol):
     address: str
     epoch: int  # the writer epoch every epoch-carrying call sends (set by the logger set)
     members: tuple[str, ...]  # the journal's node addresses, sent in format and new_epoch
+    out_of_sync: bool  # skips the open segment's writes until the next segment starts
+    answers_again: bool  # out of sync, yet answered a call sent since (design §N.2)
+    on_back: Callable[[], None] | None  # called when answers_again turns true
 
     def set_committed_txid(self, txid: int) -> None:
         """Piggyback this committed txid on later requests (never moves backward)."""
@@ -64,6 +68,14 @@ class AsyncLogger(Protocol):
         self, segment_txid: int, first_txid: int, num_txns: int, records: bytes
     ) -> asyncio.Future[None]:
         """Send one batch of framed ops."""
+        ...
+
+    def lease_heartbeat(self) -> asyncio.Future[None]:
+        """A heartbeat at the writer's epoch (none while the previous one is unanswered)."""
+        ...
+
+    def release_lease(self) -> asyncio.Future[None]:
+        """Tell the node this writer answers no client as active any more."""
         ...
 
     def finalize_log_segment(self, start_txid: int, end_txid: int) -> asyncio.Future[None]:

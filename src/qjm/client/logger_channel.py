@@ -35,6 +35,7 @@ from qjm.protocol.urls import get_journal_url
 __all__ = [
     "ChannelClosedError",
     "ChannelMetrics",
+    "HeartbeatPendingError",
     "IPCLoggerChannel",
     "JournalNodeUnavailable",
     "LoggerTooFarBehindError",
@@ -88,6 +89,10 @@ class LoggerTooFarBehindError(QjmError):
 
 class ChannelClosedError(QjmError):
     """The channel was closed before the call was sent or answered."""
+
+
+class HeartbeatPendingError(QjmError):
+    """The node has not answered the previous lease heartbeat yet; no other was sent."""
 
 
 class OutOfSyncError(JournalOutOfSyncError):
@@ -164,6 +169,11 @@ class IPCLoggerChannel:
         self._sent_committed: int | None = None
         self._report_pending = False
         self._sync_generation = 0  # bumped whenever the channel goes out of sync
+        # Out of sync, but it answered a call sent since it went out: a new segment would
+        # take it back (design §N.2). on_back is told when that becomes true.
+        self.answers_again = False
+        self.on_back: Callable[[], None] | None = None
+        self._lease_heartbeat: asyncio.Future[None] | None = None
         # What new_epoch needs, kept to rejoin a node that missed the writer's new_epoch.
         self.ns_info: pb.NamespaceInfoProto | None = None
         self.members: tuple[str, ...] = ()
@@ -347,7 +357,18 @@ class IPCLoggerChannel:
 
     def _go_out_of_sync(self) -> None:
         self.out_of_sync = True
+        self.answers_again = False
         self._sync_generation += 1
+
+    def _answered(self, generation: int) -> None:
+        """A call sent at sync generation `generation` succeeded: an out-of-sync node whose
+        failure came before that call answers again."""
+        if not self.out_of_sync or generation != self._sync_generation or self.answers_again:
+            return
+        self.answers_again = True
+        log.info("%s: answers again while out of sync (it rejoins at the next segment)", self)
+        if self.on_back is not None:
+            self.on_back()
 
     # -- calls without an epoch ---------------------------------------------------------------
     def is_formatted(self) -> asyncio.Future[bool]:
@@ -484,6 +505,7 @@ class IPCLoggerChannel:
             if self.out_of_sync:
                 log.info("%s: back in sync at the segment starting at txid %d", self.address, txid)
                 self.out_of_sync = False
+                self.answers_again = False
             self._last_heartbeat = None
 
         return self._submit(run)
@@ -512,6 +534,7 @@ class IPCLoggerChannel:
             def mark() -> Awaitable[None]:
                 # In call order: the batches sent before it still count when they succeed.
                 self.out_of_sync = True
+                self.answers_again = False
                 return _nothing()
 
             self._submit(mark, pipelined=True)
@@ -594,11 +617,14 @@ class IPCLoggerChannel:
         if self._last_heartbeat is not None and now - self._last_heartbeat < HEARTBEAT_INTERVAL_S:
             return
         self._last_heartbeat = now  # not more often than the interval, even when it fails
+        generation = self._sync_generation
         try:
             req = pb.HeartbeatRequestProto(req=self._req())
             await self._rpc("heartbeat", req, self._write_timeout_s)
         except QjmError as e:
             log.debug("%s: heartbeat failed: %s", self.address, e)
+        else:
+            self._answered(generation)
 
     def report_committed(self) -> None:
         """Tell the node the committed txid now if no queued call will carry it soon.
@@ -632,6 +658,46 @@ class IPCLoggerChannel:
 
         def send() -> Awaitable[None]:
             req = pb.HeartbeatRequestProto(req=self._req())
+            return self._rpc("heartbeat", req, self._write_timeout_s)
+
+        return self._submit(send, pipelined=True)
+
+    def lease_heartbeat(self) -> asyncio.Future[None]:
+        """A heartbeat that renews the writer's lease (design §N.1), also while out of sync.
+
+        While the node has not answered the previous one, none is sent and the future fails
+        at once: a node that hangs collects no backlog of heartbeats.
+        """
+        pending = self._lease_heartbeat
+        if pending is not None and not pending.done():
+            busy: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            busy.set_exception(
+                HeartbeatPendingError(f"{self.address}: the previous heartbeat is unanswered")
+            )
+            busy.add_done_callback(_retrieve)
+            return busy
+        generation = self._sync_generation
+
+        def send() -> Awaitable[None]:
+            req = pb.HeartbeatRequestProto(req=self._req())
+            return self._rpc("heartbeat", req, self._write_timeout_s)
+
+        fut = self._submit(send, pipelined=True)
+
+        def answered(f: asyncio.Future[None]) -> None:
+            if not f.cancelled() and f.exception() is None:
+                self._answered(generation)
+
+        fut.add_done_callback(answered)
+        self._lease_heartbeat = fut
+        return fut
+
+    def release_lease(self) -> asyncio.Future[None]:
+        """Tell the node, after every call queued before, that this writer answers no client
+        as active any more (design §N.1)."""
+
+        def send() -> Awaitable[None]:
+            req = pb.HeartbeatRequestProto(req=self._req(), release_lease=True)
             return self._rpc("heartbeat", req, self._write_timeout_s)
 
         return self._submit(send, pipelined=True)

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from qjm.client.async_logger import AsyncLogger
+from qjm.client.lease import Clock, lease_clock
 from qjm.client.logger_channel import ChannelMetrics
 from qjm.client.quorum_call import QuorumCall, call_all, majority_of
 from qjm.protocol import qjournal_pb2 as pb
@@ -17,11 +18,19 @@ T = TypeVar("T")
 class AsyncLoggerSet:
     """Fans each call out to all channels and waits for a majority (HDFS's AsyncLoggerSet)."""
 
-    def __init__(self, channels: Sequence[AsyncLogger]) -> None:
+    def __init__(self, channels: Sequence[AsyncLogger], clock: Clock = lease_clock) -> None:
         if not channels:
             raise ValueError("a logger set needs at least one JournalNode")
         self.channels = list(channels)
         self.epoch: int | None = None
+        self.clock = clock
+        # When (on clock) the newest call carrying this writer's epoch that a majority then
+        # accepted was sent: the start of the writer's lease (design §N.1). None: none yet.
+        self.renewed_at: float | None = None
+        # Told when an out-of-sync node answers again (design §N.2); None: nobody listens.
+        self.on_node_back: Callable[[], None] | None = None
+        for ch in self.channels:
+            ch.on_back = self._node_back
 
     def __str__(self) -> str:
         return "[" + ", ".join(ch.address for ch in self.channels) + "]"
@@ -48,9 +57,32 @@ class AsyncLoggerSet:
             ch.report_committed()
 
     def _call(
-        self, operation: str, fn: Callable[[AsyncLogger], asyncio.Future[T]]
+        self,
+        operation: str,
+        fn: Callable[[AsyncLogger], asyncio.Future[T]],
+        *,
+        renews: bool = False,
     ) -> QuorumCall[AsyncLogger, T]:
-        return call_all(operation, self.channels, fn)
+        """fn on every channel; renews: a call at the writer's epoch, which renews its lease
+        from the instant before any channel sent it once a majority accepted it."""
+        sent = self.clock() if renews else 0.0
+        call = call_all(operation, self.channels, fn)
+        if renews:
+            call.on_majority(lambda: self._renewed(sent))
+        return call
+
+    def _node_back(self) -> None:
+        if self.on_node_back is not None:
+            self.on_node_back()
+
+    @property
+    def nodes_back(self) -> list[AsyncLogger]:
+        """The out-of-sync nodes that answer again: a new segment would take them back."""
+        return [ch for ch in self.channels if ch.out_of_sync and ch.answers_again]
+
+    def _renewed(self, sent: float) -> None:
+        if self.renewed_at is None or sent > self.renewed_at:
+            self.renewed_at = sent
 
     async def wait_for_write_quorum(
         self, call: QuorumCall[AsyncLogger, T], wait_s: float
@@ -79,12 +111,16 @@ class AsyncLoggerSet:
         self, ns_info: pb.NamespaceInfoProto, epoch: int
     ) -> QuorumCall[AsyncLogger, pb.NewEpochResponseProto]:
         """new_epoch on every node."""
-        return self._call(f"newEpoch({epoch})", lambda ch: ch.new_epoch(ns_info, epoch))
+        return self._call(
+            f"newEpoch({epoch})", lambda ch: ch.new_epoch(ns_info, epoch), renews=True
+        )
 
     def start_log_segment(self, txid: int, layout_version: int) -> QuorumCall[AsyncLogger, None]:
         """start_log_segment on every node."""
         return self._call(
-            f"startLogSegment({txid})", lambda ch: ch.start_log_segment(txid, layout_version)
+            f"startLogSegment({txid})",
+            lambda ch: ch.start_log_segment(txid, layout_version),
+            renews=True,
         )
 
     def send_edits(
@@ -95,13 +131,24 @@ class AsyncLoggerSet:
         return self._call(
             f"journal({first_txid}-{last})",
             lambda ch: ch.send_edits(segment_txid, first_txid, num_txns, records),
+            renews=True,
         )
 
     def finalize_log_segment(self, start: int, end: int) -> QuorumCall[AsyncLogger, None]:
         """finalize_log_segment on every node."""
         return self._call(
-            f"finalizeLogSegment({start}-{end})", lambda ch: ch.finalize_log_segment(start, end)
+            f"finalizeLogSegment({start}-{end})",
+            lambda ch: ch.finalize_log_segment(start, end),
+            renews=True,
         )
+
+    def heartbeat(self) -> QuorumCall[AsyncLogger, None]:
+        """A heartbeat at the writer's epoch on every node: renews the writer's lease."""
+        return self._call("heartbeat()", lambda ch: ch.lease_heartbeat(), renews=True)
+
+    def release_lease(self) -> QuorumCall[AsyncLogger, None]:
+        """Tell every node this writer answers no client as active any more."""
+        return self._call("heartbeat(release)", lambda ch: ch.release_lease())
 
     def purge_logs_older_than(self, min_txid: int) -> QuorumCall[AsyncLogger, None]:
         """purge_logs_older_than on every node."""

@@ -64,6 +64,7 @@ class QuorumCall(Generic[K, T]):
         self.successes: dict[K, T] = {}
         self.errors: dict[K, BaseException] = {}
         self._waiters: list[asyncio.Future[None]] = []
+        self._on_majority: list[Callable[[], None]] = []
         self.futures: dict[K, asyncio.Future[T]] = {}
         for key, aw in calls.items():
             fut = asyncio.ensure_future(aw)
@@ -79,10 +80,21 @@ class QuorumCall(Generic[K, T]):
             self.errors[key] = exc
         else:
             self.successes[key] = fut.result()
+            if self._on_majority and len(self.successes) == majority_of(len(self.keys)):
+                callbacks, self._on_majority = self._on_majority, []
+                for callback in callbacks:
+                    callback()
         waiters, self._waiters = self._waiters, []
         for w in waiters:
             if not w.done():
                 w.set_result(None)
+
+    def on_majority(self, callback: Callable[[], None]) -> None:
+        """Call callback once, when a majority of the nodes have succeeded (now if they have)."""
+        if len(self.successes) >= majority_of(len(self.keys)):
+            callback()
+        else:
+            self._on_majority.append(callback)
 
     @property
     def responses(self) -> int:

@@ -83,6 +83,11 @@ def _recovery_answer(resp: pb.PrepareRecoveryResponseProto) -> RecoveryAnswer:
     )
 
 
+def _writer_idle_s(resp: pb.NewEpochResponseProto) -> float:
+    """Seconds the node reports since it last accepted an older writer's call (0: unsaid)."""
+    return resp.writer_idle_ms / 1000.0 if resp.HasField("writer_idle_ms") else 0.0
+
+
 class FormatRefused(QjmError):
     """Format was refused: a node is unreachable or already holds the journal."""
 
@@ -125,6 +130,11 @@ class QuorumJournalManager:
         self._fenced: BaseException | None = None  # a newer writer refused our epoch
         self._started_segment = False
         self._discarded_from: int | None = None  # discard_segments ran: write nothing more
+        # When (on loggers.clock) a majority had promised this writer's epoch, and the least
+        # time those answers report since their node last accepted an older writer's call
+        # (design §N.1): what a new active waits out before it answers anyone.
+        self.epoch_won_at: float | None = None
+        self.older_writer_idle_s = 0.0
 
     def __str__(self) -> str:
         return f"QJM to {self.loggers}"
@@ -275,8 +285,17 @@ class QuorumJournalManager:
                     e.kept,
                     e.restored,
                 ) from None
+        self.epoch_won_at = self.loggers.clock()
+        self.older_writer_idle_s = min(
+            (_writer_idle_s(r) for r in epoch_call.successes.values()), default=0.0
+        )
         self.loggers.set_epoch(my_epoch)
-        log.info("%s: successfully started new epoch %d", self, my_epoch)
+        log.info(
+            "%s: successfully started new epoch %d (older writers idle for at least %.3fs)",
+            self,
+            my_epoch,
+            self.older_writer_idle_s,
+        )
         return answers
 
     async def recover_unfinalized_segments(self, *, survivors_decide: bool = False) -> int:
@@ -505,6 +524,39 @@ class QuorumJournalManager:
             self._discarded_from = start_txid
             self.is_active_writer = False
         log.info("%s: discarded the segments from txid %d on every node", self, start_txid)
+
+    # -- the writer's lease (design §N.1) ----------------------------------------------------
+    @property
+    def lease_renewed_at(self) -> float | None:
+        """When the call that last renewed this writer's lease was sent (loggers.clock)."""
+        return self.loggers.renewed_at
+
+    def renew_lease(self) -> None:
+        """Send a heartbeat at this writer's epoch to every node (its answers renew the lease)."""
+        self._check_writer()
+        self.loggers.heartbeat()
+
+    async def release_lease(self, wait_s: float) -> bool:
+        """Tell the nodes this writer answers no client as active any more, so that the next
+        writer need not wait out its lease (design §N.1); True once a majority heard it.
+
+        The caller must have stopped answering as active first. Best effort: a node that
+        did not hear it makes the next writer wait as if it had not been sent.
+        """
+        if self._closed or not self.is_active_writer:
+            return False
+        call = self.loggers.release_lease()
+        try:
+            await self.loggers.wait_for_write_quorum(call, wait_s)
+        except QjmError as e:
+            log.info("%s: the lease release reached no majority: %s", self, e)
+            return False
+        return True
+
+    @property
+    def closed(self) -> bool:
+        """True once close() was called."""
+        return self._closed
 
     async def close(self) -> None:
         """Stop being the writer and close every channel (calls in flight are abandoned)."""

@@ -191,6 +191,10 @@ class CallContext:
     retry_count: int
     peer: str  # "host:port" of the caller
     state_id: int | None = None  # the client's last seen state id (request header field 8)
+    # Set by a handler whose answer may be sent only while a condition still holds: called
+    # just before the answer (or error) goes out, it returns None to send it, or the error
+    # to send instead.
+    answer_check: Callable[[], BaseException | None] | None = None
 
 
 def _peer_name(transport: asyncio.BaseTransport) -> str:
@@ -488,6 +492,7 @@ class _Connection(asyncio.Protocol):
                 fut = starter(request, ctx)
             except Exception as exc:
                 self.inflight -= 1
+                exc = self._vetoed(ctx) or exc
                 class_name, message = server._map_error(exc, ctx)
                 self.error(call_id, client_id, retry, class_name, message, ERROR_APPLICATION)
                 return
@@ -605,7 +610,13 @@ class _Connection(asyncio.Protocol):
             try:
                 response = await handler(request, ctx)
             except Exception as exc:
+                exc = self._vetoed(ctx) or exc
                 class_name, message = self.server._map_error(exc, ctx)
+                self.error(call_id, client_id, retry, class_name, message, ERROR_APPLICATION)
+                return
+            veto = self._vetoed(ctx)
+            if veto is not None:
+                class_name, message = self.server._map_error(veto, ctx)
                 self.error(call_id, client_id, retry, class_name, message, ERROR_APPLICATION)
                 return
             self._respond(response, ctx, call_id, client_id, retry)
@@ -627,13 +638,32 @@ class _Connection(asyncio.Protocol):
         if fut.cancelled():  # as a cancelled handler task: no answer
             return
         exc = fut.exception()
-        if exc is None:
+        veto = self._vetoed(ctx)
+        if veto is not None:
+            exc = veto
+        elif exc is None:
             self._respond(fut.result(), ctx, call_id, client_id, retry)
             return
         if not isinstance(exc, Exception):  # the caller still gets an answer
             exc = RuntimeError(f"{type(exc).__name__}: {exc}")
         class_name, message = self.server._map_error(exc, ctx)
         self.error(call_id, client_id, retry, class_name, message, ERROR_APPLICATION)
+
+    def _vetoed(self, ctx: CallContext) -> Exception | None:
+        """What the call's answer_check says to send instead of its answer (None: send it)."""
+        check = ctx.answer_check
+        if check is None:
+            return None
+        try:
+            veto = check()
+        except Exception as e:  # a broken check must not let an unchecked answer out
+            log.exception(
+                "%s: the answer check of %s.%s failed", self.server.name, ctx.protocol, ctx.method
+            )
+            return e
+        if veto is None or isinstance(veto, Exception):
+            return veto
+        return RuntimeError(f"{type(veto).__name__}: {veto}")
 
     def _respond(
         self, response: Message, ctx: CallContext, call_id: int, client_id: bytes, retry: int

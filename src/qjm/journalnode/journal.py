@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import math
 import os
 import struct
 import time
@@ -200,6 +201,11 @@ class Journal:
         # move it); None: never since the format. Read from the files' times at load.
         self.clock: Callable[[], float] = time.monotonic
         self.last_used: float | None = None
+        # When (on self.clock) this node last accepted a writer's call or promise; from the
+        # start, since what came before is older. newEpoch reports the time since (design
+        # §N.1): the least a newer writer must know of the older writers' leases.
+        self.writer_seen_at = self.clock()
+        self.idle_before_promise_s = 0.0  # what the last new_epoch found
         # The segment files; the open segment (cur_segment_txid) is the current writer's.
         self.files = FileJournal(storage.current, jid, on_moved_aside=self._forget_moved_aside)
         self._next_txid = 0
@@ -370,6 +376,7 @@ class Journal:
                 f"{req.epoch} may not write or vote here until then"
             )
         self._check_request(req)
+        self.writer_seen_at = self.clock()  # the writer may count it: design §N.1
 
     def _apply_request(self, req: pb.RequestInfoProto, written_through: int | None = None) -> None:
         """Record what a checked request tells: its serial and committed txid.
@@ -554,6 +561,9 @@ class Journal:
                 f"at most {MAX_EPOCH_STEP} above the last promise {self.last_promised_epoch} "
                 "and below 2**62, so that epochs never run out"
             )
+        now = self.clock()
+        self.idle_before_promise_s = max(0.0, now - self.writer_seen_at)
+        self.writer_seen_at = now  # a promise starts the new writer's lease too
         self._set_promised_epoch(epoch)
         if self.awaiting_new_epoch is not None:
             self.storage.set_awaiting_new_epoch(None)
@@ -854,10 +864,17 @@ class Journal:
             c.batches_written_while_lagging += 1
         self.on_progress()
 
-    def heartbeat(self, req: pb.RequestInfoProto) -> None:
-        """Check and record a request that carries no edits."""
+    def heartbeat(self, req: pb.RequestInfoProto, release_lease: bool = False) -> None:
+        """Check and record a request that carries no edits.
+
+        release_lease: the writer answers no client as active any more, so until the next
+        promise no newer writer need wait for its lease (design §N.1).
+        """
         self._check_writer_call(req)
         self._apply_request(req)
+        if release_lease:
+            self.writer_seen_at = -math.inf
+            log.info("journal %s: the writer of epoch %d released its lease", self.jid, req.epoch)
 
     def finalize_log_segment(
         self, req: pb.RequestInfoProto, start_txid: int, end_txid: int

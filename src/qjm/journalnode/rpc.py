@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -159,6 +160,17 @@ def _jid(msg: pb.JournalIdProto) -> str:
     return msg.identifier
 
 
+MAX_IDLE_MS = (1 << 64) - 1  # writer_idle_ms after a release: no lease to wait for
+
+
+def idle_ms(idle_s: float) -> int:
+    """newEpoch's writer_idle_ms for an idle time in seconds (rounded down; a release's
+    infinite idle time as the largest value)."""
+    if math.isinf(idle_s):
+        return MAX_IDLE_MS
+    return min(int(idle_s * 1000), MAX_IDLE_MS)
+
+
 class JournalNodeHandlers:
     """Serves every QJournal, InterQJournal and status call of one JournalNode."""
 
@@ -204,10 +216,15 @@ class JournalNodeHandlers:
         ns = NsInfo.from_proto(request.ns_info)
         members = list(request.members)
         epoch = request.epoch
-        last, restored = await self.node.run(
-            _jid(request.jid), lambda j: (j.new_epoch(ns, epoch, members), j.amnesiac is not None)
+        last, restored, idle_s = await self.node.run(
+            _jid(request.jid),
+            lambda j: (
+                j.new_epoch(ns, epoch, members),
+                j.amnesiac is not None,
+                j.idle_before_promise_s,
+            ),
         )
-        resp = pb.NewEpochResponseProto()
+        resp = pb.NewEpochResponseProto(writer_idle_ms=idle_ms(idle_s))
         if last is not None:
             resp.last_segment_txid = last
         if restored:
@@ -235,9 +252,10 @@ class JournalNodeHandlers:
     def heartbeat(request: pb.HeartbeatRequestProto) -> Work:
         """Check epoch and serial; record the committed txid."""
         req = request.req
+        release = request.release_lease
 
         def work(j: Journal) -> Message:
-            j.heartbeat(req)
+            j.heartbeat(req, release)
             return pb.HeartbeatResponseProto()
 
         return _jid(req.journal_id), work

@@ -297,8 +297,9 @@ class ClientRpc:
         self, req: cn.HAServiceStateRequestProto, ctx: CallContext
     ) -> cn.HAServiceStateResponseProto:
         """getHAServiceState: this NameNode's HA state (served in every state)."""
+        state = self.nn.service_status()[0]  # an active whose lease lapsed steps down first
         return cn.HAServiceStateResponseProto(
-            state=_STATE_ON_WIRE[self.nn.ha_state]  # type: ignore[arg-type]
+            state=_STATE_ON_WIRE[state]  # type: ignore[arg-type]
         )
 
     # -- writes -------------------------------------------------------------------------------

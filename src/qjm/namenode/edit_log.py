@@ -17,6 +17,10 @@ assigning txids (the next segment's START op has the txid after END) and buffers
 until the new segment is open. A roll returns once the new segment's START is synced
 (HDFS's startLogSegmentAndWriteHeaderTxn).
 
+A JournalNode that answers again after it missed part of the open segment rejoins at the
+next segment, so the log rolls as soon as one does, but never sooner than
+readmit_roll_interval_ms after the last such roll (design §N.2).
+
 A failed quorum flush is fatal, as in HDFS: on_fatal is called once, and every later
 log() or sync() raises. A writer fenced by a newer epoch gets WriterFencedError naming
 both epochs. A failure of the local journal only disables it, with a warning.
@@ -98,6 +102,7 @@ class EditLogStats:
     local_syncs: int = 0
     rolls: int = 0
     segments_started: int = 0
+    readmit_rolls: int = 0  # rolls made to take back a JournalNode (design §N.2)
 
 
 class _Flush:
@@ -107,6 +112,14 @@ class _Flush:
 
     def __init__(self) -> None:
         self.target: int | None = None  # None until it runs: then all logged before it ran
+
+
+def readmit_roll_at(last_roll: float | None, now: float, interval_s: float) -> float:
+    """When to roll to take back a JournalNode that answers again (design §N.2): at once,
+    unless the last such roll was less than interval_s ago; then when the interval ends."""
+    if last_roll is None:
+        return now
+    return max(now, last_roll + interval_s)
 
 
 def fatal_error(e: BaseException, my_epoch: int | None) -> EditLogFatalError:
@@ -171,6 +184,10 @@ class FSEditLog:
         self._auto_roll: asyncio.Task[None] | None = None
         self._quorum_batches_done = 0
         self._closing = False
+        self._last_readmit_roll: float | None = None
+        self._readmit_timer: asyncio.TimerHandle | None = None
+        qjm.loggers.on_node_back = self._readmit_soon
+        self.on_readmit_roll: Callable[[], None] = lambda: None  # counted by the NameNode
 
     def __repr__(self) -> str:
         return (
@@ -467,6 +484,39 @@ class FSEditLog:
         if self._roll_timer is not None:
             self._roll_timer.cancel()
             self._roll_timer = None
+        if self._readmit_timer is not None:
+            self._readmit_timer.cancel()
+            self._readmit_timer = None
+
+    def _readmit_soon(self) -> None:
+        """An out-of-sync JournalNode answers again: roll to take it back (design §N.2), at
+        once or when the interval since the last such roll ends."""
+        if self._fatal is not None or self._closing or self._stream is None:
+            return
+        if not self.qjm.loggers.nodes_back:
+            return  # taken back meanwhile (a roll for another reason started a segment)
+        if self._rolling is not None or self._auto_roll is not None:
+            return  # the roll under way starts a segment on every node
+        now = self.clock()
+        at = readmit_roll_at(
+            self._last_readmit_roll, now, self.settings.readmit_roll_interval_ms / 1000
+        )
+        if at > now:
+            if self._readmit_timer is None:
+                self._readmit_timer = asyncio.get_running_loop().call_later(
+                    at - now, self._on_readmit_timer
+                )
+            return
+        back = ", ".join(str(ch) for ch in self.qjm.loggers.nodes_back)
+        log.info("rolling the edit log to take back %s, which answers again", back)
+        self._last_readmit_roll = now
+        self.stats.readmit_rolls += 1
+        self.on_readmit_roll()
+        self._start_auto_roll()
+
+    def _on_readmit_timer(self) -> None:
+        self._readmit_timer = None
+        self._readmit_soon()
 
     def _on_timer(self) -> None:
         self._roll_timer = None
@@ -503,6 +553,9 @@ class FSEditLog:
         finally:
             self._rolling.set_result(None)
             self._rolling = None
+            # A node that answered again while this roll was under way, too late for its
+            # new segment, is taken back by the next one.
+            asyncio.get_running_loop().call_soon(self._readmit_soon)
 
     async def _end_segment(self) -> None:
         """Write END, sync it, finalize the segment on both journals (a roll or close)."""

@@ -143,6 +143,13 @@ async def status_dict(nn: NameNode, jn_rows: list[dict[str, Any]] | None) -> dic
         "retry_cache": nn.retry_cache.stats() if nn.retry_cache is not None else None,
         "journal_behind": nn.journal_behind,
         "journal_checks": nn.journal_checks,
+        "active_lease": {
+            "lease_s": nn.lease_s,
+            "left_s": nn.lease_left_s(),
+            "lapses": nn.lease_lapses,
+            "last_wait_s": round(nn.last_lease_wait_s, 3),
+        },
+        "readmit_rolls": nn.metrics.readmit_rolls,
         "fatal_error": nn.fatal_error,
         "last_transition_error": nn.last_transition_error,
         "uptime_s": round(time.time() - nn.started_at, 3),

@@ -121,6 +121,27 @@ class NameNodeCollector(Collector):
             cache.get("evicted", 0),
         )
         yield gauge("retry_cache_entries", "Retry cache entries held", cache.get("entries", 0))
+        left = nn.lease_left_s()
+        yield gauge(
+            "active_lease_left_seconds",
+            "Seconds the active's lease on the journal still runs (active only; else 0)",
+            max(left, 0.0) if left is not None else 0.0,
+        )
+        yield counter(
+            "active_lease_lapses_total",
+            "Times the active stepped down because its lease on the journal lapsed",
+            nn.lease_lapses,
+        )
+        yield gauge(
+            "active_lease_wait_seconds",
+            "How long the last transition to active waited out older writers' leases",
+            nn.last_lease_wait_s,
+        )
+        yield counter(
+            "readmit_rolls_total",
+            "Edit log rolls made to take back a JournalNode that answered again",
+            self.m.readmit_rolls,
+        )
         ops = CounterMetricFamily(
             "qjm_namenode_ops_logged_total", "Edit-log ops logged, by RPC method", labels=["method"]
         )
@@ -143,8 +164,13 @@ class NameNodeMetrics:
         self.txns_applied = 0
         self.images_received = 0
         self.images_refused_too_large = 0
+        self.readmit_rolls = 0
         self.ops: Counter[str] = Counter()
         self.registry.register(NameNodeCollector(nn, self))
+
+    def count_readmit_roll(self) -> None:
+        """Count a roll made to take back a JournalNode (design §N.2)."""
+        self.readmit_rolls += 1
 
     def count_ops(self, method: str, n: int) -> None:
         """Count n ops logged by an RPC method."""

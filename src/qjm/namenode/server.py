@@ -2,13 +2,18 @@
 
 Start: INITIALIZING (load the newest image, replay the committed shared edits after it) ->
 STANDBY (the tailer applies new committed edits). transition_to_active fences the old
-writer by a new epoch, recovers and catches up, opens a segment -> ACTIVE.
-transition_to_standby closes the edit log and starts the tailer. One lock serializes them.
+writer by a new epoch, recovers and catches up, opens a segment, waits out the older
+writers' leases -> ACTIVE. transition_to_standby closes the edit log and starts the tailer.
+One lock serializes them.
 
 A shared journal that ends before what this NameNode knows it committed (formatted, or
 restored from an older copy) is never followed: nothing is applied from it, no transition
 to active is made on it, and the condition is reported until the journal holds the
 floor again (design §N.5).
+
+The active answers a client only while its lease on the journal runs (design §N.1): each
+answer is checked as it is sent, and a NameNode whose lease lapsed steps down to standby
+and answers StandbyException instead.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from qjm.client.lease import lease_clock, lease_left, older_leases_end, renewal_due
 from qjm.client.quorum_call import QuorumError
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.reader import QuorumJournalReader
@@ -163,6 +169,13 @@ class NameNode:
         self.journal_behind: str | None = None  # why the shared journal is not followed
         self.journal_checks = 0
         self._probe: JournalEndProbe | None = None
+        # The active's lease (design §N.1): its length, the active term it belongs to (a
+        # new one each time this NameNode becomes active), and the answer check of that term.
+        self.lease_s = cfg.active_lease_ms() / 1000
+        self._term = 0
+        self._answer_check: Callable[[], BaseException | None] | None = None
+        self.lease_lapses = 0  # times this NameNode stepped down because its lease lapsed
+        self.last_lease_wait_s = 0.0  # how long the last transition waited out older leases
         from qjm.namenode.metrics import NameNodeMetrics
 
         self.metrics: NameNodeMetrics = NameNodeMetrics(self)
@@ -232,6 +245,7 @@ class NameNode:
         """The namespace to answer a read from, once every edit it may show is synced."""
         state = self.ha.state
         if state == HAState.ACTIVE:
+            ctx.answer_check = self._answer_check  # sent only while the lease runs
             await self._sync_pending()
             self.ha.check_active("READ")  # deposed while waiting
             return self.ns
@@ -272,15 +286,19 @@ class NameNode:
         event.set()
 
     def check_write(self, ctx: CallContext) -> None:
-        """Raise StandbyError unless active (before a retry cache lookup, as HDFS)."""
+        """Raise StandbyError unless active (before a retry cache lookup, as HDFS); an active
+        whose lease lapsed steps down first (design §N.1)."""
+        self.check_lease()
         self.ha.check_active("WRITE")
 
     async def write(self, ctx: CallContext, plan: Plan) -> list[Op]:
         """Run plan, apply and log its ops, and return them once the quorum holds them."""
+        self.check_lease()  # a stale namespace is neither planned on nor changed
         self.ha.check_active("WRITE")
         el = self.edit_log
         ns = self.ns
         assert el is not None
+        ctx.answer_check = self._answer_check  # until its ops are logged: see below
         ops = plan(ns)  # validation only: its refusals reach the client untouched
         if not ops:
             await self._sync_pending()  # the answer may reflect edits not yet synced
@@ -302,6 +320,9 @@ class NameNode:
                 raise
         self.applied_txid = txid
         self.metrics.count_ops(ctx.method, len(ops))
+        # From here the answer is the quorum's: a success means a majority took the ops at
+        # this writer's epoch, true whenever it is sent (design §N.1).
+        ctx.answer_check = None
         try:
             await el.sync(txid)
         except Exception as e:
@@ -311,10 +332,12 @@ class NameNode:
     async def msync(self, ctx: CallContext) -> None:
         """Return once everything applied here is synced (StandbyError unless active)."""
         self.ha.check_active("msync")
+        ctx.answer_check = self._answer_check
         await self._sync_pending()
 
     def service_status(self) -> tuple[HAState, bool, str]:
         """(state, ready to become active, why not)."""
+        self.check_lease()  # never "active" with a lapsed lease
         state = self.ha.state
         if state in (HAState.STANDBY, HAState.ACTIVE):
             return state, True, ""
@@ -376,9 +399,30 @@ class NameNode:
                             floor, f"recovered by this NameNode, it ends at txid {last}"
                         )
                     )
+                assert qjm.epoch_won_at is not None
+                answer_from = older_leases_end(
+                    qjm.epoch_won_at, qjm.older_writer_idle_s, self.lease_s
+                )
                 await self._catch_up(last)
                 el = self._make_edit_log(qjm)
                 await el.open_for_write(last + 1)
+                self._spawn(self._keep_lease(qjm))
+                # The older writers' leases run out meanwhile (design §N.1); what is left:
+                wait_s = max(0.0, answer_from - lease_clock())
+                self.last_lease_wait_s = wait_s
+                if wait_s > 0:
+                    log.info(
+                        "NameNode %s: waiting %.3fs more for older writers' leases to run out",
+                        self.name,
+                        wait_s,
+                    )
+                    await asyncio.sleep(wait_s)  # the rule's own wait, not a synchronization
+                left = lease_left(qjm.lease_renewed_at, lease_clock(), self.lease_s)
+                if left <= 0:
+                    raise NamenodeError(
+                        f"no quorum of JournalNodes renewed this NameNode's lease on the "
+                        f"shared journal in the last {self.lease_s:g}s"
+                    )
             except BaseException as e:
                 await self._close_quietly(qjm)
                 self.last_transition_error = _why(e)
@@ -405,6 +449,8 @@ class NameNode:
             self.applied_txid = int(el.last_txid)  # the new segment's START op
             self._known_committed = max(self._known_committed, last)
             self.last_transition_error = None
+            self._term += 1
+            self._answer_check = functools.partial(self._check_answer, self._term)
             self.ha.move(HAState.ACTIVE, source)
             self._spawn(self._watch_epoch(qjm))
             log.info(
@@ -414,6 +460,67 @@ class NameNode:
                 last + 1,
                 time.monotonic() - started,
             )
+
+    # -- the active's lease (design §N.1) --------------------------------------------------
+    def lease_left_s(self) -> float | None:
+        """Seconds the active's lease still runs (0 or less: lapsed); None unless active."""
+        qjm = self.qjm
+        if qjm is None or not self.ha.is_active():
+            return None
+        return lease_left(qjm.lease_renewed_at, lease_clock(), self.lease_s)
+
+    def check_lease(self) -> None:
+        """Step down to standby now if active with a lapsed lease (before answering anyone)."""
+        left = self.lease_left_s()
+        if left is not None and left <= 0:
+            self._lease_lapsed(-left)
+
+    def _check_answer(self, term: int) -> BaseException | None:
+        """The answer check of an answer computed as active in term: None while this
+        NameNode is still active in that term with a running lease, else the StandbyError
+        to send instead (stepping down first when the lease lapsed)."""
+        if self._term == term and self.ha.is_active():
+            self.check_lease()
+            if self.ha.is_active():
+                return None
+        try:
+            self.ha.check_active()
+        except NamenodeError as e:
+            return e
+        return StandbyError(
+            f"NameNode {self.name} stopped being active while answering; it is active again "
+            "in a new term, retry"
+        )
+
+    def _lease_lapsed(self, late_s: float) -> None:
+        """The lease ran out: go standby before answering, stop writing, reload and tail."""
+        if not self.ha.is_active():
+            return
+        self.lease_lapses += 1
+        log.error(
+            "NameNode %s: its lease on the shared journal lapsed %.3fs ago (no quorum of "
+            "JournalNodes accepted a call at its epoch for %.3fs: a pause, a clock jump or "
+            "unreachable JournalNodes); another NameNode may be active now, so it steps down "
+            "to standby before answering anything",
+            self.name,
+            late_s,
+            self.lease_s + late_s,
+        )
+        self.ha.move(HAState.STANDBY, "its lease on the shared journal lapsed")
+        self._needs_reload = True
+        self._spawn(self._after_deposed())
+
+    async def _keep_lease(self, qjm: QuorumJournalManager) -> None:
+        """While qjm writes: a heartbeat at its epoch whenever nothing renewed its lease for
+        a quarter of the lease (journal batches renew it while edits flow)."""
+        tick = self.lease_s / 8  # the renewal check's period, not a synchronization
+        while not qjm.closed:
+            if renewal_due(qjm.lease_renewed_at, lease_clock(), self.lease_s):
+                try:
+                    qjm.renew_lease()
+                except QjmError:
+                    return  # no longer the writer
+            await asyncio.sleep(tick)
 
     @property
     def needs_reload(self) -> bool:
@@ -462,6 +569,8 @@ class NameNode:
                     await el.close()
                     self.applied_txid = int(el.last_txid)
                     self._known_committed = max(self._known_committed, int(el.synced_txid))
+                if qjm is not None:
+                    await qjm.release_lease(self.lease_s)  # standby: answers nothing as active
             except Exception as e:
                 if not _fenced(e):
                     if qjm is not None:
@@ -491,6 +600,9 @@ class NameNode:
         """FSEditLog's on_fatal: fenced -> standby; any other quorum failure -> exit 1."""
         if _fenced(exc):
             self._deposed(exc)
+        elif self._needs_reload and self.ha.is_in(HAState.STANDBY):
+            # Stepped down already: the edit log it dropped failed under a roll or a flush.
+            log.warning("NameNode %s: the dropped edit log failed: %s", self.name, _why(exc))
         else:
             self._fatal(f"edit log sync to the quorum failed: {_why(exc)}")
 
@@ -501,6 +613,13 @@ class NameNode:
             return StandbyError(
                 f"NameNode {self.name} was deposed by a newer writer of the shared journal "
                 f"and is not active: {_why(exc)}"
+            )
+        if self._needs_reload and self.ha.is_in(HAState.STANDBY):
+            # It stepped down (design §N.1) and dropped its edit log under this sync: the
+            # next active's recovery decides whether the edit stays.
+            return StandbyError(
+                f"NameNode {self.name} stepped down to standby while the edit was being "
+                f"synced; whether it took effect is for the active to tell: {_why(exc)}"
             )
         self._fatal(f"edit log sync to the quorum failed: {_why(exc)}")
         return NamenodeError(
@@ -870,7 +989,9 @@ class NameNode:
         from qjm.namenode.edit_log import FSEditLog
 
         assert self.storage is not None
-        return FSEditLog(self.storage, qjm, self.settings, self._on_edit_log_failure)
+        el = FSEditLog(self.storage, qjm, self.settings, self._on_edit_log_failure)
+        el.on_readmit_roll = self.metrics.count_readmit_roll
+        return el
 
     async def _close_quietly(self, qjm: QuorumJournalManager) -> None:
         try:
@@ -1006,6 +1127,8 @@ class NameNode:
                 if self.fatal_error is None and not self._needs_reload:
                     await el.close()
                     self.applied_txid = int(el.last_txid)
+                    if qjm is not None:  # STOPPING: it answers nothing as active
+                        await qjm.release_lease(self.lease_s)
                 else:
                     el.abort()
             except Exception as e:

@@ -117,10 +117,12 @@ class JournalResponseProto(_message.Message):
     def __init__(self) -> None: ...
 
 class HeartbeatRequestProto(_message.Message):
-    __slots__ = ("req",)
+    __slots__ = ("req", "release_lease")
     REQ_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_LEASE_FIELD_NUMBER: _ClassVar[int]
     req: RequestInfoProto
-    def __init__(self, req: _Optional[_Union[RequestInfoProto, _Mapping]] = ...) -> None: ...
+    release_lease: bool
+    def __init__(self, req: _Optional[_Union[RequestInfoProto, _Mapping]] = ..., release_lease: _Optional[bool] = ...) -> None: ...
 
 class HeartbeatResponseProto(_message.Message):
     __slots__ = ()
@@ -251,12 +253,14 @@ class NewEpochRequestProto(_message.Message):
     def __init__(self, jid: _Optional[_Union[JournalIdProto, _Mapping]] = ..., ns_info: _Optional[_Union[NamespaceInfoProto, _Mapping]] = ..., epoch: _Optional[int] = ..., name_service_id: _Optional[str] = ..., members: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class NewEpochResponseProto(_message.Message):
-    __slots__ = ("last_segment_txid", "restored")
+    __slots__ = ("last_segment_txid", "restored", "writer_idle_ms")
     LAST_SEGMENT_TXID_FIELD_NUMBER: _ClassVar[int]
     RESTORED_FIELD_NUMBER: _ClassVar[int]
+    WRITER_IDLE_MS_FIELD_NUMBER: _ClassVar[int]
     last_segment_txid: int
     restored: bool
-    def __init__(self, last_segment_txid: _Optional[int] = ..., restored: _Optional[bool] = ...) -> None: ...
+    writer_idle_ms: int
+    def __init__(self, last_segment_txid: _Optional[int] = ..., restored: _Optional[bool] = ..., writer_idle_ms: _Optional[int] = ...) -> None: ...
 
 class GetEditLogManifestRequestProto(_message.Message):
     __slots__ = ("jid", "since_txid", "in_progress_ok", "name_service_id")
