@@ -61,7 +61,9 @@ def make_config(
     **namenode: Any,
 ) -> ClusterConfig:
     """A cluster config: these JournalNodes, NameNodes on free ports with dirs under root."""
-    settings = {"tail_wait_ms": 100, "checkpoint_check_period_s": 3600}
+    # A 2 s lease (design §N.1) rather than half the 10 s ZooKeeper session: a NameNode that
+    # takes over from one that did not go standby waits out about that long.
+    settings = {"tail_wait_ms": 100, "checkpoint_check_period_s": 3600, "active_lease_ms": 2000}
     settings.update(namenode)
     data: dict[str, Any] = {
         "cluster": {"nameservice": "ns1", "journal_id": JID},
