@@ -454,7 +454,7 @@ async def test_an_unexpected_exception_is_an_io_exception_and_a_logged_traceback
     from qjm.journalnode.journal import Journal
     from qjm.protocol.qjournal_client import QJournalClient
 
-    def boom(self: Journal, req: pb.RequestInfoProto) -> None:
+    def boom(self: Journal, *args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
     monkeypatch.setattr(Journal, "heartbeat", boom)
