@@ -391,6 +391,9 @@ def test_history_first_ack_and_counts(tmp_path: Path) -> None:
     assert h.first_ack(1.0, not_by="nn1") is h.records[4]
     assert h.first_ack(5.0) is None
     assert h.outcomes() == {"ack": 4, "refused": 1}
+    h.forget(2)  # the checks are done with them: counted still, no longer kept
+    assert len(h.records) == 3 and h.outcomes() == {"ack": 4, "refused": 1}
+    assert h.by_kind() == {"mkdirs": {"ack": 4, "refused": 1}}
     assert len((tmp_path / "h.jsonl").read_text().splitlines()) == 5
 
 

@@ -121,16 +121,19 @@ class CallRecord:
 
 
 class History:
-    """Every call of the run, in the order they were answered; optionally appended to a JSON
-    lines file as they come."""
+    """The calls of the run in the order they were answered, counted, and optionally
+    appended to a JSON lines file as they come; records the checks are done with may be
+    forgotten (the file keeps them)."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.records: list[CallRecord] = []
+        self.counts: dict[str, Counter[str]] = {}  # kind -> outcome -> calls
         self._file: IO[str] | None = path.open("a") if path is not None else None
 
     def add(self, record: CallRecord) -> None:
         """Keep a record (and write it out); records come in the order they were answered."""
         self.records.append(record)
+        self.counts.setdefault(record.kind, Counter())[record.outcome] += 1
         if self._file is not None:
             data: dict[str, Any] = asdict(record)
             data["seen"] = record.seen.describe() if record.seen is not None else None
@@ -142,16 +145,20 @@ class History:
             self._file.close()
             self._file = None
 
+    def forget(self, count: int) -> None:
+        """Drop the first count records from memory (the checks are done with them)."""
+        del self.records[:count]
+
     def outcomes(self) -> Counter[str]:
-        """Calls by outcome."""
-        return Counter(r.outcome for r in self.records)
+        """Calls by outcome (forgotten ones too)."""
+        out: Counter[str] = Counter()
+        for c in self.counts.values():
+            out.update(c)
+        return out
 
     def by_kind(self) -> dict[str, Counter[str]]:
-        """Calls by kind, then by outcome."""
-        out: dict[str, Counter[str]] = {}
-        for r in self.records:
-            out.setdefault(r.kind, Counter())[r.outcome] += 1
-        return out
+        """Calls by kind, then by outcome (forgotten ones too)."""
+        return {k: Counter(v) for k, v in self.counts.items()}
 
     def first_ack(
         self, after: float, *, writes_only: bool = True, not_by: str = ""

@@ -387,7 +387,7 @@ class Runner:
         standby = next((n for n in states if n != active), "")
         self.action = action
         self.stopped_target = ""
-        done = len(self.history.records)
+        before = self.history.outcomes()
         ipc = None
         if action.kind == "stop-active-nn" and active:
             ipc = await self.connect_probe(active)
@@ -417,8 +417,8 @@ class Runner:
         self.summary.actions_by_kind[action.kind] += 1
         self.summary.actions_done += 1
         found = len(self.summary.violations)
-        await self.check(f"action {action.index}")
-        outcomes = Counter(r.outcome for r in self.history.records[done:])
+        outcomes = self.history.outcomes() - before
+        await self.check(f"action {action.index + 1}")
         targets = ", ".join(killed + stopped) or "-"
         self.say(
             f"[{action.index + 1:>4}] {time.monotonic() - self.t0:7.1f}s {action.kind:<18} "
@@ -649,7 +649,8 @@ class Runner:
                 self.violation(Violation(verdict.kind, verdict.message, [rec.line(), rec.detail]))
             c.verdicts.clear()
         new = self.history.records[self.checked :]
-        self.checked = len(self.history.records)
+        self.history.forget(self.checked)  # checked at the previous check
+        self.checked = len(new)
         reads = [r for r in new if r.seen is not None]
         self.summary.reads_checked += len(reads)
         for v in check_reads(reads, models):

@@ -210,6 +210,10 @@ def choose_op(rng: random.Random, model: SubtreeModel, fresh: int) -> tuple[str,
     return "write", op
 
 
+def _short(value: Any) -> str:
+    return str(value) if isinstance(value, bool) else ""
+
+
 def observed(entries: Sequence[FileStatus] | None) -> Observed:
     """What a getListing answer shows (a file lists itself under the name "")."""
     if entries is None:
@@ -359,7 +363,7 @@ class ChaosClient:
             outcome=outcome,
             namenode=self.names.get(last, last),
             error=error_class,
-            detail=str(error)[:300] if error is not None else repr(value),
+            detail=str(error)[:300] if error is not None else _short(value),
             logs=logs,
             attempts=len(c.attempts),
             tries=", ".join(f"{self.names.get(a.address, a.address)} {a.kind}" for a in c.attempts),
