@@ -16,6 +16,7 @@ from qjm.namenode.namespace import Namespace as RealNamespace
 from qjm.namenode.types import Caller, FileStatus, RpcIds
 from qjm.testing.chaos import cli
 from qjm.testing.chaos.checker import (
+    JournalIndex,
     SegmentOps,
     SegmentReader,
     check_namespace,
@@ -517,12 +518,28 @@ def test_journals_compared_txid_by_txid(tmp_path: Path) -> None:
         f"txid 3 differs between jn1's edits_{1:019d}-{3:019d} and jn3's edits_{2:019d}-{3:019d}"
     ]
     assert compare_journals({k: v for k, v in journals.items() if k != "jn3"}) == []
+    assert reader.read(tmp_path / "jn1") == []  # read once: finalized segments do not change
     write_segment(tmp_path / "jn2" / f"edits_{4:019d}-{6:019d}", [(4, b"d"), (5, b"e")])
     short = reader.read(tmp_path / "jn2")
-    assert "holds txids 4..5 (2 ops), not 4..6" in short[1].problem
+    assert [s.name for s in short] == [f"edits_{4:019d}-{6:019d}"]
+    assert "holds txids 4..5 (2 ops), not 4..6" in short[0].problem
     assert [v.kind for v in compare_journals({"jn2": short})] == ["journal"]
     assert reader.read(tmp_path / "nowhere") == []
-    assert SegmentOps("s", 1, 1, {1: "x"}).problem == ""
+
+
+def test_the_journal_index_compares_each_new_segment_with_every_txid_seen() -> None:
+    def seg(name: str, start: int, ops: str) -> SegmentOps:
+        return SegmentOps(name, start, start + len(ops) - 1, b"".join(c.encode() * 8 for c in ops))
+
+    index = JournalIndex()
+    assert index.add("jn1", seg("a", 1, "abc")) == []  # txids 1-3
+    assert index.add("jn1", seg("b", 6, "fg")) == []  # txids 6-7, a gap at 4-5
+    assert index.add("jn2", seg("c", 2, "bcdefg")) == []  # 2-7: fills the gap
+    found = index.add("jn3", seg("d", 1, "abcdXfg"))  # 5 differs from jn2's, seen in the gap
+    assert [v.message for v in found] == ["txid 5 differs between jn2's c and jn3's d"]
+    found = index.add("jn3", seg("e", 3, "Z"))
+    assert [v.message for v in found] == ["txid 3 differs between jn1's a and jn3's e"]
+    assert index.add("jn2", seg("f", 8, "h")) == [] and index.add("jn1", seg("g", 8, "h")) == []
 
 
 def test_spread() -> None:

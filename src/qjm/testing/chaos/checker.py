@@ -7,6 +7,7 @@ The comparisons are pure functions; reading the JournalNodes' segment files is t
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -146,27 +147,35 @@ def no_quorum_acks(
 
 # ---- the JournalNodes' segments
 
+DIGEST = 8  # bytes of an op's digest
+
 
 @dataclass(frozen=True)
 class SegmentOps:
-    """The ops of one finalized segment: txid -> digest of the op's bytes."""
+    """The ops of one finalized segment: a digest of each op's bytes, txid start first (a
+    readable segment holds exactly start..end), or the problem found reading it."""
 
     name: str
     start: int
     end: int
-    digests: dict[int, str]
+    digests: bytes
     problem: str = ""
+
+    def digest(self, txid: int) -> bytes:
+        """The digest of txid's op."""
+        i = (txid - self.start) * DIGEST
+        return self.digests[i : i + DIGEST]
 
 
 class SegmentReader:
-    """Reads finalized segments of JournalNodes' journals, each file once (they never change
-    once finalized)."""
+    """Reads the finalized segments of JournalNodes' journals, each file once (a finalized
+    segment does not change; one replaced under the same name has another size)."""
 
     def __init__(self) -> None:
-        self._cache: dict[tuple[str, int], SegmentOps] = {}
+        self._seen: set[tuple[str, int]] = set()
 
     def read(self, current: Path) -> list[SegmentOps]:
-        """The finalized segments in a journal's current/ directory (missing: none)."""
+        """The finalized segments in a journal's current/ directory not read before."""
         try:
             segments = [s for s in list_segments(current) if not s.in_progress]
         except FileNotFoundError:
@@ -175,55 +184,84 @@ class SegmentReader:
         for seg in segments:
             assert seg.end is not None
             try:
-                size = seg.path.stat().st_size
-                key = (str(seg.path), size)
-                ops = self._cache.get(key)
-                if ops is None:
-                    ops = self._cache[key] = _segment_ops(seg.path, seg.start, seg.end)
+                key = (str(seg.path), seg.path.stat().st_size)
+                if key in self._seen:
+                    continue
+                ops = _segment_ops(seg.path, seg.start, seg.end)
             except FileNotFoundError:
                 continue  # purged or replaced meanwhile
+            self._seen.add(key)
             out.append(ops)
         return out
 
 
 def _segment_ops(path: Path, start: int, end: int) -> SegmentOps:
     data = path.read_bytes()
-    digests: dict[int, str] = {}
+    digests: list[bytes] = []
+    txids: list[int] = []
     problem = ""
     try:
         for op in iter_ops(data, HEADER_LEN):
             raw = data[op.offset : op.offset + op.size]
-            digests[op.txid] = hashlib.sha1(raw).hexdigest()[:16]
+            digests.append(hashlib.blake2b(raw, digest_size=DIGEST).digest())
+            txids.append(op.txid)
     except QjmError as e:
         problem = f"unreadable: {e}"
-    if not problem and sorted(digests) != list(range(start, end + 1)):
-        have = f"{min(digests)}..{max(digests)}" if digests else "none"
-        problem = f"holds txids {have} ({len(digests)} ops), not {start}..{end}"
-    return SegmentOps(path.name, start, end, digests, problem)
+    if not problem and txids != list(range(start, end + 1)):
+        have = f"{txids[0]}..{txids[-1]}" if txids else "none"
+        problem = f"holds txids {have} ({len(txids)} ops), not {start}..{end}"
+    return SegmentOps(path.name, start, end, b"" if problem else b"".join(digests), problem)
+
+
+class JournalIndex:
+    """Every txid of the finalized segments seen so far, once (the first node's op), to
+    compare each newly finalized segment of every node with."""
+
+    def __init__(self) -> None:
+        # disjoint txid ranges, by start: (first, last, node, the segment holding them)
+        self._refs: list[tuple[int, int, str, SegmentOps]] = []
+
+    def add(self, node: str, seg: SegmentOps) -> list[Violation]:
+        """Compare a segment with what earlier ones hold; keep the txids none held. The
+        violations found (at most MAX_SHOWN)."""
+        if seg.problem:
+            return [Violation("journal", f"{node}'s finalized {seg.name} {seg.problem}")]
+        out: list[Violation] = []
+        gaps: list[tuple[int, int]] = []
+        at = seg.start  # the first txid of seg not yet compared or found missing
+        i = bisect.bisect_left(self._refs, seg.start, key=lambda r: r[1])
+        for first, last, ref_node, ref in self._refs[i:]:
+            if first > seg.end:
+                break
+            lo, hi = max(first, seg.start), min(last, seg.end)
+            if lo > at:
+                gaps.append((at, lo - 1))
+            at = hi + 1
+            bad = next((t for t in range(lo, hi + 1) if ref.digest(t) != seg.digest(t)), None)
+            if bad is not None and len(out) < MAX_SHOWN:
+                out.append(
+                    Violation(
+                        "journal",
+                        f"txid {bad} differs between {ref_node}'s {ref.name} and {node}'s "
+                        f"{seg.name}",
+                    )
+                )
+        if at <= seg.end:
+            gaps.append((at, seg.end))
+        for lo, hi in gaps:
+            bisect.insort(self._refs, (lo, hi, node, seg), key=lambda r: r[0])
+        return out
 
 
 def compare_journals(journals: Mapping[str, Sequence[SegmentOps]]) -> list[Violation]:
     """Every txid held in finalized segments of several JournalNodes must be the same op on
     each; each finalized segment must hold exactly its txids."""
+    index = JournalIndex()
     out: list[Violation] = []
-    seen: dict[int, tuple[str, str, str]] = {}  # txid -> (digest, node, segment)
     for node in sorted(journals):
         for seg in journals[node]:
-            if seg.problem:
-                out.append(Violation("journal", f"{node}'s finalized {seg.name} {seg.problem}"))
-            for txid, digest in seg.digests.items():
-                first = seen.setdefault(txid, (digest, node, seg.name))
-                if first[0] != digest:
-                    out.append(
-                        Violation(
-                            "journal",
-                            f"txid {txid} differs between {first[1]}'s {first[2]} and "
-                            f"{node}'s {seg.name}",
-                        )
-                    )
-                    if len(out) >= MAX_SHOWN:
-                        return out
-    return out
+            out += index.add(node, seg)
+    return out[:MAX_SHOWN]
 
 
 # ---- numbers

@@ -11,7 +11,8 @@ from pathlib import Path
 from qjm.cluster.process import LaunchError
 from qjm.errors import QjmError
 from qjm.testing.chaos.nemesis import ACTION_KINDS
-from qjm.testing.chaos.runner import RunConfig, Runner, prepare_directory, write_summary
+from qjm.testing.chaos.runner import RunConfig, Runner, prepare_directory
+from qjm.testing.chaos.summary import write_summary
 
 EXIT_VIOLATIONS = 1
 EXIT_FAILED = 2
@@ -51,6 +52,11 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--base-port", type=int, help="the first of the cluster's ports")
     p.add_argument("--keep", action="store_true", help="leave the cluster running at the end")
+    p.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="no deposed-active probe (a read sent to a stopped active after the takeover)",
+    )
     return p
 
 
@@ -80,6 +86,7 @@ def config_from(args: argparse.Namespace) -> RunConfig:
         session_timeout_ms=args.session_timeout_ms,
         base_port=args.base_port,
         keep=args.keep,
+        probe=not args.no_probe,
     )
 
 
@@ -107,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"summary: {path}; calls: {cfg.directory / 'history.jsonl'}")
     print(
         f'run again: make chaos ARGS="--seed {cfg.seed} --actions {summary.actions_done}'
-        f'{" --kinds " + args.kinds if args.kinds != ",".join(ACTION_KINDS) else ""}"'
+        f"{' --kinds ' + args.kinds if args.kinds != ','.join(ACTION_KINDS) else ''}"
+        f'{" --no-probe" if args.no_probe else ""}"'
     )
     return EXIT_VIOLATIONS if summary.violations else 0
 

@@ -7,43 +7,36 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import shutil
 import sys
 import time
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from qjm.cluster.launcher import (
     AUTO_PORT_RANGE,
     HOST,
     cluster_down,
     cluster_up,
-    namenode_state,
     plan_cluster_ports,
 )
 from qjm.cluster.process import LaunchError, port_is_free
 from qjm.config import FailoverControllerSettings, NameNodeSettings, ZooKeeperSettings
 from qjm.errors import QjmError
-from qjm.ipc import IpcClient, RemoteError
-from qjm.namenode import protocols
-from qjm.namenode.client import NameNodeClient, status_from_proto
-from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
+from qjm.namenode.client import NameNodeClient
 from qjm.namenode.types import FileStatus
 from qjm.testing.chaos.checker import (
+    JournalIndex,
     SegmentReader,
     Violation,
     check_namespace,
     check_reads,
-    compare_journals,
     compare_trees,
     no_quorum_acks,
-    spread,
 )
-from qjm.testing.chaos.history import CallRecord, History, Outcome
-from qjm.testing.chaos.model import Observed, Op, SubtreeModel
+from qjm.testing.chaos.history import History
+from qjm.testing.chaos.model import Op, SubtreeModel
 from qjm.testing.chaos.nemesis import (
     ACTION_KINDS,
     ON_ACTIVE,
@@ -53,14 +46,15 @@ from qjm.testing.chaos.nemesis import (
     schedule,
 )
 from qjm.testing.chaos.observe import ObserverClient, namenode_status, walk
-from qjm.testing.chaos.workload import ROOT, ChaosClient, ClientSettings, Gate, stat_observed
+from qjm.testing.chaos.probe import PROBE, DeposedProbe
+from qjm.testing.chaos.summary import Exit, Summary
+from qjm.testing.chaos.workload import ROOT, ChaosClient, ClientSettings, Gate
 
 MARKER = ".chaos-run"  # a directory holding it is a chaos run's, removed by the next run
 RECOVER_S = 120.0  # after healing: one active NameNode acknowledging writes within this
 PAUSE_S = 240.0  # the clients finish their calls in flight within this (their own bound)
 WATCH_S = 0.2  # how often the watcher looks for daemons that exited
 CHECK_TRIES = 3
-PROBE = -1  # the owner of the probe's subtree (the clients are 0, 1, ...)
 FENCE_MS = 2000  # the ZKFCs' graceful fencing timeout (transitionToStandby of the old active)
 
 
@@ -79,102 +73,7 @@ class RunConfig:
     base_port: int | None = None
     keep: bool = False
     history_file: bool = True
-
-
-@dataclass
-class Exit:
-    """A daemon that exited without the nemesis killing it."""
-
-    daemon: str
-    action: int
-    at: float
-    expected: str  # why it may, "" when it may not
-    log: str
-
-
-@dataclass
-class Summary:
-    """What a run did and found."""
-
-    seed: int
-    actions_done: int = 0
-    seconds: float = 0.0
-    actions_by_kind: Counter[str] = field(default_factory=Counter)
-    ops_by_outcome: Counter[str] = field(default_factory=Counter)
-    ops_by_kind: dict[str, dict[str, int]] = field(default_factory=dict)
-    reads_checked: int = 0
-    retry_answers: int = 0
-    probes: Counter[str] = field(default_factory=Counter)
-    checks: int = 0
-    failovers: list[dict[str, Any]] = field(default_factory=list)
-    exits: list[Exit] = field(default_factory=list)
-    violations: list[Violation] = field(default_factory=list)
-
-    def failover_times(
-        self, kinds: tuple[str, ...] = ("kill-active-nn", "stop-active-nn")
-    ) -> list[float]:
-        """Seconds from the fault on the active to the first write the other acknowledged."""
-        return [
-            f["seconds"] for f in self.failovers if f["kind"] in kinds and f["seconds"] is not None
-        ]
-
-    def to_json(self) -> dict[str, Any]:
-        """The summary as JSON-ready values."""
-        return {
-            "seed": self.seed,
-            "actions": self.actions_done,
-            "seconds": round(self.seconds, 1),
-            "actions_by_kind": dict(sorted(self.actions_by_kind.items())),
-            "ops_by_outcome": dict(sorted(self.ops_by_outcome.items())),
-            "ops_by_kind": self.ops_by_kind,
-            "reads_checked": self.reads_checked,
-            "retry_answers": self.retry_answers,
-            "deposed_active_probes": dict(sorted(self.probes.items())),
-            "checks": self.checks,
-            "failover_s": spread(self.failover_times()),
-            "takeover_after_zkfc_kill_s": spread(self.failover_times(("kill-active-zkfc",))),
-            "failovers": self.failovers,
-            "exits": [e.__dict__ for e in self.exits],
-            "violations": [
-                {"kind": v.kind, "message": v.message, "evidence": v.evidence, "action": v.action}
-                for v in self.violations
-            ],
-        }
-
-    def text(self) -> str:
-        """The summary for a terminal."""
-        fo = spread(self.failover_times())
-        zk = spread(self.failover_times(("kill-active-zkfc",)))
-        lines = [
-            f"chaos summary: seed {self.seed}, {self.actions_done} actions in "
-            f"{self.seconds:.0f}s, {self.checks} checks",
-            "  actions by kind: "
-            + ", ".join(f"{k} {n}" for k, n in sorted(self.actions_by_kind.items())),
-            "  calls by outcome: "
-            + ", ".join(f"{k} {n}" for k, n in sorted(self.ops_by_outcome.items()))
-            + f" ({self.reads_checked} read answers checked; {self.retry_answers} "
-            "acknowledgements answered by a retry of a call that had happened already)",
-            "  calls by kind: "
-            + "; ".join(
-                f"{k} " + "/".join(f"{o} {n}" for o, n in sorted(c.items()))
-                for k, c in sorted(self.ops_by_kind.items())
-            ),
-            f"  failover (active NameNode killed or stopped -> first write acknowledged by the "
-            f"other): {_spread_text(fo)}",
-            f"  takeover after the active's ZKFC was killed: {_spread_text(zk)}",
-            "  reads sent to a stopped active after the other acknowledged a write: "
-            + (", ".join(f"{k} {n}" for k, n in sorted(self.probes.items())) or "none"),
-        ]
-        expected = [e for e in self.exits if e.expected]
-        if expected:
-            lines.append(
-                f"  daemons that exited as expected: {len(expected)} ("
-                + ", ".join(sorted({e.expected.split(":")[0] for e in expected}))
-                + ")"
-            )
-        lines.append(f"  violations: {len(self.violations)}")
-        lines += [v.text(self.seed) for v in self.violations]
-        return "\n".join(lines)
+    probe: bool = True  # the deposed-active probe during stop-active-nn
 
 
 def free_base_port(count: int) -> int:
@@ -217,6 +116,7 @@ class Runner:
         self.control: ClusterControl | None = None
         self.history = History(cfg.directory / "history.jsonl" if cfg.history_file else None)
         self.segments = SegmentReader()
+        self.journals = JournalIndex()
         self.action: Action | None = None
         self.stopped_target = ""
         self.expected_alive: set[str] = set()
@@ -224,6 +124,7 @@ class Runner:
         self.checked = 0  # history records checked so far
         self.t0 = time.monotonic()
         self.probe_model = SubtreeModel(f"{ROOT}/probe")  # what the deposed-active probe made
+        self.probe = DeposedProbe(self.history, self.probe_model, self.summary.probes)
         self.when = "the start"  # where the run is, for violations found outside an action
 
     # -- output
@@ -389,15 +290,21 @@ class Runner:
         self.stopped_target = ""
         before = self.history.outcomes()
         ipc = None
-        if action.kind == "stop-active-nn" and active:
-            ipc = await self.connect_probe(active)
+        if action.kind == "stop-active-nn" and active and self.cfg.probe:
+            ipc = await DeposedProbe.connect(control.namenodes()[active])
         t_fault = time.monotonic()
         killed, stopped = await self.fault(action, active, standby)
         t_down = time.monotonic()
         probe = None
         if ipc is not None:
             probe = asyncio.create_task(
-                self.probe_deposed(ipc, active, t_fault, t_down + action.hold_s)
+                self.probe.run(
+                    ipc,
+                    control.namenodes(),
+                    active,
+                    t_down + action.hold_s,
+                    f"after-{action.index + 1}",
+                )
             )
         await asyncio.sleep(action.hold_s)  # the fault lasts this long (the schedule's choice)
         t_heal = time.monotonic()
@@ -533,91 +440,6 @@ class Runner:
             return f"; no failover ({old} stayed active)"
         return f"; failover {seconds:.1f}s {old}->{to}"
 
-    async def connect_probe(self, active: str) -> IpcClient | None:
-        """A connection to the active NameNode, open before its host is stopped (the
-        deposed-active probe sends its call on it)."""
-        control = self.control
-        assert control is not None
-        ipc = IpcClient(control.namenodes()[active], protocols.CLIENT_PROTOCOL)
-        try:
-            await ipc.call(
-                "getFileInfo",
-                cn.GetFileInfoRequestProto(src=ROOT),
-                cn.GetFileInfoResponseProto,
-                timeout=10,
-            )
-        except (QjmError, OSError):
-            await ipc.close()
-            return None
-        return ipc
-
-    async def probe_deposed(self, ipc: IpcClient, old: str, t_fault: float, wakes: float) -> None:
-        """Once the other NameNode is active, make a directory on it, then ask the stopped
-        old active for that path on a connection opened before it was stopped: it answers
-        when it wakes, and its answer must not contradict the history (the directory
-        exists)."""
-        try:
-            await self._probe_deposed(ipc, old, t_fault, wakes)
-        finally:
-            await ipc.close()
-
-    async def _probe_deposed(self, ipc: IpcClient, old: str, t_fault: float, wakes: float) -> None:
-        control = self.control
-        assert control is not None
-        addresses = control.namenodes()
-        new = next(n for n in addresses if n != old)
-        while time.monotonic() < wakes - 1.0:
-            if await namenode_state(addresses[new], 1.0) == "active":
-                break
-            await asyncio.sleep(0.1)  # a polling period, not a synchronization
-        else:
-            self.summary.probes["not sent: no takeover before the old active woke"] += 1
-            return
-        model = self.probe_model
-        path = f"{model.root}/after-{self.action.index + 1 if self.action else 0}"
-        seq, prediction = model.begin(Op("mkdirs", path), time.monotonic())
-        try:
-            async with NameNodeClient([addresses[new]], timeout=10, max_rounds=3) as c:
-                await c.mkdirs(path, 0o777)
-        except (QjmError, OSError):
-            model.finish(seq, prediction, time.monotonic(), "indeterminate")
-            self.summary.probes["not sent: the new active did not acknowledge"] += 1
-            return
-        model.finish(seq, prediction, time.monotonic(), "ack", result=True)
-        invoked = time.monotonic()
-        seen: Observed | None = None
-        outcome: Outcome = "ack"
-        error = ""
-        try:
-            r = await ipc.call(
-                "getFileInfo",
-                cn.GetFileInfoRequestProto(src=path),
-                cn.GetFileInfoResponseProto,
-                timeout=PAUSE_S,
-            )
-            seen = stat_observed(status_from_proto(r.fs, "") if r.HasField("fs") else None)
-        except RemoteError as e:
-            outcome, error = "refused", e.class_name
-        except (QjmError, OSError) as e:
-            outcome, error = "indeterminate", type(e).__name__
-        self.summary.probes[f"{outcome} {error.rsplit('.', 1)[-1]}".strip()] += 1
-        self.history.add(
-            CallRecord(
-                client=PROBE,
-                seq=-1,
-                op=f"getFileInfo {path} sent to the stopped {old} after {new} made it",
-                kind="stat",
-                invoked=invoked,
-                completed=time.monotonic(),
-                outcome=outcome,
-                namenode=old,
-                error=error,
-                owner=PROBE,
-                path=path,
-                seen=seen,
-            )
-        )
-
     # -- the checks
 
     async def check(self, when: str) -> None:
@@ -666,8 +488,10 @@ class Runner:
         journals = await asyncio.to_thread(
             lambda: {n: self.segments.read(d) for n, d in control.edits_dirs().items()}
         )
-        for v in compare_journals(journals):
-            self.violation(v)
+        for node, segments in sorted(journals.items()):
+            for segment in segments:
+                for v in self.journals.add(node, segment):
+                    self.violation(v)
 
     async def _active_tree(self, when: str) -> tuple[str, dict[str, FileStatus]] | None:
         control = self.control
@@ -723,12 +547,6 @@ class Runner:
             )
 
 
-def _spread_text(s: dict[str, float | int | None]) -> str:
-    if not s["count"]:
-        return "none"
-    return f"{s['count']}, median {s['median']}s, max {s['max']}s"
-
-
 def _port_count() -> int:
     plan = plan_cluster_ports(3, 1, 2, 1)
     ports = [p for pair in plan.journalnodes + plan.namenodes for p in pair]
@@ -737,10 +555,3 @@ def _port_count() -> int:
 
 def _states(states: dict[str, str]) -> str:
     return ", ".join(f"{n} {s}" for n, s in sorted(states.items()))
-
-
-def write_summary(summary: Summary, directory: Path) -> Path:
-    """Write DIR/chaos-summary.json; its path."""
-    path = directory / "chaos-summary.json"
-    path.write_text(json.dumps(summary.to_json(), indent=2) + "\n")
-    return path
