@@ -4,6 +4,7 @@ real Namespace), outcome classification, read checks, the schedule, and the chec
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from qjm.testing.chaos.checker import (
     JournalIndex,
     SegmentOps,
     SegmentReader,
+    Violation,
     check_namespace,
     check_reads,
     compare_journals,
@@ -38,6 +40,7 @@ from qjm.testing.chaos.model import (
     SubtreeModel,
 )
 from qjm.testing.chaos.nemesis import ACTION_KINDS, exit_expected, schedule
+from qjm.testing.chaos.summary import Summary, write_summary
 from qjm.testing.chaos.workload import Gate, choose_op, observed, stat_observed
 
 SU = Caller("hdfs", superuser=True)
@@ -575,3 +578,24 @@ def test_the_command_line_refuses_bad_arguments(
     err = capsys.readouterr().err
     assert "is not empty and holds no earlier chaos run" in err and "Traceback" not in err
     assert (tmp_path / "busy" / "precious").exists()
+
+
+def test_the_summary_says_what_was_done_and_found(tmp_path: Path) -> None:
+    s = Summary(7, actions_done=3, checks=5)
+    s.actions_by_kind.update({"kill-active-nn": 2, "kill-jn": 1})
+    s.ops_by_outcome.update({"ack": 90, "refused": 8, "indeterminate": 2})
+    s.failovers += [
+        {"action": 0, "kind": "kill-active-nn", "from": "nn1", "to": "nn2", "seconds": 1.0},
+        {"action": 1, "kind": "kill-active-nn", "from": "nn2", "to": "nn1", "seconds": 3.0},
+        {"action": 2, "kind": "stop-active-nn", "from": "nn1", "to": "", "seconds": None},
+    ]
+    s.violations.append(Violation("lost", "/x is absent", ["evidence"], action=1))
+    text = s.text()
+    assert "seed 7, 3 actions" in text and "kill-active-nn 2, kill-jn 1" in text
+    assert "ack 90, indeterminate 2, refused 8" in text
+    assert "2, median 2.0s, max 3.0s" in text
+    assert "violations: 1 (lost 1)" in text
+    assert "VIOLATION [lost] seed 7, action 2: /x is absent\n    evidence" in text
+    data = json.loads(write_summary(s, tmp_path).read_text())
+    assert data["failover_s"] == {"count": 2, "median": 2.0, "max": 3.0}
+    assert data["violations"][0]["kind"] == "lost"
