@@ -107,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         print(runner.summary.text(), file=sys.stderr)
         return EXIT_FAILED
     except KeyboardInterrupt:
-        print(f"chaos: interrupted (seed {cfg.seed})", file=sys.stderr)
+        print(runner.summary.text())
+        path = write_summary(runner.summary, cfg.directory)
+        print(f"chaos: interrupted (seed {cfg.seed}); the summary so far: {path}", file=sys.stderr)
         return EXIT_FAILED
     path = write_summary(summary, cfg.directory)
     print(summary.text())

@@ -55,6 +55,7 @@ RECOVER_S = 120.0  # after healing: one active NameNode acknowledging writes wit
 PAUSE_S = 240.0  # the clients finish their calls in flight within this (their own bound)
 WATCH_S = 0.2  # how often the watcher looks for daemons that exited
 CHECK_TRIES = 3
+CHECKPOINT_TXNS = 20_000  # the standby checkpoints after this many txns
 FENCE_MS = 2000  # the ZKFCs' graceful fencing timeout (transitionToStandby of the old active)
 
 
@@ -180,7 +181,11 @@ class Runner:
             namenodes=2,
             zookeeper=True,
             base_port=base,
-            namenode_settings=NameNodeSettings(),
+            # checkpoints as the run goes (images uploaded, old segments purged), so that a
+            # NameNode started again replays a bounded tail
+            namenode_settings=NameNodeSettings(
+                checkpoint_txns=CHECKPOINT_TXNS, checkpoint_check_period_s=10
+            ),
             zookeeper_settings=ZooKeeperSettings(session_timeout_ms=cfg.session_timeout_ms),
             zkfc_settings=FailoverControllerSettings(
                 fencing_methods="shell(true)",
