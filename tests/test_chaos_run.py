@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ha_cluster import free_cluster_ports
 from qjm.cluster.launcher import cluster_down
 from qjm.namenode.client import NameNodeClient
 from qjm.testing.chaos.nemesis import schedule
@@ -48,12 +49,14 @@ def test_a_short_chaos_run_and_its_checks_catch_meddling(tmp_path: Path) -> None
         "restart-zookeeper",
     ]
     prepare_directory(directory)
-    # Without the deposed-active probe: with it, about one stop in ten ends in a stale read
-    # today (a deposed active answers a call queued on a connection it had before it was
-    # stopped, from its old namespace; make chaos reports it), which would make the suite
-    # fail at random. Once an active steps down before it answers, turn it on here.
     cfg = RunConfig(
-        seed=SEED, directory=directory, actions=4, clients=4, kinds=KINDS, keep=True, probe=False
+        seed=SEED,
+        directory=directory,
+        actions=4,
+        clients=4,
+        kinds=KINDS,
+        base_port=free_cluster_ports(),
+        keep=True,
     )
     runner = Runner(cfg)
     try:
@@ -65,6 +68,7 @@ def test_a_short_chaos_run_and_its_checks_catch_meddling(tmp_path: Path) -> None
     assert summary.actions_done == 4 and summary.actions_by_kind == dict.fromkeys(KINDS, 1)
     assert summary.ops_by_outcome["ack"] > 100 and summary.reads_checked > 20
     assert summary.checks == 7  # at the start, after each action, at the end, after meddling
+    assert sum(summary.probes.values()) == 1, summary.probes  # the stop-active-nn's probe
     fo = {f["kind"]: f["seconds"] for f in summary.failovers}
     assert fo.keys() == {"kill-active-nn", "stop-active-nn"} and all(fo.values()), fo
     assert sorted(meddled) == ["lost", "never attempted"], meddled

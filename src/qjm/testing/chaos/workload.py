@@ -69,9 +69,12 @@ class _AttemptRecorder:
         request: Message,
         response_type: type[Message],
         timeout: float | None = None,  # noqa: ASYNC109
+        call_id: int | None = None,
     ) -> Message:
         try:
-            response = await self.inner.call(method, request, response_type, timeout=timeout)
+            response = await self.inner.call(
+                method, request, response_type, timeout=timeout, call_id=call_id
+            )
         except BaseException as e:
             self.attempts.append(Attempt(self.inner.address, attempt_kind(e), str(e)[:200]))
             raise
