@@ -27,6 +27,7 @@ from qjm.testing.chaos.checker import (
     compare_trees,
     no_quorum_acks,
     spread,
+    without_quorum,
 )
 from qjm.testing.chaos.history import Attempt, CallRecord, History, attempt_kind, classify
 from qjm.testing.chaos.model import (
@@ -500,6 +501,8 @@ def test_no_quorum_acks() -> None:
     refused = record(invoked=10.0, completed=11.0, logs=True, outcome="refused")
     found = no_quorum_acks([inside, no_log, before, refused], [(5.0, 12.0, 3)])
     assert [(v.kind, v.action) for v in found] == [("acknowledged without a quorum", 3)]
+    inside = without_quorum([inside, no_log, before, refused], [(5.0, 12.0, 3)])
+    assert [r.outcome for r, _ in inside] == ["ack", "refused"]
 
 
 def write_segment(path: Path, ops: list[tuple[int, bytes]]) -> None:
@@ -590,11 +593,13 @@ def test_the_summary_says_what_was_done_and_found(tmp_path: Path) -> None:
         {"action": 2, "kind": "stop-active-nn", "from": "nn1", "to": "", "seconds": None},
     ]
     s.violations.append(Violation("lost", "/x is absent", ["evidence"], action=1))
+    s.no_quorum_writes.update({"refused": 3, "indeterminate": 2})
     text = s.text()
     assert "seed 7, 3 actions" in text and "kill-active-nn 2, kill-jn 1" in text
     assert "ack 90, indeterminate 2, refused 8" in text
     assert "2, median 2.0s, max 3.0s" in text
     assert "violations: 1 (lost 1)" in text
+    assert "while two JournalNodes were down: indeterminate 2, refused 3" in text
     assert "VIOLATION [lost] seed 7, action 2: /x is absent\n    evidence" in text
     data = json.loads(write_summary(s, tmp_path).read_text())
     assert data["failover_s"] == {"count": 2, "median": 2.0, "max": 3.0}

@@ -122,27 +122,35 @@ def compare_trees(active: Mapping[str, FileStatus], standby: Mapping[str, FileSt
     return diffs
 
 
+def without_quorum(
+    records: Iterable[CallRecord], windows: Iterable[tuple[float, float, int]]
+) -> list[tuple[CallRecord, tuple[float, float, int]]]:
+    """Writes that change the namespace, made and answered inside a window (start, end,
+    action) in which a quorum of JournalNodes was down, each with its window."""
+    spans = list(windows)
+    return [
+        (r, w)
+        for r in records
+        if r.logs
+        for w in spans
+        if r.invoked >= w[0] and r.completed <= w[1]
+    ]
+
+
 def no_quorum_acks(
     records: Iterable[CallRecord], windows: Iterable[tuple[float, float, int]]
 ) -> list[Violation]:
-    """Writes that change the namespace, made and acknowledged inside a window (start, end,
-    action) in which a quorum of JournalNodes was down."""
-    out: list[Violation] = []
-    spans = list(windows)
-    for r in records:
-        if r.outcome != "ack" or not r.logs:
-            continue
-        for start, end, action in spans:
-            if r.invoked >= start and r.completed <= end:
-                out.append(
-                    Violation(
-                        "acknowledged without a quorum",
-                        f"{r.op} was acknowledged while two JournalNodes were down",
-                        [r.line(), f"the JournalNodes were down from {start:.3f} to {end:.3f}"],
-                        action,
-                    )
-                )
-    return out
+    """The writes of without_quorum that were acknowledged."""
+    return [
+        Violation(
+            "acknowledged without a quorum",
+            f"{r.op} was acknowledged while two JournalNodes were down",
+            [r.line(), f"the JournalNodes were down from {start:.3f} to {end:.3f}"],
+            action,
+        )
+        for r, (start, end, action) in without_quorum(records, windows)
+        if r.outcome == "ack"
+    ]
 
 
 # ---- the JournalNodes' segments

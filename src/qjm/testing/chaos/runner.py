@@ -34,6 +34,7 @@ from qjm.testing.chaos.checker import (
     check_reads,
     compare_trees,
     no_quorum_acks,
+    without_quorum,
 )
 from qjm.testing.chaos.history import History
 from qjm.testing.chaos.model import Op, SubtreeModel
@@ -482,6 +483,8 @@ class Runner:
         self.summary.reads_checked += len(reads)
         for v in check_reads(reads, models):
             self.violation(v)
+        for r, _ in without_quorum(new, self.no_quorum):
+            self.summary.no_quorum_writes[r.outcome] += 1
         for v in no_quorum_acks(new, self.no_quorum):
             self.violation(v)
         tree = await self._active_tree(when)

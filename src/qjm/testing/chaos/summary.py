@@ -36,6 +36,7 @@ class Summary:
     reads_checked: int = 0
     retry_answers: int = 0
     probes: Counter[str] = field(default_factory=Counter)
+    no_quorum_writes: Counter[str] = field(default_factory=Counter)  # by outcome
     checks: int = 0
     failovers: list[dict[str, Any]] = field(default_factory=list)
     exits: list[Exit] = field(default_factory=list)
@@ -61,6 +62,7 @@ class Summary:
             "reads_checked": self.reads_checked,
             "retry_answers": self.retry_answers,
             "deposed_active_probes": dict(sorted(self.probes.items())),
+            "writes_while_two_journalnodes_down": dict(sorted(self.no_quorum_writes.items())),
             "checks": self.checks,
             "failover_s": spread(self.failover_times()),
             "takeover_after_zkfc_kill_s": spread(self.failover_times(("kill-active-zkfc",))),
@@ -93,6 +95,8 @@ class Summary:
             f"  failover (active NameNode killed or stopped -> first write acknowledged by the "
             f"other): {spread_text(fo)}",
             f"  takeover after the active's ZKFC was killed: {spread_text(zk)}",
+            "  writes made and answered while two JournalNodes were down: "
+            + (", ".join(f"{k} {n}" for k, n in sorted(self.no_quorum_writes.items())) or "none"),
             "  deposed-active probes (a read sent to the stopped active after the other took "
             "over and made a directory): "
             + (", ".join(f"{k} {n}" for k, n in sorted(self.probes.items())) or "none"),
