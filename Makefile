@@ -7,6 +7,9 @@
 #                 other options: ARGS="--dir D --base-port P" (DEMO_ARGS works too)
 #   make test   - the whole test suite (two pytest workers; `make test-fast` skips the
 #                 tests marked slow, the real-process scenarios)
+#   make chaos  - real daemons under a seeded nemesis while HA clients write, every call
+#                 checked against the recorded history (docs/reliability.md); options:
+#                 ARGS="--seed N --actions N (or --duration S) --dir D --clients N --kinds K,..."
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -21,7 +24,7 @@ PROTOS := src/qjm/protocol/qjournal.proto $(wildcard src/qjm/ipc/proto/*.proto) 
   src/qjm/namenode/image/fsimage.proto $(wildcard src/qjm/namenode/proto/*.proto) \
   $(wildcard src/qjm/ha/*.proto)
 
-.PHONY: install test test-fast lint demo proto debian clean bench
+.PHONY: install test test-fast lint demo chaos proto debian clean bench
 
 install: $(STAMP)
 
@@ -68,6 +71,9 @@ lint: install
 
 demo: install
 	$(PY) -m qjm.cluster.demo $(DEMO_ARGS) $(ARGS)
+
+chaos: install
+	$(PY) -m qjm.testing.chaos $(ARGS)
 
 # The side-by-side benchmark also needs etcd and ZooKeeper from Debian (installed when missing).
 bench: install
