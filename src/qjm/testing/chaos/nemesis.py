@@ -212,9 +212,13 @@ class ClusterControl:
         for name in zk:
             self._start_zookeeper(name)
         rest = [n for n in names if n not in zk]
-        if rest:
-            start_daemons(self.directory, rest, timeout=90.0)
-        self.reload()
+        try:
+            if rest:
+                start_daemons(self.directory, rest, timeout=90.0)
+        finally:
+            # the pids of those that did start, even when one of them did not come up: a
+            # retry starts only the ones still down
+            self.reload()
 
     def _start_zookeeper(self, name: str) -> None:
         from qjm.cluster.zookeeper import (
