@@ -70,7 +70,7 @@ lint: install
 	$(VENV)/bin/mypy
 
 demo: install
-	$(PY) -m qjm.cluster.demo $(DEMO_ARGS) $(ARGS)
+	$(PY) -m qjm.cli.demo $(DEMO_ARGS) $(ARGS)
 
 chaos: install
 	$(PY) -m qjm.testing.chaos $(ARGS)

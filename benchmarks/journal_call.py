@@ -17,8 +17,9 @@ from pathlib import Path
 
 from qjm.editlog.framing import OP_OPAQUE, encode_op
 from qjm.journalnode.journal import Journal
-from qjm.journalnode.storage import JNStorage, NsInfo
+from qjm.journalnode.storage import JNStorage
 from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.namespace import NsInfo
 
 BODY = b"x" * (200 - 17)
 

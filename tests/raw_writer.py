@@ -12,8 +12,8 @@ from typing import Any
 from conftest import JNProcess
 from qjm.client.journalnode_client import JournalNodeClient
 from qjm.editlog.framing import OP_OPAQUE, encode_op
-from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.namespace import NsInfo
 from qjm.protocol.qjournal import journal_id
 
 JID = "ns1"

@@ -24,9 +24,9 @@ from qjm.editlog.file_journal import truncate_after as _truncate_after
 from qjm.editlog.framing import OP_OPAQUE
 from qjm.editlog.segments import finalized_name
 from qjm.errors import ConfigError, QjmError
-from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import EpochError, UnpromisedEpochError
+from qjm.protocol.namespace import NsInfo
 from qjm.protocol.qjournal import journal_id
 from qjm_cluster import (
     FAST_SETTINGS,

@@ -9,9 +9,10 @@ import pytest
 from qjm.editlog.framing import HEADER, OP_OPAQUE, encode_op, header, iter_ops, validate_batch
 from qjm.journalnode.edits_cache import JournaledEditsCache
 from qjm.journalnode.journal import Journal
-from qjm.journalnode.storage import JNStorage, NsInfo
+from qjm.journalnode.storage import JNStorage
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import CacheMissError, InvalidRequestError
+from qjm.protocol.namespace import NsInfo
 
 OP = len(encode_op(OP_OPAQUE, 1, b"x" * 33))  # every op here is this long
 

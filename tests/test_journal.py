@@ -12,7 +12,7 @@ from conftest import snapshot
 from qjm.editlog.framing import HEADER, OP_INVALID, OP_OPAQUE, encode_op, scan
 from qjm.editlog.segments import SegmentWriter, finalized_name, inprogress_name, scan_file
 from qjm.journalnode.journal import FaultInjector, Journal
-from qjm.journalnode.storage import JNStorage, NsInfo
+from qjm.journalnode.storage import JNStorage
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
     CommittedTxidLossError,
@@ -40,6 +40,7 @@ from qjm.protocol.errors import (
     UnpromisedEpochError,
     WrongSegmentError,
 )
+from qjm.protocol.namespace import NsInfo
 
 NS = NsInfo(12345, "CID-test")
 PEER_URL = "http://peer.invalid/getJournal?jid=test&segmentTxId=1&inProgressOk=true"

@@ -14,7 +14,6 @@ import pytest
 from conftest import JNFactory, JNProcess, run_qjm, snapshot
 from ports import free_port
 from qjm.journalnode.journal import Journal
-from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
     AmnesiacNodeError,
@@ -34,6 +33,7 @@ from qjm.protocol.member_change import (
     check_member_change,
     plan_member_change,
 )
+from qjm.protocol.namespace import NsInfo
 from qjm.protocol.qjournal import journal_id
 from qjm_cluster import read_dir_segments
 from raw_writer import JID, JNClient, RawWriter

@@ -16,8 +16,8 @@ import pytest
 from qjm.client.decisions import RestoredNodesError
 from qjm.client.quorum_call import QuorumError
 from qjm.journalnode.journal import Journal
-from qjm.journalnode.storage import NsInfo
 from qjm.protocol.errors import AmnesiacNodeError, TombstonedSegmentError
+from qjm.protocol.namespace import NsInfo
 from qjm_cluster import (
     JNCluster,
     NodeFaults,

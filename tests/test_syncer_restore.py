@@ -17,8 +17,9 @@ from conftest import JNFactory, JNProcess
 from qjm.client.journalnode_client import JournalNodeClient
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.journalnode.journal import Journal
-from qjm.journalnode.storage import JNStorage, NsInfo
+from qjm.journalnode.storage import JNStorage
 from qjm.journalnode.syncer import _restore_journal
+from qjm.protocol.namespace import NsInfo
 from qjm_cluster import FAST_SETTINGS, FaultyClient, NodeFaults, write_txns
 from raw_writer import JID, NS, RawWriter
 from test_syncer import start_synced_trio, wait_until

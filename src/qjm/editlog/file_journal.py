@@ -20,11 +20,11 @@ from qjm.editlog.segments import (
     SegmentFile,
     SegmentWriter,
     finalized_name,
-    fsync_dir,
     inprogress_name,
     list_segments,
     scan_file,
 )
+from qjm.fileutil import fsync_dir
 from qjm.protocol.errors import CorruptSegmentError, DownloadRangeError, StorageError
 
 log = logging.getLogger("qjm.editlog.file_journal")

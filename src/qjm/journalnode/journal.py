@@ -43,7 +43,6 @@ from qjm.journalnode.storage import (
     LAST_WRITER_EPOCH,
     JNStorage,
     MemberChangeRecord,
-    NsInfo,
 )
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
@@ -88,7 +87,7 @@ from qjm.protocol.errors import (
     WrongSegmentError,
 )
 from qjm.protocol.member_change import MemberChange, check_member_change
-from qjm.protocol.namespace import StorageInfo, same_namespace
+from qjm.protocol.namespace import NsInfo, StorageInfo, same_namespace
 from qjm.protocol.urls import GetJournalQuery, with_recovery_epoch
 
 log = logging.getLogger("qjm.journalnode.journal")

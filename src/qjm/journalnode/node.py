@@ -18,18 +18,19 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from qjm import __version__
-from qjm.cluster.process import stop_on_signals, write_ready_file
 from qjm.config import JournalNodeSettings, format_address
 from qjm.errors import QjmError
+from qjm.fileutil import lock_file
 from qjm.ipc import IpcServer
 from qjm.ipc.server import ipc_limit_keys
 from qjm.journalnode.journal import FaultInjector, Journal
 from qjm.journalnode.metrics import JournalNodeMetrics
-from qjm.journalnode.storage import JNStorage, lock_file
+from qjm.journalnode.storage import JNStorage
 from qjm.journalnode.syncer import JournalSyncer
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import JournalError, JournalNotFormattedError, StorageError
 from qjm.protocol.identity import check_journal_id
+from qjm.runtime import stop_on_signals, write_ready_file
 
 log = logging.getLogger("qjm.journalnode")
 T = TypeVar("T")

@@ -25,11 +25,11 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from qjm.errors import QjmError
-from qjm.ipc import CallContext, IpcServer, Method
+from qjm.ipc import CallContext, IpcServer, Method, MethodSpec
 from qjm.journalnode.journal import Journal, remote_edit_log
-from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import InvalidRequestError, JournalError
+from qjm.protocol.namespace import NsInfo
 from qjm.protocol.qjournal import (
     INTER_QJOURNAL_METHODS,
     INTER_QJOURNAL_PROTOCOL,
@@ -37,7 +37,6 @@ from qjm.protocol.qjournal import (
     QJOURNAL_PROTOCOL,
     STATUS_METHODS,
     STATUS_PROTOCOL,
-    MethodSpec,
 )
 
 if TYPE_CHECKING:

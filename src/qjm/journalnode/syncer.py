@@ -23,9 +23,8 @@ from qjm.config import parse_address
 from qjm.editlog.segments import finalized_name, scan_file
 from qjm.errors import QjmError
 from qjm.journalnode.journal import Journal, download_segment
-from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol.namespace import same_namespace
+from qjm.protocol.namespace import NsInfo, same_namespace
 from qjm.protocol.qjournal import STATUS_PROTOCOL
 from qjm.protocol.qjournal_client import QJournalClient
 from qjm.protocol.quorum import majority_of

@@ -33,7 +33,6 @@ from qjm.client.quorum_call import QuorumError
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.reader import QuorumJournalReader
 from qjm.client.uri import QJournalUri, parse_qjournal_uri
-from qjm.cluster.process import stop_on_signals, write_ready_file
 from qjm.config import ClusterConfig, NameNodeConfig, format_address, parse_address
 from qjm.editlog.ops import Op, OpEncodeError, decode_op, encode_body
 from qjm.errors import QjmError
@@ -63,6 +62,7 @@ from qjm.namenode.retry_cache import RetryCache
 from qjm.namenode.types import Caller, HAState
 from qjm.namenode.users import os_groups, os_user
 from qjm.protocol.errors import EpochError
+from qjm.runtime import stop_on_signals, write_ready_file
 
 if TYPE_CHECKING:
     from qjm.namenode.checkpointer import StandbyCheckpointer

@@ -27,9 +27,8 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from qjm.editlog.segments import SegmentFile, fsync_dir, list_segments
-from qjm.journalnode.storage import NsInfo as NamespaceInfo
-from qjm.journalnode.storage import atomic_write, lock_file
+from qjm.editlog.segments import SegmentFile, list_segments
+from qjm.fileutil import atomic_write, fsync_dir, lock_file
 from qjm.namenode.errors import NamenodeError
 from qjm.namenode.image import (
     DIRECTORY,
@@ -48,6 +47,7 @@ from qjm.namenode.image import (
 from qjm.namenode.image.md5 import write_md5_file
 from qjm.namenode.image.model import ROOT_NS_QUOTA
 from qjm.protocol.errors import StorageError
+from qjm.protocol.namespace import NsInfo as NamespaceInfo
 
 log = logging.getLogger("qjm.namenode.storage")
 

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from qjm import __version__
 from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.errors import InvalidRequestError
 
 DEFAULT_LAYOUT_VERSION = -64
 
@@ -82,6 +83,38 @@ def describe_namespace(ns: pb.NamespaceInfoProto) -> str:
     """Short form for messages: namespace id and cluster id."""
     namespace_id, cluster_id = namespace_identity(ns)
     return f"namespace {namespace_id} cluster {cluster_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class NsInfo:
+    """The namespace a journal is formatted for."""
+
+    namespace_id: int
+    cluster_id: str
+    block_pool_id: str = ""
+    ctime: int = 0
+    layout_version: int = -64
+
+    @classmethod
+    def from_proto(cls, msg: pb.NamespaceInfoProto) -> NsInfo:
+        """Build from the wire message, rejecting an empty identity."""
+        si = msg.storage_info
+        if si.namespace_id == 0 or not si.cluster_id:
+            raise InvalidRequestError(
+                f"namespace info needs a non-zero namespace id and a cluster id, got "
+                f"namespace id {si.namespace_id} and cluster id {si.cluster_id!r}"
+            )
+        return cls(si.namespace_id, si.cluster_id, msg.block_pool_id, si.ctime, layout_version(msg))
+
+    def to_proto(self) -> pb.NamespaceInfoProto:
+        """The wire message (every required field set)."""
+        return namespace_info(
+            self.namespace_id, self.cluster_id, self.block_pool_id, self.ctime, self.layout_version
+        )
+
+    def describe(self) -> str:
+        """Short form for messages: namespace id and cluster id."""
+        return f"namespaceID={self.namespace_id}, clusterID={self.cluster_id}"
 
 
 @dataclass(frozen=True, slots=True)
