@@ -45,9 +45,9 @@ async def _format(cfg: Any) -> None:
     from qjm.client.admin import new_namespace_info
     from qjm.client.quorum_journal_manager import QuorumJournalManager
     from qjm.namenode.storage import NNStorage
-    from qjm.protocol.namespace import NsInfo
+    from qjm.protocol.namespace import NamespaceInfo
 
-    info = NsInfo.from_proto(new_namespace_info(cluster_id="CID-bench"))
+    info = NamespaceInfo.from_proto(new_namespace_info(cluster_id="CID-bench"))
     storage = NNStorage(Path(cfg.namenode_named("nn1").name_dir))
     try:
         storage.format(info)

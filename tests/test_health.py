@@ -9,10 +9,10 @@ from qjm.journalnode.health import DiskFacts, journal_problems
 from qjm.journalnode.journal import Journal
 from qjm.journalnode.storage import JNStorage
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol.namespace import NsInfo
+from qjm.protocol.namespace import NamespaceInfo
 from raw_writer import JID, RawWriter
 
-NS = NsInfo(namespace_id=7, cluster_id="CID-health")
+NS = NamespaceInfo(namespace_id=7, cluster_id="CID-health")
 
 
 def status(**kw: object) -> pb.JournalStatusProto:

@@ -40,9 +40,9 @@ from qjm.protocol.errors import (
     UnpromisedEpochError,
     WrongSegmentError,
 )
-from qjm.protocol.namespace import NsInfo
+from qjm.protocol.namespace import NamespaceInfo
 
-NS = NsInfo(12345, "CID-test")
+NS = NamespaceInfo(12345, "CID-test")
 PEER_URL = "http://peer.invalid/getJournal?jid=test&segmentTxId=1&inProgressOk=true"
 
 
@@ -187,8 +187,8 @@ def test_format_resets_cached_values(journal: Journal) -> None:
     clock = journal.clock
     journal.clock = lambda: clock() + 3600  # idle: a journal in use is not formatted over
     with pytest.raises(StorageNotEmptyError, match="not empty"):
-        journal.format(NsInfo(999, "CID-other"), force=False)
-    journal.format(NsInfo(999, "CID-other"), force=True)
+        journal.format(NamespaceInfo(999, "CID-other"), force=False)
+    journal.format(NamespaceInfo(999, "CID-other"), force=True)
     # epochs never go back: a live writer of the old namespace must not write here
     assert (journal.last_promised_epoch, journal.last_writer_epoch) == (1, 0)
     assert journal.highest_written_txid == 0
@@ -198,9 +198,9 @@ def test_format_resets_cached_values(journal: Journal) -> None:
 
 def test_namespace_verification(journal: Journal) -> None:
     with pytest.raises(NamespaceMismatchError, match="namespaceID=999.*namespaceID=12345"):
-        journal.new_epoch(NsInfo(999, "CID-test"), 1)
+        journal.new_epoch(NamespaceInfo(999, "CID-test"), 1)
     with pytest.raises(NamespaceMismatchError, match="clusterID=CID-x"):
-        journal.new_epoch(NsInfo(12345, "CID-x"), 1)
+        journal.new_epoch(NamespaceInfo(12345, "CID-x"), 1)
     assert journal.last_promised_epoch == 0
 
 

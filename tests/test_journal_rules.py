@@ -37,10 +37,10 @@ from qjm.protocol.errors import (
     UnpromisedEpochError,
 )
 from qjm.protocol.identity import check_journal_id
-from qjm.protocol.namespace import NsInfo
+from qjm.protocol.namespace import NamespaceInfo
 from test_journal import NS, Writer, open_journal, write
 
-NS_B = NsInfo(999, "CID-other")
+NS_B = NamespaceInfo(999, "CID-other")
 MEMBERS = ["127.0.0.1:8485", "127.0.0.1:8486", "127.0.0.1:8487"]
 
 

@@ -76,7 +76,7 @@ def _release_after(mine: asyncio.Future[None], ahead: asyncio.Future[None] | Non
         ahead.add_done_callback(release)
 
 
-class StartupError(QjmError):
+class JournalNodeStartupError(QjmError):
     """The JournalNode cannot start: bad edits dir, busy port, locked storage."""
 
 
@@ -170,15 +170,15 @@ def check_edits_dir(path: str | Path) -> Path:
     """Validate (and create) the edits dir, naming the problem."""
     p = Path(path)
     if not p.is_absolute():
-        raise StartupError(f"edits dir {str(p)!r} is not an absolute path")
+        raise JournalNodeStartupError(f"edits dir {str(p)!r} is not an absolute path")
     if p.exists() and not p.is_dir():
-        raise StartupError(f"edits dir {p} is not a directory")
+        raise JournalNodeStartupError(f"edits dir {p} is not a directory")
     try:
         p.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise StartupError(f"cannot create edits dir {p}: {e.strerror}") from None
+        raise JournalNodeStartupError(f"cannot create edits dir {p}: {e.strerror}") from None
     if not os.access(p, os.W_OK | os.X_OK):
-        raise StartupError(f"edits dir {p} is not writable")
+        raise JournalNodeStartupError(f"edits dir {p} is not writable")
     return p
 
 
@@ -215,15 +215,15 @@ def check_limits(settings: JournalNodeSettings) -> None:
     for key in LIMIT_KEYS:
         value = getattr(settings, key)
         if value <= 0:
-            raise StartupError(f"journalnode.{key} must be positive, got {value}")
+            raise JournalNodeStartupError(f"journalnode.{key} must be positive, got {value}")
     if settings.ipc_maximum_data_length > settings.max_inflight_request_bytes:
-        raise StartupError(
+        raise JournalNodeStartupError(
             f"journalnode.ipc_maximum_data_length ({settings.ipc_maximum_data_length}) is "
             f"larger than journalnode.max_inflight_request_bytes "
             f"({settings.max_inflight_request_bytes}): the largest request would be refused"
         )
     if settings.ipc_maximum_data_length > settings.ipc_max_unfinished_bytes:
-        raise StartupError(
+        raise JournalNodeStartupError(
             f"journalnode.ipc_maximum_data_length ({settings.ipc_maximum_data_length}) is "
             f"larger than journalnode.ipc_max_unfinished_bytes "
             f"({settings.ipc_max_unfinished_bytes}): the largest request could never arrive"
@@ -241,7 +241,9 @@ def _check_bindable(host: str, port: int, what: str) -> None:
             s.bind((host, port))
         except OSError as e:
             where = format_address(host, port)
-            raise StartupError(f"cannot listen for {what} on {where}: {e.strerror or e}") from None
+            raise JournalNodeStartupError(
+                f"cannot listen for {what} on {where}: {e.strerror or e}"
+            ) from None
 
 
 class JournalNode:
@@ -522,7 +524,7 @@ class JournalNode:
                 f"edits dir {self.edits_dir} is in use by another JournalNode",
             )
         except StorageError as e:
-            raise StartupError(str(e)) from None
+            raise JournalNodeStartupError(str(e)) from None
 
     async def open_storage(self) -> None:
         """Check limits and the edits dir, lock it and open its journals; listens on nothing."""
@@ -559,7 +561,9 @@ class JournalNode:
                 await server.start(self.rpc_host, self.rpc_port)
             except OSError as e:
                 where = format_address(self.rpc_host, self.rpc_port)
-                raise StartupError(f"cannot listen for RPC on {where}: {e.strerror or e}") from None
+                raise JournalNodeStartupError(
+                    f"cannot listen for RPC on {where}: {e.strerror or e}"
+                ) from None
             self.rpc_port = server.port
             runner = web.AppRunner(
                 make_app(self),
@@ -581,7 +585,7 @@ class JournalNode:
                 )
             except OSError as e:
                 where = format_address(self.http_host, self.http_port)
-                raise StartupError(
+                raise JournalNodeStartupError(
                     f"cannot listen for HTTP on {where}: {e.strerror or e}"
                 ) from None
             if self.http_port == 0:
@@ -649,4 +653,10 @@ async def serve_forever(node: JournalNode, ready_file: Path | None = None) -> No
     await node.stop()
 
 
-__all__ = ["JournalNode", "StartupError", "StorageError", "check_edits_dir", "serve_forever"]
+__all__ = [
+    "JournalNode",
+    "JournalNodeStartupError",
+    "StorageError",
+    "check_edits_dir",
+    "serve_forever",
+]

@@ -29,7 +29,7 @@ from qjm.ipc import CallContext, IpcServer, Method, MethodSpec
 from qjm.journalnode.journal import Journal, remote_edit_log
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import InvalidRequestError, JournalError
-from qjm.protocol.namespace import NsInfo
+from qjm.protocol.namespace import NamespaceInfo
 from qjm.protocol.qjournal import (
     INTER_QJOURNAL_METHODS,
     INTER_QJOURNAL_PROTOCOL,
@@ -191,7 +191,7 @@ class JournalNodeHandlers:
 
     async def format(self, request: pb.FormatRequestProto) -> Message:
         """Format the journal's storage for a namespace."""
-        ns = NsInfo.from_proto(request.ns_info)
+        ns = NamespaceInfo.from_proto(request.ns_info)
         members = list(request.members)
         force = request.force
         await self.node.run(_jid(request.jid), lambda j: j.format(ns, force, members), create=True)
@@ -212,7 +212,7 @@ class JournalNodeHandlers:
 
     async def new_epoch(self, request: pb.NewEpochRequestProto) -> Message:
         """Promise an epoch."""
-        ns = NsInfo.from_proto(request.ns_info)
+        ns = NamespaceInfo.from_proto(request.ns_info)
         members = list(request.members)
         epoch = request.epoch
         last, restored, idle_s = await self.node.run(
@@ -330,7 +330,7 @@ class JournalNodeHandlers:
 
     async def change_members(self, request: pb.ChangeMembersRequestProto) -> Message:
         """This node's part of a member change (qjm only)."""
-        ns = NsInfo.from_proto(request.ns_info)
+        ns = NamespaceInfo.from_proto(request.ns_info)
         old, new = list(request.old_members), list(request.new_members)
         joining, promise = request.joining, request.promised_epoch
         return await self.node.run(

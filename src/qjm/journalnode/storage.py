@@ -22,7 +22,7 @@ from qjm.ipc.framing import decode_varint, encode_varint
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import StorageError
 from qjm.protocol.identity import RESERVED_NAMES
-from qjm.protocol.namespace import NsInfo
+from qjm.protocol.namespace import NamespaceInfo
 
 LAST_PROMISED_EPOCH = "last-promised-epoch"
 LAST_WRITER_EPOCH = "last-writer-epoch"
@@ -88,7 +88,9 @@ class JNStorage:
         """True when current/ holds anything."""
         return self.current.is_dir() and any(self.current.iterdir())
 
-    def format(self, ns: NsInfo, promised_epoch: int = 0, members: list[str] | None = None) -> None:
+    def format(
+        self, ns: NamespaceInfo, promised_epoch: int = 0, members: list[str] | None = None
+    ) -> None:
         """Empty current/; write the marker, the kept promise, members, then VERSION last."""
         self._paxos.clear()
         if self.current.exists():
@@ -107,7 +109,7 @@ class JNStorage:
         self.write_version(ns)
         fsync_dir(self.root)
 
-    def write_version(self, ns: NsInfo) -> None:
+    def write_version(self, ns: NamespaceInfo) -> None:
         """Write current/VERSION as a Java properties file, like HDFS."""
         stamp = time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime())
         text = (
@@ -123,7 +125,7 @@ class JNStorage:
         self.paxos_dir.mkdir(exist_ok=True)
         atomic_write(self.current / VERSION, text.encode())
 
-    def read_version(self) -> NsInfo:
+    def read_version(self) -> NamespaceInfo:
         """Parse current/VERSION, naming the file and key on any problem."""
         path = self.current / VERSION
         props: dict[str, str] = {}
@@ -139,7 +141,7 @@ class JNStorage:
                 raise StorageError(
                     f"{path}: storageType is {props['storageType']}, expected {STORAGE_TYPE}"
                 )
-            return NsInfo(
+            return NamespaceInfo(
                 namespace_id=int(props["namespaceID"]),
                 cluster_id=props["clusterID"],
                 block_pool_id=props.get("blockpoolID", ""),

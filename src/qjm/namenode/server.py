@@ -81,7 +81,7 @@ EPOCH_CHECK_S = 1.0  # how often an active asks the JournalNodes whether it was 
 JOURNAL_CHECK_S = 2.0  # how often a standby asks whether the shared journal went behind it
 
 
-class StartupError(QjmError):
+class NameNodeStartupError(QjmError):
     """The NameNode cannot start: a locked or unformatted name dir, a busy port, no image."""
 
 
@@ -918,7 +918,7 @@ class NameNode:
                     self._apply_replayed(raw.txid, decode_op(raw))
         except (QjmError, OSError) as e:
             if self.fatal_error is not None:
-                raise StartupError(f"NameNode {self.name}: {self.fatal_error}") from None
+                raise NameNodeStartupError(f"NameNode {self.name}: {self.fatal_error}") from None
             log.warning(
                 "NameNode %s: replaying the shared edits after txid %d failed (%s); the "
                 "tailer keeps trying",
@@ -1019,7 +1019,7 @@ class NameNode:
         try:
             storage = NNStorage(Path(self.conf.name_dir))
         except QjmError as e:
-            raise StartupError(f"NameNode {self.name}: {e}") from None
+            raise NameNodeStartupError(f"NameNode {self.name}: {e}") from None
         for p in storage.remove_partial_uploads():
             log.info("NameNode %s: removed %s, an image upload left unfinished", self.name, p)
         return storage
@@ -1070,7 +1070,7 @@ class NameNode:
         try:
             await server.start(self.rpc_host, self.rpc_port)
         except OSError as e:
-            raise StartupError(
+            raise NameNodeStartupError(
                 f"NameNode {self.name}: cannot listen for RPC on {self.rpc_address()}: "
                 f"{e.strerror or e}"
             ) from None
@@ -1097,7 +1097,7 @@ class NameNode:
                 runner.server, self.http_host, self.http_port, reuse_address=True
             )
         except OSError as e:
-            raise StartupError(
+            raise NameNodeStartupError(
                 f"NameNode {self.name}: cannot listen for HTTP on {self.http_address()}: "
                 f"{e.strerror or e}"
             ) from None
@@ -1180,4 +1180,4 @@ async def serve_forever(nn: NameNode, ready_file: Path | None = None) -> int:
     return nn.exit_code
 
 
-__all__ = ["NameNode", "StartupError", "os_groups", "os_user", "serve_forever"]
+__all__ = ["NameNode", "NameNodeStartupError", "os_groups", "os_user", "serve_forever"]

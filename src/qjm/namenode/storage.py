@@ -36,7 +36,7 @@ from qjm.namenode.image import (
     ImageContents,
     ImageError,
     Inode,
-    NsInfo,
+    NameSystemInfo,
     decode_ns_info,
     image_file_name,
     md5_path,
@@ -47,7 +47,7 @@ from qjm.namenode.image import (
 from qjm.namenode.image.md5 import write_md5_file
 from qjm.namenode.image.model import ROOT_NS_QUOTA
 from qjm.protocol.errors import StorageError
-from qjm.protocol.namespace import NsInfo as NamespaceInfo
+from qjm.protocol.namespace import NamespaceInfo
 
 log = logging.getLogger("qjm.namenode.storage")
 
@@ -80,7 +80,7 @@ class NameDirLocked(StorageFormatError):
 class ImageSource(Protocol):
     """What save_image needs of a namespace: its checkpoint contents at a txid."""
 
-    def to_image(self, txid: int, ns_info: NsInfo) -> ImageContents:
+    def to_image(self, txid: int, ns_info: NameSystemInfo) -> ImageContents:
         """The namespace as image contents at txid."""
         ...
 
@@ -99,7 +99,7 @@ def empty_image(
         ns_quota=ROOT_NS_QUOTA,
     )
     return ImageContents(
-        ns_info=NsInfo(namespace_id=namespace_id, txid=txid),
+        ns_info=NameSystemInfo(namespace_id=namespace_id, txid=txid),
         inodes=[root],
         last_inode_id=ROOT_INODE_ID,
     )
@@ -297,10 +297,10 @@ class NNStorage:
         images = self.images()
         return images[-1] if images else None
 
-    def base_ns_info(self, txid: int) -> NsInfo:
+    def base_ns_info(self, txid: int) -> NameSystemInfo:
         """The NS_INFO section for a new image at txid: the newest image's (its generation
         stamps and block ids, which the namespace does not track), else a fresh one."""
-        fresh = NsInfo(namespace_id=self.read_ns_info().namespace_id, txid=txid)
+        fresh = NameSystemInfo(namespace_id=self.read_ns_info().namespace_id, txid=txid)
         newest = self.newest_image()
         if newest is None:
             return fresh
