@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import snapshot
+from qjm.editlog.errors import SegmentCorruptError, SegmentRangeError
 from qjm.editlog.framing import HEADER, OP_INVALID, OP_OPAQUE, encode_op, scan
 from qjm.editlog.segments import SegmentWriter, finalized_name, inprogress_name, scan_file
 from qjm.journalnode.journal import FaultInjector, Journal
@@ -17,8 +18,6 @@ from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
     CommittedTxidLossError,
     CommittedTxidRegressionError,
-    CorruptSegmentError,
-    DownloadRangeError,
     EpochNotNewerError,
     FinalizedReplaceError,
     FinalizeEndMismatchError,
@@ -455,7 +454,7 @@ def test_bit_flip_in_an_open_segment_costs_only_its_recovery_vote(
         assert j.new_epoch(NS, 2) == 1  # the corrupt segment is still the newest
         w2 = Writer(2)
         with pytest.raises(
-            CorruptSegmentError, match=rf"{inprogress_name(1)} is corrupt at txid 4"
+            SegmentCorruptError, match=rf"{inprogress_name(1)} is corrupt at txid 4"
         ):
             j.prepare_recovery(w2.req(), 1)
         assert path.read_bytes() == bytes(data)  # nothing was cut or moved
@@ -653,7 +652,7 @@ def test_accept_recovery_refuses_a_download_of_the_wrong_range(tmp_path: Path) -
     try:
         j.new_epoch(NS, 1)
         w = Writer(1)
-        with pytest.raises(DownloadRangeError, match="holds txids 1-2, not 1-4"):
+        with pytest.raises(SegmentRangeError, match="holds txids 1-2, not 1-4"):
             j.accept_recovery(
                 w.req(),
                 pb.SegmentStateProto(start_txid=1, end_txid=4, is_in_progress=True),

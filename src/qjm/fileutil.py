@@ -7,10 +7,14 @@ import fcntl
 import os
 from pathlib import Path
 
-from qjm.protocol.errors import StorageError
+from qjm.errors import QjmError
 
 
-class LockHeld(StorageError):
+class FileLockError(QjmError):
+    """A lock file could not be taken; the message names the file or its holder."""
+
+
+class LockHeld(FileLockError):
     """Another process holds a lock file."""
 
 
@@ -24,7 +28,7 @@ def lock_file(path: Path, busy_message: str) -> int:
         os.close(fd)
         if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
             raise LockHeld(f"{busy_message} (pid {holder})") from None
-        raise StorageError(f"cannot lock {path}: {e.strerror}") from None
+        raise FileLockError(f"cannot lock {path}: {e.strerror}") from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd

@@ -20,7 +20,7 @@ from aiohttp import web
 from qjm import __version__
 from qjm.config import JournalNodeSettings, format_address
 from qjm.errors import QjmError
-from qjm.fileutil import lock_file
+from qjm.fileutil import FileLockError, lock_file
 from qjm.ipc import IpcServer
 from qjm.ipc.server import ipc_limit_keys
 from qjm.journalnode.journal import FaultInjector, Journal
@@ -523,7 +523,7 @@ class JournalNode:
                 self.edits_dir / NODE_LOCK,
                 f"edits dir {self.edits_dir} is in use by another JournalNode",
             )
-        except StorageError as e:
+        except FileLockError as e:
             raise JournalNodeStartupError(str(e)) from None
 
     async def open_storage(self) -> None:

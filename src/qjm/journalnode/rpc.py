@@ -24,11 +24,18 @@ from typing import TYPE_CHECKING, Any
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
+from qjm.editlog.errors import SegmentCorruptError, SegmentIOError, SegmentRangeError
 from qjm.errors import QjmError
 from qjm.ipc import CallContext, IpcServer, Method, MethodSpec
 from qjm.journalnode.journal import Journal, remote_edit_log
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol.errors import InvalidRequestError, JournalError
+from qjm.protocol.errors import (
+    CorruptSegmentError,
+    DownloadRangeError,
+    InvalidRequestError,
+    JournalError,
+    StorageError,
+)
 from qjm.protocol.namespace import NamespaceInfo
 from qjm.protocol.qjournal import (
     INTER_QJOURNAL_METHODS,
@@ -46,6 +53,23 @@ log = logging.getLogger("qjm.journalnode.rpc")
 MAX_LONG_POLL_MS = 30_000
 
 Serve = Callable[[Any], Awaitable[Message]]
+# The segment files' errors (qjm.editlog) as the wire errors a client is sent; the most
+# specific class first.
+_WIRE_ERRORS: tuple[tuple[type[QjmError], type[JournalError]], ...] = (
+    (SegmentCorruptError, CorruptSegmentError),
+    (SegmentIOError, StorageError),
+    (SegmentRangeError, DownloadRangeError),
+)
+
+
+def to_wire_error(e: QjmError) -> JournalError:
+    """The JournalError a client is sent for an expected failure, keeping its message."""
+    if isinstance(e, JournalError):
+        return e
+    for local, wire in _WIRE_ERRORS:
+        if isinstance(e, local):
+            return wire(str(e))
+    return JournalError(str(e))
 
 
 def _check_fields(spec: MethodSpec, request: Message, ctx: CallContext) -> None:
@@ -98,7 +122,7 @@ def _checked(spec: MethodSpec, serve: Serve, node: JournalNode) -> Method:
         except JournalError:
             raise
         except QjmError as e:
-            raise JournalError(str(e)) from None
+            raise to_wire_error(e) from None
         except Exception as e:
             log.exception("internal error serving %s from %s", spec.name, ctx.peer)
             raise JournalError(
@@ -128,7 +152,7 @@ def _started(spec: MethodSpec, work_of: Callable[[Any], Work], node: JournalNode
             except JournalError:
                 raise
             except QjmError as e:
-                raise JournalError(str(e)) from None
+                raise to_wire_error(e) from None
             except Exception as e:
                 log.exception("internal error serving %s from %s", name, peer)
                 raise JournalError(

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qjm.editlog.segments import SegmentFile, list_segments
-from qjm.fileutil import atomic_write, fsync_dir, lock_file
+from qjm.fileutil import FileLockError, atomic_write, fsync_dir, lock_file
 from qjm.ipc.errors import MalformedRpcError
 from qjm.ipc.framing import decode_varint, encode_varint
 from qjm.protocol import qjournal_pb2 as pb
@@ -68,10 +68,13 @@ class JNStorage:
     def lock(self) -> None:
         """Take the exclusive storage lock, or raise naming the holder."""
         self.root.mkdir(parents=True, exist_ok=True)
-        self._lock_fd = lock_file(
-            self.root / LOCK_FILE,
-            f"cannot lock storage {self.root}: it is in use by another process",
-        )
+        try:
+            self._lock_fd = lock_file(
+                self.root / LOCK_FILE,
+                f"cannot lock storage {self.root}: it is in use by another process",
+            )
+        except FileLockError as e:
+            raise StorageError(str(e)) from None
 
     def unlock(self) -> None:
         """Release the storage lock."""

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Protocol
 
 from qjm.editlog.segments import SegmentFile, list_segments
-from qjm.fileutil import atomic_write, fsync_dir, lock_file
+from qjm.fileutil import FileLockError, atomic_write, fsync_dir, lock_file
 from qjm.namenode.errors import NamenodeError
 from qjm.namenode.image import (
     DIRECTORY,
@@ -46,7 +46,6 @@ from qjm.namenode.image import (
 )
 from qjm.namenode.image.md5 import write_md5_file
 from qjm.namenode.image.model import ROOT_NS_QUOTA
-from qjm.protocol.errors import StorageError
 from qjm.protocol.namespace import NamespaceInfo
 
 log = logging.getLogger("qjm.namenode.storage")
@@ -133,7 +132,7 @@ class NNStorage:
                 self.root / LOCK_FILE,
                 f"cannot lock name dir {self.root}: it is in use by another NameNode or tool",
             )
-        except StorageError as e:
+        except FileLockError as e:
             raise NameDirLocked(str(e)) from None
 
     def unlock(self) -> None:
