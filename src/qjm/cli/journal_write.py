@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from qjm import runtime
+from qjm.cli.common import resolve_uri
 from qjm.client.journalnode_client import JournalNodeClient
 from qjm.client.logger_channel import RpcClient
 from qjm.client.output_stream import QuorumOutputStream
@@ -341,8 +342,6 @@ def check_write_sizes(size: int, batch: int) -> None:
 
 def run_write(args: argparse.Namespace) -> int:
     """`qjm journal write`."""
-    from qjm.cli.common import resolve_uri
-
     if args.concurrency is not None:
         return run_write_concurrently(args)
     if args.duration is not None:
@@ -370,8 +369,6 @@ def run_write(args: argparse.Namespace) -> int:
 
 def run_write_concurrently(args: argparse.Namespace) -> int:
     """`qjm journal write --concurrency N`."""
-    from qjm.cli.common import resolve_uri
-
     if args.concurrency < 1:
         raise ConfigError(f"--concurrency must be at least 1, got {args.concurrency}")
     if args.batch is not None:
@@ -407,8 +404,6 @@ def run_write_concurrently(args: argparse.Namespace) -> int:
 
 def run_recover(args: argparse.Namespace) -> int:
     """`qjm journal recover`."""
-    from qjm.cli.common import resolve_uri
-
     uri = resolve_uri(args)
     epoch, last = runtime.run(recover_journal(uri, qjournal_settings(args), args.survivors_only))
     print(last)

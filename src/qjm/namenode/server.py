@@ -882,6 +882,7 @@ class NameNode:
     async def _load(self, replay: bool) -> None:
         """Load the newest image, then (replay) the committed shared edits after it."""
         from qjm.namenode import fs_image
+        from qjm.namenode.namespace import FsLimits
 
         assert self.storage is not None
         storage = self.storage
@@ -895,7 +896,9 @@ class NameNode:
                     fs_image.load_newest, storage, factory, path_loader=self._load_image_file
                 ),
             )
-            ns.limits = self.settings.fs_limits()
+            ns.limits = FsLimits(
+                self.settings.max_component_length, self.settings.max_directory_items
+            )
             self._ns = ns
             self.applied_txid = self.image_txid = int(txid)
             self._notify_applied()
