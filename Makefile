@@ -68,6 +68,7 @@ lint: install
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy
+	$(PY) tests/import_layers.py
 
 demo: install
 	$(PY) -m qjm.cli.demo $(DEMO_ARGS) $(ARGS)
