@@ -68,9 +68,10 @@ lint: install
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
 	$(VENV)/bin/mypy
+	$(PY) tests/import_layers.py
 
 demo: install
-	$(PY) -m qjm.cluster.demo $(DEMO_ARGS) $(ARGS)
+	$(PY) -m qjm.cli.demo $(DEMO_ARGS) $(ARGS)
 
 chaos: install
 	$(PY) -m qjm.testing.chaos $(ARGS)

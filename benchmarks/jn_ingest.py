@@ -12,7 +12,7 @@ import statistics
 import time
 
 from benchmarks.common import BODY, RECORD, journalnodes
-from qjm.cli import eventloop
+from qjm import runtime
 from qjm.client.journalnode_client import JournalNodeClient
 from qjm.client.logger_channel import request_info
 from qjm.editlog.framing import OP_OPAQUE, encode_op
@@ -98,7 +98,7 @@ async def _run(addresses: list[str]) -> list[dict[str, float]]:
 def run() -> str:
     """Start 3 JournalNodes, measure, stop them; return a markdown section."""
     with journalnodes(3) as addrs:
-        rows = eventloop.run(_run(addrs))
+        rows = runtime.run(_run(addrs))
     lines = [
         "## JournalNode ingest (3 JournalNode processes, one writer, quorum 2 of 3)",
         "",

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from qjm.editlog.framing import OP_OPAQUE, encode_op
 from qjm.journalnode.journal import Journal
-from qjm.journalnode.storage import JNStorage, NsInfo
+from qjm.journalnode.storage import JNStorage
 from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.namespace import NamespaceInfo
 
 BODY = b"x" * (200 - 17)
 
@@ -28,7 +29,7 @@ def run(n_ops: int, calls: int, sync: bool) -> float:
     root = Path(tempfile.mkdtemp(prefix="journal-call-"))
     j = Journal("bench", JNStorage(root / "bench"), cache_bytes=10 * 1024 * 1024)
     try:
-        ns = NsInfo(1, "CID-bench")
+        ns = NamespaceInfo(1, "CID-bench")
         j.format(ns, False)
         j.new_epoch(ns, 1)
         reqs = [

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from qjm.editlog.ops import AddOp, CloseOp, MkdirOp, PermissionStatus
-from qjm.namenode.image import NsInfo, read_image, write_image
+from qjm.namenode.image import NameSystemInfo, read_image, write_image
 from qjm.namenode.image_bridge import load_namespace
 from qjm.namenode.namespace import Namespace
 from qjm.namenode.types import Caller, RpcIds
@@ -131,7 +131,7 @@ def startup(ns: Namespace) -> dict[str, Any]:
         ns.copy()  # what a checkpoint holds apply up for, if it images a copy
         copy_s = time.perf_counter() - tc
         t0 = time.perf_counter()
-        contents = ns.to_image(1, NsInfo(namespace_id=1, txid=1))
+        contents = ns.to_image(1, NameSystemInfo(namespace_id=1, txid=1))
         t1 = time.perf_counter()
         write_image(path, contents)
         t2 = time.perf_counter()

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import percentile
-from qjm.cli import eventloop
+from qjm import runtime
 from qjm.cluster.process import spawn, stop_pid, wait_ready
 from qjm.config import config_from_dict, dump_config
 from qjm.ipc import IpcClient
@@ -44,10 +44,10 @@ def _free_port() -> int:
 async def _format(cfg: Any) -> None:
     from qjm.client.admin import new_namespace_info
     from qjm.client.quorum_journal_manager import QuorumJournalManager
-    from qjm.journalnode.storage import NsInfo
     from qjm.namenode.storage import NNStorage
+    from qjm.protocol.namespace import NamespaceInfo
 
-    info = NsInfo.from_proto(new_namespace_info(cluster_id="CID-bench"))
+    info = NamespaceInfo.from_proto(new_namespace_info(cluster_id="CID-bench"))
     storage = NNStorage(Path(cfg.namenode_named("nn1").name_dir))
     try:
         storage.format(info)
@@ -134,7 +134,7 @@ def _worker(
     address: str, op: str, ks: list[int], files: dict[int, int], start_at: float, conn: Any
 ) -> None:
     """A client process: its share of the clients; sends (counts, latencies) back."""
-    conn.send(eventloop.run(_client_loops(address, op, ks, files, start_at)))
+    conn.send(runtime.run(_client_loops(address, op, ks, files, start_at)))
     conn.close()
 
 
@@ -185,7 +185,7 @@ async def _activate(rpc_address: str) -> None:
 
 
 def _bench(rpc_address: str) -> dict[str, dict[str, dict[str, Any]]]:
-    eventloop.run(_activate(rpc_address))
+    runtime.run(_activate(rpc_address))
     results: dict[str, dict[str, dict[str, Any]]] = {}
     for n in CONCURRENCY:
         files: dict[int, int] = {}
@@ -246,7 +246,7 @@ def run() -> dict[str, Any]:
             )
             conf = root / "cluster.toml"
             conf.write_text(dump_config(cfg))
-            eventloop.run(_format(cfg))
+            runtime.run(_format(cfg))
             nn = spawn(
                 "nn1",
                 ["namenode", "--config", str(conf), "--id", "nn1", "--log-level", "WARNING"],

@@ -29,7 +29,7 @@ from typing import Any
 
 from benchmarks.common import M, timed_section
 from qjm.editlog.ops.types import Block
-from qjm.namenode.image import ROOT_INODE_ID, ImageContents, Inode, NsInfo, write_image
+from qjm.namenode.image import ROOT_INODE_ID, ImageContents, Inode, NameSystemInfo, write_image
 
 DAY_MS = 86_400_000
 NOW_MS = 1_700_000_000_000
@@ -83,7 +83,7 @@ def generate(path: Path, n: int, seed: int = 1) -> Path:
         )
         parents[next_id] = parent
         next_id += 1
-    write_image(path, ImageContents(NsInfo(1, 1), inodes, parents, last_inode_id=next_id))
+    write_image(path, ImageContents(NameSystemInfo(1, 1), inodes, parents, last_inode_id=next_id))
     return path
 
 

@@ -94,10 +94,10 @@ def write_config(cfg: ClusterConfig, path: Path) -> Path:
 async def format_cluster(cfg: ClusterConfig, name: str = "nn1") -> None:
     """`qjm namenode format`: a new namespace in name's dir and on the shared journal."""
     from qjm.client.admin import new_namespace_info
-    from qjm.journalnode.storage import NsInfo
     from qjm.namenode.admin import format_namenode
+    from qjm.protocol.namespace import NamespaceInfo
 
-    info = NsInfo.from_proto(new_namespace_info(cluster_id="CID-nn-test"))
+    info = NamespaceInfo.from_proto(new_namespace_info(cluster_id="CID-nn-test"))
     await format_namenode(cfg, name, ns_info=info)
 
 

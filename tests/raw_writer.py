@@ -12,8 +12,8 @@ from typing import Any
 from conftest import JNProcess
 from qjm.client.journalnode_client import JournalNodeClient
 from qjm.editlog.framing import OP_OPAQUE, encode_op
-from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.namespace import NamespaceInfo
 from qjm.protocol.qjournal import journal_id
 
 JID = "ns1"
@@ -22,7 +22,7 @@ T = 10.0
 
 def ns_info(namespace_id: int, cluster_id: str) -> pb.NamespaceInfoProto:
     """A namespace's wire form, every required field set."""
-    return NsInfo(namespace_id, cluster_id).to_proto()
+    return NamespaceInfo(namespace_id, cluster_id).to_proto()
 
 
 NS = ns_info(4242, "CID-server-test")

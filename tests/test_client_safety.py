@@ -24,9 +24,9 @@ from qjm.editlog.file_journal import truncate_after as _truncate_after
 from qjm.editlog.framing import OP_OPAQUE
 from qjm.editlog.segments import finalized_name
 from qjm.errors import ConfigError, QjmError
-from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import EpochError, UnpromisedEpochError
+from qjm.protocol.namespace import NamespaceInfo
 from qjm.protocol.qjournal import journal_id
 from qjm_cluster import (
     FAST_SETTINGS,
@@ -355,7 +355,7 @@ async def test_c_a_node_of_another_namespace_does_not_block_the_writer(
         other = new_namespace_info(cluster_id="CID-other", namespace_id=999)
         node = cluster.nodes[bad]
         assert node is not None
-        await node.run(jid, lambda j: j.format(NsInfo.from_proto(other), True))
+        await node.run(jid, lambda j: j.format(NamespaceInfo.from_proto(other), True))
         f = faults3()
         if bad != 0:
             f[0].delay_s = 0.1  # the bad node is among the first majority to answer
@@ -369,7 +369,7 @@ async def test_c_a_node_of_another_namespace_does_not_block_the_writer(
         finally:
             await settle(q)
         assert f"{cluster.address(bad)}" in caplog.text and "namespace" in caplog.text
-        assert (await node.journal(jid)).ns_info == NsInfo.from_proto(other)
+        assert (await node.journal(jid)).ns_info == NamespaceInfo.from_proto(other)
 
 
 # -- review findings 5 and 6: a stale node and an away node -------------------------------------

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from ports import free_port_block
-from qjm.cluster.demo import Console, LogFollower, render_bar
+from qjm.cli.demo import Console, LogFollower, render_bar
 from qjm.cluster.process import pid_alive
 
 DEMO_TIMEOUT_S = 150.0
@@ -50,7 +50,7 @@ def test_demo_once_fails_over_keeps_every_acknowledged_op_and_stops_everything(
     directory = tmp_path / "demo"
     out_path = tmp_path / "demo.out"
     deadline = time.monotonic() + DEMO_TIMEOUT_S
-    argv = [sys.executable, "-m", "qjm.cluster.demo", "--once", "--dir", str(directory)]
+    argv = [sys.executable, "-m", "qjm.cli.demo", "--once", "--dir", str(directory)]
     argv += ["--base-port", str(free_port_block(40))]
     with open(out_path, "w") as out:
         proc = subprocess.Popen(

@@ -9,9 +9,10 @@ import pytest
 from qjm.editlog.framing import HEADER, OP_OPAQUE, encode_op, header, iter_ops, validate_batch
 from qjm.journalnode.edits_cache import JournaledEditsCache
 from qjm.journalnode.journal import Journal
-from qjm.journalnode.storage import JNStorage, NsInfo
+from qjm.journalnode.storage import JNStorage
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import CacheMissError, InvalidRequestError
+from qjm.protocol.namespace import NamespaceInfo
 
 OP = len(encode_op(OP_OPAQUE, 1, b"x" * 33))  # every op here is this long
 
@@ -79,7 +80,7 @@ def test_disabled_cache_stores_nothing() -> None:
 
 
 def test_journal_serves_synced_batches_from_memory(tmp_path: Path) -> None:
-    ns = NsInfo(1, "CID-c")
+    ns = NamespaceInfo(1, "CID-c")
     j = Journal("c", JNStorage(tmp_path / "c"))
     try:
         j.format(ns, force=False)
@@ -117,7 +118,7 @@ def test_journal_serves_synced_batches_from_memory(tmp_path: Path) -> None:
 
 
 def test_long_poll_answers_early_only_with_committed_edits(tmp_path: Path) -> None:
-    ns = NsInfo(1, "CID-c")
+    ns = NamespaceInfo(1, "CID-c")
     j = Journal("c", JNStorage(tmp_path / "c"))
     try:
         j.format(ns, force=False)

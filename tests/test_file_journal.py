@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from qjm.editlog.errors import SegmentCorruptError, SegmentRangeError
 from qjm.editlog.file_journal import FileJournal, SegmentInfo, truncate_after
 from qjm.editlog.framing import HEADER_LEN, LAYOUT_VERSION, OP_OPAQUE, encode_op, header
 from qjm.editlog.segments import SegmentFile, finalized_name, inprogress_name, scan_file
-from qjm.protocol.errors import CorruptSegmentError, DownloadRangeError
 
 
 def ops(first: int, count: int) -> bytes:
@@ -85,7 +85,7 @@ def test_a_torn_tail_is_cut_off_a_corrupt_op_is_refused(files: FileJournal) -> N
     bad = bytearray(data)
     bad[op_offset(data, 3) + 14] ^= 0xFF  # a body byte of txid 3: its CRC fails, 4-5 follow
     path = write_inprogress(files, 1, bytes(bad))
-    with pytest.raises(CorruptSegmentError, match=r"at txid 3"):
+    with pytest.raises(SegmentCorruptError, match=r"at txid 3"):
         files.segment_info(1)
     marked = files.segment_info(1, corrupt_ok=True)
     assert marked is not None and marked.end_txid == 2 and marked.corrupt is not None
@@ -94,7 +94,7 @@ def test_a_torn_tail_is_cut_off_a_corrupt_op_is_refused(files: FileJournal) -> N
     assert files.corrupt_latest is not None and files.corrupt_latest[0] == path
     seg = files.find_segment(1)
     assert seg is not None
-    with pytest.raises(CorruptSegmentError):
+    with pytest.raises(SegmentCorruptError):
         files.servable_length(seg)
     assert path.read_bytes() == bytes(bad)  # never cut
 
@@ -154,9 +154,9 @@ def test_truncate_and_check_a_download(files: FileJournal, tmp_path: Path) -> No
     dest.write_bytes(segment_bytes(1, 5))
     files.check_download(dest, 1, 3, "peer")
     assert dest.read_bytes() == segment_bytes(1, 3)
-    with pytest.raises(DownloadRangeError, match="holds txids 1-3, not 1-4"):
+    with pytest.raises(SegmentRangeError, match="holds txids 1-3, not 1-4"):
         files.check_download(dest, 1, 4, "peer")
-    with pytest.raises(DownloadRangeError):
+    with pytest.raises(SegmentRangeError):
         files.check_download(dest, 2, 3, "peer")
     other = tmp_path / "other"
     other.write_bytes(segment_bytes(1, 5))

@@ -7,11 +7,12 @@ from pathlib import Path
 from conftest import JNFactory, read_json, run_qjm
 from qjm.journalnode.health import DiskFacts, journal_problems
 from qjm.journalnode.journal import Journal
-from qjm.journalnode.storage import JNStorage, NsInfo
+from qjm.journalnode.storage import JNStorage
 from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.namespace import NamespaceInfo
 from raw_writer import JID, RawWriter
 
-NS = NsInfo(namespace_id=7, cluster_id="CID-health")
+NS = NamespaceInfo(namespace_id=7, cluster_id="CID-health")
 
 
 def status(**kw: object) -> pb.JournalStatusProto:

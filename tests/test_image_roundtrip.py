@@ -14,7 +14,7 @@ from qjm.namenode.image import (
     EcPolicy,
     ImageContents,
     Inode,
-    NsInfo,
+    NameSystemInfo,
     encode_image,
     image_file_name,
     load_image,
@@ -96,7 +96,7 @@ def sample() -> ImageContents:
         target="/user/data.csv",
     )
     return ImageContents(
-        ns_info=NsInfo(
+        ns_info=NameSystemInfo(
             namespace_id=42,
             txid=1234,
             genstamp_v2=1004,
@@ -232,7 +232,7 @@ def trees(draw: st.DrawFn) -> ImageContents:
         inodes.append(node)
         parents[iid] = parent
     return ImageContents(
-        ns_info=NsInfo(
+        ns_info=NameSystemInfo(
             namespace_id=draw(st.integers(0, 2**32 - 1)), txid=draw(st.integers(0, 2**63 - 1))
         ),
         inodes=inodes,

@@ -23,7 +23,7 @@ import pytest
 from conftest import JNFactory
 from ports import free_address
 from qjm.config import JournalNodeSettings
-from qjm.journalnode.node import JournalNode, StartupError
+from qjm.journalnode.node import JournalNode, JournalNodeStartupError
 from qjm.logs import RateLimitFilter, setup_logging
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import JournalError, StorageError
@@ -443,7 +443,7 @@ async def test_status_reports_a_busy_journal_instead_of_waiting(tmp_path: Path) 
 async def test_limits_that_cannot_work_are_refused_at_start(
     tmp_path: Path, settings: dict[str, int], match: str
 ) -> None:
-    with pytest.raises(StartupError, match=match):
+    with pytest.raises(JournalNodeStartupError, match=match):
         async with node_with(tmp_path, **settings):
             pass
 

@@ -9,16 +9,15 @@ from pathlib import Path
 import pytest
 
 from conftest import snapshot
+from qjm.editlog.errors import SegmentCorruptError, SegmentRangeError
 from qjm.editlog.framing import HEADER, OP_INVALID, OP_OPAQUE, encode_op, scan
 from qjm.editlog.segments import SegmentWriter, finalized_name, inprogress_name, scan_file
 from qjm.journalnode.journal import FaultInjector, Journal
-from qjm.journalnode.storage import JNStorage, NsInfo
+from qjm.journalnode.storage import JNStorage
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
     CommittedTxidLossError,
     CommittedTxidRegressionError,
-    CorruptSegmentError,
-    DownloadRangeError,
     EpochNotNewerError,
     FinalizedReplaceError,
     FinalizeEndMismatchError,
@@ -40,8 +39,9 @@ from qjm.protocol.errors import (
     UnpromisedEpochError,
     WrongSegmentError,
 )
+from qjm.protocol.namespace import NamespaceInfo
 
-NS = NsInfo(12345, "CID-test")
+NS = NamespaceInfo(12345, "CID-test")
 PEER_URL = "http://peer.invalid/getJournal?jid=test&segmentTxId=1&inProgressOk=true"
 
 
@@ -186,8 +186,8 @@ def test_format_resets_cached_values(journal: Journal) -> None:
     clock = journal.clock
     journal.clock = lambda: clock() + 3600  # idle: a journal in use is not formatted over
     with pytest.raises(StorageNotEmptyError, match="not empty"):
-        journal.format(NsInfo(999, "CID-other"), force=False)
-    journal.format(NsInfo(999, "CID-other"), force=True)
+        journal.format(NamespaceInfo(999, "CID-other"), force=False)
+    journal.format(NamespaceInfo(999, "CID-other"), force=True)
     # epochs never go back: a live writer of the old namespace must not write here
     assert (journal.last_promised_epoch, journal.last_writer_epoch) == (1, 0)
     assert journal.highest_written_txid == 0
@@ -197,9 +197,9 @@ def test_format_resets_cached_values(journal: Journal) -> None:
 
 def test_namespace_verification(journal: Journal) -> None:
     with pytest.raises(NamespaceMismatchError, match="namespaceID=999.*namespaceID=12345"):
-        journal.new_epoch(NsInfo(999, "CID-test"), 1)
+        journal.new_epoch(NamespaceInfo(999, "CID-test"), 1)
     with pytest.raises(NamespaceMismatchError, match="clusterID=CID-x"):
-        journal.new_epoch(NsInfo(12345, "CID-x"), 1)
+        journal.new_epoch(NamespaceInfo(12345, "CID-x"), 1)
     assert journal.last_promised_epoch == 0
 
 
@@ -454,7 +454,7 @@ def test_bit_flip_in_an_open_segment_costs_only_its_recovery_vote(
         assert j.new_epoch(NS, 2) == 1  # the corrupt segment is still the newest
         w2 = Writer(2)
         with pytest.raises(
-            CorruptSegmentError, match=rf"{inprogress_name(1)} is corrupt at txid 4"
+            SegmentCorruptError, match=rf"{inprogress_name(1)} is corrupt at txid 4"
         ):
             j.prepare_recovery(w2.req(), 1)
         assert path.read_bytes() == bytes(data)  # nothing was cut or moved
@@ -652,7 +652,7 @@ def test_accept_recovery_refuses_a_download_of_the_wrong_range(tmp_path: Path) -
     try:
         j.new_epoch(NS, 1)
         w = Writer(1)
-        with pytest.raises(DownloadRangeError, match="holds txids 1-2, not 1-4"):
+        with pytest.raises(SegmentRangeError, match="holds txids 1-2, not 1-4"):
             j.accept_recovery(
                 w.req(),
                 pb.SegmentStateProto(start_txid=1, end_txid=4, is_in_progress=True),

@@ -14,7 +14,6 @@ from conftest import snapshot
 from qjm.editlog.segments import finalized_name, inprogress_name
 from qjm.journalnode import journal as journal_module
 from qjm.journalnode.journal import Journal
-from qjm.journalnode.storage import NsInfo
 from qjm.journalnode.syncer import PeerCopy, SyncPlan, plan_sync
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
@@ -38,9 +37,10 @@ from qjm.protocol.errors import (
     UnpromisedEpochError,
 )
 from qjm.protocol.identity import check_journal_id
+from qjm.protocol.namespace import NamespaceInfo
 from test_journal import NS, Writer, open_journal, write
 
-NS_B = NsInfo(999, "CID-other")
+NS_B = NamespaceInfo(999, "CID-other")
 MEMBERS = ["127.0.0.1:8485", "127.0.0.1:8486", "127.0.0.1:8487"]
 
 

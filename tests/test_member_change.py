@@ -14,7 +14,6 @@ import pytest
 from conftest import JNFactory, JNProcess, run_qjm, snapshot
 from ports import free_port
 from qjm.journalnode.journal import Journal
-from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
     AmnesiacNodeError,
@@ -34,6 +33,7 @@ from qjm.protocol.member_change import (
     check_member_change,
     plan_member_change,
 )
+from qjm.protocol.namespace import NamespaceInfo
 from qjm.protocol.qjournal import journal_id
 from qjm_cluster import read_dir_segments
 from raw_writer import JID, JNClient, RawWriter
@@ -299,7 +299,7 @@ def test_a_node_refuses_an_unsafe_change_another_namespace_and_other_members(
         with pytest.raises(UnsafeMemberChangeError, match="one change at a time"):
             j.change_members(NS, OLD, ["127.0.0.1:7001", "127.0.0.1:7008", "127.0.0.1:7009"])
         with pytest.raises(NamespaceMismatchError, match="incompatible namespace"):
-            j.change_members(NsInfo(1, "CID-other"), OLD, NEW)
+            j.change_members(NamespaceInfo(1, "CID-other"), OLD, NEW)
         for bad in ("127.0.0.1:7004\nepoch=99", "127.0.0.1:7004;127.0.0.1:7005", "jn4", ""):
             with pytest.raises(InvalidRequestError, match="new member .* is not host:port"):
                 j.change_members(NS, OLD, [*OLD[:2], bad])

@@ -96,9 +96,9 @@ async def test_restart_replays_to_the_same_namespace(tmp_path: Path, jn_factory:
 
     again = await start_nn(cfg, "nn1")
     try:
-        from qjm.namenode.server import NameNode, StartupError
+        from qjm.namenode.server import NameNode, NameNodeStartupError
 
-        with pytest.raises(StartupError, match="in use"):
+        with pytest.raises(NameNodeStartupError, match="in use"):
             await NameNode(cfg, "nn1").start()  # the name dir is locked by `again`
         assert again.ha_state == HAState.STANDBY
         assert tree(again) == before

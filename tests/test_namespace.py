@@ -8,7 +8,7 @@ import pytest
 
 from qjm.editlog.framing import iter_ops
 from qjm.editlog.ops import AddOp, CloseOp, DeleteOp, MkdirOp, Op, decode_op, encode_op
-from qjm.namenode.image import NsInfo, read_image, write_image
+from qjm.namenode.image import NameSystemInfo, read_image, write_image
 from qjm.namenode.image.model import ROOT_INODE_ID
 from qjm.namenode.namespace import Namespace
 from qjm.namenode.types import Caller, RpcIds
@@ -153,7 +153,7 @@ def test_image_round_trip(tmp_path: Path) -> None:
     r.run(r.ns.plan_set_quota("/user", SU, 50, 1 << 40))
     r.run(r.ns.plan_create("/open", SU, 0o640, False, False, 2, 1 << 20, "w", "m", 3, RPC))
     path = tmp_path / "fsimage_0000000000000000042"
-    write_image(path, r.ns.to_image(42, NsInfo(namespace_id=7, txid=0)))
+    write_image(path, r.ns.to_image(42, NameSystemInfo(namespace_id=7, txid=0)))
     image = read_image(path)
     assert image.ns_info.txid == 42 and image.ns_info.namespace_id == 7
     back = Namespace.from_image(image, superuser="hdfs")
@@ -225,7 +225,7 @@ def test_hadoop_edit_log_replays_and_round_trips_through_an_image(tmp_path: Path
     link = ns.stat("/file_symlink", SU)
     assert link is not None and link.symlink == "/file_concat_target"
     path = tmp_path / "fsimage_0000000000000000099"
-    write_image(path, ns.to_image(99, NsInfo(namespace_id=1, txid=0)))
+    write_image(path, ns.to_image(99, NameSystemInfo(namespace_id=1, txid=0)))
     back = Namespace.from_image(read_image(path), superuser="hdfs")
     assert back.dump() == ns.dump()
     assert back.totals() == ns.totals()
@@ -255,7 +255,7 @@ def test_fast_loader_equals_the_general_path(
         edits.apply(op)
     for i, ns in enumerate((r.ns, edits, Namespace(superuser="hdfs"))):
         p = tmp_path / f"fsimage_{i:019d}"
-        write_image(p, ns.to_image(i, NsInfo(namespace_id=3, txid=0)))
+        write_image(p, ns.to_image(i, NameSystemInfo(namespace_id=3, txid=0)))
         cases.append(p)
     for p in cases:
         image = read_image(p)

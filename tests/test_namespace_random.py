@@ -10,7 +10,7 @@ import pytest
 from qjm.editlog.framing import iter_ops
 from qjm.editlog.ops import Op, decode_op, encode_op
 from qjm.namenode.errors import NamenodeError
-from qjm.namenode.image import NsInfo, read_image, write_image
+from qjm.namenode.image import NameSystemInfo, read_image, write_image
 from qjm.namenode.inodes import DIRECTORY, NO_SLOT
 from qjm.namenode.namespace import ROOT, Namespace
 from qjm.namenode.types import Caller, RpcIds
@@ -140,7 +140,7 @@ def test_random_workload(seed: int, tmp_path: Path) -> None:
     assert other.dump() == ns.dump()
     check_counts(other)
     path = tmp_path / "fsimage_0000000000000000001"
-    write_image(path, ns.to_image(1, NsInfo(namespace_id=1, txid=1)))
+    write_image(path, ns.to_image(1, NameSystemInfo(namespace_id=1, txid=1)))
     back = Namespace.from_image(read_image(path), superuser="hdfs")
     assert back.dump() == ns.dump()
     check_counts(back)

@@ -42,14 +42,14 @@ from qjm.namenode.admin import (
 )
 from qjm.namenode.edit_log import (
     EditLogClosedError,
-    EditLogError,
     EditLogFatalError,
+    EditLogRefusedError,
     FSEditLog,
     WriterFencedError,
 )
 from qjm.namenode.errors import NamenodeError
 from qjm.namenode.fs_image import EditLogGapError, load_newest, local_edits, replay
-from qjm.namenode.image import ImageContents, NsInfo
+from qjm.namenode.image import ImageContents, NameSystemInfo
 from qjm.namenode.storage import NamespaceInfo, NNStorage, StorageFormatError, empty_image
 from qjm.namenode.types import Caller
 from qjm.protocol import qjournal_pb2 as pb
@@ -499,7 +499,7 @@ class Tree:
             raise ValueError(f"parent of {op.path} does not exist")
         self.applied.append(op)
 
-    def to_image(self, txid: int, ns_info: NsInfo) -> ImageContents:
+    def to_image(self, txid: int, ns_info: NameSystemInfo) -> ImageContents:
         """The empty tree at txid."""
         return empty_image(ns_info.namespace_id, txid, owner="hdfs")
 
@@ -744,7 +744,7 @@ async def test_namespace_written_through_the_edit_log_replays_equal(tmp_path: Pa
         last = el.last_txid
         await el.close()
         await q.close()
-        ns_info = NsInfo(namespace_id=info.namespace_id, txid=0)
+        ns_info = NameSystemInfo(namespace_id=info.namespace_id, txid=0)
         expected = contents_key(ns.to_image(last + 1, ns_info))
 
         # Start-up from the name dir: the image, then the local edits after it.
@@ -797,7 +797,7 @@ async def test_open_for_write_without_a_quorum_is_a_clear_error(
     mem.faults[0].fail("startLogSegment")
     mem.faults[1].fail("startLogSegment")
     el = FSEditLog(st, q, SETTINGS, Fatal())
-    with pytest.raises(EditLogError, match="cannot start edit log segment 1 on the quorum"):
+    with pytest.raises(EditLogRefusedError, match="cannot start edit log segment 1 on the quorum"):
         await el.open_for_write(first)
     with pytest.raises(EditLogClosedError):
         el.log(mkdir(0))

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from qjm.namenode.fs_image import NoImageError, load_newest
-from qjm.namenode.image import FsImage, ImageContents, NsInfo, md5_path, read_image
+from qjm.namenode.image import FsImage, ImageContents, NameSystemInfo, md5_path, read_image
 from qjm.namenode.storage import (
     NameDirLocked,
     NamespaceInfo,
@@ -31,7 +31,7 @@ class FakeNs:
     def __init__(self, image: FsImage | None = None) -> None:
         self.image = image
 
-    def to_image(self, txid: int, ns_info: NsInfo) -> ImageContents:
+    def to_image(self, txid: int, ns_info: NameSystemInfo) -> ImageContents:
         """The empty namespace at txid, with ns_info's counters (as the real one keeps them)."""
         image = empty_image(ns_info.namespace_id, txid, owner="hdfs")
         image.ns_info = dataclasses.replace(ns_info, txid=txid)
@@ -205,7 +205,7 @@ def test_a_new_image_keeps_the_generation_stamps_of_the_newest(tmp_path: Path) -
     with NNStorage(tmp_path / "name") as st:
         st.format(NSI)
         stamped = empty_image(4242, 5, owner="hdfs")
-        stamped.ns_info = NsInfo(
+        stamped.ns_info = NameSystemInfo(
             namespace_id=4242, txid=5, genstamp_v2=1234, last_allocated_block_id=(1 << 30) + 77
         )
         st.save_image_contents(stamped)

@@ -16,8 +16,8 @@ import pytest
 from qjm.client.decisions import RestoredNodesError
 from qjm.client.quorum_call import QuorumError
 from qjm.journalnode.journal import Journal
-from qjm.journalnode.storage import NsInfo
 from qjm.protocol.errors import AmnesiacNodeError, TombstonedSegmentError
+from qjm.protocol.namespace import NamespaceInfo
 from qjm_cluster import (
     JNCluster,
     NodeFaults,
@@ -65,7 +65,7 @@ async def test_a_node_that_lost_acked_txids_does_not_vote_them_away(
             await cluster.start_node(1)
             node = cluster.nodes[1]
             assert node is not None
-            restore = lambda j: j.restore_version(NsInfo.from_proto(ns), 1)  # noqa: E731
+            restore = lambda j: j.restore_version(NamespaceInfo.from_proto(ns), 1)  # noqa: E731
             assert await node.run(jid, restore, create=True)
         else:
             bad = cluster.current_dir(1, jid) / "edits_0000000000000000006-0000000000000000010"

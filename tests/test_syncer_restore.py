@@ -17,8 +17,9 @@ from conftest import JNFactory, JNProcess
 from qjm.client.journalnode_client import JournalNodeClient
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.journalnode.journal import Journal
-from qjm.journalnode.storage import JNStorage, NsInfo
+from qjm.journalnode.storage import JNStorage
 from qjm.journalnode.syncer import _restore_journal
+from qjm.protocol.namespace import NamespaceInfo
 from qjm_cluster import FAST_SETTINGS, FaultyClient, NodeFaults, write_txns
 from raw_writer import JID, NS, RawWriter
 from test_syncer import start_synced_trio, wait_until
@@ -119,7 +120,7 @@ async def test_wiped_node_does_not_restore_without_a_majority(jn_factory: JNFact
 def test_restore_writes_version_promise_and_the_agreed_members(tmp_path: Path) -> None:
     j = Journal("j", JNStorage(tmp_path / "j"))
     try:
-        ns = NsInfo(namespace_id=9, cluster_id="CID-restore")
+        ns = NamespaceInfo(namespace_id=9, cluster_id="CID-restore")
         assert _restore_journal(j, ns, 3, ["127.0.0.1:2", "127.0.0.1:1"])
         assert j.ns_info == ns and j.last_promised_epoch == 3
         members = (tmp_path / "j" / "current" / "members").read_text()

@@ -32,12 +32,9 @@ from __future__ import annotations
 import tomllib
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from qjm.errors import ConfigError
-
-if TYPE_CHECKING:
-    from qjm.namenode.namespace import FsLimits
 
 JN_RPC_PORT = 8485
 JN_HTTP_PORT = 8480
@@ -225,12 +222,6 @@ class NameNodeSettings:
             raise ConfigError(
                 f"namenode.images_retained must be at least 1, got {self.images_retained}"
             )
-
-    def fs_limits(self) -> FsLimits:
-        """The namespace's FsLimits from these settings."""
-        from qjm.namenode.namespace import FsLimits
-
-        return FsLimits(self.max_component_length, self.max_directory_items)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from qjm.cli import eventloop
+from qjm import runtime
 from qjm.cli.journal import STATUS_HEADERS, status_rows
 from qjm.cli.table import render_table
 from qjm.client.admin import journal_status
@@ -182,7 +182,7 @@ def cluster_status(directory: Path) -> dict[str, Any]:
             d["ha_state"] = states.get(name, "down") if d["running"] else "down"
         elif kind == "zookeeper":
             d["mode"] = (server_mode(d["rpc"]) or "not serving") if d["running"] else "down"
-    journal = eventloop.run(journal_status(parse_qjournal_uri(cluster["shared_edits"])))
+    journal = runtime.run(journal_status(parse_qjournal_uri(cluster["shared_edits"])))
     return {
         "daemons": daemons,
         "journal": journal,

@@ -9,7 +9,7 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-from qjm.cli import eventloop
+from qjm import runtime
 from qjm.config import load_config
 from qjm.errors import ConfigError
 from qjm.ipc import RemoteError, RpcError
@@ -122,7 +122,7 @@ def run_dfs(args: argparse.Namespace) -> int:
             verb: Verb = args.verb_func
             return await verb(client, args)
 
-    return eventloop.run(main())
+    return runtime.run(main())
 
 
 # -- formatting ----------------------------------------------------------------------------

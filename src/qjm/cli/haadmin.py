@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from qjm.cli import eventloop
+from qjm import runtime
 from qjm.config import ClusterConfig, load_config
 from qjm.errors import ConfigError
 from qjm.ha.haadmin import (
@@ -108,24 +108,24 @@ def run_haadmin(args: argparse.Namespace) -> int:
     try:
         if args.getServiceState:
             target = _target(targets, args.getServiceState)
-            state, _, _ = eventloop.run(get_status(target, timeout))
+            state, _, _ = runtime.run(get_status(target, timeout))
             print(_STATE_NAMES.get(state.name, state.name.lower()))
             return 0
         if args.getAllServiceState:
-            return eventloop.run(_all_states(list(targets.values()), timeout))
+            return runtime.run(_all_states(list(targets.values()), timeout))
         if args.checkHealth:
-            eventloop.run(check_health(_target(targets, args.checkHealth), timeout))
+            runtime.run(check_health(_target(targets, args.checkHealth), timeout))
             return 0
         if args.transitionToStandby:
             target = _target(targets, args.transitionToStandby)
-            eventloop.run(
+            runtime.run(
                 transition_to_standby(target, forced=args.forcemanual, call_timeout_s=timeout)
             )
             return 0
         if args.transitionToActive:
             target = _target(targets, args.transitionToActive)
             others = [t for n, t in targets.items() if n != target.name]
-            eventloop.run(
+            runtime.run(
                 transition_to_active(
                     target,
                     others,
@@ -138,7 +138,7 @@ def run_haadmin(args: argparse.Namespace) -> int:
             return 0
         from_name, to_name = args.failover
         from_t, to_t = _target(targets, from_name), _target(targets, to_name)
-        eventloop.run(
+        runtime.run(
             failover(
                 from_t,
                 to_t,
@@ -190,7 +190,7 @@ def _auto_failover(
     _target(targets, from_name)
     to_t = _target(targets, to_name)
     try:
-        eventloop.run(
+        runtime.run(
             graceful_failover_through_zkfc(
                 to_t, cfg.zkfc_address_of(to_name), call_timeout_s=timeout
             )

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from qjm.cli import eventloop
+from qjm import runtime
+from qjm.cli.common import add_uri_args, resolve_uri
 from qjm.cli.table import render_table
 from qjm.client.admin import (
     MemberChangeReport,
@@ -15,30 +16,8 @@ from qjm.client.admin import (
     new_namespace_info,
 )
 from qjm.client.decisions import majority_of
-from qjm.client.uri import QJournalUri, parse_members, parse_qjournal_uri
-from qjm.config import load_config
-from qjm.errors import ConfigError
+from qjm.client.uri import parse_members
 from qjm.protocol.status import describe_member_change, describe_segments, problem_lines
-
-
-def add_uri_args(p: argparse.ArgumentParser) -> None:
-    """--uri or --config: where the journal is."""
-    p.add_argument("--uri", help="qjournal://host:port;host:port;.../journal-id")
-    p.add_argument("--config", help="cluster TOML file (its JournalNodes and journal id)")
-
-
-def resolve_uri(args: argparse.Namespace) -> QJournalUri:
-    """The journal URI from --uri or --config."""
-    # A given --config is always read, so a missing or bad file is an error, never ignored;
-    # --uri then only overrides where the journal is.
-    cfg = load_config(args.config) if getattr(args, "config", None) else None
-    if args.uri:
-        return parse_qjournal_uri(args.uri)
-    if cfg is not None:
-        if not cfg.journalnodes:
-            raise ConfigError(f"{args.config} configures no [journalnodes.*]")
-        return parse_qjournal_uri(cfg.shared_edits_uri())
-    raise ConfigError("give --uri qjournal://... or --config cluster.toml")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -124,7 +103,7 @@ STATUS_HEADERS = [
 def run_status(args: argparse.Namespace) -> int:
     """Print the journal's state per node; exit 2 when a majority is unreachable."""
     uri = resolve_uri(args)
-    nodes = eventloop.run(journal_status(uri))
+    nodes = runtime.run(journal_status(uri))
     if args.json:
         print(json.dumps({"jid": uri.jid, "uri": str(uri), "nodes": nodes}, indent=2))
     else:
@@ -144,7 +123,7 @@ def run_format(args: argparse.Namespace) -> int:
     """Format the journal on all nodes."""
     uri = resolve_uri(args)
     ns = new_namespace_info(args.cluster_id, args.namespace_id)
-    nodes = eventloop.run(format_journal(uri, ns, args.force))
+    nodes = runtime.run(format_journal(uri, ns, args.force))
     print(
         f"formatted journal {uri.jid} on {', '.join(nodes)} "
         f"(namespaceID={ns.storage_info.namespace_id}, clusterID={ns.storage_info.cluster_id})"
@@ -156,7 +135,7 @@ def run_change_members(args: argparse.Namespace) -> int:
     """Change the journal's members and say what the operator does next."""
     uri = resolve_uri(args)
     to = parse_members(args.to, f"--to {args.to!r}")
-    report = eventloop.run(change_members(uri, to))
+    report = runtime.run(change_members(uri, to))
     for line in change_report_lines(report):
         print(line)
     return 0

@@ -9,7 +9,8 @@ from collections.abc import Callable, Iterable
 from typing import TextIO
 from xml.sax.saxutils import escape
 
-from qjm.cli import eventloop
+from qjm import runtime
+from qjm.cli.common import resolve_uri
 from qjm.cli.journal_write import qjournal_settings
 from qjm.client.reader import QuorumJournalReader
 from qjm.editlog.framing import RawOp
@@ -99,8 +100,6 @@ class Printer:
 
 def run_read(args: argparse.Namespace) -> int:
     """Print every durable op from --from on."""
-    from qjm.cli.journal import resolve_uri
-
     uri = resolve_uri(args)
     printer = Printer(args.format, sys.stdout)
 
@@ -114,7 +113,7 @@ def run_read(args: argparse.Namespace) -> int:
                     batch = []
             printer.batch(batch)
 
-    eventloop.run(go())
+    runtime.run(go())
     printer.close()
     print(f"read {printer.count} ops of journal {uri.jid}", file=sys.stderr)
     return 0
@@ -122,8 +121,6 @@ def run_read(args: argparse.Namespace) -> int:
 
 def run_tail(args: argparse.Namespace) -> int:
     """Follow committed ops, printing each batch as soon as it is durable."""
-    from qjm.cli.journal import resolve_uri
-
     uri = resolve_uri(args)
     printer = Printer(args.format, sys.stdout)
 
@@ -140,7 +137,7 @@ def run_tail(args: argparse.Namespace) -> int:
                     return
 
     try:
-        eventloop.run(go())
+        runtime.run(go())
     finally:
         printer.close()
     return 0

@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
-from qjm.cli import eventloop
+from qjm import runtime
+from qjm.cli.common import resolve_uri
 from qjm.client.journalnode_client import JournalNodeClient
 from qjm.client.logger_channel import RpcClient
 from qjm.client.output_stream import QuorumOutputStream
@@ -341,8 +342,6 @@ def check_write_sizes(size: int, batch: int) -> None:
 
 def run_write(args: argparse.Namespace) -> int:
     """`qjm journal write`."""
-    from qjm.cli.journal import resolve_uri
-
     if args.concurrency is not None:
         return run_write_concurrently(args)
     if args.duration is not None:
@@ -353,7 +352,7 @@ def run_write(args: argparse.Namespace) -> int:
         raise ConfigError("--count must be >= 0, --batch >= 1 and --size >= 0")
     check_write_sizes(args.size, args.batch)
     uri = resolve_uri(args)
-    eventloop.run(
+    runtime.run(
         write_ops(
             uri,
             qjournal_settings(args),
@@ -370,8 +369,6 @@ def run_write(args: argparse.Namespace) -> int:
 
 def run_write_concurrently(args: argparse.Namespace) -> int:
     """`qjm journal write --concurrency N`."""
-    from qjm.cli.journal import resolve_uri
-
     if args.concurrency < 1:
         raise ConfigError(f"--concurrency must be at least 1, got {args.concurrency}")
     if args.batch is not None:
@@ -388,7 +385,7 @@ def run_write_concurrently(args: argparse.Namespace) -> int:
         raise ConfigError(f"--size must be >= 0, got {args.size}")
     check_write_sizes(args.size, 1)
     uri = resolve_uri(args)
-    result = eventloop.run(
+    result = runtime.run(
         write_concurrently(
             uri,
             qjournal_settings(args),
@@ -407,10 +404,8 @@ def run_write_concurrently(args: argparse.Namespace) -> int:
 
 def run_recover(args: argparse.Namespace) -> int:
     """`qjm journal recover`."""
-    from qjm.cli.journal import resolve_uri
-
     uri = resolve_uri(args)
-    epoch, last = eventloop.run(recover_journal(uri, qjournal_settings(args), args.survivors_only))
+    epoch, last = runtime.run(recover_journal(uri, qjournal_settings(args), args.survivors_only))
     print(last)
     print(f"writer epoch {epoch}: journal {uri.jid} recovered to txid {last}", file=sys.stderr)
     return 0

@@ -6,7 +6,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from qjm.cli import eventloop
+from qjm import runtime
 from qjm.config import (
     JN_HTTP_PORT,
     JN_RPC_PORT,
@@ -71,5 +71,5 @@ def run(args: argparse.Namespace) -> int:
         peers=peers,
     )
     ready = Path(args.ready_file) if args.ready_file else None
-    eventloop.run(serve_forever(node, ready))
+    runtime.run(serve_forever(node, ready))
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from qjm.cli import eventloop
+from qjm import runtime
 from qjm.config import load_config
 from qjm.logs import setup_logging
 
@@ -55,29 +55,29 @@ def run(args: argparse.Namespace) -> int:
             ready = Path(args.ready_file) if args.ready_file else None
             return await serve_forever(nn, ready)
 
-        return int(eventloop.run(main()))
+        return int(runtime.run(main()))
     if args.action == "bootstrap-standby":
         from qjm.namenode.checkpointer import bootstrap_standby
 
-        txid = eventloop.run(bootstrap_standby(cfg, args.nn_id, force=args.force))
+        txid = runtime.run(bootstrap_standby(cfg, args.nn_id, force=args.force))
         print(f"NameNode {args.nn_id} bootstrapped from the image at txid {txid}")
         return 0
     from qjm.namenode import admin
 
     if args.action == "format":
-        ns = eventloop.run(admin.format_namenode(cfg, args.nn_id, args.force))
+        ns = runtime.run(admin.format_namenode(cfg, args.nn_id, args.force))
         print(
             f"NameNode {args.nn_id} formatted ({ns.describe()}); shared edits "
             f"{cfg.shared_edits_uri()} formatted"
         )
     elif args.action == "initialize-shared-edits":
-        report = eventloop.run(admin.initialize_shared_edits(cfg, args.nn_id, args.force))
+        report = runtime.run(admin.initialize_shared_edits(cfg, args.nn_id, args.force))
         print(
             f"shared edits {cfg.shared_edits_uri()} initialized from NameNode {args.nn_id}: "
             f"image at txid {report.image_txid}, edits up to txid {report.last_txid}"
         )
     else:
-        recovered = eventloop.run(
+        recovered = runtime.run(
             admin.recover(cfg, args.nn_id, local_beyond_journal=args.local_edits_beyond_journal)
         )
         for line in recovered.lines():

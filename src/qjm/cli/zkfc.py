@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from qjm.cli import eventloop
+from qjm import runtime
 from qjm.config import ClusterConfig, load_config, parse_address
 from qjm.errors import ConfigError
 from qjm.logs import setup_logging
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     _quorum(cfg)
     if args.action == "format-zk":
         logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # errors are reported below
-        return eventloop.run(_format_zk(cfg, args.force))
+        return runtime.run(_format_zk(cfg, args.force))
     if not args.nn_id:
         raise ConfigError("qjm zkfc needs --id <namenode> (which [namenodes.<id>] to control)")
     cfg.namenode_named(args.nn_id)
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_NO_FENCER
     setup_logging(f"zkfc-{args.nn_id}", args.log_level)
     ready = Path(args.ready_file) if args.ready_file else None
-    return eventloop.run(_serve(cfg, args.nn_id, ready))
+    return runtime.run(_serve(cfg, args.nn_id, ready))
 
 
 async def _connect(cfg: ClusterConfig) -> KazooStore | None:
@@ -152,10 +152,10 @@ async def _format_zk(cfg: ClusterConfig, force: bool) -> int:
 
 
 async def _serve(cfg: ClusterConfig, nn_id: str, ready_file: Path | None) -> int:
-    from qjm.cluster.process import stop_on_signals, write_ready_file
     from qjm.ha.fencing import NodeFencer
     from qjm.ha.health_monitor import HealthMonitorSettings
     from qjm.ha.zkfc import ZKFailoverController, ZkfcSettings
+    from qjm.runtime import stop_on_signals, write_ready_file
 
     nn = cfg.namenode_named(nn_id)
     host, port = parse_address(nn.rpc_address, f"namenodes.{nn_id}.rpc_address")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -35,22 +34,6 @@ class Daemon:
     def pid(self) -> int:
         """Its process id."""
         return self.process.pid
-
-
-def write_ready_file(ready_file: Path, info: dict[str, Any]) -> None:
-    """Report a daemon ready: {pid, ...info} as JSON, replacing the file atomically."""
-    tmp = ready_file.with_name(ready_file.name + ".tmp")
-    tmp.write_text(json.dumps({"pid": os.getpid(), **info}))
-    os.replace(tmp, ready_file)
-
-
-def stop_on_signals() -> asyncio.Event:
-    """An event set by SIGTERM or SIGINT (on the running loop)."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    return stop
 
 
 def port_is_free(host: str, port: int) -> bool:

@@ -15,17 +15,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from qjm.editlog.errors import SegmentCorruptError, SegmentIOError, SegmentRangeError
 from qjm.editlog.framing import HEADER_LEN, MIN_OP_SIZE, ScanResult, iter_ops
 from qjm.editlog.segments import (
     SegmentFile,
     SegmentWriter,
     finalized_name,
-    fsync_dir,
     inprogress_name,
     list_segments,
     scan_file,
 )
-from qjm.protocol.errors import CorruptSegmentError, DownloadRangeError, StorageError
+from qjm.fileutil import fsync_dir
 
 log = logging.getLogger("qjm.editlog.file_journal")
 T = TypeVar("T")
@@ -226,7 +226,7 @@ class FileJournal:
         """Check a downloaded segment holds start..end, cut what follows end, and sync it."""
         found = scan_file(dest)
         if found.first_txid != start or (found.last_txid or 0) < end:
-            raise DownloadRangeError(
+            raise SegmentRangeError(
                 f"segment downloaded from {source} holds txids {found.first_txid}-"
                 f"{found.last_txid}, not {start}-{end}"
             )
@@ -369,7 +369,7 @@ class FileJournal:
         failed answer instead. HDFS resyncs past the bad op; see framing._valid_frame_after.
         """
         if found.end == "corrupt":
-            raise CorruptSegmentError(f"{self.corrupt_message(seg, found)}; refusing to use it")
+            raise SegmentCorruptError(f"{self.corrupt_message(seg, found)}; refusing to use it")
 
     def corrupt_message(self, seg: SegmentFile, found: ScanResult) -> str:
         """Name the corrupt file, the txid and offset of the damage, and what is wrong."""
@@ -458,7 +458,7 @@ class FileJournal:
         try:
             return fn()
         except OSError as e:
-            raise StorageError(f"I/O error on {path}: {e.strerror or e}") from None
+            raise SegmentIOError(f"I/O error on {path}: {e.strerror or e}") from None
 
 
 def _corrupt_info(seg: SegmentFile, found: ScanResult, why: str) -> SegmentInfo:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qjm.editlog.framing import HEADER_LEN, OP_INVALID, ScanResult, header, scan
+from qjm.fileutil import fsync_dir
 
 PREALLOCATE_CHUNK = 1024 * 1024  # HDFS's MIN_PREALLOCATION_LENGTH
 _INPROGRESS = re.compile(r"^edits_inprogress_(\d{19})$")
@@ -70,15 +71,6 @@ def scan_file(path: Path) -> ScanResult:
             return scan(b"")
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
             return scan(memoryview(m))
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make a directory's entries (creates, renames) durable."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 class SegmentWriter:

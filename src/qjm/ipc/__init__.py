@@ -20,6 +20,7 @@ from qjm.ipc.errors import (
     RpcTimeoutError,
 )
 from qjm.ipc.framing import CONNECTION_CONTEXT_CALL_ID, PING_CALL_ID, RPC_VERSION
+from qjm.ipc.methods import MethodSpec, method_table
 from qjm.ipc.server import CallContext, Handler, IpcServer, Method
 
 __all__ = [
@@ -33,8 +34,10 @@ __all__ = [
     "IpcServer",
     "MalformedRpcError",
     "Method",
+    "MethodSpec",
     "RemoteError",
     "RpcConnectionError",
     "RpcError",
     "RpcTimeoutError",
+    "method_table",
 ]

@@ -43,7 +43,6 @@ from qjm.journalnode.storage import (
     LAST_WRITER_EPOCH,
     JNStorage,
     MemberChangeRecord,
-    NsInfo,
 )
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
@@ -88,7 +87,7 @@ from qjm.protocol.errors import (
     WrongSegmentError,
 )
 from qjm.protocol.member_change import MemberChange, check_member_change
-from qjm.protocol.namespace import StorageInfo, same_namespace
+from qjm.protocol.namespace import NamespaceInfo, StorageInfo, same_namespace
 from qjm.protocol.urls import GetJournalQuery, with_recovery_epoch
 
 log = logging.getLogger("qjm.journalnode.journal")
@@ -187,7 +186,7 @@ class Journal:
         self._fetch = fetch  # tests' stand-in for HTTP; None: self.fetcher
         self.fetcher = SegmentFetcher()
         self.transfer_timeout = TRANSFER_TIMEOUT_SECONDS
-        self.ns_info: NsInfo | None = None
+        self.ns_info: NamespaceInfo | None = None
         self.members: list[str] | None = None
         self.member_change: MemberChangeRecord | None = None  # the last one recorded
         self.awaiting_new_epoch: str | None = None  # why writers wait for a new_epoch
@@ -304,7 +303,7 @@ class Journal:
         self.storage.unlock()
 
     # -- checks ------------------------------------------------------------------------------
-    def _check_formatted(self) -> NsInfo:
+    def _check_formatted(self) -> NamespaceInfo:
         if self.ns_info is None:
             raise JournalNotFormattedError(
                 f"journal {self.jid!r} is not formatted on this JournalNode; run "
@@ -312,7 +311,7 @@ class Journal:
             )
         return self.ns_info
 
-    def _check_ns(self, ns: NsInfo) -> None:
+    def _check_ns(self, ns: NamespaceInfo) -> None:
         mine = self._check_formatted()
         if not same_namespace(ns, mine):
             raise NamespaceMismatchError(
@@ -462,7 +461,7 @@ class Journal:
         """True when the journal has formatted storage."""
         return self.ns_info is not None
 
-    def format(self, ns: NsInfo, force: bool, members: Sequence[str] = ()) -> None:
+    def format(self, ns: NamespaceInfo, force: bool, members: Sequence[str] = ()) -> None:
         """Format the storage for a namespace and membership; writers wait for new_epoch."""
         self._check_not_in_use(ns, force)
         if self.storage.has_data() and not force:
@@ -497,7 +496,7 @@ class Journal:
         self._committed_fd = self.storage.open_committed_txid()
         log.info("journal %s formatted: %s", self.jid, ns.describe())
 
-    def _check_not_in_use(self, ns: NsInfo, force: bool) -> None:
+    def _check_not_in_use(self, ns: NamespaceInfo, force: bool) -> None:
         """Refuse to format a journal in use unless forced for the namespace it holds.
 
         HDFS formats whenever force is given, so one call could wipe every acknowledged
@@ -545,7 +544,7 @@ class Journal:
         self._check_formatted()
         return self.last_promised_epoch
 
-    def new_epoch(self, ns: NsInfo, epoch: int, members: Sequence[str] = ()) -> int | None:
+    def new_epoch(self, ns: NamespaceInfo, epoch: int, members: Sequence[str] = ()) -> int | None:
         """Promise an epoch (Paxos phase 1) and return the newest non-empty segment's txid."""
         self._check_ns(ns)
         self._check_members(members)
@@ -604,7 +603,7 @@ class Journal:
 
     def change_members(
         self,
-        ns: NsInfo,
+        ns: NamespaceInfo,
         old: Sequence[str],
         new: Sequence[str],
         joining: bool = False,
@@ -665,7 +664,7 @@ class Journal:
         return pb.ChangeMembersResponseProto(change_epoch=record.epoch)
 
     def _join_without_storage(
-        self, ns: NsInfo, change: MemberChange, joining: bool, promised_epoch: int
+        self, ns: NamespaceInfo, change: MemberChange, joining: bool, promised_epoch: int
     ) -> pb.ChangeMembersResponseProto:
         """Set up a joining node that has no storage: VERSION, the promise, the new members."""
         if not joining:
@@ -1423,7 +1422,7 @@ class Journal:
     # -- syncer ------------------------------------------------------------------------------
     def restore_version(
         self,
-        ns: NsInfo,
+        ns: NamespaceInfo,
         promised_epoch: int,
         members: Sequence[str] | None = None,
         why: str | None = None,

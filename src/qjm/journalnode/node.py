@@ -18,18 +18,19 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from qjm import __version__
-from qjm.cluster.process import stop_on_signals, write_ready_file
 from qjm.config import JournalNodeSettings, format_address
 from qjm.errors import QjmError
+from qjm.fileutil import FileLockError, lock_file
 from qjm.ipc import IpcServer
 from qjm.ipc.server import ipc_limit_keys
 from qjm.journalnode.journal import FaultInjector, Journal
 from qjm.journalnode.metrics import JournalNodeMetrics
-from qjm.journalnode.storage import JNStorage, lock_file
+from qjm.journalnode.storage import JNStorage
 from qjm.journalnode.syncer import JournalSyncer
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import JournalError, JournalNotFormattedError, StorageError
 from qjm.protocol.identity import check_journal_id
+from qjm.runtime import stop_on_signals, write_ready_file
 
 log = logging.getLogger("qjm.journalnode")
 T = TypeVar("T")
@@ -75,7 +76,7 @@ def _release_after(mine: asyncio.Future[None], ahead: asyncio.Future[None] | Non
         ahead.add_done_callback(release)
 
 
-class StartupError(QjmError):
+class JournalNodeStartupError(QjmError):
     """The JournalNode cannot start: bad edits dir, busy port, locked storage."""
 
 
@@ -169,15 +170,15 @@ def check_edits_dir(path: str | Path) -> Path:
     """Validate (and create) the edits dir, naming the problem."""
     p = Path(path)
     if not p.is_absolute():
-        raise StartupError(f"edits dir {str(p)!r} is not an absolute path")
+        raise JournalNodeStartupError(f"edits dir {str(p)!r} is not an absolute path")
     if p.exists() and not p.is_dir():
-        raise StartupError(f"edits dir {p} is not a directory")
+        raise JournalNodeStartupError(f"edits dir {p} is not a directory")
     try:
         p.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise StartupError(f"cannot create edits dir {p}: {e.strerror}") from None
+        raise JournalNodeStartupError(f"cannot create edits dir {p}: {e.strerror}") from None
     if not os.access(p, os.W_OK | os.X_OK):
-        raise StartupError(f"edits dir {p} is not writable")
+        raise JournalNodeStartupError(f"edits dir {p} is not writable")
     return p
 
 
@@ -214,15 +215,15 @@ def check_limits(settings: JournalNodeSettings) -> None:
     for key in LIMIT_KEYS:
         value = getattr(settings, key)
         if value <= 0:
-            raise StartupError(f"journalnode.{key} must be positive, got {value}")
+            raise JournalNodeStartupError(f"journalnode.{key} must be positive, got {value}")
     if settings.ipc_maximum_data_length > settings.max_inflight_request_bytes:
-        raise StartupError(
+        raise JournalNodeStartupError(
             f"journalnode.ipc_maximum_data_length ({settings.ipc_maximum_data_length}) is "
             f"larger than journalnode.max_inflight_request_bytes "
             f"({settings.max_inflight_request_bytes}): the largest request would be refused"
         )
     if settings.ipc_maximum_data_length > settings.ipc_max_unfinished_bytes:
-        raise StartupError(
+        raise JournalNodeStartupError(
             f"journalnode.ipc_maximum_data_length ({settings.ipc_maximum_data_length}) is "
             f"larger than journalnode.ipc_max_unfinished_bytes "
             f"({settings.ipc_max_unfinished_bytes}): the largest request could never arrive"
@@ -240,7 +241,9 @@ def _check_bindable(host: str, port: int, what: str) -> None:
             s.bind((host, port))
         except OSError as e:
             where = format_address(host, port)
-            raise StartupError(f"cannot listen for {what} on {where}: {e.strerror or e}") from None
+            raise JournalNodeStartupError(
+                f"cannot listen for {what} on {where}: {e.strerror or e}"
+            ) from None
 
 
 class JournalNode:
@@ -520,8 +523,8 @@ class JournalNode:
                 self.edits_dir / NODE_LOCK,
                 f"edits dir {self.edits_dir} is in use by another JournalNode",
             )
-        except StorageError as e:
-            raise StartupError(str(e)) from None
+        except FileLockError as e:
+            raise JournalNodeStartupError(str(e)) from None
 
     async def open_storage(self) -> None:
         """Check limits and the edits dir, lock it and open its journals; listens on nothing."""
@@ -558,7 +561,9 @@ class JournalNode:
                 await server.start(self.rpc_host, self.rpc_port)
             except OSError as e:
                 where = format_address(self.rpc_host, self.rpc_port)
-                raise StartupError(f"cannot listen for RPC on {where}: {e.strerror or e}") from None
+                raise JournalNodeStartupError(
+                    f"cannot listen for RPC on {where}: {e.strerror or e}"
+                ) from None
             self.rpc_port = server.port
             runner = web.AppRunner(
                 make_app(self),
@@ -580,7 +585,7 @@ class JournalNode:
                 )
             except OSError as e:
                 where = format_address(self.http_host, self.http_port)
-                raise StartupError(
+                raise JournalNodeStartupError(
                     f"cannot listen for HTTP on {where}: {e.strerror or e}"
                 ) from None
             if self.http_port == 0:
@@ -648,4 +653,10 @@ async def serve_forever(node: JournalNode, ready_file: Path | None = None) -> No
     await node.stop()
 
 
-__all__ = ["JournalNode", "StartupError", "StorageError", "check_edits_dir", "serve_forever"]
+__all__ = [
+    "JournalNode",
+    "JournalNodeStartupError",
+    "StorageError",
+    "check_edits_dir",
+    "serve_forever",
+]

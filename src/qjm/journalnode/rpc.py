@@ -24,12 +24,19 @@ from typing import TYPE_CHECKING, Any
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
+from qjm.editlog.errors import SegmentCorruptError, SegmentIOError, SegmentRangeError
 from qjm.errors import QjmError
-from qjm.ipc import CallContext, IpcServer, Method
+from qjm.ipc import CallContext, IpcServer, Method, MethodSpec
 from qjm.journalnode.journal import Journal, remote_edit_log
-from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol.errors import InvalidRequestError, JournalError
+from qjm.protocol.errors import (
+    CorruptSegmentError,
+    DownloadRangeError,
+    InvalidRequestError,
+    JournalError,
+    StorageError,
+)
+from qjm.protocol.namespace import NamespaceInfo
 from qjm.protocol.qjournal import (
     INTER_QJOURNAL_METHODS,
     INTER_QJOURNAL_PROTOCOL,
@@ -37,7 +44,6 @@ from qjm.protocol.qjournal import (
     QJOURNAL_PROTOCOL,
     STATUS_METHODS,
     STATUS_PROTOCOL,
-    MethodSpec,
 )
 
 if TYPE_CHECKING:
@@ -47,6 +53,23 @@ log = logging.getLogger("qjm.journalnode.rpc")
 MAX_LONG_POLL_MS = 30_000
 
 Serve = Callable[[Any], Awaitable[Message]]
+# The segment files' errors (qjm.editlog) as the wire errors a client is sent; the most
+# specific class first.
+_WIRE_ERRORS: tuple[tuple[type[QjmError], type[JournalError]], ...] = (
+    (SegmentCorruptError, CorruptSegmentError),
+    (SegmentIOError, StorageError),
+    (SegmentRangeError, DownloadRangeError),
+)
+
+
+def to_wire_error(e: QjmError) -> JournalError:
+    """The JournalError a client is sent for an expected failure, keeping its message."""
+    if isinstance(e, JournalError):
+        return e
+    for local, wire in _WIRE_ERRORS:
+        if isinstance(e, local):
+            return wire(str(e))
+    return JournalError(str(e))
 
 
 def _check_fields(spec: MethodSpec, request: Message, ctx: CallContext) -> None:
@@ -99,7 +122,7 @@ def _checked(spec: MethodSpec, serve: Serve, node: JournalNode) -> Method:
         except JournalError:
             raise
         except QjmError as e:
-            raise JournalError(str(e)) from None
+            raise to_wire_error(e) from None
         except Exception as e:
             log.exception("internal error serving %s from %s", spec.name, ctx.peer)
             raise JournalError(
@@ -129,7 +152,7 @@ def _started(spec: MethodSpec, work_of: Callable[[Any], Work], node: JournalNode
             except JournalError:
                 raise
             except QjmError as e:
-                raise JournalError(str(e)) from None
+                raise to_wire_error(e) from None
             except Exception as e:
                 log.exception("internal error serving %s from %s", name, peer)
                 raise JournalError(
@@ -192,7 +215,7 @@ class JournalNodeHandlers:
 
     async def format(self, request: pb.FormatRequestProto) -> Message:
         """Format the journal's storage for a namespace."""
-        ns = NsInfo.from_proto(request.ns_info)
+        ns = NamespaceInfo.from_proto(request.ns_info)
         members = list(request.members)
         force = request.force
         await self.node.run(_jid(request.jid), lambda j: j.format(ns, force, members), create=True)
@@ -213,7 +236,7 @@ class JournalNodeHandlers:
 
     async def new_epoch(self, request: pb.NewEpochRequestProto) -> Message:
         """Promise an epoch."""
-        ns = NsInfo.from_proto(request.ns_info)
+        ns = NamespaceInfo.from_proto(request.ns_info)
         members = list(request.members)
         epoch = request.epoch
         last, restored, idle_s = await self.node.run(
@@ -331,7 +354,7 @@ class JournalNodeHandlers:
 
     async def change_members(self, request: pb.ChangeMembersRequestProto) -> Message:
         """This node's part of a member change (qjm only)."""
-        ns = NsInfo.from_proto(request.ns_info)
+        ns = NamespaceInfo.from_proto(request.ns_info)
         old, new = list(request.old_members), list(request.new_members)
         joining, promise = request.joining, request.promised_epoch
         return await self.node.run(

@@ -8,8 +8,6 @@ more conservative, never unsafe.
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import os
 import shutil
 import struct
@@ -17,13 +15,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from qjm.editlog.segments import SegmentFile, fsync_dir, list_segments
+from qjm.editlog.segments import SegmentFile, list_segments
+from qjm.fileutil import FileLockError, atomic_write, fsync_dir, lock_file
 from qjm.ipc.errors import MalformedRpcError
 from qjm.ipc.framing import decode_varint, encode_varint
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol.errors import InvalidRequestError, StorageError
+from qjm.protocol.errors import StorageError
 from qjm.protocol.identity import RESERVED_NAMES
-from qjm.protocol.namespace import layout_version, namespace_info
+from qjm.protocol.namespace import NamespaceInfo
 
 LAST_PROMISED_EPOCH = "last-promised-epoch"
 LAST_WRITER_EPOCH = "last-writer-epoch"
@@ -41,73 +40,6 @@ SYNC_DIR = "edits.sync"
 CURRENT_DIR = "current"
 STORAGE_TYPE = "JOURNAL_NODE"
 assert {LOCK_FILE, CURRENT_DIR, SYNC_DIR} <= RESERVED_NAMES  # journal ids may not be these
-
-
-class LockHeld(StorageError):
-    """Another process holds a lock file."""
-
-
-def lock_file(path: Path, busy_message: str) -> int:
-    """Hold an exclusive flock on path (recording our pid); raise naming the holder's pid."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as e:
-        holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-        os.close(fd)
-        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
-            raise LockHeld(f"{busy_message} (pid {holder})") from None
-        raise StorageError(f"cannot lock {path}: {e.strerror}") from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return fd
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace a file's contents durably: temp + fsync + rename + fsync(dir)."""
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
-
-
-@dataclass(frozen=True, slots=True)
-class NsInfo:
-    """The namespace a journal is formatted for."""
-
-    namespace_id: int
-    cluster_id: str
-    block_pool_id: str = ""
-    ctime: int = 0
-    layout_version: int = -64
-
-    @classmethod
-    def from_proto(cls, msg: pb.NamespaceInfoProto) -> NsInfo:
-        """Build from the wire message, rejecting an empty identity."""
-        si = msg.storage_info
-        if si.namespace_id == 0 or not si.cluster_id:
-            raise InvalidRequestError(
-                f"namespace info needs a non-zero namespace id and a cluster id, got "
-                f"namespace id {si.namespace_id} and cluster id {si.cluster_id!r}"
-            )
-        return cls(si.namespace_id, si.cluster_id, msg.block_pool_id, si.ctime, layout_version(msg))
-
-    def to_proto(self) -> pb.NamespaceInfoProto:
-        """The wire message (every required field set)."""
-        return namespace_info(
-            self.namespace_id, self.cluster_id, self.block_pool_id, self.ctime, self.layout_version
-        )
-
-    def describe(self) -> str:
-        """Short form for messages: namespace id and cluster id."""
-        return f"namespaceID={self.namespace_id}, clusterID={self.cluster_id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,10 +68,13 @@ class JNStorage:
     def lock(self) -> None:
         """Take the exclusive storage lock, or raise naming the holder."""
         self.root.mkdir(parents=True, exist_ok=True)
-        self._lock_fd = lock_file(
-            self.root / LOCK_FILE,
-            f"cannot lock storage {self.root}: it is in use by another process",
-        )
+        try:
+            self._lock_fd = lock_file(
+                self.root / LOCK_FILE,
+                f"cannot lock storage {self.root}: it is in use by another process",
+            )
+        except FileLockError as e:
+            raise StorageError(str(e)) from None
 
     def unlock(self) -> None:
         """Release the storage lock."""
@@ -156,7 +91,9 @@ class JNStorage:
         """True when current/ holds anything."""
         return self.current.is_dir() and any(self.current.iterdir())
 
-    def format(self, ns: NsInfo, promised_epoch: int = 0, members: list[str] | None = None) -> None:
+    def format(
+        self, ns: NamespaceInfo, promised_epoch: int = 0, members: list[str] | None = None
+    ) -> None:
         """Empty current/; write the marker, the kept promise, members, then VERSION last."""
         self._paxos.clear()
         if self.current.exists():
@@ -175,7 +112,7 @@ class JNStorage:
         self.write_version(ns)
         fsync_dir(self.root)
 
-    def write_version(self, ns: NsInfo) -> None:
+    def write_version(self, ns: NamespaceInfo) -> None:
         """Write current/VERSION as a Java properties file, like HDFS."""
         stamp = time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime())
         text = (
@@ -191,7 +128,7 @@ class JNStorage:
         self.paxos_dir.mkdir(exist_ok=True)
         atomic_write(self.current / VERSION, text.encode())
 
-    def read_version(self) -> NsInfo:
+    def read_version(self) -> NamespaceInfo:
         """Parse current/VERSION, naming the file and key on any problem."""
         path = self.current / VERSION
         props: dict[str, str] = {}
@@ -207,7 +144,7 @@ class JNStorage:
                 raise StorageError(
                     f"{path}: storageType is {props['storageType']}, expected {STORAGE_TYPE}"
                 )
-            return NsInfo(
+            return NamespaceInfo(
                 namespace_id=int(props["namespaceID"]),
                 cluster_id=props["clusterID"],
                 block_pool_id=props.get("blockpoolID", ""),

@@ -23,9 +23,8 @@ from qjm.config import parse_address
 from qjm.editlog.segments import finalized_name, scan_file
 from qjm.errors import QjmError
 from qjm.journalnode.journal import Journal, download_segment
-from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
-from qjm.protocol.namespace import same_namespace
+from qjm.protocol.namespace import NamespaceInfo, same_namespace
 from qjm.protocol.qjournal import STATUS_PROTOCOL
 from qjm.protocol.qjournal_client import QJournalClient
 from qjm.protocol.quorum import majority_of
@@ -222,7 +221,7 @@ class JournalSyncer:
         committed = [mine.committed_txid or 0]
         answered = 0
         for peer, (journal, base_url) in peers.items():
-            ns = NsInfo.from_proto(journal.ns_info)
+            ns = NamespaceInfo.from_proto(journal.ns_info)
             if not same_namespace(mine.ns_info, ns):
                 log.warning(
                     "journal %s: peer %s is formatted for %s, this node for %s; not syncing "
@@ -288,13 +287,15 @@ class JournalSyncer:
                 nodes,
             )
             return False
-        names = {NsInfo.from_proto(a.ns_info).describe() for _, a in found}
+        names = {NamespaceInfo.from_proto(a.ns_info).describe() for _, a in found}
         if len(names) > 1:
             log.warning(
                 "journal %s: storage was lost, but peers are formatted for different "
                 "namespaces (%s); not restoring VERSION or the promise",
                 jid,
-                "; ".join(f"{p}: {NsInfo.from_proto(a.ns_info).describe()}" for p, a in found),
+                "; ".join(
+                    f"{p}: {NamespaceInfo.from_proto(a.ns_info).describe()}" for p, a in found
+                ),
             )
             return False
         member_sets = {tuple(sorted(a.members)) for _, a in found}
@@ -306,7 +307,7 @@ class JournalSyncer:
                 "; ".join(f"{p}: {sorted(a.members)}" for p, a in found),
             )
             return False
-        ns = NsInfo.from_proto(found[0][1].ns_info)
+        ns = NamespaceInfo.from_proto(found[0][1].ns_info)
         promise = max(a.last_promised_epoch for _, a in found)
         agreed = list(member_sets.pop())
         restored = await self.node.run(
@@ -352,6 +353,6 @@ async def _node_status(peer: str) -> pb.NodeStatusProto:
         await client.close()
 
 
-def _restore_journal(journal: Journal, ns: NsInfo, promise: int, members: list[str]) -> bool:
+def _restore_journal(journal: Journal, ns: NamespaceInfo, promise: int, members: list[str]) -> bool:
     """Re-create VERSION, the promise and the member list the peers agree on (journal thread)."""
     return journal.restore_version(ns, promise, members)

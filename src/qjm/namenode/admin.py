@@ -35,7 +35,7 @@ from qjm.editlog.segments import SegmentFile, scan_file
 from qjm.errors import ConfigError, QjmError
 from qjm.namenode.errors import NamenodeError
 from qjm.namenode.fs_image import load_newest
-from qjm.namenode.image import FsImage, ImageContents, NsInfo
+from qjm.namenode.image import FsImage, ImageContents, NameSystemInfo
 from qjm.namenode.namespace import Namespace
 from qjm.namenode.recovery_plan import DroppedOp, op_path, plan_recovery
 from qjm.namenode.storage import NamespaceInfo, NNStorage, StorageFormatError
@@ -59,7 +59,7 @@ class RecoverableNamespace(Protocol):
         """Apply one logged op."""
         ...
 
-    def to_image(self, txid: int, ns_info: NsInfo) -> ImageContents:
+    def to_image(self, txid: int, ns_info: NameSystemInfo) -> ImageContents:
         """The namespace as image contents at txid."""
         ...
 
@@ -113,7 +113,7 @@ async def format_namenode(
             supergroup=cfg.namenode.superuser_group,
             permissions_enabled=cfg.namenode.permissions_enabled,
         )
-        image = fresh.to_image(0, NsInfo(namespace_id=ns.namespace_id, txid=0))
+        image = fresh.to_image(0, NameSystemInfo(namespace_id=ns.namespace_id, txid=0))
         await asyncio.to_thread(storage.format, ns, True, image)
     finally:
         storage.unlock()

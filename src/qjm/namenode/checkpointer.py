@@ -296,8 +296,8 @@ async def bootstrap_standby(cfg: ClusterConfig, name: str, force: bool = False) 
     """
     import shutil
 
-    from qjm.journalnode.storage import NsInfo as NamespaceInfo
     from qjm.namenode.storage import NNStorage, StorageFormatError
+    from qjm.protocol.namespace import NamespaceInfo
 
     conf = cfg.namenode_named(name)
     others = [c for n, c in cfg.namenodes.items() if n != name]

@@ -53,8 +53,8 @@ log = logging.getLogger("qjm.namenode.edit_log")
 
 __all__ = [
     "EditLogClosedError",
-    "EditLogError",
     "EditLogFatalError",
+    "EditLogRefusedError",
     "EditLogStats",
     "FSEditLog",
     "WriterFencedError",
@@ -71,15 +71,15 @@ DEFAULT_FLUSHES_IN_FLIGHT = 1
 _PROMISED = re.compile(r"(?:last promised epoch|last promise)\s+(\d+)")
 
 
-class EditLogError(NamenodeError):
+class EditLogRefusedError(NamenodeError):
     """The edit log refused a call."""
 
 
-class EditLogClosedError(EditLogError):
+class EditLogClosedError(EditLogRefusedError):
     """log() or sync() while no segment is open for write."""
 
 
-class EditLogFatalError(EditLogError):
+class EditLogFatalError(EditLogRefusedError):
     """The quorum journal failed; this NameNode may not write again."""
 
 
@@ -265,7 +265,9 @@ class FSEditLog:
         """
         self._check_not_failed()
         if self.is_open:
-            raise EditLogError(f"the edit log is already open (segment {self._segment_start})")
+            raise EditLogRefusedError(
+                f"the edit log is already open (segment {self._segment_start})"
+            )
         if first_txid < 1:
             raise ValueError(f"first txid must be at least 1, got {first_txid}")
         if self.local.enabled:
@@ -299,7 +301,7 @@ class FSEditLog:
             # Not fatal by itself: open_for_write's caller decides (a roll makes it fatal).
             if isinstance(e, QuorumError) and e.epoch_error is not None:
                 raise fatal_error(e, self.qjm.epoch) from None
-            raise EditLogError(
+            raise EditLogRefusedError(
                 f"cannot start edit log segment {txid} on the quorum journal: {e}"
             ) from None
         self._stream = stream
@@ -467,7 +469,7 @@ class FSEditLog:
         async def run() -> None:
             try:
                 await self.roll()
-            except EditLogError as e:
+            except EditLogRefusedError as e:
                 log.debug("automatic roll failed: %s", e)  # fatal: already reported
             finally:
                 self._auto_roll = None

@@ -37,7 +37,7 @@ from qjm.namenode.image.model import (
     SYMLINK,
     ImageContents,
     Inode,
-    NsInfo,
+    NameSystemInfo,
 )
 from qjm.namenode.image.reader import OLDEST_PROTOBUF_LAYOUT, load_image
 from qjm.namenode.inodes import DIRECTORY as K_DIR
@@ -86,7 +86,7 @@ def _set_columns(
     st.count = len(ids)
 
 
-def to_image(ns: Namespace, txid: int, ns_info: NsInfo) -> ImageContents:
+def to_image(ns: Namespace, txid: int, ns_info: NameSystemInfo) -> ImageContents:
     """Image contents of every inode in the tree, with ns_info's txid set to txid."""
     st = ns.store
     inodes: list[Inode] = []
@@ -345,7 +345,7 @@ def load_namespace(
     supergroup: str = "supergroup",
     permissions_enabled: bool = True,
     check_md5: bool = True,
-) -> tuple[Namespace, NsInfo]:
+) -> tuple[Namespace, NameSystemInfo]:
     """Start-up: the namespace and NS_INFO of an image file, decoded straight into columns.
 
     The same result as from_image(read_image(path)) without making an Inode object per
@@ -384,7 +384,7 @@ def load_namespace(
 
 def _general(
     data: bytes, superuser: str, supergroup: str, permissions_enabled: bool
-) -> tuple[Namespace, NsInfo]:
+) -> tuple[Namespace, NameSystemInfo]:
     image = load_image(data)
     ns = from_image(
         image, superuser=superuser, supergroup=supergroup, permissions_enabled=permissions_enabled

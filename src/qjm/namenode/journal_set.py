@@ -23,7 +23,8 @@ from pathlib import Path
 
 from qjm.editlog.file_journal import FileJournal, truncate_after
 from qjm.editlog.framing import HEADER_LEN, LAYOUT_VERSION
-from qjm.editlog.segments import SegmentFile, fsync_dir, scan_file
+from qjm.editlog.segments import SegmentFile, scan_file
+from qjm.fileutil import fsync_dir
 from qjm.namenode.journal_check import LocalEditsAheadError, LocalSegment, local_floor
 
 log = logging.getLogger("qjm.namenode.journal_set")

@@ -75,7 +75,7 @@ from qjm.namenode.permissions import ALL, READ_EXECUTE, WRITE, PermissionChecker
 from qjm.namenode.types import Caller, ContentSummary, FileStatus, RpcIds
 
 if TYPE_CHECKING:
-    from qjm.namenode.image import FsImage, ImageContents, NsInfo
+    from qjm.namenode.image import FsImage, ImageContents, NameSystemInfo
 
 ROOT = 0  # the root's slot
 QUOTA_DONT_SET = (1 << 63) - 1  # HdfsConstants.QUOTA_DONT_SET
@@ -1358,7 +1358,7 @@ class Namespace:
         c.n_files, c.n_dirs, c.n_bytes = self.n_files, self.n_dirs, self.n_bytes
         return c
 
-    def to_image(self, txid: int, ns_info: NsInfo) -> ImageContents:
+    def to_image(self, txid: int, ns_info: NameSystemInfo) -> ImageContents:
         """The namespace as image contents for qjm.namenode.image.write_image.
 
         It reads the live tree, so no op may be applied while it runs (call it on the

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from qjm.ipc import MethodSpec, method_table
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import HAServiceProtocol_pb2 as ha
-from qjm.protocol.qjournal import MethodSpec, method_table
 
 CLIENT_PROTOCOL = "org.apache.hadoop.hdfs.protocol.ClientProtocol"
 HA_SERVICE_PROTOCOL = "org.apache.hadoop.ha.HAServiceProtocol"

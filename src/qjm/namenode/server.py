@@ -33,7 +33,6 @@ from qjm.client.quorum_call import QuorumError
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.reader import QuorumJournalReader
 from qjm.client.uri import QJournalUri, parse_qjournal_uri
-from qjm.cluster.process import stop_on_signals, write_ready_file
 from qjm.config import ClusterConfig, NameNodeConfig, format_address, parse_address
 from qjm.editlog.ops import Op, OpEncodeError, decode_op, encode_body
 from qjm.errors import QjmError
@@ -63,6 +62,7 @@ from qjm.namenode.retry_cache import RetryCache
 from qjm.namenode.types import Caller, HAState
 from qjm.namenode.users import os_groups, os_user
 from qjm.protocol.errors import EpochError
+from qjm.runtime import stop_on_signals, write_ready_file
 
 if TYPE_CHECKING:
     from qjm.namenode.checkpointer import StandbyCheckpointer
@@ -81,7 +81,7 @@ EPOCH_CHECK_S = 1.0  # how often an active asks the JournalNodes whether it was 
 JOURNAL_CHECK_S = 2.0  # how often a standby asks whether the shared journal went behind it
 
 
-class StartupError(QjmError):
+class NameNodeStartupError(QjmError):
     """The NameNode cannot start: a locked or unformatted name dir, a busy port, no image."""
 
 
@@ -882,6 +882,7 @@ class NameNode:
     async def _load(self, replay: bool) -> None:
         """Load the newest image, then (replay) the committed shared edits after it."""
         from qjm.namenode import fs_image
+        from qjm.namenode.namespace import FsLimits
 
         assert self.storage is not None
         storage = self.storage
@@ -895,7 +896,9 @@ class NameNode:
                     fs_image.load_newest, storage, factory, path_loader=self._load_image_file
                 ),
             )
-            ns.limits = self.settings.fs_limits()
+            ns.limits = FsLimits(
+                self.settings.max_component_length, self.settings.max_directory_items
+            )
             self._ns = ns
             self.applied_txid = self.image_txid = int(txid)
             self._notify_applied()
@@ -918,7 +921,7 @@ class NameNode:
                     self._apply_replayed(raw.txid, decode_op(raw))
         except (QjmError, OSError) as e:
             if self.fatal_error is not None:
-                raise StartupError(f"NameNode {self.name}: {self.fatal_error}") from None
+                raise NameNodeStartupError(f"NameNode {self.name}: {self.fatal_error}") from None
             log.warning(
                 "NameNode %s: replaying the shared edits after txid %d failed (%s); the "
                 "tailer keeps trying",
@@ -1019,7 +1022,7 @@ class NameNode:
         try:
             storage = NNStorage(Path(self.conf.name_dir))
         except QjmError as e:
-            raise StartupError(f"NameNode {self.name}: {e}") from None
+            raise NameNodeStartupError(f"NameNode {self.name}: {e}") from None
         for p in storage.remove_partial_uploads():
             log.info("NameNode %s: removed %s, an image upload left unfinished", self.name, p)
         return storage
@@ -1070,7 +1073,7 @@ class NameNode:
         try:
             await server.start(self.rpc_host, self.rpc_port)
         except OSError as e:
-            raise StartupError(
+            raise NameNodeStartupError(
                 f"NameNode {self.name}: cannot listen for RPC on {self.rpc_address()}: "
                 f"{e.strerror or e}"
             ) from None
@@ -1097,7 +1100,7 @@ class NameNode:
                 runner.server, self.http_host, self.http_port, reuse_address=True
             )
         except OSError as e:
-            raise StartupError(
+            raise NameNodeStartupError(
                 f"NameNode {self.name}: cannot listen for HTTP on {self.http_address()}: "
                 f"{e.strerror or e}"
             ) from None
@@ -1180,4 +1183,4 @@ async def serve_forever(nn: NameNode, ready_file: Path | None = None) -> int:
     return nn.exit_code
 
 
-__all__ = ["NameNode", "StartupError", "os_groups", "os_user", "serve_forever"]
+__all__ = ["NameNode", "NameNodeStartupError", "os_groups", "os_user", "serve_forever"]

@@ -27,9 +27,8 @@ import time
 from pathlib import Path
 from typing import Protocol
 
-from qjm.editlog.segments import SegmentFile, fsync_dir, list_segments
-from qjm.journalnode.storage import NsInfo as NamespaceInfo
-from qjm.journalnode.storage import atomic_write, lock_file
+from qjm.editlog.segments import SegmentFile, list_segments
+from qjm.fileutil import FileLockError, atomic_write, fsync_dir, lock_file
 from qjm.namenode.errors import NamenodeError
 from qjm.namenode.image import (
     DIRECTORY,
@@ -37,7 +36,7 @@ from qjm.namenode.image import (
     ImageContents,
     ImageError,
     Inode,
-    NsInfo,
+    NameSystemInfo,
     decode_ns_info,
     image_file_name,
     md5_path,
@@ -47,7 +46,7 @@ from qjm.namenode.image import (
 )
 from qjm.namenode.image.md5 import write_md5_file
 from qjm.namenode.image.model import ROOT_NS_QUOTA
-from qjm.protocol.errors import StorageError
+from qjm.protocol.namespace import NamespaceInfo
 
 log = logging.getLogger("qjm.namenode.storage")
 
@@ -80,7 +79,7 @@ class NameDirLocked(StorageFormatError):
 class ImageSource(Protocol):
     """What save_image needs of a namespace: its checkpoint contents at a txid."""
 
-    def to_image(self, txid: int, ns_info: NsInfo) -> ImageContents:
+    def to_image(self, txid: int, ns_info: NameSystemInfo) -> ImageContents:
         """The namespace as image contents at txid."""
         ...
 
@@ -99,7 +98,7 @@ def empty_image(
         ns_quota=ROOT_NS_QUOTA,
     )
     return ImageContents(
-        ns_info=NsInfo(namespace_id=namespace_id, txid=txid),
+        ns_info=NameSystemInfo(namespace_id=namespace_id, txid=txid),
         inodes=[root],
         last_inode_id=ROOT_INODE_ID,
     )
@@ -133,7 +132,7 @@ class NNStorage:
                 self.root / LOCK_FILE,
                 f"cannot lock name dir {self.root}: it is in use by another NameNode or tool",
             )
-        except StorageError as e:
+        except FileLockError as e:
             raise NameDirLocked(str(e)) from None
 
     def unlock(self) -> None:
@@ -297,10 +296,10 @@ class NNStorage:
         images = self.images()
         return images[-1] if images else None
 
-    def base_ns_info(self, txid: int) -> NsInfo:
+    def base_ns_info(self, txid: int) -> NameSystemInfo:
         """The NS_INFO section for a new image at txid: the newest image's (its generation
         stamps and block ids, which the namespace does not track), else a fresh one."""
-        fresh = NsInfo(namespace_id=self.read_ns_info().namespace_id, txid=txid)
+        fresh = NameSystemInfo(namespace_id=self.read_ns_info().namespace_id, txid=txid)
         newest = self.newest_image()
         if newest is None:
             return fresh

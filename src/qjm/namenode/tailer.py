@@ -18,7 +18,7 @@ RETRY_MIN_S = 0.1  # after a failed read, the tailer waits this long, doubling .
 RETRY_MAX_S = 5.0  # ... up to this
 
 
-class TxidGapError(QjmError):
+class TailerTxidGapError(QjmError):
     """The journal handed the tailer a txid that does not follow the last one applied."""
 
 
@@ -94,7 +94,7 @@ class EditLogTailer:
             if raw.txid <= last:
                 continue  # already applied (a batch that overlaps an earlier read)
             if raw.txid != last + 1:
-                raise TxidGapError(
+                raise TailerTxidGapError(
                     f"the shared journal gave txid {raw.txid} after txid {last}: "
                     f"txids {last + 1}-{raw.txid - 1} are missing"
                 )
@@ -116,7 +116,7 @@ class EditLogTailer:
                             break  # paused while waiting for the lock
                         try:
                             n = self.apply_batch(batch)
-                        except TxidGapError:
+                        except TailerTxidGapError:
                             raise
                         except Exception as e:
                             if self.on_apply_error is None:
@@ -134,7 +134,7 @@ class EditLogTailer:
                     backoff = RETRY_MIN_S
             except asyncio.CancelledError:
                 raise
-            except TxidGapError as e:
+            except TailerTxidGapError as e:
                 self.last_error = str(e)
                 log.error("edit log tailer: %s; reading again from txid %d", e, start)
             except Exception as e:

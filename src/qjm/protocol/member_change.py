@@ -111,14 +111,14 @@ def check_member_change(old: Sequence[str], new: Sequence[str]) -> MemberChange:
 
 # -- what the command checks before it calls any node ---------------------------------------------
 
-Namespace = tuple[int, str]  # (namespace id, cluster id)
+NamespaceIdentity = tuple[int, str]  # (namespace id, cluster id)
 
 
 @dataclass(frozen=True)
 class NodeJournal:
     """What one node's status says of the journal, for planning a member change."""
 
-    namespace: Namespace | None  # None: not formatted there
+    namespace: NamespaceIdentity | None  # None: not formatted there
     members: tuple[str, ...] = ()
     last_promised_epoch: int = 0
     last_writer_epoch: int = 0
@@ -130,11 +130,11 @@ class NodeJournal:
 class MemberChangePlan:
     """The namespace to send every node, and the promise a joining node without storage gets."""
 
-    namespace: Namespace
+    namespace: NamespaceIdentity
     promised_epoch: int
 
 
-def _why_not(change: MemberChange, node: NodeJournal, ns: Namespace, joining: bool) -> str:
+def _why_not(change: MemberChange, node: NodeJournal, ns: NamespaceIdentity, joining: bool) -> str:
     """Why this node cannot take part in the change ("" when it can)."""
     if node.namespace is None:
         return "" if joining else "the journal is not formatted there"

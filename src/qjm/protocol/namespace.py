@@ -2,7 +2,7 @@
 
 HDFS sends a namespace as NamespaceInfoProto holding a StorageInfoProto; the identity a
 journal is formatted for is the namespace id and cluster id, compared here and nowhere
-else (the wire message, a node's NsInfo record and the syncer's peer all use
+else (the wire message, a node's NamespaceInfo record and the syncer's peer all use
 same_namespace). Layout versions are negative
 in HDFS and travel as 32-bit two's complement in a uint32.
 """
@@ -14,6 +14,7 @@ from typing import Protocol
 
 from qjm import __version__
 from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.errors import InvalidRequestError
 
 DEFAULT_LAYOUT_VERSION = -64
 
@@ -50,8 +51,8 @@ def namespace_info(
     )
 
 
-class Namespace(Protocol):
-    """Anything naming a namespace by its ids: StorageInfoProto, a node's NsInfo record."""
+class NamespaceIds(Protocol):
+    """Anything naming a namespace by its ids: StorageInfoProto, a node's NamespaceInfo record."""
 
     @property
     def namespace_id(self) -> int: ...
@@ -60,14 +61,14 @@ class Namespace(Protocol):
     def cluster_id(self) -> str: ...
 
 
-def namespace_identity(ns: pb.NamespaceInfoProto | Namespace) -> tuple[int, str]:
+def namespace_identity(ns: pb.NamespaceInfoProto | NamespaceIds) -> tuple[int, str]:
     """What makes two namespaces the same namespace: (namespace id, cluster id)."""
-    ids: Namespace = ns.storage_info if isinstance(ns, pb.NamespaceInfoProto) else ns
+    ids: NamespaceIds = ns.storage_info if isinstance(ns, pb.NamespaceInfoProto) else ns
     return (ids.namespace_id, ids.cluster_id)
 
 
 def same_namespace(
-    a: pb.NamespaceInfoProto | Namespace, b: pb.NamespaceInfoProto | Namespace
+    a: pb.NamespaceInfoProto | NamespaceIds, b: pb.NamespaceInfoProto | NamespaceIds
 ) -> bool:
     """Whether a and b name the same namespace (HDFS's NamespaceInfo check)."""
     return namespace_identity(a) == namespace_identity(b)
@@ -82,6 +83,38 @@ def describe_namespace(ns: pb.NamespaceInfoProto) -> str:
     """Short form for messages: namespace id and cluster id."""
     namespace_id, cluster_id = namespace_identity(ns)
     return f"namespace {namespace_id} cluster {cluster_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceInfo:
+    """The namespace a journal is formatted for."""
+
+    namespace_id: int
+    cluster_id: str
+    block_pool_id: str = ""
+    ctime: int = 0
+    layout_version: int = -64
+
+    @classmethod
+    def from_proto(cls, msg: pb.NamespaceInfoProto) -> NamespaceInfo:
+        """Build from the wire message, rejecting an empty identity."""
+        si = msg.storage_info
+        if si.namespace_id == 0 or not si.cluster_id:
+            raise InvalidRequestError(
+                f"namespace info needs a non-zero namespace id and a cluster id, got "
+                f"namespace id {si.namespace_id} and cluster id {si.cluster_id!r}"
+            )
+        return cls(si.namespace_id, si.cluster_id, msg.block_pool_id, si.ctime, layout_version(msg))
+
+    def to_proto(self) -> pb.NamespaceInfoProto:
+        """The wire message (every required field set)."""
+        return namespace_info(
+            self.namespace_id, self.cluster_id, self.block_pool_id, self.ctime, self.layout_version
+        )
+
+    def describe(self) -> str:
+        """Short form for messages: namespace id and cluster id."""
+        return f"namespaceID={self.namespace_id}, clusterID={self.cluster_id}"
 
 
 @dataclass(frozen=True, slots=True)

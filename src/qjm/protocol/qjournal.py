@@ -2,30 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from google.protobuf.message import Message
-
+from qjm.ipc import MethodSpec, method_table
 from qjm.protocol import qjournal_pb2 as pb
 
 QJOURNAL_PROTOCOL = "org.apache.hadoop.hdfs.qjournal.protocol.QJournalProtocol"
 INTER_QJOURNAL_PROTOCOL = "org.apache.hadoop.hdfs.qjournal.protocol.InterQJournalProtocol"
 STATUS_PROTOCOL = "qjm.journalnode.JournalNodeStatusProtocol"
 PROTOCOL_VERSION = 1
-
-
-@dataclass(frozen=True)
-class MethodSpec:
-    """One RPC: its wire name and its request and response message types."""
-
-    name: str
-    request: type[Message]
-    response: type[Message]
-
-
-def method_table(*specs: MethodSpec) -> dict[str, MethodSpec]:
-    """A protocol's methods by wire name."""
-    return {s.name: s for s in specs}
 
 
 QJOURNAL_METHODS: dict[str, MethodSpec] = method_table(

@@ -34,7 +34,7 @@ from google.protobuf.message import Message
 from qjm.config import JournalNodeSettings
 from qjm.editlog.framing import iter_ops, read_header
 from qjm.editlog.segments import list_segments
-from qjm.ipc import CallContext, Method, RemoteError
+from qjm.ipc import CallContext, Method, MethodSpec, RemoteError
 from qjm.journalnode.journal import FaultInjector, Journal
 from qjm.journalnode.node import JournalNode
 from qjm.journalnode.rpc import JournalNodeHandlers
@@ -42,7 +42,7 @@ from qjm.journalnode.segment_fetch import FetchError, FetchLimits
 from qjm.journalnode.syncer import JournalSyncer
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import JournalNodeUnavailable, StorageInfoMismatchError
-from qjm.protocol.qjournal import PROTOCOLS, QJOURNAL_PROTOCOL, MethodSpec
+from qjm.protocol.qjournal import PROTOCOLS, QJOURNAL_PROTOCOL
 from qjm.protocol.qjournal_client import translate_remote_error
 from qjm.protocol.urls import parse_get_journal_query
 

@@ -25,7 +25,7 @@ from qjm.namenode.image.model import (
     EcPolicy,
     ImageContents,
     Inode,
-    NsInfo,
+    NameSystemInfo,
 )
 from qjm.namenode.image.reader import FsImage, load_image, read_image
 from qjm.namenode.image.sections import (
@@ -52,7 +52,7 @@ __all__ = [
     "ImageContents",
     "ImageError",
     "Inode",
-    "NsInfo",
+    "NameSystemInfo",
     "SectionInfo",
     "Summary",
     "decode_ns_info",

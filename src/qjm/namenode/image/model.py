@@ -13,7 +13,7 @@ ROOT_NS_QUOTA = (1 << 63) - 1  # HDFS gives the root an "unlimited" namespace qu
 
 
 @dataclass(frozen=True, slots=True)
-class NsInfo:
+class NameSystemInfo:
     """The NS_INFO section: namespace id, generation stamps, block ids and the txid."""
 
     namespace_id: int
@@ -84,7 +84,7 @@ class ImageContents:
     Inodes list every inode once; `parents` maps each non-root inode id to its directory.
     """
 
-    ns_info: NsInfo
+    ns_info: NameSystemInfo
     inodes: list[Inode]
     parents: dict[int, int] = field(default_factory=dict)
     last_inode_id: int | None = None

@@ -28,7 +28,7 @@ from qjm.namenode.image.format import (
     section_bytes,
 )
 from qjm.namenode.image.md5 import verify_md5
-from qjm.namenode.image.model import ROOT_INODE_ID, EcPolicy, ImageContents, Inode, NsInfo
+from qjm.namenode.image.model import ROOT_INODE_ID, EcPolicy, ImageContents, Inode, NameSystemInfo
 
 # Protobuf images begin at layout -51 (PROTOBUF_FORMAT); their messages are read alike.
 OLDEST_PROTOBUF_LAYOUT = -51
@@ -39,7 +39,7 @@ class FsImage:
     """A decoded image: every section we understand, plus the directory tree."""
 
     summary: Summary
-    ns_info: NsInfo
+    ns_info: NameSystemInfo
     last_inode_id: int
     inodes: dict[int, Inode]
     dir_entries: list[sec.DirEntry]

@@ -46,7 +46,7 @@ from qjm.namenode.image.format import (
     summary_from_parts,
     unpack_permission,
 )
-from qjm.namenode.image.model import DIRECTORY, FILE, SYMLINK, EcPolicy, Inode, NsInfo
+from qjm.namenode.image.model import DIRECTORY, FILE, SYMLINK, EcPolicy, Inode, NameSystemInfo
 
 INODE_TYPES = {1: FILE, 2: DIRECTORY, 3: SYMLINK}
 STORAGE_TYPE_NAMES = {1: "DISK", 2: "SSD", 3: "ARCHIVE", 4: "RAM_DISK", 5: "PROVIDED"}
@@ -101,11 +101,11 @@ def _first(buf: bytes, section: str) -> tuple[bytes, Iterator[bytes]]:
     return head, it
 
 
-def decode_ns_info(buf: bytes) -> NsInfo:
+def decode_ns_info(buf: bytes) -> NameSystemInfo:
     """The NS_INFO section."""
     head, _ = _first(buf, NS_INFO)
     m: Any = parse(pb.NameSystemSection, head, NS_INFO, "NameSystemSection")
-    return NsInfo(
+    return NameSystemInfo(
         namespace_id=m.namespaceId,
         txid=m.transactionId,
         genstamp_v1=m.genstampV1,

@@ -102,7 +102,7 @@ def subtree(state: Mapping[str, Entry], top: str) -> list[str]:
     return sorted(p for p in state if is_under(p, top))
 
 
-class Namespace:
+class ModelNamespace:
     """An exact namespace below a client's root: path -> Entry; everything above the root is
     an existing directory."""
 
@@ -276,7 +276,7 @@ class SubtreeModel:
     outcomes, each path's changes, and the paths no later call may touch."""
 
     def __init__(self, root: str) -> None:
-        self.ns = Namespace(root)
+        self.ns = ModelNamespace(root)
         self.root = self.ns.root
         self.changes: dict[str, list[Change]] = {}
         self.invoked: list[float] = []  # by seq

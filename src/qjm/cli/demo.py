@@ -29,7 +29,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
-from qjm.cli import eventloop
+from qjm import runtime
 from qjm.cli.cluster import cluster_status, print_status
 from qjm.cluster.hadoop_conf import fsshell_argv
 from qjm.cluster.launcher import (
@@ -577,7 +577,7 @@ def stay_up(directory: Path, cluster: dict[str, Any], out: Outcome | None) -> No
             continue
         back = watch_restart(directory, out.killed, out.pid)
         if back is not None:
-            state = eventloop.run(ha_state(cluster[out.killed]["rpc"]))
+            state = runtime.run(ha_state(cluster[out.killed]["rpc"]))
             print(f"  >> {out.killed} is back (pid {back}), {state}", flush=True)
 
 
@@ -626,7 +626,7 @@ def run(directory: Path, base_port: int | None = None, once: bool = False) -> in
         print(f"   after {SHOW_BEFORE_S:.0f} s the active NameNode is killed with kill -9)")
         out: Outcome | None = None
         try:
-            out = eventloop.run(scenario(directory, cluster, Console()))
+            out = runtime.run(scenario(directory, cluster, Console()))
         except DemoError as e:
             print(f"  demo: {e}", file=sys.stderr)
             code = 1
@@ -653,7 +653,7 @@ def run(directory: Path, base_port: int | None = None, once: bool = False) -> in
 
 
 def main() -> int:
-    """Entry point of `python -m qjm.cluster.demo`."""
+    """Entry point of `python -m qjm.cli.demo`."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dir", type=Path, default=Path("demo"), help="cluster directory (demo)")
     parser.add_argument("--base-port", type=int, help="ports from this one (default: HDFS's)")
