@@ -13,9 +13,9 @@ import pytest
 
 from qjm.client.quorum_call import QuorumError
 from qjm.client.quorum_journal_manager import QuorumJournalManager
+from qjm.testing.faults import NodeFaults
 from qjm_cluster import (
     JNCluster,
-    NodeFaults,
     check_finalized_on_quorum,
     check_one_value_per_txid,
     payload,
@@ -153,7 +153,7 @@ async def test_2_10_4_finalized_inconsistent_no_majority(tmp_path: Path, away: i
         f[2].fail_from_txn(126)
         await write_txns(stream, 126, 25)
         await stream.close()
-        f[1].fail_method("finalizeLogSegment")
+        f[1].fail("finalizeLogSegment")
         with pytest.raises(QuorumError):
             await q.finalize_log_segment(101, 150)  # reaches JN1 only
         await settle(q)
@@ -174,8 +174,8 @@ async def test_2_10_5_start_inconsistent_majority_not_started(tmp_path: Path) ->
         jid = await new_journal(cluster)
         f = faults3()
         q = await writer_with_first_segment(cluster, jid, f, end=150)
-        f[1].fail_method("startLogSegment")
-        f[2].fail_method("startLogSegment")
+        f[1].fail("startLogSegment")
+        f[2].fail("startLogSegment")
         with pytest.raises(QuorumError):
             await q.start_log_segment(151)  # reaches JN1 only
         await settle(q)
@@ -230,7 +230,7 @@ async def test_2_10_7_multiple_recoveries_first_failed(tmp_path: Path) -> None:
         # finalize reaches only JN3.
         await cluster.stop_node(1)
         f = faults3()
-        f[0].fail_method("finalizeLogSegment")
+        f[0].fail("finalizeLogSegment")
         q = cluster.qjm(jid, f)
         with pytest.raises(QuorumError):
             await q.recover_unfinalized_segments()
@@ -336,8 +336,8 @@ async def test_miss_finalize_and_next_start(tmp_path: Path) -> None:
     async with JNCluster(tmp_path) as cluster:
         jid = await new_journal(cluster)
         f = faults3()
-        f[0].fail_method("finalizeLogSegment", lambda r: (r.start_txid, r.end_txid) == (1, 3))
-        f[0].fail_method("startLogSegment", lambda r: r.txid == 4)
+        f[0].fail("finalizeLogSegment", when=lambda r: (r.start_txid, r.end_txid) == (1, 3))
+        f[0].fail("startLogSegment", when=lambda r: r.txid == 4)
         f[1].fail_from_txn(4)
         q = cluster.qjm(jid, f)
         await q.recover_unfinalized_segments()
@@ -361,7 +361,7 @@ async def test_recover_after_incomplete_recovery(tmp_path: Path) -> None:
         await cluster.stop_node(2)  # the one with 5
         f = faults3()
         for x in f:
-            x.fail_method("finalizeLogSegment")
+            x.fail("finalizeLogSegment")
         q = cluster.qjm(jid, f)
         with pytest.raises(QuorumError, match="Injected"):
             await q.recover_unfinalized_segments()  # accepts 1-4 on JN0 and JN1
@@ -387,7 +387,7 @@ async def setup_one_jn_has_segment_with_accepted_recovery(cluster: JNCluster, ji
     # Recovery 1 sees JN0 and JN1 (JN2 is away, so the newest segment 101 is seen),
     # chooses JN0's 101-101, and only JN0 accepts it.
     f = faults3()
-    f[1].fail_method("acceptRecovery")
+    f[1].fail("acceptRecovery")
     f[2].down = True
     q = cluster.qjm(jid, f)
     with pytest.raises(QuorumError, match="Injected"):
@@ -444,7 +444,7 @@ async def test_crash_between_sync_log_and_persist_paxos_data(tmp_path: Path) -> 
         # Recovery with JN0, JN1 only, decides 4; only JN0 accepts.
         await cluster.stop_node(2)
         f = faults3()
-        f[1].fail_method("acceptRecovery")
+        f[1].fail("acceptRecovery")
         q = cluster.qjm(jid, f)
         with pytest.raises(QuorumError, match="Injected"):
             await q.recover_unfinalized_segments()
@@ -453,7 +453,7 @@ async def test_crash_between_sync_log_and_persist_paxos_data(tmp_path: Path) -> 
         # Recovery again without JN0's prepare: decides 5; every node crashes before it
         # persists the paxos data (after downloading).
         f = faults3()
-        f[0].fail_method("prepareRecovery")
+        f[0].fail("prepareRecovery")
 
         def crash() -> None:
             raise OSError("Injected - crash before persisting paxos data")
@@ -486,8 +486,8 @@ async def test_crash_after_persisting_paxos_data_rolls_forward(tmp_path: Path) -
         # data and crashes before swapping the file in; JN1's accept fails too.
         cluster.injectors[0].after_persist_paxos_data = crash
         f = faults3()
-        f[1].fail_method("prepareRecovery")
-        f[1].fail_method("acceptRecovery")
+        f[1].fail("prepareRecovery")
+        f[1].fail("acceptRecovery")
         q = cluster.qjm(jid, f)
         with pytest.raises(QuorumError, match="Injected"):
             await q.recover_unfinalized_segments()
@@ -567,7 +567,7 @@ async def test_finalized_by_a_later_recovery_beats_a_minority_accept(tmp_path: P
         jid = await new_journal(cluster)
         f = faults3()
         q = await writer_with_first_segment(cluster, jid, f, end=3)
-        f[2].fail_method("startLogSegment")
+        f[2].fail("startLogSegment")
         stream = await q.start_log_segment(4)  # on JN0 and JN1 only
         assert await write_txns(stream, 4, 1) == 4  # acknowledged by JN0 and JN1
         f[1].fail_from_txn(5)
@@ -577,7 +577,7 @@ async def test_finalized_by_a_later_recovery_beats_a_minority_accept(tmp_path: P
         # Epoch 2 sees JN0 (4-5) and JN2 (no segment 4), chooses 4-5; only JN0 accepts it.
         f = faults3()
         f[1].down = True
-        f[2].fail_method("acceptRecovery")
+        f[2].fail("acceptRecovery")
         q = cluster.qjm(jid, f)
         with pytest.raises(QuorumError, match="Injected"):
             await q.recover_unfinalized_segments()

@@ -19,7 +19,8 @@ from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.journalnode.journal import Journal
 from qjm.journalnode.storage import JNStorage, NsInfo
 from qjm.journalnode.syncer import _restore_journal
-from qjm_cluster import FAST_SETTINGS, FaultyClient, NodeFaults, write_txns
+from qjm.testing.faults import NodeFaults
+from qjm_cluster import FAST_SETTINGS, FaultyClient, write_txns
 from raw_writer import JID, NS, RawWriter
 from test_syncer import start_synced_trio, wait_until
 

@@ -11,7 +11,8 @@ from qjm.client.quorum_call import QuorumError
 from qjm.client.reader import QuorumJournalReader
 from qjm.client.uri import parse_qjournal_uri
 from qjm.editlog.framing import RawOp
-from qjm_cluster import FAST_SETTINGS, JNCluster, NodeFaults, payload, settle, write_txns
+from qjm.testing.faults import NodeFaults
+from qjm_cluster import FAST_SETTINGS, JNCluster, payload, settle, write_txns
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -26,6 +26,16 @@ __all__ = ["Action", "Gate", "InjectedFault", "NodeFaults", "RpcRecord", "Rule"]
 class InjectedFault(JournalNodeUnavailable):
     """A failure the test made up (the node may or may not have applied the call)."""
 
+    @classmethod
+    def failed(cls, address: str, method: str) -> InjectedFault:
+        """The error of a call failed before the node saw it (Action.FAIL)."""
+        return cls(f"{address}: Injected failure of {method}")
+
+    @classmethod
+    def answer_lost(cls, address: str, method: str) -> InjectedFault:
+        """The error of a call the node applied and whose answer was lost (Action.DROP)."""
+        return cls(f"{address}: Injected loss of the answer to {method}")
+
 
 class Action(Enum):
     """What a fault rule does to one call."""
@@ -51,6 +61,26 @@ class Gate:
         for cb in callbacks:
             cb()
 
+    def when_open(self, callback: Callable[[], None]) -> None:
+        """Call back once the gate opens (at once if it is open)."""
+        if self.opened:
+            callback()
+        else:
+            self._on_open.append(callback)
+
+    async def wait_open(self) -> None:
+        """Return once the gate is open."""
+        if self.opened:
+            return
+        opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def done() -> None:
+            if not opened.done():
+                opened.set_result(None)
+
+        self.when_open(done)
+        await opened
+
     async def wait_held(self, timeout_s: float = 10.0) -> None:
         """Return once a call is held here; fail after timeout_s."""
         async with asyncio.timeout(timeout_s):
@@ -74,13 +104,22 @@ Rule = Callable[[str, Any], "Action | Gate | None"]
 class NodeFaults:
     """The faults of one node's link; shared by every client connected to that node."""
 
-    address: str
+    address: str = ""
     rules: list[Rule] = field(default_factory=list)
     log: list[RpcRecord] = field(default_factory=list)
     # Rewrites an answer before the caller decodes it (a buggy node, like Hadoop's spies).
     tamper: Callable[[str, Message], Message] | None = None
     # Told of every call once its answer or error is in (after it is logged).
     on_record: Callable[[RpcRecord], None] | None = None
+    # Told of every call before the rules judge it (sees the calls a rule then fails).
+    before: Callable[[str, Any], None] | None = None
+    # The link is down: every call fails before the node sees it, whatever the rules say.
+    down: bool = False
+    # Every call reaches the node this much later, and holds back the calls behind it (a
+    # slow node or link); injected latency, never a way to synchronize a test.
+    delay_s: float = 0.0
+    # Calls judged so far; the first call is number 1 (see fail_call).
+    seen: int = 0
 
     def calls(self, method: str | None = None) -> list[RpcRecord]:
         """The recorded calls, of one method or all."""
@@ -135,7 +174,17 @@ class NodeFaults:
 
     def fail_from_txn(self, txid: int) -> None:
         """Fail every journal() holding txid or later (Hadoop's failLoggerAtTxn)."""
-        self.fail("journal", when=lambda r: r.first_txid + r.num_txns - 1 >= txid)
+        self.fail(
+            "journal", when=lambda r: r.num_txns > 0 and r.first_txid + r.num_txns - 1 >= txid
+        )
+
+    def fail_call(self, number: int) -> None:
+        """Fail the call with this number on the link (1 is the first), whatever its method."""
+
+        def rule(m: str, request: Any) -> Action | None:
+            return Action.FAIL if self.seen == number else None
+
+        self.rules.append(rule)
 
     def randomly(self, rng: random.Random, p_fail: float, p_drop: float) -> None:
         """Fail (before) or drop the answer of (after) each call with these probabilities."""
@@ -151,13 +200,21 @@ class NodeFaults:
         self.rules.append(rule)
 
     def clear(self) -> None:
-        """Remove every rule (the log stays)."""
+        """Remove every rule and hook, and bring the link up (the log and count stay)."""
         self.rules.clear()
         self.tamper = None
         self.on_record = None
+        self.before = None
+        self.down = False
+        self.delay_s = 0.0
 
     def decide(self, method: str, request: Any) -> Action | Gate | None:
-        """The first rule's verdict on a call."""
+        """Count the call, tell `before`, and return the first rule's verdict on it."""
+        self.seen += 1
+        if self.before is not None:
+            self.before(method, request)
+        if self.down:
+            return Action.FAIL
         for rule in list(self.rules):
             verdict = rule(method, request)
             if verdict is not None:

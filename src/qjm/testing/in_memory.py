@@ -8,11 +8,11 @@ the answer from bytes; an error leaves as the Java class name and message the IP
 would send and comes back as the error type the IPC client would raise. accept_recovery's
 segment download reads the source node's file through the same lookup as its /getJournal.
 
-Faults, per node (NodeFaults), all deterministic: fail the next k calls of a method before
-the node sees them; drop the answer after the node applied the call; hold calls at a gate
-until the test opens it (a held call holds back the later calls of its connection, as a
-stalled TCP connection would); crash a node (calls fail as unreachable) and restart it from
-its disk; or a seeded random schedule of failures and dropped answers.
+Faults, per node (NodeFaults, qjm.testing.faults), all deterministic: fail the next k calls
+of a method before the node sees them; drop the answer after the node applied the call;
+hold calls at a gate until the test opens it (a held call holds back the later calls of its
+connection, as a stalled TCP connection would); crash a node (calls fail as unreachable)
+and restart it from its disk; or a seeded random schedule of failures and dropped answers.
 """
 
 from __future__ import annotations
@@ -150,9 +150,13 @@ class InMemoryClient:
         if slot.node is None:
             raise self._unreachable(method)
         if verdict is Action.FAIL:
-            raise InjectedFault(f"{self.address}: injected failure of {method}")
+            raise InjectedFault.failed(self.address, method)
         loop = asyncio.get_running_loop()
         gate = verdict if isinstance(verdict, Gate) and not verdict.opened else None
+        if gate is None and self.faults.delay_s:
+            # A slow link: the call waits at a gate of its own that opens after the delay.
+            gate = Gate(f"{self.address}:delay")
+            loop.call_later(self.faults.delay_s, gate.open)
         answer: asyncio.Future[bytes] = loop.create_future()
         answer.add_done_callback(lambda f: f.cancelled() or f.exception())
         queued = _Queued(method, body, gate, answer, slot.generation)
@@ -160,7 +164,7 @@ class InMemoryClient:
             self._queue.append(queued)
             if gate is not None:
                 gate.held.set()
-                gate._on_open.append(self._drain)
+                gate.when_open(self._drain)
         else:
             self._deliver(protocol, queued)
         try:
@@ -173,7 +177,7 @@ class InMemoryClient:
         if slot.generation != queued.generation:
             raise self._unreachable(method)  # it crashed: the answer was lost with it
         if verdict is Action.DROP:
-            raise InjectedFault(f"{self.address}: injected loss of the answer to {method}")
+            raise InjectedFault.answer_lost(self.address, method)
         resp = spec.response.FromString(raw)
         if self.faults.tamper is not None:
             resp = self.faults.tamper(method, resp)
