@@ -23,12 +23,12 @@ from ha_cluster import (
     processes_of,
     wait_single_active,
 )
-from hadoop_clients import wait_until
 from qjm.cluster.hadoop_conf import read_site
 from qjm.cluster.launcher import cluster_up, plan_cluster_ports, read_cluster
 from qjm.cluster.process import LaunchError, pid_alive
 from qjm.config import FailoverControllerSettings, ZooKeeperSettings, load_config
 from qjm.namenode.client import NameNodeClient, NoActiveNameNodeError
+from qjm.testing.wait import wait_until
 
 DAEMONS = ("zk1", "jn1", "jn2", "jn3", "nn1", "nn2", "zkfc1", "zkfc2")
 
@@ -146,7 +146,7 @@ def test_cluster_up_kill_the_active_fails_over_by_itself(tmp_path: Path) -> None
         assert new_pid != old_pid and pid_alive(new_pid)
         assert f"{active} started (pid {new_pid})" in r.stdout
         back = {active: "standby", other: "active"}
-        wait_until(f"{back}", lambda: ha_states(cluster) == back or None, timeout=60)
+        wait_until(f"{back}", lambda: ha_states(cluster) == back or None, timeout_s=60)
         for name, says in (
             (other, f"{other} is running (pid {cluster[other]['pid']})"),
             ("zk1", "zk1 is zookeeper: only JournalNodes, NameNodes and ZKFCs start alone"),

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from conftest import JNFactory, run_qjm
-from hadoop_clients import wait_until
 from nn_fakes import FakeNameNode, ServedInThread, serve
 from nn_harness import copy_name_dir, format_cluster, make_config, start_nn
 from ports import free_address
@@ -28,6 +27,7 @@ from qjm.ipc import IpcServer, RemoteError
 from qjm.namenode.client import HAAdminClient
 from qjm.namenode.types import HAState
 from qjm.namenode.users import os_user
+from qjm.testing.wait import wait_until
 
 ACCESS_DENIED = "org.apache.hadoop.security.AccessControlException"
 SERVICE_FAILED = "org.apache.hadoop.ha.ServiceFailedException"
@@ -308,10 +308,11 @@ def test_haadmin_failover_through_real_zkfcs(zookeeper: str, tmp_path: Path) -> 
         try:
             for name in ("nn1", "nn2"):
                 ready = tmp_path / f"zkfc-{name}.json"
-                wait_until(f"zkfc of {name} ready", ready.exists)
+                wait_until(f"zkfc of {name} ready", ready.exists, timeout_s=30.0)
             wait_until(
                 "one NameNode active, made so by its ZKFC",
                 lambda: sorted(nn.standby for nn in nns) == [False, True],
+                timeout_s=30.0,
             )
             active = next(i for i, nn in enumerate(nns) if not nn.standby)
             other = 1 - active

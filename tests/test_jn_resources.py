@@ -28,9 +28,10 @@ from qjm.logs import RateLimitFilter, setup_logging
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import JournalError, StorageError
 from qjm.protocol.qjournal import journal_id
+from qjm.testing.wait import wait_until
 from raw_writer import JID, JNClient, ns_info, txns
 from test_journalnode_server import http_get
-from test_syncer import seg_path, synced_trio_with_segments, wait_until
+from test_syncer import DEADLINE, seg_path, synced_trio_with_segments
 
 NS = ns_info(4242, "CID-resources")
 T = 10.0
@@ -123,7 +124,7 @@ async def test_a_bad_finalized_segment_is_moved_aside_on_serve_and_repaired(
     assert status != 200, f"served a bad segment: {status} with {len(body)} bytes"
     assert path.name in body.decode(), body
     assert path.with_name(path.name + ".corrupt").exists()
-    wait_until("4-6 repaired on jn1", lambda: segment_intact(path, original))
+    wait_until("4-6 repaired on jn1", lambda: segment_intact(path, original), timeout_s=DEADLINE)
     assert "moved aside" in jn1.log.read_text()
     assert seg_path(jn3, 4, 6).read_bytes() == original
 
@@ -138,7 +139,7 @@ async def test_a_bad_finalized_segment_is_found_at_start_and_repaired(
     path.write_bytes(original[:20])
     jn1 = jn_factory.start(jn1.name, jn1.rpc, jn1.http, *jn1.extra)
     assert path.with_name(path.name + ".corrupt").exists() or segment_intact(path, original)
-    wait_until("7-9 repaired on jn1", lambda: segment_intact(path, original))
+    wait_until("7-9 repaired on jn1", lambda: segment_intact(path, original), timeout_s=DEADLINE)
     log = jn1.log.read_text()
     assert path.name in log and "moved aside" in log, log
 
