@@ -50,7 +50,7 @@ async def test_corrupt_replica_and_slow_healthy_node_keep_acked_txids(tmp_path: 
         await write_txns(stream, 1, 25)  # 1-25 everywhere
         f[2].fail_from_txn(26)
         for nf in f:  # the writer dies before it reports committed=50 to anyone
-            nf.fail("Heartbeat")
+            nf.fail("heartbeat")
         assert await write_txns(stream, 26, 25) == 50  # acked by jn0 and jn1 only
         await settle(q)  # the writer dies: no node learned committed=50
         flip_bit_in_txid(cluster.current_dir(1, jid) / inprogress_name(1), 30)
