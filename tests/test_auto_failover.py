@@ -50,7 +50,7 @@ from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import hdfs_pb2 as hdfs
 from qjm.testing.wait import wait_until
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 SESSION_TIMEOUT_MS = 4000
 HEALTH_RPC_TIMEOUT_MS = 2000

@@ -10,10 +10,14 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
+
 from conftest import run_qjm
 from nn_fakes import FakeNameNode, ServedInThread
 from qjm.config import load_config
 from qjm.testing.wait import wait_until
+
+pytestmark = pytest.mark.slow
 
 
 def write_config(

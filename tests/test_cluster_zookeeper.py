@@ -71,6 +71,7 @@ async def missing_on(address: str, paths: list[str]) -> list[str]:
         return [p for p in paths if await nn.stat(p) is None]
 
 
+@pytest.mark.slow
 def test_cluster_up_kill_the_active_fails_over_by_itself(tmp_path: Path) -> None:
     d = tmp_path / "cluster"
     base = free_cluster_ports()
@@ -200,6 +201,7 @@ def test_cluster_up_refuses_a_taken_zkfc_or_zookeeper_port(
     assert processes_of(d) == []
 
 
+@pytest.mark.slow
 def test_a_failed_start_leaves_nothing_running_zookeeper_included(tmp_path: Path) -> None:
     d = tmp_path / "c"
     with pytest.raises(LaunchError, match=r"zkfc[12] exited with code"):
@@ -216,6 +218,7 @@ def test_a_failed_start_leaves_nothing_running_zookeeper_included(tmp_path: Path
     assert not (d / "cluster.json").exists()
 
 
+@pytest.mark.slow
 def test_a_zookeeper_ensemble_of_three(tmp_path: Path) -> None:
     d = tmp_path / "c"
     with auto_cluster(d, zookeeper_members=3) as cluster:

@@ -294,6 +294,7 @@ def stop(procs: list[subprocess.Popen[bytes]]) -> None:
             p.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_haadmin_failover_through_real_zkfcs(zookeeper: str, tmp_path: Path) -> None:
     nns = [
         FakeNameNode(standby=True, automatic_failover=True),

@@ -106,6 +106,7 @@ async def two_electors(
         await ea.close()
 
 
+@pytest.mark.slow
 async def test_one_wins_the_other_waits_then_takes_over_fencing_the_first(
     zookeeper: str,
 ) -> None:
@@ -137,6 +138,7 @@ async def test_one_wins_the_other_waits_then_takes_over_fencing_the_first(
         assert ActiveNodeInfo.FromString(crumb.data).namenodeId == "nn2"
 
 
+@pytest.mark.slow
 async def test_fence_failure_never_becomes_active(zookeeper: str) -> None:
     async with two_electors(zookeeper, App("nn2", fence_ok=False)) as (_ns, _a, b, ea, eb):
         await ea.format_zk(force=False)
@@ -162,6 +164,7 @@ async def test_fence_failure_never_becomes_active(zookeeper: str) -> None:
         assert b.events[-2:] == ["fence:nn1", "active"]
 
 
+@pytest.mark.slow
 async def test_quit_election_releases_and_the_next_need_not_fence(zookeeper: str) -> None:
     async with two_electors(zookeeper) as (_ns, a, b, ea, eb):
         await ea.format_zk(force=False)
@@ -183,6 +186,7 @@ async def test_quit_election_releases_and_the_next_need_not_fence(zookeeper: str
         assert a.events[-3:] == ["standby", "fence:nn2", "active"]
 
 
+@pytest.mark.slow
 async def test_format_zk_force_clears_the_parent(zookeeper: str) -> None:
     ns = fresh_ns()
     a = App("nn1")
@@ -199,6 +203,7 @@ async def test_format_zk_force_clears_the_parent(zookeeper: str) -> None:
         await ea.close()
 
 
+@pytest.mark.slow
 async def test_digest_acl_refuses_an_unauthenticated_client(zookeeper: str) -> None:
     from kazoo.client import KazooClient
     from kazoo.exceptions import NoAuthError
@@ -259,6 +264,7 @@ def test_acl_and_auth_specs_are_checked() -> None:
         parse_auth("digest")
 
 
+@pytest.mark.slow
 async def test_session_expiry_fails_over_and_the_expired_one_rejoins(zookeeper: str) -> None:
     from kazoo.client import KazooClient
 
@@ -288,6 +294,7 @@ async def test_session_expiry_fails_over_and_the_expired_one_rejoins(zookeeper: 
         assert ea.store.session_id not in (0, old_session)  # a new session
 
 
+@pytest.mark.slow
 async def test_zookeeper_restart_means_neutral_then_the_same_roles(
     own_zookeeper: ZooKeeperEnsemble,
 ) -> None:

@@ -134,6 +134,7 @@ def one_value_per_txid(cluster: InMemoryCluster, jid: str) -> dict[int, bytes]:
     return {t: v for t, (_, v) in seen.items()}
 
 
+@pytest.mark.slow
 async def test_recover_after_every_pair_of_single_rpc_failures(tmp_path: Path) -> None:
     """Every pair of single-RPC failures, one on jn0 and one on jn1, over the in-memory transport.
 
@@ -217,6 +218,7 @@ def _crash(when: str) -> Any:
     return crash
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(max(120, GENERATIONS))
 async def test_randomized_writer_generations(tmp_path: Path) -> None:
     r = random.Random(SEED)

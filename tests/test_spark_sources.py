@@ -18,7 +18,7 @@ from qjm.editlog.ops import MkdirOp, PermissionStatus, encode_ops
 from qjm.editlog.segments import finalized_name, inprogress_name
 from qjm.spark.schemas import EDITS, IMAGE
 
-pytestmark = pytest.mark.timeout(600)  # a JVM starting on a loaded machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # a JVM starting on a loaded machine
 
 IMAGE_FILE = FIXTURES / "fsimage_0000000000000061740"
 EDITS_FILE = FIXTURES / "editsStored"
