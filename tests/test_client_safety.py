@@ -387,6 +387,7 @@ async def stale_jn0_state(cluster: JNCluster, jid: str) -> None:
         await settle(q2)
 
 
+@pytest.mark.slow
 async def test_read_names_committed_txids_only_one_current_node_holds(tmp_path: Path) -> None:
     """Finding 6: jn0 stale, jn1 away, jn2 current with committed 10: no silent prefix."""
     async with JNCluster(tmp_path) as cluster:

@@ -183,6 +183,7 @@ def test_cluster_up_kill_the_active_fails_over_by_itself(tmp_path: Path) -> None
     assert processes_of(d) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("offset", "daemon"), [(10, "zkfc1"), (11, "zkfc2"), (12, "ZooKeeper")])
 def test_cluster_up_refuses_a_taken_zkfc_or_zookeeper_port(
     tmp_path: Path, offset: int, daemon: str

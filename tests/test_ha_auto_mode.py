@@ -205,6 +205,7 @@ def auto_config(
     return path
 
 
+@pytest.mark.slow
 def test_haadmin_refuses_manual_transitions_without_forcemanual(tmp_path: Path) -> None:
     nns = [
         FakeNameNode(automatic_failover=True),
@@ -245,6 +246,7 @@ def test_haadmin_refuses_manual_transitions_without_forcemanual(tmp_path: Path) 
         assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.slow
 def test_haadmin_failover_without_a_zkfc_says_which_failed(tmp_path: Path) -> None:
     nowhere = free_address()  # nothing listens there
     cfg = str(auto_config(tmp_path / "c.toml", [free_address()] * 2, [free_address(), nowhere]))
@@ -385,6 +387,7 @@ def test_haadmin_failover_through_real_zkfcs(zookeeper: str, tmp_path: Path) -> 
 # ---- a real NameNode ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_real_namenodes_apply_the_rule(tmp_path: Path, jn_factory: JNFactory) -> None:
     jns = [jn_factory.start(f"jn{i}") for i in range(3)]
     auto = make_config(jns, tmp_path, names=("nn1", "nn2"), automatic_failover=True)

@@ -69,6 +69,7 @@ CORRUPTIONS = {  # test id: (file, contents)
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CORRUPTIONS))
 async def test_one_corrupt_file_does_not_stop_the_node(jn_factory: JNFactory, case: str) -> None:
     name, contents = CORRUPTIONS[case]
@@ -112,6 +113,7 @@ def segment_intact(path: Path, original: bytes) -> bool:
     return path.exists() and path.read_bytes() == original
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cut", ["empty", "truncated"])
 async def test_a_bad_finalized_segment_is_moved_aside_on_serve_and_repaired(
     jn_factory: JNFactory, cut: str
@@ -129,6 +131,7 @@ async def test_a_bad_finalized_segment_is_moved_aside_on_serve_and_repaired(
     assert seg_path(jn3, 4, 6).read_bytes() == original
 
 
+@pytest.mark.slow
 async def test_a_bad_finalized_segment_is_found_at_start_and_repaired(
     jn_factory: JNFactory,
 ) -> None:
@@ -357,6 +360,7 @@ def test_repeated_log_lines_are_rate_limited() -> None:
         root.setLevel(level)
 
 
+@pytest.mark.slow
 def test_at_the_fd_limit_the_node_logs_little_and_recovers(tmp_path: Path) -> None:
     rpc, http = free_address(), free_address()
     log = tmp_path / "jn.log"

@@ -62,6 +62,7 @@ async def workload(rpc: Rpc, tag: str, n: int = 5) -> None:
     assert await rpc.delete(f"/{tag}/d0")
 
 
+@pytest.mark.slow
 async def test_standby_tails_the_active(tmp_path: Path, jn_factory: JNFactory) -> None:
     _, nn1, nn2 = await pair(jn_factory, tmp_path)
     rpc = Rpc(nn1.rpc_address())
@@ -77,6 +78,7 @@ async def test_standby_tails_the_active(tmp_path: Path, jn_factory: JNFactory) -
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_failover_both_ways_keeps_every_acknowledged_op(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:
@@ -107,6 +109,7 @@ async def test_failover_both_ways_keeps_every_acknowledged_op(
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_a_deposed_active_cannot_write(tmp_path: Path, jn_factory: JNFactory) -> None:
     _, nn1, nn2 = await pair(jn_factory, tmp_path)
     r1, r2 = Rpc(nn1.rpc_address()), Rpc(nn2.rpc_address())
@@ -139,6 +142,7 @@ async def test_a_deposed_active_cannot_write(tmp_path: Path, jn_factory: JNFacto
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_concurrent_transitions_are_serialized(tmp_path: Path, jn_factory: JNFactory) -> None:
     _, nn1, nn2 = await pair(jn_factory, tmp_path)
     try:
@@ -153,6 +157,7 @@ async def test_concurrent_transitions_are_serialized(tmp_path: Path, jn_factory:
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_standby_image_equals_the_active_namespace(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:
@@ -185,6 +190,7 @@ async def test_standby_image_equals_the_active_namespace(
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_checkpoint_by_txn_count_and_restart_from_it(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:
@@ -259,6 +265,7 @@ async def test_page_status_and_metrics_show_one_newest_image_after_a_checkpoint(
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_bootstrap_standby_fetches_the_image(tmp_path: Path, jn_factory: JNFactory) -> None:
     from qjm.namenode.checkpointer import bootstrap_standby
 
@@ -289,6 +296,7 @@ async def test_bootstrap_standby_fetches_the_image(tmp_path: Path, jn_factory: J
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_a_deposed_active_taking_over_again_drops_its_unsynced_edits(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:
@@ -327,6 +335,7 @@ async def test_a_deposed_active_taking_over_again_drops_its_unsynced_edits(
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_without_a_quorum_a_standby_waits_and_cannot_become_active(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:
@@ -371,6 +380,7 @@ async def test_without_a_quorum_a_standby_waits_and_cannot_become_active(
         await nn2.stop()
 
 
+@pytest.mark.slow
 async def test_failover_under_a_concurrent_workload_loses_no_acknowledged_op(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:
@@ -432,6 +442,7 @@ async def test_failover_under_a_concurrent_workload_loses_no_acknowledged_op(
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_an_edit_the_standby_cannot_apply_stops_it(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:
@@ -476,6 +487,7 @@ async def test_an_edit_the_standby_cannot_apply_stops_it(
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_kill_9_of_the_active_process_keeps_every_acknowledged_op(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:

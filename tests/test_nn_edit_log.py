@@ -667,6 +667,7 @@ async def test_recover_reads_the_shared_journal_when_it_holds_more(tmp_path: Pat
 
 
 # -- real JournalNode processes ---------------------------------------------------------------
+@pytest.mark.slow
 async def test_with_journalnode_processes_one_loss_is_survived_two_are_fatal(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:

@@ -148,6 +148,7 @@ async def fetch(nn: NameNode, path: str) -> str:
         return await r.text()
 
 
+@pytest.mark.slow
 async def test_a_retry_with_the_same_ids_gets_the_first_answer_and_logs_nothing(
     tmp_path: Path,
 ) -> None:
@@ -203,6 +204,7 @@ async def test_a_retry_with_the_same_ids_gets_the_first_answer_and_logs_nothing(
         assert "qjm_namenode_retry_cache_cleared_total 0.0" in metrics
 
 
+@pytest.mark.slow
 async def test_an_entry_expires_and_the_retry_then_runs_again(tmp_path: Path) -> None:
     async with namenodes(tmp_path) as pair:
         nn = pair.nodes[0]
@@ -220,6 +222,7 @@ async def test_an_entry_expires_and_the_retry_then_runs_again(tmp_path: Path) ->
         assert not (await call(addr, 7, "rename", req, cn.RenameResponseProto)).result
 
 
+@pytest.mark.slow
 async def test_a_retry_during_the_first_call_waits_for_it(tmp_path: Path) -> None:
     async with namenodes(tmp_path) as pair:
         nn = pair.nodes[0]
@@ -249,6 +252,7 @@ async def test_a_retry_during_the_first_call_waits_for_it(tmp_path: Path) -> Non
         assert nn.last_txid() == before + 1  # one rename logged
 
 
+@pytest.mark.slow
 async def test_the_standby_rebuilds_entries_and_answers_retries_after_a_failover(
     tmp_path: Path,
 ) -> None:

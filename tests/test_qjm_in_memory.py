@@ -517,6 +517,7 @@ SEED = int(os.environ.get("QJM_INMEM_SEED", "3077"))
 DEPOSED_SERIAL = 1 << 40  # above any serial a writer of this schedule sends
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(max(60, ROUNDS // 10))  # long runs (docs/reliability.md) take longer
 async def test_randomized_schedule_every_acked_txid_survives(cluster: InMemoryCluster) -> None:
     started = time.monotonic()

@@ -54,6 +54,7 @@ async def mem(tmp_path: Path) -> AsyncIterator[InMemoryCluster]:
         yield c
 
 
+@pytest.mark.slow
 async def test_a_flapping_node_makes_the_log_roll_at_most_once_an_interval(
     tmp_path: Path, mem: InMemoryCluster
 ) -> None:

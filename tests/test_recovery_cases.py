@@ -2,9 +2,10 @@
 
 Each case runs over the in-memory transport (real JournalNodes and journals in this
 process, no sockets: qjm.testing.in_memory) in every variant, and over real sockets
-(JournalNode servers on loopback, tests/qjm_cluster.py) in one variant as a smoke
-test. Both read the same fault rules (qjm.testing.faults): a node's faults apply to every
-writer the scenario starts, and record what each call answered.
+(JournalNode servers on loopback, tests/qjm_cluster.py) in one variant as a smoke test
+(marked slow: the fast lane runs the in-memory variants). Both read the same fault rules
+(qjm.testing.faults): a node's faults apply to every writer the scenario starts, and
+record what each call answered.
 """
 
 from __future__ import annotations
@@ -138,14 +139,18 @@ async def journals(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncItera
 
 
 def variants(*cases: object, smoke: object) -> list[object]:
-    """Every case over the in-memory transport, and the smoke case over sockets too."""
+    """Every case over the in-memory transport, and the smoke case over sockets too (slow)."""
     out: list[object] = []
     for case in cases:
         args = case if isinstance(case, tuple) else (case,)
         out.append(pytest.param("memory", *args, id=f"memory-{'-'.join(map(str, args))}"))
     args = smoke if isinstance(smoke, tuple) else (smoke,)
-    out.append(pytest.param("socket", *args, id=f"socket-{'-'.join(map(str, args))}"))
+    socket_id = f"socket-{'-'.join(map(str, args))}"
+    out.append(pytest.param("socket", *args, id=socket_id, marks=pytest.mark.slow))
     return out
+
+
+TRANSPORTS = ["memory", pytest.param("socket", marks=pytest.mark.slow)]
 
 
 # -- what the cases share ---------------------------------------------------------------------
@@ -306,7 +311,7 @@ async def test_2_10_4_finalized_inconsistent_no_majority(
 
 
 # -- design 2.10.5 ---------------------------------------------------------------------------
-@pytest.mark.parametrize("transport", ["memory", "socket"])
+@pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_2_10_5_start_inconsistent_majority_not_started(
     journals: Journals, transport: str
 ) -> None:
@@ -365,7 +370,7 @@ async def test_2_10_6_first_batch_on_a_minority_newer_writer_wins(
 
 
 # -- design 2.10.7 ---------------------------------------------------------------------------
-@pytest.mark.parametrize("transport", ["memory", "socket"])
+@pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_2_10_7_multiple_recoveries_first_failed(journals: Journals, transport: str) -> None:
     await state_150_153_125(journals)
     # The first recovery hears jn0 and jn2, accepts 150 on both, finalizes only on jn2.

@@ -68,6 +68,7 @@ async def setup_loggers_345(cluster: JNCluster, jid: str) -> None:
     await settle(q)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("away", "expected"), [(0, 5), (1, 5), (2, 4)])
 async def test_change_writers_logs_out_of_sync(tmp_path: Path, away: int, expected: int) -> None:
     async with JNCluster(tmp_path) as cluster:
@@ -109,6 +110,7 @@ async def test_crash_at_beginning_of_segment(tmp_path: Path) -> None:
         check_one_value_per_txid(cluster, jid)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("node_with_one_txn", [0, 1, 2])
 async def test_out_of_sync_at_beginning_of_segment(tmp_path: Path, node_with_one_txn: int) -> None:
     async with JNCluster(tmp_path) as cluster:
@@ -158,6 +160,7 @@ async def test_miss_finalize_and_next_start(tmp_path: Path) -> None:
         check_one_value_per_txid(cluster, jid)
 
 
+@pytest.mark.slow
 async def test_recover_after_incomplete_recovery(tmp_path: Path) -> None:
     """An accepted but unfinalized recovery wins over a longer log seen later."""
     async with JNCluster(tmp_path) as cluster:
@@ -204,6 +207,7 @@ async def setup_one_jn_has_segment_with_accepted_recovery(cluster: JNCluster, ji
         assert not (cluster.current_dir(i, jid) / "paxos" / "101").exists()
 
 
+@pytest.mark.slow
 async def test_newer_version_of_segment_wins(tmp_path: Path) -> None:
     """A newer writer epoch beats a stale accepted proposal (JN0 away while writing)."""
     async with JNCluster(tmp_path) as cluster:
@@ -220,6 +224,7 @@ async def test_newer_version_of_segment_wins(tmp_path: Path) -> None:
         check_one_value_per_txid(cluster, jid)
 
 
+@pytest.mark.slow
 async def test_newer_version_of_segment_wins_other_crash_order(tmp_path: Path) -> None:
     """The same with JN0 back and JN1 away while the newer writer writes."""
     async with JNCluster(tmp_path) as cluster:
@@ -241,6 +246,7 @@ async def test_newer_version_of_segment_wins_other_crash_order(tmp_path: Path) -
         check_one_value_per_txid(cluster, jid)
 
 
+@pytest.mark.slow
 async def test_crash_between_sync_log_and_persist_paxos_data(tmp_path: Path) -> None:
     """A node whose log is newer than its persisted paxos data still recovers >= acked."""
     async with JNCluster(tmp_path) as cluster:
@@ -344,6 +350,7 @@ async def test_stale_log_of_the_same_length_is_not_finalized(tmp_path: Path) -> 
         check_one_value_per_txid(cluster, jid)
 
 
+@pytest.mark.slow
 async def test_stale_log_of_the_same_length_is_replaced_in_recovery(tmp_path: Path) -> None:
     """Recovery chooses epoch 2's 4-7; JN0's same-length epoch-1 copy must be replaced."""
     async with JNCluster(tmp_path) as cluster:
@@ -359,6 +366,7 @@ async def test_stale_log_of_the_same_length_is_replaced_in_recovery(tmp_path: Pa
 
 
 # -- a finalized copy decided by a later recovery (seed-3 fault schedule) ---------------------
+@pytest.mark.slow
 async def test_finalized_by_a_later_recovery_beats_a_minority_accept(tmp_path: Path) -> None:
     """A value accepted by a minority in epoch 2 loses to the value epoch 3 finalized.
 

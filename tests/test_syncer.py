@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from conftest import JNFactory, JNProcess, run_qjm
 from qjm.editlog.segments import finalized_name
 from qjm.testing.wait import wait_until
@@ -70,6 +72,7 @@ async def write_segments(jns: list[JNProcess], segments: list[tuple[int, int]]) 
 SEGMENTS = [(1, 3), (4, 6), (7, 9), (10, 12)]
 
 
+@pytest.mark.slow
 async def test_deleted_segments_come_back(jn_factory: JNFactory) -> None:
     jn1, jn2, jn3 = await synced_trio_with_segments(jn_factory)
     original = seg_path(jn3, 4, 6).read_bytes()
@@ -96,6 +99,7 @@ async def test_deleted_segments_come_back(jn_factory: JNFactory) -> None:
     assert not list((jn1.edits_dir / JID / "edits.sync").iterdir())  # staging is emptied
 
 
+@pytest.mark.slow
 async def test_a_wiped_node_recreates_its_version_and_catches_up(jn_factory: JNFactory) -> None:
     jn1, _, jn3 = await synced_trio_with_segments(jn_factory)
     jn_factory.stop(jn3)

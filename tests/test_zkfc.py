@@ -114,6 +114,7 @@ def elector_state(z: ZKFailoverController) -> ElectorState:
     return z.elector.state
 
 
+@pytest.mark.slow
 async def test_one_active_unhealthy_fails_over_and_graceful_failover_moves_it(pair: Pair) -> None:
     await wait_until_async("one active", lambda: len(pair.active()) == 1, timeout_s=20.0)
     first = pair.active()[0]
