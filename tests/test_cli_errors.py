@@ -24,6 +24,7 @@ def check_error(r: object, *needles: str) -> str:
     return str(lines[0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("base", "count"), [("70000", "1"), ("65535", "3"), ("-5", "1")])
 def test_cluster_up_refuses_ports_out_of_range(tmp_path: Path, base: str, count: str) -> None:
     r = run_qjm(

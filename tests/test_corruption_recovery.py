@@ -39,6 +39,7 @@ def flip_bit_in_txid(path: Path, txid: int) -> None:
     raise AssertionError(f"txid {txid} not in {path}")
 
 
+@pytest.mark.slow
 async def test_corrupt_replica_and_slow_healthy_node_keep_acked_txids(tmp_path: Path) -> None:
     async with JNCluster(tmp_path) as cluster:
         jid = cluster.new_jid()

@@ -117,6 +117,7 @@ async def test_a_wiped_node_recreates_its_version_and_catches_up(jn_factory: JNF
         assert seg_path(jn3, s, e).read_bytes() == seg_path(jn1, s, e).read_bytes()
 
 
+@pytest.mark.slow
 def test_a_node_that_missed_segments_fetches_them_when_it_takes_the_next(
     jn_factory: JNFactory,
 ) -> None:

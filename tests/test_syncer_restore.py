@@ -91,6 +91,7 @@ async def writer_1_acks(jns: list[JNProcess]) -> list[str]:
     return acked
 
 
+@pytest.mark.slow
 async def test_wiped_node_restores_the_majority_promise_and_fenced_writer_gets_no_quorum(
     jn_factory: JNFactory,
 ) -> None:
@@ -104,6 +105,7 @@ async def test_wiped_node_restores_the_majority_promise_and_fenced_writer_gets_n
     assert len(acked) < 2, f"fenced writer 1 got a quorum: {acked} took txids 4-5"
 
 
+@pytest.mark.slow
 async def test_wiped_node_does_not_restore_without_a_majority(jn_factory: JNFactory) -> None:
     jns = start_synced_trio(jn_factory)
     await fence_writer_1(jns)

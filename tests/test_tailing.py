@@ -75,6 +75,7 @@ async def test_tailing_with_one_slow_and_one_dead_node(tmp_path: Path) -> None:
             await settle(q)
 
 
+@pytest.mark.slow
 async def test_no_unacknowledged_tail_is_read_across_a_failover(tmp_path: Path) -> None:
     async with JNCluster(tmp_path) as cluster:
         jid = cluster.new_jid()

@@ -160,6 +160,7 @@ async def test_one_active_unhealthy_fails_over_and_graceful_failover_moves_it(pa
     assert pair.zkfcs[first].fenced == []  # the old active ceded: nothing to fence
 
 
+@pytest.mark.slow
 async def test_graceful_failover_refused_by_an_unhealthy_node(pair: Pair) -> None:
     await wait_until_async("one active", lambda: len(pair.active()) == 1, timeout_s=20.0)
     standby = 1 - pair.active()[0]
