@@ -24,6 +24,12 @@ from qjm.testing.in_memory import InMemoryCluster
 # Real HDFS files from Apache Hadoop (Apache-2.0, see fixtures/hadoop/NOTICE), in the tree.
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "hadoop"
 
+# The daemons a test spawns run this tree's code, as the test process does (pytest's
+# `pythonpath` setting puts src/ first here; a child process learns it from PYTHONPATH).
+_SRC = str(Path(__file__).resolve().parent.parent / "src")
+if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != _SRC:
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_SRC, os.environ.get("PYTHONPATH")) if p)
+
 
 @pytest.fixture
 def fixtures_dir() -> Path:

@@ -14,10 +14,8 @@ import os
 import shutil
 import signal
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import hdfs_native
 
@@ -28,10 +26,10 @@ from qjm.cluster.launcher import start_daemons
 from qjm.cluster.process import pid_alive
 from qjm.ipc import IpcClient, RemoteError
 from qjm.namenode import protocols
+from qjm.testing.wait import wait_until
 
 JARS = hadoop_jars()  # site-packages/pyspark/jars
 STANDBY_EXCEPTION = "org.apache.hadoop.ipc.StandbyException"
-T = TypeVar("T")
 
 # Every FsShell call starts a JVM (~1 s); the suite keeps a count to hold itself to a budget.
 java_calls: list[tuple[str, ...]] = []
@@ -83,22 +81,6 @@ def native_client(conf_dir: Path) -> hdfs_native.Client:
     """An hdfs-native client of the nameservice that conf_dir describes (HA, no NameNode named)."""
     config = client_config(conf_dir)
     return hdfs_native.Client(config["fs.defaultFS"], config=config)
-
-
-def wait_until(what: str, check: Callable[[], T | None], timeout: float = 30.0) -> T:
-    """Poll check until it returns a truthy value; fail naming what after timeout."""
-    deadline = time.monotonic() + timeout
-    last: BaseException | None = None
-    while True:
-        try:
-            value = check()
-            if value:
-                return value
-        except Exception as e:  # a condition not met yet; shown at the end
-            last = e
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached after {timeout:.0f}s (last error: {last!r})")
-        time.sleep(0.05)
 
 
 class HACluster:
@@ -177,7 +159,7 @@ class HACluster:
         """SIGKILL nn and wait until it is gone."""
         pid = self.info[nn]["pid"]
         os.kill(pid, signal.SIGKILL)
-        wait_until(f"{nn} (pid {pid}) gone", lambda: not pid_alive(pid))
+        wait_until(f"{nn} (pid {pid}) gone", lambda: not pid_alive(pid), timeout_s=30.0)
 
     def restart(self, nn: str) -> None:
         """Start nn again on its ports and name dir (it comes up standby)."""

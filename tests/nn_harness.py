@@ -115,19 +115,6 @@ async def start_nn(cfg: ClusterConfig, name: str) -> NameNode:
     return nn
 
 
-async def wait_for(cond: Any, what: str | Any, within: float = 10.0) -> None:
-    """Wait until cond() is true, failing after within naming what was awaited.
-
-    what may be a callable: it is asked at the deadline, to describe the state then.
-    """
-    deadline = time.monotonic() + within
-    while not cond():
-        if time.monotonic() > deadline:
-            text = what() if callable(what) else what
-            raise AssertionError(f"timed out after {within}s waiting for {text}")
-        await asyncio.sleep(0.02)  # poll interval of a wait bounded by the deadline
-
-
 class Rpc:
     """ClientProtocol and HAServiceProtocol calls to one NameNode over real IPC."""
 

@@ -2,9 +2,10 @@
 
 JNCluster runs real JournalNode servers (Hadoop IPC + HTTP on 127.0.0.1) in the test's event
 loop; a node can be stopped and restarted on the same ports and storage. FaultyClient
-wraps a JournalNodeClient so a test can make a node look down, fail chosen RPCs before
-they reach the node, or hang them; the nodes' FaultInjector crashes accept_recovery
-before or after it persists paxos data.
+wraps a JournalNodeClient so the fault rules of qjm.testing.faults (the in-memory
+transport's) apply over sockets: make a node look down, fail chosen RPCs before they reach
+the node, lose their answers, or hold them; the nodes' FaultInjector crashes
+accept_recovery before or after it persists paxos data.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from qjm.journalnode.journal import FaultInjector
 from qjm.journalnode.node import JournalNode
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.qjournal import journal_id
+from qjm.testing.faults import Action, Gate, InjectedFault, NodeFaults, RpcRecord
 
 # Short timeouts: in-process nodes answer in milliseconds, and a test waiting on a
 # stopped node should fail within seconds, not HDFS's minutes.
@@ -45,80 +46,51 @@ FAST_SETTINGS = QJournalSettings(
 _jids = itertools.count(1)
 
 
-class InjectedFault(JournalNodeUnavailable):
-    """A failure the test made up; the node never saw the request."""
-
-
 def payload(txid: int, tag: str = "") -> bytes:
     """The body a test op carries: names its txid, so every txid has a checkable value."""
     return f"tx {txid} {tag}".encode()
 
 
-@dataclass
-class NodeFaults:
-    """What the client-side wrapper does to one node's RPCs."""
-
-    down: bool = False
-    rpc_count: int = 0
-    fail_rpc_numbers: set[int] = field(default_factory=set)
-    # (method, request) -> an exception to raise instead of sending, or None to send.
-    rules: list[Callable[[str, Any], BaseException | None]] = field(default_factory=list)
-    hang: asyncio.Event | None = None  # set: calls hang until this event is set
-    delay_s: float = 0.0  # every call takes this much longer (a slow node or link)
-    log: list[str] = field(default_factory=list)
-    before: Callable[[str, Any], None] | None = None
-    after: Callable[[str, Any], None] | None = None
-
-    def fail_method(self, method: str, when: Callable[[Any], bool] = lambda r: True) -> None:
-        """Fail every call of a method whose request matches."""
-
-        def rule(m: str, req: Any) -> BaseException | None:
-            if m == method and when(req):
-                return InjectedFault(f"Injected failure of {method}")
-            return None
-
-        self.rules.append(rule)
-
-    def fail_from_txn(self, txid: int) -> None:
-        """Fail every journal() that holds txid or later (like HDFS's failLoggerAtTxn)."""
-        self.fail_method(
-            "journal", lambda r: r.num_txns > 0 and r.first_txid + r.num_txns - 1 >= txid
-        )
-
-
 class FaultyClient:
-    """A JournalNodeClient whose calls pass through a NodeFaults first.
+    """A JournalNodeClient whose calls pass through a NodeFaults (qjm.testing.faults) first.
 
-    A delayed or hung call holds back the calls made after it, as a slow link or a
-    stalled connection would: the node still receives one writer's calls in order.
+    The rules mean what they mean over the in-memory transport: FAIL never sends the call,
+    DROP sends it and loses the answer, a gate holds it. A delayed or held call holds back
+    the calls made after it, as a slow link or a stalled connection would: the node still
+    receives one writer's calls in order.
     """
 
     def __init__(self, inner: JournalNodeClient, faults: NodeFaults) -> None:
         self.inner = inner
         self.faults = faults
         self.address = inner.address
+        if not faults.address:
+            faults.address = inner.address
         self._previous_send: asyncio.Future[None] | None = None
 
     async def call(self, method: str, request: Any, deadline: float) -> Any:
-        """Count the call, maybe fail or hang it, else forward it."""
+        """Judge the call by the node's faults, maybe send it, and record the outcome."""
+        try:
+            resp = await self._call(method, request, deadline)
+        except BaseException as e:
+            self._record(RpcRecord(method, request, error=e))
+            raise
+        self._record(RpcRecord(method, request, response=resp))
+        return resp
+
+    def _record(self, record: RpcRecord) -> None:
+        self.faults.log.append(record)
+        if self.faults.on_record is not None:
+            self.faults.on_record(record)
+
+    async def _call(self, method: str, request: Any, deadline: float) -> Any:
         f = self.faults
-        f.rpc_count += 1
-        f.log.append(method)
-        if f.before is not None:
-            f.before(method, request)
-        if f.rpc_count in f.fail_rpc_numbers:
-            raise InjectedFault(
-                f"{self.address}: Injected failure of RPC #{f.rpc_count} ({method})"
-            )
-        if f.down:
-            raise InjectedFault(f"{self.address}: Injected - faking being down")
-        for rule in f.rules:
-            err = rule(method, request)
-            if err is not None:
-                raise err
+        verdict = f.decide(method, request)
+        if verdict is Action.FAIL:
+            raise InjectedFault.failed(self.address, method)
+        gate = verdict if isinstance(verdict, Gate) and not verdict.opened else None
         previous = self._previous_send
-        held = f.delay_s or (f.hang is not None and not f.hang.is_set())
-        if held or (previous is not None and not previous.done()):
+        if gate is not None or f.delay_s or (previous is not None and not previous.done()):
             mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._previous_send = mine
             try:
@@ -126,9 +98,11 @@ class FaultyClient:
                     await asyncio.shield(previous)
                 if f.delay_s:
                     await asyncio.sleep(f.delay_s)  # injected latency, not synchronization
-                if f.hang is not None and not f.hang.is_set():
+                if gate is not None:
+                    gate.held.set()
                     try:
-                        await asyncio.wait_for(f.hang.wait(), deadline)
+                        async with asyncio.timeout(deadline):
+                            await gate.wait_open()
                     except TimeoutError:
                         raise JournalNodeUnavailable(
                             f"{self.address}: {method} timed out"
@@ -138,15 +112,14 @@ class FaultyClient:
             finally:
                 if not mine.done():
                     mine.set_result(None)
+            resp = await sent
         else:
-            sent = None
-        try:
-            if sent is not None:
-                return await sent
-            return await self.inner.call(method, request, deadline)
-        finally:
-            if f.after is not None:
-                f.after(method, request)
+            resp = await self.inner.call(method, request, deadline)
+        if verdict is Action.DROP:
+            raise InjectedFault.answer_lost(self.address, method)
+        if f.tamper is not None:
+            resp = f.tamper(method, resp)
+        return resp
 
     async def close(self) -> None:
         """Close the real client."""

@@ -234,6 +234,7 @@ def test_a_source_without_an_edit_log_header_is_refused_early(
     untouched(j)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", [slow_loris, slow_headers])
 def test_a_slow_source_cannot_extend_the_transfer_deadline(
     prepared: tuple[Journal, Writer], source: Callable[[BaseHTTPRequestHandler, Hostile], None]
@@ -315,6 +316,7 @@ def http_json(url: str) -> dict[str, object]:
     return data
 
 
+@pytest.mark.slow
 async def test_a_stuck_download_blocks_neither_status_nor_shutdown(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn0")
     w = RawWriter(jn, epoch=1)
@@ -360,6 +362,7 @@ async def test_a_stuck_download_blocks_neither_status_nor_shutdown(jn_factory: J
         await w.close()
 
 
+@pytest.mark.slow
 async def test_accepting_from_the_nodes_own_url_does_not_deadlock(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn0")
     w = RawWriter(jn, epoch=1)

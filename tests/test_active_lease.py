@@ -21,7 +21,7 @@ from google.protobuf.wrappers_pb2 import StringValue
 
 from conftest import JNFactory
 from ha_cluster import auto_cluster, ha_states
-from nn_harness import Rpc, copy_name_dir, format_cluster, make_config, start_nn, wait_for
+from nn_harness import Rpc, copy_name_dir, format_cluster, make_config, start_nn
 from qjm.client.lease import (
     CLOCK_RATE_MARGIN,
     lease_clock,
@@ -46,6 +46,7 @@ from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import hdfs_pb2 as hdfs
 from qjm.namenode.types import HAState
 from qjm.testing.in_memory import InMemoryCluster
+from qjm.testing.wait import wait_until_async
 from qjm_cluster import FAST_SETTINGS
 from test_nn_edit_log import NS
 
@@ -182,7 +183,7 @@ async def test_the_lease_runs_from_when_the_call_was_sent_once_a_majority_took_i
         assert q.lease_renewed_at == 1000.0  # one answer of three: no majority yet
         clock.now = 1013.0  # the majority answers later ...
         gates[0].open()
-        await wait_for(lambda: q.lease_renewed_at != 1000.0, "the renewal", 5)
+        await wait_until_async("the renewal", lambda: q.lease_renewed_at != 1000.0, 5)
         assert q.lease_renewed_at == 1010.0  # ... but the lease runs from the send
         gates[1].open()
     finally:
@@ -273,7 +274,7 @@ async def test_the_answer_check_replaces_the_answer_just_before_it_is_sent() -> 
         release.clear()
         pending = asyncio.ensure_future(call("b"))
         failing = asyncio.ensure_future(call("fail"))
-        await wait_for(lambda: entered[0] == 3, "both calls computing", 10)
+        await wait_until_async("both calls computing", lambda: entered[0] == 3, 10)
         veto[0] = StandbyError("lapsed")
         release.set()
         for fut in (pending, failing):
@@ -305,12 +306,12 @@ async def test_an_active_without_a_quorum_steps_down_before_it_answers(
         assert await rpc.mkdirs("/kept")
         # Idle, the active keeps its lease with heartbeats, well past its length.
         t0 = time.monotonic()
-        await wait_for(lambda: time.monotonic() - t0 > 1.5, "1.5 s idle", 5)
+        await wait_until_async("1.5 s idle", lambda: time.monotonic() - t0 > 1.5, 5)
         assert (await rpc.stat("/kept")) is not None
         assert nn.ha_state == HAState.ACTIVE and nn.lease_lapses == 0
         jn_factory.stop(jns[0])
         jn_factory.stop(jns[1])
-        await wait_for(lambda: (nn.lease_left_s() or 0.0) < -0.2, "the lease to lapse", 10)
+        await wait_until_async("the lease to lapse", lambda: (nn.lease_left_s() or 0.0) < -0.2, 10)
         with pytest.raises(RemoteError) as info:
             await rpc.stat("/kept")  # a read that logs nothing: never answered
         assert info.value.class_name == STANDBY, info.value
@@ -395,7 +396,7 @@ def test_calls_queued_on_a_deposed_active_get_standby_exception(
             return next((n for n, s in states.items() if s == "active"), "")
 
         async def scenario() -> dict[str, object]:
-            await wait_for(lambda: bool(single_active()), "an active NameNode", 60)
+            await wait_until_async("an active NameNode", lambda: bool(single_active()), 60)
             old = single_active()
             new = "nn2" if old == "nn1" else "nn1"
             async with NameNodeClient(list(rpc.values()), timeout=10, max_rounds=30) as c:
@@ -418,7 +419,7 @@ def test_calls_queued_on_a_deposed_active_get_standby_exception(
                         raw.call("getFileInfo", getfileinfo("/sig/exists"), info, timeout=120)
                     ),
                 ]
-                await wait_for(lambda: single_active() == new, f"{new} active", 60)
+                await wait_until_async(f"{new} active", lambda: single_active() == new, 60)
                 async with NameNodeClient([rpc[new]], timeout=10, max_rounds=10) as c:
                     assert await c.delete("/sig/exists", recursive=True)
                 for pid in pids:

@@ -38,7 +38,6 @@ from typing import Any, TypeVar
 
 import pytest
 
-import hadoop_clients
 from conftest import run_qjm
 from ha_cluster import auto_cluster, ha_states
 from hadoop_clients import check, hadoop_fs
@@ -49,8 +48,9 @@ from qjm.namenode import protocols
 from qjm.namenode.client import DEFAULT_UMASK, HAAdminClient, NameNodeClient
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import hdfs_pb2 as hdfs
+from qjm.testing.wait import wait_until
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 SESSION_TIMEOUT_MS = 4000
 HEALTH_RPC_TIMEOUT_MS = 2000
@@ -64,11 +64,6 @@ NAMENODES = ("nn1", "nn2")
 STANDBY = "org.apache.hadoop.ipc.StandbyException"
 
 T = TypeVar("T")
-
-
-def wait_until(what: str, cond: Callable[[], T], timeout: float = FAILOVER_DEADLINE_S) -> T:
-    """Poll cond until it is truthy; fail naming what after timeout."""
-    return hadoop_clients.wait_until(what, cond, timeout)
 
 
 @dataclass(frozen=True)
@@ -635,7 +630,11 @@ def test_sigstop_of_the_active_fails_over_and_the_old_active_is_fenced_when_it_w
     cluster.wait_state(old, "standby")
     later = rec.run(rec.direct_mkdirs(old, "/fenced/sent-after-waking"), 60)
     assert later == STANDBY, f"a write sent to {old} after it woke: {later or 'ACKNOWLEDGED'}"
-    wait_until(f"every direct write to {old} answered", lambda: rec.outstanding[old] == 0)
+    wait_until(
+        f"every direct write to {old} answered",
+        lambda: rec.outstanding[old] == 0,
+        timeout_s=FAILOVER_DEADLINE_S,
+    )
     rec.wait_acks(new)
     phase.end = time.monotonic()
     assert cluster.states() == {new: "active", old: "standby"}
@@ -694,6 +693,7 @@ def test_zookeeper_restart_changes_no_active(cluster: AutoCluster, rec: Recorder
         wait_until(
             f"{active} acknowledging writes for {down_s:.1f}s with ZooKeeper down",
             lambda: time.monotonic() - t_down > down_s and len(rec.acks_by(active, t_down)) >= 10,
+            timeout_s=FAILOVER_DEADLINE_S,
         )
 
     sessions = zookeeper_sessions(cluster)
@@ -707,7 +707,9 @@ def test_zookeeper_restart_changes_no_active(cluster: AutoCluster, rec: Recorder
         return seen[-1] == sessions
 
     try:
-        wait_until(f"the ZKFCs' sessions {sorted(sessions)} back", back)
+        wait_until(
+            f"the ZKFCs' sessions {sorted(sessions)} back", back, timeout_s=FAILOVER_DEADLINE_S
+        )
     except AssertionError as e:
         last = sorted(seen[-1]) if seen else "none"
         raise AssertionError(f"{e}; the sessions seen last: {last}") from None
@@ -718,6 +720,7 @@ def test_zookeeper_restart_changes_no_active(cluster: AutoCluster, rec: Recorder
             time.monotonic() - t_back > SESSION_TIMEOUT_MS * 2 / 1000
             and len(rec.acks_by(active, t_back)) > 0
         ),
+        timeout_s=FAILOVER_DEADLINE_S,
     )
     phase.end = time.monotonic()
     assert cluster.states() == {active: "active", other(active): "standby"}

@@ -25,6 +25,8 @@ from ha_cluster import auto_cluster, ha_states, wait_single_active
 from qjm.cluster.launcher import start_daemons
 from qjm.cluster.process import LaunchError
 
+pytestmark = pytest.mark.slow
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 PAGE_LOAD_TIMEOUT_S = 15

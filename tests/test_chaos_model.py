@@ -200,6 +200,7 @@ def test_the_model_predicts_what_the_namespace_does(
     assert model.ns.state == real.held()
 
 
+@pytest.mark.slow
 def test_random_workload_the_model_and_the_namespace_agree_call_by_call() -> None:
     """choose_op's calls on the model and on the real Namespace: the same answers, the same
     reads, the same tree, also when some calls are indeterminate (made or not, at random)."""

@@ -24,6 +24,7 @@ def check_error(r: object, *needles: str) -> str:
     return str(lines[0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("base", "count"), [("70000", "1"), ("65535", "3"), ("-5", "1")])
 def test_cluster_up_refuses_ports_out_of_range(tmp_path: Path, base: str, count: str) -> None:
     r = run_qjm(
@@ -32,6 +33,7 @@ def test_cluster_up_refuses_ports_out_of_range(tmp_path: Path, base: str, count:
     check_error(r, "--base-port", base, "65535")
 
 
+@pytest.mark.slow
 def test_binary_config_is_named(tmp_path: Path) -> None:
     cfg = tmp_path / "cluster.toml"
     cfg.write_bytes(b"\xff\xfe\x00\x01[cluster]\x80\x81")
@@ -40,6 +42,7 @@ def test_binary_config_is_named(tmp_path: Path) -> None:
     check_error(r, str(cfg), "UTF-8")
 
 
+@pytest.mark.slow
 def test_missing_config_is_not_ignored_when_uri_is_given(tmp_path: Path) -> None:
     missing = tmp_path / "nope.toml"
     for cmd in ("status", "read", "format"):
@@ -47,11 +50,13 @@ def test_missing_config_is_not_ignored_when_uri_is_given(tmp_path: Path) -> None
         check_error(r, str(missing))
 
 
+@pytest.mark.slow
 def test_write_refuses_an_op_larger_than_the_limit() -> None:
     r = run_qjm("journal", "write", "--uri", URI, "--count", "1", "--size", "60000000")
     check_error(r, "--size 60000000", "52428783")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", [0, 1, 99])
 def test_sync_interval_below_the_minimum_is_refused(tmp_path: Path, value: int) -> None:
     with pytest.raises(ConfigError, match=rf"journalnode.sync_interval_ms.*{value}.*at least 100"):

@@ -10,10 +10,14 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
+
 from conftest import run_qjm
-from hadoop_clients import wait_until
 from nn_fakes import FakeNameNode, ServedInThread
 from qjm.config import load_config
+from qjm.testing.wait import wait_until
+
+pytestmark = pytest.mark.slow
 
 
 def write_config(
@@ -111,7 +115,7 @@ def test_two_zkfc_processes_make_one_namenode_active(zookeeper: str, tmp_path: P
                 log.close()
             for i in (1, 2):
                 ready = tmp_path / f"zkfc{i}.json"
-                wait_until(f"zkfc{i} ready", ready.exists)
+                wait_until(f"zkfc{i} ready", ready.exists, timeout_s=30.0)
                 assert json.loads(ready.read_text())["namenode"] == served.addresses[i - 1]
             wait_until(
                 "one active, one standby",
@@ -119,13 +123,14 @@ def test_two_zkfc_processes_make_one_namenode_active(zookeeper: str, tmp_path: P
                     sorted(nn.standby for nn in nns) == [False, True]
                     and all(nn.transitions for nn in nns)
                 ),
+                timeout_s=30.0,
             )
             active = next(i for i, nn in enumerate(nns) if not nn.standby)
             assert nns[active].transitions == [("active", "REQUEST_BY_ZKFC")]
             # the active's ZKFC stops: its lock goes, the other takes over
             procs[active].send_signal(signal.SIGTERM)
             assert procs[active].wait(timeout=30) == 0
-            wait_until("the other active", lambda: not nns[1 - active].standby)
+            wait_until("the other active", lambda: not nns[1 - active].standby, timeout_s=30.0)
             assert nns[active].transitions[-1] == ("standby", "REQUEST_BY_ZKFC")  # fenced
             assert nns[active].standby
         finally:

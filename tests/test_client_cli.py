@@ -58,6 +58,7 @@ def read_lines_until(proc: subprocess.Popen[str], want: int, wait_s: float = 60.
     return lines
 
 
+@pytest.mark.slow
 def test_write_prints_each_acked_txid_and_finalizes(jn_factory: JNFactory) -> None:
     jns, uri = start3(jn_factory)
     done = run_qjm("journal", "write", "--uri", uri, "--count", "25", "--batch", "10", "--finalize")
@@ -73,6 +74,7 @@ def test_write_prints_each_acked_txid_and_finalizes(jn_factory: JNFactory) -> No
     assert "writer epoch 2" in again.stderr
 
 
+@pytest.mark.slow
 def test_write_with_concurrent_writers_group_commits_and_summarizes(jn_factory: JNFactory) -> None:
     jns, uri = start3(jn_factory)
     args = ("journal", "write", "--uri", uri, "--count", "300", "--concurrency", "32")
@@ -98,6 +100,7 @@ def test_write_with_concurrent_writers_group_commits_and_summarizes(jn_factory: 
     assert "Traceback" not in both.stderr
 
 
+@pytest.mark.slow
 def test_kill_9_writer_then_recover_keeps_every_printed_txid(jn_factory: JNFactory) -> None:
     jns, uri = start3(jn_factory)
     proc = subprocess.Popen(
@@ -140,6 +143,7 @@ def test_kill_9_writer_then_recover_keeps_every_printed_txid(jn_factory: JNFacto
     assert set(range(1, recovered + 1)) <= set(values)
 
 
+@pytest.mark.slow
 def test_no_quorum_is_one_clear_line(jn_factory: JNFactory) -> None:
     jns, uri = start3(jn_factory)
     jn_factory.stop(jns[0])
@@ -154,6 +158,7 @@ def test_no_quorum_is_one_clear_line(jn_factory: JNFactory) -> None:
         assert f"{jns[0].rpc}: unreachable" in lines[0]
 
 
+@pytest.mark.slow
 async def test_sigstopped_journalnode_adds_no_latency_and_rejoins_next_segment(
     jn_factory: JNFactory,
 ) -> None:
@@ -210,6 +215,7 @@ async def test_sigstopped_journalnode_adds_no_latency_and_rejoins_next_segment(
     check_dirs_agree(currents(jns))
 
 
+@pytest.mark.slow
 def test_a_bad_config_beside_uri_is_an_error_not_ignored(tmp_path: Path) -> None:
     missing = tmp_path / "nope.toml"
     uri = "qjournal://127.0.0.1:1;127.0.0.1:2;127.0.0.1:3/x"
@@ -219,6 +225,7 @@ def test_a_bad_config_beside_uri_is_an_error_not_ignored(tmp_path: Path) -> None
         assert done.stderr.startswith(f"qjm: error: cannot read config {missing}"), done.stderr
 
 
+@pytest.mark.slow
 def test_same_node_twice_in_a_uri_is_refused_by_format(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn0")
     port = jn.rpc.rsplit(":", 1)[1]
@@ -229,6 +236,7 @@ def test_same_node_twice_in_a_uri_is_refused_by_format(jn_factory: JNFactory) ->
     assert f"127.0.0.1:{port} and localhost:{port} are the same node" in done.stderr
 
 
+@pytest.mark.slow
 def test_status_flags_a_promise_below_the_writer_epoch(jn_factory: JNFactory) -> None:
     jns, uri = start3(jn_factory)
     done = run_qjm("journal", "write", "--uri", uri, "--count", "3")
@@ -246,6 +254,7 @@ def test_status_flags_a_promise_below_the_writer_epoch(jn_factory: JNFactory) ->
     assert f"PROBLEM {jns[1].rpc}: promised epoch 0 is below writer epoch 1" in table.stdout
 
 
+@pytest.mark.slow
 def test_write_refuses_ops_and_batches_too_large_before_fencing() -> None:
     uri = "qjournal://127.0.0.1:1;127.0.0.1:2;127.0.0.1:3/x"  # nobody listens: not reached
     done = run_qjm("journal", "write", "--uri", uri, "--count", "1", "--size", "60000000")
@@ -264,6 +273,7 @@ SUMMARY = re.compile(
 )
 
 
+@pytest.mark.slow
 def test_write_concurrency_ends_with_one_summary_line_and_writes_exact_txids(
     jn_factory: JNFactory,
 ) -> None:
@@ -300,6 +310,7 @@ def test_write_concurrency_ends_with_one_summary_line_and_writes_exact_txids(
         assert body.startswith(f"qjm-write epoch=1 txid={op['txid']} ".encode())
 
 
+@pytest.mark.slow
 def test_write_concurrency_for_a_duration_then_recover_keeps_every_record(
     jn_factory: JNFactory,
 ) -> None:
@@ -319,6 +330,7 @@ def test_write_concurrency_for_a_duration_then_recover_keeps_every_record(
     assert again.stdout.strip() == str(end)
 
 
+@pytest.mark.slow
 def test_write_concurrency_refuses_batch_and_duration_alone() -> None:
     uri = "qjournal://127.0.0.1:1;127.0.0.1:2;127.0.0.1:3/x"
     both = run_qjm(

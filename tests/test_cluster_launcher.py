@@ -5,12 +5,15 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+import pytest
+
 from conftest import read_json, run_qjm
 from ports import free_port_block
 from qjm.cluster.process import pid_alive
 from qjm.config import load_config
 
 
+@pytest.mark.slow
 def test_cluster_up_status_down(tmp_path: Path) -> None:
     d = tmp_path / "cluster"
     base = free_port_block(6)
@@ -56,6 +59,7 @@ def test_cluster_up_status_down(tmp_path: Path) -> None:
     assert st.returncode == 3 and "stopped" in st.stdout
 
 
+@pytest.mark.slow
 def test_cluster_up_refuses_a_busy_port(tmp_path: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -67,11 +71,13 @@ def test_cluster_up_refuses_a_busy_port(tmp_path: Path) -> None:
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_cluster_status_without_a_cluster(tmp_path: Path) -> None:
     r = run_qjm("cluster", "status", "--dir", str(tmp_path))
     assert r.returncode == 1 and "no cluster in" in r.stderr
 
 
+@pytest.mark.slow
 def test_cluster_up_right_after_down_reuses_its_ports(tmp_path: Path) -> None:
     # Issue 8, D: the old daemons' connections linger in TIME_WAIT; that is not "in use".
     d = tmp_path / "cluster"
@@ -95,6 +101,7 @@ def test_cluster_up_right_after_down_reuses_its_ports(tmp_path: Path) -> None:
         run_qjm("cluster", "down", "--dir", str(d))
 
 
+@pytest.mark.slow
 def test_cluster_up_refuses_namenode_counts_it_cannot_run(tmp_path: Path) -> None:
     # automatic failover (the default) runs exactly 2 NameNodes; manual HA up to 2
     r = run_qjm("cluster", "up", "--dir", str(tmp_path / "c"), "--namenodes", "1")
@@ -113,6 +120,7 @@ def test_cluster_up_refuses_namenode_counts_it_cannot_run(tmp_path: Path) -> Non
     assert not (tmp_path / "c" / "cluster.json").exists()
 
 
+@pytest.mark.slow
 def test_cluster_up_refuses_a_busy_namenode_port_before_starting_anything(tmp_path: Path) -> None:
     base = free_port_block(10)
     with socket.socket() as s:

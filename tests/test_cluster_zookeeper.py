@@ -23,12 +23,12 @@ from ha_cluster import (
     processes_of,
     wait_single_active,
 )
-from hadoop_clients import wait_until
 from qjm.cluster.hadoop_conf import read_site
 from qjm.cluster.launcher import cluster_up, plan_cluster_ports, read_cluster
 from qjm.cluster.process import LaunchError, pid_alive
 from qjm.config import FailoverControllerSettings, ZooKeeperSettings, load_config
 from qjm.namenode.client import NameNodeClient, NoActiveNameNodeError
+from qjm.testing.wait import wait_until
 
 DAEMONS = ("zk1", "jn1", "jn2", "jn3", "nn1", "nn2", "zkfc1", "zkfc2")
 
@@ -71,6 +71,7 @@ async def missing_on(address: str, paths: list[str]) -> list[str]:
         return [p for p in paths if await nn.stat(p) is None]
 
 
+@pytest.mark.slow
 def test_cluster_up_kill_the_active_fails_over_by_itself(tmp_path: Path) -> None:
     d = tmp_path / "cluster"
     base = free_cluster_ports()
@@ -146,7 +147,7 @@ def test_cluster_up_kill_the_active_fails_over_by_itself(tmp_path: Path) -> None
         assert new_pid != old_pid and pid_alive(new_pid)
         assert f"{active} started (pid {new_pid})" in r.stdout
         back = {active: "standby", other: "active"}
-        wait_until(f"{back}", lambda: ha_states(cluster) == back or None, timeout=60)
+        wait_until(f"{back}", lambda: ha_states(cluster) == back or None, timeout_s=60)
         for name, says in (
             (other, f"{other} is running (pid {cluster[other]['pid']})"),
             ("zk1", "zk1 is zookeeper: only JournalNodes, NameNodes and ZKFCs start alone"),
@@ -182,6 +183,7 @@ def test_cluster_up_kill_the_active_fails_over_by_itself(tmp_path: Path) -> None
     assert processes_of(d) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("offset", "daemon"), [(10, "zkfc1"), (11, "zkfc2"), (12, "ZooKeeper")])
 def test_cluster_up_refuses_a_taken_zkfc_or_zookeeper_port(
     tmp_path: Path, offset: int, daemon: str
@@ -200,6 +202,7 @@ def test_cluster_up_refuses_a_taken_zkfc_or_zookeeper_port(
     assert processes_of(d) == []
 
 
+@pytest.mark.slow
 def test_a_failed_start_leaves_nothing_running_zookeeper_included(tmp_path: Path) -> None:
     d = tmp_path / "c"
     with pytest.raises(LaunchError, match=r"zkfc[12] exited with code"):
@@ -216,6 +219,7 @@ def test_a_failed_start_leaves_nothing_running_zookeeper_included(tmp_path: Path
     assert not (d / "cluster.json").exists()
 
 
+@pytest.mark.slow
 def test_a_zookeeper_ensemble_of_three(tmp_path: Path) -> None:
     d = tmp_path / "c"
     with auto_cluster(d, zookeeper_members=3) as cluster:

@@ -15,9 +15,9 @@ import pytest
 from qjm.client.quorum_call import QuorumError
 from qjm.editlog.framing import HEADER_LEN, iter_ops
 from qjm.editlog.segments import inprogress_name, scan_file
+from qjm.testing.faults import NodeFaults
 from qjm_cluster import (
     JNCluster,
-    NodeFaults,
     check_one_value_per_txid,
     payload,
     recover,
@@ -39,6 +39,7 @@ def flip_bit_in_txid(path: Path, txid: int) -> None:
     raise AssertionError(f"txid {txid} not in {path}")
 
 
+@pytest.mark.slow
 async def test_corrupt_replica_and_slow_healthy_node_keep_acked_txids(tmp_path: Path) -> None:
     async with JNCluster(tmp_path) as cluster:
         jid = cluster.new_jid()
@@ -50,7 +51,7 @@ async def test_corrupt_replica_and_slow_healthy_node_keep_acked_txids(tmp_path: 
         await write_txns(stream, 1, 25)  # 1-25 everywhere
         f[2].fail_from_txn(26)
         for nf in f:  # the writer dies before it reports committed=50 to anyone
-            nf.fail_method("Heartbeat")
+            nf.fail("heartbeat")
         assert await write_txns(stream, 26, 25) == 50  # acked by jn0 and jn1 only
         await settle(q)  # the writer dies: no node learned committed=50
         flip_bit_in_txid(cluster.current_dir(1, jid) / inprogress_name(1), 30)

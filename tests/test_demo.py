@@ -43,6 +43,7 @@ def wait_cluster_json(path: Path, proc: subprocess.Popen[str], deadline: float) 
     )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(DEMO_TIMEOUT_S + 30)
 def test_demo_once_fails_over_keeps_every_acknowledged_op_and_stops_everything(
     tmp_path: Path,

@@ -32,6 +32,7 @@ LS_LINE = re.compile(
 )
 
 
+@pytest.mark.slow
 def test_dfs_verbs_against_a_standby_and_an_active(served: ServedInThread) -> None:
     me = getpass.getuser()
     active = served.nodes[1]
@@ -91,6 +92,7 @@ def test_dfs_verbs_against_a_standby_and_an_active(served: ServedInThread) -> No
     assert served.nodes[0].calls  # the standby was asked (and refused) first
 
 
+@pytest.mark.slow
 def test_dfs_refusals_are_one_line_each(served: ServedInThread) -> None:
     active = served.nodes[1]
     active.superuser = "someone-else"  # the caller is no superuser now

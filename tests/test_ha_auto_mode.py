@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from conftest import JNFactory, run_qjm
-from hadoop_clients import wait_until
 from nn_fakes import FakeNameNode, ServedInThread, serve
 from nn_harness import copy_name_dir, format_cluster, make_config, start_nn
 from ports import free_address
@@ -28,6 +27,7 @@ from qjm.ipc import IpcServer, RemoteError
 from qjm.namenode.client import HAAdminClient
 from qjm.namenode.types import HAState
 from qjm.namenode.users import os_user
+from qjm.testing.wait import wait_until
 
 ACCESS_DENIED = "org.apache.hadoop.security.AccessControlException"
 SERVICE_FAILED = "org.apache.hadoop.ha.ServiceFailedException"
@@ -205,6 +205,7 @@ def auto_config(
     return path
 
 
+@pytest.mark.slow
 def test_haadmin_refuses_manual_transitions_without_forcemanual(tmp_path: Path) -> None:
     nns = [
         FakeNameNode(automatic_failover=True),
@@ -245,6 +246,7 @@ def test_haadmin_refuses_manual_transitions_without_forcemanual(tmp_path: Path) 
         assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.slow
 def test_haadmin_failover_without_a_zkfc_says_which_failed(tmp_path: Path) -> None:
     nowhere = free_address()  # nothing listens there
     cfg = str(auto_config(tmp_path / "c.toml", [free_address()] * 2, [free_address(), nowhere]))
@@ -294,6 +296,7 @@ def stop(procs: list[subprocess.Popen[bytes]]) -> None:
             p.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_haadmin_failover_through_real_zkfcs(zookeeper: str, tmp_path: Path) -> None:
     nns = [
         FakeNameNode(standby=True, automatic_failover=True),
@@ -308,10 +311,11 @@ def test_haadmin_failover_through_real_zkfcs(zookeeper: str, tmp_path: Path) -> 
         try:
             for name in ("nn1", "nn2"):
                 ready = tmp_path / f"zkfc-{name}.json"
-                wait_until(f"zkfc of {name} ready", ready.exists)
+                wait_until(f"zkfc of {name} ready", ready.exists, timeout_s=30.0)
             wait_until(
                 "one NameNode active, made so by its ZKFC",
                 lambda: sorted(nn.standby for nn in nns) == [False, True],
+                timeout_s=30.0,
             )
             active = next(i for i, nn in enumerate(nns) if not nn.standby)
             other = 1 - active
@@ -383,6 +387,7 @@ def test_haadmin_failover_through_real_zkfcs(zookeeper: str, tmp_path: Path) -> 
 # ---- a real NameNode ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_real_namenodes_apply_the_rule(tmp_path: Path, jn_factory: JNFactory) -> None:
     jns = [jn_factory.start(f"jn{i}") for i in range(3)]
     auto = make_config(jns, tmp_path, names=("nn1", "nn2"), automatic_failover=True)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import tempfile
-import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -19,13 +18,14 @@ from qjm.ha.elector import (
     ElectorState,
     KazooStore,
     Node,
-    NodeExists,
     ParentZNodeMissingError,
     connect,
     node_info,
     parse_acl,
     parse_auth,
 )
+from qjm.testing.wait import wait_until_async
+from qjm.testing.zookeeper import MemoryStore, MemoryZk
 
 SESSION_S = 4.0
 
@@ -39,13 +39,6 @@ def own_zookeeper() -> Iterator[ZooKeeperEnsemble]:
             yield ensemble
         finally:
             ensemble.stop()
-
-
-async def wait_for(what: str, cond: Callable[[], bool], within_s: float = 15.0) -> None:
-    deadline = time.monotonic() + within_s
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.02)
 
 
 class App:
@@ -113,6 +106,7 @@ async def two_electors(
         await ea.close()
 
 
+@pytest.mark.slow
 async def test_one_wins_the_other_waits_then_takes_over_fencing_the_first(
     zookeeper: str,
 ) -> None:
@@ -133,7 +127,9 @@ async def test_one_wins_the_other_waits_then_takes_over_fencing_the_first(
         assert ActiveNodeInfo.FromString(lock.data).namenodeId == "nn1"
 
         await ea.close()  # nn1's ZKFC dies: its session closes, its breadcrumb stays
-        await wait_for("nn2 active", lambda: eb.state is ElectorState.ACTIVE)
+        await wait_until_async(
+            "nn2 active", lambda: eb.state is ElectorState.ACTIVE, timeout_s=15.0
+        )
         assert b.events == ["standby", "fence:nn1", "active"]  # fenced before active
         old = b.fenced[0]
         assert (old.nameserviceId, old.hostname, old.port) == (ns, "127.0.0.1", 8021)
@@ -142,6 +138,7 @@ async def test_one_wins_the_other_waits_then_takes_over_fencing_the_first(
         assert ActiveNodeInfo.FromString(crumb.data).namenodeId == "nn2"
 
 
+@pytest.mark.slow
 async def test_fence_failure_never_becomes_active(zookeeper: str) -> None:
     async with two_electors(zookeeper, App("nn2", fence_ok=False)) as (_ns, _a, b, ea, eb):
         await ea.format_zk(force=False)
@@ -150,7 +147,9 @@ async def test_fence_failure_never_becomes_active(zookeeper: str) -> None:
         assert eb.state is ElectorState.STANDBY
         await ea.close()
         # it keeps trying (releasing the lock between tries) and never goes active
-        await wait_for("three fence attempts", lambda: b.events.count("fence:nn1") >= 3)
+        await wait_until_async(
+            "three fence attempts", lambda: b.events.count("fence:nn1") >= 3, timeout_s=15.0
+        )
         assert "active" not in b.events
         assert eb.state is not ElectorState.ACTIVE
         assert "could not fence the old active nn1" in eb.last_error
@@ -159,10 +158,13 @@ async def test_fence_failure_never_becomes_active(zookeeper: str) -> None:
         assert ActiveNodeInfo.FromString(crumb.data).namenodeId == "nn1"  # untouched
         # once fencing works, it becomes active
         b.fence_ok = True
-        await wait_for("nn2 active", lambda: eb.state is ElectorState.ACTIVE)
+        await wait_until_async(
+            "nn2 active", lambda: eb.state is ElectorState.ACTIVE, timeout_s=15.0
+        )
         assert b.events[-2:] == ["fence:nn1", "active"]
 
 
+@pytest.mark.slow
 async def test_quit_election_releases_and_the_next_need_not_fence(zookeeper: str) -> None:
     async with two_electors(zookeeper) as (_ns, a, b, ea, eb):
         await ea.format_zk(force=False)
@@ -170,16 +172,21 @@ async def test_quit_election_releases_and_the_next_need_not_fence(zookeeper: str
         await eb.join_election()
         await ea.quit_election(need_fence=False)
         assert ea.state is ElectorState.INIT
-        await wait_for("nn2 active", lambda: eb.state is ElectorState.ACTIVE)
+        await wait_until_async(
+            "nn2 active", lambda: eb.state is ElectorState.ACTIVE, timeout_s=15.0
+        )
         assert b.events == ["standby", "active"]  # breadcrumb deleted: no fencing
         # a quit that needs fencing leaves the breadcrumb: nn1 fences nn2 when it wins
         await ea.join_election()
         assert ea.state is ElectorState.STANDBY
         await eb.quit_election(need_fence=True)
-        await wait_for("nn1 active", lambda: ea.state is ElectorState.ACTIVE)
+        await wait_until_async(
+            "nn1 active", lambda: ea.state is ElectorState.ACTIVE, timeout_s=15.0
+        )
         assert a.events[-3:] == ["standby", "fence:nn2", "active"]
 
 
+@pytest.mark.slow
 async def test_format_zk_force_clears_the_parent(zookeeper: str) -> None:
     ns = fresh_ns()
     a = App("nn1")
@@ -196,6 +203,7 @@ async def test_format_zk_force_clears_the_parent(zookeeper: str) -> None:
         await ea.close()
 
 
+@pytest.mark.slow
 async def test_digest_acl_refuses_an_unauthenticated_client(zookeeper: str) -> None:
     from kazoo.client import KazooClient
     from kazoo.exceptions import NoAuthError
@@ -256,6 +264,7 @@ def test_acl_and_auth_specs_are_checked() -> None:
         parse_auth("digest")
 
 
+@pytest.mark.slow
 async def test_session_expiry_fails_over_and_the_expired_one_rejoins(zookeeper: str) -> None:
     from kazoo.client import KazooClient
 
@@ -274,13 +283,18 @@ async def test_session_expiry_fails_over_and_the_expired_one_rejoins(zookeeper: 
             zk.close()
 
         await asyncio.to_thread(expire)
-        await wait_for("nn2 active", lambda: eb.state is ElectorState.ACTIVE)
+        await wait_until_async(
+            "nn2 active", lambda: eb.state is ElectorState.ACTIVE, timeout_s=15.0
+        )
         assert b.events == ["standby", "fence:nn1", "active"]
-        await wait_for("nn1 rejoined as standby", lambda: ea.state is ElectorState.STANDBY)
+        await wait_until_async(
+            "nn1 rejoined as standby", lambda: ea.state is ElectorState.STANDBY, timeout_s=15.0
+        )
         assert a.events == ["active", "neutral", "standby"]
         assert ea.store.session_id not in (0, old_session)  # a new session
 
 
+@pytest.mark.slow
 async def test_zookeeper_restart_means_neutral_then_the_same_roles(
     own_zookeeper: ZooKeeperEnsemble,
 ) -> None:
@@ -289,88 +303,22 @@ async def test_zookeeper_restart_means_neutral_then_the_same_roles(
         await ea.join_election()
         await eb.join_election()
         await asyncio.to_thread(own_zookeeper.stop)
-        await wait_for(
+        await wait_until_async(
             "both neutral",
             lambda: ea.state is ElectorState.NEUTRAL and eb.state is ElectorState.NEUTRAL,
+            timeout_s=15.0,
         )
         await asyncio.to_thread(own_zookeeper.start)  # back within the session timeout
-        await wait_for(
+        await wait_until_async(
             "roles back",
             lambda: (ea.state, eb.state) == (ElectorState.ACTIVE, ElectorState.STANDBY),
-            within_s=30,
+            timeout_s=30,
         )
         assert "fence:nn1" not in b.events and "active" not in b.events  # no failover
         assert a.events[:2] == ["active", "neutral"] and a.events[-1] == "active"
 
 
 # ---- the state machine on an in-memory store (no ZooKeeper), for interleavings
-
-
-class MemoryZk:
-    """Znodes shared by the MemoryStores of one test (one 'ZooKeeper')."""
-
-    def __init__(self) -> None:
-        self.nodes: dict[str, Node] = {}
-        self.watches: dict[str, list[Callable[[], None]]] = {}
-        self.sessions = 0
-
-    def fire(self, path: str) -> None:
-        for watch in self.watches.pop(path, []):
-            asyncio.get_running_loop().call_soon(watch)
-
-
-class MemoryStore:
-    """ZkStore over a MemoryZk; disconnect()/reconnect() drive the session events."""
-
-    def __init__(self, zk: MemoryZk) -> None:
-        self.zk = zk
-        zk.sessions += 1
-        self.session_id = zk.sessions
-        self.callbacks: list[Callable[[str], None]] = []
-
-    def on_session(self, callback: Callable[[str], None]) -> None:
-        self.callbacks.append(callback)
-
-    def emit(self, event: str) -> None:
-        for cb in self.callbacks:
-            cb(event)
-
-    async def create(self, path: str, data: bytes, *, ephemeral: bool) -> None:
-        if path in self.zk.nodes:
-            raise NodeExists(path)
-        self.zk.nodes[path] = Node(data, 0, self.session_id if ephemeral else 0)
-        self.zk.fire(path)
-
-    async def get(self, path: str, watch: Callable[[], None] | None = None) -> Node | None:
-        if watch is not None and path in self.zk.nodes:
-            self.zk.watches.setdefault(path, []).append(watch)
-        return self.zk.nodes.get(path)
-
-    async def exists(self, path: str, watch: Callable[[], None] | None = None) -> bool:
-        if watch is not None:
-            self.zk.watches.setdefault(path, []).append(watch)
-        return path in self.zk.nodes
-
-    async def set(self, path: str, data: bytes, version: int) -> None:
-        node = self.zk.nodes[path]
-        assert node.version == version
-        self.zk.nodes[path] = Node(data, version + 1, node.owner)
-        self.zk.fire(path)
-
-    async def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
-        del self.zk.nodes[path]
-        self.zk.fire(path)
-
-    async def ensure_path(self, path: str) -> None:
-        self.zk.nodes.setdefault(path, Node(b"", 0, 0))
-
-    async def children(self, path: str) -> list[str]:
-        return [p.rsplit("/", 1)[1] for p in self.zk.nodes if p.startswith(path + "/")]
-
-    async def close(self) -> None:
-        for path, node in list(self.zk.nodes.items()):
-            if node.owner == self.session_id:
-                await self.delete(path)
 
 
 async def test_a_disconnect_during_fencing_never_becomes_active() -> None:
@@ -397,7 +345,9 @@ async def test_a_disconnect_during_fencing_never_becomes_active() -> None:
         # the first attempt saw the interruption: no active, no breadcrumb written
         assert a.events[:2] == ["fence:nn9", "neutral"]
         # the retry after reconnecting fences again and only then becomes active
-        await wait_for("nn1 active", lambda: ea.state is ElectorState.ACTIVE)
+        await wait_until_async(
+            "nn1 active", lambda: ea.state is ElectorState.ACTIVE, timeout_s=15.0
+        )
         assert a.events == ["fence:nn9", "neutral", "fence:nn9", "active"]
         crumb = zk.nodes[ea.breadcrumb_path]
         assert ActiveNodeInfo.FromString(crumb.data).namenodeId == "nn1"
@@ -417,12 +367,14 @@ async def test_a_lost_session_leaves_neutral_only_on_a_new_election() -> None:
         await ea.join_election()
         assert a.events == ["active"]
         sa.emit("lost")
-        await wait_for("neutral", lambda: ea.state is ElectorState.NEUTRAL)
+        await wait_until_async("neutral", lambda: ea.state is ElectorState.NEUTRAL, timeout_s=15.0)
         await sa.close()  # the server dropped the session's lock
         zk.sessions += 1
         sa.session_id = zk.sessions  # the client's new session
         sa.emit("connected")
-        await wait_for("active again", lambda: ea.state is ElectorState.ACTIVE)
+        await wait_until_async(
+            "active again", lambda: ea.state is ElectorState.ACTIVE, timeout_s=15.0
+        )
         assert a.events == ["active", "neutral", "active"]  # its own breadcrumb: no fencing
         assert zk.nodes[ea.lock_path].owner == sa.session_id
     finally:
@@ -452,7 +404,9 @@ async def test_a_failed_zookeeper_operation_is_retried_later() -> None:
         with pytest.raises(ElectorError, match="a test failure"):
             await ea.join_election()
         assert a.events == []
-        await wait_for("active after the retry", lambda: ea.state is ElectorState.ACTIVE)
+        await wait_until_async(
+            "active after the retry", lambda: ea.state is ElectorState.ACTIVE, timeout_s=15.0
+        )
         assert a.events == ["active"]
     finally:
         await ea.close()

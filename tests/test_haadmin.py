@@ -247,6 +247,7 @@ def write_config(tmp_path: Path, addresses: list[str]) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 def test_haadmin_cli(tmp_path: Path, threaded: ServedInThread) -> None:
     cfg = write_config(tmp_path, threaded.addresses)
     nn1, nn2 = threaded.nodes

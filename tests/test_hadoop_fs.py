@@ -25,7 +25,7 @@ from hadoop_clients import (
 from qjm.cluster.hadoop_conf import PROXY_PROVIDER, read_site
 
 # Real processes (and JVM starts) on a possibly busy machine: more than the default 120 s.
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 @pytest.fixture(scope="module")

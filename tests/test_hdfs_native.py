@@ -14,7 +14,7 @@ import pytest
 from hadoop_clients import STANDBY_EXCEPTION, HACluster, refusal_of_get_file_info, tree, user
 
 # Real processes (and JVM starts) on a possibly busy machine: more than the default 120 s.
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from conftest import JNFactory, read_json, run_qjm
 from qjm.journalnode.health import DiskFacts, journal_problems
 from qjm.journalnode.journal import Journal
@@ -103,6 +105,7 @@ def test_journal_status_flags_a_deleted_promise(tmp_path: Path) -> None:
     assert any("last-promised-epoch is missing" in p for p in problems), problems
 
 
+@pytest.mark.slow
 async def test_status_cli_shows_problems_in_table_and_json(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     w = RawWriter(jn, epoch=1)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
 
 from nn_fakes import FakeNameNode, serve
 from ports import free_port_block
 from qjm.ha.health_monitor import HealthMonitor, HealthMonitorSettings, HealthState
 from qjm.namenode.types import HAState
+from qjm.testing.wait import wait_until_async
 
 FAST = HealthMonitorSettings(
     check_interval_s=0.05,
@@ -17,13 +16,6 @@ FAST = HealthMonitorSettings(
     rpc_timeout_s=2.0,
     sleep_after_disconnect_s=0.05,
 )
-
-
-async def wait_for(what: str, cond: Callable[[], bool], within_s: float = 10.0) -> None:
-    deadline = time.monotonic() + within_s
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.01)
 
 
 def test_defaults_are_hdfs_defaults() -> None:
@@ -44,24 +36,27 @@ async def test_healthy_unhealthy_not_responding_and_callbacks() -> None:
     assert monitor.state is HealthState.INITIALIZING
     monitor.start()
     try:
-        await wait_for("healthy", lambda: monitor.state is HealthState.SERVICE_HEALTHY)
+        await wait_until_async("healthy", lambda: monitor.state is HealthState.SERVICE_HEALTHY)
         assert monitor.last_status is not None
         assert monitor.last_status.state is HAState.STANDBY
         assert monitor.last_status.ready_to_become_active
 
         nn.standby = False  # a change of HA state reaches the status callback
-        await wait_for("status active", lambda: statuses[-1:] == [(HAState.ACTIVE, True)])
+        await wait_until_async("status active", lambda: statuses[-1:] == [(HAState.ACTIVE, True)])
 
         nn.healthy = False  # monitorHealth raises HealthCheckFailedException
-        await wait_for("unhealthy", lambda: monitor.state is HealthState.SERVICE_UNHEALTHY)
+        await wait_until_async("unhealthy", lambda: monitor.state is HealthState.SERVICE_UNHEALTHY)
         assert "unhealthy" in monitor.last_error
 
         nn.healthy = True
-        await wait_for("healthy again", lambda: monitor.state is HealthState.SERVICE_HEALTHY)
+        await wait_until_async(
+            "healthy again", lambda: monitor.state is HealthState.SERVICE_HEALTHY
+        )
 
         await server.stop()
-        await wait_for(
-            "not responding", lambda: monitor.state is HealthState.SERVICE_NOT_RESPONDING
+        await wait_until_async(
+            "not responding",
+            lambda: monitor.state is HealthState.SERVICE_NOT_RESPONDING,
         )
         assert monitor.running  # it keeps probing
         # once per change, in order
@@ -80,8 +75,9 @@ async def test_healthy_unhealthy_not_responding_and_callbacks() -> None:
 
         # the NameNode comes back on the same port: the monitor reconnects
         server = await serve(nn, port=port)
-        await wait_for(
-            "healthy after restart", lambda: monitor.state is HealthState.SERVICE_HEALTHY
+        await wait_until_async(
+            "healthy after restart",
+            lambda: monitor.state is HealthState.SERVICE_HEALTHY,
         )
     finally:
         await monitor.stop()
@@ -104,10 +100,10 @@ async def test_a_failing_monitor_reports_health_monitor_failed() -> None:
 
     try:
         monitor.start()
-        await wait_for("healthy", lambda: monitor.state is HealthState.SERVICE_HEALTHY)
+        await wait_until_async("healthy", lambda: monitor.state is HealthState.SERVICE_HEALTHY)
         monitor.check_once = boom  # type: ignore[method-assign]
-        await wait_for("failed", lambda: monitor.state is HealthState.HEALTH_MONITOR_FAILED)
-        await wait_for("stopped", lambda: not monitor.running)
+        await wait_until_async("failed", lambda: monitor.state is HealthState.HEALTH_MONITOR_FAILED)
+        await wait_until_async("stopped", lambda: not monitor.running)
         assert "a bug in the monitor" in monitor.last_error
     finally:
         await monitor.stop()
@@ -140,14 +136,17 @@ async def test_a_call_past_the_rpc_timeout_means_not_responding() -> None:
     monitor = HealthMonitor(f"127.0.0.1:{server.port}", settings)
     monitor.start()
     try:
-        await wait_for("healthy", lambda: monitor.state is HealthState.SERVICE_HEALTHY)
+        await wait_until_async("healthy", lambda: monitor.state is HealthState.SERVICE_HEALTHY)
         nn.hang.set()
-        await wait_for(
-            "not responding", lambda: monitor.state is HealthState.SERVICE_NOT_RESPONDING
+        await wait_until_async(
+            "not responding",
+            lambda: monitor.state is HealthState.SERVICE_NOT_RESPONDING,
         )
         nn.hang.clear()
         nn.release.set()
-        await wait_for("healthy again", lambda: monitor.state is HealthState.SERVICE_HEALTHY)
+        await wait_until_async(
+            "healthy again", lambda: monitor.state is HealthState.SERVICE_HEALTHY
+        )
     finally:
         await monitor.stop()
         await server.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -240,6 +241,7 @@ def trees(draw: st.DrawFn) -> ImageContents:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(trees())
 def test_random_trees_roundtrip(contents: ImageContents) -> None:

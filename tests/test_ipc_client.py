@@ -134,6 +134,7 @@ async def test_frames_reach_the_server_in_call_order_even_while_connecting(
     assert gates.arrived == values + more
 
 
+@pytest.mark.slow
 async def test_many_concurrent_calls(env: tuple[IpcServer, IpcClient, Gates]) -> None:
     server, client, _ = env
     values = [f"v{i}" * (i % 50) for i in range(3000)]

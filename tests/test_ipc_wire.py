@@ -203,6 +203,7 @@ def _protobuf_view(header_bytes: bytes) -> tuple[int, bytes, int] | None:
     caller=st.none() | st.text(max_size=5),
     state_id=st.none() | st.integers(0, 2**40),
 )
+@pytest.mark.slow
 def test_plain_header_fast_path_agrees_with_protobuf(
     call_id: int,
     retry: int,

@@ -28,9 +28,10 @@ from qjm.logs import RateLimitFilter, setup_logging
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import JournalError, StorageError
 from qjm.protocol.qjournal import journal_id
+from qjm.testing.wait import wait_until
 from raw_writer import JID, JNClient, ns_info, txns
 from test_journalnode_server import http_get
-from test_syncer import seg_path, synced_trio_with_segments, wait_until
+from test_syncer import DEADLINE, seg_path, synced_trio_with_segments
 
 NS = ns_info(4242, "CID-resources")
 T = 10.0
@@ -68,6 +69,7 @@ CORRUPTIONS = {  # test id: (file, contents)
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CORRUPTIONS))
 async def test_one_corrupt_file_does_not_stop_the_node(jn_factory: JNFactory, case: str) -> None:
     name, contents = CORRUPTIONS[case]
@@ -111,6 +113,7 @@ def segment_intact(path: Path, original: bytes) -> bool:
     return path.exists() and path.read_bytes() == original
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cut", ["empty", "truncated"])
 async def test_a_bad_finalized_segment_is_moved_aside_on_serve_and_repaired(
     jn_factory: JNFactory, cut: str
@@ -123,11 +126,12 @@ async def test_a_bad_finalized_segment_is_moved_aside_on_serve_and_repaired(
     assert status != 200, f"served a bad segment: {status} with {len(body)} bytes"
     assert path.name in body.decode(), body
     assert path.with_name(path.name + ".corrupt").exists()
-    wait_until("4-6 repaired on jn1", lambda: segment_intact(path, original))
+    wait_until("4-6 repaired on jn1", lambda: segment_intact(path, original), timeout_s=DEADLINE)
     assert "moved aside" in jn1.log.read_text()
     assert seg_path(jn3, 4, 6).read_bytes() == original
 
 
+@pytest.mark.slow
 async def test_a_bad_finalized_segment_is_found_at_start_and_repaired(
     jn_factory: JNFactory,
 ) -> None:
@@ -138,7 +142,7 @@ async def test_a_bad_finalized_segment_is_found_at_start_and_repaired(
     path.write_bytes(original[:20])
     jn1 = jn_factory.start(jn1.name, jn1.rpc, jn1.http, *jn1.extra)
     assert path.with_name(path.name + ".corrupt").exists() or segment_intact(path, original)
-    wait_until("7-9 repaired on jn1", lambda: segment_intact(path, original))
+    wait_until("7-9 repaired on jn1", lambda: segment_intact(path, original), timeout_s=DEADLINE)
     log = jn1.log.read_text()
     assert path.name in log and "moved aside" in log, log
 
@@ -356,6 +360,7 @@ def test_repeated_log_lines_are_rate_limited() -> None:
         root.setLevel(level)
 
 
+@pytest.mark.slow
 def test_at_the_fd_limit_the_node_logs_little_and_recovers(tmp_path: Path) -> None:
     rpc, http = free_address(), free_address()
     log = tmp_path / "jn.log"

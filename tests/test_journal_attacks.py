@@ -57,6 +57,7 @@ def raw(jn: JNProcess, epoch: int, ns: pb.NamespaceInfoProto | None = None) -> R
     return RawWriter(jn, epoch, jid=JID, ns=ns or NS_A, make_txns=txns)
 
 
+@pytest.mark.slow
 async def test_hostile_epoch_and_committed_txid_do_not_wedge_the_journal(
     jn_factory: JNFactory,
 ) -> None:
@@ -98,6 +99,7 @@ async def test_hostile_epoch_and_committed_txid_do_not_wedge_the_journal(
             await w.close()
 
 
+@pytest.mark.slow
 async def test_journal_id_colliding_with_storage_names_is_refused(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     client = JNClient(jn.rpc)
@@ -117,6 +119,7 @@ async def test_journal_id_colliding_with_storage_names_is_refused(jn_factory: JN
         await client.close()
 
 
+@pytest.mark.slow
 async def test_reformat_with_another_namespace_refuses_the_live_writer(
     jn_factory: JNFactory,
 ) -> None:
@@ -162,6 +165,7 @@ async def test_reformat_with_another_namespace_refuses_the_live_writer(
         await b.close()
 
 
+@pytest.mark.slow
 async def test_older_writers_inprogress_edits_are_not_listed_streamed_or_served(
     jn_factory: JNFactory,
 ) -> None:
@@ -202,6 +206,7 @@ async def test_older_writers_inprogress_edits_are_not_listed_streamed_or_served(
         await w2.close()
 
 
+@pytest.mark.slow
 async def test_membership_from_format_is_enforced_and_shown(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     members = ["127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"]
@@ -219,6 +224,7 @@ async def test_membership_from_format_is_enforced_and_shown(jn_factory: JNFactor
         await w.close()
 
 
+@pytest.mark.slow
 async def test_journal_state_names_the_node_and_the_writer_epoch(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     w = raw(jn, 3)
@@ -253,6 +259,7 @@ def not_utf8(msg: Message, marker: bytes = b"@@") -> bytes:
     return data.replace(marker, b"\xff\xfe")
 
 
+@pytest.mark.slow
 async def test_text_fields_that_are_not_utf8_are_refused_naming_the_field(
     jn_factory: JNFactory,
 ) -> None:
@@ -303,6 +310,7 @@ async def test_text_fields_that_are_not_utf8_are_refused_naming_the_field(
         await w.close()
 
 
+@pytest.mark.slow
 async def test_http_refusals_name_the_journal_and_never_a_path(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     w = raw(jn, 1)
@@ -334,6 +342,7 @@ async def test_http_refusals_name_the_journal_and_never_a_path(jn_factory: JNFac
         await client.close()
 
 
+@pytest.mark.slow
 async def test_get_journal_refuses_a_fetcher_of_another_namespace(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     w = raw(jn, 1)

@@ -43,6 +43,7 @@ def http_get(url: str) -> tuple[int, bytes]:
         return e.code, e.read()
 
 
+@pytest.mark.slow
 def test_format_then_status_shows_all_formatted_at_epoch_0(jn_factory: JNFactory) -> None:
     jns = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
     uri = f"qjournal://{';'.join(j.rpc for j in jns)}/{JID}"
@@ -67,6 +68,7 @@ def test_format_then_status_shows_all_formatted_at_epoch_0(jn_factory: JNFactory
     assert table.returncode == 0 and "PROMISED" in table.stdout
 
 
+@pytest.mark.slow
 def test_status_with_a_node_down_names_it(jn_factory: JNFactory) -> None:
     jns = [jn_factory.start(f"jn{i}") for i in (1, 2)]
     dead = jns[1].rpc
@@ -81,6 +83,7 @@ def test_status_with_a_node_down_names_it(jn_factory: JNFactory) -> None:
     assert fmt.returncode == 1 and dead in fmt.stderr and "unreachable" in fmt.stderr
 
 
+@pytest.mark.slow
 async def test_rejected_requests_change_nothing_on_disk(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     w = RawWriter(jn, epoch=2)
@@ -131,6 +134,7 @@ async def test_rejected_requests_change_nothing_on_disk(jn_factory: JNFactory) -
         await w.close()
 
 
+@pytest.mark.slow
 async def test_restart_keeps_epochs_committed_txid_and_segments(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     w = RawWriter(jn, epoch=3)
@@ -154,6 +158,7 @@ async def test_restart_keeps_epochs_committed_txid_and_segments(jn_factory: JNFa
         await w.close()
 
 
+@pytest.mark.slow
 async def test_get_journal_serves_segments_over_http(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     w = RawWriter(jn, epoch=1)
@@ -185,6 +190,7 @@ async def test_get_journal_serves_segments_over_http(jn_factory: JNFactory) -> N
     assert status == 404 and b"not formatted" in body
 
 
+@pytest.mark.slow
 async def test_accept_recovery_downloads_from_a_peer_over_http(jn_factory: JNFactory) -> None:
     a, b = jn_factory.start("jna"), jn_factory.start("jnb")
     wa, wb = RawWriter(a, epoch=1), RawWriter(b, epoch=1)
@@ -226,6 +232,7 @@ async def test_accept_recovery_downloads_from_a_peer_over_http(jn_factory: JNFac
         await wb.close()
 
 
+@pytest.mark.slow
 async def test_metrics_are_valid_prometheus_and_count_writes(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     w = RawWriter(jn, epoch=1)
@@ -259,6 +266,7 @@ async def test_metrics_are_valid_prometheus_and_count_writes(jn_factory: JNFacto
     assert st["journals"][JID]["highest_written_txid"] == 6
 
 
+@pytest.mark.slow
 def test_second_process_on_the_same_storage_is_refused(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     second = run_qjm(
@@ -275,6 +283,7 @@ def test_second_process_on_the_same_storage_is_refused(jn_factory: JNFactory) ->
     assert "Traceback" not in second.stderr
 
 
+@pytest.mark.slow
 def test_busy_port_is_refused_with_one_line(jn_factory: JNFactory, tmp_path: Path) -> None:
     jn = jn_factory.start("jn1")
     for flag, value, what in (
@@ -296,6 +305,7 @@ def test_busy_port_is_refused_with_one_line(jn_factory: JNFactory, tmp_path: Pat
         assert "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_bad_edits_dirs_are_refused(tmp_path: Path) -> None:
     a_file = tmp_path / "afile"
     a_file.write_text("x")
@@ -318,6 +328,7 @@ def test_bad_edits_dirs_are_refused(tmp_path: Path) -> None:
         assert message in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_bad_config_is_refused_naming_the_key(tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text(
@@ -345,6 +356,7 @@ async def test_unreachable_node_is_a_clear_error(tmp_path: Path) -> None:
         await client.close()
 
 
+@pytest.mark.slow
 async def test_garbage_request_bytes_are_refused(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     w = RawWriter(jn, epoch=1)
@@ -364,6 +376,7 @@ async def test_garbage_request_bytes_are_refused(jn_factory: JNFactory) -> None:
         await w.close()
 
 
+@pytest.mark.slow
 async def test_several_journals_on_one_node_are_independent(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     client = JNClient(jn.rpc)
@@ -391,6 +404,7 @@ async def test_several_journals_on_one_node_are_independent(jn_factory: JNFactor
     assert {j: journals[j]["last_promised_epoch"] for j in journals} == {"alpha": 3, "beta": 7}
 
 
+@pytest.mark.slow
 async def test_get_journaled_edits_over_rpc(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     w = RawWriter(jn, epoch=1)
@@ -427,6 +441,7 @@ async def test_get_journaled_edits_over_rpc(jn_factory: JNFactory) -> None:
         await client.close()
 
 
+@pytest.mark.slow
 async def test_get_journaled_edits_long_poll_waits_for_committed_edits(
     jn_factory: JNFactory,
 ) -> None:
@@ -458,6 +473,7 @@ async def test_get_journaled_edits_long_poll_waits_for_committed_edits(
         await reader.close()
 
 
+@pytest.mark.slow
 async def test_finalize_of_a_segment_the_writer_did_not_write_is_refused_over_ipc(
     jn_factory: JNFactory,
 ) -> None:
@@ -489,6 +505,7 @@ async def test_finalize_of_a_segment_the_writer_did_not_write_is_refused_over_ip
         await w2.close()
 
 
+@pytest.mark.slow
 async def test_discard_segments_over_ipc(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     w1, w2 = RawWriter(jn, epoch=1), RawWriter(jn, epoch=2)
@@ -539,6 +556,7 @@ async def test_discard_segments_over_ipc(jn_factory: JNFactory) -> None:
         await w2.close()
 
 
+@pytest.mark.slow
 async def test_pipelined_journal_calls_apply_in_the_order_they_were_sent(
     jn_factory: JNFactory,
 ) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import socket
 
+import pytest
+
 from conftest import JNFactory, JNProcess, snapshot
 from hadoop_wire import (
     ERROR,
@@ -44,6 +46,7 @@ def get_journal_state(call_id: int, jid: str = JID) -> bytes:
     return call(call_id, "getJournalState", field(1, journal_id(jid)))
 
 
+@pytest.mark.slow
 async def test_a_hand_built_get_journal_state_call_is_answered(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     await formatted(jn, epoch=3)
@@ -65,6 +68,7 @@ async def test_a_hand_built_get_journal_state_call_is_answered(jn_factory: JNFac
         assert body is not None and parse(body)[1] == 3
 
 
+@pytest.mark.slow
 async def test_unknown_method_is_an_error_and_the_connection_keeps_serving(
     jn_factory: JNFactory,
 ) -> None:
@@ -84,6 +88,7 @@ async def test_unknown_method_is_an_error_and_the_connection_keeps_serving(
         assert body is not None and parse(body)[1] == 1
 
 
+@pytest.mark.slow
 async def test_unknown_journal_is_a_journal_not_formatted_error(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     with connect(jn) as s:
@@ -94,6 +99,7 @@ async def test_unknown_journal_is_a_journal_not_formatted_error(jn_factory: JNFa
         assert b"journal 'nosuch' is not formatted" in header[5]  # type: ignore[operator]
 
 
+@pytest.mark.slow
 async def test_garbage_after_the_preamble_closes_that_connection_only(
     jn_factory: JNFactory,
 ) -> None:
@@ -115,6 +121,7 @@ async def test_garbage_after_the_preamble_closes_that_connection_only(
         assert header[2] == SUCCESS
 
 
+@pytest.mark.slow
 async def test_garbage_request_body_is_an_error_naming_the_method(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     await formatted(jn, epoch=1)

@@ -375,6 +375,7 @@ def test_a_directory_copied_after_the_change_is_marked_amnesiac_on_the_rerun(
 # -- over the wire: one JournalNode process ------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_journalnode_changes_members_over_rpc_and_shows_it(jn_factory: JNFactory) -> None:
     jn = jn_factory.start("jn1")
     w = RawWriter(jn, 1)
@@ -433,6 +434,7 @@ def one_error_line(r: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_change_members_command_replaces_a_dead_node_and_only_the_new_uri_writes(
     jn_factory: JNFactory,
 ) -> None:
@@ -507,6 +509,7 @@ async def change_on(
         await client.close()
 
 
+@pytest.mark.slow
 def test_change_members_command_refuses_bad_changes_and_changes_nothing(
     jn_factory: JNFactory,
 ) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from conftest import run_qjm
-from hadoop_clients import HACluster, tree, wait_until
+from hadoop_clients import HACluster, tree
 from ports import free_address
 from qjm.cluster.launcher import read_cluster, start_daemons
 from qjm.cluster.process import pid_alive, stop_pid
@@ -31,6 +31,7 @@ from qjm.config import JournalNodeConfig, dump_config, load_config
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import UnsafeMemberChangeError
 from qjm.protocol.qjournal import journal_id
+from qjm.testing.wait import wait_until
 from qjm_cluster import check_dirs_agree
 from raw_writer import JNClient
 from test_member_change import change_on
@@ -67,7 +68,7 @@ def kill_host(c: HACluster, name: str) -> None:
     """kill -9 a JournalNode and delete its storage: the host is gone."""
     pid = c.info[name]["pid"]
     os.kill(pid, signal.SIGKILL)
-    wait_until(f"{name} (pid {pid}) gone", lambda: not pid_alive(pid))
+    wait_until(f"{name} (pid {pid}) gone", lambda: not pid_alive(pid), timeout_s=30.0)
     shutil.rmtree(c.dir / "data" / name)
 
 
@@ -112,7 +113,7 @@ def restart_namenode(c: HACluster, nn: str) -> None:
     assert c.state(nn) == "standby"
     stop_pid(c.info[nn]["pid"])
     c.info[nn]["pid"] = start_daemons(c.dir, [nn], timeout=60)[nn]
-    wait_until(f"{nn} standby again", lambda: c.state(nn) == "standby", timeout=60)
+    wait_until(f"{nn} standby again", lambda: c.state(nn) == "standby", timeout_s=60)
 
 
 # An empty new host joins the same way; tests/test_member_change.py replaces a dead node with
@@ -176,7 +177,7 @@ def test_replacing_a_dead_journalnode_host_under_a_writing_namenode_loses_nothin
                 and not any("refuses to vote" in p for p in st4.problems)
             )
 
-        wait_until("jn4 holds the new writer's newest segment", jn4_current)
+        wait_until("jn4 holds the new writer's newest segment", jn4_current, timeout_s=30.0)
         assert not (c.dir / "data" / "jn4" / JID / "current" / "amnesiac").exists()
 
         # a writer of the old URI is refused, naming the change

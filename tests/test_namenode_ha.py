@@ -18,13 +18,13 @@ from nn_harness import (
     ns_tree,
     start_nn,
     tree,
-    wait_for,
 )
 from qjm.config import ClusterConfig
 from qjm.ipc import RemoteError
 from qjm.namenode.errors import StandbyError
 from qjm.namenode.server import NameNode
 from qjm.namenode.types import HAState
+from qjm.testing.wait import wait_until_async
 
 STANDBY_EXCEPTION = "org.apache.hadoop.ipc.StandbyException"
 
@@ -45,12 +45,12 @@ async def pair(
 
 async def caught_up(standby: NameNode, active: NameNode) -> None:
     """Wait until the standby applied everything the active synced (a client may see)."""
-    await wait_for(
-        lambda: standby.applied_txid >= active.state_id(),
+    await wait_until_async(
         lambda: (
             f"{standby.name} to apply up to txid {active.state_id()} (at "
             f"{standby.applied_txid}; tailer error: {standby.tailer and standby.tailer.last_error})"
         ),
+        lambda: standby.applied_txid >= active.state_id(),
     )
 
 
@@ -62,6 +62,7 @@ async def workload(rpc: Rpc, tag: str, n: int = 5) -> None:
     assert await rpc.delete(f"/{tag}/d0")
 
 
+@pytest.mark.slow
 async def test_standby_tails_the_active(tmp_path: Path, jn_factory: JNFactory) -> None:
     _, nn1, nn2 = await pair(jn_factory, tmp_path)
     rpc = Rpc(nn1.rpc_address())
@@ -77,6 +78,7 @@ async def test_standby_tails_the_active(tmp_path: Path, jn_factory: JNFactory) -
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_failover_both_ways_keeps_every_acknowledged_op(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:
@@ -107,6 +109,7 @@ async def test_failover_both_ways_keeps_every_acknowledged_op(
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_a_deposed_active_cannot_write(tmp_path: Path, jn_factory: JNFactory) -> None:
     _, nn1, nn2 = await pair(jn_factory, tmp_path)
     r1, r2 = Rpc(nn1.rpc_address()), Rpc(nn2.rpc_address())
@@ -139,6 +142,7 @@ async def test_a_deposed_active_cannot_write(tmp_path: Path, jn_factory: JNFacto
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_concurrent_transitions_are_serialized(tmp_path: Path, jn_factory: JNFactory) -> None:
     _, nn1, nn2 = await pair(jn_factory, tmp_path)
     try:
@@ -153,6 +157,7 @@ async def test_concurrent_transitions_are_serialized(tmp_path: Path, jn_factory:
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_standby_image_equals_the_active_namespace(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:
@@ -185,6 +190,7 @@ async def test_standby_image_equals_the_active_namespace(
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_checkpoint_by_txn_count_and_restart_from_it(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:
@@ -197,8 +203,8 @@ async def test_checkpoint_by_txn_count_and_restart_from_it(
         await caught_up(nn2, nn1)
         assert nn2.checkpointer is not None
         cp = nn2.checkpointer
-        await wait_for(lambda: cp.checkpoints >= 1, "a checkpoint by txn count", 15)
-        await wait_for(lambda: cp.uploads >= 1, "the image upload", 15)
+        await wait_until_async("a checkpoint by txn count", lambda: cp.checkpoints >= 1, 15)
+        await wait_until_async("the image upload", lambda: cp.uploads >= 1, 15)
         expected = tree(nn1)
     finally:
         await rpc.close()
@@ -259,6 +265,7 @@ async def test_page_status_and_metrics_show_one_newest_image_after_a_checkpoint(
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_bootstrap_standby_fetches_the_image(tmp_path: Path, jn_factory: JNFactory) -> None:
     from qjm.namenode.checkpointer import bootstrap_standby
 
@@ -289,6 +296,7 @@ async def test_bootstrap_standby_fetches_the_image(tmp_path: Path, jn_factory: J
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_a_deposed_active_taking_over_again_drops_its_unsynced_edits(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:
@@ -311,7 +319,9 @@ async def test_a_deposed_active_taking_over_again_drops_its_unsynced_edits(
         await nn2.transition_to_active("forced again")
         assert "/lost-too" not in tree(nn2)
         # nn1 learns it was deposed without writing (its epoch check), then follows nn2.
-        await wait_for(lambda: nn1.ha_state == HAState.STANDBY, "nn1 to notice it was deposed")
+        await wait_until_async(
+            "nn1 to notice it was deposed", lambda: nn1.ha_state == HAState.STANDBY
+        )
         with pytest.raises(RemoteError) as refused:
             await r1.stat("/")
         assert refused.value.class_name == STANDBY_EXCEPTION
@@ -325,6 +335,7 @@ async def test_a_deposed_active_taking_over_again_drops_its_unsynced_edits(
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_without_a_quorum_a_standby_waits_and_cannot_become_active(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:
@@ -359,7 +370,9 @@ async def test_without_a_quorum_a_standby_waits_and_cannot_become_active(
         assert nn2.tailer is not None and nn2.tailer.running
         for jn in down:
             jn_factory.start(jn.name, jn.rpc, jn.http)
-        await wait_for(lambda: nn2.applied_txid >= last, f"nn2 to tail up to txid {last}", 20)
+        await wait_until_async(
+            f"nn2 to tail up to txid {last}", lambda: nn2.applied_txid >= last, 20
+        )
         assert tree(nn2) == expected
         await nn2.transition_to_active("test")
         assert tree(nn2) == expected
@@ -367,6 +380,7 @@ async def test_without_a_quorum_a_standby_waits_and_cannot_become_active(
         await nn2.stop()
 
 
+@pytest.mark.slow
 async def test_failover_under_a_concurrent_workload_loses_no_acknowledged_op(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:
@@ -399,17 +413,17 @@ async def test_failover_under_a_concurrent_workload_loses_no_acknowledged_op(
 
     tasks = [asyncio.create_task(writer(k)) for k in range(8)]
     try:
-        await wait_for(lambda: len(acked) >= 100, "100 acknowledged mkdirs before failover")
+        await wait_until_async("100 acknowledged mkdirs before failover", lambda: len(acked) >= 100)
         await nn1.transition_to_standby("failover")
         await nn2.transition_to_active("failover")
         before = len(acked)
-        await wait_for(
-            lambda: len(acked) >= before + 100,
+        await wait_until_async(
             lambda: (
                 f"100 acknowledged mkdirs after failover (writers done: "
                 f"{[t.exception() if not t.cancelled() else 'cancelled' for t in tasks if t.done()]}; "
                 f"unexpected errors: {unexpected[:3]})"
             ),
+            lambda: len(acked) >= before + 100,
         )
         stop.set()
         await asyncio.gather(*tasks)
@@ -428,6 +442,7 @@ async def test_failover_under_a_concurrent_workload_loses_no_acknowledged_op(
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_an_edit_the_standby_cannot_apply_stops_it(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:
@@ -460,7 +475,7 @@ async def test_an_edit_the_standby_cannot_apply_stops_it(
             await q.finalize_log_segment(last + 1, last + 2)
         finally:
             await q.close()
-        await wait_for(lambda: nn2.failed.is_set(), "nn2 to stop on the orphan mkdir", 20)
+        await wait_until_async("nn2 to stop on the orphan mkdir", lambda: nn2.failed.is_set(), 20)
         assert nn2.ha_state == HAState.STOPPING
         assert nn2.exit_code == 1
         assert nn2.fatal_error is not None and f"txid {last + 2}" in nn2.fatal_error
@@ -472,6 +487,7 @@ async def test_an_edit_the_standby_cannot_apply_stops_it(
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_kill_9_of_the_active_process_keeps_every_acknowledged_op(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:
@@ -503,7 +519,7 @@ async def test_kill_9_of_the_active_process_keeps_every_acknowledged_op(
                 i += 1
 
         tasks = [asyncio.create_task(writer(k)) for k in range(4)]
-        await wait_for(lambda: len(acked) >= 80, "80 acknowledged mkdirs on nn1")
+        await wait_until_async("80 acknowledged mkdirs on nn1", lambda: len(acked) >= 80)
         assert procs["nn1"].proc is not None
         procs["nn1"].proc.send_signal(signal.SIGKILL)
         results = await asyncio.gather(*tasks, return_exceptions=True)

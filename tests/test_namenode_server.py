@@ -35,6 +35,7 @@ def three_jns(jn_factory: JNFactory) -> list[Any]:
     return [jn_factory.start(f"jn{i}") for i in range(3)]
 
 
+@pytest.mark.slow
 async def test_starts_standby_then_active_serves_mkdirs_and_getfileinfo(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:
@@ -76,6 +77,7 @@ async def test_starts_standby_then_active_serves_mkdirs_and_getfileinfo(
         await nn.stop()
 
 
+@pytest.mark.slow
 async def test_restart_replays_to_the_same_namespace(tmp_path: Path, jn_factory: JNFactory) -> None:
     cfg = make_config(three_jns(jn_factory), tmp_path, names=("nn1",))
     await format_cluster(cfg, "nn1")
@@ -115,6 +117,7 @@ async def test_restart_replays_to_the_same_namespace(tmp_path: Path, jn_factory:
         await again.stop()
 
 
+@pytest.mark.slow
 async def test_reads_on_a_standby_need_a_state_id(tmp_path: Path, jn_factory: JNFactory) -> None:
     from qjm.ipc.server import CallContext
     from qjm.namenode.errors import RetriableError
@@ -153,6 +156,7 @@ async def test_reads_on_a_standby_need_a_state_id(tmp_path: Path, jn_factory: JN
         await nn1.stop()
 
 
+@pytest.mark.slow
 async def test_http_status_metrics_and_page(tmp_path: Path, jn_factory: JNFactory) -> None:
     cfg = make_config(three_jns(jn_factory), tmp_path, names=("nn1",))
     await format_cluster(cfg, "nn1")
@@ -192,6 +196,7 @@ async def test_http_status_metrics_and_page(tmp_path: Path, jn_factory: JNFactor
         await nn.stop()
 
 
+@pytest.mark.slow
 async def test_failed_quorum_sync_is_fatal_exit_1(tmp_path: Path, jn_factory: JNFactory) -> None:
     jns = three_jns(jn_factory)
     cfg = make_config(jns, tmp_path, names=("nn1",))
@@ -220,6 +225,7 @@ async def test_failed_quorum_sync_is_fatal_exit_1(tmp_path: Path, jn_factory: JN
         proc.stop()
 
 
+@pytest.mark.slow
 async def test_cli_runs_a_namenode_with_ready_file(tmp_path: Path, jn_factory: JNFactory) -> None:
     cfg = make_config(three_jns(jn_factory), tmp_path, names=("nn1", "nn2"))
     conf = write_config(cfg, tmp_path / "cluster.toml")
@@ -250,6 +256,7 @@ async def test_cli_runs_a_namenode_with_ready_file(tmp_path: Path, jn_factory: J
     assert bad.returncode == 1 and "nn9" in bad.stderr
 
 
+@pytest.mark.slow
 async def test_a_read_waits_for_the_sync_of_every_logged_edit(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:
@@ -288,6 +295,7 @@ async def test_a_read_waits_for_the_sync_of_every_logged_edit(
         await nn.stop()
 
 
+@pytest.mark.slow
 async def test_superusers_are_the_os_user_and_the_superuser_group(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:
@@ -329,6 +337,7 @@ def three_jns_again(jn_factory: JNFactory) -> list[Any]:
     return [jn_factory.start(f"jnb{i}") for i in range(3)]
 
 
+@pytest.mark.slow
 async def test_imagetransfer_refusals(tmp_path: Path, jn_factory: JNFactory) -> None:
     cfg = make_config(three_jns(jn_factory), tmp_path, names=("nn1",))
     await format_cluster(cfg, "nn1")
@@ -366,6 +375,7 @@ async def test_imagetransfer_refusals(tmp_path: Path, jn_factory: JNFactory) -> 
         await nn.stop()
 
 
+@pytest.mark.slow
 async def test_a_hostile_image_upload_is_refused_and_purges_nothing(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:
@@ -424,6 +434,7 @@ async def test_a_hostile_image_upload_is_refused_and_purges_nothing(
         await nn.stop()
 
 
+@pytest.mark.slow
 async def test_initialize_shared_edits_moves_a_namespace_to_new_journalnodes(
     tmp_path: Path, jn_factory: JNFactory
 ) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from benchmarks import nn_namespace
 
 
+@pytest.mark.slow
 def test_benchmark_small_run() -> None:
     r = nn_namespace.run(inodes=3000, ops=300, traced_inodes=1000)
     assert r["memory"]["inodes"] == 3000

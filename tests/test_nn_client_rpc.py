@@ -605,6 +605,7 @@ public class Dump {
 JARS = Path(pyspark.__path__[0]) / "jars"  # Hadoop's client jars ship inside pyspark
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK to read Hadoop's jars")
 def test_our_messages_have_hadoops_field_numbers_types_and_labels(tmp_path: Path) -> None:
     theirs = hadoop_descriptors(tmp_path)

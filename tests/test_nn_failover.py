@@ -17,14 +17,15 @@ from dataclasses import dataclass, field
 import hdfs_native
 import pytest
 
-from hadoop_clients import HACluster, check, hadoop_fs, native_client, tree, wait_until
+from hadoop_clients import HACluster, check, hadoop_fs, native_client, tree
 from qjm.namenode.client import NameNodeClient
+from qjm.testing.wait import wait_until
 
 WORKERS = 4
 
 
 # Real processes (and JVM starts) on a possibly busy machine: more than the default 120 s.
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 @pytest.fixture(scope="module")
@@ -214,6 +215,6 @@ def test_done_when_kill9_of_the_active_then_transition_to_active_keeps_every_ack
 
     # nn1 comes back as a standby, catches up, and can take over again with the same namespace
     cluster.restart("nn1")
-    wait_until("nn1 standby", lambda: cluster.state("nn1") == "standby")
+    wait_until("nn1 standby", lambda: cluster.state("nn1") == "standby", timeout_s=30.0)
     cluster.failover("nn2", "nn1")
     assert tree(cluster.direct("nn1"), "/") == after

@@ -394,6 +394,7 @@ async def test_a_formatted_journal_is_refused_by_both_namenodes(
             p.stop()
 
 
+@pytest.mark.slow
 async def test_initialize_shared_edits_from_an_image_alone_starts_the_journal_after_it(
     tmp_path: Path,
 ) -> None:

@@ -21,7 +21,7 @@ from google.protobuf.message import Message
 
 from jn_proxy import JournalProxy
 from nn_fakes import FakeNameNode, ServedInThread, serve
-from nn_harness import SUPER, copy_name_dir, format_cluster, make_config, start_nn, wait_for
+from nn_harness import SUPER, copy_name_dir, format_cluster, make_config, start_nn
 from qjm.ipc import IpcClient, RemoteError
 from qjm.ipc.server import CallContext
 from qjm.namenode.client import NameNodeClient
@@ -29,6 +29,7 @@ from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import hdfs_pb2 as hdfs
 from qjm.namenode.protocols import CLIENT_PROTOCOL
 from qjm.namenode.server import NameNode, os_user
+from qjm.testing.wait import wait_until_async
 from qjm_cluster import JNCluster
 
 CID = bytes(range(16))
@@ -147,6 +148,7 @@ async def fetch(nn: NameNode, path: str) -> str:
         return await r.text()
 
 
+@pytest.mark.slow
 async def test_a_retry_with_the_same_ids_gets_the_first_answer_and_logs_nothing(
     tmp_path: Path,
 ) -> None:
@@ -202,6 +204,7 @@ async def test_a_retry_with_the_same_ids_gets_the_first_answer_and_logs_nothing(
         assert "qjm_namenode_retry_cache_cleared_total 0.0" in metrics
 
 
+@pytest.mark.slow
 async def test_an_entry_expires_and_the_retry_then_runs_again(tmp_path: Path) -> None:
     async with namenodes(tmp_path) as pair:
         nn = pair.nodes[0]
@@ -219,6 +222,7 @@ async def test_an_entry_expires_and_the_retry_then_runs_again(tmp_path: Path) ->
         assert not (await call(addr, 7, "rename", req, cn.RenameResponseProto)).result
 
 
+@pytest.mark.slow
 async def test_a_retry_during_the_first_call_waits_for_it(tmp_path: Path) -> None:
     async with namenodes(tmp_path) as pair:
         nn = pair.nodes[0]
@@ -230,13 +234,17 @@ async def test_a_retry_during_the_first_call_waits_for_it(tmp_path: Path) -> Non
             call(addr, 9, "rename", rename("/w/a", "/w/b"), cn.RenameResponseProto)
         )
         # every JournalNode wrote the rename and answered; the answers are held back
-        await wait_for(lambda: all(p.kept_bytes for p in pair.proxies), "the rename written")
+        await wait_until_async(
+            "the rename written", lambda: all(p.kept_bytes for p in pair.proxies)
+        )
         assert nn.last_txid() == before + 1 and nn.synced_txid() == before
         retry = asyncio.ensure_future(
             call(addr, 9, "rename", rename("/w/a", "/w/b"), cn.RenameResponseProto)
         )
         cache = nn.retry_cache
-        await wait_for(lambda: cache is not None and cache.hits == 1, "the retry to find the call")
+        await wait_until_async(
+            "the retry to find the call", lambda: cache is not None and cache.hits == 1
+        )
         assert not first.done() and not retry.done()
         pair.release()
         got = await asyncio.wait_for(asyncio.gather(first, retry), 30)
@@ -244,6 +252,7 @@ async def test_a_retry_during_the_first_call_waits_for_it(tmp_path: Path) -> Non
         assert nn.last_txid() == before + 1  # one rename logged
 
 
+@pytest.mark.slow
 async def test_the_standby_rebuilds_entries_and_answers_retries_after_a_failover(
     tmp_path: Path,
 ) -> None:
@@ -255,7 +264,9 @@ async def test_the_standby_rebuilds_entries_and_answers_retries_after_a_failover
             nn1.rpc_address(), 41, "rename", rename("/s/a", "/s/b"), cn.RenameResponseProto
         )
         assert moved.result
-        await wait_for(lambda: nn2.applied_txid >= nn1.last_txid(), "nn2 to tail every edit")
+        await wait_until_async(
+            "nn2 to tail every edit", lambda: nn2.applied_txid >= nn1.last_txid()
+        )
         # a standby refuses before it looks at its entries, as HDFS's checkOperation
         with pytest.raises(RemoteError) as refused:
             await call(nn2.rpc_address(), 40, "create", create("/s/f"), cn.CreateResponseProto)

@@ -80,6 +80,7 @@ def test_format_refuses_a_dir_with_data_unless_forced(tmp_path: Path) -> None:
         assert st.seen_txid == 0
 
 
+@pytest.mark.slow
 def test_a_second_user_of_the_name_dir_is_refused(tmp_path: Path) -> None:
     st = NNStorage(tmp_path / "name")
     with pytest.raises(NameDirLocked, match=r"cannot lock name dir .*name.*in use.*pid"):

@@ -114,6 +114,7 @@ def test_every_defined_opcode_has_a_class_and_xml_spec() -> None:
     assert set(SPECS) == set(OP_CLASSES.values())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
 @settings(max_examples=60, deadline=None)
 @given(data=st.data(), txid=st.integers(1, 2**63 - 1))
@@ -126,6 +127,7 @@ def test_binary_roundtrip(cls: type[Op], data: st.DataObject, txid: int) -> None
     assert encode_op(decode_op(raws[0]), txid) == frame
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", ALL, ids=lambda c: c.__name__)
 @settings(max_examples=40, deadline=None)
 @given(data=st.data(), txid=st.integers(1, 2**63 - 1))

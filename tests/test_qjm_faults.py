@@ -1,10 +1,11 @@
-"""Fault sweeps over a real 3-node journal (Hadoop's TestQJMWithFaults).
+"""Fault sweeps over a 3-node journal (Hadoop's TestQJMWithFaults).
 
 * Every pair of single-RPC failures (one on each of two nodes) across a two-segment
-  workload: a new writer then recovers at least to the last acknowledged txid.
-* A seeded randomized schedule: every RPC flips its node up or down with p=0.1, and
-  accept_recovery crashes before or after persisting paxos data with p=0.1, over many
-  writer generations. QJM_FAULT_GENERATIONS (default 200) and QJM_FAULT_SEED choose
+  workload, over the in-memory transport (real journals, no sockets): a new writer then
+  recovers at least to the last acknowledged txid.
+* A seeded randomized schedule over real sockets: every RPC flips its node up or down
+  with p=0.1, and accept_recovery crashes before or after persisting paxos data with
+  p=0.1, over many writer generations. QJM_FAULT_GENERATIONS (default 200) and QJM_FAULT_SEED choose
   how many and which; e.g. QJM_FAULT_GENERATIONS=5000 for a long run.
 
 The invariant everywhere: recovery never ends below the last acknowledged txid, every
@@ -23,7 +24,9 @@ from typing import Any
 
 import pytest
 
+from qjm.client.admin import new_namespace_info
 from qjm.client.quorum_call import QuorumError
+from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.reader import QuorumJournalReader
 from qjm.client.recovery_comparator import RecoveryInvariantError
 from qjm.client.uri import parse_qjournal_uri
@@ -35,11 +38,11 @@ from qjm.protocol.errors import (
     CommittedTxidLossError,
     NewerAcceptError,
 )
+from qjm.testing.faults import Action, NodeFaults, RpcRecord
+from qjm.testing.in_memory import InMemoryCluster
 from qjm_cluster import (
     FAST_SETTINGS,
-    InjectedFault,
     JNCluster,
-    NodeFaults,
     check_one_value_per_txid,
     payload,
     settle,
@@ -85,9 +88,9 @@ def check_fault(e: BaseException, where: str) -> None:
             assert "Injected" in text, f"{where}: {text}"
 
 
-async def workload(cluster: JNCluster, jid: str, faults: list[NodeFaults]) -> int:
+async def workload(cluster: InMemoryCluster, jid: str) -> int:
     """Become the writer and write segments 1-3 and 4-6; returns the last acked txid."""
-    q = cluster.qjm(jid, faults)
+    q = QuorumJournalManager(cluster.uri(jid), None, FAST_SETTINGS, client_factory=cluster.client)
     last_acked = 0
     try:
         await q.recover_unfinalized_segments()
@@ -107,42 +110,68 @@ async def workload(cluster: JNCluster, jid: str, faults: list[NodeFaults]) -> in
     return last_acked
 
 
-@pytest.mark.timeout(240)
+async def formatted(cluster: InMemoryCluster, jid: str) -> None:
+    """Format journal jid on every node, then start every link's call count afresh."""
+    q = QuorumJournalManager(cluster.uri(jid), None, FAST_SETTINGS, client_factory=cluster.client)
+    try:
+        await q.format(new_namespace_info(cluster_id="CID-test", namespace_id=12345))
+    finally:
+        await q.close()
+    for f in cluster.faults:
+        f.clear()
+        f.seen = 0
+
+
+def one_value_per_txid(cluster: InMemoryCluster, jid: str) -> dict[int, bytes]:
+    """Every finalized segment is whole and every txid has one value across the nodes."""
+    seen: dict[int, tuple[int, bytes]] = {}
+    for i in range(cluster.n):
+        for (start, end), ops in cluster.segments(i, jid).items():
+            assert end is not None and sorted(ops) == list(range(start, end + 1)), (i, start, end)
+            for txid, body in ops.items():
+                other = seen.setdefault(txid, (i, body))
+                assert other[1] == body, f"txid {txid}: jn{other[0]} {other[1]!r}, jn{i} {body!r}"
+    return {t: v for t, (_, v) in seen.items()}
+
+
+@pytest.mark.slow
 async def test_recover_after_every_pair_of_single_rpc_failures(tmp_path: Path) -> None:
-    async with JNCluster(tmp_path) as cluster:
-        # Calibrate on a run without faults. A node that is slow at the moment the writer
-        # goes idle gets no committed-txid heartbeat (its channel still has a call queued),
-        # so under load a clean run can give nodes different counts: try a few times.
-        for _ in range(3):
-            jid = cluster.new_jid()
-            await cluster.format(jid)
-            clean = [NodeFaults() for _ in range(3)]
-            assert await workload(cluster, jid, clean) == 6
-            counts = {f.rpc_count for f in clean}
-            if len(counts) == 1:
-                break
-        assert len(counts) == 1, f"nodes got different numbers of RPCs: {counts}"
-        max_rpc = counts.pop()
-        assert max_rpc >= 10, clean[0].log
+    """Every pair of single-RPC failures, one on jn0 and one on jn1, over the in-memory transport.
+
+    One clean run numbers the calls; a node that got no committed-txid report at the end
+    (its channel still had a call queued) has a call fewer, so the sweep goes to the most
+    calls any node got: a number past a node's last call fails nothing on that node.
+    """
+    async with InMemoryCluster(tmp_path) as cluster:
+        await formatted(cluster, "clean")
+        assert await workload(cluster, "clean") == 6
+        max_rpc = max(f.seen for f in cluster.faults)
+        assert min(f.seen for f in cluster.faults) >= 10, [r.method for r in cluster.faults[0].log]
+        pairs = 0
         for fail_a in range(1, max_rpc + 1):
             for fail_b in range(1, max_rpc + 1):
                 where = f"failing RPC #{fail_a} on jn0 and #{fail_b} on jn1"
-                jid = cluster.new_jid()
-                await cluster.format(jid)
-                faults = [NodeFaults() for _ in range(3)]
-                faults[0].fail_rpc_numbers.add(fail_a)
-                faults[1].fail_rpc_numbers.add(fail_b)
-                last_acked = await workload(cluster, jid, faults)
-                q = cluster.qjm(jid)
+                jid = f"pair-{fail_a}-{fail_b}"
+                await formatted(cluster, jid)
+                cluster.faults[0].fail_call(fail_a)
+                cluster.faults[1].fail_call(fail_b)
+                last_acked = await workload(cluster, jid)
+                for f in cluster.faults:
+                    f.clear()
+                q = QuorumJournalManager(
+                    cluster.uri(jid), None, FAST_SETTINGS, client_factory=cluster.client
+                )
                 try:
                     recovered = await q.recover_unfinalized_segments()
                     assert recovered >= last_acked, f"{where}: {recovered} < {last_acked}"
                     await write_segment(q, recovered + 1, 3)
                 finally:
                     await settle(q)
-                values = check_one_value_per_txid(cluster, jid)
+                values = one_value_per_txid(cluster, jid)
                 for txid in range(1, last_acked + 1):
                     assert values.get(txid) == payload(txid), f"{where}: txid {txid}"
+                pairs += 1
+        assert pairs == max_rpc * max_rpc
 
 
 class RandomNode(NodeFaults):
@@ -153,21 +182,27 @@ class RandomNode(NodeFaults):
         self.random = random.Random(seed)
         self.injector = injector
         self.up = True
-        self.before = self._before
-        self.after = self._after
+        self.failed: set[int] = set()  # ids of the requests this node failed unsent
+        self.rules.append(self._judge)
+        self.on_record = self._after
 
-    def _before(self, method: str, request: Any) -> None:
+    def _judge(self, method: str, request: Any) -> Action | None:
         if self.random.random() < 0.1:
             self.up = not self.up
         if not self.up:
-            raise InjectedFault("Injected - faking being down")
+            self.failed.add(id(request))
+            return Action.FAIL
         if method == "acceptRecovery":
             if self.random.random() < 0.1:
                 self.injector.before_persist_paxos_data = _crash("before")
             elif self.random.random() < 0.1:
                 self.injector.after_persist_paxos_data = _crash("after")
+        return None
 
-    def _after(self, method: str, request: Any) -> None:
+    def _after(self, record: RpcRecord) -> None:
+        if id(record.request) in self.failed:
+            self.failed.discard(id(record.request))
+            return  # never sent: the crash set up for a call in flight stays
         self.injector.before_persist_paxos_data = _nothing
         self.injector.after_persist_paxos_data = _nothing
 
@@ -183,6 +218,7 @@ def _crash(when: str) -> Any:
     return crash
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(max(120, GENERATIONS))
 async def test_randomized_writer_generations(tmp_path: Path) -> None:
     r = random.Random(SEED)

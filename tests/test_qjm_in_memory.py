@@ -1,10 +1,11 @@
 """The writer against real JournalNodes over an in-memory transport (no sockets, no sleeps).
 
-Like Hadoop's TestQuorumJournalManagerUnit: the design's recovery cases 2.10.1-2.10.7, the
-committed-txid check, fencing, the output stream's group commit and out-of-sync rules, and
-a seeded randomized schedule of crashes, restarts, failed calls and lost answers. Every
-call goes through the nodes' real IPC handlers and journals (qjm.testing.in_memory);
-tests/test_recovery_scenarios.py runs the same cases over real sockets.
+Like Hadoop's TestQuorumJournalManagerUnit: the committed-txid check, fencing, the output
+stream's group commit and out-of-sync rules, and a seeded randomized schedule of crashes,
+restarts, failed calls and lost answers. Every call goes through the nodes' real IPC
+handlers and journals (qjm.testing.in_memory).
+The design's recovery cases 2.10.1-2.10.7 are in tests/test_recovery_cases.py, over this
+transport and over real sockets.
 """
 
 from __future__ import annotations
@@ -84,165 +85,6 @@ async def state_150_153_125(c: InMemoryCluster) -> None:
     for f in c.faults:
         f.clear()
     assert [max(c.segments(i, JID, False)[(101, None)]) for i in range(3)] == [150, 153, 125]
-
-
-# -- the recovery cases of design 2.10 ---------------------------------------------------------
-@pytest.mark.parametrize("away", [None, 0, 1, 2])
-async def test_2_10_1_in_progress_inconsistent_majority_succeeded(
-    cluster: InMemoryCluster, away: int | None
-) -> None:
-    q = await first_segment(cluster)
-    stream = await q.start_log_segment(101)
-    await write_txns(stream, 101, 50)
-    cluster.faults[0].fail_from_txn(151)
-    assert await write_txns(stream, 151, 3) == 153  # jn1, jn2: acknowledged
-    await settle(q)
-    cluster.faults[0].clear()
-    if away is not None:
-        await cluster.crash(away)
-    assert await recover(cluster) == 153  # every majority holds a node at 153 (rule 3c)
-    for i in range(3):
-        if i != away:
-            finalized(cluster, i, 101, 153)
-    one_value_per_txid(cluster)
-
-
-@pytest.mark.parametrize(
-    ("away", "expected"), [(None, {150, 153}), (2, {153}), (1, {150}), (0, {153})], ids=str
-)
-async def test_2_10_2_in_progress_inconsistent_no_majority(
-    cluster: InMemoryCluster, away: int | None, expected: set[int]
-) -> None:
-    await state_150_153_125(cluster)
-    if away is not None:
-        await cluster.crash(away)  # recovery sees only the other two
-    # 150 and 153 are both right (neither was acknowledged): the first majority decides.
-    got = await recover(cluster)
-    assert got in expected
-    for i in range(3):
-        if i != away:
-            finalized(cluster, i, 101, got)
-    one_value_per_txid(cluster)
-
-
-@pytest.mark.parametrize("away", [None, 0, 1, 2])
-async def test_2_10_3_finalized_inconsistent_majority_succeeded(
-    cluster: InMemoryCluster, away: int | None
-) -> None:
-    q = await first_segment(cluster)
-    stream = await q.start_log_segment(101)
-    await write_txns(stream, 101, 45)
-    cluster.faults[2].fail_from_txn(146)
-    assert await write_txns(stream, 146, 5) == 150
-    await stream.close()
-    await q.finalize_log_segment(101, 150)  # jn2 is out of sync: not finalized there
-    await settle(q)
-    cluster.faults[2].clear()
-    assert (101, 150) not in cluster.segments(2, JID)
-    if away is not None:
-        await cluster.crash(away)
-    assert await recover(cluster) == 150  # every majority sees a finalized copy (rule 2)
-    for i in range(3):
-        if i != away:
-            finalized(cluster, i, 101, 150)
-
-
-@pytest.mark.parametrize("away", [None, 0, 1, 2])
-async def test_2_10_4_finalized_inconsistent_no_majority(
-    cluster: InMemoryCluster, away: int | None
-) -> None:
-    q = await first_segment(cluster)
-    stream = await q.start_log_segment(101)
-    await write_txns(stream, 101, 25)
-    cluster.faults[2].fail_from_txn(126)
-    assert await write_txns(stream, 126, 25) == 150
-    await stream.close()
-    cluster.faults[1].fail("finalizeLogSegment")
-    with pytest.raises(QuorumError):
-        await q.finalize_log_segment(101, 150)  # jn0 only
-    await settle(q)
-    for f in cluster.faults:
-        f.clear()
-    assert (101, 150) in cluster.segments(0, JID)
-    if away is not None:
-        await cluster.crash(away)
-    # jn0's finalized copy wins (rule 2); without it, jn1's 150 beats jn2's 125 (rule 3c).
-    assert await recover(cluster) == 150
-    for i in range(3):
-        if i != away:
-            finalized(cluster, i, 101, 150)
-
-
-async def test_2_10_5_start_inconsistent_majority_not_started(cluster: InMemoryCluster) -> None:
-    q = await first_segment(cluster, 150)
-    cluster.faults[1].fail("startLogSegment")
-    cluster.faults[2].fail("startLogSegment")
-    with pytest.raises(QuorumError):
-        await q.start_log_segment(151)  # only jn0 opens edits_inprogress_151
-    await settle(q)
-    for f in cluster.faults:
-        f.clear()
-    assert any("inprogress" in n for n in cluster.segment_names(0, JID))
-    # The empty segment counts as absent: nothing to recover, the journal ends at 150.
-    assert await recover(cluster) == 150
-    prepared = [r.request.segment_txid for f in cluster.faults for r in f.calls("prepareRecovery")]
-    assert 151 not in prepared
-    q = await writer(cluster, 150)
-    stream = await q.start_log_segment(151)  # and the next writer starts at 151
-    assert await write_txns(stream, 151, 1) == 151
-    await settle(q)
-
-
-@pytest.mark.parametrize("last_recovery_away", [None, 2])
-async def test_2_10_6_first_batch_on_a_minority_newer_writer_wins(
-    cluster: InMemoryCluster, last_recovery_away: int | None
-) -> None:
-    q = await first_segment(cluster, 150)
-    stream = await q.start_log_segment(151)
-    cluster.faults[1].fail("journal")
-    cluster.faults[2].fail("journal")
-    with pytest.raises(QuorumError):
-        await write_txns(stream, 151, 3)  # 151-153 on jn0 only
-    await settle(q)
-    for f in cluster.faults:
-        f.clear()
-    await cluster.crash(0)
-    q2 = await writer(cluster, 150)  # jn1, jn2: their empty 151 counts as absent
-    assert q2.epoch == 2
-    stream = await q2.start_log_segment(151)
-    assert await write_txns(stream, 151, 1, "w2") == 151  # on jn1, jn2 at writer epoch 2
-    await settle(q2)
-    await cluster.start_node(0)
-    if last_recovery_away is not None:
-        await cluster.crash(last_recovery_away)
-    # jn0's longer log has writer epoch 1; jn1's has 2 and wins (rule 3b).
-    assert await recover(cluster) == 151
-    for i in range(3):
-        if i != last_recovery_away:
-            finalized(cluster, i, 151, 151, "w2")
-    one_value_per_txid(cluster)
-
-
-async def test_2_10_7_multiple_recoveries_first_failed(cluster: InMemoryCluster) -> None:
-    await state_150_153_125(cluster)
-    # The first recovery hears jn0 and jn2, accepts 150 on both, finalizes only on jn2.
-    await cluster.crash(1)
-    cluster.faults[0].fail("finalizeLogSegment")
-    with pytest.raises(QuorumError):
-        await recover(cluster)
-    cluster.faults[0].clear()
-    assert cluster.faults[0].calls("acceptRecovery")[-1].error is None
-    assert (101, 150) in cluster.segments(2, JID)
-    # The next hears jn0 and jn1: jn0's accepted recovery (epoch 2) beats jn1's longer
-    # log (writer epoch 1), so it finalizes 150 as jn2 did, not 153.
-    await cluster.start_node(1)
-    await cluster.crash(2)
-    assert await recover(cluster) == 150
-    for i in range(3):
-        finalized(cluster, i, 101, 150)
-    prepared = cluster.faults[0].calls("prepareRecovery")[-1].response
-    assert prepared.accepted_in_epoch == 2
-    one_value_per_txid(cluster)
 
 
 # -- the committed-txid check --------------------------------------------------------------------
@@ -675,6 +517,7 @@ SEED = int(os.environ.get("QJM_INMEM_SEED", "3077"))
 DEPOSED_SERIAL = 1 << 40  # above any serial a writer of this schedule sends
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(max(60, ROUNDS // 10))  # long runs (docs/reliability.md) take longer
 async def test_randomized_schedule_every_acked_txid_survives(cluster: InMemoryCluster) -> None:
     started = time.monotonic()

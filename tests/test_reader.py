@@ -91,6 +91,7 @@ def expected(first: int, last: int) -> list[tuple[int, bytes]]:
 SEGMENTS = [(1, 3), (4, 6), (7, 9)]
 
 
+@pytest.mark.slow
 async def test_reads_across_nodes_each_missing_different_segments(jn_factory: JNFactory) -> None:
     jns = await finalized_trio(jn_factory, SEGMENTS)
     seg_file(jns[0], 4, 6).unlink()
@@ -104,6 +105,7 @@ async def test_reads_across_nodes_each_missing_different_segments(jn_factory: JN
         assert all(s.urls for s in manifest.segments)  # from the majority that answered first
 
 
+@pytest.mark.slow
 async def test_a_reader_that_knows_its_namespace_names_it_to_the_nodes(
     jn_factory: JNFactory,
 ) -> None:
@@ -120,6 +122,7 @@ async def test_a_reader_that_knows_its_namespace_names_it_to_the_nodes(
             await read_all(reader)
 
 
+@pytest.mark.slow
 async def test_read_fails_clearly_when_a_majority_is_down(jn_factory: JNFactory) -> None:
     jns = await finalized_trio(jn_factory, SEGMENTS[:1])
     jn_factory.stop(jns[1])
@@ -130,6 +133,7 @@ async def test_read_fails_clearly_when_a_majority_is_down(jn_factory: JNFactory)
         assert jns[1].rpc in str(info.value) and "unreachable" in str(info.value)
 
 
+@pytest.mark.slow
 async def test_in_progress_reads_return_only_what_a_quorum_holds(jn_factory: JNFactory) -> None:
     jns = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
     writers = await setup_writers(jns)
@@ -170,6 +174,7 @@ async def test_in_progress_reads_return_only_what_a_quorum_holds(jn_factory: JNF
             await w.close()
 
 
+@pytest.mark.slow
 async def test_redundant_stream_switches_node_mid_segment(jn_factory: JNFactory) -> None:
     jns = await finalized_trio(jn_factory, [(1, 10)])
     op_size = len(txns(1, 1))
@@ -192,6 +197,7 @@ async def test_redundant_stream_switches_node_mid_segment(jn_factory: JNFactory)
         assert "txid 4" in str(info.value)
 
 
+@pytest.mark.slow
 async def test_tail_follows_committed_edits(jn_factory: JNFactory) -> None:
     jns = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
     writers = await setup_writers(jns)
@@ -218,6 +224,7 @@ async def test_tail_follows_committed_edits(jn_factory: JNFactory) -> None:
             await w.close()
 
 
+@pytest.mark.slow
 async def test_read_and_tail_commands_print_json_lines_and_xml(jn_factory: JNFactory) -> None:
 
     jns = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
@@ -267,6 +274,7 @@ async def test_read_and_tail_commands_print_json_lines_and_xml(jn_factory: JNFac
     assert [json.loads(line)["txid"] for line in r.stdout.splitlines()] == [5, 6]
 
 
+@pytest.mark.slow
 async def test_tail_command_follows_the_write_command(jn_factory: JNFactory) -> None:
     jns = [jn_factory.start(f"jn{i}") for i in (1, 2, 3)]
     uri = f"qjournal://{';'.join(j.rpc for j in jns)}/{JID}"
@@ -305,6 +313,7 @@ async def test_tail_command_follows_the_write_command(jn_factory: JNFactory) -> 
     assert seen == list(range(1, acked[-1] + 1))  # every acknowledged txid, nothing more
 
 
+@pytest.mark.slow
 async def test_read_after_a_sigstopped_node_returns_every_committed_op(
     jn_factory: JNFactory,
 ) -> None:

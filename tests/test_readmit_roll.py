@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 
 from conftest import JNFactory, JNProcess
-from nn_harness import JID, NNProcess, Rpc, format_cluster, make_config, wait_for, write_config
+from nn_harness import JID, NNProcess, Rpc, format_cluster, make_config, write_config
 from qjm.config import NameNodeSettings
 from qjm.namenode.edit_log import FSEditLog, readmit_roll_at
 from qjm.testing.in_memory import InMemoryCluster
+from qjm.testing.wait import wait_until_async
 from test_nn_edit_log import NS, Fatal, mem_qjm, mkdir, name_dir, writer
 
 pytestmark = pytest.mark.timeout(120)
@@ -53,6 +54,7 @@ async def mem(tmp_path: Path) -> AsyncIterator[InMemoryCluster]:
         yield c
 
 
+@pytest.mark.slow
 async def test_a_flapping_node_makes_the_log_roll_at_most_once_an_interval(
     tmp_path: Path, mem: InMemoryCluster
 ) -> None:
@@ -76,7 +78,7 @@ async def test_a_flapping_node_makes_the_log_roll_at_most_once_an_interval(
             await node.wait_idle()
         elapsed = time.monotonic() - t0
         # Once it stays up, the next roll (within the interval) takes it back.
-        await wait_for(lambda: not node.out_of_sync, "node 2 back in the quorum", 10)
+        await wait_until_async("node 2 back in the quorum", lambda: not node.out_of_sync, 10)
         rolls = el.stats.readmit_rolls
         assert 1 <= rolls <= elapsed / interval_s + 2, (rolls, flaps, elapsed)
         assert flaps > 2 * rolls, f"{flaps} flaps made {rolls} rolls: the bound held nothing"

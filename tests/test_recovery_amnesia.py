@@ -18,9 +18,9 @@ from qjm.client.quorum_call import QuorumError
 from qjm.journalnode.journal import Journal
 from qjm.protocol.errors import AmnesiacNodeError, TombstonedSegmentError
 from qjm.protocol.namespace import NamespaceInfo
+from qjm.testing.faults import NodeFaults
 from qjm_cluster import (
     JNCluster,
-    NodeFaults,
     check_one_value_per_txid,
     payload,
     recover,
@@ -44,7 +44,7 @@ async def acked_10_on_jn0_jn1(cluster: JNCluster, jid: str, finalize: bool) -> N
     f[2].fail_from_txn(9)
     assert await write_txns(stream, 9, 2) == 10  # acked by jn0 and jn1
     if finalize:
-        f[2].fail_method("FinalizeLogSegment")
+        f[2].fail("finalizeLogSegment")
         await stream.close()
         await q.finalize_log_segment(6, 10)
     await settle(q)

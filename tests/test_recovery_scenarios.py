@@ -1,4 +1,6 @@
-"""Recovery of unfinalized segments with real JournalNodes: design 2.10.1-2.10.7 and SPEC §8.
+"""Recovery of unfinalized segments with real JournalNodes: SPEC §8's cases.
+
+(The design's cases 2.10.1-2.10.7 are in tests/test_recovery_cases.py, over both transports.)
 
 Each test builds the state the design describes with a real writer whose RPCs to chosen
 nodes fail (client-side faults, like Hadoop's spies) or with nodes really stopped, then
@@ -13,9 +15,9 @@ import pytest
 
 from qjm.client.quorum_call import QuorumError
 from qjm.client.quorum_journal_manager import QuorumJournalManager
+from qjm.testing.faults import NodeFaults
 from qjm_cluster import (
     JNCluster,
-    NodeFaults,
     check_finalized_on_quorum,
     check_one_value_per_txid,
     payload,
@@ -50,203 +52,6 @@ async def writer_with_first_segment(
     return q
 
 
-async def setup_inprogress_150_153_125(cluster: JNCluster, jid: str) -> None:
-    """Design 2.10.2's state: segment 101 in progress ending 150 / 153 / 125, epoch 1."""
-    f = faults3()
-    q = await writer_with_first_segment(cluster, jid, f)
-    stream = await q.start_log_segment(101)
-    await write_txns(stream, 101, 25)  # 101-125 everywhere
-    f[2].fail_from_txn(126)
-    await write_txns(stream, 126, 25)  # 126-150 on JN1 and JN2 (acknowledged)
-    f[0].fail_from_txn(151)
-    with pytest.raises(QuorumError, match="too many exceptions"):
-        await write_txns(stream, 151, 3)  # 151-153 on JN2 only
-    await settle(q)
-
-
-def assert_ends(cluster: JNCluster, jid: str, node: int, txid: int) -> None:
-    """Node holds a finalized segment 101-txid whose ops are the written ones."""
-    segs = cluster.read_segments(node, jid)
-    assert (101, txid) in segs, f"jn{node}: {cluster.segment_files(node, jid)}"
-    assert segs[(101, txid)][txid] == payload(txid)
-
-
-# -- design 2.10.1 ---------------------------------------------------------------------------
-@pytest.mark.parametrize("away", [None, 0, 1, 2])
-async def test_2_10_1_inprogress_inconsistent_majority_succeeded(
-    tmp_path: Path, away: int | None
-) -> None:
-    async with JNCluster(tmp_path) as cluster:
-        jid = await new_journal(cluster)
-        f = faults3()
-        q = await writer_with_first_segment(cluster, jid, f)
-        stream = await q.start_log_segment(101)
-        await write_txns(stream, 101, 50)
-        f[0].fail_from_txn(151)
-        assert await write_txns(stream, 151, 3) == 153  # acked by JN2 and JN3
-        await settle(q)
-        if away is not None:
-            await cluster.stop_node(away)
-        # Any majority must recover through 153, the acknowledged txid (rule 3c).
-        assert await recover(cluster, jid) == 153
-        for i in range(3):
-            if i != away:
-                assert_ends(cluster, jid, i, 153)
-        check_finalized_on_quorum(cluster, jid, 101, 153)
-        check_one_value_per_txid(cluster, jid)
-
-
-# -- design 2.10.2 ---------------------------------------------------------------------------
-@pytest.mark.parametrize(("away", "expected"), [(2, 153), (1, 150), (0, 153)])
-async def test_2_10_2_inprogress_inconsistent_no_majority(
-    tmp_path: Path, away: int, expected: int
-) -> None:
-    async with JNCluster(tmp_path) as cluster:
-        jid = await new_journal(cluster)
-        await setup_inprogress_150_153_125(cluster, jid)
-        await cluster.stop_node(away)
-        # {JN1,JN2} -> 153, {JN1,JN3} -> 150, {JN2,JN3} -> 153; never 125 (150 was acked).
-        assert await recover(cluster, jid) == expected
-        for i in range(3):
-            if i != away:
-                assert_ends(cluster, jid, i, expected)
-        await cluster.start_node(away)
-        check_one_value_per_txid(cluster, jid)
-
-
-# -- design 2.10.3 ---------------------------------------------------------------------------
-@pytest.mark.parametrize("away", [None, 0, 1])
-async def test_2_10_3_finalized_inconsistent_majority_succeeded(
-    tmp_path: Path, away: int | None
-) -> None:
-    async with JNCluster(tmp_path) as cluster:
-        jid = await new_journal(cluster)
-        f = faults3()
-        q = await writer_with_first_segment(cluster, jid, f)
-        stream = await q.start_log_segment(101)
-        await write_txns(stream, 101, 45)
-        f[2].fail_from_txn(146)
-        await write_txns(stream, 146, 5)
-        await stream.close()
-        await q.finalize_log_segment(101, 150)  # JN3 cannot: it holds only up to 145
-        await settle(q)
-        assert cluster.segment_files(2, jid)[-1] == "edits_inprogress_0000000000000000101"
-        if away is not None:
-            await cluster.stop_node(away)
-        # Every majority sees a finalized copy and picks it (rule 2); JN3 syncs from it.
-        assert await recover(cluster, jid) == 150
-        for i in range(3):
-            if i != away:
-                assert_ends(cluster, jid, i, 150)
-        check_one_value_per_txid(cluster, jid)
-
-
-# -- design 2.10.4 ---------------------------------------------------------------------------
-@pytest.mark.parametrize("away", [None, 0, 1, 2])
-async def test_2_10_4_finalized_inconsistent_no_majority(tmp_path: Path, away: int | None) -> None:
-    async with JNCluster(tmp_path) as cluster:
-        jid = await new_journal(cluster)
-        f = faults3()
-        q = await writer_with_first_segment(cluster, jid, f)
-        stream = await q.start_log_segment(101)
-        await write_txns(stream, 101, 25)
-        f[2].fail_from_txn(126)
-        await write_txns(stream, 126, 25)
-        await stream.close()
-        f[1].fail_method("finalizeLogSegment")
-        with pytest.raises(QuorumError):
-            await q.finalize_log_segment(101, 150)  # reaches JN1 only
-        await settle(q)
-        assert "edits_0000000000000000101-0000000000000000150" in cluster.segment_files(0, jid)
-        if away is not None:
-            await cluster.stop_node(away)
-        # With JN1: its finalized copy (rule 2). Without: JN2's 150 beats JN3's 125 (rule 3).
-        assert await recover(cluster, jid) == 150
-        for i in range(3):
-            if i != away:
-                assert_ends(cluster, jid, i, 150)
-        check_one_value_per_txid(cluster, jid)
-
-
-# -- design 2.10.5 ---------------------------------------------------------------------------
-async def test_2_10_5_start_inconsistent_majority_not_started(tmp_path: Path) -> None:
-    async with JNCluster(tmp_path) as cluster:
-        jid = await new_journal(cluster)
-        f = faults3()
-        q = await writer_with_first_segment(cluster, jid, f, end=150)
-        f[1].fail_method("startLogSegment")
-        f[2].fail_method("startLogSegment")
-        with pytest.raises(QuorumError):
-            await q.start_log_segment(151)  # reaches JN1 only
-        await settle(q)
-        assert cluster.segment_files(0, jid)[-1] == "edits_inprogress_0000000000000000151"
-        # The empty segment counts as absent: nothing to recover beyond 150.
-        q2 = cluster.qjm(jid)
-        assert await q2.recover_unfinalized_segments() == 150
-        await q2.loggers.wait_idle()
-        assert (cluster.current_dir(0, jid) / "edits_inprogress_0000000000000000151.empty").exists()
-        await write_segment(q2, 151, 3)
-        await settle(q2)
-        for i in range(3):
-            assert "edits_0000000000000000151-0000000000000000153" in cluster.segment_files(i, jid)
-        check_one_value_per_txid(cluster, jid)
-
-
-# -- design 2.10.6 ---------------------------------------------------------------------------
-async def test_2_10_6_first_batch_inconsistent_newer_writer_wins(tmp_path: Path) -> None:
-    async with JNCluster(tmp_path) as cluster:
-        jid = await new_journal(cluster)
-        f = faults3()
-        q = await writer_with_first_segment(cluster, jid, f, end=150)
-        stream = await q.start_log_segment(151)
-        f[1].fail_from_txn(151)
-        f[2].fail_from_txn(151)
-        with pytest.raises(QuorumError):
-            await write_txns(stream, 151, 3, tag="epoch1")  # JN1 only
-        await settle(q)
-        # A new writer talks to JN2 and JN3 only: no segment to recover, it writes txn 151.
-        await cluster.stop_node(0)
-        q2 = cluster.qjm(jid)
-        assert await q2.recover_unfinalized_segments() == 150
-        assert q2.epoch == 2
-        s2 = await q2.start_log_segment(151)
-        await write_txns(s2, 151, 1, tag="epoch2")
-        await settle(q2)
-        await cluster.start_node(0)
-        # JN1: 151-153 written in epoch 1; JN2, JN3: 151-151 in epoch 2. Rule 3b: epoch 2 wins.
-        assert await recover(cluster, jid) == 151
-        for i in range(3):
-            segs = cluster.read_segments(i, jid)
-            assert segs[(151, 151)] == {151: payload(151, "epoch2")}, f"jn{i}"
-        check_one_value_per_txid(cluster, jid)
-
-
-# -- design 2.10.7 ---------------------------------------------------------------------------
-async def test_2_10_7_multiple_recoveries_first_failed(tmp_path: Path) -> None:
-    async with JNCluster(tmp_path) as cluster:
-        jid = await new_journal(cluster)
-        await setup_inprogress_150_153_125(cluster, jid)
-        # First recovery sees JN1 and JN3 only, decides 150, accepts on both, but its
-        # finalize reaches only JN3.
-        await cluster.stop_node(1)
-        f = faults3()
-        f[0].fail_method("finalizeLogSegment")
-        q = cluster.qjm(jid, f)
-        with pytest.raises(QuorumError):
-            await q.recover_unfinalized_segments()
-        await settle(q)
-        assert "edits_0000000000000000101-0000000000000000150" in cluster.segment_files(2, jid)
-        # Second recovery sees JN1 (accepted 150 in epoch 2) and JN2 (153, writer epoch 1):
-        # the accepted value wins, so the segment ends at 150 like JN3's finalized copy.
-        await cluster.start_node(1)
-        await cluster.stop_node(2)
-        assert await recover(cluster, jid) == 150
-        await cluster.start_node(2)
-        for i in range(3):
-            assert_ends(cluster, jid, i, 150)
-        check_one_value_per_txid(cluster, jid)
-
-
 # -- SPEC §8 extras (Hadoop's TestQuorumJournalManager) -----------------------------------
 async def setup_loggers_345(cluster: JNCluster, jid: str) -> None:
     """JN0: 1-3, JN1: 1-4, JN2: 1-5, all in progress; txn 4 acknowledged, 5 not."""
@@ -263,6 +68,7 @@ async def setup_loggers_345(cluster: JNCluster, jid: str) -> None:
     await settle(q)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("away", "expected"), [(0, 5), (1, 5), (2, 4)])
 async def test_change_writers_logs_out_of_sync(tmp_path: Path, away: int, expected: int) -> None:
     async with JNCluster(tmp_path) as cluster:
@@ -304,6 +110,7 @@ async def test_crash_at_beginning_of_segment(tmp_path: Path) -> None:
         check_one_value_per_txid(cluster, jid)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("node_with_one_txn", [0, 1, 2])
 async def test_out_of_sync_at_beginning_of_segment(tmp_path: Path, node_with_one_txn: int) -> None:
     async with JNCluster(tmp_path) as cluster:
@@ -336,8 +143,8 @@ async def test_miss_finalize_and_next_start(tmp_path: Path) -> None:
     async with JNCluster(tmp_path) as cluster:
         jid = await new_journal(cluster)
         f = faults3()
-        f[0].fail_method("finalizeLogSegment", lambda r: (r.start_txid, r.end_txid) == (1, 3))
-        f[0].fail_method("startLogSegment", lambda r: r.txid == 4)
+        f[0].fail("finalizeLogSegment", when=lambda r: (r.start_txid, r.end_txid) == (1, 3))
+        f[0].fail("startLogSegment", when=lambda r: r.txid == 4)
         f[1].fail_from_txn(4)
         q = cluster.qjm(jid, f)
         await q.recover_unfinalized_segments()
@@ -353,6 +160,7 @@ async def test_miss_finalize_and_next_start(tmp_path: Path) -> None:
         check_one_value_per_txid(cluster, jid)
 
 
+@pytest.mark.slow
 async def test_recover_after_incomplete_recovery(tmp_path: Path) -> None:
     """An accepted but unfinalized recovery wins over a longer log seen later."""
     async with JNCluster(tmp_path) as cluster:
@@ -361,7 +169,7 @@ async def test_recover_after_incomplete_recovery(tmp_path: Path) -> None:
         await cluster.stop_node(2)  # the one with 5
         f = faults3()
         for x in f:
-            x.fail_method("finalizeLogSegment")
+            x.fail("finalizeLogSegment")
         q = cluster.qjm(jid, f)
         with pytest.raises(QuorumError, match="Injected"):
             await q.recover_unfinalized_segments()  # accepts 1-4 on JN0 and JN1
@@ -387,7 +195,7 @@ async def setup_one_jn_has_segment_with_accepted_recovery(cluster: JNCluster, ji
     # Recovery 1 sees JN0 and JN1 (JN2 is away, so the newest segment 101 is seen),
     # chooses JN0's 101-101, and only JN0 accepts it.
     f = faults3()
-    f[1].fail_method("acceptRecovery")
+    f[1].fail("acceptRecovery")
     f[2].down = True
     q = cluster.qjm(jid, f)
     with pytest.raises(QuorumError, match="Injected"):
@@ -399,6 +207,7 @@ async def setup_one_jn_has_segment_with_accepted_recovery(cluster: JNCluster, ji
         assert not (cluster.current_dir(i, jid) / "paxos" / "101").exists()
 
 
+@pytest.mark.slow
 async def test_newer_version_of_segment_wins(tmp_path: Path) -> None:
     """A newer writer epoch beats a stale accepted proposal (JN0 away while writing)."""
     async with JNCluster(tmp_path) as cluster:
@@ -415,6 +224,7 @@ async def test_newer_version_of_segment_wins(tmp_path: Path) -> None:
         check_one_value_per_txid(cluster, jid)
 
 
+@pytest.mark.slow
 async def test_newer_version_of_segment_wins_other_crash_order(tmp_path: Path) -> None:
     """The same with JN0 back and JN1 away while the newer writer writes."""
     async with JNCluster(tmp_path) as cluster:
@@ -436,6 +246,7 @@ async def test_newer_version_of_segment_wins_other_crash_order(tmp_path: Path) -
         check_one_value_per_txid(cluster, jid)
 
 
+@pytest.mark.slow
 async def test_crash_between_sync_log_and_persist_paxos_data(tmp_path: Path) -> None:
     """A node whose log is newer than its persisted paxos data still recovers >= acked."""
     async with JNCluster(tmp_path) as cluster:
@@ -444,7 +255,7 @@ async def test_crash_between_sync_log_and_persist_paxos_data(tmp_path: Path) -> 
         # Recovery with JN0, JN1 only, decides 4; only JN0 accepts.
         await cluster.stop_node(2)
         f = faults3()
-        f[1].fail_method("acceptRecovery")
+        f[1].fail("acceptRecovery")
         q = cluster.qjm(jid, f)
         with pytest.raises(QuorumError, match="Injected"):
             await q.recover_unfinalized_segments()
@@ -453,7 +264,7 @@ async def test_crash_between_sync_log_and_persist_paxos_data(tmp_path: Path) -> 
         # Recovery again without JN0's prepare: decides 5; every node crashes before it
         # persists the paxos data (after downloading).
         f = faults3()
-        f[0].fail_method("prepareRecovery")
+        f[0].fail("prepareRecovery")
 
         def crash() -> None:
             raise OSError("Injected - crash before persisting paxos data")
@@ -486,8 +297,8 @@ async def test_crash_after_persisting_paxos_data_rolls_forward(tmp_path: Path) -
         # data and crashes before swapping the file in; JN1's accept fails too.
         cluster.injectors[0].after_persist_paxos_data = crash
         f = faults3()
-        f[1].fail_method("prepareRecovery")
-        f[1].fail_method("acceptRecovery")
+        f[1].fail("prepareRecovery")
+        f[1].fail("acceptRecovery")
         q = cluster.qjm(jid, f)
         with pytest.raises(QuorumError, match="Injected"):
             await q.recover_unfinalized_segments()
@@ -539,6 +350,7 @@ async def test_stale_log_of_the_same_length_is_not_finalized(tmp_path: Path) -> 
         check_one_value_per_txid(cluster, jid)
 
 
+@pytest.mark.slow
 async def test_stale_log_of_the_same_length_is_replaced_in_recovery(tmp_path: Path) -> None:
     """Recovery chooses epoch 2's 4-7; JN0's same-length epoch-1 copy must be replaced."""
     async with JNCluster(tmp_path) as cluster:
@@ -554,6 +366,7 @@ async def test_stale_log_of_the_same_length_is_replaced_in_recovery(tmp_path: Pa
 
 
 # -- a finalized copy decided by a later recovery (seed-3 fault schedule) ---------------------
+@pytest.mark.slow
 async def test_finalized_by_a_later_recovery_beats_a_minority_accept(tmp_path: Path) -> None:
     """A value accepted by a minority in epoch 2 loses to the value epoch 3 finalized.
 
@@ -567,7 +380,7 @@ async def test_finalized_by_a_later_recovery_beats_a_minority_accept(tmp_path: P
         jid = await new_journal(cluster)
         f = faults3()
         q = await writer_with_first_segment(cluster, jid, f, end=3)
-        f[2].fail_method("startLogSegment")
+        f[2].fail("startLogSegment")
         stream = await q.start_log_segment(4)  # on JN0 and JN1 only
         assert await write_txns(stream, 4, 1) == 4  # acknowledged by JN0 and JN1
         f[1].fail_from_txn(5)
@@ -577,7 +390,7 @@ async def test_finalized_by_a_later_recovery_beats_a_minority_accept(tmp_path: P
         # Epoch 2 sees JN0 (4-5) and JN2 (no segment 4), chooses 4-5; only JN0 accepts it.
         f = faults3()
         f[1].down = True
-        f[2].fail_method("acceptRecovery")
+        f[2].fail("acceptRecovery")
         q = cluster.qjm(jid, f)
         with pytest.raises(QuorumError, match="Injected"):
             await q.recover_unfinalized_segments()

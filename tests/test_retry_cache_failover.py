@@ -22,9 +22,10 @@ from typing import Any
 import pytest
 
 from ha_cluster import auto_cluster_behind_proxies, wait_single_active
-from hadoop_clients import check, hadoop_fs, native_client, wait_until
+from hadoop_clients import check, hadoop_fs, native_client
 from qjm.cluster.launcher import daemons_of
 from qjm.cluster.process import pid_alive
+from qjm.testing.wait import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -63,11 +64,11 @@ def test_fsshell_mv_retried_across_a_kill9_of_the_active_mid_flush_exits_0(
             wait_until(
                 f"txid {rename_txid} (the rename) on every JournalNode",
                 lambda: written_everywhere(cluster, rename_txid),
-                timeout=60,
+                timeout_s=60,
             )
             assert not mv.done()  # the rename is on the journal; FsShell has no answer
             os.kill(nn["pid"], signal.SIGKILL)
-            wait_until(f"{active} gone", lambda: not pid_alive(nn["pid"]))
+            wait_until(f"{active} gone", lambda: not pid_alive(nn["pid"]), timeout_s=30.0)
             proxies.release()  # the new active's journal() calls are answered
             result = mv.result(timeout=180)
         assert result.returncode == 0, f"mv exited {result.returncode}:\n{result.stderr}"

@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from qjm.editlog.framing import encode_op, iter_ops
 from qjm.editlog.segments import finalized_name
 from qjm.spark import audit as A
 from qjm_cluster import JNCluster, journal_with_segments
+
+pytestmark = pytest.mark.slow
 
 
 def rewrite_op(path: Path, txid: int, body: bytes | None = None, flip: bool = False) -> None:

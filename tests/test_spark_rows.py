@@ -460,6 +460,7 @@ def test_editsstored_file_reads_like_read_ops() -> None:
     )
 
 
+@pytest.mark.slow
 async def test_image_from_a_namenode_over_http_and_from_its_name_dir(
     tmp_path: Path, jn_factory: Any
 ) -> None:

@@ -18,7 +18,7 @@ from qjm.editlog.ops import MkdirOp, PermissionStatus, encode_ops
 from qjm.editlog.segments import finalized_name, inprogress_name
 from qjm.spark.schemas import EDITS, IMAGE
 
-pytestmark = pytest.mark.timeout(600)  # a JVM starting on a loaded machine
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # a JVM starting on a loaded machine
 
 IMAGE_FILE = FIXTURES / "fsimage_0000000000000061740"
 EDITS_FILE = FIXTURES / "editsStored"
@@ -334,11 +334,11 @@ def test_analyze_a_running_cluster_with_namenodes(spark: Any, tmp_path: Path) ->
     from urllib.request import urlopen
 
     from ha_cluster import auto_cluster, namenode_addresses, wait_single_active
-    from hadoop_clients import wait_until
     from qjm.cluster.launcher import daemons_of
     from qjm.config import NameNodeSettings
     from qjm.namenode.client import NameNodeClient
     from qjm.spark.plan import last_qjournal_txid
+    from qjm.testing.wait import wait_until
 
     # Segments of 20 txns; one checkpoint once 40 txns are past the format's image (txid 0),
     # so the two images kept are 0 and that one and no edits are purged.

@@ -3,26 +3,18 @@
 from __future__ import annotations
 
 import shutil
-import time
-from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from conftest import JNFactory, JNProcess, run_qjm
 from qjm.editlog.segments import finalized_name
+from qjm.testing.wait import wait_until
 from raw_writer import JID, RawWriter
 from test_journalnode_server import http_get
 
 SYNC_MS = "150"
 DEADLINE = 20.0
-
-
-def wait_until(what: str, check: Callable[[], bool], timeout: float = DEADLINE) -> None:
-    """Poll check until it holds; fail naming what did not happen."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout:.0f}s: {what}")
-        time.sleep(0.02)  # poll interval of a wait bounded by the deadline
 
 
 def seg_path(jn: JNProcess, start: int, end: int) -> Path:
@@ -80,12 +72,13 @@ async def write_segments(jns: list[JNProcess], segments: list[tuple[int, int]]) 
 SEGMENTS = [(1, 3), (4, 6), (7, 9), (10, 12)]
 
 
+@pytest.mark.slow
 async def test_deleted_segments_come_back(jn_factory: JNFactory) -> None:
     jn1, jn2, jn3 = await synced_trio_with_segments(jn_factory)
     original = seg_path(jn3, 4, 6).read_bytes()
     # one segment on one node
     seg_path(jn1, 4, 6).unlink()
-    wait_until("4-6 back on jn1", lambda: seg_path(jn1, 4, 6).exists())
+    wait_until("4-6 back on jn1", lambda: seg_path(jn1, 4, 6).exists(), timeout_s=DEADLINE)
     assert seg_path(jn1, 4, 6).read_bytes() == original
     # several non-adjacent segments, and the same segment on two nodes
     for path in (seg_path(jn1, 1, 3), seg_path(jn1, 7, 9), seg_path(jn2, 7, 9)):
@@ -95,6 +88,7 @@ async def test_deleted_segments_come_back(jn_factory: JNFactory) -> None:
         lambda: all(
             p.exists() for p in (seg_path(jn1, 1, 3), seg_path(jn1, 7, 9), seg_path(jn2, 7, 9))
         ),
+        timeout_s=DEADLINE,
     )
     assert seg_path(jn2, 7, 9).read_bytes() == seg_path(jn3, 7, 9).read_bytes()
     status, body = http_get(f"http://{jn1.http}/metrics")
@@ -105,6 +99,7 @@ async def test_deleted_segments_come_back(jn_factory: JNFactory) -> None:
     assert not list((jn1.edits_dir / JID / "edits.sync").iterdir())  # staging is emptied
 
 
+@pytest.mark.slow
 async def test_a_wiped_node_recreates_its_version_and_catches_up(jn_factory: JNFactory) -> None:
     jn1, _, jn3 = await synced_trio_with_segments(jn_factory)
     jn_factory.stop(jn3)
@@ -113,6 +108,7 @@ async def test_a_wiped_node_recreates_its_version_and_catches_up(jn_factory: JNF
     wait_until(
         "every finalized segment back on the wiped jn3",
         lambda: all(seg_path(jn3, s, e).exists() for s, e in SEGMENTS),
+        timeout_s=DEADLINE,
     )
     version = (jn3.edits_dir / JID / "current" / "VERSION").read_text()
     assert "namespaceID=4242" in version and "clusterID=CID-server-test" in version
@@ -121,6 +117,7 @@ async def test_a_wiped_node_recreates_its_version_and_catches_up(jn_factory: JNF
         assert seg_path(jn3, s, e).read_bytes() == seg_path(jn1, s, e).read_bytes()
 
 
+@pytest.mark.slow
 def test_a_node_that_missed_segments_fetches_them_when_it_takes_the_next(
     jn_factory: JNFactory,
 ) -> None:
@@ -144,4 +141,8 @@ def test_a_node_that_missed_segments_fetches_them_when_it_takes_the_next(
     assert len(missed) == 2, (finalized(jns[0]), finalized(jns[2]))
     jns[2] = jn_factory.start(jns[2].name, jns[2].rpc, jns[2].http, *jns[2].extra)
     qjm_ok("write", "--count", "3")  # jn3 takes this segment with a hole below it
-    wait_until("jn3 fetched the segments it missed", lambda: missed <= finalized(jns[2]))
+    wait_until(
+        "jn3 fetched the segments it missed",
+        lambda: missed <= finalized(jns[2]),
+        timeout_s=DEADLINE,
+    )

@@ -20,9 +20,11 @@ from qjm.journalnode.journal import Journal
 from qjm.journalnode.storage import JNStorage
 from qjm.journalnode.syncer import _restore_journal
 from qjm.protocol.namespace import NamespaceInfo
-from qjm_cluster import FAST_SETTINGS, FaultyClient, NodeFaults, write_txns
+from qjm.testing.faults import NodeFaults
+from qjm.testing.wait import wait_until
+from qjm_cluster import FAST_SETTINGS, FaultyClient, write_txns
 from raw_writer import JID, NS, RawWriter
-from test_syncer import start_synced_trio, wait_until
+from test_syncer import DEADLINE, start_synced_trio
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -90,6 +92,7 @@ async def writer_1_acks(jns: list[JNProcess]) -> list[str]:
     return acked
 
 
+@pytest.mark.slow
 async def test_wiped_node_restores_the_majority_promise_and_fenced_writer_gets_no_quorum(
     jn_factory: JNFactory,
 ) -> None:
@@ -97,12 +100,13 @@ async def test_wiped_node_restores_the_majority_promise_and_fenced_writer_gets_n
     await fence_writer_1(jns)
     jns[2] = wipe_and_restart(jn_factory, jns[2])
     promise = current(jns[2]) / "last-promised-epoch"
-    wait_until("jn3 restored its VERSION from its peers", promise.exists)
+    wait_until("jn3 restored its VERSION from its peers", promise.exists, timeout_s=DEADLINE)
     assert promise.read_text().strip() == "2"  # the maximum of jn1 (1) and jn2 (2)
     acked = await writer_1_acks(jns)
     assert len(acked) < 2, f"fenced writer 1 got a quorum: {acked} took txids 4-5"
 
 
+@pytest.mark.slow
 async def test_wiped_node_does_not_restore_without_a_majority(jn_factory: JNFactory) -> None:
     jns = start_synced_trio(jn_factory)
     await fence_writer_1(jns)
@@ -112,6 +116,7 @@ async def test_wiped_node_does_not_restore_without_a_majority(jn_factory: JNFact
     wait_until(
         "jn3's syncer refused to restore from one answer",
         lambda: log.exists() and "not restoring" in log.read_text(),
+        timeout_s=DEADLINE,
     )
     assert not (current(jns[2]) / "VERSION").exists()
     assert "not restoring" in log.read_text() and "1 of the 2" in log.read_text()

@@ -11,7 +11,8 @@ from qjm.client.quorum_call import QuorumError
 from qjm.client.reader import QuorumJournalReader
 from qjm.client.uri import parse_qjournal_uri
 from qjm.editlog.framing import RawOp
-from qjm_cluster import FAST_SETTINGS, JNCluster, NodeFaults, payload, settle, write_txns
+from qjm.testing.faults import NodeFaults
+from qjm_cluster import FAST_SETTINGS, JNCluster, payload, settle, write_txns
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -74,6 +75,7 @@ async def test_tailing_with_one_slow_and_one_dead_node(tmp_path: Path) -> None:
             await settle(q)
 
 
+@pytest.mark.slow
 async def test_no_unacknowledged_tail_is_read_across_a_failover(tmp_path: Path) -> None:
     async with JNCluster(tmp_path) as cluster:
         jid = cluster.new_jid()

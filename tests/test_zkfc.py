@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import pytest
@@ -25,6 +24,7 @@ from qjm.ha.zkfc import (
     cede_seconds,
 )
 from qjm.ipc import IpcServer, RemoteError
+from qjm.testing.wait import wait_until_async
 
 FAST = HealthMonitorSettings(
     check_interval_s=0.05,
@@ -33,13 +33,6 @@ FAST = HealthMonitorSettings(
     sleep_after_disconnect_s=0.05,
 )
 PARENT = "/qjm-ha-test"
-
-
-async def wait_for(what: str, cond: Callable[[], bool], within_s: float = 20.0) -> None:
-    deadline = time.monotonic() + within_s
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.01)
 
 
 @dataclass
@@ -121,28 +114,35 @@ def elector_state(z: ZKFailoverController) -> ElectorState:
     return z.elector.state
 
 
+@pytest.mark.slow
 async def test_one_active_unhealthy_fails_over_and_graceful_failover_moves_it(pair: Pair) -> None:
-    await wait_for("one active", lambda: len(pair.active()) == 1)
+    await wait_until_async("one active", lambda: len(pair.active()) == 1, timeout_s=20.0)
     first = pair.active()[0]
     other = 1 - first
-    await wait_for("the other standby", lambda: elector_state(pair.zkfcs[other]).name == "STANDBY")
+    await wait_until_async(
+        "the other standby",
+        lambda: elector_state(pair.zkfcs[other]).name == "STANDBY",
+        timeout_s=20.0,
+    )
     assert pair.nns[first].transitions == [("active", "REQUEST_BY_ZKFC")]
     # the elector is STANDBY before its ZKFC's transitionToStandby call is answered
-    await wait_for(
+    await wait_until_async(
         "the other made standby",
         lambda: ("standby", "REQUEST_BY_ZKFC") in pair.nns[other].transitions,
+        timeout_s=20.0,
     )
 
     pair.nns[first].healthy = False  # monitorHealth fails: its ZKFC quits the election
-    await wait_for("the other active", lambda: pair.active() == [other])
+    await wait_until_async("the other active", lambda: pair.active() == [other], timeout_s=20.0)
     assert pair.nns[first].transitions[-1] == ("standby", "REQUEST_BY_ZKFC")  # fenced
     assert pair.zkfcs[other].fenced == [f"nn{first + 1}"]
     assert pair.nns[other].transitions[-1] == ("active", "REQUEST_BY_ZKFC")
 
     pair.nns[first].healthy = True  # back: it rejoins as standby
-    await wait_for(
+    await wait_until_async(
         "the first rejoins as standby",
         lambda: elector_state(pair.zkfcs[first]) is ElectorState.STANDBY,
+        timeout_s=20.0,
     )
     assert pair.active() == [other]
 
@@ -160,16 +160,20 @@ async def test_one_active_unhealthy_fails_over_and_graceful_failover_moves_it(pa
     assert pair.zkfcs[first].fenced == []  # the old active ceded: nothing to fence
 
 
+@pytest.mark.slow
 async def test_graceful_failover_refused_by_an_unhealthy_node(pair: Pair) -> None:
-    await wait_for("one active", lambda: len(pair.active()) == 1)
+    await wait_until_async("one active", lambda: len(pair.active()) == 1, timeout_s=20.0)
     standby = 1 - pair.active()[0]
-    await wait_for(
-        "standby elected", lambda: elector_state(pair.zkfcs[standby]) is ElectorState.STANDBY
+    await wait_until_async(
+        "standby elected",
+        lambda: elector_state(pair.zkfcs[standby]) is ElectorState.STANDBY,
+        timeout_s=20.0,
     )
     pair.nns[standby].healthy = False
-    await wait_for(
+    await wait_until_async(
         "standby out of the election",
         lambda: elector_state(pair.zkfcs[standby]) is ElectorState.INIT,
+        timeout_s=20.0,
     )
     server = pair.zkfcs[standby].server
     assert server is not None
@@ -184,16 +188,20 @@ async def test_graceful_failover_refused_by_an_unhealthy_node(pair: Pair) -> Non
 
 @pytest.mark.parametrize("fencing", ["shell(exit 1)\nsshfence"])
 async def test_never_active_when_all_fencing_fails(pair: Pair) -> None:
-    await wait_for("one active", lambda: len(pair.active()) == 1)
+    await wait_until_async("one active", lambda: len(pair.active()) == 1, timeout_s=20.0)
     first = pair.active()[0]
     other = 1 - first
-    await wait_for(
-        "other standby", lambda: elector_state(pair.zkfcs[other]) is ElectorState.STANDBY
+    await wait_until_async(
+        "other standby",
+        lambda: elector_state(pair.zkfcs[other]) is ElectorState.STANDBY,
+        timeout_s=20.0,
     )
     await pair.servers[first].stop()  # not responding: no graceful fence possible either
     elector = pair.zkfcs[other].elector
     assert elector is not None
-    await wait_for("a failed fencing attempt", lambda: "unable to fence" in elector.last_error)
+    await wait_until_async(
+        "a failed fencing attempt", lambda: "unable to fence" in elector.last_error, timeout_s=20.0
+    )
     assert "dfs.ha.fencing.ssh.private-key-files" in elector.last_error
     assert all(t[0] != "active" for t in pair.nns[other].transitions)
     assert pair.nns[other].standby
@@ -202,15 +210,17 @@ async def test_never_active_when_all_fencing_fails(pair: Pair) -> None:
 
 @pytest.mark.parametrize("fencing", ['shell(exit 1)\nshell(test -n "$target_namenodeid")'])
 async def test_a_fencing_method_lets_the_other_become_active(pair: Pair) -> None:
-    await wait_for("one active", lambda: len(pair.active()) == 1)
+    await wait_until_async("one active", lambda: len(pair.active()) == 1, timeout_s=20.0)
     first = pair.active()[0]
     other = 1 - first
-    await wait_for(
-        "other standby", lambda: elector_state(pair.zkfcs[other]) is ElectorState.STANDBY
+    await wait_until_async(
+        "other standby",
+        lambda: elector_state(pair.zkfcs[other]) is ElectorState.STANDBY,
+        timeout_s=20.0,
     )
     await pair.servers[first].stop()
     pair.nns[first].standby = True  # what the shell method would have done to a real node
-    await wait_for("the other active", lambda: pair.active() == [other])
+    await wait_until_async("the other active", lambda: pair.active() == [other], timeout_s=20.0)
     assert pair.zkfcs[other].fenced == [f"nn{first + 1}"]
     assert "exited 1" in pair.zkfcs[other].fencer.last_errors[0]
 
@@ -218,28 +228,34 @@ async def test_a_fencing_method_lets_the_other_become_active(pair: Pair) -> None
 async def test_an_active_namenode_found_standby_is_made_active_again_or_replaced(
     pair: Pair,
 ) -> None:
-    await wait_for("one active", lambda: len(pair.active()) == 1)
+    await wait_until_async("one active", lambda: len(pair.active()) == 1, timeout_s=20.0)
     first = pair.active()[0]
     other = 1 - first
-    await wait_for(
-        "other standby", lambda: elector_state(pair.zkfcs[other]) is ElectorState.STANDBY
+    await wait_until_async(
+        "other standby",
+        lambda: elector_state(pair.zkfcs[other]) is ElectorState.STANDBY,
+        timeout_s=20.0,
     )
     before = [len(nn.transitions) for nn in pair.nns]
     pair.nns[first].standby = True  # as a NameNode restarted under its ZKFC comes back
-    await wait_for(
+    await wait_until_async(
         "an active NameNode again, made so by a ZKFC",
         lambda: (
             len(pair.active()) == 1 and sum(len(nn.transitions) for nn in pair.nns) > sum(before)
         ),
+        timeout_s=20.0,
     )
     now = pair.active()[0]
     assert pair.nns[now].transitions[-1] == ("active", "REQUEST_BY_ZKFC")
-    await wait_for(
-        "the elector agrees", lambda: elector_state(pair.zkfcs[now]) is ElectorState.ACTIVE
+    await wait_until_async(
+        "the elector agrees",
+        lambda: elector_state(pair.zkfcs[now]) is ElectorState.ACTIVE,
+        timeout_s=20.0,
     )
-    await wait_for(
+    await wait_until_async(
         "the other is standby",
         lambda: elector_state(pair.zkfcs[1 - now]) is ElectorState.STANDBY,
+        timeout_s=20.0,
     )
 
 

@@ -37,6 +37,7 @@ def connect(clients: list[KazooClient], hosts: str, timeout: float = 10.0) -> Ka
     return zk
 
 
+@pytest.mark.slow
 def test_standalone_serves_kazoo_and_stop_frees_the_port(
     tmp_path: Path, clients: list[KazooClient]
 ) -> None:
@@ -70,6 +71,7 @@ def test_standalone_serves_kazoo_and_stop_frees_the_port(
     assert server_mode(m.address) == ""
 
 
+@pytest.mark.slow
 def test_ensemble_elects_one_leader_and_survives_one_member_stopped(
     tmp_path: Path, clients: list[KazooClient]
 ) -> None:
@@ -109,6 +111,7 @@ def test_ensemble_elects_one_leader_and_survives_one_member_stopped(
     assert all(port_is_free("127.0.0.1", p) for p in range(base, base + 9))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "sigkill"])
 def test_restart_keeps_data_and_sessions(
     tmp_path: Path, clients: list[KazooClient], kill: bool
@@ -184,6 +187,7 @@ def test_missing_package_says_how_to_install_it(
         start_zookeeper(tmp_path / "zk")
 
 
+@pytest.mark.slow
 def test_a_server_that_exits_early_shows_its_log(tmp_path: Path) -> None:
     with pytest.raises(ZooKeeperError) as err:
         start_zookeeper(tmp_path / "zk", settings={"tickTime": "soon"})

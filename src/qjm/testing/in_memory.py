@@ -8,11 +8,11 @@ the answer from bytes; an error leaves as the Java class name and message the IP
 would send and comes back as the error type the IPC client would raise. accept_recovery's
 segment download reads the source node's file through the same lookup as its /getJournal.
 
-Faults, per node (NodeFaults), all deterministic: fail the next k calls of a method before
-the node sees them; drop the answer after the node applied the call; hold calls at a gate
-until the test opens it (a held call holds back the later calls of its connection, as a
-stalled TCP connection would); crash a node (calls fail as unreachable) and restart it from
-its disk; or a seeded random schedule of failures and dropped answers.
+Faults, per node (NodeFaults, qjm.testing.faults), all deterministic: fail the next k calls
+of a method before the node sees them; drop the answer after the node applied the call;
+hold calls at a gate until the test opens it (a held call holds back the later calls of its
+connection, as a stalled TCP connection would); crash a node (calls fail as unreachable)
+and restart it from its disk; or a seeded random schedule of failures and dropped answers.
 """
 
 from __future__ import annotations
@@ -23,9 +23,7 @@ import random
 import shutil
 import urllib.parse
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from enum import Enum
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +43,7 @@ from qjm.protocol.errors import JournalNodeUnavailable, StorageInfoMismatchError
 from qjm.protocol.qjournal import PROTOCOLS, QJOURNAL_PROTOCOL
 from qjm.protocol.qjournal_client import translate_remote_error
 from qjm.protocol.urls import parse_get_journal_query
+from qjm.testing.faults import Action, Gate, InjectedFault, NodeFaults, RpcRecord
 
 __all__ = [
     "Action",
@@ -60,148 +59,6 @@ RPC_PORT = 8485
 HTTP_PORT = 8480
 IO_EXCEPTION = "java.io.IOException"
 FETCH_METHOD = "getJournal"  # the name a segment download has in fault rules and logs
-
-
-class InjectedFault(JournalNodeUnavailable):
-    """A failure the test made up (the node may or may not have applied the call)."""
-
-
-class Action(Enum):
-    """What a fault rule does to one call."""
-
-    FAIL = "fail"  # the node never sees the call; the caller gets InjectedFault
-    DROP = "drop"  # the node applies the call; the caller gets InjectedFault
-    HOLD = "hold"  # the call waits at a gate (see NodeFaults.hold)
-
-
-class Gate:
-    """Holds the calls a hold rule matched until opened; reports when it first held one."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.opened = False
-        self.held = asyncio.Event()
-        self._on_open: list[Callable[[], None]] = []
-
-    def open(self) -> None:
-        """Let the held calls (and those queued behind them) go, in order."""
-        self.opened = True
-        callbacks, self._on_open = self._on_open, []
-        for cb in callbacks:
-            cb()
-
-    async def wait_held(self, timeout_s: float = 10.0) -> None:
-        """Return once a call is held here; fail after timeout_s."""
-        async with asyncio.timeout(timeout_s):
-            await self.held.wait()
-
-
-@dataclass(frozen=True)
-class RpcRecord:
-    """One call a node's client saw: method, request, and the answer or error."""
-
-    method: str
-    request: Any
-    response: Any = None
-    error: BaseException | None = None
-
-
-Rule = Callable[[str, Any], "Action | Gate | None"]
-
-
-@dataclass
-class NodeFaults:
-    """The faults of one node's link; shared by every client connected to that node."""
-
-    address: str
-    rules: list[Rule] = field(default_factory=list)
-    log: list[RpcRecord] = field(default_factory=list)
-    # Rewrites an answer before the caller decodes it (a buggy node, like Hadoop's spies).
-    tamper: Callable[[str, Message], Message] | None = None
-    # Told of every call once its answer or error is in (after it is logged).
-    on_record: Callable[[RpcRecord], None] | None = None
-
-    def calls(self, method: str | None = None) -> list[RpcRecord]:
-        """The recorded calls, of one method or all."""
-        return [r for r in self.log if method is None or r.method == method]
-
-    def _add(
-        self,
-        action: Action | Gate,
-        method: str | None,
-        times: int | None,
-        when: Callable[[Any], bool],
-    ) -> None:
-        left = [times]
-
-        def rule(m: str, request: Any) -> Action | Gate | None:
-            if (method is not None and m != method) or left[0] == 0 or not when(request):
-                return None
-            if left[0] is not None:
-                left[0] -= 1
-            return action
-
-        self.rules.append(rule)
-
-    def fail(
-        self,
-        method: str | None = None,
-        times: int | None = None,
-        when: Callable[[Any], bool] = lambda r: True,
-    ) -> None:
-        """Fail matching calls before the node sees them (the next `times`, or all)."""
-        self._add(Action.FAIL, method, times, when)
-
-    def drop_answer(
-        self,
-        method: str | None = None,
-        times: int | None = None,
-        when: Callable[[Any], bool] = lambda r: True,
-    ) -> None:
-        """Let the node apply matching calls, then fail them for the caller."""
-        self._add(Action.DROP, method, times, when)
-
-    def hold(
-        self,
-        method: str | None = None,
-        times: int | None = None,
-        when: Callable[[Any], bool] = lambda r: True,
-    ) -> Gate:
-        """Hold matching calls, and the later calls of their connection, until the gate opens."""
-        gate = Gate(f"{self.address}:{method or '*'}")
-        self._add(gate, method, times, when)
-        return gate
-
-    def fail_from_txn(self, txid: int) -> None:
-        """Fail every journal() holding txid or later (Hadoop's failLoggerAtTxn)."""
-        self.fail("journal", when=lambda r: r.first_txid + r.num_txns - 1 >= txid)
-
-    def randomly(self, rng: random.Random, p_fail: float, p_drop: float) -> None:
-        """Fail (before) or drop the answer of (after) each call with these probabilities."""
-
-        def rule(m: str, request: Any) -> Action | None:
-            x = rng.random()
-            if x < p_fail:
-                return Action.FAIL
-            if x < p_fail + p_drop:
-                return Action.DROP
-            return None
-
-        self.rules.append(rule)
-
-    def clear(self) -> None:
-        """Remove every rule (the log stays)."""
-        self.rules.clear()
-        self.tamper = None
-        self.on_record = None
-
-    def decide(self, method: str, request: Any) -> Action | Gate | None:
-        """The first rule's verdict on a call."""
-        for rule in list(self.rules):
-            verdict = rule(method, request)
-            if verdict is not None:
-                return verdict
-        return None
 
 
 def _method_table() -> dict[str, tuple[str, MethodSpec]]:
@@ -293,9 +150,13 @@ class InMemoryClient:
         if slot.node is None:
             raise self._unreachable(method)
         if verdict is Action.FAIL:
-            raise InjectedFault(f"{self.address}: injected failure of {method}")
+            raise InjectedFault.failed(self.address, method)
         loop = asyncio.get_running_loop()
         gate = verdict if isinstance(verdict, Gate) and not verdict.opened else None
+        if gate is None and self.faults.delay_s:
+            # A slow link: the call waits at a gate of its own that opens after the delay.
+            gate = Gate(f"{self.address}:delay")
+            loop.call_later(self.faults.delay_s, gate.open)
         answer: asyncio.Future[bytes] = loop.create_future()
         answer.add_done_callback(lambda f: f.cancelled() or f.exception())
         queued = _Queued(method, body, gate, answer, slot.generation)
@@ -303,7 +164,7 @@ class InMemoryClient:
             self._queue.append(queued)
             if gate is not None:
                 gate.held.set()
-                gate._on_open.append(self._drain)
+                gate.when_open(self._drain)
         else:
             self._deliver(protocol, queued)
         try:
@@ -316,7 +177,7 @@ class InMemoryClient:
         if slot.generation != queued.generation:
             raise self._unreachable(method)  # it crashed: the answer was lost with it
         if verdict is Action.DROP:
-            raise InjectedFault(f"{self.address}: injected loss of the answer to {method}")
+            raise InjectedFault.answer_lost(self.address, method)
         resp = spec.response.FromString(raw)
         if self.faults.tamper is not None:
             resp = self.faults.tamper(method, resp)
