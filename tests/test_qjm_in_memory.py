@@ -1,6 +1,6 @@
 """The writer against real JournalNodes over an in-memory transport (no sockets, no sleeps).
 
-Like Hadoop's TestQuorumJournalManagerUnit: the design's recovery cases 2.10.1-2.10.7, the
+Like Hadoop's TestQuorumJournalManagerUnit: the recovery cases of design §J.13, the
 committed-txid check, fencing, the output stream's group commit and out-of-sync rules, and
 a seeded randomized schedule of crashes, restarts, failed calls and lost answers. Every
 call goes through the nodes' real IPC handlers and journals (qjm.testing.in_memory);
@@ -86,7 +86,7 @@ async def state_150_153_125(c: InMemoryCluster) -> None:
     assert [max(c.segments(i, JID, False)[(101, None)]) for i in range(3)] == [150, 153, 125]
 
 
-# -- the recovery cases of design 2.10 ---------------------------------------------------------
+# -- the recovery cases of design §J.13 --------------------------------------------------------
 @pytest.mark.parametrize("away", [None, 0, 1, 2])
 async def test_2_10_1_in_progress_inconsistent_majority_succeeded(
     cluster: InMemoryCluster, away: int | None
@@ -100,7 +100,7 @@ async def test_2_10_1_in_progress_inconsistent_majority_succeeded(
     cluster.faults[0].clear()
     if away is not None:
         await cluster.crash(away)
-    assert await recover(cluster) == 153  # every majority holds a node at 153 (rule 3c)
+    assert await recover(cluster) == 153  # every majority holds a node at 153 (design §J.4 rule 4)
     for i in range(3):
         if i != away:
             finalized(cluster, i, 101, 153)
@@ -141,7 +141,7 @@ async def test_2_10_3_finalized_inconsistent_majority_succeeded(
     assert (101, 150) not in cluster.segments(2, JID)
     if away is not None:
         await cluster.crash(away)
-    assert await recover(cluster) == 150  # every majority sees a finalized copy (rule 2)
+    assert await recover(cluster) == 150  # every majority sees it finalized (design §J.4 rule 3)
     for i in range(3):
         if i != away:
             finalized(cluster, i, 101, 150)
@@ -166,7 +166,7 @@ async def test_2_10_4_finalized_inconsistent_no_majority(
     assert (101, 150) in cluster.segments(0, JID)
     if away is not None:
         await cluster.crash(away)
-    # jn0's finalized copy wins (rule 2); without it, jn1's 150 beats jn2's 125 (rule 3c).
+    # jn0's finalized copy wins (design §J.4 rule 3); without it, jn1's 150 beats jn2's 125 (design §J.4 rule 4).
     assert await recover(cluster) == 150
     for i in range(3):
         if i != away:
@@ -215,7 +215,7 @@ async def test_2_10_6_first_batch_on_a_minority_newer_writer_wins(
     await cluster.start_node(0)
     if last_recovery_away is not None:
         await cluster.crash(last_recovery_away)
-    # jn0's longer log has writer epoch 1; jn1's has 2 and wins (rule 3b).
+    # jn0's longer log has writer epoch 1; jn1's has 2 and wins (design §J.4 rule 2).
     assert await recover(cluster) == 151
     for i in range(3):
         if i != last_recovery_away:

@@ -1,6 +1,6 @@
-"""Recovery of unfinalized segments with real JournalNodes: design 2.10.1-2.10.7 and SPEC §8.
+"""Recovery of unfinalized segments with real JournalNodes: the cases of design §J.13.
 
-Each test builds the state the design describes with a real writer whose RPCs to chosen
+Each test builds the state design §J.13 describes with a real writer whose RPCs to chosen
 nodes fail (client-side faults, like Hadoop's spies) or with nodes really stopped, then
 runs a new writer's recovery and checks where it ends and what every node holds.
 """
@@ -71,7 +71,7 @@ def assert_ends(cluster: JNCluster, jid: str, node: int, txid: int) -> None:
     assert segs[(101, txid)][txid] == payload(txid)
 
 
-# -- design 2.10.1 ---------------------------------------------------------------------------
+# -- design §J.13 case 1 ---------------------------------------------------------------------
 @pytest.mark.parametrize("away", [None, 0, 1, 2])
 async def test_2_10_1_inprogress_inconsistent_majority_succeeded(
     tmp_path: Path, away: int | None
@@ -87,7 +87,7 @@ async def test_2_10_1_inprogress_inconsistent_majority_succeeded(
         await settle(q)
         if away is not None:
             await cluster.stop_node(away)
-        # Any majority must recover through 153, the acknowledged txid (rule 3c).
+        # Any majority must recover through 153, the acknowledged txid (design §J.4 rule 4).
         assert await recover(cluster, jid) == 153
         for i in range(3):
             if i != away:
@@ -96,7 +96,7 @@ async def test_2_10_1_inprogress_inconsistent_majority_succeeded(
         check_one_value_per_txid(cluster, jid)
 
 
-# -- design 2.10.2 ---------------------------------------------------------------------------
+# -- design §J.13 case 2 ---------------------------------------------------------------------
 @pytest.mark.parametrize(("away", "expected"), [(2, 153), (1, 150), (0, 153)])
 async def test_2_10_2_inprogress_inconsistent_no_majority(
     tmp_path: Path, away: int, expected: int
@@ -114,7 +114,7 @@ async def test_2_10_2_inprogress_inconsistent_no_majority(
         check_one_value_per_txid(cluster, jid)
 
 
-# -- design 2.10.3 ---------------------------------------------------------------------------
+# -- design §J.13 case 3 ---------------------------------------------------------------------
 @pytest.mark.parametrize("away", [None, 0, 1])
 async def test_2_10_3_finalized_inconsistent_majority_succeeded(
     tmp_path: Path, away: int | None
@@ -133,7 +133,7 @@ async def test_2_10_3_finalized_inconsistent_majority_succeeded(
         assert cluster.segment_files(2, jid)[-1] == "edits_inprogress_0000000000000000101"
         if away is not None:
             await cluster.stop_node(away)
-        # Every majority sees a finalized copy and picks it (rule 2); JN3 syncs from it.
+        # Every majority sees a finalized copy and picks it (design §J.4 rule 3); JN3 syncs from it.
         assert await recover(cluster, jid) == 150
         for i in range(3):
             if i != away:
@@ -141,7 +141,7 @@ async def test_2_10_3_finalized_inconsistent_majority_succeeded(
         check_one_value_per_txid(cluster, jid)
 
 
-# -- design 2.10.4 ---------------------------------------------------------------------------
+# -- design §J.13 case 4 ---------------------------------------------------------------------
 @pytest.mark.parametrize("away", [None, 0, 1, 2])
 async def test_2_10_4_finalized_inconsistent_no_majority(tmp_path: Path, away: int | None) -> None:
     async with JNCluster(tmp_path) as cluster:
@@ -160,7 +160,7 @@ async def test_2_10_4_finalized_inconsistent_no_majority(tmp_path: Path, away: i
         assert "edits_0000000000000000101-0000000000000000150" in cluster.segment_files(0, jid)
         if away is not None:
             await cluster.stop_node(away)
-        # With JN1: its finalized copy (rule 2). Without: JN2's 150 beats JN3's 125 (rule 3).
+        # With JN1: its finalized copy (design §J.4 rule 3). Without: JN2's 150 beats JN3's 125 (design §J.4 rule 4).
         assert await recover(cluster, jid) == 150
         for i in range(3):
             if i != away:
@@ -168,7 +168,7 @@ async def test_2_10_4_finalized_inconsistent_no_majority(tmp_path: Path, away: i
         check_one_value_per_txid(cluster, jid)
 
 
-# -- design 2.10.5 ---------------------------------------------------------------------------
+# -- design §J.13 case 5 ---------------------------------------------------------------------
 async def test_2_10_5_start_inconsistent_majority_not_started(tmp_path: Path) -> None:
     async with JNCluster(tmp_path) as cluster:
         jid = await new_journal(cluster)
@@ -192,7 +192,7 @@ async def test_2_10_5_start_inconsistent_majority_not_started(tmp_path: Path) ->
         check_one_value_per_txid(cluster, jid)
 
 
-# -- design 2.10.6 ---------------------------------------------------------------------------
+# -- design §J.13 case 6 ---------------------------------------------------------------------
 async def test_2_10_6_first_batch_inconsistent_newer_writer_wins(tmp_path: Path) -> None:
     async with JNCluster(tmp_path) as cluster:
         jid = await new_journal(cluster)
@@ -221,7 +221,7 @@ async def test_2_10_6_first_batch_inconsistent_newer_writer_wins(tmp_path: Path)
         check_one_value_per_txid(cluster, jid)
 
 
-# -- design 2.10.7 ---------------------------------------------------------------------------
+# -- design §J.13 case 7 ---------------------------------------------------------------------
 async def test_2_10_7_multiple_recoveries_first_failed(tmp_path: Path) -> None:
     async with JNCluster(tmp_path) as cluster:
         jid = await new_journal(cluster)
@@ -247,7 +247,7 @@ async def test_2_10_7_multiple_recoveries_first_failed(tmp_path: Path) -> None:
         check_one_value_per_txid(cluster, jid)
 
 
-# -- SPEC §8 extras (Hadoop's TestQuorumJournalManager) -----------------------------------
+# -- design §J.13, cases 8-14 (Hadoop's TestQuorumJournalManager) -------------------------
 async def setup_loggers_345(cluster: JNCluster, jid: str) -> None:
     """JN0: 1-3, JN1: 1-4, JN2: 1-5, all in progress; txn 4 acknowledged, 5 not."""
     f = faults3()
