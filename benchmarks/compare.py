@@ -189,7 +189,7 @@ def render(run: Run) -> str:
     ):
         cells = [_num(_ratio(run.get("qjm", w), run.get(other, w)), "{:.2f}x") for w in WRITERS]
         lines.append(f"| {label} | {cells[0]} | {cells[1]} |")
-    lines += ["", "Goals (issue 9):", "", "| goal | measured | met? |", "|---|---|---|"]
+    lines += ["", "Goals:", "", "| goal | measured | met? |", "|---|---|---|"]
     lines += _goals(run)
     lines += ["", *_notes(run), ""]
     return "\n".join(lines)

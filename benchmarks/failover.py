@@ -319,7 +319,7 @@ def section(m: dict[str, Any], took_s: float, loads: tuple[str, str]) -> str:
     lines = [
         "## Failover: kill -9 of the active NameNode until the other answers",
         "",
-        f"Goal (issue 11): the median of {ROUNDS} kill -9 failovers under the ZooKeeper "
+        f"Goal: the median of {ROUNDS} kill -9 failovers under the ZooKeeper "
         f"session timeout + {SLACK_S:.0f} s = **{goal_s:.0f} s**, measured from the kill until "
         "the other NameNode acknowledges a write.",
         "",

@@ -39,7 +39,7 @@ def section(rpc: dict[str, Any], ns: dict[str, Any], took_s: float, loads: tuple
     lines = [
         "## NameNode: namespace ops/s, memory per inode, start-up",
         "",
-        f"Goals (issue 10): at least {GOAL_CREATES_PER_S:,} creates/s with 16 clients over RPC; "
+        f"Goals: at least {GOAL_CREATES_PER_S:,} creates/s with 16 clients over RPC; "
         f"at most {GOAL_BYTES_PER_INODE} bytes of memory per inode at 1 M inodes.",
         "",
         f"- create+complete with 16 clients over RPC: **{creates:,.0f}/s** — goal {met_rate}.",

@@ -76,14 +76,14 @@ def main() -> int:
         f"Measured on {when} on this machine: {machine()}.\n"
         "Run `make bench` to measure again (`make bench ARGS=benchmarks.NAME` for one section);\n"
         "timings are never asserted in tests.\n\n"
-        "The goals (issue 9), all from one run: one writer commits within 0.5 ms of a\n"
+        "The goals, all from one run: one writer commits within 0.5 ms of a\n"
         "fdatasync (p50); 64 concurrent writers reach at least 50% of what the disk allows\n"
         "and at least 20x etcd and ZooKeeper (3 members each, same records, same machine).\n"
-        "The NameNode's goals (issue 10): at least 10,000 creates/s with 16 clients over RPC\n"
+        "The NameNode's goals: at least 10,000 creates/s with 16 clients over RPC\n"
         "and at most 300 bytes of memory per inode at 1 M inodes.\n"
-        "Automatic failover (issue 11): the median of 5 kill -9 failovers of the active\n"
+        "Automatic failover: the median of 5 kill -9 failovers of the active\n"
         "NameNode under the ZooKeeper session timeout + 2 s.\n"
-        "The Spark pipeline (issue 12): the namespace report of a 1 M-inode image under 60 s\n"
+        "The Spark pipeline: the namespace report of a 1 M-inode image under 60 s\n"
         "in local[2] and faster than `qjm oiv -p Delimited` + pandas; 10 M edits reported.\n\n"
     )
     body = "\n".join(

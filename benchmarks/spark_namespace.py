@@ -200,7 +200,7 @@ def section(m: dict[str, Any], took_s: float, loads: tuple[str, str]) -> str:
     lines = [
         "## Spark: the namespace report of a 1 M-inode image",
         "",
-        "Goal (issue 12): `qjm analyze namespace` of a 1 M-inode image under 60 s in "
+        "Goal: `qjm analyze namespace` of a 1 M-inode image under 60 s in "
         "local[2], and faster than the single-process route a user has today: "
         "`qjm oiv -p Delimited` to a text file, then the same tables in pandas.",
         "",

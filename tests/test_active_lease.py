@@ -354,7 +354,7 @@ async def test_a_new_active_waits_out_the_old_lease_unless_it_was_released(
         await nn1.stop()
 
 
-# -- the issue's scenario with real processes -----------------------------------------------
+# -- design §N.1's scenario with real processes ---------------------------------------------
 def mkdirs(path: str) -> cn.MkdirsRequestProto:
     """mkdirs path 0755 without its parents."""
     return cn.MkdirsRequestProto(

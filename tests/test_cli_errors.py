@@ -1,4 +1,4 @@
-"""Operator mistakes get one clear line and a non-zero exit (issue 8, D)."""
+"""Operator mistakes get one clear line and a non-zero exit (design §A.5)."""
 
 from __future__ import annotations
 

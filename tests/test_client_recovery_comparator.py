@@ -1,4 +1,4 @@
-"""The recovery source rules of design 2.9 as a table (Hadoop's TestSegmentRecoveryComparator)."""
+"""The recovery source rules of design §J.4 as a table (Hadoop's TestSegmentRecoveryComparator)."""
 
 from __future__ import annotations
 
@@ -47,8 +47,8 @@ ORDERED = [
     (INPROG_5_ACCEPTED_2, FINAL_3),  # rule 2: a newer recovery's copy beats an older decision
     (INPROG_4_WRITER_3, FINAL_3),  # ... and so does a newer writer's
     (resp(3, in_progress=False, accepted=3), resp(3, in_progress=False, accepted=2)),
-    (INPROG_4, INPROG_3),  # rule 3c: more txns wins at equal epochs
-    (INPROG_5_ACCEPTED_2, INPROG_4),  # rule 3b: accepted epoch counts as seen
+    (INPROG_4, INPROG_3),  # rule 4: more txns wins at equal epochs
+    (INPROG_5_ACCEPTED_2, INPROG_4),  # rule 2: accepted epoch counts as seen
     (resp(3, accepted=2), resp(9)),  # 2.10.7: an accepted shorter log beats a longer one
     (INPROG_4_WRITER_3, INPROG_9_ACCEPTED_2),  # 2.10.6: a newer writer beats a stale accept
     (resp(3, writer=2), resp(5, writer=1)),  # 2.10.6: newer writer epoch beats longer log

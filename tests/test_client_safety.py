@@ -1,7 +1,7 @@
-"""Safety of the quorum client (issue 8): promises, fenced writers' edits, finalize, reads.
+"""Safety of the quorum client (design §J): promises, fenced writers' edits, finalize, reads.
 
-In-process JournalNodes where timing must be controlled; each test builds the state the
-issue describes with real writers whose RPCs to chosen nodes fail.
+In-process JournalNodes where timing must be controlled; each test builds the
+state its docstring describes with real writers whose RPCs to chosen nodes fail.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ async def test_a_node_that_missed_new_epoch_rejoins_at_the_next_segment(tmp_path
 async def test_a_node_whose_new_epoch_reply_was_lost_takes_the_next_segment(
     tmp_path: Path,
 ) -> None:
-    """Review finding 3: jn0 promised epoch 1 but the reply never reached the writer."""
+    """Design §J.11: jn0 promised epoch 1 but the reply never reached the writer."""
     async with JNCluster(tmp_path) as cluster:
         jid = cluster.new_jid()
         await cluster.format(jid)
@@ -365,7 +365,7 @@ async def test_c_a_node_of_another_namespace_does_not_block_the_writer(
         assert (await node.journal(jid)).ns_info == NamespaceInfo.from_proto(other)
 
 
-# -- review findings 5 and 6: a stale node and an away node -------------------------------------
+# -- design §J.10: a stale node and an away node ------------------------------------------------
 async def stale_jn0_state(cluster: JNCluster, jid: str) -> None:
     """Writer 1 finalizes 1-5 everywhere; writer 2, without jn0, writes 6-10 (committed) on
     jn1 and jn2 in an open segment: jn0 stays at the older writer's epoch."""

@@ -1,4 +1,4 @@
-"""Writing through the quorum (design 2.11) and the per-node channel (TestIPCLoggerChannel)."""
+"""Writing through the quorum (design §J.14) and the per-node channel (TestIPCLoggerChannel)."""
 
 from __future__ import annotations
 

@@ -79,7 +79,7 @@ def test_cluster_status_without_a_cluster(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_cluster_up_right_after_down_reuses_its_ports(tmp_path: Path) -> None:
-    # Issue 8, D: the old daemons' connections linger in TIME_WAIT; that is not "in use".
+    # The old daemons' connections linger in TIME_WAIT; that is not "in use".
     d = tmp_path / "cluster"
     base = free_port_block(2)
     args = (

@@ -1,4 +1,4 @@
-"""Mid-file corruption is not a torn tail (issue 8, A3): recovery must not cut acked txids.
+"""Mid-file corruption is not a torn tail (design §J.15): recovery must not cut acked txids.
 
 A bit flipped inside an op that valid ops follow is damage, not the end of the log: the
 node holding it fails its prepare_recovery loudly, naming the file and the txid, so it is

@@ -131,7 +131,7 @@ def test_bad_last_op_with_zeros_or_padding_after_it_is_a_torn_tail() -> None:
 
 
 def test_valid_ops_after_a_run_of_zeros_are_still_found() -> None:
-    # Review finding 7: the search past a bad op jumps over runs of zeros (no frame has
+    # The search past a bad op jumps over runs of zeros (no frame has
     # length 0) instead of trying every offset; ops after the run must still count.
     torn = HEADER + ops(1, 4) + encode_op(OP_OPAQUE, 5, b"x" * 20)[:10]
     for gap in (0, 1, 3, 4, 5, 17, 4096):
@@ -145,7 +145,7 @@ def test_valid_ops_after_a_run_of_zeros_are_still_found() -> None:
 def test_a_zero_filled_tail_is_not_searched_offset_by_offset(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Review finding 7: a torn op then a MiB of zeros cost ~0.2 s per MiB, once per offset.
+    # A torn op then a MiB of zeros cost ~0.2 s per MiB, once per offset.
     calls = 0
     real = framing._is_frame
 

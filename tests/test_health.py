@@ -1,4 +1,4 @@
-"""`journal status` flags impossible states (issue 8, C): rules, a Journal, the CLI."""
+"""`journal status` flags impossible states (design §J.16): rules, a Journal, the CLI."""
 
 from __future__ import annotations
 

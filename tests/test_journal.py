@@ -107,7 +107,7 @@ def test_epoch_handling(journal: Journal) -> None:
     journal.new_epoch(NS, 3)
     with pytest.raises(EpochNotNewerError, match="proposed epoch 3 <= last promise 3"):
         journal.new_epoch(NS, 3)
-    # The refusal names both epochs (SPEC §2).
+    # The refusal names both epochs (design §J.11).
     with pytest.raises(StaleEpochError, match="epoch 1 is less than the last promised epoch 3"):
         journal.start_log_segment(Writer(1).req(), 1, -64)
     assert journal.last_promised_epoch == 3
@@ -123,7 +123,7 @@ def test_request_without_epoch_is_refused(journal: Journal) -> None:
 
 
 def test_higher_epoch_in_a_request_is_refused_until_new_epoch(journal: Journal) -> None:
-    # Only new_epoch raises a promise (issue 8, D1; HDFS raises it from any request).
+    # Only new_epoch raises a promise (design §J.1; HDFS raises it from any request).
     journal.new_epoch(NS, 1)
     with pytest.raises(
         UnpromisedEpochError, match="epoch 5 was never promised here .last promise 1"
@@ -423,9 +423,9 @@ def test_torn_tail_is_cut_when_finalizing_after_restart(tmp_path: Path) -> None:
 def test_bit_flip_in_an_open_segment_costs_only_its_recovery_vote(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Issue 8, A3: valid ops after a bad one mean damage, not a torn tail; cutting the
+    # Design §J.15: valid ops after a bad one mean damage, not a torn tail; cutting the
     # segment at txid 3 would lose acknowledged txids, so prepare_recovery refuses it. But
-    # the journal still opens and promises (review finding 4), and accepting the chosen
+    # the journal still opens and promises (design §J.15), and accepting the chosen
     # copy from a peer repairs it. (This test used to expect the open itself to fail.)
     source = tmp_path / "source"
     source.write_bytes(HEADER + txns(1, 6))

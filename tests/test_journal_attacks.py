@@ -1,4 +1,4 @@
-"""Hostile or stale requests against real JournalNode processes (issue 8, JournalNode side)."""
+"""Hostile or stale requests against real JournalNode processes (design §J)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Acceptor rules of issue 8 on in-process Journal objects: visibility, fencing, limits."""
+"""Acceptor rules (design §J) on in-process Journal objects: visibility, fencing, limits."""
 
 from __future__ import annotations
 

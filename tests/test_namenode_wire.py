@@ -218,7 +218,7 @@ ODD_NAMES = {
 def test_method_tables_name_hadoops_messages() -> None:
     assert protocols.CLIENT_PROTOCOL == "org.apache.hadoop.hdfs.protocol.ClientProtocol"
     assert protocols.HA_SERVICE_PROTOCOL == "org.apache.hadoop.ha.HAServiceProtocol"
-    assert set(protocols.CLIENT_METHODS) >= {  # the issue's list; more that real clients call
+    assert set(protocols.CLIENT_METHODS) >= {  # design §N.10's calls; more that real clients call
         "getFileInfo",
         "getListing",
         "mkdirs",

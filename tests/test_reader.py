@@ -157,7 +157,7 @@ async def test_in_progress_reads_return_only_what_a_quorum_holds(jn_factory: JNF
             ]
             assert await reader.read_journaled(7) == []
             # Committed txids no majority holds: the read fails naming them, never a
-            # silent short prefix (issue 8, A7).
+            # silent short prefix (design §J.10).
             for w in writers[:2]:
                 await w.call("heartbeat", pb.HeartbeatRequestProto(req=w.req(committed=8)))
         short = QuorumJournalReader(
@@ -317,7 +317,7 @@ async def test_tail_command_follows_the_write_command(jn_factory: JNFactory) -> 
 async def test_read_after_a_sigstopped_node_returns_every_committed_op(
     jn_factory: JNFactory,
 ) -> None:
-    """Issue 8, A7: a node SIGSTOPped during a write lags; read must not stop at its end."""
+    """Design §J.10: a node SIGSTOPped during a write lags; read must not stop at its end."""
     jns = [jn_factory.start(f"jn{i}") for i in range(3)]
     uri = f"qjournal://{';'.join(jn.rpc for jn in jns)}/{JID}"
     done = run_qjm("journal", "format", "--uri", uri)

@@ -1,6 +1,6 @@
 """A node that lost its data must not vote in recovery as if it never had it.
 
-Review finding 1: txids 6-10 acked on jn0+jn1, jn2 lags at 6-8, the writer dies. If jn1
+Design §J.5: txids 6-10 acked on jn0+jn1, jn2 lags at 6-8, the writer dies. If jn1
 then loses its copy (wiped and restored from peers, or its finalized segment moved aside
 as bad) and answers prepare_recovery with "no segment", a quorum jn1+jn2 would choose 6-8
 and lose acked txids. jn1 must fail its answer instead.

@@ -209,7 +209,7 @@ def one_value_per_txid(j: Journals) -> dict[int, bytes]:
     return check_dirs_agree([j.current_dir(i) for i in range(j.n)])
 
 
-# -- design 2.10.1 ---------------------------------------------------------------------------
+# -- design §J.13 case 1 ---------------------------------------------------------------------
 @pytest.mark.parametrize(("transport", "away"), variants(None, 0, 1, 2, smoke=0))
 async def test_2_10_1_in_progress_inconsistent_majority_succeeded(
     journals: Journals, transport: str, away: int | None
@@ -223,7 +223,7 @@ async def test_2_10_1_in_progress_inconsistent_majority_succeeded(
     journals.clear_faults()
     if away is not None:
         await journals.crash(away)
-    # Every majority holds a node at 153, the acknowledged txid (rule 3c).
+    # Every majority holds a node at 153, the acknowledged txid (design §J.4 rule 4).
     assert await recover(journals) == 153
     for i in range(3):
         if i != away:
@@ -232,7 +232,7 @@ async def test_2_10_1_in_progress_inconsistent_majority_succeeded(
     one_value_per_txid(journals)
 
 
-# -- design 2.10.2 ---------------------------------------------------------------------------
+# -- design §J.13 case 2 ---------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("transport", "away", "expected"),
     variants((None, {150, 153}), (2, {153}), (1, {150}), (0, {153}), smoke=(1, {150})),
@@ -256,7 +256,7 @@ async def test_2_10_2_in_progress_inconsistent_no_majority(
     one_value_per_txid(journals)
 
 
-# -- design 2.10.3 ---------------------------------------------------------------------------
+# -- design §J.13 case 3 ---------------------------------------------------------------------
 @pytest.mark.parametrize(("transport", "away"), variants(None, 0, 1, 2, smoke=None))
 async def test_2_10_3_finalized_inconsistent_majority_succeeded(
     journals: Journals, transport: str, away: int | None
@@ -274,7 +274,7 @@ async def test_2_10_3_finalized_inconsistent_majority_succeeded(
     assert journals.segment_names(2)[-1] == "edits_inprogress_0000000000000000101"
     if away is not None:
         await journals.crash(away)
-    # Every majority sees a finalized copy and picks it (rule 2); jn2 syncs from it.
+    # Every majority sees a finalized copy and picks it (design §J.4 rule 3); jn2 syncs from it.
     assert await recover(journals) == 150
     for i in range(3):
         if i != away:
@@ -282,7 +282,7 @@ async def test_2_10_3_finalized_inconsistent_majority_succeeded(
     one_value_per_txid(journals)
 
 
-# -- design 2.10.4 ---------------------------------------------------------------------------
+# -- design §J.13 case 4 ---------------------------------------------------------------------
 @pytest.mark.parametrize(("transport", "away"), variants(None, 0, 1, 2, smoke=0))
 async def test_2_10_4_finalized_inconsistent_no_majority(
     journals: Journals, transport: str, away: int | None
@@ -302,7 +302,7 @@ async def test_2_10_4_finalized_inconsistent_no_majority(
     assert (101, 150) in journals.segments(0)
     if away is not None:
         await journals.crash(away)
-    # jn0's finalized copy wins (rule 2); without it, jn1's 150 beats jn2's 125 (rule 3c).
+    # jn0's finalized copy wins (design §J.4 rule 3); without it, jn1's 150 beats jn2's 125 (design §J.4 rule 4).
     assert await recover(journals) == 150
     for i in range(3):
         if i != away:
@@ -310,7 +310,7 @@ async def test_2_10_4_finalized_inconsistent_no_majority(
     one_value_per_txid(journals)
 
 
-# -- design 2.10.5 ---------------------------------------------------------------------------
+# -- design §J.13 case 5 ---------------------------------------------------------------------
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_2_10_5_start_inconsistent_majority_not_started(
     journals: Journals, transport: str
@@ -337,7 +337,7 @@ async def test_2_10_5_start_inconsistent_majority_not_started(
     one_value_per_txid(journals)
 
 
-# -- design 2.10.6 ---------------------------------------------------------------------------
+# -- design §J.13 case 6 ---------------------------------------------------------------------
 @pytest.mark.parametrize(("transport", "last_recovery_away"), variants(None, 2, smoke=None))
 async def test_2_10_6_first_batch_on_a_minority_newer_writer_wins(
     journals: Journals, transport: str, last_recovery_away: int | None
@@ -361,7 +361,7 @@ async def test_2_10_6_first_batch_on_a_minority_newer_writer_wins(
     await journals.start_node(0)
     if last_recovery_away is not None:
         await journals.crash(last_recovery_away)
-    # jn0's longer log has writer epoch 1; jn1's has 2 and wins (rule 3b).
+    # jn0's longer log has writer epoch 1; jn1's has 2 and wins (design §J.4 rule 2).
     assert await recover(journals) == 151
     for i in range(3):
         if i != last_recovery_away:
@@ -369,7 +369,7 @@ async def test_2_10_6_first_batch_on_a_minority_newer_writer_wins(
     one_value_per_txid(journals)
 
 
-# -- design 2.10.7 ---------------------------------------------------------------------------
+# -- design §J.13 case 7 ---------------------------------------------------------------------
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_2_10_7_multiple_recoveries_first_failed(journals: Journals, transport: str) -> None:
     await state_150_153_125(journals)

@@ -1,8 +1,8 @@
-"""Recovery of unfinalized segments with real JournalNodes: SPEC §8's cases.
+"""Recovery of unfinalized segments with real JournalNodes: design §J.13's cases.
 
 (The design's cases 2.10.1-2.10.7 are in tests/test_recovery_cases.py, over both transports.)
 
-Each test builds the state the design describes with a real writer whose RPCs to chosen
+Each test builds the state design §J.13 describes with a real writer whose RPCs to chosen
 nodes fail (client-side faults, like Hadoop's spies) or with nodes really stopped, then
 runs a new writer's recovery and checks where it ends and what every node holds.
 """
@@ -52,7 +52,7 @@ async def writer_with_first_segment(
     return q
 
 
-# -- SPEC §8 extras (Hadoop's TestQuorumJournalManager) -----------------------------------
+# -- design §J.13, cases 8-14 (Hadoop's TestQuorumJournalManager) -------------------------
 async def setup_loggers_345(cluster: JNCluster, jid: str) -> None:
     """JN0: 1-3, JN1: 1-4, JN2: 1-5, all in progress; txn 4 acknowledged, 5 not."""
     f = faults3()

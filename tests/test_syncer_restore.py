@@ -1,4 +1,4 @@
-"""A wiped JournalNode must not come back with a lower promise (issue 8, A4), real processes.
+"""A wiped JournalNode must not come back with a lower promise (design §J.6), real processes.
 
 Writer 2 fenced writer 1 on two nodes; the third node still promises epoch 1. When one of
 the fencing nodes loses its disk, its syncer may restore the promise only as the maximum

@@ -127,7 +127,7 @@ class BelowCommittedError(RecoveryInvariantError):
 
 @dataclass(frozen=True)
 class NothingToRecover:
-    """No answering node has the segment: none of its txns was committed (design 2.8)."""
+    """No answering node has the segment: none of its txns was committed (design §J.12)."""
 
     segment_txid: int
     reason: str
@@ -154,7 +154,7 @@ class RecoveryPlan(Generic[K]):
 
 
 def _reason(best: RecoveryAnswer) -> str:
-    """Why the comparator chose this copy, in words (design 2.9's rules)."""
+    """Why the comparator chose this copy, in words (design §J.4's rules)."""
     assert best.segment is not None
     if not best.segment.in_progress:
         return "the finalized copy"

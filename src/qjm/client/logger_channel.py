@@ -9,7 +9,7 @@ call waits until the calls before it were answered, and later calls wait for it.
 
 A journal() that fails puts the channel out of sync: later batches of the segment fail
 at once (with a heartbeat to the node at most once a second, so it still learns the
-committed txid), until the next start_log_segment succeeds (design 2.2 step 4, 2.11).
+committed txid), until the next start_log_segment succeeds (design §J.14).
 Edits waiting for a slow node are bounded in bytes; past the bound, batches are dropped
 for that node and it is out of sync until the next segment.
 """

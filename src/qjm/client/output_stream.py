@@ -1,4 +1,4 @@
-"""Writing one segment through the quorum with group commit (design 2.11).
+"""Writing one segment through the quorum with group commit (design §J.14).
 
 Writers append ops to a buffer (cheap, synchronous: assign the txid and frame the op).
 A sync cuts the buffer into one journal() batch, queues it on every node's channel and

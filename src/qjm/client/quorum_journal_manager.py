@@ -1,9 +1,9 @@
-"""The writer's side of a quorum journal: fencing by epoch, recovery, segments (design 2.2-2.10).
+"""The writer's side of a quorum journal: fencing by epoch, recovery, segments (design §J.11-§J.13).
 
 Becoming the writer: create_new_unique_epoch (get_journal_state from a majority, then
 new_epoch(max+1) on a majority) fences every older writer; recover_unfinalized_segments
 then settles the newest segment by a single Paxos round (prepare_recovery, choose the
-source by design 2.9, accept_recovery with the source's URL, finalize). Only then may
+source by design §J.4, accept_recovery with the source's URL, finalize). Only then may
 the writer start segments and write.
 """
 
@@ -231,7 +231,7 @@ class QuorumJournalManager:
     async def create_new_unique_epoch(
         self, *, survivors_decide: bool = False
     ) -> dict[AsyncLogger, pb.NewEpochResponseProto]:
-        """Fence older writers: promise max(last promised)+1 on a majority (design 2.5).
+        """Fence older writers: promise max(last promised)+1 on a majority (design §J.11).
 
         The answers that count are those of nodes that kept their data: a majority of all
         members must be among them (design §J.5), so a late or lost answer is waited for
@@ -359,7 +359,7 @@ class QuorumJournalManager:
     async def _recover_unclosed_segment(
         self, segment_txid: int, survivors: list[AsyncLogger] | None = None
     ) -> int:
-        """One Paxos round over a segment; returns its agreed last txid (design 2.8).
+        """One Paxos round over a segment; returns its agreed last txid (design §J.12).
 
         survivors: the only nodes whose answers count, all of which must answer.
         """
@@ -385,7 +385,7 @@ class QuorumJournalManager:
         plan = plan_recovery(segment_txid, answers, members)
         if isinstance(plan, NothingToRecover):
             # None of a majority has it, so none of its txns was committed; by invariant 2
-            # of the design a majority finalized the previous segment at segment_txid - 1.
+            # of design §J.12 a majority finalized the previous segment at segment_txid - 1.
             log.info("%s: nothing to recover: %s", self, plan.reason)
             return plan.last_txid
         source = plan.source

@@ -322,7 +322,7 @@ class FileJournal:
     def scan_for_latest_edits(self) -> SegmentInfo | None:
         """The newest segment holding txns; empty in-progress files are moved aside.
 
-        A corrupt newest in-progress file does not fail the journal (review finding 4): it
+        A corrupt newest in-progress file does not fail the journal (design §J.15): it
         is reported by the start txid of its name, so new_epoch names it and the writer
         recovers it, with end_txid its last valid txid; a warning and the status name it.
         Only prepare_recovery and serving it fail (refuse_corrupt). HDFS's scan resyncs
@@ -365,7 +365,7 @@ class FileJournal:
         """Fail loudly on a bad op that valid ops follow: it is damage, not a torn tail.
 
         Cutting there would make this node report a log shorter than what it acknowledged,
-        and recovery could choose that length (issue 8, A3); failing makes this node one
+        and recovery could choose that length (design §J.15); failing makes this node one
         failed answer instead. HDFS resyncs past the bad op; see framing._valid_frame_after.
         """
         if found.end == "corrupt":

@@ -223,7 +223,7 @@ class ScanResult:
 
     @property
     def is_empty(self) -> bool:
-        """True when the file holds no whole op (absent in recovery, design 2.10.5)."""
+        """True when the file holds no whole op (absent in recovery, design §J.13 case 5)."""
         return self.num_ops == 0
 
 
@@ -269,7 +269,7 @@ def _valid_frame_after(data: Buffer, pos: int, end: int, last: int | None) -> bo
 
     HDFS's scanEditLog resyncs past a bad op and counts the ops after it, which advertises
     txids around a hole it cannot serve; we only detect them, so that the bad file fails
-    loudly instead of being cut (issue 8, A3). The frame the bad op's length points at is
+    loudly instead of being cut (design §J.15). The frame the bad op's length points at is
     tried first; a bad length makes us look at every later offset but those in trailing
     0xFF padding and those whose length field is all zeros (a 4 MiB zero tail: 0.94 s
     before, 0.03 s now).

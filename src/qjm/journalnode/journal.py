@@ -1,4 +1,4 @@
-"""One journal on a JournalNode: the acceptor side of the protocol (design 2.3-2.9).
+"""One journal on a JournalNode: the acceptor side of the protocol (design §J).
 
 Blocking and single-threaded by contract: the daemon runs every call of one journal on
 that journal's own thread, so calls apply in arrival order and disk work stays off the

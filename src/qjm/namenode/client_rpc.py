@@ -507,7 +507,7 @@ class ClientRpc:
         await self.nn.write(ctx, plan)
         return cn.SetTimesResponseProto()
 
-    # -- what real clients call beyond the issue's list -----------------------------------
+    # -- what real clients call beyond the namespace calls (design §N.10) -----------------
 
     async def _stat(self, ctx: CallContext, path: str) -> tuple[FileStatus, Caller]:
         """The status of path (FileNotFoundException when there is none) and the caller."""

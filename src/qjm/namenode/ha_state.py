@@ -1,4 +1,4 @@
-"""A NameNode's HA state (SPEC §4): the allowed moves, when each began, and what refuses calls."""
+"""A NameNode's HA state (design §N.8): its moves, when each began, and what refuses calls."""
 
 from __future__ import annotations
 

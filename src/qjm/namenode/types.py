@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 
 class HAState(enum.Enum):
-    """A NameNode's HA state (SPEC §4); values are HAServiceStateProto's numbers."""
+    """A NameNode's HA state (design §N.8); values are HAServiceStateProto's numbers."""
 
     INITIALIZING = 0
     ACTIVE = 1
