@@ -1,0 +1,48 @@
+"""The namespace's request rules that need no tree: fs-limits, replication bounds, the mode mask."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from qjm.namenode.errors import NamenodeError
+
+MIN_REPLICATION, MAX_REPLICATION = 1, 512  # dfs.namenode.replication.min / .max defaults
+IMPLICIT_UWX = 0o300  # parents made on the way get u+wx (FSDirMkdirOp.addImplicitUwx)
+MODE_MASK = 0o7777
+MAX_COMPONENT_LENGTH = 255  # dfs.namenode.fs-limits.max-component-length (bytes)
+MAX_DIRECTORY_ITEMS = 1024 * 1024  # dfs.namenode.fs-limits.max-directory-items
+
+
+@dataclass(frozen=True)
+class FsLimits:
+    """HDFS's dfs.namenode.fs-limits.* for new names (design §N.4)."""
+
+    max_component_length: int = MAX_COMPONENT_LENGTH  # UTF-8 bytes of a new name; 0: none
+    max_directory_items: int = MAX_DIRECTORY_ITEMS  # entries a directory may hold
+
+
+class PathComponentTooLongError(NamenodeError):
+    """A name longer than dfs.namenode.fs-limits.max-component-length (255 bytes)."""
+
+    java_class = "org.apache.hadoop.hdfs.protocol.FSLimitException$PathComponentTooLongException"
+
+
+class MaxDirectoryItemsExceededError(NamenodeError):
+    """A directory at dfs.namenode.fs-limits.max-directory-items entries."""
+
+    java_class = (
+        "org.apache.hadoop.hdfs.protocol.FSLimitException$MaxDirectoryItemsExceededException"
+    )
+
+
+def _check_replication(replication: int, path: str) -> None:
+    if replication < MIN_REPLICATION:
+        raise NamenodeError(
+            f"Requested replication factor of {replication} is less than the required "
+            f"minimum of {MIN_REPLICATION} for {path}"
+        )
+    if replication > MAX_REPLICATION:
+        raise NamenodeError(
+            f"Requested replication factor of {replication} exceeds maximum of "
+            f"{MAX_REPLICATION} for {path}"
+        )
