@@ -17,7 +17,7 @@ from qjm.namenode import protocols
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import HAServiceProtocol_pb2 as ha
 from qjm.namenode.proto import hdfs_pb2 as hdfs
-from qjm.namenode.types import ContentSummary, FileStatus, HAState
+from qjm.namenode.types import MODE_MASK, ContentSummary, FileStatus, HAState
 
 log = logging.getLogger(__name__)
 
@@ -322,7 +322,7 @@ class NameNodeClient:
         await self.call(
             "setPermission",
             cn.SetPermissionRequestProto(
-                src=path, permission=hdfs.FsPermissionProto(perm=mode & 0o7777)
+                src=path, permission=hdfs.FsPermissionProto(perm=mode & MODE_MASK)
             ),
         )
 

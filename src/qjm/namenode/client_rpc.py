@@ -23,12 +23,11 @@ from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import hdfs_pb2 as hdfs
 from qjm.namenode.retry_cache import CacheEntry, RetryCache, created_status
 from qjm.namenode.service import NameNodeService
-from qjm.namenode.types import Caller, ContentSummary, FileStatus, HAState, RpcIds
+from qjm.namenode.types import MODE_MASK, Caller, ContentSummary, FileStatus, HAState, RpcIds
 
 if TYPE_CHECKING:
     from qjm.namenode.namespace import Namespace
 
-PERMISSION_MASK = 0o7777  # FsPermission's bits; HDFS sends ACL/encryption bits in flags
 MAX_REPLICATION = 512  # dfs.replication.max
 MIN_BLOCK_SIZE = 1 << 20  # dfs.namenode.fs-limits.min-block-size
 _UINT64 = (1 << 64) - 1
@@ -99,7 +98,7 @@ def file_status_proto(status: FileStatus, path: bytes) -> hdfs.HdfsFileStatusPro
         fileType=file_type,
         path=path,
         length=status.length,
-        permission=hdfs.FsPermissionProto(perm=status.permission & PERMISSION_MASK),
+        permission=hdfs.FsPermissionProto(perm=status.permission & MODE_MASK),
         owner=status.owner,
         group=status.group,
         modification_time=status.mtime,
@@ -308,7 +307,7 @@ class ClientRpc:
         """mkdirs: the directory (and its parents with createParent) with the masked mode."""
         check_path_length("mkdirs", req.src)  # first, as HDFS: in any HA state (design §N.4)
         caller = self.nn.caller_of(ctx)
-        permission = req.masked.perm & PERMISSION_MASK
+        permission = req.masked.perm  # the plan masks it
         when = now_ms()
 
         def plan(ns: Namespace) -> list[Op]:
@@ -331,7 +330,7 @@ class ClientRpc:
                 f"configured minimum value {MIN_BLOCK_SIZE}"
             )
         caller = self.nn.caller_of(ctx)
-        permission = req.masked.perm & PERMISSION_MASK
+        permission = req.masked.perm  # the plan masks it
         overwrite = bool(flags & cn.OVERWRITE)
         may_create = bool(flags & cn.CREATE)
         when = now_ms()
@@ -457,9 +456,9 @@ class ClientRpc:
     async def set_permission(
         self, req: cn.SetPermissionRequestProto, ctx: CallContext
     ) -> cn.SetPermissionResponseProto:
-        """setPermission: the mode bits (0o7777) of src."""
+        """setPermission: the mode bits (MODE_MASK) of src."""
         caller = self.nn.caller_of(ctx)
-        permission = req.permission.perm & PERMISSION_MASK
+        permission = req.permission.perm  # the plan masks it
 
         def plan(ns: Namespace) -> list[Op]:
             return ns.plan_set_permission(req.src, caller, permission)
@@ -635,7 +634,7 @@ class ClientRpc:
                 owner=status.owner,
                 group=status.group,
                 sticky=bool(status.permission & 0o1000),
-                permission=hdfs.FsPermissionProto(perm=status.permission & PERMISSION_MASK),
+                permission=hdfs.FsPermissionProto(perm=status.permission & MODE_MASK),
             )
         )
 

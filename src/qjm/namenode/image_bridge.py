@@ -44,6 +44,7 @@ from qjm.namenode.inodes import DIRECTORY as K_DIR
 from qjm.namenode.inodes import FILE as K_FILE
 from qjm.namenode.inodes import NO_SLOT, UNDER_CONSTRUCTION, InodeStore
 from qjm.namenode.inodes import SYMLINK as K_SYMLINK
+from qjm.namenode.types import MODE_MASK
 
 if TYPE_CHECKING:
     from qjm.namenode.image import FsImage
@@ -198,7 +199,7 @@ def from_image(
         superuser=superuser, supergroup=supergroup, permissions_enabled=permissions_enabled
     )
     st = ns.store
-    st.mode[0] = root.mode & 0o7777
+    st.mode[0] = root.mode & MODE_MASK
     st.owner[0] = st.strings.id(root.user)
     st.group[0] = st.strings.id(root.group)
     st.mtime[0] = root.mtime
@@ -248,7 +249,7 @@ def from_image(
                 parents.append(i)
                 names.append(node.name)
                 dirs.append(None)
-                modes.append(node.mode & 0o7777)
+                modes.append(node.mode & MODE_MASK)
                 owners.append(sid(node.user))
                 groups.append(sid(node.group))
                 mtimes.append(node.mtime)
@@ -463,7 +464,7 @@ def _fill(ns: Namespace, raw_inodes: bytes, raw_dirs: bytes, strings: dict[int, 
             kind = _KINDS[node.type]
             uc = node.client_name is not None and kind == K_FILE
             flags[s] = kind | (UNDER_CONSTRUCTION if uc else 0)
-            modes[s] = node.mode & 0o7777
+            modes[s] = node.mode & MODE_MASK
             owners[s] = sid(node.user)
             groups[s] = sid(node.group)
             mtimes[s] = node.mtime
@@ -497,7 +498,7 @@ def _fill(ns: Namespace, raw_inodes: bytes, raw_dirs: bytes, strings: dict[int, 
             g = user_of[gid] = sid(_string(strings, gid))
         owners[s] = o
         groups[s] = g
-        modes[s] = p & 0o7777
+        modes[s] = p & MODE_MASK
         mtimes[s] = f.modificationTime
         names[s] = m.name.decode("utf-8", "surrogateescape")
         if t == t_dir:

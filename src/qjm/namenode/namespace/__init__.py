@@ -31,11 +31,11 @@ from qjm.namenode.namespace.rules import (
     MAX_DIRECTORY_ITEMS,
     MAX_REPLICATION,
     MIN_REPLICATION,
-    MODE_MASK,
     FsLimits,
     MaxDirectoryItemsExceededError,
     PathComponentTooLongError,
 )
+from qjm.namenode.types import MODE_MASK
 
 __all__ = [
     "IMPLICIT_UWX",

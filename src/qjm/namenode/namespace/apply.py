@@ -48,7 +48,7 @@ from qjm.namenode.inodes import (
 from qjm.namenode.namespace.core import ROOT
 from qjm.namenode.namespace.paths import Resolved, join_path
 from qjm.namenode.namespace.quota import QUOTA_DONT_SET, QuotaMixin
-from qjm.namenode.namespace.rules import MODE_MASK
+from qjm.namenode.types import MODE_MASK
 
 
 class ApplyMixin(QuotaMixin):

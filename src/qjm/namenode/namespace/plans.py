@@ -37,13 +37,12 @@ from qjm.namenode.namespace.paths import Resolved, check_path_length, join_path
 from qjm.namenode.namespace.quota import QUOTA_DONT_SET, QuotaMixin
 from qjm.namenode.namespace.rules import (
     IMPLICIT_UWX,
-    MODE_MASK,
     MaxDirectoryItemsExceededError,
     PathComponentTooLongError,
     _check_replication,
 )
 from qjm.namenode.permissions import ALL, WRITE, PermissionChecker
-from qjm.namenode.types import Caller, RpcIds
+from qjm.namenode.types import MODE_MASK, Caller, RpcIds
 
 
 class PlansMixin(QuotaMixin):

@@ -1,4 +1,4 @@
-"""The namespace's request rules that need no tree: fs-limits, replication bounds, the mode mask."""
+"""The namespace's request rules that need no tree: fs-limits and replication bounds."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from qjm.namenode.errors import NamenodeError
 
 MIN_REPLICATION, MAX_REPLICATION = 1, 512  # dfs.namenode.replication.min / .max defaults
 IMPLICIT_UWX = 0o300  # parents made on the way get u+wx (FSDirMkdirOp.addImplicitUwx)
-MODE_MASK = 0o7777
 MAX_COMPONENT_LENGTH = 255  # dfs.namenode.fs-limits.max-component-length (bytes)
 MAX_DIRECTORY_ITEMS = 1024 * 1024  # dfs.namenode.fs-limits.max-directory-items
 
