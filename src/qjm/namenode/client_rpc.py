@@ -28,7 +28,6 @@ from qjm.namenode.types import MODE_MASK, Caller, ContentSummary, FileStatus, HA
 if TYPE_CHECKING:
     from qjm.namenode.namespace import Namespace
 
-MAX_REPLICATION = 512  # dfs.replication.max
 MIN_BLOCK_SIZE = 1 << 20  # dfs.namenode.fs-limits.min-block-size
 _UINT64 = (1 << 64) - 1
 _INT64_SIGN = 1 << 63
@@ -129,15 +128,6 @@ def content_summary_proto(summary: ContentSummary) -> hdfs.ContentSummaryProto:
 def rpc_ids(ctx: CallContext) -> RpcIds:
     """The retry-cache ids of a call (logged with its mutation)."""
     return RpcIds(client_id=ctx.client_id, call_id=ctx.call_id)
-
-
-def check_replication(replication: int, method: str) -> None:
-    """Refuse a replication factor HDFS would refuse (1..dfs.replication.max)."""
-    if replication < 1 or replication > MAX_REPLICATION:
-        raise IllegalArgumentError(
-            f"{method}: requested replication factor of {replication} is outside "
-            f"1..{MAX_REPLICATION}"
-        )
 
 
 def not_supported(method: str, reason: str = NO_DATANODES) -> Handler:
@@ -322,7 +312,6 @@ class ClientRpc:
         flags = req.createFlag
         if flags & cn.APPEND:
             raise NotSupportedError(NO_DATANODES.format(method="create with CreateFlag.APPEND"))
-        check_replication(req.replication, "create")
         block_size = signed64(req.blockSize)  # a Java long: 2**64-1 is -1, refused below
         if block_size < MIN_BLOCK_SIZE:
             raise IllegalArgumentError(
@@ -484,7 +473,6 @@ class ClientRpc:
         self, req: cn.SetReplicationRequestProto, ctx: CallContext
     ) -> cn.SetReplicationResponseProto:
         """setReplication: false for a directory."""
-        check_replication(req.replication, "setReplication")
         caller = self.nn.caller_of(ctx)
 
         def plan(ns: Namespace) -> list[Op]:

@@ -34,6 +34,7 @@ from qjm.namenode.namespace.rules import (
     FsLimits,
     MaxDirectoryItemsExceededError,
     PathComponentTooLongError,
+    check_replication,
 )
 from qjm.namenode.types import MODE_MASK
 
@@ -55,6 +56,7 @@ __all__ = [
     "PathComponentTooLongError",
     "PathTooLongError",
     "check_path_length",
+    "check_replication",
     "java_length",
     "join_path",
     "path_depth",

@@ -39,7 +39,7 @@ from qjm.namenode.namespace.rules import (
     IMPLICIT_UWX,
     MaxDirectoryItemsExceededError,
     PathComponentTooLongError,
-    _check_replication,
+    check_replication,
 )
 from qjm.namenode.permissions import ALL, WRITE, PermissionChecker
 from qjm.namenode.types import MODE_MASK, Caller, RpcIds
@@ -150,7 +150,7 @@ class PlansMixin(QuotaMixin):
         pc = self._pc(caller)
         self._traverse(pc, r)
         st = self._st
-        _check_replication(replication, path)
+        check_replication(replication, path, client_machine)
         if block_size <= 0:
             raise IllegalArgumentError(f"Invalid block size {block_size} for {path}")
         mode = permission & MODE_MASK
@@ -430,13 +430,13 @@ class PlansMixin(QuotaMixin):
 
     def plan_set_replication(self, path: str, caller: Caller, replication: int) -> list[Op]:
         """A SetReplicationOp; [] for a directory (HDFS's false). Needs WRITE."""
+        check_replication(replication, path)  # first, as HDFS's FSDirAttrOp.setReplication
         r, pc = self._existing(path, caller)
         s = r.last
         st = self._st
         pc.check(s, WRITE)
         if st.kind(s) != FILE:
             return []
-        _check_replication(replication, path)
         delta = st.length[s] * (replication - st.replication[s])
         self._check_quota(st.parent[s], 0, delta)
         return [SetReplicationOp(path=join_path(r.comps), replication=replication)]

@@ -34,14 +34,17 @@ class MaxDirectoryItemsExceededError(NamenodeError):
     )
 
 
-def _check_replication(replication: int, path: str) -> None:
-    if replication < MIN_REPLICATION:
-        raise NamenodeError(
-            f"Requested replication factor of {replication} is less than the required "
-            f"minimum of {MIN_REPLICATION} for {path}"
-        )
+def check_replication(replication: int, src: str, client_machine: str | None = None) -> None:
+    """Refuse a replication factor outside HDFS's bounds, as BlockManager.verifyReplication.
+
+    The one check of the rule (design §N.4): an IOException naming the path as the client
+    sent it and, for create, the client's machine.
+    """
     if replication > MAX_REPLICATION:
-        raise NamenodeError(
-            f"Requested replication factor of {replication} exceeds maximum of "
-            f"{MAX_REPLICATION} for {path}"
-        )
+        why = f"exceeds maximum of {MAX_REPLICATION}"
+    elif replication < MIN_REPLICATION:
+        why = f"is less than the required minimum of {MIN_REPLICATION}"
+    else:
+        return
+    who = "" if client_machine is None else f", clientName={client_machine}"
+    raise NamenodeError(f"Requested replication factor of {replication} {why} for {src}{who}")
