@@ -23,14 +23,18 @@ from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import hdfs_pb2 as hdfs
 from qjm.namenode.retry_cache import CacheEntry, RetryCache, created_status
 from qjm.namenode.service import NameNodeService
-from qjm.namenode.types import MODE_MASK, Caller, ContentSummary, FileStatus, HAState, RpcIds
+from qjm.namenode.status_proto import (
+    content_summary_proto,
+    file_status_proto,
+    signed64,
+    unsigned64,
+)
+from qjm.namenode.types import MODE_MASK, Caller, FileStatus, HAState, RpcIds
 
 if TYPE_CHECKING:
     from qjm.namenode.namespace import Namespace
 
 MIN_BLOCK_SIZE = 1 << 20  # dfs.namenode.fs-limits.min-block-size
-_UINT64 = (1 << 64) - 1
-_INT64_SIGN = 1 << 63
 _STATE_ON_WIRE = {  # HAServiceStateProto; STOPPING is never sent
     HAState.INITIALIZING: 0,
     HAState.ACTIVE: 1,
@@ -73,56 +77,6 @@ Handler = Callable[[Any, CallContext], Awaitable[Message]]
 def now_ms() -> int:
     """The wall clock in milliseconds since the epoch (HDFS's modification times)."""
     return time.time_ns() // 1_000_000
-
-
-def signed64(value: int) -> int:
-    """A uint64 field carrying a Java long (-1 arrives as 2**64 - 1) as the long."""
-    return value - (1 << 64) if value & _INT64_SIGN else value
-
-
-def unsigned64(value: int) -> int:
-    """A Java long for a uint64 field (-1 goes as 2**64 - 1)."""
-    return value & _UINT64
-
-
-def file_status_proto(status: FileStatus, path: bytes) -> hdfs.HdfsFileStatusProto:
-    """HdfsFileStatusProto of status; path is the local name (listings) or b"" (getFileInfo)."""
-    if status.symlink is not None:
-        file_type = hdfs.HdfsFileStatusProto.IS_SYMLINK
-    elif status.is_dir:
-        file_type = hdfs.HdfsFileStatusProto.IS_DIR
-    else:
-        file_type = hdfs.HdfsFileStatusProto.IS_FILE
-    proto = hdfs.HdfsFileStatusProto(
-        fileType=file_type,
-        path=path,
-        length=status.length,
-        permission=hdfs.FsPermissionProto(perm=status.permission & MODE_MASK),
-        owner=status.owner,
-        group=status.group,
-        modification_time=status.mtime,
-        access_time=status.atime,
-        block_replication=status.replication,
-        blocksize=status.block_size,
-        fileId=status.file_id,
-        # HDFS: a directory's entries, 0 for a file (FSDirStatAndListingOp.createFileStatus)
-        childrenNum=status.children if status.is_dir else 0,
-    )
-    if status.symlink is not None:
-        proto.symlink = status.symlink.encode()
-    return proto
-
-
-def content_summary_proto(summary: ContentSummary) -> hdfs.ContentSummaryProto:
-    """ContentSummaryProto of summary (a quota of -1, none, goes as Java's -1)."""
-    return hdfs.ContentSummaryProto(
-        length=summary.length,
-        fileCount=summary.file_count,
-        directoryCount=summary.directory_count,
-        quota=unsigned64(summary.ns_quota),
-        spaceConsumed=summary.space_consumed,
-        spaceQuota=unsigned64(summary.space_quota),
-    )
 
 
 def rpc_ids(ctx: CallContext) -> RpcIds:
