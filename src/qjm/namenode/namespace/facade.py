@@ -39,15 +39,14 @@ from qjm.namenode.inodes import (
     NO_SLOT,
     InodeStore,
 )
-
-if TYPE_CHECKING:
-    from qjm.namenode.image import FsImage, ImageContents, NsInfo
-
 from qjm.namenode.namespace.apply import ApplyMixin
 from qjm.namenode.namespace.core import ROOT
 from qjm.namenode.namespace.plans import PlansMixin
 from qjm.namenode.namespace.reads import ReadsMixin
 from qjm.namenode.namespace.rules import FsLimits
+
+if TYPE_CHECKING:
+    from qjm.namenode.image import FsImage, ImageContents, NsInfo
 
 
 class Namespace(ReadsMixin, PlansMixin, ApplyMixin):
@@ -121,6 +120,34 @@ class Namespace(ReadsMixin, PlansMixin, ApplyMixin):
         c.last_inode_id = self.last_inode_id
         c.n_files, c.n_dirs, c.n_bytes = self.n_files, self.n_dirs, self.n_bytes
         return c
+
+    @classmethod
+    def from_store(
+        cls,
+        store: InodeStore,
+        *,
+        last_inode_id: int,
+        superuser: str,
+        supergroup: str = "supergroup",
+        permissions_enabled: bool = True,
+    ) -> Namespace:
+        """A namespace over a loaded store (slot 0 its root directory): the image loader's way in.
+
+        The totals and each quota directory's usage are counted from the store; a root
+        without a quota gets HDFS's default; the last inode id is at least the largest held.
+        """
+        ns = cls(
+            superuser=superuser, supergroup=supergroup, permissions_enabled=permissions_enabled
+        )
+        ns._st = store
+        ns.last_inode_id = max(last_inode_id, max(store.ids))
+        ns.n_dirs = store.flags.count(DIRECTORY)
+        ns.n_files = store.count - ns.n_dirs
+        ns.n_bytes = sum(store.length)
+        if ROOT not in store.quota:
+            store.quota[ROOT] = [ROOT_NS_QUOTA, QUOTA_UNSET, 0, 0]
+        ns._recount_quotas()
+        return ns
 
     def to_image(self, txid: int, ns_info: NsInfo) -> ImageContents:
         """The namespace as image contents for qjm.namenode.image.write_image.

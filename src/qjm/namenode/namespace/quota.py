@@ -79,3 +79,13 @@ class QuotaMixin(NamespaceCore):
                         f"but diskspace consumed = {e[3] + dds} B"
                     )
             s = st.parent[s]
+
+    def _recount_quotas(self) -> None:
+        """Count every quota directory's cached usage from the tree (after a load)."""
+        st = self._st
+        for s, q in st.quota.items():
+            if s == ROOT:  # the whole tree: every inode, every file's bytes
+                q[2] = st.count
+                q[3] = sum(st.length[x] * st.replication[x] for x in st.blocks)
+            else:
+                q[2], q[3] = self.subtree_usage(s)[:2]
