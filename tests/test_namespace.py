@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from qjm.editlog.framing import iter_ops
-from qjm.editlog.ops import AddOp, CloseOp, DeleteOp, MkdirOp, Op, decode_op, encode_op
+from qjm.editlog.ops import AddOp, Block, CloseOp, DeleteOp, MkdirOp, Op, decode_op, encode_op
+from qjm.namenode.errors import NSQuotaExceededError
 from qjm.namenode.image import NameSystemInfo, read_image, write_image
 from qjm.namenode.image.model import ROOT_INODE_ID
 from qjm.namenode.namespace import Namespace
@@ -317,3 +319,42 @@ def test_failover_continues_inode_ids() -> None:
     assert active.dump() == standby.dump()
     ids = [row[1] for row in active.dump()]
     assert len(ids) == len(set(ids))
+
+
+def test_a_loader_builds_a_namespace_through_the_inode_store_api() -> None:
+    """InodeStore.from_columns then Namespace.from_store: totals and quota usage counted."""
+    from qjm.namenode.inodes import DIRECTORY, FILE, NO_SLOT, InodeColumns, InodeStore, StringTable
+
+    table = StringTable()
+    u = table.id("hdfs")
+    cols = InodeColumns(
+        ids=[ROOT_INODE_ID, 16390, 16391],
+        parents=[NO_SLOT, 0, 1],
+        flags=[DIRECTORY, DIRECTORY, FILE],
+        modes=[0o755, 0o750, 0o644],
+        owners=[u, u, u],
+        groups=[u, u, u],
+        mtimes=[1, 2, 3],
+        atimes=[0, 0, 3],
+        repls=[0, 0, 3],
+        bsizes=[0, 0, 1 << 20],
+        lengths=[0, 0, 100],
+        names=["", "d", "f"],
+        kids=[{"d": 1}, {"f": 2}, None],
+        strings=table,
+        blocks={2: (Block(1, 100, 1),)},
+        quotas={1: (10, 1000)},
+        leases={},
+        extra={},
+    )
+    ns = Namespace.from_store(InodeStore.from_columns(cols), last_inode_id=16385, superuser="hdfs")
+    assert ns.totals() == (1, 2, 100)
+    assert ns.last_inode_id == 16391  # at least the largest id held
+    d = ns.content_summary("/d", SU)
+    assert (d.ns_quota, d.space_quota, d.space_consumed) == (10, 1000, 300)
+    root = ns.content_summary("/", SU)
+    assert (root.file_count, root.directory_count, root.space_consumed) == (1, 2, 300)
+    with pytest.raises(NSQuotaExceededError):  # the cached usage counts the two inodes
+        ns.plan_mkdirs("/d/" + "/".join("abcdefghi"), SU, 0o755, True, 4)
+    with pytest.raises(ValueError, match="different lengths"):
+        InodeStore.from_columns(dataclasses.replace(cols, names=["", "d"]))

@@ -17,7 +17,7 @@ from qjm.namenode.errors import (
     PathIsNotEmptyDirectoryError,
     PathNotFoundError,
 )
-from qjm.namenode.namespace import Namespace
+from qjm.namenode.namespace import Namespace, check_replication
 from qjm.namenode.types import Caller, RpcIds
 
 SU = Caller("hdfs")
@@ -101,6 +101,44 @@ def test_create_bad_replication(ns: Namespace) -> None:
         ns.plan_create("/f", SU, 0o644, False, False, 0, 1 << 20, "c", "m", 1, RPC)
     with pytest.raises(NamenodeError, match="exceeds maximum"):
         ns.plan_create("/f", SU, 0o644, False, False, 513, 1 << 20, "c", "m", 1, RPC)
+
+
+@pytest.mark.parametrize(
+    ("replication", "machine", "refusal"),
+    [
+        (1, None, None),
+        (512, "m", None),
+        (
+            0,
+            None,
+            "Requested replication factor of 0 is less than the required minimum of 1 for /f",
+        ),
+        (-3, "m", "of -3 is less than the required minimum of 1 for /f, clientName=m"),
+        (513, None, "Requested replication factor of 513 exceeds maximum of 512 for /f"),
+        (
+            513,
+            "h",
+            "Requested replication factor of 513 exceeds maximum of 512 for /f, clientName=h",
+        ),
+    ],
+)
+def test_check_replication(replication: int, machine: str | None, refusal: str | None) -> None:
+    """HDFS's BlockManager.verifyReplication: java.io.IOException, its message."""
+    if refusal is None:
+        check_replication(replication, "/f", machine)
+        return
+    with pytest.raises(NamenodeError) as refused:
+        check_replication(replication, "/f", machine)
+    assert type(refused.value) is NamenodeError  # java.io.IOException, as HDFS
+    assert str(refused.value).endswith(refusal)
+
+
+def test_set_replication_checks_the_bounds_first(ns: Namespace) -> None:
+    """As HDFS's FSDirAttrOp.setReplication: before the path, so a directory is refused too."""
+    with pytest.raises(NamenodeError, match="exceeds maximum of 512 for /home/alice$"):
+        ns.plan_set_replication("/home/alice", ALICE, 513)
+    with pytest.raises(NamenodeError, match="less than the required minimum of 1 for /nope$"):
+        ns.plan_set_replication("/nope", ALICE, 0)
 
 
 def test_complete_by_another_client_is_a_lease_error(ns: Namespace) -> None:

@@ -174,6 +174,38 @@ async def test_create_with_append_or_without_create_on_a_missing_file_is_refused
     assert "replication" in replication.value.message
 
 
+async def test_replication_out_of_bounds_is_hdfs_ioexception_after_the_ha_check(
+    served: tuple[FakeNameNode, IpcServer, Rpc],
+) -> None:
+    """One home for the rule: BlockManager.verifyReplication's IOException and message."""
+    nn, _, rpc = served
+    fields: dict[str, Any] = dict(
+        masked=perm(0o644), clientName="c", createParent=True, createFlag=cn.CREATE
+    )
+    with pytest.raises(RemoteError) as low:
+        await rpc("create", src="/r", replication=0, blockSize=1 << 27, **fields)
+    assert (low.value.class_name, low.value.message) == (
+        "java.io.IOException",
+        "Requested replication factor of 0 is less than the required minimum of 1 for /r, "
+        "clientName=127.0.0.1",
+    )
+    await rpc("mkdirs", src="/rd", masked=perm(0o755), createParent=True)
+    with pytest.raises(RemoteError) as high:  # checked first: a directory is refused too
+        await rpc("setReplication", src="/rd", replication=513)
+    assert (high.value.class_name, high.value.message) == (
+        "java.io.IOException",
+        "Requested replication factor of 513 exceeds maximum of 512 for /rd",
+    )
+    nn.standby = True  # HDFS checks the HA state before the replication
+    for method, call in (
+        ("create", dict(src="/r", replication=0, blockSize=1 << 27, **fields)),
+        ("setReplication", dict(src="/rd", replication=513)),
+    ):
+        with pytest.raises(RemoteError) as standby:
+            await rpc(method, **call)
+        assert standby.value.class_name == STANDBY_EXCEPTION, method
+
+
 async def test_rename_delete_and_attributes(served: tuple[FakeNameNode, IpcServer, Rpc]) -> None:
     _, _, rpc = served
     await rpc("mkdirs", src="/x/y", masked=perm(0o755), createParent=True)

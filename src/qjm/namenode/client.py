@@ -17,7 +17,8 @@ from qjm.namenode import protocols
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import HAServiceProtocol_pb2 as ha
 from qjm.namenode.proto import hdfs_pb2 as hdfs
-from qjm.namenode.types import ContentSummary, FileStatus, HAState
+from qjm.namenode.status_proto import status_from_proto, summary_from_proto
+from qjm.namenode.types import MODE_MASK, ContentSummary, FileStatus, HAState
 
 log = logging.getLogger(__name__)
 
@@ -27,43 +28,6 @@ STANDBY_EXCEPTION = "org.apache.hadoop.ipc.StandbyException"
 RETRIABLE_EXCEPTION = "org.apache.hadoop.ipc.RetriableException"
 FILE_NOT_FOUND = "java.io.FileNotFoundException"
 DEFAULT_UMASK = 0o022
-_INT64_SIGN = 1 << 63
-
-
-def _signed64(value: int) -> int:
-    return value - (1 << 64) if value & _INT64_SIGN else value
-
-
-def status_from_proto(proto: hdfs.HdfsFileStatusProto, name: str) -> FileStatus:
-    """A FileStatus from an HdfsFileStatusProto; name is the entry's name (or the path's last)."""
-    is_dir = proto.fileType == hdfs.HdfsFileStatusProto.IS_DIR
-    return FileStatus(
-        name=name,
-        is_dir=is_dir,
-        length=proto.length,
-        permission=proto.permission.perm,
-        owner=proto.owner,
-        group=proto.group,
-        mtime=proto.modification_time,
-        atime=proto.access_time,
-        replication=proto.block_replication,
-        block_size=proto.blocksize,
-        file_id=proto.fileId,
-        children=proto.childrenNum if is_dir else -1,
-        symlink=proto.symlink.decode() if proto.HasField("symlink") else None,
-    )
-
-
-def summary_from_proto(proto: hdfs.ContentSummaryProto) -> ContentSummary:
-    """A ContentSummary from a ContentSummaryProto (Java's -1 quotas back to -1)."""
-    return ContentSummary(
-        length=proto.length,
-        file_count=proto.fileCount,
-        directory_count=proto.directoryCount,
-        ns_quota=_signed64(proto.quota),
-        space_consumed=proto.spaceConsumed,
-        space_quota=_signed64(proto.spaceQuota),
-    )
 
 
 def _last_name(path: str) -> str:
@@ -322,7 +286,7 @@ class NameNodeClient:
         await self.call(
             "setPermission",
             cn.SetPermissionRequestProto(
-                src=path, permission=hdfs.FsPermissionProto(perm=mode & 0o7777)
+                src=path, permission=hdfs.FsPermissionProto(perm=mode & MODE_MASK)
             ),
         )
 

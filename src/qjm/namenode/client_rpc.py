@@ -23,16 +23,18 @@ from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import hdfs_pb2 as hdfs
 from qjm.namenode.retry_cache import CacheEntry, RetryCache, created_status
 from qjm.namenode.service import NameNodeService
-from qjm.namenode.types import Caller, ContentSummary, FileStatus, HAState, RpcIds
+from qjm.namenode.status_proto import (
+    content_summary_proto,
+    file_status_proto,
+    signed64,
+    unsigned64,
+)
+from qjm.namenode.types import MODE_MASK, Caller, FileStatus, HAState, RpcIds
 
 if TYPE_CHECKING:
     from qjm.namenode.namespace import Namespace
 
-PERMISSION_MASK = 0o7777  # FsPermission's bits; HDFS sends ACL/encryption bits in flags
-MAX_REPLICATION = 512  # dfs.replication.max
 MIN_BLOCK_SIZE = 1 << 20  # dfs.namenode.fs-limits.min-block-size
-_UINT64 = (1 << 64) - 1
-_INT64_SIGN = 1 << 63
 _STATE_ON_WIRE = {  # HAServiceStateProto; STOPPING is never sent
     HAState.INITIALIZING: 0,
     HAState.ACTIVE: 1,
@@ -77,68 +79,9 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def signed64(value: int) -> int:
-    """A uint64 field carrying a Java long (-1 arrives as 2**64 - 1) as the long."""
-    return value - (1 << 64) if value & _INT64_SIGN else value
-
-
-def unsigned64(value: int) -> int:
-    """A Java long for a uint64 field (-1 goes as 2**64 - 1)."""
-    return value & _UINT64
-
-
-def file_status_proto(status: FileStatus, path: bytes) -> hdfs.HdfsFileStatusProto:
-    """HdfsFileStatusProto of status; path is the local name (listings) or b"" (getFileInfo)."""
-    if status.symlink is not None:
-        file_type = hdfs.HdfsFileStatusProto.IS_SYMLINK
-    elif status.is_dir:
-        file_type = hdfs.HdfsFileStatusProto.IS_DIR
-    else:
-        file_type = hdfs.HdfsFileStatusProto.IS_FILE
-    proto = hdfs.HdfsFileStatusProto(
-        fileType=file_type,
-        path=path,
-        length=status.length,
-        permission=hdfs.FsPermissionProto(perm=status.permission & PERMISSION_MASK),
-        owner=status.owner,
-        group=status.group,
-        modification_time=status.mtime,
-        access_time=status.atime,
-        block_replication=status.replication,
-        blocksize=status.block_size,
-        fileId=status.file_id,
-        # HDFS: a directory's entries, 0 for a file (FSDirStatAndListingOp.createFileStatus)
-        childrenNum=status.children if status.is_dir else 0,
-    )
-    if status.symlink is not None:
-        proto.symlink = status.symlink.encode()
-    return proto
-
-
-def content_summary_proto(summary: ContentSummary) -> hdfs.ContentSummaryProto:
-    """ContentSummaryProto of summary (a quota of -1, none, goes as Java's -1)."""
-    return hdfs.ContentSummaryProto(
-        length=summary.length,
-        fileCount=summary.file_count,
-        directoryCount=summary.directory_count,
-        quota=unsigned64(summary.ns_quota),
-        spaceConsumed=summary.space_consumed,
-        spaceQuota=unsigned64(summary.space_quota),
-    )
-
-
 def rpc_ids(ctx: CallContext) -> RpcIds:
     """The retry-cache ids of a call (logged with its mutation)."""
     return RpcIds(client_id=ctx.client_id, call_id=ctx.call_id)
-
-
-def check_replication(replication: int, method: str) -> None:
-    """Refuse a replication factor HDFS would refuse (1..dfs.replication.max)."""
-    if replication < 1 or replication > MAX_REPLICATION:
-        raise IllegalArgumentError(
-            f"{method}: requested replication factor of {replication} is outside "
-            f"1..{MAX_REPLICATION}"
-        )
 
 
 def not_supported(method: str, reason: str = NO_DATANODES) -> Handler:
@@ -308,7 +251,7 @@ class ClientRpc:
         """mkdirs: the directory (and its parents with createParent) with the masked mode."""
         check_path_length("mkdirs", req.src)  # first, as HDFS: in any HA state (design §N.4)
         caller = self.nn.caller_of(ctx)
-        permission = req.masked.perm & PERMISSION_MASK
+        permission = req.masked.perm  # the plan masks it
         when = now_ms()
 
         def plan(ns: Namespace) -> list[Op]:
@@ -323,7 +266,6 @@ class ClientRpc:
         flags = req.createFlag
         if flags & cn.APPEND:
             raise NotSupportedError(NO_DATANODES.format(method="create with CreateFlag.APPEND"))
-        check_replication(req.replication, "create")
         block_size = signed64(req.blockSize)  # a Java long: 2**64-1 is -1, refused below
         if block_size < MIN_BLOCK_SIZE:
             raise IllegalArgumentError(
@@ -331,7 +273,7 @@ class ClientRpc:
                 f"configured minimum value {MIN_BLOCK_SIZE}"
             )
         caller = self.nn.caller_of(ctx)
-        permission = req.masked.perm & PERMISSION_MASK
+        permission = req.masked.perm  # the plan masks it
         overwrite = bool(flags & cn.OVERWRITE)
         may_create = bool(flags & cn.CREATE)
         when = now_ms()
@@ -457,9 +399,9 @@ class ClientRpc:
     async def set_permission(
         self, req: cn.SetPermissionRequestProto, ctx: CallContext
     ) -> cn.SetPermissionResponseProto:
-        """setPermission: the mode bits (0o7777) of src."""
+        """setPermission: the mode bits (MODE_MASK) of src."""
         caller = self.nn.caller_of(ctx)
-        permission = req.permission.perm & PERMISSION_MASK
+        permission = req.permission.perm  # the plan masks it
 
         def plan(ns: Namespace) -> list[Op]:
             return ns.plan_set_permission(req.src, caller, permission)
@@ -485,7 +427,6 @@ class ClientRpc:
         self, req: cn.SetReplicationRequestProto, ctx: CallContext
     ) -> cn.SetReplicationResponseProto:
         """setReplication: false for a directory."""
-        check_replication(req.replication, "setReplication")
         caller = self.nn.caller_of(ctx)
 
         def plan(ns: Namespace) -> list[Op]:
@@ -635,7 +576,7 @@ class ClientRpc:
                 owner=status.owner,
                 group=status.group,
                 sticky=bool(status.permission & 0o1000),
-                permission=hdfs.FsPermissionProto(perm=status.permission & PERMISSION_MASK),
+                permission=hdfs.FsPermissionProto(perm=status.permission & MODE_MASK),
             )
         )
 

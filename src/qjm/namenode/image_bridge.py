@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from array import array
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +32,6 @@ from qjm.namenode.image.model import (
     FILE,
     QUOTA_UNSET,
     ROOT_INODE_ID,
-    ROOT_NS_QUOTA,
     SYMLINK,
     ImageContents,
     Inode,
@@ -42,8 +40,9 @@ from qjm.namenode.image.model import (
 from qjm.namenode.image.reader import OLDEST_PROTOBUF_LAYOUT, load_image
 from qjm.namenode.inodes import DIRECTORY as K_DIR
 from qjm.namenode.inodes import FILE as K_FILE
-from qjm.namenode.inodes import NO_SLOT, UNDER_CONSTRUCTION, InodeStore
+from qjm.namenode.inodes import NO_SLOT, UNDER_CONSTRUCTION, InodeColumns, InodeStore, StringTable
 from qjm.namenode.inodes import SYMLINK as K_SYMLINK
+from qjm.namenode.types import MODE_MASK
 
 if TYPE_CHECKING:
     from qjm.namenode.image import FsImage
@@ -51,39 +50,6 @@ if TYPE_CHECKING:
 
 _KIND_NAMES = {K_FILE: FILE, K_DIR: DIRECTORY, K_SYMLINK: SYMLINK}
 _KINDS = {FILE: K_FILE, DIRECTORY: K_DIR, SYMLINK: K_SYMLINK}
-
-
-def _set_columns(
-    st: Any,
-    ids: list[int],
-    parents: list[int],
-    flags: list[int],
-    modes: list[int],
-    owners: list[int],
-    groups: list[int],
-    mtimes: list[int],
-    atimes: list[int],
-    repls: list[int],
-    bsizes: list[int],
-    lengths: list[int],
-    names: list[str],
-    dirs: Any,
-) -> None:
-    """Give the store its columns at once, each as an exactly sized array."""
-    st.ids = array("q", ids)
-    st.parent = array("i", parents)
-    st.flags = array("B", flags)
-    st.mode = array("H", modes)
-    st.owner = array("I", owners)
-    st.group = array("I", groups)
-    st.mtime = array("q", mtimes)
-    st.atime = array("q", atimes)
-    st.replication = array("H", repls)
-    st.block_size = array("q", bsizes)
-    st.length = array("q", lengths)
-    st.names = names
-    st.kids = dirs
-    st.count = len(ids)
 
 
 def to_image(ns: Namespace, txid: int, ns_info: NameSystemInfo) -> ImageContents:
@@ -194,17 +160,13 @@ def from_image(
     root = image.inodes.get(ROOT_INODE_ID)
     if root is None or not root.is_dir:
         raise NamenodeError(f"the image has no root directory (inode {ROOT_INODE_ID})")
-    ns = Namespace(
-        superuser=superuser, supergroup=supergroup, permissions_enabled=permissions_enabled
-    )
-    st = ns.store
-    st.mode[0] = root.mode & 0o7777
-    st.owner[0] = st.strings.id(root.user)
-    st.group[0] = st.strings.id(root.group)
-    st.mtime[0] = root.mtime
-    rq = st.quota[0]
-    rq[0], rq[1] = root.ns_quota, root.ds_quota
-    _set_extra(st.extra, 0, root)
+    table = StringTable()
+    sid = table.id
+    blocks: dict[int, tuple[Block, ...]] = {}
+    quotas = {0: (root.ns_quota, root.ds_quota)}
+    leases: dict[int, tuple[str, str]] = {}
+    extra: dict[int, dict[str, Any]] = {}
+    _set_extra(extra, 0, root)
 
     kids: dict[int, list[int]] = {}
     for child, parent in image.parents.items():
@@ -214,9 +176,9 @@ def from_image(
     ids = [ROOT_INODE_ID]
     parents = [NO_SLOT]
     flags = [K_DIR]
-    modes = [st.mode[0]]
-    owners = [st.owner[0]]
-    groups = [st.group[0]]
+    modes = [root.mode & MODE_MASK]
+    owners = [sid(root.user)]
+    groups = [sid(root.group)]
     mtimes = [root.mtime]
     atimes = [0]
     repls = [0]
@@ -224,11 +186,8 @@ def from_image(
     lengths = [0]
     names = [""]
     dirs: list[dict[str, int] | None] = [None]
-    sid = st.strings.id
     inodes = image.inodes
     seen = {ROOT_INODE_ID}
-    n_files = n_dirs = n_bytes = 0
-    quota_dirs: list[int] = []
     i = 0
     while i < len(ids):
         children = kids.pop(ids[i], None)
@@ -248,22 +207,19 @@ def from_image(
                 parents.append(i)
                 names.append(node.name)
                 dirs.append(None)
-                modes.append(node.mode & 0o7777)
+                modes.append(node.mode & MODE_MASK)
                 owners.append(sid(node.user))
                 groups.append(sid(node.group))
                 mtimes.append(node.mtime)
                 if kind == K_DIR:
-                    n_dirs += 1
                     flags.append(K_DIR)
                     atimes.append(0)
                     repls.append(0)
                     bsizes.append(0)
                     lengths.append(0)
                     if node.ns_quota != QUOTA_UNSET or node.ds_quota != QUOTA_UNSET:
-                        st.quota[s] = [node.ns_quota, node.ds_quota, 0, 0]
-                        quota_dirs.append(s)
+                        quotas[s] = (node.ns_quota, node.ds_quota)
                 else:
-                    n_files += 1
                     uc = node.client_name is not None and kind == K_FILE
                     flags.append(kind | (UNDER_CONSTRUCTION if uc else 0))
                     atimes.append(node.atime)
@@ -271,12 +227,11 @@ def from_image(
                     bsizes.append(node.preferred_block_size if kind == K_FILE else 0)
                     n = 0
                     if node.blocks:
-                        st.blocks[s] = node.blocks
+                        blocks[s] = node.blocks
                         n = node.size
-                        n_bytes += n
                     lengths.append(n)
                     if uc:
-                        st.lease[s] = (node.client_name or "", node.client_machine or "")
+                        leases[s] = (node.client_name or "", node.client_machine or "")
                 if (
                     node.acls
                     or node.xattrs
@@ -284,40 +239,38 @@ def from_image(
                     or kind == K_SYMLINK
                     or (node.storage_policy_id or node.erasure_coding_policy_id)
                 ):
-                    _set_extra(st.extra, s, node)
+                    _set_extra(extra, s, node)
             if entries:
                 dirs[i] = entries
         i += 1
-    _set_columns(
-        st,
-        ids,
-        parents,
-        flags,
-        modes,
-        owners,
-        groups,
-        mtimes,
-        atimes,
-        repls,
-        bsizes,
-        lengths,
-        names,
-        dirs,
+    return Namespace.from_store(
+        InodeStore.from_columns(
+            InodeColumns(
+                ids=ids,
+                parents=parents,
+                flags=flags,
+                modes=modes,
+                owners=owners,
+                groups=groups,
+                mtimes=mtimes,
+                atimes=atimes,
+                repls=repls,
+                bsizes=bsizes,
+                lengths=lengths,
+                names=names,
+                kids=dirs,
+                strings=table,
+                blocks=blocks,
+                quotas=quotas,
+                leases=leases,
+                extra=extra,
+            )
+        ),
+        last_inode_id=image.last_inode_id,
+        superuser=superuser,
+        supergroup=supergroup,
+        permissions_enabled=permissions_enabled,
     )
-    ns.n_files, ns.n_dirs, ns.n_bytes = n_files, n_dirs + 1, n_bytes
-    ns.last_inode_id = max(image.last_inode_id, max(ids))
-    rq[2] = st.count
-    rq[3] = sum(st.length[s] * st.replication[s] for s in st.blocks)
-    for s in quota_dirs:
-        q = st.quota[s]
-        q[2], q[3] = ns_usage(ns, s)
-    return ns
-
-
-def ns_usage(ns: Namespace, s: int) -> tuple[int, int]:
-    """(names, space consumed) of the subtree at slot s."""
-    u = ns.subtree_usage(s)
-    return u[0], u[1]
 
 
 def _set_extra(extra: dict[int, dict[str, Any]], s: int, node: Inode) -> None:
@@ -374,11 +327,17 @@ def load_namespace(
         return _general(data, superuser, supergroup, permissions_enabled)
     ns_info = sec.decode_ns_info(raw_ns)
     strings = sec.decode_string_table(raw_strings) if raw_strings is not None else {}
-    ns = Namespace(
-        superuser=superuser, supergroup=supergroup, permissions_enabled=permissions_enabled
-    )
-    if not _fill(ns, raw_inodes, body(INODE_DIR) or b"", strings):
+    filled = _fill(raw_inodes, body(INODE_DIR) or b"", strings)
+    if filled is None:
         return _general(data, superuser, supergroup, permissions_enabled)
+    store, last_id = filled
+    ns = Namespace.from_store(
+        store,
+        last_inode_id=last_id,
+        superuser=superuser,
+        supergroup=supergroup,
+        permissions_enabled=permissions_enabled,
+    )
     return ns, ns_info
 
 
@@ -392,9 +351,16 @@ def _general(
     return ns, image.ns_info
 
 
-def _fill(ns: Namespace, raw_inodes: bytes, raw_dirs: bytes, strings: dict[int, str]) -> bool:
-    """Decode the INODE and INODE_DIR sections into ns; False if not every inode is linked."""
-    st = ns.store
+def _fill(
+    raw_inodes: bytes, raw_dirs: bytes, strings: dict[int, str]
+) -> tuple[InodeStore, int] | None:
+    """The INODE and INODE_DIR sections as a store and the last inode id; None if not every
+    inode is linked."""
+    table = StringTable()
+    blocks: dict[int, tuple[Block, ...]] = {}
+    quotas: dict[int, tuple[int, int]] = {}
+    leases: dict[int, tuple[str, str]] = {}
+    extra: dict[int, dict[str, Any]] = {}
     last_id, count = sec.inode_header(raw_inodes)
     ids: list[int] = [ROOT_INODE_ID]
     flags = [K_DIR]
@@ -408,12 +374,10 @@ def _fill(ns: Namespace, raw_inodes: bytes, raw_dirs: bytes, strings: dict[int, 
     lengths = [0]
     names = [""]
     slot_of: dict[int, int] = {}
-    sid = st.strings.id
+    sid = table.id
     user_of: dict[int, int] = {}  # string table id -> our string index
     parse = pb.INodeSection.INode.FromString
     t_file, t_dir = pb.INodeSection.INode.FILE, pb.INodeSection.INode.DIRECTORY
-    quota_dirs: list[int] = []
-    n_files = n_dirs = n_bytes = 0
     it = iter_delimited(raw_inodes, INODE)
     next(it, None)  # the header
     seen = 0
@@ -463,29 +427,25 @@ def _fill(ns: Namespace, raw_inodes: bytes, raw_dirs: bytes, strings: dict[int, 
             kind = _KINDS[node.type]
             uc = node.client_name is not None and kind == K_FILE
             flags[s] = kind | (UNDER_CONSTRUCTION if uc else 0)
-            modes[s] = node.mode & 0o7777
+            modes[s] = node.mode & MODE_MASK
             owners[s] = sid(node.user)
             groups[s] = sid(node.group)
             mtimes[s] = node.mtime
             names[s] = node.name
             if kind == K_DIR:
-                n_dirs += 1
                 if node.ns_quota != QUOTA_UNSET or node.ds_quota != QUOTA_UNSET:
-                    st.quota[s] = [node.ns_quota, node.ds_quota, 0, 0]
-                    quota_dirs.append(s)
+                    quotas[s] = (node.ns_quota, node.ds_quota)
             else:
-                n_files += 1
                 atimes[s] = node.atime
                 if kind == K_FILE:
                     repls[s] = node.replication
                     bsizes[s] = node.preferred_block_size
                 if node.blocks:
-                    st.blocks[s] = node.blocks
-                    lengths[s] = n = node.size
-                    n_bytes += n
+                    blocks[s] = node.blocks
+                    lengths[s] = node.size
                 if uc:
-                    st.lease[s] = (node.client_name or "", node.client_machine or "")
-            _set_extra(st.extra, s, node)
+                    leases[s] = (node.client_name or "", node.client_machine or "")
+            _set_extra(extra, s, node)
             continue
         p = f.permission
         uid, gid = (p >> 40) & 0xFFFFFF, (p >> 16) & 0xFFFFFF
@@ -497,30 +457,26 @@ def _fill(ns: Namespace, raw_inodes: bytes, raw_dirs: bytes, strings: dict[int, 
             g = user_of[gid] = sid(_string(strings, gid))
         owners[s] = o
         groups[s] = g
-        modes[s] = p & 0o7777
+        modes[s] = p & MODE_MASK
         mtimes[s] = f.modificationTime
         names[s] = m.name.decode("utf-8", "surrogateescape")
         if t == t_dir:
-            n_dirs += 1
             flags[s] = K_DIR
             nsq, dsq = signed64(f.nsQuota), signed64(f.dsQuota)
             if nsq != QUOTA_UNSET or dsq != QUOTA_UNSET:
-                st.quota[s] = [nsq, dsq, 0, 0]
-                quota_dirs.append(s)
+                quotas[s] = (nsq, dsq)
         else:
-            n_files += 1
             flags[s] = K_FILE
             atimes[s] = f.accessTime
             repls[s] = f.replication
             bsizes[s] = f.preferredBlockSize
             if f.blocks:
-                blocks = tuple(
+                file_blocks = tuple(
                     Block(signed64(b.blockId), signed64(b.numBytes), signed64(b.genStamp))
                     for b in f.blocks
                 )
-                st.blocks[s] = blocks
-                lengths[s] = n = sum(b.num_bytes for b in blocks)
-                n_bytes += n
+                blocks[s] = file_blocks
+                lengths[s] = sum(b.num_bytes for b in file_blocks)
     if seen != count:
         raise ImageError(f"section {INODE} holds {seen} inodes but its header says {count}", INODE)
     if 0 not in slot_of.values() or flags[0] != K_DIR:
@@ -531,47 +487,42 @@ def _fill(ns: Namespace, raw_inodes: bytes, raw_dirs: bytes, strings: dict[int, 
     for e in sec.iter_dir_entries(raw_dirs):
         ps = slot_of.get(e.parent)
         if ps is None or flags[ps] != K_DIR or e.ref_children:
-            return False
+            return None
         entries: dict[str, int] = {}
         for c in e.children:
             cs = slot_of.get(c)
             if cs is None or parents[cs] != NO_SLOT or cs == 0:
-                return False
+                return None
             parents[cs] = ps
             entries[names[cs]] = cs
         linked += len(entries)
         if entries:
             dirs[ps] = entries
     if linked != len(ids) - 1:
-        return False  # inodes outside the tree (snapshots): the general path skips them
-    root_quota = st.quota.pop(0, None)
-    _set_columns(
-        st,
-        ids,
-        parents,
-        flags,
-        modes,
-        owners,
-        groups,
-        mtimes,
-        atimes,
-        repls,
-        bsizes,
-        lengths,
-        names,
-        dirs,
+        return None  # inodes outside the tree (snapshots): the general path skips them
+    store = InodeStore.from_columns(
+        InodeColumns(
+            ids=ids,
+            parents=parents,
+            flags=flags,
+            modes=modes,
+            owners=owners,
+            groups=groups,
+            mtimes=mtimes,
+            atimes=atimes,
+            repls=repls,
+            bsizes=bsizes,
+            lengths=lengths,
+            names=names,
+            kids=dirs,
+            strings=table,
+            blocks=blocks,
+            quotas=quotas,
+            leases=leases,
+            extra=extra,
+        )
     )
-    rq = root_quota or [ROOT_NS_QUOTA, QUOTA_UNSET, 0, 0]
-    rq[2] = st.count
-    rq[3] = sum(st.length[s] * st.replication[s] for s in st.blocks)
-    st.quota[0] = rq
-    ns.n_files, ns.n_dirs, ns.n_bytes = n_files, n_dirs, n_bytes
-    ns.last_inode_id = max(last_id, max(ids))
-    for s in quota_dirs:
-        if s:
-            q = st.quota[s]
-            q[2], q[3] = ns_usage(ns, s)
-    return True
+    return store, last_id
 
 
 def _string(strings: dict[int, str], i: int) -> str:

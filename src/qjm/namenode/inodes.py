@@ -8,6 +8,7 @@ the rare attributes (blocks, quotas, leases, ACLs, ...) in dicts keyed by slot.
 from __future__ import annotations
 
 from array import array
+from dataclasses import dataclass
 from typing import Any
 
 from qjm.editlog.ops.types import Block
@@ -52,6 +53,35 @@ class StringTable:
         return i
 
 
+@dataclass
+class InodeColumns:
+    """A whole tree as a loader builds it: one list per column, the slot is the position.
+
+    Slot 0 is the root directory; kids holds each directory's name -> slot entries; owners
+    and groups index strings; the sparse maps are keyed by slot (quotas: the (name, space)
+    limits; the namespace counts their usage).
+    """
+
+    ids: list[int]
+    parents: list[int]
+    flags: list[int]
+    modes: list[int]
+    owners: list[int]
+    groups: list[int]
+    mtimes: list[int]
+    atimes: list[int]
+    repls: list[int]
+    bsizes: list[int]
+    lengths: list[int]
+    names: list[str]
+    kids: list[dict[str, int] | None]
+    strings: StringTable
+    blocks: dict[int, tuple[Block, ...]]
+    quotas: dict[int, tuple[int, int]]
+    leases: dict[int, tuple[str, str]]
+    extra: dict[int, dict[str, Any]]
+
+
 class InodeStore:
     """Struct-of-arrays inode storage; a freed slot is reused by the next allocation."""
 
@@ -78,6 +108,48 @@ class InodeStore:
         self.lease: dict[int, tuple[str, str]] = {}  # slot -> (client name, client machine)
         self.extra: dict[int, dict[str, Any]] = {}  # acls, xattrs, symlink target, policies
         self.sorted_names: dict[int, list[str]] = {}  # big directories' names, for listing
+
+    @classmethod
+    def from_columns(cls, cols: InodeColumns) -> InodeStore:
+        """A store holding a loaded tree, each column made an exactly sized array at once."""
+        n = len(cols.ids)
+        columns = (
+            cols.parents,
+            cols.flags,
+            cols.modes,
+            cols.owners,
+            cols.groups,
+            cols.mtimes,
+            cols.atimes,
+            cols.repls,
+            cols.bsizes,
+            cols.lengths,
+            cols.names,
+            cols.kids,
+        )
+        if any(len(c) != n for c in columns):
+            raise ValueError(f"inode columns of different lengths (ids: {n})")
+        st = cls()
+        st.ids = array("q", cols.ids)
+        st.parent = array("i", cols.parents)
+        st.flags = array("B", cols.flags)
+        st.mode = array("H", cols.modes)
+        st.owner = array("I", cols.owners)
+        st.group = array("I", cols.groups)
+        st.mtime = array("q", cols.mtimes)
+        st.atime = array("q", cols.atimes)
+        st.replication = array("H", cols.repls)
+        st.block_size = array("q", cols.bsizes)
+        st.length = array("q", cols.lengths)
+        st.names = cols.names
+        st.kids = cols.kids
+        st.strings = cols.strings
+        st.count = n
+        st.blocks = cols.blocks
+        st.quota = {s: [ns, ds, 0, 0] for s, (ns, ds) in cols.quotas.items()}
+        st.lease = cols.leases
+        st.extra = cols.extra
+        return st
 
     def copy(self) -> InodeStore:
         """An independent copy (arrays and dicts copied; their values are immutable)."""

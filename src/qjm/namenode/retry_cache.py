@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from qjm.editlog.ops import AddBlockOp, AddOp, Op
-from qjm.namenode.types import FileStatus
+from qjm.namenode.types import MODE_MASK, FileStatus
 
 CLIENT_ID_LENGTH = 16  # a UUID (HDFS's ClientId.BYTE_LENGTH)
 # ClientProtocol's @AtMostOnce methods (HDFS 3). qjm answers create, rename, rename2 and
@@ -118,7 +118,7 @@ def created_status(op: AddOp) -> FileStatus:
         name=op.path.rstrip("/").rsplit("/", 1)[-1],
         is_dir=False,
         length=sum(b.num_bytes for b in op.blocks),
-        permission=ps.mode & 0o7777,
+        permission=ps.mode & MODE_MASK,
         owner=ps.username,
         group=ps.groupname,
         mtime=op.mtime,

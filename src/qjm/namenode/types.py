@@ -5,6 +5,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+# The permission bits a namespace keeps: every mode coming in (a request, an op, an image)
+# is masked with it in one place, the namespace's plans, apply and image loader.
+# HDFS sends the ACL and encryption bits in HdfsFileStatusProto's flags instead.
+MODE_MASK = 0o7777
+
 
 class HAState(enum.Enum):
     """A NameNode's HA state (design §N.8); values are HAServiceStateProto's numbers."""

@@ -12,8 +12,9 @@ from qjm.cluster.launcher import namenode_state
 from qjm.errors import QjmError
 from qjm.ipc import IpcClient, RemoteError
 from qjm.namenode import protocols
-from qjm.namenode.client import NameNodeClient, status_from_proto
+from qjm.namenode.client import NameNodeClient
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
+from qjm.namenode.status_proto import status_from_proto
 from qjm.testing.chaos.history import CallRecord, History, Outcome
 from qjm.testing.chaos.model import Observed, Op, SubtreeModel
 from qjm.testing.chaos.workload import stat_observed
