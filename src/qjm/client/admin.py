@@ -9,9 +9,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from qjm.client.decisions import FormatRefused
 from qjm.client.journalnode_client import JournalNodeClient
 from qjm.client.quorum_call import QuorumError, call_all
-from qjm.client.quorum_journal_manager import FormatRefused, QuorumJournalManager
+from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.uri import QJournalUri, check_distinct_nodes
 from qjm.errors import QjmError
 from qjm.protocol import qjournal_pb2 as pb

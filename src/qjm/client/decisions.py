@@ -26,6 +26,7 @@ __all__ = [
     "CachedEdits",
     "EpochAnswer",
     "FinalizedEndsDisagree",
+    "FormatRefused",
     "MergedManifest",
     "MergedSegment",
     "NoMajorityError",
@@ -47,6 +48,10 @@ __all__ = [
 ]
 
 K = TypeVar("K")
+
+
+class FormatRefused(QjmError):
+    """Format was refused: a node is unreachable or already holds the journal."""
 
 
 class NoMajorityError(QjmError):

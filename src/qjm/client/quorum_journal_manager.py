@@ -16,6 +16,7 @@ from collections.abc import Callable
 from qjm.client.async_logger import AsyncLogger
 from qjm.client.decisions import (
     EpochAnswer,
+    FormatRefused,
     NothingToRecover,
     RecoveryAnswer,
     RestoredNodesError,
@@ -86,10 +87,6 @@ def _recovery_answer(resp: pb.PrepareRecoveryResponseProto) -> RecoveryAnswer:
 def _writer_idle_s(resp: pb.NewEpochResponseProto) -> float:
     """Seconds the node reports since it last accepted an older writer's call (0: unsaid)."""
     return resp.writer_idle_ms / 1000.0 if resp.HasField("writer_idle_ms") else 0.0
-
-
-class FormatRefused(QjmError):
-    """Format was refused: a node is unreachable or already holds the journal."""
 
 
 class NotWriterError(QjmError):
