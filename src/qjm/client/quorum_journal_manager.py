@@ -21,6 +21,7 @@ from qjm.client.decisions import (
     RecoveryAnswer,
     RestoredNodesError,
     Segment,
+    format_refusal,
     newest_segment,
     next_epoch,
     plan_recovery,
@@ -151,15 +152,9 @@ class QuorumJournalManager:
         asked = self.loggers.is_formatted()
         try:
             formatted = await asked.wait_for_all(FORMAT_TIMEOUT_S)
-        except QuorumError:
-            down = [
-                f"{ch} ({asked.errors.get(ch, 'no answer')})"
-                for ch in asked.keys
-                if ch not in asked.successes
-            ]
-            raise FormatRefused(
-                "format needs every JournalNode to answer; unreachable: " + "; ".join(down)
-            ) from None
+        except QuorumError as e:
+            refused = format_refusal(asked.keys, asked.successes, asked.errors)
+            raise (refused or FormatRefused(f"format failed: {e}")) from None
         held = [str(ch) for ch, yes in formatted.items() if yes]
         if held and not force:
             raise FormatRefused(
