@@ -26,7 +26,7 @@ from qjm.ipc.server import ipc_limit_keys
 from qjm.journalnode.journal import FaultInjector, Journal
 from qjm.journalnode.metrics import JournalNodeMetrics
 from qjm.journalnode.storage import JNStorage, lock_file
-from qjm.journalnode.syncer import JournalSyncer
+from qjm.journalnode.syncer import JournalNodeSyncer
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import JournalError, JournalNotFormattedError, StorageError
 from qjm.protocol.identity import check_journal_id
@@ -286,7 +286,7 @@ class JournalNode:
         self.stopped = asyncio.Event()
         self._stopping = False  # set first thing in stop(): no journal opens after it
         self.peers = list(peers or [])
-        self.syncer: JournalSyncer | None = None
+        self.syncer: JournalNodeSyncer | None = None
         self._sync_stop = asyncio.Event()
         self._sync_task: asyncio.Task[None] | None = None
         # accept_recovery's downloads, off the journals' threads (a few at a time).
@@ -589,7 +589,7 @@ class JournalNode:
             await self.stop()
             raise
         if self.settings.sync_enabled and self.peers:
-            self.syncer = JournalSyncer(self, self.peers, self.settings.sync_interval_ms / 1000)
+            self.syncer = JournalNodeSyncer(self, self.peers, self.settings.sync_interval_ms / 1000)
             self._sync_task = asyncio.create_task(self.syncer.run(self._sync_stop))
         log.info(
             "JournalNode started: rpc=%s http=%s edits_dir=%s journals=%s",

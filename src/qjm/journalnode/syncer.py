@@ -111,7 +111,7 @@ async def _download_over_http(url: str, dest: Path) -> None:
     await asyncio.get_running_loop().run_in_executor(None, download_segment, url, dest)
 
 
-class JournalSyncer:
+class JournalNodeSyncer:
     """Background repair of one JournalNode's journals from its peers."""
 
     def __init__(
