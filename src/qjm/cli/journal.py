@@ -14,10 +14,10 @@ from qjm.client.admin import (
     journal_status,
     new_namespace_info,
 )
-from qjm.client.decisions import majority_of
 from qjm.client.uri import QJournalUri, parse_members, parse_qjournal_uri
 from qjm.config import load_config
 from qjm.errors import ConfigError
+from qjm.protocol.quorum import majority_of
 from qjm.protocol.status import describe_member_change, describe_segments, problem_lines
 
 

@@ -11,9 +11,9 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Generic, TypeVar
 
-from qjm.client.decisions import majority_of
 from qjm.errors import QjmError
 from qjm.protocol.errors import EpochError
+from qjm.protocol.quorum import majority_of
 
 __all__ = [
     "FencedError",

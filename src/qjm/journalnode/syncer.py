@@ -133,6 +133,11 @@ class JournalNodeSyncer:
         self._status_of: StatusOf = status_of or _node_status
         self._fetch = fetch
 
+    @property
+    def nodes(self) -> int:
+        """The journal's nodes: the peers and this one (quorums are majorities of these)."""
+        return len(self.peers) + 1
+
     def wake(self) -> None:
         """Start the next round now (at most one a second): a journal lacks txids."""
         self._woken.set()
@@ -245,7 +250,7 @@ class JournalNodeSyncer:
             copies,
             occupied,
             max(committed),
-            len(self.peers) + 1,
+            self.nodes,
             every_peer_answered=answered == len(self.peers),
         )
         installed = 0
@@ -275,7 +280,7 @@ class JournalNodeSyncer:
         awaiting-new-epoch marker) before it takes writes, and does not vote in recovery
         until a writer starts a segment on it (design §J.5).
         """
-        nodes = len(self.peers) + 1
+        nodes = self.nodes
         need = majority_of(nodes)
         found = [(p, journal) for p, (journal, _) in peers.items()]
         if len(found) < need:
