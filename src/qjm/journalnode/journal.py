@@ -7,14 +7,12 @@ event loop. Every method checks all its preconditions before it changes anything
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import math
 import os
 import struct
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,20 +25,15 @@ from qjm.editlog.segments import SegmentFile
 from qjm.errors import ConfigError, EditLogError
 from qjm.journalnode import rules
 from qjm.journalnode.edits_cache import JournaledEditsCache
-from qjm.journalnode.health import disk_facts, journal_problems
 from qjm.journalnode.rules import (
     MAX_EPOCH,
     Accepted,
     JournalState,
-    OnDisk,
     Request,
 )
 from qjm.journalnode.segment_fetch import (
     TRANSFER_TIMEOUT_SECONDS,
-    FetchLimits,
     SegmentFetcher,
-    check_segment_url,
-    size_cap,
 )
 from qjm.journalnode.segment_fetch import (
     download_segment as download_segment,
@@ -64,7 +57,6 @@ from qjm.protocol.errors import (
     MembershipMismatchError,
     NamespaceMismatchError,
     NoSuchSegmentError,
-    SegmentChangedError,
     SegmentExistsError,
     StorageError,
     StorageInfoMismatchError,
@@ -73,7 +65,7 @@ from qjm.protocol.errors import (
 )
 from qjm.protocol.member_change import MemberChange, check_member_change
 from qjm.protocol.namespace import StorageInfo, same_namespace
-from qjm.protocol.urls import GetJournalQuery, with_recovery_epoch
+from qjm.protocol.urls import GetJournalQuery
 
 log = logging.getLogger("qjm.journalnode.journal")
 T = TypeVar("T")
@@ -111,18 +103,6 @@ class JournalCounters:
     observe_sync: Callable[[float], None] = lambda seconds: None  # set by the metrics
 
 
-@dataclass(frozen=True, slots=True)
-class AcceptPlan:
-    """What an accept_recovery needs: the range, its source, and where to download it."""
-
-    start: int
-    end: int
-    url: str
-    download: Path | None = None  # None: nothing to fetch
-    compare: bool = False  # same end as ours: keep ours when the bytes are the same
-    limits: FetchLimits | None = None
-
-
 def _segment_proto(seg: SegmentInfo) -> pb.SegmentStateProto:
     """A segment as the wire message."""
     return pb.SegmentStateProto(
@@ -143,7 +123,8 @@ def remote_edit_log(seg: SegmentInfo) -> pb.RemoteEditLogProto:
     return out
 
 
-def _describe(seg: pb.SegmentStateProto) -> str:
+def describe_state(seg: pb.SegmentStateProto) -> str:
+    """A segment state as refusals and logs name it."""
     return rules.describe_segment(seg.start_txid, seg.end_txid, seg.is_in_progress)
 
 
@@ -894,7 +875,7 @@ class Journal:
                 self.state(),
                 segment_txid,
                 seg.end_txid if seg is not None else None,
-                _describe(acc),
+                describe_state(acc),
                 acc.end_txid,
             )
             resp.accepted_in_epoch = accepted.accepted_in_epoch
@@ -930,168 +911,6 @@ class Journal:
                 "answer prepare_recovery as if this node never had it (the syncer fetches "
                 "a good copy from a peer)"
             )
-
-    def accept_recovery(
-        self, req: pb.RequestInfoProto, segment: pb.SegmentStateProto, from_url: str
-    ) -> None:
-        """Paxos phase 2b: take the chosen segment (downloading it if ours differs), persist."""
-        plan = self.begin_accept_recovery(req, segment, from_url)
-        if plan.download is not None:
-            self.download(plan)
-        self.finish_accept_recovery(req, segment, plan)
-
-    def begin_accept_recovery(
-        self, req: pb.RequestInfoProto, segment: pb.SegmentStateProto, from_url: str
-    ) -> AcceptPlan:
-        """Check an accept_recovery and say what must be downloaded; changes nothing."""
-        fetch, compare = self._check_accept(req, segment, from_url)
-        from_url = with_recovery_epoch(from_url, req.epoch)
-        if not fetch:
-            return AcceptPlan(segment.start_txid, segment.end_txid, from_url)
-        return AcceptPlan(
-            segment.start_txid,
-            segment.end_txid,
-            from_url,
-            download=self.files.download_path(segment.start_txid, req.epoch, uuid.uuid4().hex[:12]),
-            compare=compare,
-            limits=FetchLimits(
-                size_cap(segment.start_txid, segment.end_txid, segment.byte_length),
-                self.transfer_timeout,
-            ),
-        )
-
-    def download(self, plan: AcceptPlan) -> None:
-        """Fetch a plan's segment into its private file and check its range; any thread."""
-        dest = plan.download
-        assert dest is not None and plan.limits is not None
-        try:
-            if self._fetch is not None:
-                self._fetch(plan.url, dest)
-            else:
-                self.fetcher.fetch(plan.url, dest, plan.limits)
-            self.files.check_download(dest, plan.start, plan.end, plan.url)
-        except OSError as e:
-            dest.unlink(missing_ok=True)
-            raise StorageError(f"downloading {plan.url} to {dest} failed: {e}") from None
-        except BaseException:
-            dest.unlink(missing_ok=True)
-            raise
-
-    def finish_accept_recovery(
-        self, req: pb.RequestInfoProto, segment: pb.SegmentStateProto, plan: AcceptPlan
-    ) -> None:
-        """Re-check the request after the download, then persist and install what it chose."""
-        synced = plan.download
-        try:
-            # The download ran off this thread: anything may have happened meanwhile. The
-            # same checks again refuse a raised promise, a newer accept (epoch or serial) and
-            # a local segment that changed so that the plan no longer fits.
-            fetch, _ = self._check_accept(req, segment, plan.url)
-            if fetch != (synced is not None):
-                raise SegmentChangedError(
-                    f"segment {plan.start} of journal {self.jid!r} changed while "
-                    f"{_describe(segment)} was downloaded from {plan.url}; retry the recovery"
-                )
-            if synced is not None and not synced.exists():
-                raise SegmentChangedError(
-                    f"the download of {_describe(segment)} from {plan.url} to {synced} went "
-                    f"away before it was installed (journal {self.jid!r} reformatted?); retry "
-                    "the recovery"
-                )
-        except BaseException:
-            if synced is not None:
-                synced.unlink(missing_ok=True)
-            raise
-        self._apply_request(Request.of(req))
-        self._abort_cur_segment()
-        self.cache.clear()
-        start = plan.start
-        if synced is not None and plan.compare:
-            if self.files.same_log(synced, start):
-                synced.unlink()
-                synced = None
-            else:
-                log.warning(
-                    "journal %s: segment %s here differs from the accepted one at %s although "
-                    "it ends at the same txid; replacing it",
-                    self.jid,
-                    _describe(segment),
-                    plan.url,
-                )
-        staged: Path | None = None
-        if synced is not None:
-            # Under the name a crash after the paxos write rolls forward
-            # (_roll_forward_half_done_accepts).
-            staged = self.files.stage(synced, start, req.epoch)
-            # A finalized copy this recovery replaces goes first: after the paxos write it
-            # would supersede the staged file and be reported as decided in this epoch.
-            old = self.files.find_segment(start)
-            if old is not None and old.end is not None:
-                aside = self.files.retire(old)
-                log.warning(
-                    "journal %s: finalized segment %s (decided in epoch %s) differs from the "
-                    "log the recovery of epoch %d chose; kept as %s (design §J.4)",
-                    self.jid,
-                    old.path.name,
-                    self.decided_epoch(old.start, old.end),
-                    req.epoch,
-                    aside.name,
-                )
-        self.faults.before_persist_paxos_data()
-        accepted = pb.SegmentStateProto()
-        accepted.CopyFrom(segment)
-        accepted.ClearField("decided_epoch")  # the record's own epoch decides from now on
-        self.storage.write_paxos(
-            start,
-            pb.PersistedRecoveryPaxosData(segment_state=accepted, accepted_in_epoch=req.epoch),
-        )
-        self.faults.after_persist_paxos_data()
-        if staged is not None:
-            self.files.install_staged(staged, start)
-            latest = self.files.scan_for_latest_edits()
-            self.highest_written_txid = latest.end_txid if latest else 0
-        log.info(
-            "journal %s: accepted recovery of %s in epoch %d",
-            self.jid,
-            _describe(segment),
-            req.epoch,
-        )
-
-    def _check_accept(
-        self, req: pb.RequestInfoProto, segment: pb.SegmentStateProto, from_url: str
-    ) -> tuple[bool, bool]:
-        """Check an accept_recovery; (download needed, compare the download with ours)."""
-        plain = self._check_writer_call(req)
-        start, end = segment.start_txid, segment.end_txid
-        record = self.storage.read_paxos(start)
-        # A corrupt copy of ours is "different": fetch the chosen one and replace it.
-        current = self.files.segment_info(start, corrupt_ok=True)
-        ours = None
-        if current is not None:
-            decided = None
-            if not current.is_in_progress:
-                decided = self.decided_epoch(start, current.end_txid)
-            ours = OnDisk(
-                current.start_txid,
-                current.end_txid,
-                current.is_in_progress,
-                corrupt=current.corrupt is not None,
-                decided_epoch=decided,
-            )
-        action = rules.accept_action(
-            self.state(),
-            plain,
-            start,
-            end,
-            segment.is_in_progress,
-            segment.decided_epoch if segment.HasField("decided_epoch") else None,
-            record.accepted_in_epoch if record is not None else None,
-            ours,
-            bool(from_url),
-        )
-        if action.fetch:
-            check_segment_url(from_url, self.jid, start)
-        return action.fetch, action.compare
 
     def get_journaled_edits(
         self, since_txid: int, max_txns: int
@@ -1148,7 +967,7 @@ class Journal:
         )
         return resp, visible
 
-    # -- syncer ------------------------------------------------------------------------------
+    # -- lost storage (the syncer, a member change) ---------------------------------------------
     def restore_version(
         self,
         ns: NsInfo,
@@ -1182,92 +1001,7 @@ class Journal:
         )
         return True
 
-    def occupied_ranges(self) -> list[tuple[int, int]]:
-        """The txid ranges this node's segments hold, as the syncer must leave them (§J.6).
-
-        A finalized segment holds its range; the newest in-progress segment holds every
-        txid from its start on (its writer may still add to it); an older in-progress one,
-        which a later segment start superseded and no recovery will ask for again, holds
-        nothing: a finalized copy a majority agrees on may be installed over its txids.
-        """
-        self._check_formatted()
-        segments = self.files.segments()
-        out: list[tuple[int, int]] = []
-        for seg in segments:
-            if seg.end is not None:
-                out.append((seg.start, seg.end))
-            elif self.files.is_latest_inprogress(seg, segments):
-                out.append((seg.start, MAX_TXID))
-        return out
-
-    def install_synced_segment(
-        self, tmp: Path, start: int, end: int, decided_epoch: int | None = None
-    ) -> bool:
-        """Move a downloaded, checked segment into current/; False if it now overlaps ours.
-
-        The epoch that decided it on its source is recorded with it (design §J.6).
-        """
-        self._check_formatted()
-        if any(not (end < a or start > b) for a, b in self.occupied_ranges()):
-            tmp.unlink(missing_ok=True)
-            return False
-        if decided_epoch is not None:
-            # Before the file: a crash between the two leaves a record of a segment this
-            # node lacks, which prepare_recovery refuses to answer about, not a segment
-            # without its epoch.
-            self._record_decision(start, end, decided_epoch, tmp.stat().st_size)
-        final = self.files.install_finalized(tmp, start, end)
-        if final is None:
-            return False
-        self.highest_written_txid = max(self.highest_written_txid, end)
-        self.counters.segments_synced += 1
-        self.counters.last_sync_timestamp = time.time()
-        log.info("journal %s: synced segment %s from a peer", self.jid, final.name)
-        return True
-
-    # -- status ------------------------------------------------------------------------------
-    def status(self) -> pb.JournalStatusProto:
-        """Everything an operator wants to see of this journal."""
-        st = self._base_status()
-        st.members.extend(self.members or [])
-        if self.member_change is not None:
-            st.member_change_epoch = self.member_change.epoch
-            st.members_before_change.extend(self.member_change.old)
-        if self.ns_info is not None:
-            for seg in self.get_edit_log_manifest(0, True, all_in_progress=True):
-                st.segments.append(remote_edit_log(seg))
-        if self.cur_segment_txid is not None:
-            st.current_segment_txid = self.cur_segment_txid
-        facts = disk_facts(self.storage.current)
-        corrupt = self.files.corrupt_latest
-        if corrupt is not None and corrupt[0].exists():
-            facts = dataclasses.replace(facts, corrupt=[corrupt[1]])
-        st.problems.extend(journal_problems(st, facts))
-        return st
-
-    def status_snapshot(self, problem: str) -> pb.JournalStatusProto:
-        """Status from plain attributes, for when the journal's thread is busy; any thread."""
-        st = self._base_status()
-        st.problems.append(problem)
-        return st
-
-    def _base_status(self) -> pb.JournalStatusProto:
-        """The status fields that plain attributes hold; reads no disk."""
-        st = pb.JournalStatusProto(
-            jid=self.jid,
-            is_formatted=self.ns_info is not None,
-            last_promised_epoch=self.last_promised_epoch,
-            last_writer_epoch=self.last_writer_epoch,
-            highest_written_txid=self.highest_written_txid,
-        )
-        if self.ns_info is not None:
-            st.ns_info.CopyFrom(self.ns_info.to_proto())
-        if self.committed_txid is not None:
-            st.committed_txid = self.committed_txid
-        if self.amnesiac is not None:
-            st.restored = True
-        return st
-
+    # -- serving segments -------------------------------------------------------------------
     def check_storage_info(self, theirs: StorageInfo) -> None:
         """Refuse a segment fetch whose storageInfo names another namespace than ours."""
         mine = self._check_formatted()

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from qjm.config import parse_address
 from qjm.editlog.segments import finalized_name, scan_file
 from qjm.errors import QjmError
-from qjm.journalnode.journal import Journal, download_segment
+from qjm.journalnode.journal import MAX_TXID, Journal, download_segment
 from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.namespace import same_namespace
@@ -105,6 +105,51 @@ def plan_sync(
         best = [c for c in held if (c.decided_epoch or 0) == newest]
         plans.append(SyncPlan(start, end, best[0].decided_epoch, tuple(c.peer for c in best)))
     return plans
+
+
+def occupied_ranges(j: Journal) -> list[tuple[int, int]]:
+    """The txid ranges this node's segments hold, as the syncer must leave them (§J.6).
+
+    A finalized segment holds its range; the newest in-progress segment holds every
+    txid from its start on (its writer may still add to it); an older in-progress one,
+    which a later segment start superseded and no recovery will ask for again, holds
+    nothing: a finalized copy a majority agrees on may be installed over its txids.
+    """
+    j._check_formatted()
+    segments = j.files.segments()
+    out: list[tuple[int, int]] = []
+    for seg in segments:
+        if seg.end is not None:
+            out.append((seg.start, seg.end))
+        elif j.files.is_latest_inprogress(seg, segments):
+            out.append((seg.start, MAX_TXID))
+    return out
+
+
+def install_synced_segment(
+    j: Journal, tmp: Path, start: int, end: int, decided_epoch: int | None = None
+) -> bool:
+    """Move a downloaded, checked segment into current/; False if it now overlaps ours.
+
+    The epoch that decided it on its source is recorded with it (design §J.6).
+    """
+    j._check_formatted()
+    if any(not (end < a or start > b) for a, b in occupied_ranges(j)):
+        tmp.unlink(missing_ok=True)
+        return False
+    if decided_epoch is not None:
+        # Before the file: a crash between the two leaves a record of a segment this
+        # node lacks, which prepare_recovery refuses to answer about, not a segment
+        # without its epoch.
+        j._record_decision(start, end, decided_epoch, tmp.stat().st_size)
+    final = j.files.install_finalized(tmp, start, end)
+    if final is None:
+        return False
+    j.highest_written_txid = max(j.highest_written_txid, end)
+    j.counters.segments_synced += 1
+    j.counters.last_sync_timestamp = time.time()
+    log.info("journal %s: synced segment %s from a peer", j.jid, final.name)
+    return True
 
 
 async def _download_over_http(url: str, dest: Path) -> None:
@@ -245,7 +290,7 @@ class JournalNodeSyncer:
                 if not s.is_in_progress:
                     epoch = s.decided_epoch if s.HasField("decided_epoch") else None
                     copies.append(PeerCopy(peer, s.start_txid, s.end_txid, epoch))
-        occupied = await self.node.run(jid, lambda j: j.occupied_ranges())
+        occupied = await self.node.run(jid, occupied_ranges)
         plans = plan_sync(
             copies,
             occupied,
@@ -257,7 +302,7 @@ class JournalNodeSyncer:
         for plan in plans:
             tmp = await self._download(mine, peers[plan.sources[0]][1], plan.start, plan.end)
             install = functools.partial(
-                Journal.install_synced_segment,
+                install_synced_segment,
                 tmp=tmp,
                 start=plan.start,
                 end=plan.end,
