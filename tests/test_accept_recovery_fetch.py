@@ -15,6 +15,12 @@ import pytest
 
 from conftest import JNFactory
 from qjm.editlog.framing import HEADER
+from qjm.journalnode.accept_recovery import (
+    accept_recovery,
+    begin_accept_recovery,
+    download,
+    finish_accept_recovery,
+)
 from qjm.journalnode.journal import Journal
 from qjm.journalnode.segment_fetch import MAX_FALLBACK_BYTES, size_cap
 from qjm.protocol import qjournal_pb2 as pb
@@ -145,7 +151,7 @@ def accept_in_thread(
 
     def run() -> None:
         try:
-            j.accept_recovery(req, seg, url)
+            accept_recovery(j, req, seg, url)
             out.append(None)
         except Exception as e:
             out.append(e)
@@ -189,7 +195,7 @@ def test_accept_recovery_refuses_untrusted_urls(
     local.write_bytes(HEADER + txns(1, 5))
     url = url.replace("/etc/hostname", str(local))
     with pytest.raises(InvalidRequestError, match=match):
-        j.accept_recovery(w2.req(), SEG, url)
+        accept_recovery(j, w2.req(), SEG, url)
     untouched(j)
 
 
@@ -213,7 +219,7 @@ def test_a_stream_longer_than_the_segment_is_cut_off(prepared: tuple[Journal, Wr
         seg.CopyFrom(SEG)
         seg.byte_length = len(HEADER + txns(1, 5))
         with pytest.raises(StorageError, match="more than the 308 bytes|announces 4294967296"):
-            j.accept_recovery(w2.req(), seg, srv.url())
+            accept_recovery(j, w2.req(), seg, srv.url())
         assert srv.sent < (16 << 20), f"the server sent {srv.sent} bytes before the refusal"
     finally:
         srv.close()
@@ -227,7 +233,7 @@ def test_a_source_without_an_edit_log_header_is_refused_early(
     srv = Hostile(garbage)
     try:
         with pytest.raises(StorageError, match="did not send an edit log"):
-            j.accept_recovery(w2.req(), SEG, srv.url())
+            accept_recovery(j, w2.req(), SEG, srv.url())
         assert srv.sent < (16 << 20), f"the server sent {srv.sent} bytes before the refusal"
     finally:
         srv.close()
@@ -261,11 +267,11 @@ def test_a_promise_raised_during_the_download_is_not_overridden(
     source.write_bytes(HEADER + txns(1, 5))
     j._fetch = lambda url, dest: dest.write_bytes(source.read_bytes())
     url = "http://peer.invalid/getJournal?jid=test&segmentTxId=1"
-    plan = j.begin_accept_recovery(w2.req(), SEG, url)
+    plan = begin_accept_recovery(j, w2.req(), SEG, url)
     j.new_epoch(NS, 3)  # a newer writer while the download runs off the journal thread
-    j.download(plan)
+    download(j, plan)
     with pytest.raises(StaleEpochError, match="epoch 2 is less than the last promised epoch 3"):
-        j.finish_accept_recovery(w2.req(), SEG, plan)
+        finish_accept_recovery(j, w2.req(), SEG, plan)
     untouched(j)
 
 
@@ -277,15 +283,15 @@ def test_a_newer_accept_during_the_download_wins(
     source.write_bytes(HEADER + txns(1, 5))
     j._fetch = lambda url, dest: dest.write_bytes(source.read_bytes())
     url = "http://peer.invalid/getJournal?jid=test&segmentTxId=1"
-    plan = j.begin_accept_recovery(w2.req(), SEG, url)
+    plan = begin_accept_recovery(j, w2.req(), SEG, url)
     j.new_epoch(NS, 3)
     w3 = Writer(3)
     j.prepare_recovery(w3.req(), 1)
     four = pb.SegmentStateProto(start_txid=1, end_txid=4, is_in_progress=True)
-    j.accept_recovery(w3.req(), four, url)
-    j.download(plan)
+    accept_recovery(j, w3.req(), four, url)
+    download(j, plan)
     with pytest.raises(StaleEpochError):
-        j.finish_accept_recovery(w2.req(), SEG, plan)
+        finish_accept_recovery(j, w2.req(), SEG, plan)
     accepted = j.storage.read_paxos(1)
     assert accepted is not None and accepted.accepted_in_epoch == 3
     assert j.highest_written_txid == 4
@@ -298,14 +304,14 @@ def test_a_download_that_went_away_is_not_installed(
     source = tmp_path / "source"
     source.write_bytes(HEADER + txns(1, 5))
     j._fetch = lambda url, dest: dest.write_bytes(source.read_bytes())
-    plan = j.begin_accept_recovery(
-        w2.req(), SEG, "http://peer.invalid/getJournal?jid=test&segmentTxId=1"
+    plan = begin_accept_recovery(
+        j, w2.req(), SEG, "http://peer.invalid/getJournal?jid=test&segmentTxId=1"
     )
-    j.download(plan)
+    download(j, plan)
     assert plan.download is not None
     plan.download.unlink()
     with pytest.raises(SegmentChangedError, match="went away before it was installed"):
-        j.finish_accept_recovery(w2.req(), SEG, plan)
+        finish_accept_recovery(j, w2.req(), SEG, plan)
     untouched(j)
 
 

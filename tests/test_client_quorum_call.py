@@ -7,12 +7,16 @@ import asyncio
 import pytest
 
 from qjm.client.quorum_call import (
+    FencedError,
     QuorumCall,
     QuorumError,
     QuorumTimeout,
     call_all,
+    fencing_error,
     majority_of,
 )
+from qjm.errors import QjmError
+from qjm.namenode.edit_log import EditLogFatalError, WriterFencedError
 from qjm.protocol.errors import EpochError, JournalError
 
 
@@ -129,3 +133,40 @@ async def test_call_all_sends_one_call_per_node() -> None:
     assert call.keys == ["jn1", "jn2", "jn3"]
     assert await call.wait_for_every_answer(5.0) == {"jn1": "JN1", "jn3": "JN3"}
     assert list(call.errors) == ["jn2"]
+
+
+STALE = EpochError("IPC's epoch 3 is less than the last promised epoch 4")
+
+
+def caused_by(outer: Exception, cause: BaseException) -> Exception:
+    outer.__cause__ = cause
+    return outer
+
+
+FENCING: dict[str, tuple[BaseException | None, BaseException | None]] = {
+    "nothing": (None, None),
+    "another error": (JournalError("disk full"), None),
+    "a JournalNode's refusal": (STALE, STALE),
+    "a quorum call one node refused": (QuorumError("q", {"a": STALE, "b": OSError()}), STALE),
+    "a quorum call without a refusal": (QuorumError("q", {"a": OSError()}), None),
+    "the edit log's fenced error": (
+        fenced := WriterFencedError("fenced", 3, 4),
+        fenced,
+    ),
+    "the edit log's other fatal error": (EditLogFatalError("quorum failed"), None),
+    "a refusal behind another error": (caused_by(QjmError("closing failed"), STALE), STALE),
+    "a marked error": (marked := FencedError("x"), marked),
+}
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"), [pytest.param(*row, id=name) for name, row in FENCING.items()]
+)
+def test_fencing_error(exc: BaseException | None, expected: BaseException | None) -> None:
+    assert fencing_error(exc) is expected
+
+
+def test_fencing_error_ends_on_a_cause_cycle() -> None:
+    a, b = QjmError("a"), QjmError("b")
+    a.__cause__, b.__cause__ = b, a
+    assert fencing_error(a) is None

@@ -10,6 +10,7 @@ from qjm.client.recovery_comparator import (
     RecoveryAnswer,
     RecoveryInvariantError,
     Segment,
+    SegmentRecoveryComparator,
     choose_recovery_source,
     compare_responses,
     describe_response,
@@ -107,6 +108,12 @@ def test_choose_is_order_independent_for_strict_winners() -> None:
     for perm in itertools.permutations(nodes):
         best = choose_recovery_source(perm)
         assert best is not None and best[0] == "jn2"
+
+
+def test_hadoops_comparator_sorts_worst_to_best() -> None:
+    answers = [resp(150), resp(None, writer=3), resp(153), resp(125)]
+    ranked = sorted(answers, key=SegmentRecoveryComparator)
+    assert [a.segment.end_txid if a.segment else None for a in ranked] == [None, 125, 150, 153]
 
 
 def test_choose_first_of_equals() -> None:

@@ -16,7 +16,7 @@ from qjm.client.quorum_call import QuorumError
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.config import QJournalSettings
 from qjm.editlog.framing import OP_OPAQUE
-from qjm.journalnode.syncer import JournalSyncer
+from qjm.journalnode.syncer import JournalNodeSyncer
 from qjm.protocol.namespace import namespace_identity
 from qjm.testing.faults import Gate, InjectedFault, NodeFaults
 from qjm_cluster import (
@@ -146,7 +146,7 @@ async def test_failed_node_is_out_of_sync_until_the_next_segment(tmp_path: Path)
             node = cluster.nodes[2]
             assert node is not None
             peers = [cluster.address(0), cluster.address(1)]  # a majority holds it
-            assert await JournalSyncer(node, peers, 1.0).sync_round() == 1
+            assert await JournalNodeSyncer(node, peers, 1.0).sync_round() == 1
         finally:
             await settle(q)
         segs = cluster.read_segments(2, jid)

@@ -10,6 +10,7 @@ from qjm.client.decisions import (
     BelowCommittedError,
     CachedEdits,
     FinalizedEndsDisagree,
+    FormatRefused,
     MergedManifest,
     MergedSegment,
     NodeManifest,
@@ -22,6 +23,7 @@ from qjm.client.decisions import (
     current_writers,
     durable_cached_run,
     durable_end,
+    format_refusal,
     majority_of,
     merge_manifests,
     next_epoch,
@@ -48,6 +50,28 @@ MAJORITY = {
 @pytest.mark.parametrize(("members", "expected"), cases(MAJORITY))
 def test_majority_of(members: int, expected: int) -> None:
     assert majority_of(members) == expected
+
+
+# -- format ----------------------------------------------------------------------------------
+
+FORMATS: dict[str, tuple[list[str], dict[str, str], str | None]] = {
+    "every node answered": (["a", "b", "c"], {}, None),
+    "one node silent": (["a", "b"], {}, "unreachable: c (no answer)"),
+    "one node refused": (["a", "c"], {"b": "refused"}, "unreachable: b (refused)"),
+    "only one answered": (["a"], {"c": "down"}, "unreachable: b (no answer); c (down)"),
+    "none answered": ([], {}, "a (no answer); b (no answer); c (no answer)"),
+}
+
+
+@pytest.mark.parametrize(("answered", "errors", "expected"), cases(FORMATS))
+def test_format_refusal(answered: list[str], errors: dict[str, str], expected: str | None) -> None:
+    refused = format_refusal(["a", "b", "c"], answered, errors)
+    if expected is None:
+        assert refused is None
+    else:
+        assert isinstance(refused, FormatRefused)
+        assert "format needs every JournalNode" in str(refused)
+        assert expected in str(refused)
 
 
 # -- the epoch ---------------------------------------------------------------------------------

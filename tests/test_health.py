@@ -9,6 +9,7 @@ import pytest
 from conftest import JNFactory, read_json, run_qjm
 from qjm.journalnode.health import DiskFacts, journal_problems
 from qjm.journalnode.journal import Journal
+from qjm.journalnode.journal_status import status_of
 from qjm.journalnode.storage import JNStorage
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.namespace import NamespaceInfo
@@ -92,13 +93,13 @@ def test_journal_status_flags_a_deleted_promise(tmp_path: Path) -> None:
             1,
             -64,
         )
-        assert list(j.status().problems) == []
+        assert list(status_of(j).problems) == []
     finally:
         j.close()
     (tmp_path / "j" / "current" / "last-promised-epoch").unlink()
     j = Journal("j", JNStorage(tmp_path / "j"))
     try:
-        problems = list(j.status().problems)
+        problems = list(status_of(j).problems)
     finally:
         j.close()
     assert any("promised epoch 0 is below writer epoch 1" in p for p in problems), problems

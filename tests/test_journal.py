@@ -12,8 +12,11 @@ from conftest import snapshot
 from qjm.editlog.errors import SegmentCorruptError, SegmentRangeError
 from qjm.editlog.framing import HEADER, OP_INVALID, OP_OPAQUE, encode_op, scan
 from qjm.editlog.segments import SegmentWriter, finalized_name, inprogress_name, scan_file
+from qjm.journalnode.accept_recovery import accept_recovery
 from qjm.journalnode.journal import FaultInjector, Journal
+from qjm.journalnode.journal_status import status_of
 from qjm.journalnode.storage import JNStorage
+from qjm.journalnode.syncer import install_synced_segment
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
     CommittedTxidLossError,
@@ -448,8 +451,8 @@ def test_bit_flip_in_an_open_segment_costs_only_its_recovery_vote(
     try:
         assert f"{inprogress_name(1)} is corrupt at txid 4" in caplog.text
         assert j.highest_written_txid == 3  # what is valid
-        assert any(inprogress_name(1) in p and "txid 4" in p for p in j.status().problems), (
-            j.status().problems
+        assert any(inprogress_name(1) in p and "txid 4" in p for p in status_of(j).problems), (
+            status_of(j).problems
         )
         assert j.new_epoch(NS, 2) == 1  # the corrupt segment is still the newest
         w2 = Writer(2)
@@ -459,10 +462,10 @@ def test_bit_flip_in_an_open_segment_costs_only_its_recovery_vote(
             j.prepare_recovery(w2.req(), 1)
         assert path.read_bytes() == bytes(data)  # nothing was cut or moved
         chosen = pb.SegmentStateProto(start_txid=1, end_txid=6, is_in_progress=True)
-        j.accept_recovery(w2.req(), chosen, PEER_URL)
+        accept_recovery(j, w2.req(), chosen, PEER_URL)
         assert path.read_bytes() == HEADER + txns(1, 6)
         assert j.highest_written_txid == 6
-        assert not j.status().problems
+        assert not status_of(j).problems
         j.finalize_log_segment(w2.req(committed=6), 1, 6)
         j.start_log_segment(w2.req(), 7, -64)
         write(j, w2, 7, 7, 2)
@@ -490,7 +493,7 @@ def test_a_finalized_copy_supersedes_a_corrupt_open_segment(tmp_path: Path) -> N
     try:
         assert j.highest_written_txid == 6
         assert j.new_epoch(NS, 2) == 1
-        assert any("in-progress segment 1 is older" in p for p in j.status().problems)
+        assert any("in-progress segment 1 is older" in p for p in status_of(j).problems)
     finally:
         j.close()
 
@@ -563,7 +566,7 @@ def test_accept_recovery_behavior(tmp_path: Path) -> None:
             start_txid=1, end_txid=3, is_in_progress=True, byte_length=len(HEADER + txns(1, 3))
         )
         assert prep.last_writer_epoch == 1 and not prep.HasField("accepted_in_epoch")
-        j.accept_recovery(w.req(), prep.segment_state, "")  # the source itself: no URL, no fetch
+        accept_recovery(j, w.req(), prep.segment_state, "")  # the source itself: no URL, no fetch
         j.new_epoch(NS, 2)
         w2 = Writer(2)
         prep2 = j.prepare_recovery(w2.req(), 1)
@@ -572,9 +575,9 @@ def test_accept_recovery_behavior(tmp_path: Path) -> None:
         with pytest.raises(StaleEpochError, match="epoch 1 is less than the last promised epoch 2"):
             j.prepare_recovery(w.req(), 1)
         with pytest.raises(StaleEpochError, match="epoch 1 is less than the last promised epoch 2"):
-            j.accept_recovery(w.req(), prep.segment_state, "http://unused")
+            accept_recovery(j, w.req(), prep.segment_state, "http://unused")
         with pytest.raises(InvalidRequestError, match="bad recovery state"):
-            j.accept_recovery(w2.req(), pb.SegmentStateProto(start_txid=1, end_txid=0), "x")
+            accept_recovery(j, w2.req(), pb.SegmentStateProto(start_txid=1, end_txid=0), "x")
     finally:
         j.close()
 
@@ -592,8 +595,11 @@ def test_accept_recovery_downloads_a_longer_segment(tmp_path: Path) -> None:
         j.new_epoch(NS, 2)
         w2 = Writer(2)
         j.prepare_recovery(w2.req(), 1)
-        j.accept_recovery(
-            w2.req(), pb.SegmentStateProto(start_txid=1, end_txid=5, is_in_progress=True), PEER_URL
+        accept_recovery(
+            j,
+            w2.req(),
+            pb.SegmentStateProto(start_txid=1, end_txid=5, is_in_progress=True),
+            PEER_URL,
         )
         assert scan_file(current(j) / inprogress_name(1)).last_txid == 5
         assert j.storage.read_paxos(1).accepted_in_epoch == 2  # type: ignore[union-attr]
@@ -620,7 +626,7 @@ def test_a_bad_finalized_segment_moved_aside_takes_its_kept_decision_along(
     j.new_epoch(NS, 1)
     w = Writer(1)
     seg = pb.SegmentStateProto(start_txid=1, end_txid=5, is_in_progress=True)
-    j.accept_recovery(w.req(), seg, PEER_URL)
+    accept_recovery(j, w.req(), seg, PEER_URL)
     j.finalize_log_segment(w.req(committed=5), 1, 5)
     assert j.storage.read_paxos(1) is not None
     j.close()
@@ -636,7 +642,7 @@ def test_a_bad_finalized_segment_moved_aside_takes_its_kept_decision_along(
             j.prepare_recovery(w2.req(), 1)
         good = tmp_path / "good"
         good.write_bytes(HEADER + txns(1, 5))
-        assert j.install_synced_segment(good, 1, 5)  # the syncer fetched a good copy
+        assert install_synced_segment(j, good, 1, 5)  # the syncer fetched a good copy
         prep = j.prepare_recovery(w2.req(), 1)
         assert prep.segment_state.end_txid == 5 and not prep.segment_state.is_in_progress
         assert not prep.HasField("accepted_in_epoch")
@@ -653,7 +659,8 @@ def test_accept_recovery_refuses_a_download_of_the_wrong_range(tmp_path: Path) -
         j.new_epoch(NS, 1)
         w = Writer(1)
         with pytest.raises(SegmentRangeError, match="holds txids 1-2, not 1-4"):
-            j.accept_recovery(
+            accept_recovery(
+                j,
                 w.req(),
                 pb.SegmentStateProto(start_txid=1, end_txid=4, is_in_progress=True),
                 PEER_URL,
@@ -675,8 +682,11 @@ def test_accept_recovery_never_discards_a_committed_txid(journal: Journal) -> No
     w2 = Writer(2)
     journal.prepare_recovery(w2.req(), 1)
     with pytest.raises(CommittedTxidLossError, match="discard committed txid 5"):
-        journal.accept_recovery(
-            w2.req(), pb.SegmentStateProto(start_txid=1, end_txid=3, is_in_progress=True), PEER_URL
+        accept_recovery(
+            journal,
+            w2.req(),
+            pb.SegmentStateProto(start_txid=1, end_txid=3, is_in_progress=True),
+            PEER_URL,
         )
     assert scan_file(current(journal) / inprogress_name(1)).last_txid == 5
 
@@ -692,7 +702,8 @@ def test_accept_recovery_refuses_to_replace_a_segment_its_own_epoch_finalized(
     with pytest.raises(
         FinalizedReplaceError, match=r"replace finalized segment 1-3 \(decided in epoch 2\)"
     ):
-        journal.accept_recovery(
+        accept_recovery(
+            journal,
             w.req(),
             pb.SegmentStateProto(start_txid=1, end_txid=4, is_in_progress=True),
             PEER_URL,
@@ -722,7 +733,8 @@ def crash_during_accept(
     write(j, w, 1, 1, 2)
     j.new_epoch(NS, 2)
     with pytest.raises(Crash):
-        j.accept_recovery(
+        accept_recovery(
+            j,
             Writer(2).req(),
             pb.SegmentStateProto(start_txid=1, end_txid=4, is_in_progress=True),
             PEER_URL,
@@ -765,7 +777,8 @@ def half_done_accept_of_4_6(tmp_path: Path, hook: str) -> Journal:
     j.new_epoch(NS, 2)
     setattr(faults, hook, crash)
     with pytest.raises(Crash):
-        j.accept_recovery(
+        accept_recovery(
+            j,
             Writer(2).req(),
             pb.SegmentStateProto(start_txid=4, end_txid=6, is_in_progress=True),
             PEER_URL.replace("segmentTxId=1", "segmentTxId=4"),
@@ -797,7 +810,7 @@ def test_a_half_done_accept_counts_wherever_the_newest_segment_is_computed(
         w = Writer(3)
         prep = j.prepare_recovery(w.req(), 4)
         assert (prep.accepted_in_epoch, prep.segment_state.end_txid) == (2, 6)
-        j.accept_recovery(w.req(), prep.segment_state, "")
+        accept_recovery(j, w.req(), prep.segment_state, "")
         j.finalize_log_segment(w.req(committed=6), 4, 6)
         j.start_log_segment(w.req(), 7, -64)
     finally:

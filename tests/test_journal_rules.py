@@ -13,8 +13,10 @@ import pytest
 from conftest import snapshot
 from qjm.editlog.segments import finalized_name, inprogress_name
 from qjm.journalnode import journal as journal_module
+from qjm.journalnode.accept_recovery import accept_recovery
 from qjm.journalnode.journal import Journal
-from qjm.journalnode.syncer import PeerCopy, SyncPlan, plan_sync
+from qjm.journalnode.journal_status import status_of
+from qjm.journalnode.syncer import PeerCopy, SyncPlan, occupied_ranges, plan_sync
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
     AmnesiacNodeError,
@@ -97,7 +99,7 @@ def test_cache_and_listing_follow_the_current_writer(journal: Journal) -> None:
     prep = journal.prepare_recovery(Writer(2).req(), 1)
     w2 = Writer(2)
     w2.serial = 10
-    journal.accept_recovery(w2.req(), prep.segment_state, "")
+    accept_recovery(journal, w2.req(), prep.segment_state, "")
     assert listed(journal) == []
     journal.finalize_log_segment(w2.req(committed=3), 1, 3)
     journal.start_log_segment(w2.req(), 4, -64)
@@ -119,7 +121,7 @@ def test_finalize_of_a_segment_the_writer_did_not_write_is_refused(journal: Jour
         journal.finalize_log_segment(w2.req(committed=5), 1, 5)
     assert snapshot(journal.storage.current) == before
     prep = journal.prepare_recovery(w2.req(), 1)
-    journal.accept_recovery(w2.req(), prep.segment_state, "")
+    accept_recovery(journal, w2.req(), prep.segment_state, "")
     journal.finalize_log_segment(w2.req(committed=5), 1, 5)
     assert (journal.storage.current / finalized_name(1, 5)).exists()
 
@@ -256,8 +258,8 @@ def test_every_writer_call_waits_for_new_epoch_after_format(tmp_path: Path) -> N
             "finalize": lambda: j.finalize_log_segment(w.req(committed=1), 1, 1),
             "purge": lambda: j.purge_logs_older_than(w.req(), 1),
             "prepare_recovery": lambda: j.prepare_recovery(w.req(), 1),
-            "accept_recovery": lambda: j.accept_recovery(
-                w.req(), pb.SegmentStateProto(start_txid=1, end_txid=1), "http://x"
+            "accept_recovery": lambda: accept_recovery(
+                j, w.req(), pb.SegmentStateProto(start_txid=1, end_txid=1), "http://x"
             ),
         }
         for name, call in calls.items():
@@ -336,7 +338,7 @@ def test_new_epoch_refuses_a_writer_naming_other_members(tmp_path: Path) -> None
         assert j.last_promised_epoch == 0
         j.new_epoch(NS, 1, members=[MEMBERS[2], MEMBERS[0], MEMBERS[1]])
         j.new_epoch(NS, 2)  # no list in the request: no check
-        assert list(j.status().members) == MEMBERS
+        assert list(status_of(j).members) == MEMBERS
         j.close()
         j = open_journal(tmp_path)
         with pytest.raises(MembershipMismatchError, match="was formatted for"):
@@ -421,7 +423,7 @@ def test_committed_txid_is_never_stored_above_what_was_written(journal: Journal)
     journal.new_epoch(NS, 2)
     w2 = Writer(2)
     prep = journal.prepare_recovery(w2.req(), 1)
-    journal.accept_recovery(w2.req(), prep.segment_state, "")
+    accept_recovery(journal, w2.req(), prep.segment_state, "")
     journal.finalize_log_segment(w2.req(committed=6), 1, 6)
 
 
@@ -481,7 +483,7 @@ def test_a_node_that_missed_txids_takes_the_next_segment_and_wakes_the_syncer(
     copies = [PeerCopy(p, 1, 23, 1) for p in ("jn1", "jn2")] + [
         PeerCopy(p, 26, 30, 1) for p in ("jn1", "jn2")
     ]
-    plans = plan_sync(copies, journal.occupied_ranges(), 30, 3)
+    plans = plan_sync(copies, occupied_ranges(journal), 30, 3)
     assert plans == [SyncPlan(1, 23, 1, ("jn1", "jn2"))]
 
 
@@ -605,7 +607,7 @@ def test_discard_segments_deletes_from_the_txid_on_and_lowers_the_committed_txid
     prep = journal.prepare_recovery(Writer(2).req(), 7)
     w2 = Writer(2)
     w2.serial = 10
-    journal.accept_recovery(w2.req(), prep.segment_state, "")
+    accept_recovery(journal, w2.req(), prep.segment_state, "")
     assert journal.storage.paxos_txids() == [1, 4, 7]  # two decisions and an accept
     assert journal.committed_txid == 6
     # a rollback: the fenced writer's committed txids 4-6 go too, and the committed txid

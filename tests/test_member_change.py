@@ -14,6 +14,7 @@ import pytest
 from conftest import JNFactory, JNProcess, run_qjm, snapshot
 from ports import free_port
 from qjm.journalnode.journal import Journal
+from qjm.journalnode.journal_status import status_of
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
     AmnesiacNodeError,
@@ -223,7 +224,7 @@ def test_a_staying_node_records_the_change_and_refuses_the_old_uri(tmp_path: Pat
         record = (cur / "member-change").read_text()
         assert record == f"epoch=1\nold={';'.join(OLD)}\nnew={';'.join(NEW)}\n"
         assert not (cur / "amnesiac").exists()  # it stays: its data is real
-        st = j.status()
+        st = status_of(j)
         assert list(st.members) == NEW
         assert (st.member_change_epoch, list(st.members_before_change)) == (1, OLD)
         with pytest.raises(MembershipMismatchError) as e:
@@ -322,7 +323,7 @@ def test_an_empty_node_joins_only_when_it_is_the_joining_one(tmp_path: Path) -> 
         assert j.ns_info == NS and j.last_promised_epoch == 7 and j.members == NEW
         assert j.amnesiac is not None and "joined the journal in a member change" in j.amnesiac
         assert j.awaiting_new_epoch is not None
-        assert j.status().member_change_epoch == 7
+        assert status_of(j).member_change_epoch == 7
         with pytest.raises(EpochNotNewerError):
             j.new_epoch(NS, 7, NEW)  # the promise given is kept
         j.new_epoch(NS, 8, NEW)

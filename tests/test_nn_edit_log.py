@@ -19,7 +19,8 @@ import pytest
 
 from conftest import JNFactory
 from qjm.client.admin import new_namespace_info
-from qjm.client.quorum_journal_manager import FormatRefused, QuorumJournalManager
+from qjm.client.decisions import FormatRefused
+from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.reader import QuorumJournalReader
 from qjm.client.uri import parse_qjournal_uri
 from qjm.config import ClusterConfig, JournalNodeConfig, NameNodeConfig, NameNodeSettings

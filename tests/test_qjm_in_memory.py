@@ -39,10 +39,11 @@ from inmem_cluster import (
     writer,
 )
 from qjm.client.admin import new_namespace_info
+from qjm.client.decisions import FormatRefused
 from qjm.client.logger_channel import request_info
 from qjm.client.output_stream import QuorumOutputStream
 from qjm.client.quorum_call import QuorumError
-from qjm.client.quorum_journal_manager import FormatRefused, QuorumJournalManager
+from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.recovery_comparator import RecoveryInvariantError
 from qjm.editlog.framing import OP_OPAQUE, encode_op
 from qjm.errors import QjmError

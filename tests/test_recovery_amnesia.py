@@ -16,6 +16,7 @@ import pytest
 from qjm.client.decisions import RestoredNodesError
 from qjm.client.quorum_call import QuorumError
 from qjm.journalnode.journal import Journal
+from qjm.journalnode.journal_status import status_of
 from qjm.protocol.errors import AmnesiacNodeError, TombstonedSegmentError
 from qjm.protocol.namespace import NamespaceInfo
 from qjm.testing.faults import NodeFaults
@@ -105,7 +106,7 @@ def test_a_restored_journal_votes_again_only_after_its_first_segment(tmp_path: P
         assert j.awaiting_new_epoch is None
         with pytest.raises(AmnesiacNodeError, match="restored from a peer.*prepare_recovery"):
             j.prepare_recovery(Writer(3).req(), 1)
-        assert any("restored from a peer" in p for p in j.status().problems), j.status()
+        assert any("restored from a peer" in p for p in status_of(j).problems), status_of(j)
         j.close()
         j = open_journal(tmp_path)  # the state survives a restart
         with pytest.raises(AmnesiacNodeError, match="restored from a peer"):
@@ -115,7 +116,7 @@ def test_a_restored_journal_votes_again_only_after_its_first_segment(tmp_path: P
         write(j, w, 1, 1, 2)
         resp = j.prepare_recovery(w.req(), 1)
         assert resp.segment_state.end_txid == 2
-        assert not any("restored from a peer" in p for p in j.status().problems)
+        assert not any("restored from a peer" in p for p in status_of(j).problems)
     finally:
         j.close()
 

@@ -15,8 +15,8 @@ from qjm.client.admin import (
     journal_status,
     new_namespace_info,
 )
-from qjm.client.decisions import majority_of
 from qjm.client.uri import parse_members
+from qjm.protocol.quorum import majority_of
 from qjm.protocol.status import describe_member_change, describe_segments, problem_lines
 
 

@@ -9,9 +9,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from qjm.client.decisions import FormatRefused, format_refusal
 from qjm.client.journalnode_client import JournalNodeClient
 from qjm.client.quorum_call import QuorumError, call_all
-from qjm.client.quorum_journal_manager import FormatRefused, QuorumJournalManager
+from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.uri import QJournalUri, check_distinct_nodes
 from qjm.errors import QjmError
 from qjm.protocol import qjournal_pb2 as pb
@@ -93,13 +94,13 @@ async def format_journal(
             "getNodeStatus()", clients, lambda c: c.call("getNodeStatus", req, STATUS_TIMEOUT)
         )
         statuses = await call.wait_for_every_answer(STATUS_TIMEOUT + ANSWER_GRACE_S)
-        down = [
-            f"{c.address} ({call.errors.get(c, 'no answer')})" for c in clients if c not in statuses
-        ]
-        if down:
-            raise FormatRefused(
-                "format needs every JournalNode to answer; unreachable: " + "; ".join(down)
-            )
+        refused = format_refusal(
+            [c.address for c in clients],
+            [c.address for c in statuses],
+            {c.address: e for c, e in call.errors.items()},
+        )
+        if refused is not None:
+            raise refused
         # One node named twice would get two votes: refuse before anything is written.
         check_distinct_nodes({c.address: statuses[c].node_id for c in clients}, uri)  # URI order
     finally:

@@ -26,6 +26,7 @@ __all__ = [
     "CachedEdits",
     "EpochAnswer",
     "FinalizedEndsDisagree",
+    "FormatRefused",
     "MergedManifest",
     "MergedSegment",
     "NoMajorityError",
@@ -39,6 +40,7 @@ __all__ = [
     "current_writers",
     "durable_cached_run",
     "durable_end",
+    "format_refusal",
     "majority_of",
     "merge_manifests",
     "newest_segment",
@@ -47,6 +49,10 @@ __all__ = [
 ]
 
 K = TypeVar("K")
+
+
+class FormatRefused(QjmError):
+    """Format was refused: a node is unreachable or already holds the journal."""
 
 
 class NoMajorityError(QjmError):
@@ -62,6 +68,25 @@ def _need_majority(what: str, answered: int, members: int) -> None:
             f"{what} needs the answers of a majority ({need} of {members} JournalNodes), "
             f"got {answered}"
         )
+
+
+# -- format --------------------------------------------------------------------------------
+
+
+def format_refusal(
+    nodes: Iterable[K], answered: Collection[K], errors: Mapping[K, object]
+) -> FormatRefused | None:
+    """Why a format is refused when a JournalNode did not answer; None if every node did.
+
+    Format needs every node: one that missed it would keep an older journal's segments
+    and epochs, and vote with them. errors names why a node did not answer, where known.
+    """
+    down = [f"{k} ({errors.get(k, 'no answer')})" for k in nodes if k not in answered]
+    if not down:
+        return None
+    return FormatRefused(
+        "format needs every JournalNode to answer; unreachable: " + "; ".join(down)
+    )
 
 
 # -- the epoch -------------------------------------------------------------------------------

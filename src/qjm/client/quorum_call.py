@@ -11,11 +11,19 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Generic, TypeVar
 
-from qjm.client.decisions import majority_of
 from qjm.errors import QjmError
 from qjm.protocol.errors import EpochError
+from qjm.protocol.quorum import majority_of
 
-__all__ = ["QuorumCall", "QuorumError", "QuorumTimeout", "call_all", "majority_of"]
+__all__ = [
+    "FencedError",
+    "QuorumCall",
+    "QuorumError",
+    "QuorumTimeout",
+    "call_all",
+    "fencing_error",
+    "majority_of",
+]
 
 K = TypeVar("K")
 T = TypeVar("T")
@@ -39,6 +47,27 @@ class QuorumError(QjmError):
 
 class QuorumTimeout(QuorumError):
     """Not enough nodes answered before the deadline."""
+
+
+class FencedError(QjmError):
+    """Marks an error that says a newer writer took over the journal (the edit log's)."""
+
+
+def fencing_error(exc: BaseException | None) -> BaseException | None:
+    """The error in exc or its causes saying a newer writer fenced this one; None if none.
+
+    The one test of fencing: a JournalNode's EpochError, a quorum call that one refused
+    (QuorumError.epoch_error, which is returned), or an error marked FencedError.
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, (EpochError, FencedError)):
+            return exc
+        if isinstance(exc, QuorumError) and exc.epoch_error is not None:
+            return exc.epoch_error
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def _short(key: object, e: BaseException) -> str:

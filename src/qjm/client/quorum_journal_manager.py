@@ -16,10 +16,12 @@ from collections.abc import Callable
 from qjm.client.async_logger import AsyncLogger
 from qjm.client.decisions import (
     EpochAnswer,
+    FormatRefused,
     NothingToRecover,
     RecoveryAnswer,
     RestoredNodesError,
     Segment,
+    format_refusal,
     newest_segment,
     next_epoch,
     plan_recovery,
@@ -88,10 +90,6 @@ def _writer_idle_s(resp: pb.NewEpochResponseProto) -> float:
     return resp.writer_idle_ms / 1000.0 if resp.HasField("writer_idle_ms") else 0.0
 
 
-class FormatRefused(QjmError):
-    """Format was refused: a node is unreachable or already holds the journal."""
-
-
 class NotWriterError(QjmError):
     """A write operation before this manager became the writer (or after it closed)."""
 
@@ -154,15 +152,9 @@ class QuorumJournalManager:
         asked = self.loggers.is_formatted()
         try:
             formatted = await asked.wait_for_all(FORMAT_TIMEOUT_S)
-        except QuorumError:
-            down = [
-                f"{ch} ({asked.errors.get(ch, 'no answer')})"
-                for ch in asked.keys
-                if ch not in asked.successes
-            ]
-            raise FormatRefused(
-                "format needs every JournalNode to answer; unreachable: " + "; ".join(down)
-            ) from None
+        except QuorumError as e:
+            refused = format_refusal(asked.keys, asked.successes, asked.errors)
+            raise (refused or FormatRefused(f"format failed: {e}")) from None
         held = [str(ch) for ch, yes in formatted.items() if yes]
         if held and not force:
             raise FormatRefused(

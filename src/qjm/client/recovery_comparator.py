@@ -1,5 +1,8 @@
 """Choosing the source of a segment recovery among prepare_recovery answers.
 
+Hadoop's SegmentRecoveryComparator: compare_responses is its ordering, and
+SegmentRecoveryComparator the same ordering as a sort key.
+
 Pure functions over plain records of the answers (RecoveryAnswer); no I/O, no wire
 messages. Each copy of the segment has an epoch: for an in-progress copy, its "seen epoch"
 max(last_writer_epoch, accepted_in_epoch) (HDFS's rule); for a finalized copy, the epoch
@@ -19,6 +22,7 @@ HDFS ranks every finalized copy above every in-progress one, whoever decided it 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -97,6 +101,11 @@ def compare_responses(a: RecoveryAnswer, b: RecoveryAnswer) -> int:
     ka = (ea, a_final, sa.end_txid)
     kb = (eb, b_final, sb.end_txid)
     return (ka > kb) - (ka < kb)
+
+
+# Hadoop's SegmentRecoveryComparator, under its name: a sort key that orders answers from
+# the worst recovery source to the best (compare_responses).
+SegmentRecoveryComparator = functools.cmp_to_key(compare_responses)
 
 
 def choose_recovery_source(

@@ -7,14 +7,12 @@ event loop. Every method checks all its preconditions before it changes anything
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import math
 import os
 import struct
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,14 +23,17 @@ from qjm.editlog.file_journal import FileJournal, SegmentInfo
 from qjm.editlog.framing import EDITLOG_LENGTH_LAYOUT, LAYOUT_VERSION, validate_batch
 from qjm.editlog.segments import SegmentFile
 from qjm.errors import ConfigError, EditLogError
+from qjm.journalnode import rules
 from qjm.journalnode.edits_cache import JournaledEditsCache
-from qjm.journalnode.health import disk_facts, journal_problems
+from qjm.journalnode.rules import (
+    MAX_EPOCH,
+    Accepted,
+    JournalState,
+    Request,
+)
 from qjm.journalnode.segment_fetch import (
     TRANSFER_TIMEOUT_SECONDS,
-    FetchLimits,
     SegmentFetcher,
-    check_segment_url,
-    size_cap,
 )
 from qjm.journalnode.segment_fetch import (
     download_segment as download_segment,
@@ -46,45 +47,20 @@ from qjm.journalnode.storage import (
 )
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
-    AcceptedStateMismatchError,
-    AmnesiacNodeError,
-    AwaitingNewEpochError,
     BadFinalizedSegmentError,
     CacheMissError,
-    CommittedTxidLossError,
-    CommittedTxidRegressionError,
-    EmptyFinalizeError,
-    EpochLimitError,
-    EpochNotNewerError,
-    FinalizedReplaceError,
-    FinalizeEndMismatchError,
-    FinalizeRefusedError,
     InvalidRequestError,
-    IpcSerialError,
-    IpcSerialLimitError,
     JournalInUseError,
     JournalNotFormattedError,
     MemberChangePendingError,
     MembershipMismatchError,
-    MissingEpochError,
     NamespaceMismatchError,
-    NewerAcceptError,
-    NoOpenSegmentError,
     NoSuchSegmentError,
-    NotWriterEpochError,
-    PurgeRefusedError,
-    SegmentChangedError,
     SegmentExistsError,
-    SegmentStartError,
-    SegmentStateError,
-    StaleEpochError,
     StorageError,
     StorageInfoMismatchError,
     StorageNotEmptyError,
     TombstonedSegmentError,
-    TxidGapError,
-    UnpromisedEpochError,
-    WrongSegmentError,
 )
 from qjm.protocol.member_change import MemberChange, check_member_change
 from qjm.protocol.namespace import NamespaceInfo, StorageInfo, same_namespace
@@ -94,10 +70,6 @@ log = logging.getLogger("qjm.journalnode.journal")
 T = TypeVar("T")
 SLOW_SYNC_SECONDS = 1.0
 DEFAULT_CACHE_BYTES = 1024 * 1024  # HDFS's dfs.journalnode.edit-cache-size.bytes
-# A proposed epoch may be at most this far above the last promise, and below MAX_EPOCH:
-# one new_epoch must never use up the epochs every later writer needs (HDFS has no limit).
-MAX_EPOCH_STEP = 1_000_000
-MAX_EPOCH = 2**62
 MAX_TXID = 2**63 - 1
 # A formatted journal whose writer promised or called within this many seconds is in use:
 # format wipes it only when forced for its own namespace (Journal.format).
@@ -130,18 +102,6 @@ class JournalCounters:
     observe_sync: Callable[[float], None] = lambda seconds: None  # set by the metrics
 
 
-@dataclass(frozen=True, slots=True)
-class AcceptPlan:
-    """What an accept_recovery needs: the range, its source, and where to download it."""
-
-    start: int
-    end: int
-    url: str
-    download: Path | None = None  # None: nothing to fetch
-    compare: bool = False  # same end as ours: keep ours when the bytes are the same
-    limits: FetchLimits | None = None
-
-
 def _segment_proto(seg: SegmentInfo) -> pb.SegmentStateProto:
     """A segment as the wire message."""
     return pb.SegmentStateProto(
@@ -162,9 +122,9 @@ def remote_edit_log(seg: SegmentInfo) -> pb.RemoteEditLogProto:
     return out
 
 
-def _describe(seg: pb.SegmentStateProto) -> str:
-    kind = "in progress" if seg.is_in_progress else "finalized"
-    return f"{seg.start_txid}-{seg.end_txid} ({kind})"
+def describe_state(seg: pb.SegmentStateProto) -> str:
+    """A segment state as refusals and logs name it."""
+    return rules.describe_segment(seg.start_txid, seg.end_txid, seg.is_in_progress)
 
 
 class Journal:
@@ -303,12 +263,25 @@ class Journal:
         self.storage.unlock()
 
     # -- checks ------------------------------------------------------------------------------
+    def state(self) -> JournalState:
+        """A frozen snapshot of what the acceptor's rules read (journalnode.rules)."""
+        return JournalState(
+            jid=self.jid,
+            formatted=self.ns_info is not None,
+            last_promised_epoch=self.last_promised_epoch,
+            last_writer_epoch=self.last_writer_epoch,
+            ipc_serial=self.current_epoch_ipc_serial,
+            committed_txid=self.committed_txid,
+            highest_written_txid=self.highest_written_txid,
+            open_segment=self.cur_segment_txid,
+            awaiting_new_epoch=self.awaiting_new_epoch,
+            amnesiac=self.amnesiac,
+        )
+
     def _check_formatted(self) -> NamespaceInfo:
         if self.ns_info is None:
-            raise JournalNotFormattedError(
-                f"journal {self.jid!r} is not formatted on this JournalNode; run "
-                "`qjm journal format`"
-            )
+            rules.check_formatted(self.state())
+        assert self.ns_info is not None
         return self.ns_info
 
     def _check_ns(self, ns: NamespaceInfo) -> None:
@@ -319,107 +292,32 @@ class Journal:
                 f"{ns.describe()}, this JournalNode is formatted for {mine.describe()}"
             )
 
-    def _check_request(self, req: pb.RequestInfoProto) -> None:
-        """Validate epoch, serial and committed txid without changing anything."""
-        self._check_formatted()
-        if req.epoch <= 0:
-            raise MissingEpochError(
-                f"request for journal {self.jid!r} carries no epoch ({req.epoch}); a writer "
-                "must win new_epoch first"
-            )
-        if req.ipc_serial >= MAX_EPOCH:
-            # HDFS takes any long; serials count a writer's calls, so one at the epochs'
-            # bound is no honest writer's, and would leave it no room (design §J.1).
-            raise IpcSerialLimitError(
-                f"IPC serial {req.ipc_serial} of journal {self.jid!r} is at or above the "
-                "bound 2**62 that serials share with epochs"
-            )
-        if req.epoch < self.last_promised_epoch:
-            raise StaleEpochError(
-                f"IPC's epoch {req.epoch} is less than the last promised epoch "
-                f"{self.last_promised_epoch} (journal {self.jid!r}): a newer writer has "
-                "taken over"
-            )
-        if req.epoch > self.last_promised_epoch:
-            # HDFS raises the promise from any request; we raise it only in new_epoch, so
-            # every writer passes new_epoch's checks (namespace, membership, a restored
-            # node's marker) and the edits cache is cleared with every promise.
-            raise UnpromisedEpochError(
-                f"epoch {req.epoch} was never promised here (last promise "
-                f"{self.last_promised_epoch}, journal {self.jid!r}); call new_epoch first"
-            )
-        if (
-            req.epoch == self.last_promised_epoch
-            and req.ipc_serial <= self.current_epoch_ipc_serial
-        ):
-            raise IpcSerialError(
-                f"IPC serial {req.ipc_serial} in epoch {req.epoch} is not higher than the "
-                f"prior serial {self.current_epoch_ipc_serial} (journal {self.jid!r})"
-            )
-        if (
-            req.HasField("committed_txid")
-            and self.committed_txid is not None
-            and req.committed_txid < self.committed_txid
-        ):
-            raise CommittedTxidRegressionError(
-                f"client tried to move the committed txid backward from "
-                f"{self.committed_txid} to {req.committed_txid} (journal {self.jid!r})"
-            )
-
-    def _check_writer_call(self, req: pb.RequestInfoProto) -> None:
-        """Refuse every writer call while the journal awaits a new_epoch, then check req."""
-        if self.awaiting_new_epoch is not None and req.epoch > 0:
-            raise AwaitingNewEpochError(
-                f"journal {self.jid!r} {self.awaiting_new_epoch} and awaits a new writer's "
-                f"new_epoch (last promise {self.last_promised_epoch}): the writer of epoch "
-                f"{req.epoch} may not write or vote here until then"
-            )
-        self._check_request(req)
+    def _check_writer_call(self, req: pb.RequestInfoProto) -> Request:
+        """Check a writer call (rules.check_writer_call); return its plain values."""
+        plain = Request.of(req)
+        rules.check_writer_call(self.state(), plain)
         self.writer_seen_at = self.clock()  # the writer may count it: design §N.1
+        return plain
 
-    def _apply_request(self, req: pb.RequestInfoProto, written_through: int | None = None) -> None:
+    def _apply_request(self, req: Request, written_through: int | None = None) -> None:
         """Record what a checked request tells: its serial and committed txid.
 
-        The epoch needs no recording: _check_request refused any above the promise.
+        The epoch needs no recording: rules.check_request refused any above the promise.
         """
-        self.current_epoch_ipc_serial = req.ipc_serial
-        self.last_used = self.clock()
-        if req.HasField("committed_txid") and req.committed_txid != self.committed_txid:
-            self._learn_committed_txid(req, written_through)
-
-    def _learn_committed_txid(self, req: pb.RequestInfoProto, written_through: int | None) -> None:
-        """Record a writer's committed txid, never above what this node holds.
-
-        A claim above the highest written txid (plus the batch of the same request) is not
-        stored: the request still succeeds, because a lagging node is legitimately told a
-        committed txid above its batch. From this node's current writer (its epoch is the
-        writer epoch) the claim is cut to the highest txid here, so a lagging node's reads
-        advance; that bound is only a number, not a proof that this node's copy holds the
-        committed values (an older writer's leftover segment may end higher), which is why
-        nothing is served from a segment of another epoch (_is_current_writers).
-        HDFS stores any claim; one heartbeat could then wedge every later recovery.
-        """
-        txid = req.committed_txid
-        bound = max(self.highest_written_txid, written_through or 0)
-        if txid > bound:
+        txid = rules.committed_txid_to_record(self.state(), req, written_through)
+        claimed, bound = req.committed_txid, max(self.highest_written_txid, written_through or 0)
+        if claimed is not None and claimed != self.committed_txid and claimed > bound:
             log.debug(
                 "journal %s: committed txid %d is above the highest txid %d here",
                 self.jid,
-                txid,
+                claimed,
                 bound,
             )
-            if req.epoch != self.last_writer_epoch or bound <= (self.committed_txid or 0):
-                return
-            txid = bound
-        self._set_committed_txid(txid)
-        self.on_progress()
-
-    def _check_writer_epoch(self, req: pb.RequestInfoProto) -> None:
-        if req.epoch != self.last_writer_epoch:
-            raise NotWriterEpochError(
-                f"IPC's epoch {req.epoch} is not the current writer epoch "
-                f"{self.last_writer_epoch} (journal {self.jid!r}): start a segment first"
-            )
+        self.current_epoch_ipc_serial = req.ipc_serial
+        self.last_used = self.clock()
+        if txid is not None:
+            self._set_committed_txid(txid)
+            self.on_progress()
 
     def _is_current_writers(
         self, start_txid: int, segments: list[SegmentFile] | None = None
@@ -547,19 +445,8 @@ class Journal:
     def new_epoch(self, ns: NamespaceInfo, epoch: int, members: Sequence[str] = ()) -> int | None:
         """Promise an epoch (Paxos phase 1) and return the newest non-empty segment's txid."""
         self._check_ns(ns)
-        self._check_members(members)
-        if epoch <= self.last_promised_epoch:
-            raise EpochNotNewerError(
-                f"proposed epoch {epoch} <= last promise {self.last_promised_epoch} "
-                f"(journal {self.jid!r})"
-            )
-        limit = min(self.last_promised_epoch + MAX_EPOCH_STEP, MAX_EPOCH - 1)
-        if epoch > limit:
-            raise EpochLimitError(
-                f"proposed epoch {epoch} is above the limit {limit} of journal {self.jid!r}: "
-                f"at most {MAX_EPOCH_STEP} above the last promise {self.last_promised_epoch} "
-                "and below 2**62, so that epochs never run out"
-            )
+        rules.check_members(self.jid, members, self.members, self.member_change)
+        rules.check_new_epoch(self.state(), epoch)
         now = self.clock()
         self.idle_before_promise_s = max(0.0, now - self.writer_seen_at)
         self.writer_seen_at = now  # a promise starts the new writer's lease too
@@ -572,34 +459,6 @@ class Journal:
         latest = self.files.scan_for_latest_edits()
         log.info("journal %s: promised epoch %d; latest segment %s", self.jid, epoch, latest)
         return latest.start_txid if latest else None
-
-    def _check_members(self, members: Sequence[str]) -> None:
-        """Refuse a writer whose URI names another member set than this node holds.
-
-        After a member change the old set's writer is refused too (docs/design.md §J.7):
-        its majorities need not meet the new set's.
-        """
-        if not members or self.members is None:
-            return  # an old writer or old storage: nothing to compare
-        named = sorted(members)
-        if named == self.members:
-            return
-        change = self.member_change
-        if change is not None and tuple(named) == change.old:
-            raise MembershipMismatchError(
-                f"writer's URI names {named}, the members journal {self.jid!r} had before the "
-                f"member change recorded in epoch {change.epoch}; its members are now "
-                f"{self.members}: update every NameNode's shared edits URI to "
-                f"qjournal://{';'.join(self.members)}/{self.jid} and restart it"
-            )
-        holds = (
-            f"has the members {self.members} since the member change in epoch {change.epoch}"
-            if change is not None
-            else f"was formatted for {self.members}"
-        )
-        raise MembershipMismatchError(
-            f"writer's URI names {named} but journal {self.jid!r} {holds}"
-        )
 
     def change_members(
         self,
@@ -703,16 +562,10 @@ class Journal:
 
     def start_log_segment(self, req: pb.RequestInfoProto, txid: int, layout_version: int) -> None:
         """Open edits_inprogress_<txid> for the writer of req's epoch."""
-        self._check_writer_call(req)
-        if txid <= 0:
-            raise InvalidRequestError(f"segment start txid must be positive, got {txid}")
-        if layout_version == 0:
-            layout_version = LAYOUT_VERSION
-        if layout_version > EDITLOG_LENGTH_LAYOUT:
-            raise InvalidRequestError(
-                f"layout version {layout_version} is not supported (need "
-                f"{EDITLOG_LENGTH_LAYOUT} or newer, i.e. smaller)"
-            )
+        plain = self._check_writer_call(req)
+        layout_version = rules.start_layout_version(
+            txid, layout_version, LAYOUT_VERSION, EDITLOG_LENGTH_LAYOUT
+        )
         existing = self.files.find_segment(txid)
         if existing is not None:
             if not existing.in_progress:
@@ -727,12 +580,12 @@ class Journal:
                     f"txid {txid} which holds valid transactions up to {found.last_txid}; "
                     "refusing to overwrite it"
                 )
-        self._check_segment_start(req, txid, restart=existing is not None)
+        rules.check_segment_start(self.state(), plain, txid, restart=existing is not None)
         if self._misses_txids_below(txid):
             # This node was down or out of sync for some txids: the syncer fetches them
             # now rather than at its next interval.
             self.on_gap()
-        self._apply_request(req)
+        self._apply_request(plain)
         if self.cur_segment_txid is not None:
             log.warning(
                 "journal %s: starting segment %d while segment %s is open; aborting it",
@@ -762,34 +615,6 @@ class Journal:
             return True
         return self.files.finalized_gap_below(txid)
 
-    def _check_segment_start(self, req: pb.RequestInfoProto, txid: int, restart: bool) -> None:
-        """A new segment starts above every txid here and right after the writer's committed."""
-        committed, written = self.committed_txid, self.highest_written_txid
-        where = f"can't start a segment at txid {txid} in journal {self.jid!r}"
-        if committed is not None and txid <= committed:
-            raise SegmentStartError(
-                f"{where}: txid {txid} is not above the committed txid {committed}"
-            )
-        # Re-starting the newest in-progress segment that holds at most one txn is allowed,
-        # as in HDFS (the writer may have crashed right after its first batch).
-        if txid <= written and not (restart and written <= txid):
-            raise SegmentStartError(
-                f"{where}: txid {txid} is not above the highest written txid {written}"
-            )
-        # Everything before a segment is acknowledged when the writer starts it, so the
-        # txid it reports committed is at least txid - 1; a start further on would leave
-        # txids no node holds. (It may be higher: the start reaches a lagging node after
-        # the first batches were acknowledged elsewhere.) HDFS has no such check. A gap
-        # after this node's own highest txid, though, is only txids this node missed:
-        # accepted, as in HDFS, because a writer finalizes one segment and starts the next
-        # back to back, so refusing would keep a node that missed one segment out for
-        # good; the syncer fills the gap (start_log_segment wakes it).
-        if req.HasField("committed_txid") and txid > req.committed_txid + 1:
-            raise SegmentStartError(
-                f"{where}: the writer reports txid {req.committed_txid} committed, so its "
-                f"next segment starts at {req.committed_txid + 1}; txids would be skipped"
-            )
-
     def journal(
         self,
         req: pb.RequestInfoProto,
@@ -799,24 +624,10 @@ class Journal:
         records: bytes,
     ) -> None:
         """Append a batch to the open segment and fsync it before returning."""
-        self._check_writer_call(req)
-        self._check_writer_epoch(req)
-        if self.cur_segment_txid is None:
-            raise NoOpenSegmentError(
-                f"can't write txid {first_txid}: no segment is open on journal {self.jid!r}"
-            )
-        if segment_txid != self.cur_segment_txid:
-            raise WrongSegmentError(
-                f"writer out of sync: it writes segment {segment_txid} but the open segment "
-                f"is {self.cur_segment_txid} (journal {self.jid!r})"
-            )
-        if first_txid != self._next_txid:
-            raise TxidGapError(
-                f"can't write txid {first_txid}: expecting next txid {self._next_txid} "
-                f"(journal {self.jid!r}); gaps and reordering are refused"
-            )
-        if num_txns < 0:
-            raise InvalidRequestError(f"num_txns must not be negative, got {num_txns}")
+        plain = self._check_writer_call(req)
+        state = self.state()
+        rules.check_writer_epoch(state, plain)
+        rules.check_batch(state, self._next_txid, segment_txid, first_txid, num_txns)
         offsets: list[int] = []
         if num_txns:
             try:
@@ -829,10 +640,10 @@ class Journal:
             raise InvalidRequestError("a batch of 0 txns must carry no records")
         last_txid = first_txid + num_txns - 1
         # Behind a committed txid recorded before this request: counted, as HDFS counts it,
-        # and fsynced all the same. _learn_committed_txid never records one above what this
-        # node holds, so a claimed committed txid cannot talk a node out of its fsync.
+        # and fsynced all the same. rules.committed_txid_to_record never records one above
+        # what this node holds, so a claimed committed txid cannot talk a node out of its fsync.
         lagging = self.committed_txid is not None and last_txid <= self.committed_txid
-        self._apply_request(req, written_through=last_txid if num_txns else None)
+        self._apply_request(plain, written_through=last_txid if num_txns else None)
         if not num_txns:
             return
         path = self.files.open_path
@@ -869,8 +680,7 @@ class Journal:
         release_lease: the writer answers no client as active any more, so until the next
         promise no newer writer need wait for its lease (design §N.1).
         """
-        self._check_writer_call(req)
-        self._apply_request(req)
+        self._apply_request(self._check_writer_call(req))
         if release_lease:
             self.writer_seen_at = -math.inf
             log.info("journal %s: the writer of epoch %d released its lease", self.jid, req.epoch)
@@ -879,47 +689,37 @@ class Journal:
         self, req: pb.RequestInfoProto, start_txid: int, end_txid: int
     ) -> None:
         """Close a segment at end_txid and rename it edits_<start>-<end>."""
-        self._check_writer_call(req)
-        # HDFS allows end = start - 1 (an empty segment); an edits_6-5 then fails every
-        # later recovery, so an empty segment is never finalized here.
-        if end_txid < start_txid:
-            raise EmptyFinalizeError(
-                f"can't finalize segment {start_txid} of journal {self.jid!r}: its end "
-                f"{end_txid} is before its start {start_txid}"
-            )
+        plain = self._check_writer_call(req)
+        rules.check_finalize_range(self.state(), start_txid, end_txid)
         existing = self.files.find_segment(start_txid)
         if existing is None:
             raise NoSuchSegmentError(
                 f"no log file to finalize at transaction id {start_txid} (journal {self.jid!r})"
             )
         if not existing.in_progress:
-            if existing.end != end_txid:
-                raise FinalizeEndMismatchError(
-                    f"trying to re-finalize already finalized segment {existing.path.name} "
-                    f"with a different end txid {end_txid}"
-                )
+            assert existing.end is not None
+            rules.check_refinalize(existing.path.name, existing.end, end_txid)
             # The decision stays as recorded: a recovery of this epoch that accepted this
             # copy recorded its epoch already (finish_accept_recovery); a bare finalize must
             # not make an older decision look newer.
-            self._apply_request(req)
+            self._apply_request(plain)
             return
-        self._check_may_finalize(req, start_txid, end_txid)
+        rules.check_may_finalize(
+            self.state(),
+            plain,
+            start_txid,
+            end_txid,
+            self._accepted(start_txid),
+            plain.epoch == self.last_writer_epoch and self._is_current_writers(start_txid),
+        )
         if self.cur_segment_txid == start_txid:
-            if self._next_txid != end_txid + 1:
-                raise FinalizeEndMismatchError(
-                    f"trying to finalize in-progress segment {start_txid} to end at txid "
-                    f"{end_txid} but only written up to txid {self._next_txid - 1}"
-                )
-            self._apply_request(req)
+            rules.check_finalize_end(start_txid, end_txid, self._next_txid - 1, open=True)
+            self._apply_request(plain)
             valid_length = self.files.close_open()
         else:
             found = self.files.scan(existing.path)
-            if found.last_txid != end_txid:
-                raise FinalizeEndMismatchError(
-                    f"trying to finalize in-progress segment {start_txid} to end at txid "
-                    f"{end_txid} but the disk only contains up to txid {found.last_txid}"
-                )
-            self._apply_request(req)
+            rules.check_finalize_end(start_txid, end_txid, found.last_txid, open=False)
+            self._apply_request(plain)
             valid_length = found.valid_length
         # The decision first: a crash before the rename leaves the in-progress file and a
         # record saying it was decided finalized in this epoch, which prepare_recovery
@@ -959,46 +759,18 @@ class Journal:
             return None
         return int(record.accepted_in_epoch)
 
-    def _check_may_finalize(self, req: pb.RequestInfoProto, start_txid: int, end_txid: int) -> None:
-        """Finalize an in-progress segment only as decided (design §J.3).
-
-        Either a recovery accepted it in the request's epoch, or it is the current
-        writer's own segment and the writer reports every txid up to the end committed.
-        A deposed writer that still calls the API cannot then make its unacknowledged
-        tail a finalized segment (HDFS finalizes any length the writer names).
-        """
-        accepted = self.storage.read_paxos(start_txid)
-        if (
-            accepted is not None
-            and accepted.accepted_in_epoch == req.epoch
-            and accepted.segment_state.end_txid == end_txid
-        ):
-            return
-        if not (req.epoch == self.last_writer_epoch and self._is_current_writers(start_txid)):
-            raise FinalizeRefusedError(
-                f"can't finalize in-progress segment {start_txid} of journal {self.jid!r}: it "
-                f"was neither written by the writer of epoch {req.epoch} (writer epoch here "
-                f"{self.last_writer_epoch}, promise {self.last_promised_epoch}) nor accepted "
-                f"in a recovery in epoch {req.epoch}"
-            )
-        reported = req.committed_txid if req.HasField("committed_txid") else None
-        if reported is None or reported < end_txid:
-            said = "reports no committed txid" if reported is None else f"reports {reported}"
-            raise FinalizeRefusedError(
-                f"can't finalize segment {start_txid} of journal {self.jid!r} at txid "
-                f"{end_txid}: the writer of epoch {req.epoch} {said} committed, and a segment "
-                "is finalized only up to a txid its writer reports committed"
-            )
+    def _accepted(self, start: int) -> Accepted | None:
+        """The paxos record of the segment at start, as the rules read it."""
+        record = self.storage.read_paxos(start)
+        if record is None:
+            return None
+        return Accepted(record.segment_state.end_txid, record.accepted_in_epoch)
 
     def purge_logs_older_than(self, req: pb.RequestInfoProto, min_txid_to_keep: int) -> int:
         """Delete finalized segments and paxos files wholly below a txid; return the count."""
-        self._check_writer_call(req)
-        if self.cur_segment_txid is not None and self.cur_segment_txid < min_txid_to_keep:
-            raise PurgeRefusedError(
-                f"can't purge below txid {min_txid_to_keep}: the open segment starts at "
-                f"{self.cur_segment_txid}"
-            )
-        self._apply_request(req)
+        plain = self._check_writer_call(req)
+        rules.check_purge(self.state(), min_txid_to_keep)
+        self._apply_request(plain)
         removed = self.files.purge_older_than(min_txid_to_keep)
         kept = {seg.start for seg in self.files.segments()}
         for txid in self.storage.paxos_txids():
@@ -1020,36 +792,21 @@ class Journal:
         in progress) from start_txid on with their paxos files and sets the committed txid
         to start_txid - 1.
         """
-        where = f"can't discard the segments of journal {self.jid!r} from txid {start_txid}"
         if req is None:
-            self._check_formatted()
-            raise MissingEpochError(
-                f"{where}: the request carries no writer epoch; a discard needs the epoch of "
-                "a writer that fenced the others (won new_epoch), as every call that changes "
-                "a journal does (Hadoop's NameNode sends none)"
+            raise rules.discard_without_epoch(self.state(), start_txid)
+        plain = self._check_writer_call(req)
+        rules.check_discard(self.state(), plain, start_txid)
+        segments = self.files.segments()
+        spans = [
+            (
+                seg.path.name,
+                seg.start,
+                seg.end if seg.end is not None else self.files.last_txid(seg),
             )
-        self._check_writer_call(req)
-        if start_txid <= 0:
-            raise InvalidRequestError(f"{where}: the txid must be positive")
-        if self.last_writer_epoch >= req.epoch:
-            # A writer of this epoch started segments here: a deposed writer on a node that
-            # never heard of its successor holds the promise too. A rollback comes from a
-            # caller that won a fresh epoch for it and has written nothing (§J.8).
-            raise SegmentStateError(
-                f"{where}: the writer of epoch {req.epoch} has started segments here; a "
-                "discard comes from a caller that won a new epoch and has not written"
-            )
-        doomed = []
-        for seg in self.files.segments():
-            end = seg.end if seg.end is not None else self.files.last_txid(seg)
-            if seg.start < start_txid <= end:
-                raise SegmentStateError(
-                    f"{where}: segment {seg.path.name} holds txids {seg.start}-{end}, "
-                    "across that txid"
-                )
-            if seg.start >= start_txid:
-                doomed.append(seg)
-        self._apply_request(req)
+            for seg in segments
+        ]
+        doomed = [segments[i] for i in rules.segments_to_discard(self.state(), start_txid, spans)]
+        self._apply_request(plain)
         self.files.remove(doomed)
         for txid in self.storage.paxos_txids():
             if txid >= start_txid:
@@ -1061,7 +818,7 @@ class Journal:
             # The one place the committed txid goes down: a rollback gives up those txids
             # on purpose, and the caller's promise fenced every writer that reported them
             # committed. HDFS sets it to start_txid - 1 also when that is higher; it is
-            # only lowered here, never above what this node holds (_learn_committed_txid).
+            # only lowered here, never above what this node holds (rules.committed_txid_to_record).
             self._set_committed_txid(start_txid - 1)
         log.info(
             "journal %s: discarded %d segments from txid %d in epoch %d",
@@ -1102,18 +859,9 @@ class Journal:
         self, req: pb.RequestInfoProto, segment_txid: int
     ) -> pb.PrepareRecoveryResponseProto:
         """Paxos phase 1b for a segment: what this node holds and what it accepted."""
-        self._check_writer_call(req)
-        if self.amnesiac is not None:
-            # An amnesiac acceptor (it lost what it promised and accepted) must not vote:
-            # "no segment" could hide txids it acknowledged, and with a lagging node it would
-            # form a quorum that truncates them. HDFS has no such rule; it lets the node vote.
-            raise AmnesiacNodeError(
-                f"journal {self.jid!r} {self.amnesiac}, so it may not answer "
-                f"prepare_recovery of segment {segment_txid} (its empty answer could hide "
-                "acknowledged txids) until a writer starts a segment on it; recover with "
-                "a quorum of the other nodes"
-            )
-        self._apply_request(req)
+        plain = self._check_writer_call(req)
+        rules.check_may_vote(self.state(), segment_txid)
+        self._apply_request(plain)
         self._abort_cur_segment()
         self._roll_forward_half_done_accepts()
         self._refuse_tombstoned(segment_txid)
@@ -1122,12 +870,13 @@ class Journal:
         resp = pb.PrepareRecoveryResponseProto(last_writer_epoch=self.last_writer_epoch)
         if accepted is not None and (seg is None or seg.is_in_progress):
             acc = accepted.segment_state
-            if seg is None or seg.end_txid != acc.end_txid:
-                on_disk = f"ends at {seg.end_txid}" if seg else "is absent"
-                raise AcceptedStateMismatchError(
-                    f"journal {self.jid!r}: segment {segment_txid} on disk {on_disk}, but the "
-                    f"accepted recovery is {_describe(acc)}"
-                )
+            rules.check_accepted_matches(
+                self.state(),
+                segment_txid,
+                seg.end_txid if seg is not None else None,
+                describe_state(acc),
+                acc.end_txid,
+            )
             resp.accepted_in_epoch = accepted.accepted_in_epoch
             resp.segment_state.CopyFrom(acc)
         elif seg is not None:
@@ -1162,208 +911,6 @@ class Journal:
                 "a good copy from a peer)"
             )
 
-    def accept_recovery(
-        self, req: pb.RequestInfoProto, segment: pb.SegmentStateProto, from_url: str
-    ) -> None:
-        """Paxos phase 2b: take the chosen segment (downloading it if ours differs), persist."""
-        plan = self.begin_accept_recovery(req, segment, from_url)
-        if plan.download is not None:
-            self.download(plan)
-        self.finish_accept_recovery(req, segment, plan)
-
-    def begin_accept_recovery(
-        self, req: pb.RequestInfoProto, segment: pb.SegmentStateProto, from_url: str
-    ) -> AcceptPlan:
-        """Check an accept_recovery and say what must be downloaded; changes nothing."""
-        fetch, compare = self._check_accept(req, segment, from_url)
-        from_url = with_recovery_epoch(from_url, req.epoch)
-        if not fetch:
-            return AcceptPlan(segment.start_txid, segment.end_txid, from_url)
-        return AcceptPlan(
-            segment.start_txid,
-            segment.end_txid,
-            from_url,
-            download=self.files.download_path(segment.start_txid, req.epoch, uuid.uuid4().hex[:12]),
-            compare=compare,
-            limits=FetchLimits(
-                size_cap(segment.start_txid, segment.end_txid, segment.byte_length),
-                self.transfer_timeout,
-            ),
-        )
-
-    def download(self, plan: AcceptPlan) -> None:
-        """Fetch a plan's segment into its private file and check its range; any thread."""
-        dest = plan.download
-        assert dest is not None and plan.limits is not None
-        try:
-            if self._fetch is not None:
-                self._fetch(plan.url, dest)
-            else:
-                self.fetcher.fetch(plan.url, dest, plan.limits)
-            self.files.check_download(dest, plan.start, plan.end, plan.url)
-        except OSError as e:
-            dest.unlink(missing_ok=True)
-            raise StorageError(f"downloading {plan.url} to {dest} failed: {e}") from None
-        except BaseException:
-            dest.unlink(missing_ok=True)
-            raise
-
-    def finish_accept_recovery(
-        self, req: pb.RequestInfoProto, segment: pb.SegmentStateProto, plan: AcceptPlan
-    ) -> None:
-        """Re-check the request after the download, then persist and install what it chose."""
-        synced = plan.download
-        try:
-            # The download ran off this thread: anything may have happened meanwhile. The
-            # same checks again refuse a raised promise, a newer accept (epoch or serial) and
-            # a local segment that changed so that the plan no longer fits.
-            fetch, _ = self._check_accept(req, segment, plan.url)
-            if fetch != (synced is not None):
-                raise SegmentChangedError(
-                    f"segment {plan.start} of journal {self.jid!r} changed while "
-                    f"{_describe(segment)} was downloaded from {plan.url}; retry the recovery"
-                )
-            if synced is not None and not synced.exists():
-                raise SegmentChangedError(
-                    f"the download of {_describe(segment)} from {plan.url} to {synced} went "
-                    f"away before it was installed (journal {self.jid!r} reformatted?); retry "
-                    "the recovery"
-                )
-        except BaseException:
-            if synced is not None:
-                synced.unlink(missing_ok=True)
-            raise
-        self._apply_request(req)
-        self._abort_cur_segment()
-        self.cache.clear()
-        start = plan.start
-        if synced is not None and plan.compare:
-            if self.files.same_log(synced, start):
-                synced.unlink()
-                synced = None
-            else:
-                log.warning(
-                    "journal %s: segment %s here differs from the accepted one at %s although "
-                    "it ends at the same txid; replacing it",
-                    self.jid,
-                    _describe(segment),
-                    plan.url,
-                )
-        staged: Path | None = None
-        if synced is not None:
-            # Under the name a crash after the paxos write rolls forward
-            # (_roll_forward_half_done_accepts).
-            staged = self.files.stage(synced, start, req.epoch)
-            # A finalized copy this recovery replaces goes first: after the paxos write it
-            # would supersede the staged file and be reported as decided in this epoch.
-            old = self.files.find_segment(start)
-            if old is not None and old.end is not None:
-                aside = self.files.retire(old)
-                log.warning(
-                    "journal %s: finalized segment %s (decided in epoch %s) differs from the "
-                    "log the recovery of epoch %d chose; kept as %s (design §J.4)",
-                    self.jid,
-                    old.path.name,
-                    self.decided_epoch(old.start, old.end),
-                    req.epoch,
-                    aside.name,
-                )
-        self.faults.before_persist_paxos_data()
-        accepted = pb.SegmentStateProto()
-        accepted.CopyFrom(segment)
-        accepted.ClearField("decided_epoch")  # the record's own epoch decides from now on
-        self.storage.write_paxos(
-            start,
-            pb.PersistedRecoveryPaxosData(segment_state=accepted, accepted_in_epoch=req.epoch),
-        )
-        self.faults.after_persist_paxos_data()
-        if staged is not None:
-            self.files.install_staged(staged, start)
-            latest = self.files.scan_for_latest_edits()
-            self.highest_written_txid = latest.end_txid if latest else 0
-        log.info(
-            "journal %s: accepted recovery of %s in epoch %d",
-            self.jid,
-            _describe(segment),
-            req.epoch,
-        )
-
-    def _check_accept(
-        self, req: pb.RequestInfoProto, segment: pb.SegmentStateProto, from_url: str
-    ) -> tuple[bool, bool]:
-        """Check an accept_recovery; (download needed, compare the download with ours)."""
-        self._check_writer_call(req)
-        start, end = segment.start_txid, segment.end_txid
-        if not (end > 0 and end >= start):
-            raise InvalidRequestError(
-                f"bad recovery state {_describe(segment)}: the end must be positive and not "
-                "before the start"
-            )
-        old = self.storage.read_paxos(start)
-        if old is not None and old.accepted_in_epoch > req.epoch:
-            raise NewerAcceptError(
-                f"segment {start} was already accepted in epoch {old.accepted_in_epoch}, "
-                f"newer than this request's epoch {req.epoch}"
-            )
-        # A corrupt copy of ours is "different": fetch the chosen one and replace it, so
-        # that the recovery repairs this node.
-        current = self.files.segment_info(start, corrupt_ok=True)
-        fetch = compare = False
-        if current is None or current.end_txid != end or current.corrupt is not None:
-            if current is not None:
-                committed = self.committed_txid
-                if (
-                    committed is not None
-                    and current.start_txid <= committed <= current.end_txid
-                    and not (start <= committed <= end)
-                ):
-                    raise CommittedTxidLossError(
-                        f"can't replace segment {current.start_txid}-{current.end_txid} with "
-                        f"{start}-{end}: that would discard committed txid {committed}"
-                    )
-                if not current.is_in_progress:
-                    self._check_replace_finalized(req, current, segment)
-            fetch = True
-        elif not current.is_in_progress:
-            # Our finalized copy ends where the chosen one does. It is the chosen log if the
-            # same epoch decided both; otherwise the bytes are compared, since a deposed
-            # writer's finalized copy may end at the same txid (design §J.4).
-            decided = self.decided_epoch(start, current.end_txid)
-            same_decision = segment.HasField("decided_epoch") and decided == segment.decided_epoch
-            if from_url and not same_decision:
-                self._check_replace_finalized(req, current, segment)
-                fetch = compare = True
-        elif from_url:
-            # The same length is not the same log: a node that refused a newer writer's
-            # start_log_segment keeps an older writer's ops, which may end at the same txid.
-            # Only the source itself is sent no URL: its copy is the chosen one.
-            fetch = compare = True
-        if fetch:
-            if not from_url:
-                raise InvalidRequestError(
-                    f"accept_recovery of {_describe(segment)} needs a URL to fetch it from"
-                )
-            check_segment_url(from_url, self.jid, start)
-        return fetch, compare
-
-    def _check_replace_finalized(
-        self, req: pb.RequestInfoProto, current: SegmentInfo, segment: pb.SegmentStateProto
-    ) -> None:
-        """Refuse to replace a finalized copy unless an older epoch decided it (§J.4).
-
-        HDFS never replaces a finalized segment in a recovery. Here a recovery's choice
-        wins over a finalized copy an older epoch decided: an honest decision is never
-        contradicted by a later recovery, so a copy that differs from the chosen log is a
-        deposed writer's. A copy decided in this request's own epoch is never replaced.
-        """
-        decided = self.decided_epoch(current.start_txid, current.end_txid)
-        epoch = decided if decided is not None else self.last_writer_epoch
-        if epoch >= req.epoch:
-            raise FinalizedReplaceError(
-                f"asked to replace finalized segment {current.start_txid}-{current.end_txid} "
-                f"(decided in epoch {epoch}) with {_describe(segment)} in epoch {req.epoch}"
-            )
-
     def get_journaled_edits(
         self, since_txid: int, max_txns: int
     ) -> pb.GetJournaledEditsResponseProto:
@@ -1388,7 +935,7 @@ class Journal:
         c = self.counters
         # The cache only ever holds the current writer's batches, and is served only
         # while that writer still holds the promise.
-        if since_txid > self.highest_written_txid or writer != promise or self.awaiting_new_epoch:
+        if not rules.serves_cached_edits(self.state(), since_txid):
             c.rpc_empty_responses += 1
             return resp
         try:
@@ -1419,7 +966,7 @@ class Journal:
         )
         return resp, visible
 
-    # -- syncer ------------------------------------------------------------------------------
+    # -- lost storage (the syncer, a member change) ---------------------------------------------
     def restore_version(
         self,
         ns: NamespaceInfo,
@@ -1453,92 +1000,7 @@ class Journal:
         )
         return True
 
-    def occupied_ranges(self) -> list[tuple[int, int]]:
-        """The txid ranges this node's segments hold, as the syncer must leave them (§J.6).
-
-        A finalized segment holds its range; the newest in-progress segment holds every
-        txid from its start on (its writer may still add to it); an older in-progress one,
-        which a later segment start superseded and no recovery will ask for again, holds
-        nothing: a finalized copy a majority agrees on may be installed over its txids.
-        """
-        self._check_formatted()
-        segments = self.files.segments()
-        out: list[tuple[int, int]] = []
-        for seg in segments:
-            if seg.end is not None:
-                out.append((seg.start, seg.end))
-            elif self.files.is_latest_inprogress(seg, segments):
-                out.append((seg.start, MAX_TXID))
-        return out
-
-    def install_synced_segment(
-        self, tmp: Path, start: int, end: int, decided_epoch: int | None = None
-    ) -> bool:
-        """Move a downloaded, checked segment into current/; False if it now overlaps ours.
-
-        The epoch that decided it on its source is recorded with it (design §J.6).
-        """
-        self._check_formatted()
-        if any(not (end < a or start > b) for a, b in self.occupied_ranges()):
-            tmp.unlink(missing_ok=True)
-            return False
-        if decided_epoch is not None:
-            # Before the file: a crash between the two leaves a record of a segment this
-            # node lacks, which prepare_recovery refuses to answer about, not a segment
-            # without its epoch.
-            self._record_decision(start, end, decided_epoch, tmp.stat().st_size)
-        final = self.files.install_finalized(tmp, start, end)
-        if final is None:
-            return False
-        self.highest_written_txid = max(self.highest_written_txid, end)
-        self.counters.segments_synced += 1
-        self.counters.last_sync_timestamp = time.time()
-        log.info("journal %s: synced segment %s from a peer", self.jid, final.name)
-        return True
-
-    # -- status ------------------------------------------------------------------------------
-    def status(self) -> pb.JournalStatusProto:
-        """Everything an operator wants to see of this journal."""
-        st = self._base_status()
-        st.members.extend(self.members or [])
-        if self.member_change is not None:
-            st.member_change_epoch = self.member_change.epoch
-            st.members_before_change.extend(self.member_change.old)
-        if self.ns_info is not None:
-            for seg in self.get_edit_log_manifest(0, True, all_in_progress=True):
-                st.segments.append(remote_edit_log(seg))
-        if self.cur_segment_txid is not None:
-            st.current_segment_txid = self.cur_segment_txid
-        facts = disk_facts(self.storage.current)
-        corrupt = self.files.corrupt_latest
-        if corrupt is not None and corrupt[0].exists():
-            facts = dataclasses.replace(facts, corrupt=[corrupt[1]])
-        st.problems.extend(journal_problems(st, facts))
-        return st
-
-    def status_snapshot(self, problem: str) -> pb.JournalStatusProto:
-        """Status from plain attributes, for when the journal's thread is busy; any thread."""
-        st = self._base_status()
-        st.problems.append(problem)
-        return st
-
-    def _base_status(self) -> pb.JournalStatusProto:
-        """The status fields that plain attributes hold; reads no disk."""
-        st = pb.JournalStatusProto(
-            jid=self.jid,
-            is_formatted=self.ns_info is not None,
-            last_promised_epoch=self.last_promised_epoch,
-            last_writer_epoch=self.last_writer_epoch,
-            highest_written_txid=self.highest_written_txid,
-        )
-        if self.ns_info is not None:
-            st.ns_info.CopyFrom(self.ns_info.to_proto())
-        if self.committed_txid is not None:
-            st.committed_txid = self.committed_txid
-        if self.amnesiac is not None:
-            st.restored = True
-        return st
-
+    # -- serving segments -------------------------------------------------------------------
     def check_storage_info(self, theirs: StorageInfo) -> None:
         """Refuse a segment fetch whose storageInfo names another namespace than ours."""
         mine = self._check_formatted()
@@ -1576,11 +1038,7 @@ class Journal:
             return seg.path, seg.path.stat().st_size
         if not in_progress_ok:
             return None
-        for_recovery = (
-            recovery_epoch > 0
-            and recovery_epoch == self.last_promised_epoch
-            and self.awaiting_new_epoch is None
-        )
+        for_recovery = rules.serves_for_recovery(self.state(), recovery_epoch)
         if not (for_recovery or self._is_current_writers(segment_txid)):
             return None
         length = self.files.servable_length(seg)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import queue
@@ -23,10 +24,16 @@ from qjm.errors import QjmError
 from qjm.fileutil import FileLockError, lock_file
 from qjm.ipc import IpcServer
 from qjm.ipc.server import ipc_limit_keys
+from qjm.journalnode.accept_recovery import (
+    begin_accept_recovery,
+    download,
+    finish_accept_recovery,
+)
 from qjm.journalnode.journal import FaultInjector, Journal
+from qjm.journalnode.journal_status import status_of, status_snapshot
 from qjm.journalnode.metrics import JournalNodeMetrics
 from qjm.journalnode.storage import JNStorage
-from qjm.journalnode.syncer import JournalSyncer
+from qjm.journalnode.syncer import JournalNodeSyncer
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import JournalError, JournalNotFormattedError, StorageError
 from qjm.protocol.identity import check_journal_id
@@ -289,7 +296,7 @@ class JournalNode:
         self.stopped = asyncio.Event()
         self._stopping = False  # set first thing in stop(): no journal opens after it
         self.peers = list(peers or [])
-        self.syncer: JournalSyncer | None = None
+        self.syncer: JournalNodeSyncer | None = None
         self._sync_stop = asyncio.Event()
         self._sync_task: asyncio.Task[None] | None = None
         # accept_recovery's downloads, off the journals' threads (a few at a time).
@@ -441,12 +448,12 @@ class JournalNode:
         self, jid: str, req: pb.RequestInfoProto, segment: pb.SegmentStateProto, from_url: str
     ) -> None:
         """accept_recovery with its download off the journal's thread (checked again after)."""
-        plan = await self.run(jid, lambda j: j.begin_accept_recovery(req, segment, from_url))
+        plan = await self.run(jid, lambda j: begin_accept_recovery(j, req, segment, from_url))
         if plan.download is not None:
             journal = await self.journal(jid)
             loop = asyncio.get_running_loop()
-            await loop.run_in_executor(self._fetch_pool, journal.download, plan)
-        await self.run(jid, lambda j: j.finish_accept_recovery(req, segment, plan))
+            await loop.run_in_executor(self._fetch_pool, download, journal, plan)
+        await self.run(jid, lambda j: finish_accept_recovery(j, req, segment, plan))
 
     async def journal(self, jid: str) -> Journal:
         """The open journal jid (opened if its storage exists); for thread-safe calls only."""
@@ -485,15 +492,16 @@ class JournalNode:
         opened = self._journals.get(jid)
         if opened is None:
             opened = await self._get(jid, create=False)
-        work = opened.executor.submit(opened.journal.status)
+        work = opened.executor.submit(functools.partial(status_of, opened.journal))
         try:
             async with asyncio.timeout(STATUS_TIMEOUT_SECONDS):
                 return await asyncio.shield(work)
         except TimeoutError:
             work.add_done_callback(lambda f: f.cancelled() or f.exception())
-            return opened.journal.status_snapshot(
+            return status_snapshot(
+                opened.journal,
                 f"journal thread busy for more than {STATUS_TIMEOUT_SECONDS:g}s; "
-                "values read without it"
+                "values read without it",
             )
 
     def _journal_dirs(self) -> list[str]:
@@ -594,7 +602,7 @@ class JournalNode:
             await self.stop()
             raise
         if self.settings.sync_enabled and self.peers:
-            self.syncer = JournalSyncer(self, self.peers, self.settings.sync_interval_ms / 1000)
+            self.syncer = JournalNodeSyncer(self, self.peers, self.settings.sync_interval_ms / 1000)
             self._sync_task = asyncio.create_task(self.syncer.run(self._sync_stop))
         log.info(
             "JournalNode started: rpc=%s http=%s edits_dir=%s journals=%s",

@@ -110,6 +110,17 @@ def _undecoded_text(msg: Message, prefix: str = "") -> tuple[str, bytes] | None:
     return None
 
 
+def _as_journal_error(e: Exception, name: str, peer: str) -> JournalError:
+    """The IPC error a handler's exception leaves as: a JournalError (an unexpected
+    exception is logged with its traceback and named)."""
+    if isinstance(e, JournalError):
+        return e
+    if isinstance(e, QjmError):
+        return to_wire_error(e)
+    log.exception("internal error serving %s from %s", name, peer)
+    return JournalError(f"internal error in JournalNode serving {name}: {type(e).__name__}: {e}")
+
+
 def _checked(spec: MethodSpec, serve: Serve, node: JournalNode) -> Method:
     """The IPC method for one handler: field check, in-flight bytes, error translation."""
 
@@ -121,13 +132,8 @@ def _checked(spec: MethodSpec, serve: Serve, node: JournalNode) -> Method:
             return await serve(request)
         except JournalError:
             raise
-        except QjmError as e:
-            raise to_wire_error(e) from None
         except Exception as e:
-            log.exception("internal error serving %s from %s", spec.name, ctx.peer)
-            raise JournalError(
-                f"internal error in JournalNode serving {spec.name}: {type(e).__name__}: {e}"
-            ) from None
+            raise _as_journal_error(e, spec.name, ctx.peer) from None
         finally:
             node.inflight.release(held)
 
@@ -151,13 +157,8 @@ def _started(spec: MethodSpec, work_of: Callable[[Any], Work], node: JournalNode
                 return fn(j)
             except JournalError:
                 raise
-            except QjmError as e:
-                raise to_wire_error(e) from None
             except Exception as e:
-                log.exception("internal error serving %s from %s", name, peer)
-                raise JournalError(
-                    f"internal error in JournalNode serving {name}: {type(e).__name__}: {e}"
-                ) from None
+                raise _as_journal_error(e, name, peer) from None
 
         return run
 

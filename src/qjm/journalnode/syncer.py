@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from qjm.config import parse_address
 from qjm.editlog.segments import finalized_name, scan_file
 from qjm.errors import QjmError
-from qjm.journalnode.journal import Journal, download_segment
+from qjm.journalnode.journal import MAX_TXID, Journal, download_segment
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.namespace import NamespaceInfo, same_namespace
 from qjm.protocol.qjournal import STATUS_PROTOCOL
@@ -106,11 +106,56 @@ def plan_sync(
     return plans
 
 
+def occupied_ranges(j: Journal) -> list[tuple[int, int]]:
+    """The txid ranges this node's segments hold, as the syncer must leave them (§J.6).
+
+    A finalized segment holds its range; the newest in-progress segment holds every
+    txid from its start on (its writer may still add to it); an older in-progress one,
+    which a later segment start superseded and no recovery will ask for again, holds
+    nothing: a finalized copy a majority agrees on may be installed over its txids.
+    """
+    j._check_formatted()
+    segments = j.files.segments()
+    out: list[tuple[int, int]] = []
+    for seg in segments:
+        if seg.end is not None:
+            out.append((seg.start, seg.end))
+        elif j.files.is_latest_inprogress(seg, segments):
+            out.append((seg.start, MAX_TXID))
+    return out
+
+
+def install_synced_segment(
+    j: Journal, tmp: Path, start: int, end: int, decided_epoch: int | None = None
+) -> bool:
+    """Move a downloaded, checked segment into current/; False if it now overlaps ours.
+
+    The epoch that decided it on its source is recorded with it (design §J.6).
+    """
+    j._check_formatted()
+    if any(not (end < a or start > b) for a, b in occupied_ranges(j)):
+        tmp.unlink(missing_ok=True)
+        return False
+    if decided_epoch is not None:
+        # Before the file: a crash between the two leaves a record of a segment this
+        # node lacks, which prepare_recovery refuses to answer about, not a segment
+        # without its epoch.
+        j._record_decision(start, end, decided_epoch, tmp.stat().st_size)
+    final = j.files.install_finalized(tmp, start, end)
+    if final is None:
+        return False
+    j.highest_written_txid = max(j.highest_written_txid, end)
+    j.counters.segments_synced += 1
+    j.counters.last_sync_timestamp = time.time()
+    log.info("journal %s: synced segment %s from a peer", j.jid, final.name)
+    return True
+
+
 async def _download_over_http(url: str, dest: Path) -> None:
     await asyncio.get_running_loop().run_in_executor(None, download_segment, url, dest)
 
 
-class JournalSyncer:
+class JournalNodeSyncer:
     """Background repair of one JournalNode's journals from its peers."""
 
     def __init__(
@@ -131,6 +176,11 @@ class JournalSyncer:
         self._woken = asyncio.Event()
         self._status_of: StatusOf = status_of or _node_status
         self._fetch = fetch
+
+    @property
+    def nodes(self) -> int:
+        """The journal's nodes: the peers and this one (quorums are majorities of these)."""
+        return len(self.peers) + 1
 
     def wake(self) -> None:
         """Start the next round now (at most one a second): a journal lacks txids."""
@@ -239,19 +289,19 @@ class JournalSyncer:
                 if not s.is_in_progress:
                     epoch = s.decided_epoch if s.HasField("decided_epoch") else None
                     copies.append(PeerCopy(peer, s.start_txid, s.end_txid, epoch))
-        occupied = await self.node.run(jid, lambda j: j.occupied_ranges())
+        occupied = await self.node.run(jid, occupied_ranges)
         plans = plan_sync(
             copies,
             occupied,
             max(committed),
-            len(self.peers) + 1,
+            self.nodes,
             every_peer_answered=answered == len(self.peers),
         )
         installed = 0
         for plan in plans:
             tmp = await self._download(mine, peers[plan.sources[0]][1], plan.start, plan.end)
             install = functools.partial(
-                Journal.install_synced_segment,
+                install_synced_segment,
                 tmp=tmp,
                 start=plan.start,
                 end=plan.end,
@@ -274,7 +324,7 @@ class JournalSyncer:
         awaiting-new-epoch marker) before it takes writes, and does not vote in recovery
         until a writer starts a segment on it (design §J.5).
         """
-        nodes = len(self.peers) + 1
+        nodes = self.nodes
         need = majority_of(nodes)
         found = [(p, journal) for p, (journal, _) in peers.items()]
         if len(found) < need:

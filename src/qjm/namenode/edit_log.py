@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from qjm.client.output_stream import QuorumOutputStream
-from qjm.client.quorum_call import QuorumError
+from qjm.client.quorum_call import FencedError, fencing_error
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.config import NameNodeSettings
 from qjm.editlog import framing
@@ -83,7 +83,7 @@ class EditLogFatalError(EditLogRefusedError):
     """The quorum journal failed; this NameNode may not write again."""
 
 
-class WriterFencedError(EditLogFatalError):
+class WriterFencedError(EditLogFatalError, FencedError):
     """A newer writer (a higher epoch) took over the shared journal."""
 
     def __init__(self, message: str, my_epoch: int | None, newer_epoch: int | None) -> None:
@@ -126,7 +126,7 @@ def fatal_error(e: BaseException, my_epoch: int | None) -> EditLogFatalError:
     """The error an edit log stops with after e: fenced (naming both epochs) or fatal."""
     if isinstance(e, EditLogFatalError):
         return e
-    epoch_error = e.epoch_error if isinstance(e, QuorumError) else None
+    epoch_error = fencing_error(e)
     if epoch_error is not None:
         m = _PROMISED.search(str(epoch_error))
         newer = int(m.group(1)) if m else None
@@ -299,7 +299,7 @@ class FSEditLog:
             stream = await self.qjm.start_log_segment(txid)
         except Exception as e:
             # Not fatal by itself: open_for_write's caller decides (a roll makes it fatal).
-            if isinstance(e, QuorumError) and e.epoch_error is not None:
+            if fencing_error(e) is not None:
                 raise fatal_error(e, self.qjm.epoch) from None
             raise EditLogRefusedError(
                 f"cannot start edit log segment {txid} on the quorum journal: {e}"

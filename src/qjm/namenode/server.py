@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qjm.client.lease import lease_clock, lease_left, older_leases_end, renewal_due
-from qjm.client.quorum_call import QuorumError
+from qjm.client.quorum_call import fencing_error
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.reader import QuorumJournalReader
 from qjm.client.uri import QJournalUri, parse_qjournal_uri
@@ -87,15 +87,7 @@ class NameNodeStartupError(QjmError):
 
 def _fenced(exc: BaseException | None) -> bool:
     """True when exc (or what caused it) says a newer writer holds the journal."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, EpochError) or type(exc).__name__ == "WriterFencedError":
-            return True
-        if isinstance(exc, QuorumError) and exc.epoch_error is not None:
-            return True
-        exc = exc.__cause__ or exc.__context__
-    return False
+    return fencing_error(exc) is not None
 
 
 def encode_for_log(method: str, ops: list[Op]) -> list[bytes]:

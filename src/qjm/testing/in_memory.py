@@ -37,7 +37,7 @@ from qjm.journalnode.journal import FaultInjector, Journal
 from qjm.journalnode.node import JournalNode
 from qjm.journalnode.rpc import JournalNodeHandlers
 from qjm.journalnode.segment_fetch import FetchError, FetchLimits
-from qjm.journalnode.syncer import JournalSyncer
+from qjm.journalnode.syncer import JournalNodeSyncer
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import JournalNodeUnavailable, StorageInfoMismatchError
 from qjm.protocol.qjournal import PROTOCOLS, QJOURNAL_PROTOCOL
@@ -435,7 +435,7 @@ class InMemoryCluster:
     async def sync(self, i: int) -> int:
         """One round of node i's real syncer, its peers the other nodes; segments installed."""
         peers = [s.address for s in self.slots if s.index != i]
-        syncer = JournalSyncer(
+        syncer = JournalNodeSyncer(
             self.node(i), peers, 1.0, status_of=self._node_status, fetch=self._fetch
         )
         return await syncer.sync_round()

@@ -1,0 +1,646 @@
+"""The acceptor's pure rules as tables: epoch, serial, committed txid, segments, Paxos accept."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from qjm.journalnode import rules
+from qjm.journalnode.rules import (
+    MAX_EPOCH,
+    MAX_EPOCH_STEP,
+    AcceptAction,
+    Accepted,
+    JournalState,
+    OnDisk,
+    Request,
+)
+from qjm.journalnode.storage import MemberChangeRecord
+from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.errors import (
+    AcceptedStateMismatchError,
+    AmnesiacNodeError,
+    AwaitingNewEpochError,
+    CommittedTxidLossError,
+    CommittedTxidRegressionError,
+    EmptyFinalizeError,
+    EpochLimitError,
+    EpochNotNewerError,
+    FinalizedReplaceError,
+    FinalizeEndMismatchError,
+    FinalizeRefusedError,
+    InvalidRequestError,
+    IpcSerialError,
+    IpcSerialLimitError,
+    JournalNotFormattedError,
+    MembershipMismatchError,
+    MissingEpochError,
+    NewerAcceptError,
+    NoOpenSegmentError,
+    NotWriterEpochError,
+    PurgeRefusedError,
+    SegmentStartError,
+    SegmentStateError,
+    StaleEpochError,
+    TxidGapError,
+    UnpromisedEpochError,
+    WrongSegmentError,
+)
+
+
+def cases(table: dict[str, tuple[Any, ...]]) -> Any:
+    """Parametrize rows named by their case."""
+    return [pytest.param(*row, id=name) for name, row in table.items()]
+
+
+def outcome(expected: object, call: Any) -> None:
+    """Assert call() returns expected, or raises it when expected is an error class."""
+    if isinstance(expected, type) and issubclass(expected, Exception):
+        with pytest.raises(expected):
+            call()
+    else:
+        assert call() == expected
+
+
+# A journal promised to epoch 5, whose writer is epoch 5, took serial 3, holds txids up to 20
+# and knows 15 committed.
+S = JournalState(
+    jid="j",
+    last_promised_epoch=5,
+    last_writer_epoch=5,
+    ipc_serial=3,
+    committed_txid=15,
+    highest_written_txid=20,
+)
+R = Request(epoch=5, ipc_serial=4, committed_txid=15)
+OK = None  # a check that passes returns None
+
+# -- every request ---------------------------------------------------------------------------
+
+REQUESTS: dict[str, tuple[JournalState, Request, object]] = {
+    "the current writer's next call": (S, R, OK),
+    "a serial that skips ahead": (S, replace(R, ipc_serial=100), OK),
+    "no committed txid reported": (S, replace(R, committed_txid=None), OK),
+    "a committed txid moving forward": (S, replace(R, committed_txid=19), OK),
+    "unformatted": (replace(S, formatted=False), R, JournalNotFormattedError),
+    "no epoch": (S, replace(R, epoch=0), MissingEpochError),
+    "a negative epoch": (S, replace(R, epoch=-1), MissingEpochError),
+    "a serial at the epochs' bound": (S, replace(R, ipc_serial=MAX_EPOCH), IpcSerialLimitError),
+    "a serial just below the bound": (S, replace(R, ipc_serial=MAX_EPOCH - 1), OK),
+    "an older epoch": (S, replace(R, epoch=4), StaleEpochError),
+    "an epoch never promised": (S, replace(R, epoch=6), UnpromisedEpochError),
+    "a repeated serial": (S, replace(R, ipc_serial=3), IpcSerialError),
+    "an older serial": (S, replace(R, ipc_serial=1), IpcSerialError),
+    "the first serial after a promise": (replace(S, ipc_serial=-1), replace(R, ipc_serial=0), OK),
+    "a committed txid moving back": (
+        S,
+        replace(R, committed_txid=14),
+        CommittedTxidRegressionError,
+    ),
+    "any committed txid on a node that knows none": (
+        replace(S, committed_txid=None),
+        replace(R, committed_txid=1),
+        OK,
+    ),
+}
+
+
+@pytest.mark.parametrize(("state", "req", "expected"), cases(REQUESTS))
+def test_check_request(state: JournalState, req: Request, expected: object) -> None:
+    outcome(expected, lambda: rules.check_request(state, req))
+
+
+AWAITING = replace(S, awaiting_new_epoch="was formatted")
+WRITER_CALLS: dict[str, tuple[JournalState, Request, object]] = {
+    "a writer call": (S, R, OK),
+    "awaiting a new epoch refuses the promised writer": (AWAITING, R, AwaitingNewEpochError),
+    "awaiting a new epoch refuses before the epoch check": (
+        AWAITING,
+        replace(R, epoch=4),
+        AwaitingNewEpochError,
+    ),
+    "no epoch while awaiting is a missing epoch": (
+        AWAITING,
+        replace(R, epoch=0),
+        MissingEpochError,
+    ),
+    "then the request checks": (S, replace(R, epoch=4), StaleEpochError),
+}
+
+
+@pytest.mark.parametrize(("state", "req", "expected"), cases(WRITER_CALLS))
+def test_check_writer_call(state: JournalState, req: Request, expected: object) -> None:
+    outcome(expected, lambda: rules.check_writer_call(state, req))
+
+
+WRITER_EPOCHS: dict[str, tuple[JournalState, object]] = {
+    "the writer's epoch": (S, OK),
+    "promised but no segment started in it": (replace(S, last_writer_epoch=4), NotWriterEpochError),
+}
+
+
+@pytest.mark.parametrize(("state", "expected"), cases(WRITER_EPOCHS))
+def test_check_writer_epoch(state: JournalState, expected: object) -> None:
+    outcome(expected, lambda: rules.check_writer_epoch(state, R))
+
+
+# committed_txid_to_record(state, request, txids written by the same request)
+COMMITTED: dict[str, tuple[JournalState, Request, int | None, int | None]] = {
+    "no claim": (S, replace(R, committed_txid=None), None, None),
+    "the same claim": (S, R, None, None),
+    "a claim within what is written": (S, replace(R, committed_txid=18), None, 18),
+    "a claim up to what is written": (S, replace(R, committed_txid=20), None, 20),
+    "the writer's claim above what is here is cut to it": (
+        S,
+        replace(R, committed_txid=30),
+        None,
+        20,
+    ),
+    "the same request's batch counts as written": (S, replace(R, committed_txid=30), 25, 25),
+    "the batch's claim within it": (S, replace(R, committed_txid=22), 25, 22),
+    "another writer's claim above what is here is not stored": (
+        replace(S, last_writer_epoch=4),
+        replace(R, committed_txid=30),
+        None,
+        None,
+    ),
+    "another writer's claim within what is here is stored": (
+        replace(S, last_writer_epoch=4),
+        replace(R, committed_txid=18),
+        None,
+        18,
+    ),
+    "a cut that would not advance is not stored": (
+        replace(S, committed_txid=20),
+        replace(R, committed_txid=30),
+        None,
+        None,
+    ),
+    "a first claim on an empty node is not stored": (
+        replace(S, committed_txid=None, highest_written_txid=0),
+        replace(R, committed_txid=5),
+        None,
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize(("state", "req", "written", "expected"), cases(COMMITTED))
+def test_committed_txid_to_record(
+    state: JournalState, req: Request, written: int | None, expected: int | None
+) -> None:
+    assert rules.committed_txid_to_record(state, req, written) == expected
+
+
+# -- the promise -------------------------------------------------------------------------------
+
+NEW_EPOCHS: dict[str, tuple[int, int, object]] = {
+    "one above the promise": (5, 6, OK),
+    "the promise itself": (5, 5, EpochNotNewerError),
+    "below the promise": (5, 2, EpochNotNewerError),
+    "the largest step": (5, 5 + MAX_EPOCH_STEP, OK),
+    "past the largest step": (5, 6 + MAX_EPOCH_STEP, EpochLimitError),
+    "the last epoch": (MAX_EPOCH - 2, MAX_EPOCH - 1, OK),
+    "the epochs' bound": (MAX_EPOCH - 2, MAX_EPOCH, EpochLimitError),
+}
+
+
+@pytest.mark.parametrize(("promised", "epoch", "expected"), cases(NEW_EPOCHS))
+def test_check_new_epoch(promised: int, epoch: int, expected: object) -> None:
+    state = replace(S, last_promised_epoch=promised)
+    outcome(expected, lambda: rules.check_new_epoch(state, epoch))
+
+
+A, B, C, D = "h:1", "h:2", "h:3", "h:4"
+CHANGE = MemberChangeRecord(7, (A, B, C), (A, B, D))
+MEMBERS: dict[str, tuple[list[str], list[str] | None, MemberChangeRecord | None, object]] = {
+    "an old writer names none": ([], [A, B, C], None, OK),
+    "old storage holds none": ([A, B, C], None, None, OK),
+    "the same set in another order": ([C, A, B], [A, B, C], None, OK),
+    "another set": ([A, B, D], [A, B, C], None, MembershipMismatchError),
+    "the set before the change": ([A, B, C], [A, B, D], CHANGE, MembershipMismatchError),
+    "the set after the change": ([D, B, A], [A, B, D], CHANGE, OK),
+}
+
+
+@pytest.mark.parametrize(("named", "held", "change", "expected"), cases(MEMBERS))
+def test_check_members(
+    named: list[str], held: list[str] | None, change: MemberChangeRecord | None, expected: object
+) -> None:
+    outcome(expected, lambda: rules.check_members("j", named, held, change))
+
+
+def test_the_old_set_is_told_the_new_uri() -> None:
+    with pytest.raises(MembershipMismatchError, match=r"qjournal://h:1;h:2;h:4/j"):
+        rules.check_members("j", [A, B, C], [A, B, D], CHANGE)
+
+
+# -- segments ----------------------------------------------------------------------------------
+
+LAYOUT = -64
+OLDEST = -64
+LAYOUTS: dict[str, tuple[int, int, object]] = {
+    "0 means the default": (21, 0, LAYOUT),
+    "the oldest supported": (21, OLDEST, OLDEST),
+    "a newer one": (21, OLDEST - 2, OLDEST - 2),
+    "an older one": (21, OLDEST + 1, InvalidRequestError),
+    "a start txid of 0": (0, 0, InvalidRequestError),
+    "a negative start txid": (-3, 0, InvalidRequestError),
+}
+
+
+@pytest.mark.parametrize(("txid", "layout", "expected"), cases(LAYOUTS))
+def test_start_layout_version(txid: int, layout: int, expected: object) -> None:
+    outcome(expected, lambda: rules.start_layout_version(txid, layout, LAYOUT, OLDEST))
+
+
+# check_segment_start(state, request, txid, restart)
+STARTS: dict[str, tuple[JournalState, Request, int, bool, object]] = {
+    "right after the highest written and committed": (
+        replace(S, committed_txid=20),
+        replace(R, committed_txid=20),
+        21,
+        False,
+        OK,
+    ),
+    "at the committed txid": (S, R, 15, False, SegmentStartError),
+    "at the highest written txid": (S, replace(R, committed_txid=20), 20, False, SegmentStartError),
+    "a restart of the newest one-txn segment": (S, replace(R, committed_txid=19), 20, True, OK),
+    "a restart below the highest written": (
+        S,
+        replace(R, committed_txid=19),
+        19,
+        True,
+        SegmentStartError,
+    ),
+    "past the writer's committed": (S, replace(R, committed_txid=20), 22, False, SegmentStartError),
+    "a node that missed txids takes the writer's next segment": (
+        S,
+        replace(R, committed_txid=40),
+        41,
+        False,
+        OK,
+    ),
+    "no committed txid reported": (S, replace(R, committed_txid=None), 30, False, OK),
+    "a node that knows no committed txid": (
+        replace(S, committed_txid=None, highest_written_txid=0),
+        replace(R, committed_txid=None),
+        1,
+        False,
+        OK,
+    ),
+}
+
+
+@pytest.mark.parametrize(("state", "req", "txid", "restart", "expected"), cases(STARTS))
+def test_check_segment_start(
+    state: JournalState, req: Request, txid: int, restart: bool, expected: object
+) -> None:
+    outcome(expected, lambda: rules.check_segment_start(state, req, txid, restart))
+
+
+OPEN = replace(S, open_segment=16)
+# check_batch(state, next txid, segment txid, first txid, txns)
+BATCHES: dict[str, tuple[JournalState, int, int, int, int, object]] = {
+    "the next txid of the open segment": (OPEN, 21, 16, 21, 3, OK),
+    "an empty batch": (OPEN, 21, 16, 21, 0, OK),
+    "no open segment": (S, 21, 16, 21, 3, NoOpenSegmentError),
+    "another segment": (OPEN, 21, 11, 21, 3, WrongSegmentError),
+    "a gap": (OPEN, 21, 16, 22, 3, TxidGapError),
+    "a repeat": (OPEN, 21, 16, 20, 3, TxidGapError),
+    "a negative count": (OPEN, 21, 16, 21, -1, InvalidRequestError),
+}
+
+
+@pytest.mark.parametrize(("state", "next_txid", "seg", "first", "n", "expected"), cases(BATCHES))
+def test_check_batch(
+    state: JournalState, next_txid: int, seg: int, first: int, n: int, expected: object
+) -> None:
+    outcome(expected, lambda: rules.check_batch(state, next_txid, seg, first, n))
+
+
+FINALIZE_RANGES: dict[str, tuple[int, int, object]] = {
+    "one txn": (16, 16, OK),
+    "several": (16, 20, OK),
+    "empty (end before start)": (16, 15, EmptyFinalizeError),
+}
+
+
+@pytest.mark.parametrize(("start", "end", "expected"), cases(FINALIZE_RANGES))
+def test_check_finalize_range(start: int, end: int, expected: object) -> None:
+    outcome(expected, lambda: rules.check_finalize_range(S, start, end))
+
+
+FINALIZE_ENDS: dict[str, tuple[int, int | None, bool, object]] = {
+    "the open segment's last txid": (20, 20, True, OK),
+    "past the open segment's last txid": (21, 20, True, FinalizeEndMismatchError),
+    "a closed copy's last txid": (20, 20, False, OK),
+    "a closed copy that holds fewer": (20, 18, False, FinalizeEndMismatchError),
+    "a closed copy that holds none": (20, None, False, FinalizeEndMismatchError),
+}
+
+
+@pytest.mark.parametrize(("end", "last", "open_", "expected"), cases(FINALIZE_ENDS))
+def test_check_finalize_end(end: int, last: int | None, open_: bool, expected: object) -> None:
+    outcome(expected, lambda: rules.check_finalize_end(16, end, last, open_))
+
+
+REFINALIZE: dict[str, tuple[int, object]] = {
+    "the same end again": (20, OK),
+    "another end": (21, FinalizeEndMismatchError),
+}
+
+
+@pytest.mark.parametrize(("end", "expected"), cases(REFINALIZE))
+def test_check_refinalize(end: int, expected: object) -> None:
+    outcome(expected, lambda: rules.check_refinalize("edits_16-20", 20, end))
+
+
+# check_may_finalize(state, request, start 16, end, accepted, the current writer's segment)
+MAY_FINALIZE: dict[str, tuple[Request, int, Accepted | None, bool, object]] = {
+    "the writer's own segment, reported committed": (
+        replace(R, committed_txid=20),
+        20,
+        None,
+        True,
+        OK,
+    ),
+    "reported committed past the end": (replace(R, committed_txid=25), 20, None, True, OK),
+    "not reported committed to its end": (R, 20, None, True, FinalizeRefusedError),
+    "no committed txid reported": (
+        replace(R, committed_txid=None),
+        20,
+        None,
+        True,
+        FinalizeRefusedError,
+    ),
+    "not the current writer's segment": (
+        replace(R, committed_txid=20),
+        20,
+        None,
+        False,
+        FinalizeRefusedError,
+    ),
+    "accepted in this epoch at this end": (R, 20, Accepted(20, 5), False, OK),
+    "accepted in this epoch at another end": (R, 20, Accepted(19, 5), False, FinalizeRefusedError),
+    "accepted in an older epoch": (R, 20, Accepted(20, 4), False, FinalizeRefusedError),
+    "a writer of another epoch": (
+        Request(epoch=6, ipc_serial=1, committed_txid=20),
+        20,
+        None,
+        True,
+        FinalizeRefusedError,
+    ),
+}
+
+
+@pytest.mark.parametrize(("req", "end", "accepted", "current", "expected"), cases(MAY_FINALIZE))
+def test_check_may_finalize(
+    req: Request, end: int, accepted: Accepted | None, current: bool, expected: object
+) -> None:
+    outcome(expected, lambda: rules.check_may_finalize(S, req, 16, end, accepted, current))
+
+
+PURGES: dict[str, tuple[JournalState, int, object]] = {
+    "no open segment": (S, 100, OK),
+    "up to the open segment": (OPEN, 16, OK),
+    "into the open segment": (OPEN, 17, PurgeRefusedError),
+}
+
+
+@pytest.mark.parametrize(("state", "keep", "expected"), cases(PURGES))
+def test_check_purge(state: JournalState, keep: int, expected: object) -> None:
+    outcome(expected, lambda: rules.check_purge(state, keep))
+
+
+# A rollback's caller won epoch 6 and started nothing.
+FRESH = replace(S, last_promised_epoch=6, ipc_serial=-1)
+DISCARDS: dict[str, tuple[JournalState, Request, int, object]] = {
+    "a fresh epoch": (FRESH, Request(6, 0), 11, OK),
+    "a txid of 0": (FRESH, Request(6, 0), 0, InvalidRequestError),
+    "the writer of the epoch started segments": (
+        replace(FRESH, last_writer_epoch=6),
+        Request(6, 0),
+        11,
+        SegmentStateError,
+    ),
+    "a deposed writer": (FRESH, Request(5, 9), 11, StaleEpochError),
+}
+
+
+@pytest.mark.parametrize(("state", "req", "txid", "expected"), cases(DISCARDS))
+def test_check_discard(state: JournalState, req: Request, txid: int, expected: object) -> None:
+    outcome(expected, lambda: rules.check_discard(state, req, txid))
+
+
+def test_a_discard_without_an_epoch_is_refused_once_formatted() -> None:
+    assert isinstance(rules.discard_without_epoch(S, 11), MissingEpochError)
+    with pytest.raises(JournalNotFormattedError):
+        rules.discard_without_epoch(replace(S, formatted=False), 11)
+
+
+SEGS = [("edits_1-10", 1, 10), ("edits_11-20", 11, 20), ("edits_inprogress_21", 21, 25)]
+DISCARDED: dict[str, tuple[int, object]] = {
+    "from a segment's start": (11, [1, 2]),
+    "from the in-progress one": (21, [2]),
+    "past every segment": (26, []),
+    "everything": (1, [0, 1, 2]),
+    "across a finalized segment": (15, SegmentStateError),
+    "across the in-progress one": (22, SegmentStateError),
+}
+
+
+@pytest.mark.parametrize(("txid", "expected"), cases(DISCARDED))
+def test_segments_to_discard(txid: int, expected: object) -> None:
+    outcome(expected, lambda: rules.segments_to_discard(FRESH, txid, SEGS))
+
+
+# -- reads -------------------------------------------------------------------------------------
+
+CACHED: dict[str, tuple[JournalState, int, bool]] = {
+    "the current writer's txids": (S, 16, True),
+    "up to the highest written": (S, 20, True),
+    "past the highest written": (S, 21, False),
+    "the writer lost the promise": (replace(S, last_promised_epoch=6), 16, False),
+    "awaiting a new epoch": (AWAITING, 16, False),
+}
+
+
+@pytest.mark.parametrize(("state", "since", "expected"), cases(CACHED))
+def test_serves_cached_edits(state: JournalState, since: int, expected: bool) -> None:
+    assert rules.serves_cached_edits(state, since) is expected
+
+
+FOR_RECOVERY: dict[str, tuple[JournalState, int, bool]] = {
+    "the promised epoch": (S, 5, True),
+    "an older epoch": (S, 4, False),
+    "no epoch": (S, 0, False),
+    "awaiting a new epoch": (AWAITING, 5, False),
+}
+
+
+@pytest.mark.parametrize(("state", "epoch", "expected"), cases(FOR_RECOVERY))
+def test_serves_for_recovery(state: JournalState, epoch: int, expected: bool) -> None:
+    assert rules.serves_for_recovery(state, epoch) is expected
+
+
+# -- recovery ----------------------------------------------------------------------------------
+
+VOTES: dict[str, tuple[JournalState, object]] = {
+    "a node with its data": (S, OK),
+    "an amnesiac node": (replace(S, amnesiac="was restored"), AmnesiacNodeError),
+}
+
+
+@pytest.mark.parametrize(("state", "expected"), cases(VOTES))
+def test_check_may_vote(state: JournalState, expected: object) -> None:
+    outcome(expected, lambda: rules.check_may_vote(state, 16))
+
+
+ACCEPTED_MATCHES: dict[str, tuple[int | None, object]] = {
+    "the copy ends where accepted": (20, OK),
+    "the copy ends elsewhere": (19, AcceptedStateMismatchError),
+    "no copy": (None, AcceptedStateMismatchError),
+}
+
+
+@pytest.mark.parametrize(("on_disk", "expected"), cases(ACCEPTED_MATCHES))
+def test_check_accepted_matches(on_disk: int | None, expected: object) -> None:
+    outcome(expected, lambda: rules.check_accepted_matches(S, 16, on_disk, "16-20", 20))
+
+
+FETCH = AcceptAction(fetch=True)
+FETCH_COMPARE = AcceptAction(fetch=True, compare=True)
+KEEP = AcceptAction()
+# The recovery of epoch 6 chooses 16-20 (in progress unless said otherwise).
+R6 = Request(epoch=6, ipc_serial=0)
+S6 = replace(S, last_promised_epoch=6, ipc_serial=-1)
+MINE_16_20 = OnDisk(16, 20, in_progress=True)
+FINAL_16_20 = OnDisk(16, 20, in_progress=False, decided_epoch=4)
+# accept_action(state, chosen in progress, chosen decided epoch, accepted epoch, ours, has url)
+ACCEPTS: dict[
+    str, tuple[JournalState, bool, int | None, int | None, OnDisk | None, bool, object]
+] = {
+    "nothing here: fetch": (S6, True, None, None, None, True, FETCH),
+    "nothing here and no URL": (S6, True, None, None, None, False, InvalidRequestError),
+    "a shorter copy here: fetch": (S6, True, None, None, OnDisk(16, 18, True), True, FETCH),
+    "a corrupt copy of the same end: fetch": (
+        S6,
+        True,
+        None,
+        None,
+        OnDisk(16, 20, True, corrupt=True),
+        True,
+        FETCH,
+    ),
+    "the same end from another node: fetch and compare": (
+        S6,
+        True,
+        None,
+        None,
+        MINE_16_20,
+        True,
+        FETCH_COMPARE,
+    ),
+    "the source itself keeps its copy": (S6, True, None, None, MINE_16_20, False, KEEP),
+    "accepted in a newer epoch": (S6, True, None, 7, None, True, NewerAcceptError),
+    "accepted in this epoch before: again": (S6, True, None, 6, MINE_16_20, False, KEEP),
+    "a replacement losing the committed txid": (
+        replace(S6, committed_txid=22),
+        True,
+        None,
+        None,
+        OnDisk(16, 25, True),
+        True,
+        CommittedTxidLossError,
+    ),
+    "a replacement keeping the committed txid": (
+        replace(S6, committed_txid=18),
+        True,
+        None,
+        None,
+        OnDisk(16, 25, True),
+        True,
+        FETCH,
+    ),
+    "a finalized copy an older epoch decided, same end: compare": (
+        S6,
+        False,
+        None,
+        None,
+        FINAL_16_20,
+        True,
+        FETCH_COMPARE,
+    ),
+    "a finalized copy the same epoch decided: keep": (S6, False, 4, None, FINAL_16_20, True, KEEP),
+    "a finalized copy decided in this epoch, another end": (
+        S6,
+        True,
+        None,
+        None,
+        OnDisk(16, 22, False, decided_epoch=6),
+        True,
+        FinalizedReplaceError,
+    ),
+    "a finalized copy an older epoch decided, another end: fetch": (
+        S6,
+        True,
+        None,
+        None,
+        OnDisk(16, 22, False, decided_epoch=4),
+        True,
+        FETCH,
+    ),
+    "a finalized copy without a decision, the writer epoch is this one": (
+        replace(S6, last_writer_epoch=6),
+        True,
+        None,
+        None,
+        OnDisk(16, 22, False),
+        True,
+        FinalizedReplaceError,
+    ),
+    "a stale epoch": (S, True, None, None, None, True, UnpromisedEpochError),
+}
+
+
+@pytest.mark.parametrize(
+    ("state", "in_progress", "chosen_decided", "accepted", "ours", "url", "expected"),
+    cases(ACCEPTS),
+)
+def test_accept_action(
+    state: JournalState,
+    in_progress: bool,
+    chosen_decided: int | None,
+    accepted: int | None,
+    ours: OnDisk | None,
+    url: bool,
+    expected: object,
+) -> None:
+    outcome(
+        expected,
+        lambda: rules.accept_action(
+            state, R6, 16, 20, in_progress, chosen_decided, accepted, ours, url
+        ),
+    )
+
+
+BAD_RANGES: dict[str, tuple[int, int]] = {
+    "end before start": (16, 15),
+    "end 0": (0, 0),
+}
+
+
+@pytest.mark.parametrize(("start", "end"), cases(BAD_RANGES))
+def test_accept_action_refuses_a_bad_range(start: int, end: int) -> None:
+    with pytest.raises(InvalidRequestError, match="bad recovery state"):
+        rules.accept_action(S6, R6, start, end, True, None, None, None, True)
+
+
+def test_request_of_a_wire_header() -> None:
+    req = pb.RequestInfoProto(epoch=3, ipc_serial=9)
+    assert Request.of(req) == Request(3, 9, None)
+    req.committed_txid = 12
+    assert Request.of(req) == Request(3, 9, 12)
