@@ -44,7 +44,7 @@ from qjm.editlog.ops import (
     encode_ops,
 )
 from qjm.editlog.ops.types import Block
-from qjm.editlog.segments import finalized_name
+from qjm.protocol.file_names import finalized_name
 
 EDITS = 10_000_000
 SEGMENT_OPS = 1_000_000

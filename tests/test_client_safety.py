@@ -22,11 +22,11 @@ from qjm.client.reader import IncompleteReadError, QuorumJournalReader
 from qjm.client.uri import parse_qjournal_uri
 from qjm.editlog.file_journal import truncate_after as _truncate_after
 from qjm.editlog.framing import OP_OPAQUE
-from qjm.editlog.segments import finalized_name
 from qjm.errors import ConfigError, QjmError
 from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import EpochError, UnpromisedEpochError
+from qjm.protocol.file_names import finalized_name
 from qjm.protocol.qjournal import journal_id
 from qjm_cluster import (
     FAST_SETTINGS,

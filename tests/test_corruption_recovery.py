@@ -14,7 +14,8 @@ import pytest
 
 from qjm.client.quorum_call import QuorumError
 from qjm.editlog.framing import HEADER_LEN, iter_ops
-from qjm.editlog.segments import inprogress_name, scan_file
+from qjm.editlog.segments import scan_file
+from qjm.protocol.file_names import inprogress_name
 from qjm_cluster import (
     JNCluster,
     NodeFaults,

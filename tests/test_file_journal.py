@@ -9,8 +9,9 @@ import pytest
 
 from qjm.editlog.file_journal import FileJournal, SegmentInfo, truncate_after
 from qjm.editlog.framing import HEADER_LEN, LAYOUT_VERSION, OP_OPAQUE, encode_op, header
-from qjm.editlog.segments import SegmentFile, finalized_name, inprogress_name, scan_file
+from qjm.editlog.segments import SegmentFile, scan_file
 from qjm.protocol.errors import CorruptSegmentError, DownloadRangeError
+from qjm.protocol.file_names import finalized_name, inprogress_name
 
 
 def ops(first: int, count: int) -> bytes:

@@ -22,13 +22,12 @@ from qjm.editlog.framing import (
 from qjm.editlog.segments import (
     PREALLOCATE_CHUNK,
     SegmentWriter,
-    finalized_name,
-    inprogress_name,
     list_segments,
     parse_segment_name,
     scan_file,
 )
 from qjm.errors import CorruptOpError, EditLogError
+from qjm.protocol.file_names import finalized_name, inprogress_name
 
 
 def ops(first: int, n: int, size: int = 20) -> bytes:

@@ -16,7 +16,6 @@ from qjm.namenode.image import (
     Inode,
     NsInfo,
     encode_image,
-    image_file_name,
     load_image,
     read_image,
     read_summary_from_file,
@@ -24,6 +23,7 @@ from qjm.namenode.image import (
 )
 from qjm.namenode.image.views import iter_delimited, iter_file_distribution, iter_json_lines
 from qjm.namenode.image.xml import image_to_xml
+from qjm.protocol.file_names import image_file_name
 
 
 def sample() -> ImageContents:

@@ -10,7 +10,7 @@ import pytest
 
 from conftest import snapshot
 from qjm.editlog.framing import HEADER, OP_INVALID, OP_OPAQUE, encode_op, scan
-from qjm.editlog.segments import SegmentWriter, finalized_name, inprogress_name, scan_file
+from qjm.editlog.segments import SegmentWriter, scan_file
 from qjm.journalnode.journal import FaultInjector, Journal
 from qjm.journalnode.storage import JNStorage, NsInfo
 from qjm.protocol import qjournal_pb2 as pb
@@ -40,6 +40,7 @@ from qjm.protocol.errors import (
     UnpromisedEpochError,
     WrongSegmentError,
 )
+from qjm.protocol.file_names import finalized_name, inprogress_name
 
 NS = NsInfo(12345, "CID-test")
 PEER_URL = "http://peer.invalid/getJournal?jid=test&segmentTxId=1&inProgressOk=true"

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from conftest import snapshot
-from qjm.editlog.segments import finalized_name, inprogress_name
 from qjm.journalnode import journal as journal_module
 from qjm.journalnode.journal import Journal
 from qjm.journalnode.storage import NsInfo
@@ -37,6 +36,7 @@ from qjm.protocol.errors import (
     StorageError,
     UnpromisedEpochError,
 )
+from qjm.protocol.file_names import finalized_name, inprogress_name
 from qjm.protocol.identity import check_journal_id
 from test_journal import NS, Writer, open_journal, write
 

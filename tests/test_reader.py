@@ -26,8 +26,8 @@ from qjm.editlog.framing import HEADER_LEN, OP_OPAQUE, encode_op, iter_ops
 from qjm.editlog.ops import MkdirOp
 from qjm.editlog.ops import encode_op as encode_hdfs_op
 from qjm.editlog.ops.types import PermissionStatus
-from qjm.editlog.segments import finalized_name
 from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.file_names import finalized_name
 from raw_writer import NS, ns_info
 from test_journalnode_server import JID, RawWriter, txns
 

@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from qjm.editlog.framing import encode_op, iter_ops
-from qjm.editlog.segments import finalized_name
+from qjm.protocol.file_names import finalized_name
 from qjm.spark import audit as A
 from qjm_cluster import JNCluster, journal_with_segments
 

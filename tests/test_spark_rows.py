@@ -26,10 +26,10 @@ from qjm.editlog.ops import (
     read_ops,
 )
 from qjm.editlog.ops import opcodes as oc
-from qjm.editlog.segments import finalized_name, inprogress_name
 from qjm.errors import EditLogError
 from qjm.namenode.image import ImageError, read_image
 from qjm.namenode.image.views import iter_delimited, iter_file_distribution
+from qjm.protocol.file_names import finalized_name, inprogress_name
 from qjm.spark import plan as P
 from qjm.spark import rows as R
 from qjm.spark.schemas import EDITS, IMAGE

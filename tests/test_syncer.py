@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from conftest import JNFactory, JNProcess, run_qjm
-from qjm.editlog.segments import finalized_name
+from qjm.protocol.file_names import finalized_name
 from raw_writer import JID, RawWriter
 from test_journalnode_server import http_get
 

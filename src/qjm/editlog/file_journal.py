@@ -16,16 +16,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from qjm.editlog.framing import HEADER_LEN, MIN_OP_SIZE, ScanResult, iter_ops
-from qjm.editlog.segments import (
-    SegmentFile,
-    SegmentWriter,
-    finalized_name,
-    fsync_dir,
-    inprogress_name,
-    list_segments,
-    scan_file,
-)
+from qjm.editlog.segments import SegmentFile, SegmentWriter, fsync_dir, list_segments, scan_file
 from qjm.protocol.errors import CorruptSegmentError, DownloadRangeError, StorageError
+from qjm.protocol.file_names import finalized_name, inprogress_name
 
 log = logging.getLogger("qjm.editlog.file_journal")
 T = TypeVar("T")

@@ -15,16 +15,6 @@ _INPROGRESS = re.compile(r"^edits_inprogress_(\d{19})$")
 _FINALIZED = re.compile(r"^edits_(\d{19})-(\d{19})$")
 
 
-def inprogress_name(start: int) -> str:
-    """File name of the open segment starting at a txid."""
-    return f"edits_inprogress_{start:019d}"
-
-
-def finalized_name(start: int, end: int) -> str:
-    """File name of a finalized segment."""
-    return f"edits_{start:019d}-{end:019d}"
-
-
 @dataclass(frozen=True, order=True, slots=True)
 class SegmentFile:
     """One segment file in a directory: finalized (end known) or in progress."""

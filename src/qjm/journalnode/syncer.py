@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qjm.config import parse_address
-from qjm.editlog.segments import finalized_name, scan_file
+from qjm.editlog.segments import scan_file
 from qjm.errors import QjmError
 from qjm.journalnode.journal import Journal, download_segment
 from qjm.journalnode.storage import NsInfo
 from qjm.protocol import qjournal_pb2 as pb
+from qjm.protocol.file_names import finalized_name
 from qjm.protocol.namespace import same_namespace
 from qjm.protocol.qjournal import STATUS_PROTOCOL
 from qjm.protocol.qjournal_client import QJournalClient

@@ -39,7 +39,6 @@ from qjm.namenode.image import (
     Inode,
     NsInfo,
     decode_ns_info,
-    image_file_name,
     md5_path,
     read_section,
     read_summary_from_file,
@@ -48,6 +47,7 @@ from qjm.namenode.image import (
 from qjm.namenode.image.md5 import write_md5_file
 from qjm.namenode.image.model import ROOT_NS_QUOTA
 from qjm.protocol.errors import StorageError
+from qjm.protocol.file_names import image_file_name
 
 log = logging.getLogger("qjm.namenode.storage")
 
