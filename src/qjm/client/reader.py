@@ -31,6 +31,7 @@ from qjm.client.quorum_call import QuorumCall, QuorumError, call_all, majority_o
 from qjm.client.uri import QJournalUri
 from qjm.config import QJournalSettings, parse_address
 from qjm.editlog.framing import RawOp, iter_ops, read_header
+from qjm.editlog.segments import txid_run
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.qjournal import journal_id
 from qjm.protocol.urls import get_journal_url
@@ -213,23 +214,16 @@ class QuorumJournalReader:
     @staticmethod
     def _chain(segments: list[SegmentSource], since_txid: int) -> list[SegmentSource]:
         """The contiguous run of segments from the one holding since_txid."""
-        out: list[SegmentSource] = []
-        for seg in segments:
-            if seg.end < since_txid:
-                continue
-            if out and seg.start != out[-1].end + 1:
-                if seg.start <= out[-1].end:
-                    continue  # a stale overlapping in-progress segment
-                raise ReadError(
-                    f"no JournalNode of a majority holds txids {out[-1].end + 1}-{seg.start - 1}"
-                )
-            if not out and seg.start > since_txid:
+        run = txid_run(segments, since_txid)
+        if run.gaps:
+            first, last = run.gaps[0]
+            if first == since_txid:
                 raise ReadError(
                     f"no JournalNode of a majority holds txid {since_txid} (the first segment "
-                    f"after it starts at {seg.start})"
+                    f"after it starts at {last + 1})"
                 )
-            out.append(seg)
-        return out
+            raise ReadError(f"no JournalNode of a majority holds txids {first}-{last}")
+        return run.segments
 
     async def _complete_manifest(
         self, from_txid: int, in_progress_ok: bool, to_txid: int | None

@@ -36,6 +36,7 @@ from qjm.namenode.image import (
 )
 from qjm.namenode.storage import UPLOAD_SUFFIX
 from qjm.namenode.types import HAState
+from qjm.protocol.file_names import image_file_name
 from qjm.protocol.status import describe_segments
 
 if TYPE_CHECKING:
@@ -433,7 +434,9 @@ def _too_large(nn: NameNode, txid: int, cap: int, what: str) -> web.Response:
 
 def _upload_file(directory: Path, txid: int) -> Path:
     """A new empty temporary file for an upload in directory (the name dir's current/)."""
-    fd, name = tempfile.mkstemp(prefix=f"fsimage_{txid:019d}.", suffix=UPLOAD_SUFFIX, dir=directory)
+    fd, name = tempfile.mkstemp(
+        prefix=f"{image_file_name(txid)}.", suffix=UPLOAD_SUFFIX, dir=directory
+    )
     os.close(fd)
     return Path(name)
 

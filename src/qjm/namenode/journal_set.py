@@ -25,6 +25,7 @@ from qjm.editlog.file_journal import FileJournal, truncate_after
 from qjm.editlog.framing import HEADER_LEN, LAYOUT_VERSION
 from qjm.editlog.segments import SegmentFile, fsync_dir, scan_file
 from qjm.namenode.journal_check import LocalEditsAheadError, LocalSegment, local_floor
+from qjm.protocol.file_names import inprogress_name
 
 log = logging.getLogger("qjm.namenode.journal_set")
 STALE_SUFFIX = ".stale"
@@ -137,7 +138,7 @@ class LocalJournal:
         start = self.files.cur_segment_txid
         assert start is not None, "no open local segment"
         length = self.files.close_open()
-        seg = SegmentFile(start, None, self.directory / f"edits_inprogress_{start:019d}")
+        seg = SegmentFile(start, None, self.directory / inprogress_name(start))
         return self.files.finalize(seg, end_txid, length)
 
     def abort(self) -> None:

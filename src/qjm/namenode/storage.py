@@ -20,7 +20,6 @@ import getpass
 import hashlib
 import logging
 import os
-import re
 import shutil
 import threading
 import time
@@ -47,7 +46,7 @@ from qjm.namenode.image import (
 from qjm.namenode.image.md5 import write_md5_file
 from qjm.namenode.image.model import ROOT_NS_QUOTA
 from qjm.protocol.errors import StorageError
-from qjm.protocol.file_names import image_file_name
+from qjm.protocol.file_names import IMAGE_PREFIX, image_file_name, parse_image_name
 
 log = logging.getLogger("qjm.namenode.storage")
 
@@ -66,7 +65,6 @@ VERSION = "VERSION"
 SEEN_TXID = "seen_txid"
 STORAGE_TYPE = "NAME_NODE"
 LAYOUT_VERSION = -64
-_IMAGE = re.compile(r"^fsimage_(\d{19})$")
 
 
 class StorageFormatError(NamenodeError):
@@ -287,9 +285,9 @@ class NNStorage:
         found = []
         if self.current.is_dir():
             for p in self.current.iterdir():
-                m = _IMAGE.match(p.name)
-                if m:
-                    found.append((int(m.group(1)), p))
+                txid = parse_image_name(p.name)
+                if txid is not None:
+                    found.append((txid, p))
         return sorted(found)
 
     def newest_image(self) -> tuple[int, Path] | None:
@@ -364,7 +362,7 @@ class NNStorage:
         if not self.current.is_dir():
             return []
         removed = []
-        for p in self.current.glob(f"fsimage_*{UPLOAD_SUFFIX}"):
+        for p in self.current.glob(f"{IMAGE_PREFIX}*{UPLOAD_SUFFIX}"):
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
                 removed.append(p)
