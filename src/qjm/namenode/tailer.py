@@ -11,7 +11,7 @@ from collections.abc import Callable
 from qjm.client.reader import QuorumJournalReader
 from qjm.editlog.framing import RawOp
 from qjm.editlog.ops import Op, decode_op
-from qjm.errors import QjmError
+from qjm.errors import QjmError, describe_error
 
 log = logging.getLogger("qjm.namenode.tailer")
 RETRY_MIN_S = 0.1  # after a failed read, the tailer waits this long, doubling ...
@@ -138,7 +138,7 @@ class EditLogTailer:
                 self.last_error = str(e)
                 log.error("edit log tailer: %s; reading again from txid %d", e, start)
             except Exception as e:
-                why = str(e) if isinstance(e, QjmError) else f"{type(e).__name__}: {e}"
+                why = describe_error(e)
                 if self.last_error != why:
                     log.warning("edit log tailer: reading from txid %d failed: %s", start, why)
                 self.last_error = why
