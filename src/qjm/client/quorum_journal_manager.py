@@ -124,7 +124,6 @@ class QuorumJournalManager:
         for ch in self.loggers.channels:
             ch.members = members  # sent in format and new_epoch: nodes check the set
         self.is_active_writer = False
-        self.last_recovered_txid: int | None = None
         self._closed = False
         self._streams: dict[int, QuorumOutputStream] = {}  # by segment start txid
         self._fenced: BaseException | None = None  # a newer writer refused our epoch
@@ -336,7 +335,6 @@ class QuorumJournalManager:
             last = await self._recover_unclosed_segment(newest, survivors)
         if last > 0:
             self.loggers.set_committed_txid(last)
-        self.last_recovered_txid = last
         self.is_active_writer = True
         return last
 

@@ -50,7 +50,6 @@ class Manifest:
 
     segments: list[SegmentSource]
     committed_txid: int | None
-    responders: int
 
     def last_txid(self) -> int:
         """The last readable txid (0 when there is none)."""
@@ -194,7 +193,7 @@ class QuorumJournalReader:
             for seg in merged.segments
         ]
         chain = self._chain(segments, since_txid)
-        manifest = Manifest(chain, committed, len(answers))
+        manifest = Manifest(chain, committed)
         # A committed txid above what the answers can return is missing, also when fewer
         # than a majority is at the writer's epoch (a node away, another stale, or a new
         # writer taking over): never a silent prefix. The caller asks again until its

@@ -148,11 +148,6 @@ class NNStorage:
     def __exit__(self, *exc: object) -> None:
         self.unlock()
 
-    @property
-    def locked(self) -> bool:
-        """True while this object holds the lock."""
-        return self._lock_fd >= 0
-
     # -- format and VERSION -------------------------------------------------------------------
     def is_formatted(self) -> bool:
         """True when current/VERSION exists."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable
 
 from qjm.client.reader import QuorumJournalReader
@@ -52,7 +51,6 @@ class EditLogTailer:
         self._resumed = asyncio.Event()
         self._resumed.set()
         self.last_error: str | None = None
-        self.last_batch_time = 0.0  # unix time a batch was last applied
         self.batches = 0
         self.txns = 0
 
@@ -127,7 +125,6 @@ class EditLogTailer:
                     if n:
                         self.batches += 1
                         self.txns += n
-                        self.last_batch_time = time.time()
                         if self.on_batch is not None:
                             self.on_batch(self._last_applied())
                     self.last_error = None
