@@ -30,6 +30,7 @@ from typing import Any
 
 from benchmarks.common import timed_section
 from benchmarks.spark_namespace import run_analyze, spark_main
+from qjm.editlog.file_names import finalized_name
 from qjm.editlog.ops import (
     AddOp,
     CloseOp,
@@ -44,7 +45,6 @@ from qjm.editlog.ops import (
     encode_ops,
 )
 from qjm.editlog.ops.types import Block
-from qjm.editlog.segments import finalized_name
 
 EDITS = 10_000_000
 SEGMENT_OPS = 1_000_000

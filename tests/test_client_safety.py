@@ -21,8 +21,8 @@ from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.reader import IncompleteReadError, QuorumJournalReader
 from qjm.client.uri import parse_qjournal_uri
 from qjm.editlog.file_journal import truncate_after as _truncate_after
+from qjm.editlog.file_names import finalized_name
 from qjm.editlog.framing import OP_OPAQUE
-from qjm.editlog.segments import finalized_name
 from qjm.errors import ConfigError, QjmError
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import EpochError, UnpromisedEpochError

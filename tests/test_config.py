@@ -135,3 +135,11 @@ def test_zookeeper_and_zkfc_sections_have_hdfs_defaults_and_round_trip(tmp_path:
 def test_zookeeper_and_zkfc_errors_name_the_key(data: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         config_from_dict(data)
+
+
+def test_seconds_converts_a_settings_duration_in_milliseconds() -> None:
+    from qjm.config import seconds
+
+    assert seconds(20_000) == 20.0
+    assert seconds(1) == 0.001
+    assert seconds(0) == 0.0

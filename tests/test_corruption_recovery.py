@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from qjm.client.quorum_call import QuorumError
+from qjm.editlog.file_names import inprogress_name
 from qjm.editlog.framing import HEADER_LEN, iter_ops
-from qjm.editlog.segments import inprogress_name, scan_file
+from qjm.editlog.segments import scan_file
 from qjm.testing.faults import NodeFaults
 from qjm_cluster import (
     JNCluster,

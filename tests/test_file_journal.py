@@ -9,8 +9,9 @@ import pytest
 
 from qjm.editlog.errors import SegmentCorruptError, SegmentRangeError
 from qjm.editlog.file_journal import FileJournal, SegmentInfo, truncate_after
+from qjm.editlog.file_names import finalized_name, inprogress_name
 from qjm.editlog.framing import HEADER_LEN, LAYOUT_VERSION, OP_OPAQUE, encode_op, header
-from qjm.editlog.segments import SegmentFile, finalized_name, inprogress_name, scan_file
+from qjm.editlog.segments import SegmentFile, scan_file
 
 
 def ops(first: int, count: int) -> bytes:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from qjm.editlog import framing
+from qjm.editlog.file_names import finalized_name, inprogress_name
 from qjm.editlog.framing import (
     HEADER,
     OP_INVALID,
@@ -22,8 +23,6 @@ from qjm.editlog.framing import (
 from qjm.editlog.segments import (
     PREALLOCATE_CHUNK,
     SegmentWriter,
-    finalized_name,
-    inprogress_name,
     list_segments,
     parse_segment_name,
     scan_file,

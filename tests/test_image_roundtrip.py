@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from qjm.editlog.file_names import image_file_name
 from qjm.editlog.ops.types import AclEntry, Block, XAttr
 from qjm.namenode.image import (
     ROOT_INODE_ID,
@@ -17,7 +18,6 @@ from qjm.namenode.image import (
     Inode,
     NameSystemInfo,
     encode_image,
-    image_file_name,
     load_image,
     read_image,
     read_summary_from_file,

@@ -14,8 +14,8 @@ import pytest
 from inmem_cluster import JID, formatted_cluster, recover, settle, write_txns, writer
 from qjm.client.quorum_call import QuorumError
 from qjm.editlog.errors import SegmentCorruptError, SegmentIOError, SegmentRangeError
+from qjm.editlog.file_names import inprogress_name
 from qjm.editlog.framing import HEADER_LEN, iter_ops
-from qjm.editlog.segments import inprogress_name
 from qjm.errors import ConfigError, QjmError
 from qjm.journalnode.rpc import to_wire_error
 from qjm.protocol.errors import (

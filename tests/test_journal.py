@@ -10,8 +10,9 @@ import pytest
 
 from conftest import snapshot
 from qjm.editlog.errors import SegmentCorruptError, SegmentRangeError
+from qjm.editlog.file_names import finalized_name, inprogress_name
 from qjm.editlog.framing import HEADER, OP_INVALID, OP_OPAQUE, encode_op, scan
-from qjm.editlog.segments import SegmentWriter, finalized_name, inprogress_name, scan_file
+from qjm.editlog.segments import SegmentWriter, scan_file
 from qjm.journalnode.accept_recovery import accept_recovery
 from qjm.journalnode.journal import FaultInjector, Journal
 from qjm.journalnode.journal_status import status_of

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import snapshot
-from qjm.editlog.segments import finalized_name, inprogress_name
+from qjm.editlog.file_names import finalized_name, inprogress_name
 from qjm.journalnode import journal as journal_module
 from qjm.journalnode.accept_recovery import accept_recovery
 from qjm.journalnode.journal import Journal

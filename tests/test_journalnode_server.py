@@ -14,8 +14,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import JNFactory, read_json, run_qjm, snapshot
 from hadoop_wire import ERROR, PREAMBLE, call, connection_context, read_response
+from qjm.editlog.file_names import finalized_name, inprogress_name
 from qjm.editlog.framing import HEADER
-from qjm.editlog.segments import finalized_name, inprogress_name
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
     CacheMissError,

@@ -22,11 +22,11 @@ from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.reader import QuorumJournalReader
 from qjm.client.uri import parse_qjournal_uri
 from qjm.config import QJournalSettings
+from qjm.editlog.file_names import finalized_name
 from qjm.editlog.framing import HEADER_LEN, OP_OPAQUE, encode_op, iter_ops
 from qjm.editlog.ops import MkdirOp
 from qjm.editlog.ops import encode_op as encode_hdfs_op
 from qjm.editlog.ops.types import PermissionStatus
-from qjm.editlog.segments import finalized_name
 from qjm.protocol import qjournal_pb2 as pb
 from raw_writer import NS, ns_info
 from test_journalnode_server import JID, RawWriter, txns

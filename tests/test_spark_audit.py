@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from qjm.editlog.file_names import finalized_name
 from qjm.editlog.framing import encode_op, iter_ops
-from qjm.editlog.segments import finalized_name
 from qjm.spark import audit as A
 from qjm_cluster import JNCluster, journal_with_segments
 

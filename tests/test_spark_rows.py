@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 
 from conftest import FIXTURES
+from qjm.editlog.file_names import finalized_name, inprogress_name
 from qjm.editlog.framing import RawOp
 from qjm.editlog.ops import (
     MkdirOp,
@@ -26,7 +27,7 @@ from qjm.editlog.ops import (
     read_ops,
 )
 from qjm.editlog.ops import opcodes as oc
-from qjm.editlog.segments import finalized_name, inprogress_name
+from qjm.editlog.segments import SegmentFile, txid_run
 from qjm.errors import EditLogError
 from qjm.namenode.image import ImageError, read_image
 from qjm.namenode.image.views import iter_delimited, iter_file_distribution
@@ -158,15 +159,19 @@ def write_segment_file(directory: Path, start: int, end: int, in_progress: bool 
 
 def test_chain_prefers_finalized_and_drops_covered_segments() -> None:
     segs = [
-        (1, 10, "a"),
-        (11, None, "stale-inprogress"),
-        (11, 20, "b"),
-        (5, 8, "inside"),
-        (21, None, "c"),
+        SegmentFile(1, 10, Path("a")),
+        SegmentFile(11, None, Path("stale-inprogress")),
+        SegmentFile(11, 20, Path("b")),
+        SegmentFile(5, 8, Path("inside")),
+        SegmentFile(21, None, Path("c")),
     ]
-    assert P.chain_segments(segs) == [(1, 10, "a"), (11, 20, "b"), (21, None, "c")]
-    assert P.chain_segments(segs, from_txid=12) == [(11, 20, "b"), (21, None, "c")]
-    assert P.chain_segments(segs, to_txid=10) == [(1, 10, "a")]
+
+    def chain(**kw: int) -> list[tuple[int, int | None, str]]:
+        return [(s.start, s.end, str(s.path)) for s in txid_run(segs, **kw).segments]
+
+    assert chain() == [(1, 10, "a"), (11, 20, "b"), (21, None, "c")]
+    assert chain(from_txid=12) == [(11, 20, "b"), (21, None, "c")]
+    assert chain(to_txid=10) == [(1, 10, "a")]
 
 
 def test_a_directory_gives_one_part_per_segment_and_a_torn_tail_ends_the_open_one(

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from conftest import FIXTURES, run_qjm
+from qjm.editlog.file_names import finalized_name, inprogress_name
 from qjm.editlog.ops import MkdirOp, PermissionStatus, encode_ops
-from qjm.editlog.segments import finalized_name, inprogress_name
 from qjm.spark.schemas import EDITS, IMAGE
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # a JVM starting on a loaded machine

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import JNFactory, JNProcess, run_qjm
-from qjm.editlog.segments import finalized_name
+from qjm.editlog.file_names import finalized_name
 from qjm.testing.wait import wait_until
 from raw_writer import JID, RawWriter
 from test_journalnode_server import http_get

@@ -70,6 +70,11 @@ def parse_address(value: str, key: str, default_port: int | None = None) -> tupl
     return host, port
 
 
+def seconds(ms: int) -> float:
+    """A duration in milliseconds, as the settings give them, in seconds."""
+    return ms / 1000.0
+
+
 def format_address(host: str, port: int) -> str:
     """Join host and port, bracketing IPv6 hosts."""
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

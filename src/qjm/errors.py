@@ -22,3 +22,9 @@ class CorruptOpError(EditLogError):
         super().__init__(message)
         self.offset = offset
         self.txid = txid
+
+
+def describe_error(exc: BaseException) -> str:
+    """An error as a log line or status shows it: a qjm error by its message, any other
+    exception with its type's name first."""
+    return str(exc) if isinstance(exc, QjmError) else f"{type(exc).__name__}: {exc}"

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from qjm.client.journalnode_client import JournalNodeClient
-from qjm.config import QJournalSettings
+from qjm.config import QJournalSettings, seconds
 from qjm.errors import QjmError
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import EpochError, JournalNodeUnavailable, JournalOutOfSyncError
@@ -351,10 +351,6 @@ class IPCLoggerChannel:
             self.http_url, self.jid, segment_txid, in_progress_ok=True, ns_info=self.ns_info
         )
 
-    @staticmethod
-    def _s(ms: int) -> float:
-        return ms / 1000.0
-
     def _go_out_of_sync(self) -> None:
         self.out_of_sync = True
         self.answers_again = False
@@ -406,7 +402,7 @@ class IPCLoggerChannel:
 
     async def _get_journal_state(self) -> pb.GetJournalStateResponseProto:
         req = pb.GetJournalStateRequestProto(jid=self._jid_proto)
-        timeout = self._s(self.settings.get_journal_state_timeout_ms)
+        timeout = seconds(self.settings.get_journal_state_timeout_ms)
         resp: pb.GetJournalStateResponseProto = await self._rpc("getJournalState", req, timeout)
         if resp.from_url:
             self.http_url = resp.from_url.rstrip("/")
@@ -440,7 +436,7 @@ class IPCLoggerChannel:
             jid=self._jid_proto, ns_info=ns_info, epoch=epoch, members=list(self.members)
         )
         resp: pb.NewEpochResponseProto = await self._rpc(
-            "newEpoch", req, self._s(self.settings.new_epoch_timeout_ms)
+            "newEpoch", req, seconds(self.settings.new_epoch_timeout_ms)
         )
         self.promised_epoch = epoch
         return resp
@@ -478,7 +474,7 @@ class IPCLoggerChannel:
             req = pb.GetEditLogManifestRequestProto(
                 jid=self._jid_proto, since_txid=since_txid, in_progress_ok=in_progress_ok
             )
-            timeout = self._s(self.settings.select_input_streams_timeout_ms)
+            timeout = seconds(self.settings.select_input_streams_timeout_ms)
             resp: pb.GetEditLogManifestResponseProto = await self._rpc(
                 "getEditLogManifest", req, timeout
             )
@@ -497,7 +493,7 @@ class IPCLoggerChannel:
                     req=self._req(), txid=txid, layout_version=layout_version
                 )
                 await self._rpc(
-                    "startLogSegment", req, self._s(self.settings.start_segment_timeout_ms)
+                    "startLogSegment", req, seconds(self.settings.start_segment_timeout_ms)
                 )
             except Exception:
                 self._go_out_of_sync()
@@ -717,7 +713,7 @@ class IPCLoggerChannel:
             req = pb.FinalizeLogSegmentRequestProto(
                 req=self._req(), start_txid=start_txid, end_txid=end_txid
             )
-            timeout = self._s(self.settings.finalize_segment_timeout_ms)
+            timeout = seconds(self.settings.finalize_segment_timeout_ms)
             await self._rpc("finalizeLogSegment", req, timeout)
 
         return self._submit(run)
@@ -727,7 +723,7 @@ class IPCLoggerChannel:
 
         async def run() -> None:
             req = pb.PurgeLogsRequestProto(req=self._req(), min_txid_to_keep=min_txid_to_keep)
-            timeout = self._s(self.settings.finalize_segment_timeout_ms)
+            timeout = seconds(self.settings.finalize_segment_timeout_ms)
             await self._rpc("purgeLogs", req, timeout)
 
         return self._submit(run)
@@ -751,7 +747,7 @@ class IPCLoggerChannel:
 
         async def run() -> pb.PrepareRecoveryResponseProto:
             req = pb.PrepareRecoveryRequestProto(req=self._req(), segment_txid=segment_txid)
-            timeout = self._s(self.settings.prepare_recovery_timeout_ms)
+            timeout = seconds(self.settings.prepare_recovery_timeout_ms)
             resp: pb.PrepareRecoveryResponseProto = await self._rpc("prepareRecovery", req, timeout)
             return resp
 
@@ -764,7 +760,7 @@ class IPCLoggerChannel:
             req = pb.AcceptRecoveryRequestProto(
                 req=self._req(), state_to_accept=state, from_url=from_url
             )
-            timeout = self._s(self.settings.accept_recovery_timeout_ms)
+            timeout = seconds(self.settings.accept_recovery_timeout_ms)
             try:
                 await self._rpc("acceptRecovery", req, timeout)
             except Exception:

@@ -110,18 +110,9 @@ class QuorumOutputStream:
         return self._acked_txid
 
     @property
-    def buffered_bytes(self) -> int:
-        """Bytes written but not yet cut into a batch."""
-        return self._buf_bytes
-
-    @property
     def failed(self) -> BaseException | None:
         """The error that broke the stream, if any."""
         return self._error
-
-    def should_force_sync(self) -> bool:
-        """True when the buffer is full enough that the writer should sync now."""
-        return self._buf_bytes >= self.buffer_capacity
 
     def _check_writable(self) -> None:
         if self._error is not None:

@@ -33,7 +33,7 @@ from qjm.client.output_stream import DEFAULT_MAX_IN_FLIGHT, QuorumOutputStream
 from qjm.client.quorum_call import QuorumError
 from qjm.client.recovery_comparator import describe_response, seen_epoch
 from qjm.client.uri import QJournalUri, check_distinct_nodes, parse_qjournal_uri
-from qjm.config import QJournalSettings
+from qjm.config import QJournalSettings, seconds
 from qjm.editlog.framing import LAYOUT_VERSION
 from qjm.errors import QjmError
 from qjm.protocol import qjournal_pb2 as pb
@@ -122,7 +122,6 @@ class QuorumJournalManager:
         for ch in self.loggers.channels:
             ch.members = members  # sent in format and new_epoch: nodes check the set
         self.is_active_writer = False
-        self.last_recovered_txid: int | None = None
         self._closed = False
         self._streams: dict[int, QuorumOutputStream] = {}  # by segment start txid
         self._fenced: BaseException | None = None  # a newer writer refused our epoch
@@ -141,9 +140,6 @@ class QuorumJournalManager:
     def epoch(self) -> int | None:
         """The writer epoch this manager won, or None before new_epoch succeeded."""
         return self.loggers.epoch
-
-    def _s(self, ms: int) -> float:
-        return ms / 1000.0
 
     # -- administration ------------------------------------------------------------------
     async def format(self, ns_info: pb.NamespaceInfoProto, force: bool = False) -> None:
@@ -185,7 +181,7 @@ class QuorumJournalManager:
         writer goes on with the majority (it refuses that node's votes in new_epoch).
         """
         call = self.loggers.get_journal_status()
-        wait = self._s(self.settings.get_journal_state_timeout_ms)
+        wait = seconds(self.settings.get_journal_state_timeout_ms)
         started = time.monotonic()
         answers = await self.loggers.wait_for_write_quorum(call, wait)
         found = _majority_namespace(answers, self.loggers.majority)
@@ -237,7 +233,7 @@ class QuorumJournalManager:
         assert self.ns_info is not None
         call = self.loggers.get_journal_state()
         states = await self.loggers.wait_for_write_quorum(
-            call, self._s(self.settings.get_journal_state_timeout_ms)
+            call, seconds(self.settings.get_journal_state_timeout_ms)
         )
         # One node named twice in the URI would vote twice: hear the other names too (a
         # node answers about as fast under each of its names), then compare node ids.
@@ -246,7 +242,7 @@ class QuorumJournalManager:
         check_distinct_nodes(ids, self.uri)
         my_epoch = next_epoch([st.last_promised_epoch for st in states.values()], len(call.keys))
         epoch_call = self.loggers.new_epoch(self.ns_info, my_epoch)
-        wait = self._s(self.settings.new_epoch_timeout_ms)
+        wait = seconds(self.settings.new_epoch_timeout_ms)
         if survivors_decide:
             answers = await epoch_call.wait_for_all(wait)
         else:
@@ -331,7 +327,6 @@ class QuorumJournalManager:
             last = await self._recover_unclosed_segment(newest, survivors)
         if last > 0:
             self.loggers.set_committed_txid(last)
-        self.last_recovered_txid = last
         self.is_active_writer = True
         return last
 
@@ -339,7 +334,7 @@ class QuorumJournalManager:
         """Refuse the survivors' recovery before fencing anyone when a majority kept its data."""
         call = self.loggers.get_journal_status()
         heard = await call.wait_for_every_answer(
-            self._s(self.settings.get_journal_state_timeout_ms)
+            seconds(self.settings.get_journal_state_timeout_ms)
         )
         kept = [ch for ch, st in heard.items() if st.is_formatted and not st.restored]
         if len(kept) >= self.loggers.majority:
@@ -357,7 +352,7 @@ class QuorumJournalManager:
         """
         log.info("%s: beginning recovery of the segment starting at txid %d", self, segment_txid)
         call = self.loggers.prepare_recovery(segment_txid)
-        wait = self._s(self.settings.prepare_recovery_timeout_ms)
+        wait = seconds(self.settings.prepare_recovery_timeout_ms)
         if survivors is None:
             prepared = await self.loggers.wait_for_write_quorum(call, wait)
             members = len(self.loggers.channels)
@@ -397,11 +392,11 @@ class QuorumJournalManager:
         url = await source.fetch_url(segment_txid)
         await self.loggers.wait_for_write_quorum(
             self.loggers.accept_recovery(state, source, url),
-            self._s(self.settings.accept_recovery_timeout_ms),
+            seconds(self.settings.accept_recovery_timeout_ms),
         )
         await self.loggers.wait_for_write_quorum(
             self.loggers.finalize_log_segment(state.start_txid, state.end_txid),
-            self._s(self.settings.finalize_segment_timeout_ms),
+            seconds(self.settings.finalize_segment_timeout_ms),
         )
         return int(state.end_txid)
 
@@ -425,7 +420,7 @@ class QuorumJournalManager:
         try:
             await self.loggers.wait_for_write_quorum(
                 self.loggers.start_log_segment(txid, self.layout_version),
-                self._s(self.settings.start_segment_timeout_ms),
+                seconds(self.settings.start_segment_timeout_ms),
             )
         except QuorumError as e:
             if e.epoch_error is not None:
@@ -435,7 +430,7 @@ class QuorumJournalManager:
         stream = QuorumOutputStream(
             self.loggers,
             txid,
-            self._s(self.settings.write_txns_timeout_ms),
+            seconds(self.settings.write_txns_timeout_ms),
             max_in_flight=self.max_in_flight,
         )
         self._streams = {txid: stream}
@@ -473,7 +468,7 @@ class QuorumJournalManager:
         try:
             await self.loggers.wait_for_write_quorum(
                 self.loggers.finalize_log_segment(start_txid, end_txid),
-                self._s(self.settings.finalize_segment_timeout_ms),
+                seconds(self.settings.finalize_segment_timeout_ms),
             )
         except QuorumError as e:
             if e.epoch_error is not None:
@@ -487,7 +482,7 @@ class QuorumJournalManager:
         call = self.loggers.purge_logs_older_than(min_txid_to_keep)
         if wait:
             await self.loggers.wait_for_write_quorum(
-                call, self._s(self.settings.finalize_segment_timeout_ms)
+                call, seconds(self.settings.finalize_segment_timeout_ms)
             )
 
     async def discard_segments(self, start_txid: int) -> None:

@@ -31,6 +31,7 @@ from qjm.client.quorum_call import QuorumCall, QuorumError, call_all, majority_o
 from qjm.client.uri import QJournalUri
 from qjm.config import QJournalSettings, parse_address
 from qjm.editlog.framing import RawOp, iter_ops, read_header
+from qjm.editlog.segments import txid_run
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.qjournal import journal_id
 from qjm.protocol.urls import get_journal_url
@@ -49,7 +50,6 @@ class Manifest:
 
     segments: list[SegmentSource]
     committed_txid: int | None
-    responders: int
 
     def last_txid(self) -> int:
         """The last readable txid (0 when there is none)."""
@@ -193,7 +193,7 @@ class QuorumJournalReader:
             for seg in merged.segments
         ]
         chain = self._chain(segments, since_txid)
-        manifest = Manifest(chain, committed, len(answers))
+        manifest = Manifest(chain, committed)
         # A committed txid above what the answers can return is missing, also when fewer
         # than a majority is at the writer's epoch (a node away, another stale, or a new
         # writer taking over): never a silent prefix. The caller asks again until its
@@ -213,23 +213,16 @@ class QuorumJournalReader:
     @staticmethod
     def _chain(segments: list[SegmentSource], since_txid: int) -> list[SegmentSource]:
         """The contiguous run of segments from the one holding since_txid."""
-        out: list[SegmentSource] = []
-        for seg in segments:
-            if seg.end < since_txid:
-                continue
-            if out and seg.start != out[-1].end + 1:
-                if seg.start <= out[-1].end:
-                    continue  # a stale overlapping in-progress segment
-                raise ReadError(
-                    f"no JournalNode of a majority holds txids {out[-1].end + 1}-{seg.start - 1}"
-                )
-            if not out and seg.start > since_txid:
+        run = txid_run(segments, since_txid)
+        if run.gaps:
+            first, last = run.gaps[0]
+            if first == since_txid:
                 raise ReadError(
                     f"no JournalNode of a majority holds txid {since_txid} (the first segment "
-                    f"after it starts at {seg.start})"
+                    f"after it starts at {last + 1})"
                 )
-            out.append(seg)
-        return out
+            raise ReadError(f"no JournalNode of a majority holds txids {first}-{last}")
+        return run.segments
 
     async def _complete_manifest(
         self, from_txid: int, in_progress_ok: bool, to_txid: int | None

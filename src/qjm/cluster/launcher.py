@@ -114,15 +114,6 @@ class PortPlan:
         return list(range(self.zookeeper_base, self.zookeeper_base + n))
 
 
-def plan_ports(
-    journalnodes: int, base_port: int | None, namenodes: int = 0
-) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """(rpc, http) ports per JournalNode and per NameNode: HDFS's defaults stepped by 10, or
-    consecutive from base_port (JournalNodes first)."""
-    plan = plan_cluster_ports(journalnodes, base_port, namenodes)
-    return plan.journalnodes, plan.namenodes
-
-
 def plan_cluster_ports(
     journalnodes: int, base_port: int | None, namenodes: int = 0, zookeeper_members: int = 0
 ) -> PortPlan:

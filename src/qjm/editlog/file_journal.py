@@ -9,19 +9,24 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 from qjm.editlog.errors import SegmentCorruptError, SegmentIOError, SegmentRangeError
+from qjm.editlog.file_names import (
+    STAGED_GLOB,
+    finalized_name,
+    finalized_prefix,
+    inprogress_name,
+    parse_staged_name,
+    staged_name,
+)
 from qjm.editlog.framing import HEADER_LEN, MIN_OP_SIZE, ScanResult, iter_ops
 from qjm.editlog.segments import (
     SegmentFile,
     SegmentWriter,
-    finalized_name,
-    inprogress_name,
     list_segments,
     scan_file,
 )
@@ -30,8 +35,6 @@ from qjm.fileutil import fsync_dir
 log = logging.getLogger("qjm.editlog.file_journal")
 T = TypeVar("T")
 DOWNLOAD_SUFFIX = ".download"  # accept_recovery's private download files in current/
-# A download accept_recovery staged before persisting its paxos data (staged_path).
-_STAGED = re.compile(r"edits_inprogress_(\d{19})\.epoch=(\d+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +218,7 @@ class FileJournal:
 
     def staged_path(self, segment_txid: int, epoch: int) -> Path:
         """Where an accepted download waits until its decision is persisted."""
-        return self.directory / f"edits_inprogress_{segment_txid:019d}.epoch={epoch}"
+        return self.directory / staged_name(segment_txid, epoch)
 
     def download_path(self, segment_txid: int, epoch: int, tag: str) -> Path:
         """A private file for one download of a segment (deleted at load if left over)."""
@@ -273,11 +276,11 @@ class FileJournal:
         """
         cur = self.directory
         changed = rolled = False
-        for tmp in sorted(cur.glob("edits_inprogress_*.epoch=*")):
-            m = _STAGED.fullmatch(tmp.name)
-            if m is None:
+        for tmp in sorted(cur.glob(STAGED_GLOB)):
+            staged = parse_staged_name(tmp.name)
+            if staged is None:
                 continue  # a download in flight (remove_stale_downloads deletes those cut short)
-            start, epoch = int(m[1]), int(m[2])
+            start, epoch = staged
             segments = self.segments()
             superseded = any(s.start == start and s.end is not None for s in segments)
             changed = True
@@ -435,7 +438,7 @@ class FileJournal:
         seg = self.find_segment(segment_txid)
         if seg is not None and seg.end is not None:
             return None  # a good finalized copy is back (e.g. fetched by the syncer)
-        prefix = finalized_name(segment_txid, 0).rsplit("-", 1)[0]
+        prefix = finalized_prefix(segment_txid)
         dead = sorted(self.directory.glob(f"{prefix}-*.corrupt"))
         return dead[-1] if dead else None
 

@@ -221,11 +221,6 @@ class ScanResult:
     problem: str | None = None
     problem_txid: int | None = None
 
-    @property
-    def is_empty(self) -> bool:
-        """True when the file holds no whole op (absent in recovery, design §J.13 case 5)."""
-        return self.num_ops == 0
-
 
 def scan(data: Buffer) -> ScanResult:
     """Find the last valid op of an edit-log file, stopping at padding or a bad frame.

@@ -4,26 +4,16 @@ from __future__ import annotations
 
 import mmap
 import os
-import re
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, Protocol, TypeVar
 
+from qjm.editlog import file_names
 from qjm.editlog.framing import HEADER_LEN, OP_INVALID, ScanResult, header, scan
 from qjm.fileutil import fsync_dir
 
 PREALLOCATE_CHUNK = 1024 * 1024  # HDFS's MIN_PREALLOCATION_LENGTH
-_INPROGRESS = re.compile(r"^edits_inprogress_(\d{19})$")
-_FINALIZED = re.compile(r"^edits_(\d{19})-(\d{19})$")
-
-
-def inprogress_name(start: int) -> str:
-    """File name of the open segment starting at a txid."""
-    return f"edits_inprogress_{start:019d}"
-
-
-def finalized_name(start: int, end: int) -> str:
-    """File name of a finalized segment."""
-    return f"edits_{start:019d}-{end:019d}"
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -42,13 +32,62 @@ class SegmentFile:
 
 def parse_segment_name(path: Path) -> SegmentFile | None:
     """The segment a file name denotes, or None for any other file."""
-    m = _FINALIZED.match(path.name)
-    if m:
-        return SegmentFile(int(m.group(1)), int(m.group(2)), path)
-    m = _INPROGRESS.match(path.name)
-    if m:
-        return SegmentFile(int(m.group(1)), None, path)
-    return None
+    found = file_names.parse_segment_name(path.name)
+    return SegmentFile(found[0], found[1], path) if found else None
+
+
+class Span(Protocol):
+    """A segment's txid range, wherever it is (a file, a manifest entry)."""
+
+    @property
+    def start(self) -> int:
+        """Its first txid."""
+        ...
+
+    @property
+    def end(self) -> int | None:
+        """Its last txid; None for an in-progress segment whose end is not known."""
+        ...
+
+
+S = TypeVar("S", bound=Span)
+
+
+@dataclass(frozen=True)
+class TxidRun(Generic[S]):
+    """The segments that chain into one run of txids, and the holes between them."""
+
+    segments: list[S] = field(default_factory=list)
+    gaps: list[tuple[int, int]] = field(default_factory=list)  # (first, last) txid missing
+
+
+def txid_run(segments: Iterable[S], from_txid: int = 1, to_txid: int | None = None) -> TxidRun[S]:
+    """The run of segments that holds txids from from_txid (up to to_txid, if given).
+
+    Ordered by start, a finalized segment before an in-progress one of the same start and
+    a longer before a shorter. Ones ending before from_txid are skipped; once the run has
+    begun, one starting inside it is a stale or overlapping copy and skipped too. One
+    starting after the run's next txid is taken, and the txids it skips are a gap. An
+    in-progress segment whose end is not known ends the run.
+    """
+    ordered = sorted(segments, key=lambda s: (s.start, s.end is None, -(s.end or 0)))
+    run: TxidRun[S] = TxidRun()
+    next_txid = from_txid  # the first txid the run does not hold yet
+    for seg in ordered:
+        if to_txid is not None and seg.start > to_txid:
+            break
+        if run.segments:
+            if seg.start < next_txid:
+                continue  # a stale copy, or an in-progress one of a finalized segment
+        elif seg.end is not None and seg.end < next_txid:
+            continue  # wholly before from_txid
+        if seg.start > next_txid:
+            run.gaps.append((next_txid, seg.start - 1))
+        run.segments.append(seg)
+        if seg.end is None:
+            break  # an open tail: where it ends is not known
+        next_txid = seg.end + 1
+    return run
 
 
 def list_segments(directory: Path) -> list[SegmentFile]:

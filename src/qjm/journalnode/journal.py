@@ -64,7 +64,7 @@ from qjm.protocol.errors import (
 )
 from qjm.protocol.member_change import MemberChange, check_member_change
 from qjm.protocol.namespace import NamespaceInfo, StorageInfo, same_namespace
-from qjm.protocol.urls import GetJournalQuery, with_recovery_epoch
+from qjm.protocol.urls import GetJournalQuery
 
 log = logging.getLogger("qjm.journalnode.journal")
 T = TypeVar("T")

@@ -20,7 +20,7 @@ from aiohttp import web
 
 from qjm import __version__
 from qjm.config import JournalNodeSettings, format_address
-from qjm.errors import QjmError
+from qjm.errors import QjmError, describe_error
 from qjm.fileutil import FileLockError, lock_file
 from qjm.ipc import IpcServer
 from qjm.ipc.server import ipc_limit_keys
@@ -385,7 +385,7 @@ class JournalNode:
         try:
             await self._get(jid, create=False)
         except (QjmError, OSError, ValueError) as e:
-            why = str(e) if isinstance(e, QjmError) else f"{type(e).__name__}: {e}"
+            why = describe_error(e)
             self.broken[jid] = why
             log.error("journal %s is not served: %s", jid, why)
 

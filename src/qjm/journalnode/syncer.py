@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from qjm.config import parse_address
-from qjm.editlog.segments import finalized_name, scan_file
+from qjm.editlog.file_names import finalized_name
+from qjm.editlog.segments import scan_file
 from qjm.errors import QjmError
 from qjm.journalnode.journal import MAX_TXID, Journal, download_segment
 from qjm.protocol import qjournal_pb2 as pb

@@ -170,7 +170,6 @@ class FSEditLog:
         self._stream: QuorumOutputStream | None = None
         self._segment_start: int | None = None
         self._segment_bytes = 0
-        self._segment_opened_at = 0.0
         self._next_txid = 1
         self._synced = 0
         self._local_buf: list[bytes] = []
@@ -307,7 +306,6 @@ class FSEditLog:
         self._stream = stream
         self._segment_start = txid
         self._segment_bytes = 0
-        self._segment_opened_at = self.clock()
         self.stats.segments_started += 1
         self._append(txid, StartLogSegmentOp.OPCODE, b"")
         pending, self._pending = self._pending or [], None

@@ -15,7 +15,7 @@ from typing import Protocol, TypeVar
 
 from qjm.editlog.framing import iter_ops, read_header
 from qjm.editlog.ops import Op, decode_op
-from qjm.editlog.segments import SegmentFile, scan_file
+from qjm.editlog.segments import scan_file, txid_run
 from qjm.errors import QjmError
 from qjm.namenode.errors import NamenodeError
 from qjm.namenode.image import FsImage, ImageError, read_image
@@ -131,12 +131,10 @@ def read_segment_ops(path: Path, in_progress: bool = False) -> Iterator[tuple[in
 def local_edits(storage: NNStorage, after_txid: int) -> Iterator[tuple[int, Op]]:
     """The name dir's local edits with txids above after_txid, in txid order.
 
-    Segments wholly at or below after_txid are skipped; the caller's replay checks for gaps.
+    The segments are those of txid_run from after_txid + 1 (stale copies and segments
+    wholly at or below after_txid are skipped); the caller's replay checks for gaps.
     """
-    segments: list[SegmentFile] = [
-        s for s in storage.edit_segments() if s.end is None or s.end > after_txid
-    ]
-    for seg in segments:
+    for seg in txid_run(storage.edit_segments(), after_txid + 1).segments:
         try:
             yield from read_segment_ops(seg.path, seg.in_progress)
         except QjmError as e:

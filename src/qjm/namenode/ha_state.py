@@ -71,13 +71,6 @@ class HAStateMachine:
             f"{self.state.name.lower()}: NameNode {self.name} is not active"
         )
 
-    def check_serving(self) -> None:
-        """Raise StoppingError when stopping, StandbyError while initializing."""
-        if self.state == HAState.STOPPING:
-            self.check_active()
-        if self.state == HAState.INITIALIZING:
-            raise StandbyError(f"NameNode {self.name} is still starting (initializing)")
-
     def is_in(self, state: HAState) -> bool:
         """True while in state (a call, so a check after an await is not narrowed away)."""
         return self.state == state

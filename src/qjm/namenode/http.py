@@ -26,6 +26,7 @@ from aiohttp import ClientError, web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from qjm import __version__
+from qjm.editlog.file_names import image_file_name
 from qjm.errors import QjmError
 from qjm.namenode.image import (
     ImageError,
@@ -433,7 +434,9 @@ def _too_large(nn: NameNode, txid: int, cap: int, what: str) -> web.Response:
 
 def _upload_file(directory: Path, txid: int) -> Path:
     """A new empty temporary file for an upload in directory (the name dir's current/)."""
-    fd, name = tempfile.mkstemp(prefix=f"fsimage_{txid:019d}.", suffix=UPLOAD_SUFFIX, dir=directory)
+    fd, name = tempfile.mkstemp(
+        prefix=f"{image_file_name(txid)}.", suffix=UPLOAD_SUFFIX, dir=directory
+    )
     os.close(fd)
     return Path(name)
 

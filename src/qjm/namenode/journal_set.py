@@ -22,6 +22,7 @@ import os
 from pathlib import Path
 
 from qjm.editlog.file_journal import FileJournal, truncate_after
+from qjm.editlog.file_names import inprogress_name
 from qjm.editlog.framing import HEADER_LEN, LAYOUT_VERSION
 from qjm.editlog.segments import SegmentFile, scan_file
 from qjm.fileutil import fsync_dir
@@ -138,7 +139,7 @@ class LocalJournal:
         start = self.files.cur_segment_txid
         assert start is not None, "no open local segment"
         length = self.files.close_open()
-        seg = SegmentFile(start, None, self.directory / f"edits_inprogress_{start:019d}")
+        seg = SegmentFile(start, None, self.directory / inprogress_name(start))
         return self.files.finalize(seg, end_txid, length)
 
     def abort(self) -> None:

@@ -8,7 +8,6 @@ from qjm.namenode.proto import HAServiceProtocol_pb2 as ha
 
 CLIENT_PROTOCOL = "org.apache.hadoop.hdfs.protocol.ClientProtocol"
 HA_SERVICE_PROTOCOL = "org.apache.hadoop.ha.HAServiceProtocol"
-PROTOCOL_VERSION = 1
 
 
 CLIENT_METHODS: dict[str, MethodSpec] = method_table(

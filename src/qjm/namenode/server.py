@@ -35,7 +35,7 @@ from qjm.client.reader import QuorumJournalReader
 from qjm.client.uri import QJournalUri, parse_qjournal_uri
 from qjm.config import ClusterConfig, NameNodeConfig, format_address, parse_address
 from qjm.editlog.ops import Op, OpEncodeError, decode_op, encode_body
-from qjm.errors import QjmError
+from qjm.errors import QjmError, describe_error
 from qjm.ipc import IpcServer
 from qjm.ipc.server import CallContext, ipc_limit_keys
 from qjm.namenode.errors import (
@@ -106,10 +106,6 @@ def encode_for_log(method: str, ops: list[Op]) -> list[bytes]:
                 "request is too long for the edit log); nothing was applied or logged"
             ) from None
     return bodies
-
-
-def _why(exc: BaseException) -> str:
-    return str(exc) if isinstance(exc, QjmError) else f"{type(exc).__name__}: {exc}"
 
 
 class NameNode:
@@ -303,12 +299,15 @@ class NameNode:
             except Exception as e:
                 if i == 0:
                     raise  # nothing changed yet: a refusal the plan did not foresee
-                self._fatal(f"applying {type(op).__name__} after logging part of a call: {_why(e)}")
+                self._fatal(
+                    f"applying {type(op).__name__} after logging part of a call: "
+                    f"{describe_error(e)}"
+                )
                 raise
             try:
                 txid = el.log(op, bodies[i])
             except Exception as e:
-                self._fatal(f"logging {type(op).__name__} after applying it: {_why(e)}")
+                self._fatal(f"logging {type(op).__name__} after applying it: {describe_error(e)}")
                 raise
         self.applied_txid = txid
         self.metrics.count_ops(ctx.method, len(ops))
@@ -417,8 +416,8 @@ class NameNode:
                     )
             except BaseException as e:
                 await self._close_quietly(qjm)
-                self.last_transition_error = _why(e)
-                log.error("NameNode %s: could not become active: %s", self.name, _why(e))
+                self.last_transition_error = describe_error(e)
+                log.error("NameNode %s: could not become active: %s", self.name, describe_error(e))
                 if self.ha.state == HAState.STANDBY:
                     self._start_tailer()
                     if self.checkpointer is not None:
@@ -426,7 +425,7 @@ class NameNode:
                 if isinstance(e, asyncio.CancelledError):
                     raise
                 raise ServiceFailedError(
-                    f"NameNode {self.name} could not become active: {_why(e)}"
+                    f"NameNode {self.name} could not become active: {describe_error(e)}"
                 ) from None
             if not self.ha.is_in(HAState.STANDBY):  # stopped (or failed) meanwhile
                 with contextlib.suppress(Exception):
@@ -567,9 +566,9 @@ class NameNode:
                 if not _fenced(e):
                     if qjm is not None:
                         await self._close_quietly(qjm)
-                    self._fatal(f"closing the edit log failed: {_why(e)}")
+                    self._fatal(f"closing the edit log failed: {describe_error(e)}")
                     raise ServiceFailedError(
-                        f"NameNode {self.name} failed closing its edit log: {_why(e)}"
+                        f"NameNode {self.name} failed closing its edit log: {describe_error(e)}"
                     ) from None
                 log.warning("NameNode %s: fenced while closing the edit log: %s", self.name, e)
                 if el is not None:
@@ -594,9 +593,11 @@ class NameNode:
             self._deposed(exc)
         elif self._needs_reload and self.ha.is_in(HAState.STANDBY):
             # Stepped down already: the edit log it dropped failed under a roll or a flush.
-            log.warning("NameNode %s: the dropped edit log failed: %s", self.name, _why(exc))
+            log.warning(
+                "NameNode %s: the dropped edit log failed: %s", self.name, describe_error(exc)
+            )
         else:
-            self._fatal(f"edit log sync to the quorum failed: {_why(exc)}")
+            self._fatal(f"edit log sync to the quorum failed: {describe_error(exc)}")
 
     def _sync_failed(self, exc: BaseException) -> NamenodeError:
         """The error a caller gets for a failed sync (and the state change it causes)."""
@@ -604,19 +605,19 @@ class NameNode:
             self._deposed(exc)
             return StandbyError(
                 f"NameNode {self.name} was deposed by a newer writer of the shared journal "
-                f"and is not active: {_why(exc)}"
+                f"and is not active: {describe_error(exc)}"
             )
         if self._needs_reload and self.ha.is_in(HAState.STANDBY):
             # It stepped down (design §N.1) and dropped its edit log under this sync: the
             # next active's recovery decides whether the edit stays.
             return StandbyError(
                 f"NameNode {self.name} stepped down to standby while the edit was being "
-                f"synced; whether it took effect is for the active to tell: {_why(exc)}"
+                f"synced; whether it took effect is for the active to tell: {describe_error(exc)}"
             )
-        self._fatal(f"edit log sync to the quorum failed: {_why(exc)}")
+        self._fatal(f"edit log sync to the quorum failed: {describe_error(exc)}")
         return NamenodeError(
             f"NameNode {self.name}: the edit could not be synced to the quorum journal "
-            f"({_why(exc)}); the NameNode is stopping"
+            f"({describe_error(exc)}); the NameNode is stopping"
         )
 
     def _deposed(self, exc: BaseException) -> None:
@@ -627,7 +628,7 @@ class NameNode:
             "NameNode %s was deposed: another NameNode holds a newer epoch of the shared "
             "journal (%s); going to standby",
             self.name,
-            _why(exc),
+            describe_error(exc),
         )
         el = self.edit_log
         if el is not None:  # what a quorum acknowledged stays the floor (design §N.5)
@@ -706,7 +707,7 @@ class NameNode:
         try:
             await self._load(replay=False)
         except Exception as e:
-            self._fatal(f"reloading the namespace after being deposed failed: {_why(e)}")
+            self._fatal(f"reloading the namespace after being deposed failed: {describe_error(e)}")
             return
         self._start_tailer()
         if self.checkpointer is not None:
@@ -767,7 +768,9 @@ class NameNode:
         try:
             await asyncio.to_thread(storage.raise_seen_txid, txid)
         except (OSError, QjmError) as e:
-            log.warning("NameNode %s: cannot record seen_txid %d: %s", self.name, txid, _why(e))
+            log.warning(
+                "NameNode %s: cannot record seen_txid %d: %s", self.name, txid, describe_error(e)
+            )
             return
         self._seen_recorded = txid
 
@@ -791,7 +794,9 @@ class NameNode:
         try:
             return await self.check_journal()
         except Exception as e:
-            log.debug("NameNode %s: checking the shared journal's end: %s", self.name, _why(e))
+            log.debug(
+                "NameNode %s: checking the shared journal's end: %s", self.name, describe_error(e)
+            )
             return self.journal_behind
 
     async def _journal_is_behind(self, floor: Floor, journal_end: str) -> str:
@@ -812,7 +817,9 @@ class NameNode:
             try:
                 saved = await cp.save(purge=False)
             except Exception as e:
-                log.warning("NameNode %s: cannot save its namespace: %s", self.name, _why(e))
+                log.warning(
+                    "NameNode %s: cannot save its namespace: %s", self.name, describe_error(e)
+                )
         message = behind_message(
             self.name, str(self.uri), floor, journal_end, self.cfg.source, saved_image=saved
         )
@@ -919,7 +926,7 @@ class NameNode:
                 "tailer keeps trying",
                 self.name,
                 self.applied_txid,
-                _why(e),
+                describe_error(e),
             )
             return
         log.info(
@@ -944,7 +951,7 @@ class NameNode:
         except Exception as e:
             self._fatal(
                 f"txid {txid} ({type(op).__name__}) of the shared journal cannot be applied to "
-                f"the namespace at txid {self.applied_txid}: {_why(e)}"
+                f"the namespace at txid {self.applied_txid}: {describe_error(e)}"
             )
             raise
         self.applied_txid = txid
@@ -970,7 +977,9 @@ class NameNode:
                 lambda: self.applied_txid,
                 wait_ms=self.settings.tail_wait_ms,
                 apply_lock=self.apply_lock,
-                on_apply_error=lambda e: self._fatal(f"the edit log tailer stopped: {_why(e)}"),
+                on_apply_error=lambda e: self._fatal(
+                    f"the edit log tailer stopped: {describe_error(e)}"
+                ),
             )
         if self.journal_behind is not None:
             self.tailer.pause(self.journal_behind)
@@ -992,7 +1001,7 @@ class NameNode:
         try:
             await qjm.close()
         except Exception as e:
-            log.warning("NameNode %s: closing the journal client: %s", self.name, _why(e))
+            log.warning("NameNode %s: closing the journal client: %s", self.name, describe_error(e))
 
     # -- lifecycle -----------------------------------------------------------------------------
     def rpc_address(self) -> str:
@@ -1127,7 +1136,9 @@ class NameNode:
                 else:
                     el.abort()
             except Exception as e:
-                log.warning("NameNode %s: closing the edit log at stop: %s", self.name, _why(e))
+                log.warning(
+                    "NameNode %s: closing the edit log at stop: %s", self.name, describe_error(e)
+                )
                 with contextlib.suppress(Exception):
                     el.abort()
         if qjm is not None:

@@ -20,13 +20,13 @@ import getpass
 import hashlib
 import logging
 import os
-import re
 import shutil
 import threading
 import time
 from pathlib import Path
 from typing import Protocol
 
+from qjm.editlog.file_names import IMAGE_PREFIX, image_file_name, parse_image_name
 from qjm.editlog.segments import SegmentFile, list_segments
 from qjm.fileutil import FileLockError, atomic_write, fsync_dir, lock_file
 from qjm.namenode.errors import NamenodeError
@@ -38,7 +38,6 @@ from qjm.namenode.image import (
     Inode,
     NameSystemInfo,
     decode_ns_info,
-    image_file_name,
     md5_path,
     read_section,
     read_summary_from_file,
@@ -65,7 +64,6 @@ VERSION = "VERSION"
 SEEN_TXID = "seen_txid"
 STORAGE_TYPE = "NAME_NODE"
 LAYOUT_VERSION = -64
-_IMAGE = re.compile(r"^fsimage_(\d{19})$")
 
 
 class StorageFormatError(NamenodeError):
@@ -148,11 +146,6 @@ class NNStorage:
 
     def __exit__(self, *exc: object) -> None:
         self.unlock()
-
-    @property
-    def locked(self) -> bool:
-        """True while this object holds the lock."""
-        return self._lock_fd >= 0
 
     # -- format and VERSION -------------------------------------------------------------------
     def is_formatted(self) -> bool:
@@ -286,9 +279,9 @@ class NNStorage:
         found = []
         if self.current.is_dir():
             for p in self.current.iterdir():
-                m = _IMAGE.match(p.name)
-                if m:
-                    found.append((int(m.group(1)), p))
+                txid = parse_image_name(p.name)
+                if txid is not None:
+                    found.append((txid, p))
         return sorted(found)
 
     def newest_image(self) -> tuple[int, Path] | None:
@@ -363,7 +356,7 @@ class NNStorage:
         if not self.current.is_dir():
             return []
         removed = []
-        for p in self.current.glob(f"fsimage_*{UPLOAD_SUFFIX}"):
+        for p in self.current.glob(f"{IMAGE_PREFIX}*{UPLOAD_SUFFIX}"):
             with contextlib.suppress(FileNotFoundError):
                 p.unlink()
                 removed.append(p)

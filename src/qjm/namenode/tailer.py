@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable
 
 from qjm.client.reader import QuorumJournalReader
 from qjm.editlog.framing import RawOp
 from qjm.editlog.ops import Op, decode_op
-from qjm.errors import QjmError
+from qjm.errors import QjmError, describe_error
 
 log = logging.getLogger("qjm.namenode.tailer")
 RETRY_MIN_S = 0.1  # after a failed read, the tailer waits this long, doubling ...
@@ -52,7 +51,6 @@ class EditLogTailer:
         self._resumed = asyncio.Event()
         self._resumed.set()
         self.last_error: str | None = None
-        self.last_batch_time = 0.0  # unix time a batch was last applied
         self.batches = 0
         self.txns = 0
 
@@ -127,7 +125,6 @@ class EditLogTailer:
                     if n:
                         self.batches += 1
                         self.txns += n
-                        self.last_batch_time = time.time()
                         if self.on_batch is not None:
                             self.on_batch(self._last_applied())
                     self.last_error = None
@@ -138,7 +135,7 @@ class EditLogTailer:
                 self.last_error = str(e)
                 log.error("edit log tailer: %s; reading again from txid %d", e, start)
             except Exception as e:
-                why = str(e) if isinstance(e, QjmError) else f"{type(e).__name__}: {e}"
+                why = describe_error(e)
                 if self.last_error != why:
                     log.warning("edit log tailer: reading from txid %d failed: %s", start, why)
                 self.last_error = why

@@ -8,7 +8,6 @@ from qjm.protocol import qjournal_pb2 as pb
 QJOURNAL_PROTOCOL = "org.apache.hadoop.hdfs.qjournal.protocol.QJournalProtocol"
 INTER_QJOURNAL_PROTOCOL = "org.apache.hadoop.hdfs.qjournal.protocol.InterQJournalProtocol"
 STATUS_PROTOCOL = "qjm.journalnode.JournalNodeStatusProtocol"
-PROTOCOL_VERSION = 1
 
 
 QJOURNAL_METHODS: dict[str, MethodSpec] = method_table(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import itertools
-import re
 import tempfile
 import urllib.error
 import urllib.parse
@@ -24,9 +23,10 @@ from zoneinfo import ZoneInfo
 import pyarrow as pa
 from google.protobuf.message import DecodeError
 
+from qjm.editlog.file_names import image_file_name, parse_image_name
 from qjm.editlog.framing import HEADER_LEN, RawOp, iter_ops, read_header
 from qjm.editlog.ops import decode_op
-from qjm.editlog.segments import list_segments, parse_segment_name
+from qjm.editlog.segments import list_segments, parse_segment_name, txid_run
 from qjm.errors import CorruptOpError, EditLogError, QjmError
 from qjm.namenode.image import fsimage_pb2 as pb
 from qjm.namenode.image.format import (
@@ -90,32 +90,6 @@ def is_qjournal(location: str) -> bool:
     return location.startswith(SCHEME)
 
 
-def chain_segments(
-    segments: list[tuple[int, int | None, str]], from_txid: int = 1, to_txid: int | None = None
-) -> list[tuple[int, int | None, str]]:
-    """A run of (start, end, path) without overlaps: finalized segments are preferred to an
-    in-progress one of the same start, ones another already covers are dropped, and only
-    those meeting [from_txid, to_txid] kept."""
-    ordered = sorted(segments, key=lambda s: (s[0], s[1] is None, -(s[1] or 0)))
-    out: list[tuple[int, int | None, str]] = []
-    covered = 0
-    open_tail = False
-    for start, end, path in ordered:
-        if open_tail or start <= covered:
-            continue  # covered already (a stale copy, or an in-progress one of a finalized)
-        if end is not None and end < from_txid:
-            covered = end
-            continue
-        if to_txid is not None and start > to_txid:
-            break
-        out.append((start, end, path))
-        if end is None:
-            open_tail = True
-        else:
-            covered = end
-    return out
-
-
 def plan_local_edits(
     location: str,
     *,
@@ -133,19 +107,17 @@ def plan_local_edits(
         return [EditsPart(start, end, str(p), None, from_txid, to_txid, strict)]
     if not p.is_dir():
         raise SourceError(f"{location}: no such edits file or directory")
-    found = [
-        (s.start, s.end, str(s.path)) for s in list_segments(p) if in_progress or not s.in_progress
-    ]
+    found = [s for s in list_segments(p) if in_progress or not s.in_progress]
     committed = _committed_txid(p)
     parts = []
-    for start, end, path in chain_segments(found, from_txid, to_txid):
+    for seg in txid_run(found, from_txid, to_txid).segments:
         last = to_txid
-        if end is None and committed is not None:
+        if seg.end is None and committed is not None:
             # A JournalNode's open segment: only what it knows to be committed.
-            if committed < max(start, from_txid):
+            if committed < max(seg.start, from_txid):
                 continue
             last = committed if last is None else min(last, committed)
-        parts.append(EditsPart(start, end, path, None, from_txid, last, strict))
+        parts.append(EditsPart(seg.start, seg.end, str(seg.path), None, from_txid, last, strict))
     return parts
 
 
@@ -298,16 +270,13 @@ def last_qjournal_txid(location: str, settings: QJournalSettings | None = None) 
 # --- fsimage ------------------------------------------------------------------------------
 
 
-_IMAGE_NAME = re.compile(r"^fsimage_(\d{19})$")
-
-
 def newest_image_in(directory: Path) -> Path:
     """The newest fsimage_<txid> of a name dir (or of its current/)."""
     d = directory / "current" if (directory / "current").is_dir() else directory
     found = sorted(
-        (int(m.group(1)), c)
+        (txid, c)
         for c in d.iterdir()
-        if (m := _IMAGE_NAME.match(c.name)) and c.is_file()
+        if (txid := parse_image_name(c.name)) is not None and c.is_file()
     )
     if not found:
         raise SourceError(f"{directory}: no fsimage_<txid> file in it")
@@ -328,8 +297,8 @@ def fetch_image(url: str, download_dir: str | None = None, timeout_s: float = 60
         with urllib.request.urlopen(url, timeout=timeout_s) as resp:
             txid = int(resp.headers.get("X-Image-Txid", "0"))
             md5 = resp.headers.get("X-MD5-Digest")
-            name = resp.headers.get("X-Image-File") or f"fsimage_{txid:019d}"
-            if not _IMAGE_NAME.match(name):
+            name = resp.headers.get("X-Image-File") or image_file_name(txid)
+            if parse_image_name(name) is None:
                 raise SourceError(f"{url} sent an image named {name!r}")
             path = target_dir / name
             digest = hashlib.md5()
@@ -774,7 +743,6 @@ __all__ = [
     "InodeRange",
     "SourceError",
     "TextRange",
-    "chain_segments",
     "is_qjournal",
     "last_local_txid",
     "last_qjournal_txid",

@@ -37,7 +37,7 @@ from qjm.namenode.image.sections import (
     read_section,
     read_summary_from_file,
 )
-from qjm.namenode.image.writer import encode_image, image_file_name, write_image
+from qjm.namenode.image.writer import encode_image, write_image
 
 __all__ = [
     "DIRECTORY",
@@ -58,7 +58,6 @@ __all__ = [
     "decode_ns_info",
     "decode_string_table",
     "encode_image",
-    "image_file_name",
     "iter_dir_entries",
     "iter_inodes",
     "load_image",

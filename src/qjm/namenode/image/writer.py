@@ -44,11 +44,6 @@ EC_STATE_IDS = {"DISABLED": 1, "ENABLED": 2, "REMOVED": 3}
 MAX_STRING_ID = (1 << 24) - 1
 
 
-def image_file_name(txid: int) -> str:
-    """HDFS's name for the image of a txid: fsimage_ and 19 digits."""
-    return f"fsimage_{txid:019d}"
-
-
 class _Strings:
     """The string table: ids from 1 in order of first use, as HDFS assigns them."""
 
