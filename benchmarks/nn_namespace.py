@@ -12,7 +12,7 @@
 - start-up from an image: that namespace is written as an fsimage (to_image + write_image
   to a temp file), then read_image + from_image are timed (startup_s), and the loader that
   decodes the image straight into the store's columns (startup_fast_loader_s,
-  image_bridge.load_namespace; md5 check included in both).
+  namespace.load_namespace; md5 check included in both).
 """
 
 from __future__ import annotations
@@ -30,8 +30,7 @@ from typing import Any
 
 from qjm.editlog.ops import AddOp, CloseOp, MkdirOp, PermissionStatus
 from qjm.namenode.image import NameSystemInfo, read_image, write_image
-from qjm.namenode.image_bridge import load_namespace
-from qjm.namenode.namespace import Namespace
+from qjm.namenode.namespace import Namespace, load_namespace
 from qjm.namenode.types import Caller, RpcIds
 
 SUPERUSER = Caller("hdfs")

@@ -239,7 +239,7 @@ def test_fast_loader_equals_the_general_path(
     """load_namespace (straight into columns) gives what from_image(read_image()) gives."""
     from qjm.editlog.ops import read_ops
     from qjm.namenode import image_bridge
-    from qjm.namenode.image_bridge import load_namespace
+    from qjm.namenode.namespace import load_namespace
 
     def no_fallback(*_: object) -> None:
         raise AssertionError("the fast loader fell back to the general path")

@@ -171,7 +171,7 @@ def test_the_column_loader_falls_back_to_an_older_image_too(tmp_path: Path) -> N
     """The NameNode's start-up path (load_namespace per file) refuses a damaged or mislabelled
     newest image and takes the older one, as the general path does."""
     from qjm.namenode.image.md5 import md5_of_file, write_md5_file
-    from qjm.namenode.image_bridge import load_namespace
+    from qjm.namenode.namespace import load_namespace
 
     def loader(path: Path) -> tuple[object, int]:
         ns, info = load_namespace(path, superuser="hdfs")

@@ -147,16 +147,9 @@ def _inode(st: InodeStore, s: int) -> Inode:
     )
 
 
-def from_image(
-    image: FsImage,
-    *,
-    superuser: str,
-    supergroup: str = "supergroup",
-    permissions_enabled: bool = True,
-) -> Namespace:
-    """A namespace holding the tree of a decoded image (inodes outside the tree are skipped)."""
-    from qjm.namenode.namespace import Namespace
-
+def store_from_image(image: FsImage) -> tuple[InodeStore, int]:
+    """The inode store of a decoded image's tree (inodes outside the tree are skipped) and
+    the image's last inode id."""
     root = image.inodes.get(ROOT_INODE_ID)
     if root is None or not root.is_dir:
         raise NamenodeError(f"the image has no root directory (inode {ROOT_INODE_ID})")
@@ -243,34 +236,29 @@ def from_image(
             if entries:
                 dirs[i] = entries
         i += 1
-    return Namespace.from_store(
-        InodeStore.from_columns(
-            InodeColumns(
-                ids=ids,
-                parents=parents,
-                flags=flags,
-                modes=modes,
-                owners=owners,
-                groups=groups,
-                mtimes=mtimes,
-                atimes=atimes,
-                repls=repls,
-                bsizes=bsizes,
-                lengths=lengths,
-                names=names,
-                kids=dirs,
-                strings=table,
-                blocks=blocks,
-                quotas=quotas,
-                leases=leases,
-                extra=extra,
-            )
-        ),
-        last_inode_id=image.last_inode_id,
-        superuser=superuser,
-        supergroup=supergroup,
-        permissions_enabled=permissions_enabled,
+    store = InodeStore.from_columns(
+        InodeColumns(
+            ids=ids,
+            parents=parents,
+            flags=flags,
+            modes=modes,
+            owners=owners,
+            groups=groups,
+            mtimes=mtimes,
+            atimes=atimes,
+            repls=repls,
+            bsizes=bsizes,
+            lengths=lengths,
+            names=names,
+            kids=dirs,
+            strings=table,
+            blocks=blocks,
+            quotas=quotas,
+            leases=leases,
+            extra=extra,
+        )
     )
+    return store, image.last_inode_id
 
 
 def _set_extra(extra: dict[int, dict[str, Any]], s: int, node: Inode) -> None:
@@ -291,17 +279,13 @@ def _set_extra(extra: dict[int, dict[str, Any]], s: int, node: Inode) -> None:
         extra[s] = d
 
 
-def load_namespace(
-    path: str | os.PathLike[str],
-    *,
-    superuser: str,
-    supergroup: str = "supergroup",
-    permissions_enabled: bool = True,
-    check_md5: bool = True,
-) -> tuple[Namespace, NameSystemInfo]:
-    """Start-up: the namespace and NS_INFO of an image file, decoded straight into columns.
+def load_store(
+    path: str | os.PathLike[str], *, check_md5: bool = True
+) -> tuple[InodeStore, int, NameSystemInfo]:
+    """Start-up: the inode store, last inode id and NS_INFO of an image file, decoded
+    straight into columns.
 
-    The same result as from_image(read_image(path)) without making an Inode object per
+    The same result as store_from_image(read_image(path)) without making an Inode object per
     inode (about twice as fast at 1 M inodes). Images with snapshot references take the
     general path.
     """
@@ -313,42 +297,29 @@ def load_namespace(
         verify_md5(path)
     summary = read_summary(data)
     if not OLDEST_PROTOBUF_LAYOUT >= summary.layout_version >= LAYOUT_VERSION:
-        return _general(data, superuser, supergroup, permissions_enabled)
+        return _general(data)
 
     def body(name: str) -> bytes | None:
         info = summary.section(name)
         return None if info is None else section_bytes(data, info, summary.codec)
 
-    from qjm.namenode.namespace import Namespace
-
     raw_ns, raw_strings, raw_inodes = body(NS_INFO), body(STRING_TABLE), body(INODE)
     raw_refs = body(INODE_REFERENCE)
     if raw_ns is None or raw_inodes is None or raw_refs:
-        return _general(data, superuser, supergroup, permissions_enabled)
+        return _general(data)
     ns_info = sec.decode_ns_info(raw_ns)
     strings = sec.decode_string_table(raw_strings) if raw_strings is not None else {}
     filled = _fill(raw_inodes, body(INODE_DIR) or b"", strings)
     if filled is None:
-        return _general(data, superuser, supergroup, permissions_enabled)
+        return _general(data)
     store, last_id = filled
-    ns = Namespace.from_store(
-        store,
-        last_inode_id=last_id,
-        superuser=superuser,
-        supergroup=supergroup,
-        permissions_enabled=permissions_enabled,
-    )
-    return ns, ns_info
+    return store, last_id, ns_info
 
 
-def _general(
-    data: bytes, superuser: str, supergroup: str, permissions_enabled: bool
-) -> tuple[Namespace, NameSystemInfo]:
+def _general(data: bytes) -> tuple[InodeStore, int, NameSystemInfo]:
     image = load_image(data)
-    ns = from_image(
-        image, superuser=superuser, supergroup=supergroup, permissions_enabled=permissions_enabled
-    )
-    return ns, image.ns_info
+    store, last_id = store_from_image(image)
+    return store, last_id, image.ns_info
 
 
 def _fill(

@@ -868,7 +868,7 @@ class NameNode:
 
     def _load_image_file(self, path: Path) -> tuple[Namespace, int]:
         """An image file straight into a namespace (the column loader), and the image's txid."""
-        from qjm.namenode.image_bridge import load_namespace
+        from qjm.namenode.namespace import load_namespace
 
         ns, ns_info = load_namespace(
             path,

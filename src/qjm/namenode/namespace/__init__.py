@@ -12,7 +12,7 @@ zones, atime precision (a directory keeps no atime, as in HDFS's image).
 """
 
 from qjm.namenode.namespace.core import ROOT
-from qjm.namenode.namespace.facade import Namespace
+from qjm.namenode.namespace.facade import Namespace, load_namespace
 from qjm.namenode.namespace.paths import (
     MAX_PATH_DEPTH,
     MAX_PATH_LENGTH,
@@ -59,6 +59,7 @@ __all__ = [
     "check_replication",
     "java_length",
     "join_path",
+    "load_namespace",
     "path_depth",
     "split_path",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -170,11 +171,36 @@ class Namespace(ReadsMixin, PlansMixin, ApplyMixin):
         permissions_enabled: bool = True,
     ) -> Namespace:
         """A namespace holding a decoded image's tree."""
-        from qjm.namenode.image_bridge import from_image
+        from qjm.namenode.image_bridge import store_from_image
 
-        return from_image(
-            image,
+        store, last_inode_id = store_from_image(image)
+        return cls.from_store(
+            store,
+            last_inode_id=last_inode_id,
             superuser=superuser,
             supergroup=supergroup,
             permissions_enabled=permissions_enabled,
         )
+
+
+def load_namespace(
+    path: str | os.PathLike[str],
+    *,
+    superuser: str,
+    supergroup: str = "supergroup",
+    permissions_enabled: bool = True,
+    check_md5: bool = True,
+) -> tuple[Namespace, NameSystemInfo]:
+    """Start-up: the namespace and NS_INFO of an image file, decoded straight into columns
+    (the same result as Namespace.from_image(read_image(path)), about twice as fast)."""
+    from qjm.namenode.image_bridge import load_store
+
+    store, last_inode_id, ns_info = load_store(path, check_md5=check_md5)
+    ns = Namespace.from_store(
+        store,
+        last_inode_id=last_inode_id,
+        superuser=superuser,
+        supergroup=supergroup,
+        permissions_enabled=permissions_enabled,
+    )
+    return ns, ns_info
