@@ -1,4 +1,5 @@
-"""Between the namespace and the fsimage model: to_image for checkpoints, from_image at start-up."""
+"""Between the namespace and the fsimage model: to_image for checkpoints; inode stores
+from images (store_from_image, load_store) at start-up."""
 
 from __future__ import annotations
 
