@@ -43,6 +43,7 @@ from qjm.cluster.process import LaunchError, pid_alive, tail
 from qjm.errors import QjmError
 from qjm.namenode.client import HAAdminClient, NameNodeClient
 from qjm.namenode.types import HAState
+from qjm.testing.wait import wait_until_async
 
 WORKERS = 4
 ROOT = "/demo"
@@ -259,11 +260,10 @@ async def wait_active(address: str, deadline: float) -> float | None:
 
 async def wait_until(test: Callable[[], bool], within_s: float, what: str) -> None:
     """Return once test() holds; DemoError naming what was waited for after within_s."""
-    deadline = time.monotonic() + within_s
-    while not test():
-        if time.monotonic() > deadline:
-            raise DemoError(f"{what} did not happen within {within_s:.0f} s")
-        await asyncio.sleep(POLL_S)
+    try:
+        await wait_until_async(what, test, timeout_s=within_s, poll_s=POLL_S)
+    except AssertionError:
+        raise DemoError(f"{what} did not happen within {within_s:.0f} s") from None
 
 
 @dataclass
