@@ -20,11 +20,11 @@ THIS = Path(__file__).resolve()
 
 # Citations of documents a reader of the repository cannot open: tracker issues and their
 # reviews, the contract and notes kept beside the checkout, the HDFS-3077 design's
-# numbering ("design 2.9", its source rules "3a"-"3c"), and paths of a build machine.
+# numbering ("design 2.9", its source rules "3a"-"3c").
 OUTSIDE = re.compile(
     r"\b[Ii]ssue \d+|\bthe issue('s)?\b|[Rr]eview findings?\b|\bSPEC( §|\.md)"
     r"|\bdesign \d|hdfs-qjm-notes|hadoop-ipc-notes|\bseeds?/|\bseed 0\d\d"
-    r"|\brules? 3[abc]\b|/work/"
+    r"|\brules? 3[abc]\b"
 )
 # "§J.4", "§J.11-§J.13", "design §A" (a chapter).
 CITED = re.compile(r"§([A-Z])(?:\.(\d+))?")
