@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Generic, TypeVar
 
-from qjm.errors import QjmError
+from qjm.errors import QjmError, describe_error
 from qjm.protocol.errors import EpochError
 from qjm.protocol.quorum import majority_of
 
@@ -68,15 +68,6 @@ def fencing_error(exc: BaseException | None) -> BaseException | None:
             return exc.epoch_error
         exc = exc.__cause__ or exc.__context__
     return None
-
-
-def _short(key: object, e: BaseException) -> str:
-    """An error on one line, without the node address the caller already shows."""
-    text = " ".join((str(e) or type(e).__name__).split())
-    prefix = f"{key}: "
-    if text.startswith(prefix):
-        text = text[len(prefix) :]
-    return text if isinstance(e, QjmError) else f"{type(e).__name__}: {text}"
 
 
 def _wake(waiter: asyncio.Future[None]) -> None:
@@ -137,7 +128,9 @@ class QuorumCall(Generic[K, T]):
             if key in self.successes:
                 parts.append(f"{key}: ok")
             elif key in self.errors:
-                parts.append(f"{key}: {_short(key, self.errors[key])}")
+                parts.append(
+                    f"{key}: {describe_error(self.errors[key], brief=True, drop_prefix=f'{key}: ')}"
+                )
             else:
                 parts.append(f"{key}: no answer yet")
         return "; ".join(parts)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from qjm.errors import QjmError
+from qjm.errors import QjmError, describe_error
 from qjm.ipc import RemoteError, RpcError
 from qjm.namenode.client import HAAdminClient
 from qjm.namenode.types import HAState
@@ -38,12 +38,6 @@ class HATarget:
         return f"{self.name} ({self.address})"
 
 
-def _short(e: BaseException) -> str:
-    if isinstance(e, RemoteError):
-        return e.message
-    return str(e)
-
-
 def _quiet(message: str) -> None:
     """A report that says nothing."""
 
@@ -60,7 +54,9 @@ async def check_health(target: HATarget, call_timeout_s: float) -> None:
         async with HAAdminClient(target.address, timeout=call_timeout_s) as c:
             await c.monitor_health()
     except RpcError as e:
-        raise FailoverFailedError(f"Health check of {target} failed: {_short(e)}") from e
+        raise FailoverFailedError(
+            f"Health check of {target} failed: {describe_error(e, brief=True)}"
+        ) from e
 
 
 async def transition_to_standby(target: HATarget, *, forced: bool, call_timeout_s: float) -> None:
@@ -89,7 +85,7 @@ async def transition_to_active(
                 state, _, _ = await get_status(other, call_timeout_s)
             except RpcError as e:
                 report(
-                    f"{other} is unreachable ({_short(e)}); going on: "
+                    f"{other} is unreachable ({describe_error(e, brief=True)}); going on: "
                     + FENCING_NOTE.format(name=other.name, to=target.name)
                 )
                 continue
@@ -102,7 +98,9 @@ async def transition_to_active(
         async with HAAdminClient(target.address, timeout=call_timeout_s) as c:
             await c.transition_to_active(forced=forced)
     except RpcError as e:
-        raise FailoverFailedError(f"transitionToActive of {target} failed: {_short(e)}") from e
+        raise FailoverFailedError(
+            f"transitionToActive of {target} failed: {describe_error(e, brief=True)}"
+        ) from e
 
 
 def auto_failover_refusal(target: HATarget) -> str:
@@ -147,7 +145,9 @@ async def _pre_failover_checks(
     try:
         state, ready, reason = await get_status(to_t, call_timeout_s)
     except RpcError as e:
-        raise FailoverFailedError(f"Unable to get the service state of {to_t}: {_short(e)}") from e
+        raise FailoverFailedError(
+            f"Unable to get the service state of {to_t}: {describe_error(e, brief=True)}"
+        ) from e
     if state is HAState.ACTIVE:
         raise FailoverFailedError(f"Can't failover to an active service: {to_t} is active")
     if not ready and not force_active:
@@ -189,14 +189,14 @@ async def failover(
         graceful = True
         report(f"{from_t} is now standby")
     except RpcError as e:
-        report(f"Unable to gracefully make {from_t} standby: {_short(e)}")
+        report(f"Unable to gracefully make {from_t} standby: {describe_error(e, brief=True)}")
     if not graceful or force_fence:
         report(FENCING_NOTE.format(name=from_t.name, to=to_t.name))
     try:
         async with HAAdminClient(to_t.address, timeout=call_timeout_s) as c:
             await c.transition_to_active(forced=forced)
     except RpcError as e:
-        message = f"Unable to failover to {to_t}: {_short(e)}"
+        message = f"Unable to failover to {to_t}: {describe_error(e, brief=True)}"
         if graceful and not force_fence:
             # HDFS fails back only when it did not fence from_t: to_t may still be trying
             # to become active, so it is asked to step down first.

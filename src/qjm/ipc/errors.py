@@ -32,6 +32,11 @@ class RemoteError(RpcError):
         self.peer = peer
         self.method = method
 
+    @property
+    def brief(self) -> str:
+        """The Java class and message, without the peer and method."""
+        return f"{'FATAL ' if self.fatal else ''}{self.class_name}: {self.message}"
+
 
 class RpcTimeoutError(RpcError):
     """A call got no answer within its timeout."""

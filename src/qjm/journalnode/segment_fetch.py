@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from qjm.editlog.framing import HEADER_LEN, MAX_OP_SIZE, read_header
-from qjm.errors import EditLogError
+from qjm.errors import EditLogError, describe_error
 from qjm.protocol.errors import InvalidRequestError, StorageError
 from qjm.protocol.urls import JID_PARAM, SEGMENT_TXID_PARAM
 
@@ -161,7 +161,7 @@ def _fetch(
         resp = conn.getresponse()
     except (OSError, http.client.HTTPException) as e:
         _stopped(url, cancel, expired)
-        raise FetchError(f"downloading {url} failed: {_why(e)}") from None
+        raise FetchError(f"downloading {url} failed: {describe_error(e)}") from None
     if resp.status != 200:
         body = resp.read(512).decode(errors="replace").strip()
         raise FetchError(f"downloading {url} failed: HTTP {resp.status} {body}")
@@ -211,7 +211,7 @@ def _copy(
             except (OSError, http.client.HTTPException) as e:
                 _stopped(url, cancel, expired)
                 raise FetchError(
-                    f"downloading {url} failed after {total} bytes: {_why(e)}"
+                    f"downloading {url} failed after {total} bytes: {describe_error(e)}"
                 ) from None
             _stopped(url, cancel, expired)  # a shut-down socket reads as the end
             if not chunk:
@@ -254,14 +254,6 @@ def _set_timeout(conn: http.client.HTTPConnection, deadline: float) -> None:
     """Let no blocked read outlast the deadline of the whole transfer."""
     if conn.sock is not None:
         conn.sock.settimeout(max(deadline - time.monotonic(), 0.01))
-
-
-def _why(e: BaseException) -> str:
-    if isinstance(e, socket.timeout | TimeoutError):
-        return "timed out"
-    if isinstance(e, OSError) and e.strerror:
-        return e.strerror
-    return str(e) or type(e).__name__
 
 
 def download_segment(url: str, dest: Path) -> None:
