@@ -22,6 +22,7 @@ PROTOC_VENV := build/protoc-venv
 PROTOC_TOOLS := grpcio-tools==1.85.1
 PROTOS := src/qjm/protocol/qjournal.proto $(wildcard src/qjm/ipc/proto/*.proto) \
   src/qjm/namenode/image/fsimage.proto $(wildcard src/qjm/namenode/proto/*.proto) \
+  $(wildcard src/qjm/hdfs/proto/*.proto) \
   $(wildcard src/qjm/ha/*.proto)
 
 .PHONY: install test test-fast lint demo chaos proto debian clean bench

@@ -21,10 +21,10 @@ from benchmarks.common import percentile
 from qjm import runtime
 from qjm.cluster.process import spawn, stop_pid, wait_ready
 from qjm.config import config_from_dict, dump_config
+from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.ipc import IpcClient
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import HAServiceProtocol_pb2 as hap
-from qjm.namenode.proto import hdfs_pb2 as hdfs
 from qjm.namenode.protocols import CLIENT_PROTOCOL, HA_SERVICE_PROTOCOL
 from qjm.namenode.server import os_user
 

@@ -19,10 +19,10 @@ from typing import Any
 
 from ports import free_port
 from qjm.config import ClusterConfig, config_from_dict, dump_config
+from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.ipc import IpcClient
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import HAServiceProtocol_pb2 as hap
-from qjm.namenode.proto import hdfs_pb2 as hdfs
 from qjm.namenode.protocols import CLIENT_PROTOCOL, HA_SERVICE_PROTOCOL
 from qjm.namenode.server import NameNode, os_user
 from qjm.namenode.types import Caller

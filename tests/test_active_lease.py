@@ -37,13 +37,13 @@ from qjm.config import (
     config_from_dict,
 )
 from qjm.errors import ConfigError
+from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.ipc import CallContext, IpcClient, IpcServer, Method, RemoteError
 from qjm.journalnode.rpc import MAX_IDLE_MS, idle_ms
 from qjm.namenode import protocols
 from qjm.namenode.client import NameNodeClient
 from qjm.namenode.errors import StandbyError
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
-from qjm.namenode.proto import hdfs_pb2 as hdfs
 from qjm.namenode.types import HAState
 from qjm.testing.in_memory import InMemoryCluster
 from qjm.testing.wait import wait_until_async

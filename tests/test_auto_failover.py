@@ -43,11 +43,11 @@ from ha_cluster import auto_cluster, ha_states
 from hadoop_clients import check, hadoop_fs
 from qjm.cluster.process import pid_alive, spawn, stop_pid, wait_ready
 from qjm.config import load_config
+from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.ipc import IpcClient, RemoteError
 from qjm.namenode import protocols
 from qjm.namenode.client import DEFAULT_UMASK, HAAdminClient, NameNodeClient
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
-from qjm.namenode.proto import hdfs_pb2 as hdfs
 from qjm.testing.wait import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]

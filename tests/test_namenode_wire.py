@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from google.protobuf.message import Message
 
+from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.ipc.framing import FrameReader, parse_preamble, read_delimited
 from qjm.ipc.proto.ProtobufRpcEngine_pb2 import RequestHeaderProto
 from qjm.namenode import protocols
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import HAServiceProtocol_pb2 as ha
-from qjm.namenode.proto import hdfs_pb2 as hdfs
 from test_ipc_server import GENUINE_HADOOP_CLIENT_BYTES
 
 

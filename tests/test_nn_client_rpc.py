@@ -17,13 +17,13 @@ from google.protobuf import descriptor_pb2
 
 import hadoop_wire as wire
 from nn_fakes import FakeNameNode, ServedInThread, serve
+from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.ipc import IpcClient, IpcServer, RemoteError
 from qjm.namenode import protocols
 from qjm.namenode.client_rpc import client_methods
 from qjm.namenode.ha_rpc import ha_methods
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import HAServiceProtocol_pb2 as ha
-from qjm.namenode.proto import hdfs_pb2 as hdfs
 from test_ipc_server import GENUINE_HADOOP_CLIENT_BYTES, Raw, parse_delimited
 
 CLIENT = protocols.CLIENT_PROTOCOL

@@ -19,10 +19,10 @@ import pytest
 
 from conftest import JNFactory
 from nn_harness import NNProcess, Rpc, format_cluster, make_config, write_config
+from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.ipc import RemoteError
 from qjm.ipc.framing import PREAMBLE
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
-from qjm.namenode.proto import hdfs_pb2 as hdfs
 
 pytestmark = pytest.mark.slow
 

@@ -22,11 +22,11 @@ from google.protobuf.message import Message
 from jn_proxy import JournalProxy
 from nn_fakes import FakeNameNode, ServedInThread, serve
 from nn_harness import SUPER, copy_name_dir, format_cluster, make_config, start_nn
+from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.ipc import IpcClient, RemoteError
 from qjm.ipc.server import CallContext
 from qjm.namenode.client import NameNodeClient
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
-from qjm.namenode.proto import hdfs_pb2 as hdfs
 from qjm.namenode.protocols import CLIENT_PROTOCOL
 from qjm.namenode.server import NameNode, os_user
 from qjm.testing.wait import wait_until_async

@@ -11,12 +11,12 @@ from typing import Any, TypeVar
 
 from google.protobuf.message import Message
 
+from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.ipc import IpcClient, RemoteError, RpcConnectionError, RpcError, RpcTimeoutError
 from qjm.ipc.client import CallIds
 from qjm.namenode import protocols
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import HAServiceProtocol_pb2 as ha
-from qjm.namenode.proto import hdfs_pb2 as hdfs
 from qjm.namenode.status_proto import status_from_proto, summary_from_proto
 from qjm.namenode.types import MODE_MASK, ContentSummary, FileStatus, HAState
 

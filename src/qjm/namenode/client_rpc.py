@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from google.protobuf.message import Message
 
 from qjm.editlog.ops import AddOp, Op
+from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.ipc.server import CallContext, Method
 from qjm.namenode import protocols
 from qjm.namenode.errors import (
@@ -20,7 +21,6 @@ from qjm.namenode.errors import (
 )
 from qjm.namenode.namespace import check_path_length
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
-from qjm.namenode.proto import hdfs_pb2 as hdfs
 from qjm.namenode.retry_cache import CacheEntry, RetryCache, created_status
 from qjm.namenode.service import NameNodeService
 from qjm.namenode.status_proto import (

@@ -6,7 +6,7 @@ client reads them back.
 
 from __future__ import annotations
 
-from qjm.namenode.proto import hdfs_pb2 as hdfs
+from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.namenode.types import MODE_MASK, ContentSummary, FileStatus
 
 _UINT64 = (1 << 64) - 1

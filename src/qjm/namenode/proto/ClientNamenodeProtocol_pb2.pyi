@@ -1,4 +1,4 @@
-from qjm.namenode.proto import hdfs_pb2 as _hdfs_pb2
+from qjm.hdfs.proto import hdfs_pb2 as _hdfs_pb2
 from qjm.namenode.proto import HAServiceProtocol_pb2 as _HAServiceProtocol_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper

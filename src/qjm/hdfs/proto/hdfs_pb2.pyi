@@ -1,3 +1,4 @@
+from qjm.hdfs.proto import Security_pb2 as _Security_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -14,6 +15,7 @@ class StorageTypeProto(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ARCHIVE: _ClassVar[StorageTypeProto]
     RAM_DISK: _ClassVar[StorageTypeProto]
     PROVIDED: _ClassVar[StorageTypeProto]
+    NVDIMM: _ClassVar[StorageTypeProto]
 
 class CryptoProtocolVersionProto(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -30,6 +32,7 @@ SSD: StorageTypeProto
 ARCHIVE: StorageTypeProto
 RAM_DISK: StorageTypeProto
 PROVIDED: StorageTypeProto
+NVDIMM: StorageTypeProto
 UNKNOWN_PROTOCOL_VERSION: CryptoProtocolVersionProto
 ENCRYPTION_ZONES: CryptoProtocolVersionProto
 CHECKSUM_NULL: ChecksumTypeProto
@@ -53,6 +56,140 @@ class FsPermissionProto(_message.Message):
     PERM_FIELD_NUMBER: _ClassVar[int]
     perm: int
     def __init__(self, perm: _Optional[int] = ...) -> None: ...
+
+class StorageTypesProto(_message.Message):
+    __slots__ = ("storageTypes",)
+    STORAGETYPES_FIELD_NUMBER: _ClassVar[int]
+    storageTypes: _containers.RepeatedScalarFieldContainer[StorageTypeProto]
+    def __init__(self, storageTypes: _Optional[_Iterable[_Union[StorageTypeProto, str]]] = ...) -> None: ...
+
+class StorageUuidsProto(_message.Message):
+    __slots__ = ("storageUuids",)
+    STORAGEUUIDS_FIELD_NUMBER: _ClassVar[int]
+    storageUuids: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, storageUuids: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class DatanodeIDProto(_message.Message):
+    __slots__ = ("ipAddr", "hostName", "datanodeUuid", "xferPort", "infoPort", "ipcPort", "infoSecurePort")
+    IPADDR_FIELD_NUMBER: _ClassVar[int]
+    HOSTNAME_FIELD_NUMBER: _ClassVar[int]
+    DATANODEUUID_FIELD_NUMBER: _ClassVar[int]
+    XFERPORT_FIELD_NUMBER: _ClassVar[int]
+    INFOPORT_FIELD_NUMBER: _ClassVar[int]
+    IPCPORT_FIELD_NUMBER: _ClassVar[int]
+    INFOSECUREPORT_FIELD_NUMBER: _ClassVar[int]
+    ipAddr: str
+    hostName: str
+    datanodeUuid: str
+    xferPort: int
+    infoPort: int
+    ipcPort: int
+    infoSecurePort: int
+    def __init__(self, ipAddr: _Optional[str] = ..., hostName: _Optional[str] = ..., datanodeUuid: _Optional[str] = ..., xferPort: _Optional[int] = ..., infoPort: _Optional[int] = ..., ipcPort: _Optional[int] = ..., infoSecurePort: _Optional[int] = ...) -> None: ...
+
+class DatanodeInfoProto(_message.Message):
+    __slots__ = ("id", "capacity", "dfsUsed", "remaining", "blockPoolUsed", "lastUpdate", "xceiverCount", "location", "nonDfsUsed", "adminState", "cacheCapacity", "cacheUsed", "lastUpdateMonotonic", "upgradeDomain", "lastBlockReportTime", "lastBlockReportMonotonic", "numBlocks")
+    class AdminState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        NORMAL: _ClassVar[DatanodeInfoProto.AdminState]
+        DECOMMISSION_INPROGRESS: _ClassVar[DatanodeInfoProto.AdminState]
+        DECOMMISSIONED: _ClassVar[DatanodeInfoProto.AdminState]
+        ENTERING_MAINTENANCE: _ClassVar[DatanodeInfoProto.AdminState]
+        IN_MAINTENANCE: _ClassVar[DatanodeInfoProto.AdminState]
+    NORMAL: DatanodeInfoProto.AdminState
+    DECOMMISSION_INPROGRESS: DatanodeInfoProto.AdminState
+    DECOMMISSIONED: DatanodeInfoProto.AdminState
+    ENTERING_MAINTENANCE: DatanodeInfoProto.AdminState
+    IN_MAINTENANCE: DatanodeInfoProto.AdminState
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    DFSUSED_FIELD_NUMBER: _ClassVar[int]
+    REMAINING_FIELD_NUMBER: _ClassVar[int]
+    BLOCKPOOLUSED_FIELD_NUMBER: _ClassVar[int]
+    LASTUPDATE_FIELD_NUMBER: _ClassVar[int]
+    XCEIVERCOUNT_FIELD_NUMBER: _ClassVar[int]
+    LOCATION_FIELD_NUMBER: _ClassVar[int]
+    NONDFSUSED_FIELD_NUMBER: _ClassVar[int]
+    ADMINSTATE_FIELD_NUMBER: _ClassVar[int]
+    CACHECAPACITY_FIELD_NUMBER: _ClassVar[int]
+    CACHEUSED_FIELD_NUMBER: _ClassVar[int]
+    LASTUPDATEMONOTONIC_FIELD_NUMBER: _ClassVar[int]
+    UPGRADEDOMAIN_FIELD_NUMBER: _ClassVar[int]
+    LASTBLOCKREPORTTIME_FIELD_NUMBER: _ClassVar[int]
+    LASTBLOCKREPORTMONOTONIC_FIELD_NUMBER: _ClassVar[int]
+    NUMBLOCKS_FIELD_NUMBER: _ClassVar[int]
+    id: DatanodeIDProto
+    capacity: int
+    dfsUsed: int
+    remaining: int
+    blockPoolUsed: int
+    lastUpdate: int
+    xceiverCount: int
+    location: str
+    nonDfsUsed: int
+    adminState: DatanodeInfoProto.AdminState
+    cacheCapacity: int
+    cacheUsed: int
+    lastUpdateMonotonic: int
+    upgradeDomain: str
+    lastBlockReportTime: int
+    lastBlockReportMonotonic: int
+    numBlocks: int
+    def __init__(self, id: _Optional[_Union[DatanodeIDProto, _Mapping]] = ..., capacity: _Optional[int] = ..., dfsUsed: _Optional[int] = ..., remaining: _Optional[int] = ..., blockPoolUsed: _Optional[int] = ..., lastUpdate: _Optional[int] = ..., xceiverCount: _Optional[int] = ..., location: _Optional[str] = ..., nonDfsUsed: _Optional[int] = ..., adminState: _Optional[_Union[DatanodeInfoProto.AdminState, str]] = ..., cacheCapacity: _Optional[int] = ..., cacheUsed: _Optional[int] = ..., lastUpdateMonotonic: _Optional[int] = ..., upgradeDomain: _Optional[str] = ..., lastBlockReportTime: _Optional[int] = ..., lastBlockReportMonotonic: _Optional[int] = ..., numBlocks: _Optional[int] = ...) -> None: ...
+
+class DatanodeInfosProto(_message.Message):
+    __slots__ = ("datanodes",)
+    DATANODES_FIELD_NUMBER: _ClassVar[int]
+    datanodes: _containers.RepeatedCompositeFieldContainer[DatanodeInfoProto]
+    def __init__(self, datanodes: _Optional[_Iterable[_Union[DatanodeInfoProto, _Mapping]]] = ...) -> None: ...
+
+class DatanodeStorageProto(_message.Message):
+    __slots__ = ("storageUuid", "state", "storageType")
+    class StorageState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        NORMAL: _ClassVar[DatanodeStorageProto.StorageState]
+        READ_ONLY_SHARED: _ClassVar[DatanodeStorageProto.StorageState]
+    NORMAL: DatanodeStorageProto.StorageState
+    READ_ONLY_SHARED: DatanodeStorageProto.StorageState
+    STORAGEUUID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    STORAGETYPE_FIELD_NUMBER: _ClassVar[int]
+    storageUuid: str
+    state: DatanodeStorageProto.StorageState
+    storageType: StorageTypeProto
+    def __init__(self, storageUuid: _Optional[str] = ..., state: _Optional[_Union[DatanodeStorageProto.StorageState, str]] = ..., storageType: _Optional[_Union[StorageTypeProto, str]] = ...) -> None: ...
+
+class StorageReportProto(_message.Message):
+    __slots__ = ("storageUuid", "failed", "capacity", "dfsUsed", "remaining", "blockPoolUsed", "storage", "nonDfsUsed", "mount")
+    STORAGEUUID_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    DFSUSED_FIELD_NUMBER: _ClassVar[int]
+    REMAINING_FIELD_NUMBER: _ClassVar[int]
+    BLOCKPOOLUSED_FIELD_NUMBER: _ClassVar[int]
+    STORAGE_FIELD_NUMBER: _ClassVar[int]
+    NONDFSUSED_FIELD_NUMBER: _ClassVar[int]
+    MOUNT_FIELD_NUMBER: _ClassVar[int]
+    storageUuid: str
+    failed: bool
+    capacity: int
+    dfsUsed: int
+    remaining: int
+    blockPoolUsed: int
+    storage: DatanodeStorageProto
+    nonDfsUsed: int
+    mount: str
+    def __init__(self, storageUuid: _Optional[str] = ..., failed: _Optional[bool] = ..., capacity: _Optional[int] = ..., dfsUsed: _Optional[int] = ..., remaining: _Optional[int] = ..., blockPoolUsed: _Optional[int] = ..., storage: _Optional[_Union[DatanodeStorageProto, _Mapping]] = ..., nonDfsUsed: _Optional[int] = ..., mount: _Optional[str] = ...) -> None: ...
+
+class BlockProto(_message.Message):
+    __slots__ = ("blockId", "genStamp", "numBytes")
+    BLOCKID_FIELD_NUMBER: _ClassVar[int]
+    GENSTAMP_FIELD_NUMBER: _ClassVar[int]
+    NUMBYTES_FIELD_NUMBER: _ClassVar[int]
+    blockId: int
+    genStamp: int
+    numBytes: int
+    def __init__(self, blockId: _Optional[int] = ..., genStamp: _Optional[int] = ..., numBytes: _Optional[int] = ...) -> None: ...
 
 class StorageTypeQuotaInfoProto(_message.Message):
     __slots__ = ("type", "quota", "consumed")
@@ -177,14 +314,28 @@ class FsServerDefaultsProto(_message.Message):
     def __init__(self, blockSize: _Optional[int] = ..., bytesPerChecksum: _Optional[int] = ..., writePacketSize: _Optional[int] = ..., replication: _Optional[int] = ..., fileBufferSize: _Optional[int] = ..., encryptDataTransfer: _Optional[bool] = ..., trashInterval: _Optional[int] = ..., checksumType: _Optional[_Union[ChecksumTypeProto, str]] = ..., keyProviderUri: _Optional[str] = ..., policyId: _Optional[int] = ...) -> None: ...
 
 class LocatedBlockProto(_message.Message):
-    __slots__ = ("b", "offset", "corrupt")
+    __slots__ = ("b", "offset", "locs", "corrupt", "blockToken", "isCached", "storageTypes", "storageIDs", "blockIndices", "blockTokens")
     B_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
+    LOCS_FIELD_NUMBER: _ClassVar[int]
     CORRUPT_FIELD_NUMBER: _ClassVar[int]
+    BLOCKTOKEN_FIELD_NUMBER: _ClassVar[int]
+    ISCACHED_FIELD_NUMBER: _ClassVar[int]
+    STORAGETYPES_FIELD_NUMBER: _ClassVar[int]
+    STORAGEIDS_FIELD_NUMBER: _ClassVar[int]
+    BLOCKINDICES_FIELD_NUMBER: _ClassVar[int]
+    BLOCKTOKENS_FIELD_NUMBER: _ClassVar[int]
     b: ExtendedBlockProto
     offset: int
+    locs: _containers.RepeatedCompositeFieldContainer[DatanodeInfoProto]
     corrupt: bool
-    def __init__(self, b: _Optional[_Union[ExtendedBlockProto, _Mapping]] = ..., offset: _Optional[int] = ..., corrupt: _Optional[bool] = ...) -> None: ...
+    blockToken: _Security_pb2.TokenProto
+    isCached: _containers.RepeatedScalarFieldContainer[bool]
+    storageTypes: _containers.RepeatedScalarFieldContainer[StorageTypeProto]
+    storageIDs: _containers.RepeatedScalarFieldContainer[str]
+    blockIndices: bytes
+    blockTokens: _containers.RepeatedCompositeFieldContainer[_Security_pb2.TokenProto]
+    def __init__(self, b: _Optional[_Union[ExtendedBlockProto, _Mapping]] = ..., offset: _Optional[int] = ..., locs: _Optional[_Iterable[_Union[DatanodeInfoProto, _Mapping]]] = ..., corrupt: _Optional[bool] = ..., blockToken: _Optional[_Union[_Security_pb2.TokenProto, _Mapping]] = ..., isCached: _Optional[_Iterable[bool]] = ..., storageTypes: _Optional[_Iterable[_Union[StorageTypeProto, str]]] = ..., storageIDs: _Optional[_Iterable[str]] = ..., blockIndices: _Optional[bytes] = ..., blockTokens: _Optional[_Iterable[_Union[_Security_pb2.TokenProto, _Mapping]]] = ...) -> None: ...
 
 class LocatedBlocksProto(_message.Message):
     __slots__ = ("fileLength", "blocks", "underConstruction", "lastBlock", "isLastBlockComplete")
