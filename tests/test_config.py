@@ -10,6 +10,7 @@ import pytest
 from qjm.client.uri import parse_qjournal_uri
 from qjm.config import (
     ClusterConfig,
+    DataNodeConfig,
     JournalNodeConfig,
     config_from_dict,
     dump_config,
@@ -143,3 +144,75 @@ def test_seconds_converts_a_settings_duration_in_milliseconds() -> None:
     assert seconds(20_000) == 20.0
     assert seconds(1) == 0.001
     assert seconds(0) == 0.0
+
+
+def test_datanode_sections_have_hdfs_defaults_and_round_trip(tmp_path: Path) -> None:
+    dn = DataNodeConfig(
+        "dn1", "127.0.0.1:9866", "127.0.0.1:9867", "127.0.0.1:9864", f"{tmp_path}/d1,{tmp_path}/d2"
+    )
+    cfg = ClusterConfig(datanodes={"dn1": dn})
+    assert cfg.datanode.heartbeat_interval_ms == 3000
+    assert cfg.datanode.dead_after_ms() == 630_000  # HDFS's 10 min 30 s
+    assert dn.dirs() == [f"{tmp_path}/d1", f"{tmp_path}/d2"]
+    path = tmp_path / "c.toml"
+    path.write_text(dump_config(cfg))
+    back = load_config(path)
+    assert back.datanodes == {"dn1": dn} and back.datanode == cfg.datanode
+    assert back.datanode_named("dn1") == dn
+    with pytest.raises(ConfigError, match=r"no \[datanodes.dn9\] section \(known: dn1\)"):
+        back.datanode_named("dn9")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"datanode": {"heartbeat_interval_ms": 0}}, "datanode.heartbeat_interval_ms must be"),
+        ({"datanode": {"safemode_threshold_pct": 1001}}, "in thousandths"),
+        (
+            {"datanode": {"bytes_per_checksum": 2048, "max_packet_bytes": 1024}},
+            "bytes_per_checksum",
+        ),
+        (
+            {
+                "datanodes": {
+                    "dn1": {
+                        "transfer_address": "h:1",
+                        "ipc_address": "h:2",
+                        "http_address": "h:3",
+                        "data_dirs": " , ",
+                    }
+                }
+            },
+            "datanodes.dn1.data_dirs names no directory",
+        ),
+        (
+            {
+                "datanodes": {
+                    "dn1": {
+                        "transfer_address": "h:1",
+                        "ipc_address": "h:2",
+                        "http_address": "h:3",
+                        "data_dirs": "/a,rel",
+                    }
+                }
+            },
+            "datanodes.dn1.data_dirs: 'rel' is not an absolute path",
+        ),
+        (
+            {
+                "datanodes": {
+                    "dn1": {
+                        "transfer_address": "h",
+                        "ipc_address": "h:2",
+                        "http_address": "h:3",
+                        "data_dirs": "/a",
+                    }
+                }
+            },
+            "datanodes.dn1.transfer_address: 'h' is not host:port",
+        ),
+    ],
+)
+def test_datanode_errors_name_the_key(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        config_from_dict(data)

@@ -230,6 +230,68 @@ class NameNodeSettings:
 
 
 @dataclass(frozen=True)
+class DataNodeSettings:
+    """Settings shared by every DataNode ([datanode]), with HDFS's defaults (design §B)."""
+
+    heartbeat_interval_ms: int = 3000  # dfs.heartbeat.interval
+    # A DataNode is dead after 2 x this + 10 x the heartbeat interval without a heartbeat
+    # (dfs.namenode.heartbeat.recheck-interval; 630 s with the defaults).
+    heartbeat_recheck_ms: int = 300_000
+    block_report_interval_ms: int = 21_600_000  # dfs.blockreport.intervalMsec
+    incremental_report_delay_ms: int = 0  # dfs.blockreport.incremental.intervalMsec
+    bytes_per_checksum: int = 512  # dfs.bytes-per-checksum
+    max_transfer_threads: int = 4096  # dfs.datanode.max.transfer.threads (connections)
+    socket_timeout_ms: int = 60_000  # dfs.client.socket-timeout, the server side's read wait
+    max_packet_bytes: int = 16_777_216  # a packet's largest payload accepted from the wire
+    du_reserved_bytes: int = 0  # dfs.datanode.du.reserved, per volume
+    min_replication: int = 1  # dfs.namenode.replication.min
+    safemode_threshold_pct: int = 999  # dfs.namenode.safemode.threshold-pct, in thousandths
+    safemode_extension_ms: int = 30_000  # dfs.namenode.safemode.extension
+    ipc_max_connections: int = 1024  # its ClientDatanodeProtocol server
+
+    def __post_init__(self) -> None:
+        """Refuse values a DataNode or the block manager cannot use, naming the key."""
+        for f in fields(self):
+            if f.name in ("incremental_report_delay_ms", "du_reserved_bytes"):
+                continue
+            if f.name == "safemode_extension_ms":
+                continue
+            if getattr(self, f.name) < 1:
+                raise ConfigError(
+                    f"datanode.{f.name} must be at least 1, got {getattr(self, f.name)}"
+                )
+        if self.safemode_threshold_pct > 1000:
+            raise ConfigError(
+                f"datanode.safemode_threshold_pct is in thousandths (999 is 0.999), got "
+                f"{self.safemode_threshold_pct}"
+            )
+        if self.bytes_per_checksum > self.max_packet_bytes:
+            raise ConfigError(
+                f"datanode.bytes_per_checksum ({self.bytes_per_checksum}) exceeds "
+                f"datanode.max_packet_bytes ({self.max_packet_bytes})"
+            )
+
+    def dead_after_ms(self) -> int:
+        """How long without a heartbeat before a NameNode counts a DataNode dead."""
+        return 2 * self.heartbeat_recheck_ms + 10 * self.heartbeat_interval_ms
+
+
+@dataclass(frozen=True)
+class DataNodeConfig:
+    """One DataNode ([datanodes.<name>]); data_dirs is a comma-separated list of absolute dirs."""
+
+    name: str
+    transfer_address: str  # DataTransferProtocol (dfs.datanode.address, 9866)
+    ipc_address: str  # ClientDatanodeProtocol (dfs.datanode.ipc.address, 9867)
+    http_address: str  # status and metrics (dfs.datanode.http.address, 9864)
+    data_dirs: str  # dfs.datanode.data.dir
+
+    def dirs(self) -> list[str]:
+        """The data directories, in order."""
+        return [d.strip() for d in self.data_dirs.split(",") if d.strip()]
+
+
+@dataclass(frozen=True)
 class ZooKeeperSettings:
     """ZooKeeper for automatic failover ([zookeeper]), as HDFS's ha.zookeeper.* keys."""
 
@@ -328,6 +390,8 @@ class ClusterConfig:
     namenodes: dict[str, NameNodeConfig] = field(default_factory=dict)
     zookeeper: ZooKeeperSettings = field(default_factory=ZooKeeperSettings)
     zkfc: FailoverControllerSettings = field(default_factory=FailoverControllerSettings)
+    datanode: DataNodeSettings = field(default_factory=DataNodeSettings)
+    datanodes: dict[str, DataNodeConfig] = field(default_factory=dict)
     source: str = "<defaults>"
 
     def __post_init__(self) -> None:
@@ -371,6 +435,16 @@ class ClusterConfig:
                 f"{self.source}: no [namenodes.{name}] section (known: {known})"
             ) from None
 
+    def datanode_named(self, name: str) -> DataNodeConfig:
+        """The DataNode called name, or an error listing the known ones."""
+        try:
+            return self.datanodes[name]
+        except KeyError:
+            known = ", ".join(self.datanodes) or "none"
+            raise ConfigError(
+                f"{self.source}: no [datanodes.{name}] section (known: {known})"
+            ) from None
+
     def zkfc_address_of(self, name: str) -> str:
         """host:port of the ZKFC of NameNode name (its zkfc_address, else RPC host, zkfc.port)."""
         nn = self.namenode_named(name)
@@ -389,6 +463,8 @@ _SECTIONS = {
     "namenodes",
     "zookeeper",
     "zkfc",
+    "datanode",
+    "datanodes",
 }
 
 
@@ -469,6 +545,20 @@ def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> ClusterCon
         if not Path(nn.name_dir).is_absolute():
             raise ConfigError(f"namenodes.{name}.name_dir: {nn.name_dir!r} is not an absolute path")
         nns[name] = nn
+    dns: dict[str, DataNodeConfig] = {}
+    tables = data.get("datanodes", {})
+    if not isinstance(tables, dict):
+        raise ConfigError(f"{source}: [datanodes] must hold one table per DataNode")
+    for name, table in tables.items():
+        dn = _build(DataNodeConfig, f"datanodes.{name}", table, {"name": name})
+        for key in ("transfer_address", "ipc_address", "http_address"):
+            parse_address(getattr(dn, key), f"datanodes.{name}.{key}")
+        if not dn.dirs():
+            raise ConfigError(f"datanodes.{name}.data_dirs names no directory")
+        for d in dn.dirs():
+            if not Path(d).is_absolute():
+                raise ConfigError(f"datanodes.{name}.data_dirs: {d!r} is not an absolute path")
+        dns[name] = dn
     try:
         return ClusterConfig(
             nameservice=nameservice,
@@ -480,6 +570,8 @@ def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> ClusterCon
             namenodes=nns,
             zookeeper=_build(ZooKeeperSettings, "zookeeper", data.get("zookeeper", {})),
             zkfc=_build(FailoverControllerSettings, "zkfc", data.get("zkfc", {})),
+            datanode=_build(DataNodeSettings, "datanode", data.get("datanode", {})),
+            datanodes=dns,
             source=source,
         )
     except ConfigError as e:
@@ -552,8 +644,14 @@ def dump_config(cfg: ClusterConfig) -> str:
         ]
         if nn.zkfc_address:
             lines.append(f"zkfc_address = {_toml_value(nn.zkfc_address)}")
-    for section in ("zookeeper", "zkfc"):
+    for section in ("zookeeper", "zkfc", "datanode"):
         settings = getattr(cfg, section)
         lines += ["", f"[{section}]"]
         lines += [f"{f.name} = {_toml_value(getattr(settings, f.name))}" for f in fields(settings)]
+    for dn in cfg.datanodes.values():
+        lines += ["", f"[datanodes.{dn.name}]"]
+        lines += [
+            f"{k} = {_toml_value(getattr(dn, k))}"
+            for k in ("transfer_address", "ipc_address", "http_address", "data_dirs")
+        ]
     return "\n".join(lines) + "\n"
