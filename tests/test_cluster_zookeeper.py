@@ -248,3 +248,14 @@ def test_the_port_plan_of_an_automatic_failover_cluster() -> None:
     with pytest.raises(LaunchError, match=r"--base-port 65524: .* need ports 65524-65536\b"):
         plan_cluster_ports(3, 65524, 2, 1)
     plan_cluster_ports(3, 65524, 2, 0)  # without ZooKeeper the same base fits
+
+
+def test_the_port_plan_places_datanodes_after_everything_else() -> None:
+    plan = plan_cluster_ports(3, None, 2, 1, 3)  # HDFS's DataNode ports, stepped by 10
+    assert plan.datanodes == [(9866, 9867, 9864), (9876, 9877, 9874), (9886, 9887, 9884)]
+    plan = plan_cluster_ports(3, 30000, 2, 1, 2)  # JNs, NNs, ZKFCs, ZooKeeper, then DataNodes
+    assert plan.zookeeper_ports() == [30012]
+    assert plan.datanodes == [(30013, 30014, 30015), (30016, 30017, 30018)]
+    assert plan_cluster_ports(3, 30000, 2, 1).datanodes == []
+    with pytest.raises(LaunchError, match=r"and 2 DataNode\(s\) need ports 65520-65538\b"):
+        plan_cluster_ports(3, 65520, 2, 1, 2)

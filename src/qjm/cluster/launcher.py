@@ -37,6 +37,8 @@ from qjm.config import (
     NN_HTTP_PORT,
     NN_RPC_PORT,
     ClusterConfig,
+    DataNodeConfig,
+    DataNodeSettings,
     FailoverControllerSettings,
     JournalNodeConfig,
     NameNodeConfig,
@@ -59,11 +61,14 @@ ZKFC_PORT = 8019  # HDFS's dfs.ha.zkfc.port; zkfc2 8029 (stepped like the NameNo
 ZOOKEEPER_PORT = 2181  # ZooKeeper's client port
 AUTO_PORT_RANGE = (20000, 32000)  # a ZooKeeper ensemble's default block (below ephemeral ports)
 MAX_NAMENODES = 2  # HA as HDFS has it: one active, one standby
+MAX_DATANODES = 32  # loopback DataNodes, each with its own ports and data directory
 ADMIN_TIMEOUT_S = 60.0  # format, bootstrap-standby, transitionToActive, format-zk
 ELECTION_TIMEOUT_S = 90.0  # the ZKFCs elect an active NameNode (bounded, generous under load)
 DEFAULT_FENCING = "shell(true)"  # the quorum journal fences a deposed writer by its epoch
 # start order, and the reverse of the stop order
-KIND_ORDER = ("zookeeper", "journalnode", "namenode", "zkfc")
+KIND_ORDER = ("zookeeper", "journalnode", "namenode", "datanode", "zkfc")
+# HDFS's DataNode ports: dfs.datanode.address, .ipc.address, .http.address (stepped by 10)
+DN_TRANSFER_PORT, DN_IPC_PORT, DN_HTTP_PORT = 9866, 9867, 9864
 
 
 def read_cluster(directory: Path) -> dict[str, Any]:
@@ -105,6 +110,7 @@ class PortPlan:
     zkfcs: list[int] = field(default_factory=list)
     zookeeper_base: int | None = None
     zookeeper_members: int = 0
+    datanodes: list[tuple[int, int, int]] = field(default_factory=list)  # transfer, ipc, http
 
     def zookeeper_ports(self) -> list[int]:
         """Every port ZooKeeper listens on."""
@@ -115,17 +121,22 @@ class PortPlan:
 
 
 def plan_cluster_ports(
-    journalnodes: int, base_port: int | None, namenodes: int = 0, zookeeper_members: int = 0
+    journalnodes: int,
+    base_port: int | None,
+    namenodes: int = 0,
+    zookeeper_members: int = 0,
+    datanodes: int = 0,
 ) -> PortPlan:
     """Every port of a new cluster: HDFS's and ZooKeeper's defaults (stepped by 10), or
-    consecutive from base_port: JournalNodes, NameNodes (2 each), ZKFCs (1 each), ZooKeeper.
+    consecutive from base_port: JournalNodes, NameNodes (2 each), ZKFCs (1 each), ZooKeeper,
+    DataNodes (3 each).
 
     zookeeper_members 0 is no ZooKeeper and no ZKFCs. A ZooKeeper ensemble without base_port
     gets a free block of loopback ports.
     """
     zkfcs = namenodes if zookeeper_members else 0
     zk_ports = zookeeper_port_count(zookeeper_members) if zookeeper_members else 0
-    needed = 2 * (journalnodes + namenodes) + zkfcs + zk_ports
+    needed = 2 * (journalnodes + namenodes) + zkfcs + zk_ports + 3 * datanodes
     if base_port is not None and not 1 <= base_port <= 65536 - needed:
         what = f"{journalnodes} JournalNode(s) and {namenodes} NameNode(s)"
         if zookeeper_members:
@@ -133,6 +144,8 @@ def plan_cluster_ports(
                 f"{journalnodes} JournalNode(s), {namenodes} NameNode(s) with their ZKFCs and "
                 f"a ZooKeeper of {zookeeper_members}"
             )
+        if datanodes:
+            what += f" and {datanodes} DataNode(s)"
         raise LaunchError(
             f"--base-port {base_port}: {what} need ports {base_port}-{base_port + needed - 1}, "
             "but ports run from 1 to 65535"
@@ -149,21 +162,32 @@ def plan_cluster_ports(
             zk_base = ZOOKEEPER_PORT
         elif zookeeper_members > 1:
             zk_base = _free_block(zk_ports)
+        dns = [
+            (
+                DN_TRANSFER_PORT + PORT_STEP * i,
+                DN_IPC_PORT + PORT_STEP * i,
+                DN_HTTP_PORT + PORT_STEP * i,
+            )
+            for i in range(datanodes)
+        ]
         return PortPlan(
             jns,
             nns,
             [ZKFC_PORT + PORT_STEP * i for i in range(zkfcs)],
             zk_base,
             zookeeper_members,
+            dns,
         )
     pairs = [(base_port + 2 * i, base_port + 2 * i + 1) for i in range(journalnodes + namenodes)]
     after = base_port + 2 * (journalnodes + namenodes)
+    dn_base = after + zkfcs + zk_ports
     return PortPlan(
         pairs[:journalnodes],
         pairs[journalnodes:],
         [after + i for i in range(zkfcs)],
         after + zkfcs if zookeeper_members else None,
         zookeeper_members,
+        [(dn_base + 3 * i, dn_base + 3 * i + 1, dn_base + 3 * i + 2) for i in range(datanodes)],
     )
 
 
@@ -222,8 +246,13 @@ def cluster_up(
     zookeeper_members: int = 1,
     zookeeper_settings: ZooKeeperSettings | None = None,
     zkfc_settings: FailoverControllerSettings | None = None,
+    datanodes: int = 0,
+    datanode_settings: DataNodeSettings | None = None,
 ) -> dict[str, Any]:
     """Start the daemons, write cluster.toml and cluster.json, return once all answer.
+
+    datanodes DataNodes start after the NameNodes, each with one data directory under
+    DIR/data, and register with every NameNode.
 
     With NameNodes: format nn1 (and the shared journal), start it, bootstrap nn2 from it,
     start nn2, and write DIR/hadoop-conf for HDFS clients. Manual HA (zookeeper False): make
@@ -245,6 +274,10 @@ def cluster_up(
             f"{namenodes}); run manual HA with --no-zookeeper, or JournalNodes only with "
             "--namenodes 0"
         )
+    if datanodes and not namenodes:
+        raise LaunchError(f"--datanodes {datanodes} needs NameNodes to report to (--namenodes 2)")
+    if not 0 <= datanodes <= MAX_DATANODES:
+        raise LaunchError(f"--datanodes {datanodes}: the launcher runs 0 to {MAX_DATANODES}")
     if zookeeper and (zookeeper_members < 1 or zookeeper_members % 2 == 0):
         raise LaunchError(
             f"--zookeeper-members {zookeeper_members}: run 1 (standalone) or an odd number (3)"
@@ -259,7 +292,7 @@ def cluster_up(
                 f"stop it first with `qjm cluster down --dir {directory}`"
             )
     members = zookeeper_members if zookeeper else 0
-    plan = _ports_for(directory, journalnodes, namenodes, members, base_port)
+    plan = _ports_for(directory, journalnodes, namenodes, members, base_port, datanodes)
     jns: dict[str, JournalNodeConfig] = {}
     nns: dict[str, NameNodeConfig] = {}
     for i, (rpc, http) in enumerate(plan.journalnodes, start=1):
@@ -274,6 +307,17 @@ def cluster_up(
         zkfc_address = f"{HOST}:{plan.zkfcs[i - 1]}" if plan.zkfcs else ""
         nns[name] = NameNodeConfig(
             name, f"{HOST}:{rpc}", f"{HOST}:{http}", str(directory / "data" / name), zkfc_address
+        )
+    dns: dict[str, DataNodeConfig] = {}
+    for i, (transfer, ipc, http) in enumerate(plan.datanodes, start=1):
+        name = f"dn{i}"
+        _check_free(name, transfer, ipc, http)
+        dns[name] = DataNodeConfig(
+            name,
+            f"{HOST}:{transfer}",
+            f"{HOST}:{ipc}",
+            f"{HOST}:{http}",
+            str(directory / "data" / name),
         )
     for i, port in enumerate(plan.zkfcs, start=1):
         _check_free(f"zkfc{i} (the failover controller of nn{i})", port)
@@ -295,6 +339,8 @@ def cluster_up(
         namenode=replace(namenode_settings or NameNodeSettings(), automatic_failover=zookeeper),
         zookeeper=zk_settings if zookeeper else ZooKeeperSettings(),
         zkfc=zkfc if zookeeper else FailoverControllerSettings(),
+        datanode=datanode_settings or DataNodeSettings(),
+        datanodes=dns,
         source=str(directory / CLUSTER_TOML),
     )
     toml_path = directory / CLUSTER_TOML
@@ -332,6 +378,23 @@ def cluster_up(
                 directory, toml_path, list(nns), started, manual=not zookeeper
             ):
                 cluster[d.name] = _entry(d, info, "namenode")
+        if dns:
+            dn_daemons = [
+                spawn(
+                    name,
+                    ["datanode", "--config", str(toml_path), "--id", name],
+                    directory / "logs" / f"{name}.log",
+                    directory / "run" / f"{name}.ready",
+                )
+                for name in dns
+            ]
+            started += dn_daemons
+            ready = wait_ready(dn_daemons)
+            for d in dn_daemons:
+                cluster[d.name] = {
+                    **_entry(d, ready[d.name], "datanode"),
+                    "transfer": ready[d.name].get("transfer", ""),
+                }
         if zookeeper:
             zkfcs = [
                 spawn(
@@ -348,7 +411,7 @@ def cluster_up(
                 cluster[d.name] = {**_entry(d, ready[d.name], "zkfc"), "namenode": nn}
             _wait_elected(cfg, zkfcs)
     except BaseException:  # a failed start or an interrupt leaves nothing running
-        for d in reversed(started):  # ZKFCs, NameNodes, then the JournalNodes they write to
+        for d in reversed(started):  # ZKFCs, DataNodes, NameNodes, then the JournalNodes
             stop_pid(d.pid)
         if ensemble is not None:
             ensemble.stop()
@@ -415,6 +478,7 @@ def _ports_for(
     namenodes: int,
     zookeeper_members: int,
     base_port: int | None,
+    datanodes: int = 0,
 ) -> PortPlan:
     """The ports of a new cluster, or of the stopped one whose data is in directory.
 
@@ -424,7 +488,7 @@ def _ports_for(
     """
     toml_path = directory / CLUSTER_TOML
     if not (toml_path.exists() and (directory / "data").is_dir()):
-        return plan_cluster_ports(journalnodes, base_port, namenodes, zookeeper_members)
+        return plan_cluster_ports(journalnodes, base_port, namenodes, zookeeper_members, datanodes)
     try:
         old = load_config(toml_path)
     except ConfigError as e:
@@ -443,14 +507,33 @@ def _ports_for(
             f"{directory} holds a stopped cluster of {len(jns)} JournalNode(s) and {len(nns)} "
             f"NameNode(s); start it with those counts, or use a new --dir"
         )
-    fresh = plan_cluster_ports(journalnodes, base_port, namenodes, zookeeper_members)
+    fresh = plan_cluster_ports(journalnodes, base_port, namenodes, zookeeper_members, datanodes)
+    old_dns = [
+        tuple(
+            parse_address(getattr(dn, key), key)[1]
+            for key in ("transfer_address", "ipc_address", "http_address")
+        )
+        for dn in old.datanodes.values()
+    ]
+    if len(old_dns) != datanodes:
+        raise LaunchError(
+            f"{directory} holds a stopped cluster of {len(old_dns)} DataNode(s); start it with "
+            f"--datanodes {len(old_dns)}, or use a new --dir"
+        )
     if base_port is not None and (jns, nns) != (fresh.journalnodes, fresh.namenodes):
         first = jns[0][0]
         raise LaunchError(
             f"{directory} holds a stopped cluster on ports from {first} (its journal remembers "
             f"its JournalNodes); start it with --base-port {first} or none, or use a new --dir"
         )
-    plan = PortPlan(jns, nns, fresh.zkfcs, fresh.zookeeper_base, zookeeper_members)
+    plan = PortPlan(
+        jns,
+        nns,
+        fresh.zkfcs,
+        fresh.zookeeper_base,
+        zookeeper_members,
+        [(t, i, h) for t, i, h in old_dns],
+    )
     if not zookeeper_members:
         return plan
     zkfc_addresses = [nn.zkfc_address for nn in old.namenodes.values()]
@@ -556,9 +639,11 @@ def daemon_argv(cluster: dict[str, Any], name: str) -> list[str]:
         return ["namenode", "--config", config, "--id", name]
     if kind == "zkfc":
         return ["zkfc", "--config", config, "--id", d["namenode"]]
+    if kind == "datanode":
+        return ["datanode", "--config", config, "--id", name]
     raise LaunchError(
-        f"{name} is {kind or 'of no known kind'}: only JournalNodes, NameNodes and ZKFCs start "
-        "alone; start the whole cluster again with `qjm cluster down` and `qjm cluster up`"
+        f"{name} is {kind or 'of no known kind'}: only JournalNodes, NameNodes, DataNodes and "
+        "ZKFCs start alone; start the whole cluster again with `qjm cluster down` and `qjm cluster up`"
     )
 
 
