@@ -643,7 +643,8 @@ def daemon_argv(cluster: dict[str, Any], name: str) -> list[str]:
         return ["datanode", "--config", config, "--id", name]
     raise LaunchError(
         f"{name} is {kind or 'of no known kind'}: only JournalNodes, NameNodes, DataNodes and "
-        "ZKFCs start alone; start the whole cluster again with `qjm cluster down` and `qjm cluster up`"
+        "ZKFCs start alone; start the whole cluster again with `qjm cluster down` and "
+        "`qjm cluster up`"
     )
 
 
