@@ -150,7 +150,10 @@ def test_cluster_up_kill_the_active_fails_over_by_itself(tmp_path: Path) -> None
         wait_until(f"{back}", lambda: ha_states(cluster) == back or None, timeout_s=60)
         for name, says in (
             (other, f"{other} is running (pid {cluster[other]['pid']})"),
-            ("zk1", "zk1 is zookeeper: only JournalNodes, NameNodes, DataNodes and ZKFCs start alone"),
+            (
+                "zk1",
+                "zk1 is zookeeper: only JournalNodes, NameNodes, DataNodes and ZKFCs start alone",
+            ),
             ("nn9", "no daemon nn9 in this cluster"),
         ):
             r = run_qjm("cluster", "start", "--dir", str(d), name)
