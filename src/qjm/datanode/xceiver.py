@@ -93,12 +93,12 @@ class DataXceiverServer:
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._port = 0
 
     @property
     def port(self) -> int:
         """The bound port."""
-        assert self._server is not None
-        return int(self._server.sockets[0].getsockname()[1])
+        return self._port
 
     @property
     def active_connections(self) -> int:
@@ -108,6 +108,7 @@ class DataXceiverServer:
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
         """Listen on host:port (0 picks a free port)."""
         self._server = await asyncio.start_server(self._serve, host, port)
+        self._port = int(self._server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
         """Stop listening and drop every connection at once (as a killed DataNode would)."""
@@ -115,11 +116,12 @@ class DataXceiverServer:
             self._server.close()
         for writer in list(self._connections):
             writer.transport.abort()
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if self._tasks:  # each ends on its closed connection; any still waiting is cancelled
+            _, pending = await asyncio.wait(list(self._tasks), timeout=5)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=5)
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
@@ -167,7 +169,7 @@ class DataXceiverServer:
         except (OSError, codec.DataTransferError) as exc:
             log.info("%s: data transfer with %s ended: %s", self.name, peer, describe_error(exc))
         except asyncio.CancelledError:
-            raise
+            pass  # stop(): the connection's task ends here
         except Exception:
             log.exception("%s: data transfer with %s failed", self.name, peer)
         finally:
