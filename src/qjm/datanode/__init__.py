@@ -1,0 +1,1 @@
+"""The DataNode: block storage, the DataXceiver (DataTransferProtocol) and its NameNode actors."""

@@ -1,0 +1,647 @@
+"""The DataNode's DataTransferProtocol server: HDFS's DataXceiverServer and DataXceiver.
+
+One asyncio task per connection serves ops until the peer closes or idles (design §B.3):
+WRITE_BLOCK with its pipeline (BlockReceiver and PacketResponder, design §B.4),
+READ_BLOCK, BLOCK_CHECKSUM and TRANSFER_BLOCK. Every read from a peer has a deadline and a
+bounded length, and the server holds at most max_connections connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from qjm.datanode import transfer_client as tc
+from qjm.datanode import transfer_io as tio
+from qjm.datanode.block_sender import send_range
+from qjm.datanode.replica_store import (
+    ExtendedBlock,
+    ReplicaAlreadyExistsError,
+    ReplicaError,
+    ReplicaReader,
+    ReplicaStore,
+    ReplicaWriter,
+)
+from qjm.errors import describe_error
+from qjm.hdfs import datatransfer as codec
+from qjm.hdfs.proto import datatransfer_pb2 as dt
+from qjm.hdfs.proto import hdfs_pb2
+
+log = logging.getLogger(__name__)
+
+Stage = dt.OpWriteBlockProto.BlockConstructionStage
+_TRANSFER_STAGES = (Stage.TRANSFER_RBW, Stage.TRANSFER_FINALIZED)
+MAX_BYTES_PER_CHECKSUM = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class XceiverLimits:
+    """Bounds on each connection (design §B.3)."""
+
+    max_connections: int = 4096  # Hadoop's dfs.datanode.max.transfer.threads
+    idle_timeout_s: float = 60.0  # a read from a peer waits at most this long
+    keepalive_s: float = 4.0  # for the next op on a connection (dfs.datanode.socket...)
+    max_packet_payload: int = codec.MAX_PACKET_PAYLOAD
+    ack_timeout_s: float = 60.0  # a downstream node's ack
+
+
+BlockReceivedHook = Callable[[ExtendedBlock], None]
+
+
+@dataclass
+class XceiverMetrics:
+    """Counters the DataNode exposes on /metrics."""
+
+    connections_refused: int = 0
+    blocks_written: int = 0
+    blocks_read: int = 0
+    bytes_written: int = 0
+    bytes_read: int = 0
+    checksum_errors: int = 0
+    bad_requests: int = 0
+    ops: dict[str, int] = field(default_factory=dict)
+
+
+class _RequestError(Exception):
+    """An op refused with a status and a message sent to the peer."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class DataXceiverServer:
+    """Accepts data transfer connections and serves each in its own task."""
+
+    def __init__(
+        self,
+        store: ReplicaStore,
+        *,
+        limits: XceiverLimits | None = None,
+        on_block_received: BlockReceivedHook | None = None,
+        name: str = "datanode",
+    ) -> None:
+        self.store = store
+        self.limits = limits or XceiverLimits()
+        self.on_block_received = on_block_received
+        self.name = name
+        self.metrics = XceiverMetrics()
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._port = 0
+
+    @property
+    def port(self) -> int:
+        """The bound port."""
+        return self._port
+
+    @property
+    def active_connections(self) -> int:
+        """Connections being served (HDFS's xceiver count)."""
+        return len(self._connections)
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
+        """Listen on host:port (0 picks a free port)."""
+        self._server = await asyncio.start_server(self._serve, host, port)
+        self._port = int(self._server.sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        """Stop listening and drop every connection at once (as a killed DataNode would)."""
+        if self._server is not None:
+            self._server.close()
+        for writer in list(self._connections):
+            writer.transport.abort()
+        if self._tasks:  # each ends on its closed connection; any still waiting is cancelled
+            _, pending = await asyncio.wait(list(self._tasks), timeout=5)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=5)
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+
+    # --- one connection ------------------------------------------------------------------
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        if len(self._connections) >= self.limits.max_connections:
+            self.metrics.connections_refused += 1
+            writer.write(
+                codec.delimited(
+                    codec.response(
+                        dt.ERROR,
+                        f"{self.name} serves at most {self.limits.max_connections} "
+                        "data transfer connections",
+                    )
+                )
+            )
+            await tc.close_writer(writer)
+            return
+        self._connections.add(writer)
+        self._tasks.add(task)
+        peer = writer.get_extra_info("peername")
+        try:
+            first = True
+            while True:
+                timeout_s = self.limits.idle_timeout_s if first else self.limits.keepalive_s
+                try:
+                    op, body = await asyncio.wait_for(tio.read_op(reader), timeout_s)
+                except tio.ConnectionClosedError:
+                    return  # the peer is done (between ops)
+                first = False
+                self.metrics.ops[op.name] = self.metrics.ops.get(op.name, 0) + 1
+                if not await self._dispatch(op, body, reader, writer):
+                    return
+        except TimeoutError:
+            log.info("%s: data transfer peer %s idle past its deadline; closing", self.name, peer)
+        except codec.MalformedTransferError as exc:
+            self.metrics.bad_requests += 1
+            log.warning("%s: malformed data transfer from %s: %s", self.name, peer, exc)
+            with contextlib.suppress(OSError):
+                writer.write(codec.delimited(codec.response(dt.ERROR_INVALID, str(exc))))
+        except (OSError, codec.DataTransferError) as exc:
+            log.info("%s: data transfer with %s ended: %s", self.name, peer, describe_error(exc))
+        except asyncio.CancelledError:
+            pass  # stop(): the connection's task ends here
+        except Exception:
+            log.exception("%s: data transfer with %s failed", self.name, peer)
+        finally:
+            self._connections.discard(writer)
+            self._tasks.discard(task)
+            await tc.close_writer(writer)
+
+    async def _dispatch(
+        self, op: codec.Op, body: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bool:
+        """Serve one op; whether the connection may carry another."""
+        cls = codec.OP_MESSAGES.get(op)
+        if cls is None or op in (codec.Op.REPLACE_BLOCK, codec.Op.COPY_BLOCK):
+            await self._reply(writer, dt.ERROR_UNSUPPORTED, f"{op.name} is not served by qjm")
+            return False
+        message = codec.parse_message(cls, body, f"{op.name} request")
+        try:
+            if op == codec.Op.READ_BLOCK:
+                assert isinstance(message, dt.OpReadBlockProto)
+                return await self._read_block(message, reader, writer)
+            if op == codec.Op.WRITE_BLOCK:
+                assert isinstance(message, dt.OpWriteBlockProto)
+                await self._write_block(message, reader, writer)
+                return False
+            if op == codec.Op.BLOCK_CHECKSUM:
+                assert isinstance(message, dt.OpBlockChecksumProto)
+                await self._block_checksum(message, writer)
+                return True
+            assert isinstance(message, dt.OpTransferBlockProto)
+            await self._transfer_block(message, writer)
+            return False
+        except _RequestError as exc:
+            log.info("%s: %s refused: %s", self.name, op.name, exc)
+            await self._reply(writer, exc.status, str(exc))
+            return False
+
+    async def _reply(
+        self, writer: asyncio.StreamWriter, status: int, message: str = "", first_bad_link: str = ""
+    ) -> None:
+        proto = codec.response(status, message, first_bad_link)
+        writer.write(codec.delimited(proto))
+        await asyncio.wait_for(writer.drain(), self.limits.idle_timeout_s)
+
+    # --- READ_BLOCK ----------------------------------------------------------------------
+
+    async def _open_reader(self, block: ExtendedBlock) -> ReplicaReader:
+        try:
+            return await self.store.open_reader(block)
+        except ReplicaError as exc:
+            raise _RequestError(dt.ERROR, str(exc)) from None
+
+    async def _read_block(
+        self, op: dt.OpReadBlockProto, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bool:
+        block = tc.block_from_proto(op.header.baseHeader.block)
+        replica = await self._open_reader(block)
+        try:
+            visible = replica.visible_length
+            offset, length = op.offset, op.len
+            if offset > visible or length > visible - offset:
+                raise _RequestError(
+                    dt.ERROR,
+                    f"offset {offset} and length {length} do not match {block} "
+                    f"(visible length {visible})",
+                )
+            bpc = replica.bytes_per_checksum
+            start = offset - offset % bpc
+            end = offset + length
+            if op.sendChecksums and end % bpc and end + (bpc - end % bpc) <= visible:
+                end += bpc - end % bpc  # whole chunks, so the reader can check the last one
+            resp = codec.response(dt.SUCCESS)
+            info = resp.readOpChecksumInfo
+            kind = replica.checksum_type if op.sendChecksums else hdfs_pb2.CHECKSUM_NULL
+            info.checksum.type = kind  # type: ignore[assignment]
+            info.checksum.bytesPerChecksum = bpc
+            resp.readOpChecksumInfo.chunkOffset = start
+            writer.write(codec.delimited(resp))
+            sent = await send_range(
+                writer,
+                replica,
+                start,
+                end,
+                send_sums=op.sendChecksums,
+                timeout_s=self.limits.idle_timeout_s,
+            )
+        finally:
+            await replica.close()
+        self.metrics.blocks_read += 1
+        self.metrics.bytes_read += sent
+        # The reader says CHECKSUM_OK (or SUCCESS) and may send another op on this connection.
+        status = await asyncio.wait_for(
+            tio.read_message(reader, dt.ClientReadStatusProto, codec.MAX_ACK_PROTO, "read status"),
+            self.limits.idle_timeout_s,
+        )
+        if status.status not in (dt.CHECKSUM_OK, dt.SUCCESS):
+            log.warning(
+                "%s: reader of %s answered %s", self.name, block, codec.status_name(status.status)
+            )
+        return True
+
+    # --- BLOCK_CHECKSUM ------------------------------------------------------------------
+
+    async def _block_checksum(
+        self, op: dt.OpBlockChecksumProto, writer: asyncio.StreamWriter
+    ) -> None:
+        block = tc.block_from_proto(op.header.block)
+        options = op.blockChecksumOptions
+        if op.HasField("blockChecksumOptions") and options.blockChecksumType != dt.MD5CRC:
+            raise _RequestError(dt.ERROR_UNSUPPORTED, "only the MD5CRC block checksum is served")
+        replica = await self._open_reader(block)
+        try:
+            visible = replica.visible_length
+            requested = block.num_bytes if 0 < block.num_bytes <= visible else visible
+            bpc = replica.bytes_per_checksum
+            whole, tail = divmod(requested, bpc)
+            sums = await replica.read_sums(0, whole) if whole else b""
+            if tail:
+                sums += codec.chunk_sums(await replica.read_data(whole * bpc, tail), bpc)
+            checksum_type = replica.checksum_type
+        finally:
+            await replica.close()
+        resp = codec.response(dt.SUCCESS)
+        cr = resp.checksumResponse
+        cr.bytesPerCrc = bpc
+        cr.crcPerBlock = len(sums) // codec.CHECKSUM_SIZE
+        cr.blockChecksum = block_md5(sums)
+        cr.crcType = checksum_type  # type: ignore[assignment]
+        cr.blockChecksumOptions.blockChecksumType = dt.MD5CRC
+        writer.write(codec.delimited(resp))
+        await asyncio.wait_for(writer.drain(), self.limits.idle_timeout_s)
+
+    # --- TRANSFER_BLOCK ------------------------------------------------------------------
+
+    async def _transfer_block(
+        self, op: dt.OpTransferBlockProto, writer: asyncio.StreamWriter
+    ) -> None:
+        block = tc.block_from_proto(op.header.baseHeader.block)
+        if not op.targets:
+            raise _RequestError(dt.ERROR_INVALID, f"TRANSFER_BLOCK of {block} names no target")
+        for target in op.targets:  # one at a time (design §B.4)
+            replica = await self._open_reader(block)
+            try:
+                await tc.send_replica(
+                    target,
+                    replica,
+                    client_name=op.header.clientName,
+                    timeout_s=self.limits.idle_timeout_s,
+                )
+            except (OSError, TimeoutError, codec.DataTransferError) as exc:
+                raise _RequestError(
+                    dt.ERROR,
+                    f"transfer of {block} to {tio.xfer_name(target)} failed: {describe_error(exc)}",
+                ) from None
+            finally:
+                await replica.close()
+        await self._reply(writer, dt.SUCCESS)
+
+    # --- WRITE_BLOCK ---------------------------------------------------------------------
+
+    async def _open_writer(self, op: dt.OpWriteBlockProto, block: ExtendedBlock) -> ReplicaWriter:
+        stage = op.stage
+        bpc = op.requestedChecksum.bytesPerChecksum
+        gs = op.latestGenerationStamp
+        try:
+            if stage == Stage.PIPELINE_SETUP_CREATE:
+                return await self.store.create_rbw(block, bpc)
+            if stage in _TRANSFER_STAGES:
+                return await self.store.create_temporary(block, bpc)
+            if stage == Stage.PIPELINE_SETUP_APPEND:
+                return await self.store.append(block, gs, block.num_bytes)
+            if stage in (
+                Stage.PIPELINE_SETUP_STREAMING_RECOVERY,
+                Stage.PIPELINE_SETUP_APPEND_RECOVERY,
+            ):
+                return await self.store.recover_rbw(block, gs, op.minBytesRcvd, op.maxBytesRcvd)
+        except ReplicaAlreadyExistsError as exc:
+            raise _RequestError(dt.ERROR_EXISTS, str(exc)) from None
+        except ReplicaError as exc:
+            raise _RequestError(dt.ERROR, str(exc)) from None
+        raise _RequestError(
+            dt.ERROR_INVALID, f"WRITE_BLOCK stage {Stage.Name(stage)} is not a setup stage"
+        )
+
+    async def _write_block(
+        self, op: dt.OpWriteBlockProto, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        block = tc.block_from_proto(op.header.baseHeader.block)
+        is_client = bool(op.header.clientName)
+        is_transfer = op.stage in _TRANSFER_STAGES
+        with_acks = is_client and not is_transfer
+        checksum = op.requestedChecksum
+        if checksum.type != hdfs_pb2.CHECKSUM_CRC32C:
+            raise _RequestError(
+                dt.ERROR_UNSUPPORTED,
+                f"checksum type {hdfs_pb2.ChecksumTypeProto.Name(checksum.type)} is not served; "
+                "use CRC32C",
+            )
+        if not 0 < checksum.bytesPerChecksum <= MAX_BYTES_PER_CHECKSUM:
+            raise _RequestError(
+                dt.ERROR_INVALID,
+                f"bytesPerChecksum {checksum.bytesPerChecksum} is outside "
+                f"1..{MAX_BYTES_PER_CHECKSUM}",
+            )
+        if op.targets and not with_acks:
+            raise _RequestError(
+                dt.ERROR_UNSUPPORTED,
+                "a transfer or DataNode write with downstream targets is not served; "
+                "send to each target",
+            )
+        if op.stage == Stage.PIPELINE_CLOSE_RECOVERY:
+            await self._close_recovery(op, block, writer)
+            return
+        replica = await self._open_writer(op, block)
+        mirror: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        try:
+            if op.targets:
+                mirror = await self._connect_mirror(op, writer)
+                if mirror is None:
+                    return
+            if with_acks:
+                await self._reply(writer, dt.SUCCESS)
+            receiver = _BlockReceiver(self, op, replica, reader, writer, mirror, with_acks)
+            done = await receiver.run()
+            if done and not with_acks:
+                if op.stage != Stage.TRANSFER_RBW:
+                    await self._finalized(replica)
+                if is_transfer:
+                    await self._reply(writer, dt.SUCCESS)
+        finally:
+            await replica.close()
+            if mirror is not None:
+                await tc.close_writer(mirror[1])
+
+    async def _finalized(self, replica: ReplicaWriter) -> ExtendedBlock:
+        block = await replica.finalize()
+        self.metrics.blocks_written += 1
+        log.info("%s: received %s (%d bytes)", self.name, block, block.num_bytes)
+        if self.on_block_received is not None:
+            self.on_block_received(block)
+        return block
+
+    async def _close_recovery(
+        self, op: dt.OpWriteBlockProto, block: ExtendedBlock, writer: asyncio.StreamWriter
+    ) -> None:
+        try:
+            done = await self.store.recover_close(block, op.latestGenerationStamp, op.minBytesRcvd)
+        except ReplicaError as exc:
+            raise _RequestError(dt.ERROR, str(exc)) from None
+        if op.targets:
+            mirror = await self._connect_mirror(op, writer)
+            if mirror is None:
+                return
+            await tc.close_writer(mirror[1])
+        self.metrics.blocks_written += 1
+        if self.on_block_received is not None:
+            self.on_block_received(done)
+        await self._reply(writer, dt.SUCCESS)
+
+    async def _connect_mirror(
+        self, op: dt.OpWriteBlockProto, writer: asyncio.StreamWriter
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+        """The connection to the next node, set up; None after answering the error upstream."""
+        target = op.targets[0]
+        name = tio.xfer_name(target)
+        timeout_s = self.limits.idle_timeout_s
+        mirror_op = dt.OpWriteBlockProto()
+        mirror_op.CopyFrom(op)
+        del mirror_op.targets[:]
+        mirror_op.targets.extend(op.targets[1:])
+        del mirror_op.targetStorageTypes[:]
+        mirror_op.targetStorageTypes.extend(op.targetStorageTypes[1:])
+        del mirror_op.targetStorageIds[:]
+        mirror_op.targetStorageIds.extend(op.targetStorageIds[1:])
+        try:
+            mreader, mwriter = await tc.connect(target, timeout_s)
+        except (OSError, TimeoutError) as exc:
+            await self._reply(
+                writer,
+                dt.ERROR,
+                f"cannot connect to {name}: {describe_error(exc)}",
+                first_bad_link=name,
+            )
+            return None
+        try:
+            mwriter.write(codec.encode_op(codec.Op.WRITE_BLOCK, mirror_op))
+            await asyncio.wait_for(mwriter.drain(), timeout_s)
+            resp = await asyncio.wait_for(tio.read_response(mreader, "mirror's answer"), timeout_s)
+        except (OSError, TimeoutError, codec.DataTransferError) as exc:
+            await tc.close_writer(mwriter)
+            await self._reply(
+                writer, dt.ERROR, f"{name} failed: {describe_error(exc)}", first_bad_link=name
+            )
+            return None
+        if resp.status != dt.SUCCESS:
+            await tc.close_writer(mwriter)
+            await self._reply(
+                writer, resp.status, resp.message, first_bad_link=resp.firstBadLink or name
+            )
+            return None
+        return mreader, mwriter
+
+
+@dataclass
+class _Pending:
+    seqno: int
+    last: bool
+    end: int
+    status: int
+
+
+class _BlockReceiver:
+    """Receives one block's packets, mirrors them downstream and acks upstream (design §B.4)."""
+
+    def __init__(
+        self,
+        server: DataXceiverServer,
+        op: dt.OpWriteBlockProto,
+        replica: ReplicaWriter,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        mirror: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None,
+        with_acks: bool,
+    ) -> None:
+        self.server = server
+        self.limits = server.limits
+        self.block = tc.block_from_proto(op.header.baseHeader.block)
+        self.replica = replica
+        self.bpc = replica.bytes_per_checksum
+        self.reader = reader
+        self.writer = writer
+        self.mirror = mirror
+        self.mirror_error = False
+        self.with_acks = with_acks
+        self.queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
+        self.finalized = False
+
+    async def run(self) -> bool:
+        """Receive until the last packet; whether the whole block arrived intact."""
+        responder = asyncio.create_task(self._respond()) if self.with_acks else None
+        try:
+            ok = await self._receive()
+        except BaseException:
+            if responder is not None:
+                responder.cancel()
+                with contextlib.suppress(BaseException):
+                    await responder
+            raise
+        if responder is None:
+            return ok
+        await self.queue.put(None)
+        if ok:
+            return await responder
+        # A checksum error: let the responder send its ERROR_CHECKSUM ack, then close.
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(responder, self.limits.ack_timeout_s)
+        responder.cancel()
+        return False
+
+    async def _receive(self) -> bool:
+        while True:
+            packet, raw = await asyncio.wait_for(
+                tio.read_packet(self.reader, self.limits.max_packet_payload),
+                self.limits.idle_timeout_s,
+            )
+            header = packet.header
+            status = dt.SUCCESS
+            if packet.data:
+                bad = codec.first_bad_chunk(
+                    packet.data, packet.sums, self.bpc, header.offset_in_block
+                )
+                if bad is not None:
+                    self.server.metrics.checksum_errors += 1
+                    log.warning(
+                        "%s: checksum error in %s at offset %d (packet %d); nothing more is "
+                        "accepted for this block",
+                        self.server.name,
+                        self.block,
+                        bad,
+                        header.seqno,
+                    )
+                    await self.queue.put(
+                        _Pending(header.seqno, False, packet.end_offset, dt.ERROR_CHECKSUM)
+                    )
+                    return False
+            await self._mirror(raw)
+            if packet.data:
+                await self._store(header.offset_in_block, packet.data)
+            if packet.data or header.sync_block:
+                await self.replica.flush(sync=header.sync_block)
+            if not self.with_acks and header.last_packet_in_block:
+                return True
+            await self.queue.put(
+                _Pending(
+                    header.seqno, header.last_packet_in_block, self.replica.bytes_on_disk, status
+                )
+            )
+            if header.last_packet_in_block:
+                return True
+
+    async def _mirror(self, raw: bytes) -> None:
+        if self.mirror is None or self.mirror_error:
+            return
+        try:
+            self.mirror[1].write(raw)
+            await asyncio.wait_for(self.mirror[1].drain(), self.limits.ack_timeout_s)
+        except (OSError, TimeoutError) as exc:
+            log.info(
+                "%s: mirror of %s failed: %s", self.server.name, self.block, describe_error(exc)
+            )
+            self.mirror_error = True
+
+    async def _store(self, offset: int, data: bytes) -> None:
+        """Write a packet's new bytes chunk-aligned, extending a partial last chunk."""
+        on_disk = self.replica.bytes_on_disk
+        if offset > on_disk:
+            raise codec.MalformedTransferError(
+                f"packet at offset {offset} of {self.block} leaves a gap after {on_disk} bytes"
+            )
+        skip = on_disk - offset
+        if skip >= len(data):
+            return  # already written (a packet resent after hflush)
+        new = data[skip:]
+        start = on_disk - on_disk % self.bpc
+        if start != on_disk:
+            new = await self.replica.read(start, on_disk - start) + new
+        await self.replica.write(start, new, codec.chunk_sums(new, self.bpc, start))
+        self.server.metrics.bytes_written += len(data) - skip
+
+    async def _respond(self) -> bool:
+        """Send each packet's ack upstream once the downstream acked it (PacketResponder)."""
+        while True:
+            item = await self.queue.get()
+            if item is None:
+                return False
+            downstream: tuple[int, ...] = ()
+            if self.mirror is not None and item.status == dt.SUCCESS:
+                downstream = await self._downstream_ack(item.seqno)
+            if item.status == dt.SUCCESS and item.last and not self.finalized:
+                await self.server._finalized(self.replica)
+                self.finalized = True
+            elif item.status == dt.SUCCESS and all(r == dt.SUCCESS for r in downstream):
+                self.replica.set_bytes_acked(item.end)
+            ack = codec.PipelineAck(item.seqno, (item.status, *downstream))
+            self.writer.write(codec.encode_ack(ack))
+            await asyncio.wait_for(self.writer.drain(), self.limits.idle_timeout_s)
+            if item.last or item.status != dt.SUCCESS:
+                return item.status == dt.SUCCESS
+
+    async def _downstream_ack(self, seqno: int) -> tuple[int, ...]:
+        """The downstream nodes' replies for seqno; (ERROR,) when the next node failed."""
+        assert self.mirror is not None
+        if not self.mirror_error:
+            try:
+                ack = await asyncio.wait_for(
+                    tio.read_ack(self.mirror[0]), self.limits.ack_timeout_s
+                )
+                if ack.seqno != seqno:
+                    raise codec.MalformedTransferError(
+                        f"downstream acked seqno {ack.seqno}, expected {seqno}"
+                    )
+                return ack.replies
+            except (OSError, TimeoutError, codec.DataTransferError) as exc:
+                log.info(
+                    "%s: downstream of %s failed: %s",
+                    self.server.name,
+                    self.block,
+                    describe_error(exc),
+                )
+                self.mirror_error = True
+        return (dt.ERROR,)  # HDFS: this node fine, the next one bad
+
+
+def block_md5(sums: bytes) -> bytes:
+    """HDFS's per-block checksum (MD5CRC): the MD5 of the chunk CRCs as stored."""
+    return hashlib.md5(sums, usedforsecurity=False).digest()

@@ -1,0 +1,286 @@
+"""DataXceiver against our transfer client over loopback (design §B.3, §B.4).
+
+The storage is the in-memory ReplicaStore (tests/memory_replicas.py); the sockets, the
+pipeline and the bytes are real.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import BinaryIO
+
+import crc32c
+import pytest
+
+from memory_replicas import MemReader, MemStore
+from qjm.datanode import transfer_client as tc
+from qjm.datanode import transfer_io as tio
+from qjm.datanode.replica_store import ExtendedBlock, ReplicaReader
+from qjm.datanode.xceiver import DataXceiverServer, XceiverLimits
+from qjm.hdfs import datatransfer as codec
+from qjm.hdfs.proto import datatransfer_pb2 as dt
+from qjm.hdfs.proto import hdfs_pb2
+
+POOL = "BP-1-127.0.0.1-1"
+
+
+class Node:
+    """One xceiver with its store and the blocks it reported received."""
+
+    def __init__(self, name: str, limits: XceiverLimits | None = None) -> None:
+        self.store = MemStore()
+        self.received: list[ExtendedBlock] = []
+        self.server = DataXceiverServer(
+            self.store, limits=limits, on_block_received=self.received.append, name=name
+        )
+
+    @property
+    def info(self) -> hdfs_pb2.DatanodeInfoProto:
+        return hdfs_pb2.DatanodeInfoProto(
+            id=hdfs_pb2.DatanodeIDProto(
+                ipAddr="127.0.0.1",
+                hostName="localhost",
+                datanodeUuid=self.server.name,
+                xferPort=self.server.port,
+                infoPort=0,
+                ipcPort=0,
+            )
+        )
+
+
+@pytest.fixture
+async def nodes() -> AsyncIterator[list[Node]]:
+    made = [Node(f"dn{i}") for i in range(3)]
+    for node in made:
+        await node.server.start()
+    yield made
+    for node in made:
+        await node.server.stop()
+
+
+def _block(block_id: int = 1 << 30 | 1, gs: int = 1001) -> ExtendedBlock:
+    return ExtendedBlock(POOL, block_id, gs)
+
+
+def _data(n: int, seed: int = 1) -> bytes:
+    return random.Random(seed).randbytes(n)
+
+
+async def test_pipeline_write_and_read_at_odd_offsets(nodes: list[Node]) -> None:
+    data = _data(300_000)  # five packets of 64 KiB and a partial chunk at the end
+    block = _block()
+    written = await tc.write_block([n.info for n in nodes], block, data)
+    assert written.num_bytes == len(data)
+    for node in nodes:
+        replica = node.store.replicas[block.block_id]
+        assert replica.finalized and bytes(replica.data) == data
+        assert node.received == [ExtendedBlock(POOL, block.block_id, 1001, len(data))]
+    for node, (offset, length) in zip(
+        nodes * 2,
+        [(0, len(data)), (1, 1), (511, 2), (513, 70_000), (299_999, 1), (1000, 0)],
+        strict=True,
+    ):
+        got = await tc.read_block(node.info, written, offset, length)
+        assert got == data[offset : offset + length], (offset, length)
+    with pytest.raises(tc.BlockReadError, match="do not match .*visible length 300000"):
+        await tc.read_block(nodes[0].info, written, 299_000, 2000)
+
+
+async def test_hflush_then_more_data_and_a_read_of_what_is_acked(nodes: list[Node]) -> None:
+    block = _block(7)
+    pipeline = await tc.PipelineWriter.open([n.info for n in nodes], block, client_name="c")
+    await pipeline.write(b"a" * 700, sync=True)  # ends inside the second chunk
+    assert await pipeline.flush() == 700
+    # Visible to readers before the block is closed (RBW, acked length).
+    assert await tc.read_block(nodes[2].info, block, 0, 700) == b"a" * 700
+    await pipeline.write(b"b" * 1000)  # starts inside a chunk: the DataNode extends its sum
+    await pipeline.close()
+    expected = b"a" * 700 + b"b" * 1000
+    for node in nodes:
+        replica = node.store.replicas[7]
+        assert bytes(replica.data) == expected and replica.syncs >= 1
+        assert bytes(replica.sums) == codec.chunk_sums(expected)
+
+
+async def test_corrupted_packet_is_refused_and_nothing_finalized(nodes: list[Node]) -> None:
+    block = _block(11)
+    pipeline = await tc.PipelineWriter.open([n.info for n in nodes], block, client_name="c")
+    good = _data(1024, 2)
+    await pipeline.send_packet(0, good, codec.chunk_sums(good))
+    bad = bytearray(_data(1024, 3))
+    sums = codec.chunk_sums(bytes(bad), 512, 1024)
+    bad[600] ^= 0xFF  # second chunk of this packet: block offset 1536
+    await pipeline.send_packet(1024, bytes(bad), sums)
+    with pytest.raises(tc.BlockWriteError) as err:
+        await pipeline.flush()
+    await pipeline.abort()
+    assert err.value.status == dt.ERROR_CHECKSUM and err.value.bad_node_index == 0
+    assert "offset 1024" in str(err.value)
+    for node in nodes:
+        assert not node.received
+        replica = node.store.replicas[11]
+        assert not replica.finalized and len(replica.data) == 1024  # the bad bytes never stored
+    assert nodes[0].server.metrics.checksum_errors == 1
+
+
+async def test_downstream_node_dying_is_named_by_index(nodes: list[Node]) -> None:
+    block = _block(12)
+    pipeline = await tc.PipelineWriter.open([n.info for n in nodes], block, client_name="c")
+    await pipeline.write(_data(100_000, 4))
+    await pipeline.flush()
+    await nodes[2].server.stop()  # the last node dies mid-block
+    with pytest.raises(tc.BlockWriteError) as err:
+        for _ in range(20):  # bounded: the error comes with the next ack
+            await pipeline.write(_data(65_536, 5))
+            await pipeline.flush()
+    await pipeline.abort()
+    assert err.value.bad_node_index == 2
+    assert err.value.first_bad_link == tio.xfer_name(nodes[2].info)
+    assert err.value.status == dt.ERROR
+
+
+async def test_setup_names_first_bad_link_when_a_target_is_down(nodes: list[Node]) -> None:
+    await nodes[1].server.stop()
+    with pytest.raises(tc.BlockWriteError) as err:
+        await tc.PipelineWriter.open([n.info for n in nodes], _block(13), client_name="c")
+    assert err.value.bad_node_index == 1
+    assert err.value.first_bad_link == tio.xfer_name(nodes[1].info)
+    assert not nodes[0].received
+
+
+def _md5_of_crcs(data: bytes, bpc: int = 512) -> bytes:
+    """HDFS's MD5CRC block checksum computed here from the bytes alone."""
+    crcs = b"".join(
+        crc32c.crc32c(data[i : i + bpc]).to_bytes(4, "big") for i in range(0, len(data), bpc)
+    )
+    return hashlib.md5(crcs).digest()
+
+
+async def test_block_checksum_is_md5_of_chunk_crcs(nodes: list[Node]) -> None:
+    data = _data(5000, 6)
+    block = await tc.write_block([nodes[0].info], _block(21), data)
+    resp = await tc.block_checksum(nodes[0].info, block)
+    assert resp.bytesPerCrc == 512 and resp.crcPerBlock == 10  # ceil(5000 / 512)
+    assert resp.crcType == hdfs_pb2.CHECKSUM_CRC32C
+    assert resp.blockChecksum == _md5_of_crcs(data)
+    # A requested length shorter than the replica covers only those bytes.
+    short = ExtendedBlock(POOL, 21, 1001, 1500)
+    resp = await tc.block_checksum(nodes[0].info, short)
+    assert (resp.crcPerBlock, resp.blockChecksum) == (3, _md5_of_crcs(data[:1500]))
+
+
+async def test_transfer_block_copies_the_replica(nodes: list[Node]) -> None:
+    data = _data(140_000, 7)
+    block = await tc.write_block([nodes[0].info], _block(31), data)
+    await tc.transfer_block(nodes[0].info, block, [nodes[1].info, nodes[2].info])
+    for node in nodes[1:]:
+        replica = node.store.replicas[31]
+        assert replica.finalized and bytes(replica.data) == data
+        assert node.received and node.received[0].num_bytes == len(data)
+    with pytest.raises(tc.BlockWriteError, match="no replica"):
+        await tc.transfer_block(nodes[0].info, _block(32), [nodes[1].info])
+
+
+class _FileReader(MemReader):
+    """A replica whose data is a file: READ_BLOCK sends it with sendfile."""
+
+    def __init__(self, reader: MemReader, path: Path) -> None:
+        super().__init__(reader.replica)
+        self._file: BinaryIO = path.open("rb")
+
+    def data_file(self) -> BinaryIO | None:
+        return self._file
+
+    async def read_data(self, offset: int, length: int) -> bytes:
+        raise AssertionError("zero-copy read must not read data in Python")
+
+    async def close(self) -> None:
+        self._file.close()
+
+
+async def test_read_block_sends_file_data_zero_copy(nodes: list[Node], tmp_path: Path) -> None:
+    data = _data(200 * 1024, 8)  # whole chunks, so no partial sum is recomputed
+    block = await tc.write_block([nodes[0].info], _block(41), data)
+    path = tmp_path / "blk_41"
+    path.write_bytes(data)
+    store = nodes[0].store
+    original = store.open_reader
+
+    async def open_file_reader(b: ExtendedBlock) -> ReplicaReader:
+        reader = await original(b)
+        assert isinstance(reader, MemReader)
+        return _FileReader(reader, path)
+
+    store.open_reader = open_file_reader  # type: ignore[method-assign]
+    assert await tc.read_block(nodes[0].info, block, 1024, 150_000) == data[1024:151_024]
+
+
+async def _raw(node: Node, payload: bytes) -> dt.BlockOpResponseProto | None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", node.server.port)
+    try:
+        writer.write(payload)
+        await writer.drain()
+        try:
+            return await asyncio.wait_for(tio.read_response(reader, "answer"), 10)
+        except tio.ConnectionClosedError:
+            return None
+    finally:
+        await tc.close_writer(writer)
+
+
+async def test_malformed_requests_get_a_clear_answer_and_the_server_goes_on(
+    nodes: list[Node],
+) -> None:
+    node = nodes[0]
+    resp = await _raw(node, b"\x00\x1b\x51")
+    assert resp is not None and resp.status == dt.ERROR_INVALID
+    assert "expected 28, received 27" in resp.message
+    huge = b"\x00\x1c\x50" + codec.encode_varint(2 << 30)  # a 2 GiB op proto
+    resp = await _raw(node, huge)
+    assert resp is not None and "WRITE_BLOCK request of 2147483648 bytes" in resp.message
+    resp = await _raw(node, b"\x00\x1c\x53" + codec.encode_varint(1) + b"\x00")
+    assert resp is not None and resp.status == dt.ERROR_UNSUPPORTED
+    # A 2 GiB packet inside a WRITE_BLOCK: refused, never allocated, nothing finalized.
+    op = tc.write_block_op(
+        _block(51),
+        [],
+        client_name="c",
+        stage=tc.Stage.PIPELINE_SETUP_CREATE,
+        pipeline_size=1,
+        latest_generation_stamp=1001,
+    )
+    reader, writer = await asyncio.open_connection("127.0.0.1", node.server.port)
+    writer.write(codec.encode_op(codec.Op.WRITE_BLOCK, op))
+    assert (await tio.read_response(reader, "setup")).status == dt.SUCCESS
+    writer.write(codec.PACKET_LENGTHS.pack(0x7FFFFFF0, 25) + b"\x00" * 25)
+    answer = await asyncio.wait_for(reader.read(), 10)  # the server answers and closes
+    assert b"packet data and checksums of 2147483628 bytes is outside" in answer
+    await tc.close_writer(writer)
+    assert not node.received and node.server.metrics.bad_requests >= 3
+    data = _data(1000, 9)  # still serving
+    block = await tc.write_block([node.info], _block(52), data)
+    assert await tc.read_block(node.info, block, 0, 1000) == data
+
+
+async def test_connection_limit_and_idle_timeout() -> None:
+    node = Node("small", XceiverLimits(max_connections=1, idle_timeout_s=0.5))
+    await node.server.start()
+    try:
+        idle_reader, idle_writer = await asyncio.open_connection("127.0.0.1", node.server.port)
+        deadline = asyncio.get_running_loop().time() + 10
+        while node.server.active_connections < 1:  # bounded wait for the accept
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.01)
+        resp = await _raw(node, b"")
+        assert resp is not None and resp.status == dt.ERROR
+        assert "at most 1 data transfer connections" in resp.message
+        # The idle connection is closed by the server after its deadline.
+        assert await asyncio.wait_for(idle_reader.read(), 10) == b""
+        idle_writer.close()
+        assert node.server.metrics.connections_refused == 1
+    finally:
+        await node.server.stop()
