@@ -617,3 +617,10 @@ def test_readers_and_writers_of_different_replicas_run_at_once(node: Node) -> No
     for i in range(4):
         assert read_all(ds, BLK + 1 + i) == payload(3000, i)
     assert len(ds.replicas(BPID)) == 5
+
+
+def test_replica_errors_are_the_ones_the_transfer_server_answers() -> None:
+    from qjm.datanode import replica_store
+
+    assert issubclass(ReplicaNotFoundError, replica_store.ReplicaNotFoundError)
+    assert issubclass(ReplicaAlreadyExistsError, replica_store.ReplicaAlreadyExistsError)

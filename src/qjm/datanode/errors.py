@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from qjm.datanode import replica_store
 from qjm.errors import QjmError
 
 
@@ -17,9 +18,9 @@ class VolumeFailedError(StorageError):
     """A volume's disk failed (or had failed before) under an operation on it."""
 
 
-class ReplicaNotFoundError(StorageError):
+class ReplicaNotFoundError(StorageError, replica_store.ReplicaNotFoundError):
     """No replica of that block (or of that generation stamp, or in that state)."""
 
 
-class ReplicaAlreadyExistsError(StorageError):
+class ReplicaAlreadyExistsError(StorageError, replica_store.ReplicaAlreadyExistsError):
     """A replica of that block is already held or being written."""
