@@ -60,7 +60,7 @@ class DSQuotaExceededError(NamenodeError):
 
 
 class LeaseError(NamenodeError):
-    """complete on a file that is not open for writing by this client."""
+    """A write to a file that is not open for writing by this client (HDFS's checkLease)."""
 
     java_class = "org.apache.hadoop.hdfs.server.namenode.LeaseExpiredException"
 
@@ -99,3 +99,21 @@ class HealthCheckFailedError(NamenodeError):
     """monitorHealth: the NameNode is not healthy."""
 
     java_class = "org.apache.hadoop.ha.HealthCheckFailedException"
+
+
+class NotReplicatedYetError(NamenodeError):
+    """addBlock before the blocks behind the last have their minimum replicas: retry."""
+
+    java_class = "org.apache.hadoop.hdfs.server.namenode.NotReplicatedYetException"
+
+
+class AlreadyBeingCreatedError(NamenodeError):
+    """append or truncate of a file another client (or the same one) has open for writing."""
+
+    java_class = "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException"
+
+
+class JavaIllegalArgumentError(NamenodeError):
+    """A request HDFS refuses with java.lang.IllegalArgumentException (a Preconditions check)."""
+
+    java_class = "java.lang.IllegalArgumentException"

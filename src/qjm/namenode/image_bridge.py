@@ -54,7 +54,8 @@ _KINDS = {FILE: K_FILE, DIRECTORY: K_DIR, SYMLINK: K_SYMLINK}
 
 
 def to_image(ns: Namespace, txid: int, ns_info: NameSystemInfo) -> ImageContents:
-    """Image contents of every inode in the tree, with ns_info's txid set to txid."""
+    """Image contents of every inode in the tree: NS_INFO is ns_info at txid with the
+    namespace's block id and generation stamp counters (design §B.9)."""
     st = ns.store
     inodes: list[Inode] = []
     parents: dict[int, int] = {}
@@ -108,7 +109,7 @@ def to_image(ns: Namespace, txid: int, ns_info: NameSystemInfo) -> ImageContents
         if p != NO_SLOT:
             parents[i] = ids[p]
     return ImageContents(
-        ns_info=dataclasses.replace(ns_info, txid=txid),
+        ns_info=ns.block_ids.into(dataclasses.replace(ns_info, txid=txid)),
         inodes=inodes,
         parents=parents,
         last_inode_id=ns.last_inode_id,

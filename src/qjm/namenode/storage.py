@@ -290,8 +290,8 @@ class NNStorage:
         return images[-1] if images else None
 
     def base_ns_info(self, txid: int) -> NameSystemInfo:
-        """The NS_INFO section for a new image at txid: the newest image's (its generation
-        stamps and block ids, which the namespace does not track), else a fresh one."""
+        """The NS_INFO section for a new image at txid: the newest image's, else a fresh one
+        (a namespace's to_image puts its own block id and generation stamp counters in)."""
         fresh = NameSystemInfo(namespace_id=self.read_ns_info().namespace_id, txid=txid)
         newest = self.newest_image()
         if newest is None:

@@ -7,6 +7,7 @@ from typing import Any
 from qjm.editlog.ops import (
     AddBlockOp,
     AddOp,
+    AllocateBlockIdOp,
     AppendOp,
     Block,
     ClearNSQuotaOp,
@@ -20,6 +21,8 @@ from qjm.editlog.ops import (
     RenameOldOp,
     RenameOp,
     SetAclOp,
+    SetGenstampV1Op,
+    SetGenstampV2Op,
     SetNSQuotaOp,
     SetOwnerOp,
     SetPermissionsOp,
@@ -166,8 +169,14 @@ class ApplyMixin(QuotaMixin):
         if op.inode_id > self.last_inode_id:
             self.last_inode_id = op.inode_id
 
-    def _set_blocks(self, s: int, blocks: tuple[Any, ...]) -> None:
+    def _set_blocks(self, s: int, blocks: tuple[Any, ...], drops: bool = True) -> None:
+        """Set a file's blocks; drops: report blocks no longer in the list as removed."""
         st = self._st
+        if drops and self.on_blocks_removed is not None:
+            kept = {b.block_id for b in blocks}
+            gone = [b for b in st.blocks.get(s, ()) if b.block_id not in kept]
+            if gone:
+                self.on_blocks_removed(gone)
         old = st.length[s]
         new = sum(b.num_bytes for b in blocks)
         if blocks:
@@ -201,6 +210,10 @@ class ApplyMixin(QuotaMixin):
         parent = st.parent[s]
         ns, ds, files, dirs, nbytes = self.subtree_usage(s)
         slots = st.subtree(s)
+        if self.on_blocks_removed is not None:
+            gone = [b for x in slots for b in st.blocks.get(x, ())]
+            if gone:
+                self.on_blocks_removed(gone)
         st.unlink(s)
         for x in slots:
             st.release(x)
@@ -343,7 +356,7 @@ class ApplyMixin(QuotaMixin):
             if not old or old[-1].block_id != op.penultimate_block.block_id:
                 raise self._bad(op, op.path, "its penultimate block is not the file's last")
             new = (*old[:-1], op.penultimate_block, op.last_block)
-        self._set_blocks(s, new)
+        self._set_blocks(s, new, drops=False)
 
     def _apply_update_blocks(self, op: UpdateBlocksOp) -> None:
         s = self._op_file(op, op.path, True)
@@ -387,6 +400,19 @@ class ApplyMixin(QuotaMixin):
         st.mtime[t] = op.timestamp
         self._touch_parent(st.parent[t], op.timestamp)
         self._set_blocks(t, tuple(blocks))
+
+    def _apply_allocate_block_id(self, op: AllocateBlockIdOp) -> None:
+        """Set the last allocated block id, as HDFS's loader does (design §B.9)."""
+        if op.block_id < 0:  # striped block groups take negative ids
+            self.block_ids.last_striped_block_id = op.block_id
+        else:
+            self.block_ids.last_block_id = op.block_id
+
+    def _apply_set_genstamp_v2(self, op: SetGenstampV2Op) -> None:
+        self.block_ids.genstamp_v2 = op.genstamp_v2
+
+    def _apply_set_genstamp_v1(self, op: SetGenstampV1Op) -> None:
+        self.block_ids.genstamp_v1 = op.genstamp
 
     def _apply_symlink(self, op: SymlinkOp) -> None:
         r, parent = self._op_parent(op, op.path)

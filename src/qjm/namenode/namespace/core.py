@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from qjm.editlog.ops import Op
+from qjm.editlog.ops import Block, Op
 from qjm.namenode.errors import ParentNotDirectoryError
 from qjm.namenode.inodes import (
     DIRECTORY,
     SYMLINK,
     InodeStore,
 )
+from qjm.namenode.namespace.block_ids import BlockIds
 from qjm.namenode.namespace.paths import Resolved, split_path
 from qjm.namenode.namespace.rules import FsLimits
 from qjm.namenode.permissions import PermissionChecker
@@ -32,6 +33,10 @@ class NamespaceCore:
     n_files: int
     n_dirs: int
     n_bytes: int
+    block_ids: BlockIds
+    # Told the blocks apply takes out of the namespace (a file deleted or overwritten, its
+    # block list cut short): the BlockManager forgets them (design §B.10).
+    on_blocks_removed: Callable[[Sequence[Block]], None] | None
     _appliers: dict[type[Op], Callable[[Any], None]]
 
     def __len__(self) -> int:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from qjm.editlog.ops import (
     AddBlockOp,
     AddOp,
+    AllocateBlockIdOp,
     AppendOp,
     ClearNSQuotaOp,
     CloseOp,
@@ -21,6 +22,8 @@ from qjm.editlog.ops import (
     RenameOldOp,
     RenameOp,
     SetAclOp,
+    SetGenstampV1Op,
+    SetGenstampV2Op,
     SetNSQuotaOp,
     SetOwnerOp,
     SetPermissionsOp,
@@ -41,7 +44,9 @@ from qjm.namenode.inodes import (
     InodeStore,
 )
 from qjm.namenode.namespace.apply import ApplyMixin
+from qjm.namenode.namespace.block_ids import BlockIds
 from qjm.namenode.namespace.core import ROOT
+from qjm.namenode.namespace.files import FilesMixin
 from qjm.namenode.namespace.plans import PlansMixin
 from qjm.namenode.namespace.reads import ReadsMixin
 from qjm.namenode.namespace.rules import FsLimits
@@ -50,7 +55,7 @@ if TYPE_CHECKING:
     from qjm.namenode.image import FsImage, ImageContents, NameSystemInfo
 
 
-class Namespace(ReadsMixin, PlansMixin, ApplyMixin):
+class Namespace(ReadsMixin, FilesMixin, PlansMixin, ApplyMixin):
     """The inode tree with HDFS's semantics."""
 
     def __init__(
@@ -76,6 +81,8 @@ class Namespace(ReadsMixin, PlansMixin, ApplyMixin):
         self.n_files = 0
         self.n_dirs = 1
         self.n_bytes = 0
+        self.block_ids = BlockIds()
+        self.on_blocks_removed = None
         self._appliers: dict[type[Op], Callable[[Any], None]] = {
             MkdirOp: self._apply_mkdir,
             AddOp: self._apply_add,
@@ -90,6 +97,9 @@ class Namespace(ReadsMixin, PlansMixin, ApplyMixin):
             SetQuotaOp: self._apply_set_quota,
             SetNSQuotaOp: self._apply_set_ns_quota,
             ClearNSQuotaOp: self._apply_clear_ns_quota,
+            AllocateBlockIdOp: self._apply_allocate_block_id,
+            SetGenstampV2Op: self._apply_set_genstamp_v2,
+            SetGenstampV1Op: self._apply_set_genstamp_v1,
             # what HDFS writes and our plans do not (an HDFS edit log replays whole)
             AppendOp: self._apply_append,
             AddBlockOp: self._apply_add_block,
@@ -119,6 +129,7 @@ class Namespace(ReadsMixin, PlansMixin, ApplyMixin):
         c._st = self._st.copy()
         c.limits = self.limits
         c.last_inode_id = self.last_inode_id
+        c.block_ids = self.block_ids.copy()
         c.n_files, c.n_dirs, c.n_bytes = self.n_files, self.n_dirs, self.n_bytes
         return c
 
@@ -131,17 +142,21 @@ class Namespace(ReadsMixin, PlansMixin, ApplyMixin):
         superuser: str,
         supergroup: str = "supergroup",
         permissions_enabled: bool = True,
+        ns_info: NameSystemInfo | None = None,
     ) -> Namespace:
         """A namespace over a loaded store (slot 0 its root directory): the image loader's way in.
 
         The totals and each quota directory's usage are counted from the store; a root
-        without a quota gets HDFS's default; the last inode id is at least the largest held.
+        without a quota gets HDFS's default; the last inode id is at least the largest held;
+        the block id and generation stamp counters are ns_info's (design §B.9).
         """
         ns = cls(
             superuser=superuser, supergroup=supergroup, permissions_enabled=permissions_enabled
         )
         ns._st = store
         ns.last_inode_id = max(last_inode_id, max(store.ids))
+        if ns_info is not None:
+            ns.block_ids = BlockIds.of(ns_info)
         ns.n_dirs = store.flags.count(DIRECTORY)
         ns.n_files = store.count - ns.n_dirs
         ns.n_bytes = sum(store.length)
@@ -152,6 +167,9 @@ class Namespace(ReadsMixin, PlansMixin, ApplyMixin):
 
     def to_image(self, txid: int, ns_info: NameSystemInfo) -> ImageContents:
         """The namespace as image contents for qjm.namenode.image.write_image.
+
+        NS_INFO is ns_info with this namespace's block id and generation stamp counters
+        (design §B.9).
 
         It reads the live tree, so no op may be applied while it runs (call it on the
         thread that applies); what it returns shares nothing mutable with the namespace,
@@ -180,6 +198,7 @@ class Namespace(ReadsMixin, PlansMixin, ApplyMixin):
             superuser=superuser,
             supergroup=supergroup,
             permissions_enabled=permissions_enabled,
+            ns_info=image.ns_info,
         )
 
 
@@ -202,5 +221,6 @@ def load_namespace(
         superuser=superuser,
         supergroup=supergroup,
         permissions_enabled=permissions_enabled,
+        ns_info=ns_info,
     )
     return ns, ns_info

@@ -13,6 +13,26 @@ from qjm.namenode.inodes import (
 from qjm.namenode.namespace.core import ROOT, NamespaceCore
 
 QUOTA_DONT_SET = (1 << 63) - 1  # HdfsConstants.QUOTA_DONT_SET
+_PREFIXES = "KMGTPE"  # StringUtils.TraditionalBinaryPrefix symbols, 2^10 apart
+
+
+def long2string(n: int, unit: str = "B") -> str:
+    """n with a binary prefix and two decimals, as Hadoop's TraditionalBinaryPrefix.long2String."""
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    if n < 1024:
+        return f"{sign}{n} {unit}"
+    i = min((n.bit_length() - 1) // 10, len(_PREFIXES))
+    shift = 10 * i
+    if n & ((1 << shift) - 1) == 0:
+        text = str(n >> shift)
+    else:
+        text = f"{n / (1 << shift):.2f}"
+        if text.startswith("1024") and i < len(_PREFIXES):
+            i += 1
+            shift += 10
+            text = f"{n / (1 << shift):.2f}"
+    return f"{sign}{text} {_PREFIXES[i - 1]}{unit}"
 
 
 class QuotaMixin(NamespaceCore):
@@ -74,9 +94,11 @@ class QuotaMixin(NamespaceCore):
                         f"{st.path_of(s)} is exceeded: quota={e[0]} file count={e[2] + dns}"
                     )
                 if dds > 0 and e[1] >= 0 and e[3] + dds > e[1]:
+                    used = e[3] + dds
                     raise DSQuotaExceededError(
-                        f"The DiskSpace quota of {st.path_of(s)} is exceeded: quota = {e[1]} B "
-                        f"but diskspace consumed = {e[3] + dds} B"
+                        f"The DiskSpace quota of {st.path_of(s)} is exceeded: quota = {e[1]} B = "
+                        f"{long2string(e[1])} but diskspace consumed = {used} B = "
+                        f"{long2string(used)}"
                     )
             s = st.parent[s]
 
