@@ -99,7 +99,7 @@ class Backoff:
         """Seconds to wait after the given number of failures in a row (0: none)."""
         if failures <= 0:
             return 0.0
-        return min(self.max_s, self.initial_s * 2 ** min(failures - 1, 30))
+        return min(self.max_s, self.initial_s * float(1 << min(failures - 1, 30)))
 
 
 def report_due(now: float, last_report: float | None, interval_s: float) -> bool:

@@ -865,3 +865,43 @@ def split_reports(
     if split_threshold <= 0 or replicas_of(reports) <= split_threshold:
         return [list(reports)]
     return [[r] for r in reports]
+
+
+@dataclass(frozen=True)
+class BlockSynchronization:
+    """The outcome of a block recovery a DataNode commits (commitBlockSynchronization)."""
+
+    block: ExtendedBlock
+    new_gen_stamp: int
+    new_length: int
+    close_file: bool
+    delete_block: bool
+    new_targets: tuple[DatanodeId, ...] = ()
+    new_target_storages: tuple[str, ...] = ()
+
+
+def block_sync_to_proto(s: BlockSynchronization) -> dnp.CommitBlockSynchronizationRequestProto:
+    """CommitBlockSynchronizationRequestProto of s."""
+    p = dnp.CommitBlockSynchronizationRequestProto(
+        block=extended_block_to_proto(s.block),
+        newGenStamp=s.new_gen_stamp,
+        newLength=s.new_length,
+        closeFile=s.close_file,
+        deleteBlock=s.delete_block,
+    )
+    p.newTaragets.extend(datanode_id_to_proto(d) for d in s.new_targets)
+    p.newTargetStorages.extend(s.new_target_storages)
+    return p
+
+
+def block_sync_from_proto(p: dnp.CommitBlockSynchronizationRequestProto) -> BlockSynchronization:
+    """The BlockSynchronization of a CommitBlockSynchronizationRequestProto."""
+    return BlockSynchronization(
+        extended_block_from_proto(p.block),
+        p.newGenStamp,
+        p.newLength,
+        p.closeFile,
+        p.deleteBlock,
+        tuple(datanode_id_from_proto(d) for d in p.newTaragets),
+        tuple(p.newTargetStorages),
+    )
