@@ -49,7 +49,8 @@ from qjm.hdfs.proto import DatanodeProtocol_pb2 as dnp
 from qjm.hdfs.proto import HdfsServer_pb2 as srv
 from qjm.ipc import IpcClient, IpcServer, RemoteError
 from qjm.ipc.server import CallContext
-from qjm.namenode.datanode_rpc import datanode_methods
+from qjm.namenode.datanode_rpc import ServiceHAStatus, datanode_methods
+from qjm.namenode.types import HAState as NameNodeHAState
 
 POOL = "BP-1-127.0.0.1-1700000000000"
 CLUSTER = "CID-test"
@@ -536,3 +537,32 @@ def test_namenode_addresses_from_the_config() -> None:
         }
     )
     assert namenode_addresses(cfg) == {"nn1": "127.0.0.1:8020", "nn2": "127.0.0.1:8021"}
+
+
+@dataclass
+class FakeNN:
+    ha_state: NameNodeHAState
+    applied: int
+    synced: int | None
+
+    def last_txid(self) -> int:
+        return self.applied
+
+    def synced_txid(self) -> int | None:
+        return self.synced
+
+
+@pytest.mark.parametrize(
+    ("nn", "want"),
+    [
+        # the active claims its synced txid, never an edit no majority took
+        (FakeNN(NameNodeHAState.ACTIVE, 110, 105), HAStatus(HAState.ACTIVE, 105)),
+        (FakeNN(NameNodeHAState.ACTIVE, 7, None), HAStatus(HAState.STANDBY, 7)),
+        (FakeNN(NameNodeHAState.STANDBY, 90, None), HAStatus(HAState.STANDBY, 90)),
+        (FakeNN(NameNodeHAState.OBSERVER, 91, None), HAStatus(HAState.STANDBY, 91)),
+        (FakeNN(NameNodeHAState.INITIALIZING, 0, None), HAStatus(HAState.STANDBY, 0)),
+    ],
+)
+def test_service_ha_status(nn: FakeNN, want: HAStatus) -> None:
+    ctx = CallContext(DATANODE_PROTOCOL, "sendHeartbeat", "hdfs", b"", 1, 0, "127.0.0.1:1")
+    assert ServiceHAStatus(nn).ha_status(ctx) == want

@@ -40,7 +40,6 @@ from qjm.hdfs.proto import DatanodeProtocol_pb2 as dnp
 from qjm.hdfs.proto import HdfsServer_pb2 as srv
 from qjm.ipc.server import CallContext, Method
 from qjm.namenode.errors import AccessControlError
-from qjm.namenode.service import NameNodeService
 from qjm.namenode.types import HAState as NameNodeHAState
 
 log = logging.getLogger(__name__)
@@ -106,23 +105,49 @@ class BlockManagement(Protocol):
 
 
 class HAStatusSource(Protocol):
-    """This NameNode's HA state and txid as DataNodes are told it."""
+    """This NameNode's HA state and txid as DataNodes are told it (design §B.12)."""
 
     def ha_status(self, ctx: CallContext) -> HAStatus:
-        """ACTIVE only while this NameNode is active (it may set ctx.answer_check, design §N.1)."""
+        """ACTIVE only while this NameNode is active, with a txid a majority of JournalNodes
+        holds; an implementation that answers ACTIVE sets ctx.answer_check to its lease
+        check (design §N.1), so a lapsed active never sends the claim."""
+        ...
+
+
+class NameNodeHAView(Protocol):
+    """What ServiceHAStatus reads of a NameNode."""
+
+    @property
+    def ha_state(self) -> NameNodeHAState:
+        """The current HA state."""
+        ...
+
+    def last_txid(self) -> int:
+        """The newest txid applied here."""
+        ...
+
+    def synced_txid(self) -> int | None:
+        """The newest txid a majority of JournalNodes holds (None unless writing)."""
         ...
 
 
 class ServiceHAStatus:
-    """HAStatusSource of a NameNodeService: ACTIVE when active, its newest applied txid."""
+    """HAStatusSource of a NameNode: ACTIVE at its synced txid, else STANDBY at its applied one.
 
-    def __init__(self, nn: NameNodeService) -> None:
+    HDFS sends the newest txid written, which may hold edits no majority took; the synced
+    txid is what makes a deposed active's claim lower than its successor's (design §B.12).
+    A standby applies committed edits only, so its applied txid is committed too.
+    """
+
+    def __init__(self, nn: NameNodeHAView) -> None:
         self.nn = nn
 
     def ha_status(self, ctx: CallContext) -> HAStatus:
-        """ACTIVE or STANDBY (every other state) with the newest txid applied here."""
-        state = HAState.ACTIVE if self.nn.ha_state == NameNodeHAState.ACTIVE else HAState.STANDBY
-        return HAStatus(state, self.nn.last_txid())
+        """ACTIVE (with the synced txid) or STANDBY (with the applied txid)."""
+        synced = self.nn.synced_txid()
+        if self.nn.ha_state == NameNodeHAState.ACTIVE and synced is not None:
+            return HAStatus(HAState.ACTIVE, synced)
+        return HAStatus(HAState.STANDBY, self.nn.last_txid())
 
 
 def peer_host(ctx: CallContext) -> str:
