@@ -11,7 +11,12 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from qjm.datanode.bp_service import BPOfferService, BPServiceSettings, namenode_addresses
+from qjm.datanode.bp_service import (
+    BPOfferService,
+    BPServiceSettings,
+    namenode_addresses,
+    settings_from_config,
+)
 from qjm.datanode.client_datanode_rpc import ReplicaNotFoundError, client_datanode_methods
 from qjm.hdfs import datanode_protocol as wire
 from qjm.hdfs.block_report import ReplicaState, ReportedReplica
@@ -537,6 +542,12 @@ def test_namenode_addresses_from_the_config() -> None:
         }
     )
     assert namenode_addresses(cfg) == {"nn1": "127.0.0.1:8020", "nn2": "127.0.0.1:8021"}
+    s = settings_from_config(cfg.datanode)
+    assert (s.heartbeat_interval_s, s.block_report_interval_s, s.ibr_interval_s) == (
+        3.0,
+        21600.0,
+        0.0,
+    )
 
 
 @dataclass

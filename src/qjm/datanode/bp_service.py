@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from qjm.config import ClusterConfig
+from qjm.config import ClusterConfig, DataNodeSettings
 from qjm.datanode.decisions import (
     ActiveClaims,
     Backoff,
@@ -31,7 +31,7 @@ from qjm.datanode.decisions import (
     report_due,
     update_from_heartbeat,
 )
-from qjm.errors import QjmError, describe_error
+from qjm.errors import ConfigError, QjmError, describe_error
 from qjm.hdfs import datanode_protocol as wire
 from qjm.hdfs.datanode_protocol import (
     DATANODE_PROTOCOL,
@@ -136,18 +136,28 @@ class BPServiceSettings:
     def __post_init__(self) -> None:
         for name in ("heartbeat_interval_s", "block_report_interval_s", "rpc_timeout_s"):
             if getattr(self, name) <= 0:
-                raise QjmError(f"datanode {name} must be above 0, got {getattr(self, name)}")
+                raise ConfigError(f"datanode {name} must be above 0, got {getattr(self, name)}")
         if self.backoff_initial_s <= 0 or self.backoff_max_s < self.backoff_initial_s:
-            raise QjmError(
+            raise ConfigError(
                 f"datanode backoff: initial {self.backoff_initial_s} s must be above 0 and "
                 f"at most the maximum {self.backoff_max_s} s"
             )
 
 
+def settings_from_config(settings: DataNodeSettings) -> BPServiceSettings:
+    """The actors' settings from the config's [datanode] section."""
+    return BPServiceSettings(
+        heartbeat_interval_s=settings.heartbeat_interval_ms / 1000,
+        block_report_interval_s=settings.block_report_interval_ms / 1000,
+        ibr_interval_s=settings.incremental_report_delay_ms / 1000,
+        rpc_timeout_s=settings.socket_timeout_ms / 1000,
+    )
+
+
 def namenode_addresses(cfg: ClusterConfig) -> dict[str, str]:
     """Every NameNode of the nameservice by name, with the RPC address a DataNode calls."""
     if not cfg.namenodes:
-        raise QjmError(f"{cfg.nameservice}: the config names no NameNode ([namenodes.<name>])")
+        raise ConfigError(f"{cfg.nameservice}: the config names no NameNode ([namenodes.<name>])")
     return {name: nn.rpc_address for name, nn in cfg.namenodes.items()}
 
 
