@@ -294,11 +294,13 @@ def test_dead_node_replicas_leave_and_block_is_rereplicated() -> None:
 
 def test_no_commands_while_standby_or_in_safe_mode() -> None:
     bm, _, _ = make(3, active=False)
-    b = blk(1)
+    b, short = blk(1), blk(2)
     complete(bm, b, repl=1)
-    report(bm, 0, fin(b))
-    report(bm, 1, fin(b))  # over-replicated
+    complete(bm, short, repl=3)
+    report(bm, 0, fin(b), fin(short))  # short: under-replicated
+    report(bm, 1, fin(b))  # b: over-replicated
     report(bm, 2, fin(blk(5)))  # unknown
+    assert bm.fs_stats().under_replicated == 1
     assert bm.compute_reconstruction_work(10) == 0
     assert all(commands(bm, i) == [] for i in range(3))
     bm.set_active(True)
