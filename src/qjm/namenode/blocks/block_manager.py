@@ -1,0 +1,810 @@
+"""Where replicas are, and what DataNodes must do about it: HDFS's BlockManager.
+
+Pure state (design §B.5-§B.8): the server passes reports and heartbeats in and takes
+commands out; time comes from the injected monotonic clock, randomness from an injected
+random.Random. Commands are made only while the caller has said this NameNode is active.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from qjm.editlog.ops.types import Block
+from qjm.namenode.blocks import placement
+from qjm.namenode.blocks.block_map import BlockMap
+from qjm.namenode.blocks.datanode_manager import (
+    DatanodeDescriptor,
+    DatanodeManager,
+    DatanodeRegistration,
+    DatanodeStorageInfo,
+    RegisterResult,
+    StorageReport,
+)
+from qjm.namenode.blocks.errors import BlockStateError
+from qjm.namenode.blocks.pending_messages import (
+    PendingDataNodeMessages,
+    PendingMessage,
+    ReplicaState,
+    ReportedReplica,
+)
+from qjm.namenode.blocks.safe_mode import SafeMode, SafeModeCounts
+
+MIN_REPLICATION = 1  # dfs.namenode.replication.min
+MAX_REPLICATION_STREAMS = 2  # dfs.namenode.replication.max-streams
+REPLICATION_STREAMS_HARD_LIMIT = 4  # dfs.namenode.replication.max-streams-hard-limit
+INVALIDATE_LIMIT = 1000  # dfs.block.invalidate.limit
+PENDING_RECONSTRUCTION_TIMEOUT_S = 300.0  # dfs.namenode.reconstruction.pending.timeout-sec
+
+# DatanodeProtocol's action numbers.
+DNA_TRANSFER = 1
+DNA_INVALIDATE = 2
+DNA_REGISTER = 4
+
+# LowRedundancyBlocks' priorities.
+QUEUE_HIGHEST_PRIORITY = 0
+QUEUE_VERY_LOW_REDUNDANCY = 1
+QUEUE_LOW_REDUNDANCY = 2
+QUEUE_WITH_CORRUPT_BLOCKS = 4
+LEVELS = 5
+
+
+class BlockUCState(enum.IntEnum):
+    """BlockUCState (the ones a replicated block passes through)."""
+
+    COMPLETE = 0
+    UNDER_CONSTRUCTION = 1
+    COMMITTED = 3
+
+
+class CorruptReason(enum.Enum):
+    """CorruptReplicasMap.Reason."""
+
+    GENSTAMP_MISMATCH = "GENSTAMP_MISMATCH"
+    SIZE_MISMATCH = "SIZE_MISMATCH"
+    INVALID_STATE = "INVALID_STATE"
+
+
+class ReceivedDeletedStatus(enum.Enum):
+    """ReceivedDeletedBlockInfo.BlockStatus of an incremental report."""
+
+    RECEIVING = 1
+    RECEIVED = 2
+    DELETED = 3
+
+
+class NamespaceView(Protocol):
+    """What the block layer asks of the namespace: how far its allocation has gone."""
+
+    def current_generation_stamp(self) -> int:
+        """The newest generation stamp the namespace has applied (GenerationStamp V2)."""
+        ...
+
+    def last_allocated_block_id(self) -> int:
+        """The newest sequential block id the namespace has applied."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class BlockInfo:
+    """One block as the map holds it (a snapshot of its columns)."""
+
+    block: Block
+    replication: int
+    state: BlockUCState
+    locations: tuple[str, ...]  # storage ids of stored replicas (corrupt included)
+    corrupt: tuple[str, ...]  # storage ids of corrupt replicas
+    expected: tuple[str, ...]  # an under-construction block's pipeline storages
+
+
+@dataclass(frozen=True, slots=True)
+class TransferCommand:
+    """DNA_TRANSFER: copy block from the receiving node to the targets."""
+
+    block: Block
+    targets: tuple[tuple[str, str], ...]  # (DataNode uuid, storage id)
+    action: int = DNA_TRANSFER
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidateCommand:
+    """DNA_INVALIDATE: delete these replicas."""
+
+    blocks: tuple[Block, ...]
+    action: int = DNA_INVALIDATE
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterCommand:
+    """DNA_REGISTER: the node must register again."""
+
+    action: int = DNA_REGISTER
+
+
+Command = TransferCommand | InvalidateCommand | RegisterCommand
+
+
+@dataclass(frozen=True, slots=True)
+class FsStats:
+    """getFsStats' figures."""
+
+    capacity: int
+    used: int
+    remaining: int
+    under_replicated: int
+    corrupt_blocks: int
+    missing_blocks: int
+    missing_repl_one_blocks: int
+    pending_deletion: int
+
+
+def check_replica_corrupt(
+    stored: BlockUCState, stored_gs: int, stored_len: int, reported: ReportedReplica
+) -> CorruptReason | None:
+    """Why a reported replica is corrupt against the stored block, or None (design §B.5)."""
+    gs, length = reported.block.genstamp, reported.block.num_bytes
+    if reported.state is ReplicaState.FINALIZED:
+        if stored in (BlockUCState.COMPLETE, BlockUCState.COMMITTED):
+            if stored_gs != gs:
+                return CorruptReason.GENSTAMP_MISMATCH
+            if stored_len != length:
+                return CorruptReason.SIZE_MISMATCH
+            return None
+        return CorruptReason.GENSTAMP_MISMATCH if stored_gs > gs else None
+    if reported.state in (ReplicaState.RBW, ReplicaState.RWR):
+        if stored is not BlockUCState.COMPLETE:
+            return CorruptReason.GENSTAMP_MISMATCH if stored_gs > gs else None
+        if stored_gs != gs:
+            return CorruptReason.GENSTAMP_MISMATCH
+        # An RBW of a complete block: the report raced the pipeline's close (HDFS-2791).
+        return None if reported.state is ReplicaState.RBW else CorruptReason.INVALID_STATE
+    return CorruptReason.INVALID_STATE  # RUR and TEMPORARY are never reported
+
+
+def redundancy_priority(live: int, expected: int) -> int | None:
+    """The under-replication queue for a block with live of expected replicas, or None."""
+    if live >= expected:
+        return None
+    if live == 0:
+        return QUEUE_WITH_CORRUPT_BLOCKS
+    if live == 1:
+        return QUEUE_HIGHEST_PRIORITY
+    if live * 3 < expected:
+        return QUEUE_VERY_LOW_REDUNDANCY
+    return QUEUE_LOW_REDUNDANCY
+
+
+class BlockManager:
+    """The block map, replica reports, redundancy queues and DataNode commands."""
+
+    def __init__(
+        self,
+        namespace: NamespaceView,
+        clock: Callable[[], float],
+        rng: random.Random,
+        *,
+        datanodes: DatanodeManager | None = None,
+        safe_mode: SafeMode | None = None,
+        min_replication: int = MIN_REPLICATION,
+        block_size: int = 128 << 20,
+        pending_limit: int | None = None,
+        invalidate_limit: int = INVALIDATE_LIMIT,
+    ) -> None:
+        self.ns = namespace
+        self.clock = clock
+        self.rng = rng
+        self.dm = datanodes or DatanodeManager(clock)
+        self.safe_mode = safe_mode or SafeMode()
+        self.min_replication = min_replication
+        self.block_size = block_size
+        self.invalidate_limit = invalidate_limit
+        self.map = BlockMap()
+        self.pending = (
+            PendingDataNodeMessages(pending_limit)
+            if pending_limit is not None
+            else PendingDataNodeMessages()
+        )
+        self.active = False
+        self.expected: dict[int, tuple[int, ...]] = {}  # UC block id -> storage indexes
+        self.corrupt: dict[int, dict[int, CorruptReason]] = {}
+        self.queues: list[dict[int, None]] = [{} for _ in range(LEVELS)]
+        self.queue_of: dict[int, int] = {}
+        self.postponed: set[int] = set()  # over-replicated or corrupt, waiting on reports
+        self.invalidates: dict[str, dict[int, Block]] = {}  # node uuid -> blocks to delete
+        self.transfers: dict[str, list[TransferCommand]] = {}
+        self.in_flight: dict[int, tuple[float, set[str]]] = {}  # block -> deadline, targets
+        self.complete_total = 0
+        self.complete_safe = 0
+        self.metrics: Counter[str] = Counter()
+
+    # -- views --------------------------------------------------------------------------
+
+    def _storage_id(self, idx: int) -> str:
+        return self.dm.storages[idx].storage_id
+
+    def block_info(self, block_id: int) -> BlockInfo | None:
+        """The block's state and replicas, or None if the map does not hold it."""
+        m, s = self.map, self.map.find(block_id)
+        if s < 0:
+            return None
+        corrupt = self.corrupt.get(block_id, {})
+        return BlockInfo(
+            block=Block(block_id, m.nbytes[s], m.gs[s]),
+            replication=m.repl[s],
+            state=BlockUCState(m.state[s]),
+            locations=tuple(self._storage_id(i) for i in m.locations(s)),
+            corrupt=tuple(self._storage_id(i) for i in corrupt),
+            expected=tuple(self._storage_id(i) for i in self.expected.get(block_id, ())),
+        )
+
+    def live_replicas(self, block_id: int) -> int:
+        """Stored replicas of the block that are not corrupt."""
+        s = self.map.find(block_id)
+        return 0 if s < 0 else self._live(s)
+
+    def _live(self, slot: int) -> int:
+        locs = self.map.locations(slot)
+        bad = self.corrupt.get(self.map.ids[slot])
+        return len(locs) if not bad else sum(1 for i in locs if i not in bad)
+
+    def locations(self, block_id: int) -> list[tuple[DatanodeDescriptor, DatanodeStorageInfo]]:
+        """Where a client reads the block: live replicas, or an UC block's pipeline."""
+        s = self.map.find(block_id)
+        if s < 0:
+            return []
+        bad = self.corrupt.get(block_id, {})
+        idxs = [i for i in self.map.locations(s) if i not in bad]
+        if self.map.state[s] == BlockUCState.UNDER_CONSTRUCTION:
+            idxs += [i for i in self.expected.get(block_id, ()) if i not in idxs]
+        out = []
+        for i in idxs:
+            node = self.dm.node_of_storage(i)
+            if node is not None and node.alive:
+                out.append((node, self.dm.storages[i]))
+        return out
+
+    def safe_mode_counts(self) -> SafeModeCounts:
+        """The counts safe mode decides on."""
+        return SafeModeCounts(self.complete_safe, self.complete_total, len(self.dm.live_nodes()))
+
+    def check_safe_mode(self) -> bool:
+        """Advance start-up safe mode; returns whether it is still on (design §B.8)."""
+        return self.safe_mode.check(self.safe_mode_counts(), self.clock()) is not (
+            self.safe_mode.status.OFF
+        )
+
+    def safe_mode_tip(self) -> str:
+        """HDFS's safe mode status line."""
+        return self.safe_mode.tip(self.safe_mode_counts(), self.clock())
+
+    def fs_stats(self) -> FsStats:
+        """getFsStats: live capacity and the block manager's counts."""
+        t = self.dm.totals()
+        missing = self.queues[QUEUE_WITH_CORRUPT_BLOCKS]
+        repl_one = sum(1 for b in missing if self.map.repl[self.map.find(b)] == 1)
+        return FsStats(
+            capacity=t.capacity,
+            used=t.dfs_used,
+            remaining=t.remaining,
+            under_replicated=len(self.queue_of),
+            corrupt_blocks=len(self.corrupt),
+            missing_blocks=len(missing),
+            missing_repl_one_blocks=repl_one,
+            pending_deletion=sum(len(v) for v in self.invalidates.values()),
+        )
+
+    def _commanding(self) -> bool:
+        return self.active and not self.safe_mode.is_on
+
+    # -- accounting ---------------------------------------------------------------------
+
+    def _safe(self, slot: int) -> int:
+        if self.map.state[slot] != BlockUCState.COMPLETE:
+            return 0
+        return 1 if self._live(slot) >= self.min_replication else 0
+
+    def _set_state(self, slot: int, state: BlockUCState) -> None:
+        was = self.map.state[slot] == BlockUCState.COMPLETE
+        self.map.state[slot] = state
+        now = state is BlockUCState.COMPLETE
+        self.complete_total += int(now) - int(was)
+
+    def _requeue(self, block_id: int, slot: int) -> None:
+        """Put the block in the under-replication queue its counts call for, or none."""
+        old = self.queue_of.pop(block_id, None)
+        if old is not None:
+            del self.queues[old][block_id]
+            # A dict keeps its table when emptied: a queue that drained gives it back.
+            if not self.queues[old]:
+                self.queues[old] = {}
+            if not self.queue_of:
+                self.queue_of = {}
+        if slot < 0 or self.map.state[slot] != BlockUCState.COMPLETE:
+            return
+        prio = redundancy_priority(self._live(slot), self.map.repl[slot])
+        if prio is not None:
+            self.queues[prio][block_id] = None
+            self.queue_of[block_id] = prio
+
+    def _changed(self, slot: int, safe_before: int) -> None:
+        """After a block's replicas or state changed: safe count, queues, deletions."""
+        bid = self.map.ids[slot]
+        self.complete_safe += self._safe(slot) - safe_before
+        if self.map.state[slot] == BlockUCState.COMMITTED and (
+            self._live(slot) >= self.min_replication
+        ):
+            self._set_state(slot, BlockUCState.COMPLETE)
+            self.complete_safe += self._safe(slot)
+        self._requeue(bid, slot)
+        self._check_excess(slot)
+
+    # -- the namespace's calls (the one apply path) --------------------------------------
+
+    def add_block(self, block: Block, replication: int, expected: Sequence[str] = ()) -> None:
+        """A new last block of a file being written (OP_ADD_BLOCK): under construction."""
+        if self.map.find(block.block_id) >= 0:
+            raise BlockStateError(f"Block {block.block_id} is already in the block map")
+        self.map.insert(
+            block.block_id,
+            block.num_bytes,
+            block.genstamp,
+            max(1, min(replication, 0xFFFF)),
+            BlockUCState.UNDER_CONSTRUCTION,
+        )
+        self.expected[block.block_id] = tuple(
+            self.dm.storage_index[s] for s in expected if s in self.dm.storage_index
+        )
+
+    def update_block(self, block: Block) -> None:
+        """New length or generation stamp of a block (OP_UPDATE_BLOCKS, pipeline update)."""
+        s = self._slot(block.block_id)
+        self.map.nbytes[s], self.map.gs[s] = block.num_bytes, block.genstamp
+
+    def commit_block(self, block: Block) -> BlockUCState:
+        """The client's length for the last block (commitBlock); completes it if it can."""
+        s = self._slot(block.block_id)
+        if self.map.state[s] != BlockUCState.UNDER_CONSTRUCTION:
+            return BlockUCState(self.map.state[s])
+        if self.map.gs[s] != block.genstamp:
+            raise BlockStateError(
+                f"Commit block with mismatching GS. NN has blk_{block.block_id}_"
+                f"{self.map.gs[s]}, client submits blk_{block.block_id}_{block.genstamp}"
+            )
+        before = self._safe(s)
+        self.map.nbytes[s] = block.num_bytes
+        self._set_state(s, BlockUCState.COMMITTED)
+        self.expected.pop(block.block_id, None)
+        self._changed(s, before)
+        return BlockUCState(self.map.state[s])
+
+    def force_complete(self, block: Block) -> None:
+        """Complete a block whatever its replicas (replaying OP_CLOSE on a standby)."""
+        s = self._slot(block.block_id)
+        before = self._safe(s)
+        self.map.nbytes[s], self.map.gs[s] = block.num_bytes, block.genstamp
+        self._set_state(s, BlockUCState.COMPLETE)
+        self.expected.pop(block.block_id, None)
+        self.complete_safe -= before  # _changed adds the block's new safe state
+        self._changed(s, 0)
+
+    def set_replication(self, block_ids: Iterable[int], replication: int) -> None:
+        """A file's new replication (setReplication): its blocks are checked again."""
+        for bid in block_ids:
+            s = self._slot(bid)
+            before = self._safe(s)
+            self.map.repl[s] = max(1, min(replication, 0xFFFF))
+            self._changed(s, before)
+
+    def remove_blocks(self, block_ids: Iterable[int]) -> None:
+        """Blocks of deleted files leave the map; their replicas are queued for deletion."""
+        for bid in block_ids:
+            s = self.map.find(bid)
+            if s < 0:
+                continue
+            block = Block(bid, self.map.nbytes[s], self.map.gs[s])
+            self.complete_safe -= self._safe(s)
+            self._set_state(s, BlockUCState.UNDER_CONSTRUCTION)
+            for i in self.map.locations(s):
+                node = self.dm.node_of_storage(i)
+                if node is not None and self.active:
+                    self.invalidates.setdefault(node.uuid, {})[bid] = block
+            self.map.delete(s)
+            self._requeue(bid, -1)
+            self.expected.pop(bid, None)
+            self.corrupt.pop(bid, None)
+            self.postponed.discard(bid)
+            self.in_flight.pop(bid, None)
+
+    def _slot(self, block_id: int) -> int:
+        s = self.map.find(block_id)
+        if s < 0:
+            raise BlockStateError(f"Block {block_id} is not in the block map")
+        return s
+
+    # -- DataNodes ---------------------------------------------------------------------
+
+    def register_datanode(self, reg: DatanodeRegistration) -> RegisterResult:
+        """registerDatanode; a node wiped by it loses its replicas (design §B.5)."""
+        old = [self.dm.nodes[u] for u in self._uuid_at(reg) if u in self.dm.nodes]
+        result = self.dm.register(reg)
+        for node in old:
+            self._remove_node_replicas(node)
+        return result
+
+    def _uuid_at(self, reg: DatanodeRegistration) -> list[str]:
+        u = self.dm.by_xfer.get(reg.xfer_addr)
+        return [u] if u is not None and u != reg.uuid else []
+
+    def heartbeat(
+        self, uuid: str, reports: Iterable[StorageReport], xceiver_count: int = 0
+    ) -> list[Command]:
+        """sendHeartbeat: record it and return the node's commands (only when active)."""
+        if self.dm.heartbeat(uuid, reports, xceiver_count).register:
+            return [RegisterCommand()]
+        if not self._commanding():
+            return []
+        out: list[Command] = []
+        for cmd in self.transfers.pop(uuid, []):
+            out.append(cmd)
+        inv = self.invalidates.get(uuid)
+        if inv:
+            batch = list(inv)[: self.invalidate_limit]
+            out.append(InvalidateCommand(tuple(inv.pop(b) for b in batch)))
+            if not inv:
+                del self.invalidates[uuid]
+        return out
+
+    def check_heartbeats(self) -> list[str]:
+        """Mark expired nodes dead; their replicas leave the map. Returns their uuids."""
+        dead = self.dm.expire_dead()
+        for node in dead:
+            self._remove_node_replicas(node)
+        return [n.uuid for n in dead]
+
+    def _remove_node_replicas(self, node: DatanodeDescriptor) -> None:
+        for st in node.storages.values():
+            for s in self.map.slots_on_storage(st.index):
+                self._remove_replica(s, st.index)
+            self.pending.drop_storage(st.storage_id)
+        self.invalidates.pop(node.uuid, None)
+        self.transfers.pop(node.uuid, None)
+        for bid in self.expected:
+            if any(self.dm.storages[i].node_uuid == node.uuid for i in self.expected[bid]):
+                self.expected[bid] = tuple(
+                    i for i in self.expected[bid] if self.dm.storages[i].node_uuid != node.uuid
+                )
+
+    def _remove_replica(self, slot: int, storage: int) -> None:
+        before = self._safe(slot)
+        if not self.map.remove_location(slot, storage):
+            return
+        bid = self.map.ids[slot]
+        bad = self.corrupt.get(bid)
+        if bad is not None:
+            bad.pop(storage, None)
+            if not bad:
+                del self.corrupt[bid]
+        self._changed(slot, before)
+
+    # -- reports -----------------------------------------------------------------------
+
+    def _reporting(
+        self, uuid: str, storage_id: str
+    ) -> tuple[DatanodeDescriptor, DatanodeStorageInfo]:
+        node = self.dm.get_registered(uuid)
+        return node, self.dm.storage_of(node, storage_id)
+
+    def _from_future(self, r: ReportedReplica) -> bool:
+        """Whether a standby must wait for edits before it can judge r (design §B.6)."""
+        b = r.block
+        s = self.map.find(b.block_id)
+        if s >= 0:
+            return b.genstamp > self.map.gs[s]
+        return (
+            b.genstamp > self.ns.current_generation_stamp()
+            or b.block_id > self.ns.last_allocated_block_id()
+        )
+
+    def process_report(
+        self, uuid: str, storage_id: str, replicas: Sequence[ReportedReplica]
+    ) -> None:
+        """A full block report of one storage: the map follows it (design §B.5)."""
+        node, st = self._reporting(uuid, storage_id)
+        queue = [] if self.active else [r for r in replicas if self._from_future(r)]
+        self.pending.check_room(len(queue))
+        self.pending.drop_storage(storage_id)  # this report supersedes what was queued
+        for r in queue:
+            self.pending.enqueue(PendingMessage(uuid, storage_id, r))
+        queued = {id(r) for r in queue}
+        reported: set[int] = set()
+        for r in replicas:
+            reported.add(r.block.block_id)
+            if id(r) not in queued:
+                self._process_reported(node, st, r, may_delete_unknown=True)
+        for s in self.map.slots_on_storage(st.index):
+            if self.map.ids[s] not in reported:
+                self._remove_replica(s, st.index)
+        st.block_report_count += 1
+        self.metrics["block_reports"] += 1
+        if self.active and st.block_contents_stale:
+            st.block_contents_stale = False
+            self._rescan_postponed()
+
+    def process_incremental(
+        self,
+        uuid: str,
+        storage_id: str,
+        items: Sequence[tuple[ReceivedDeletedStatus, Block]],
+    ) -> None:
+        """blockReceivedAndDeleted: RECEIVING, RECEIVED and DELETED replicas (design §B.5)."""
+        node, st = self._reporting(uuid, storage_id)
+        todo: list[tuple[ReceivedDeletedStatus, ReportedReplica]] = []
+        for status, b in items:
+            if status is ReceivedDeletedStatus.DELETED:
+                todo.append((status, ReportedReplica(b)))
+            else:
+                state = (
+                    ReplicaState.RBW
+                    if status is ReceivedDeletedStatus.RECEIVING
+                    else ReplicaState.FINALIZED
+                )
+                todo.append((status, ReportedReplica(b, state)))
+        queue = (
+            []
+            if self.active
+            else [
+                r
+                for status, r in todo
+                if status is not ReceivedDeletedStatus.DELETED and self._from_future(r)
+            ]
+        )
+        self.pending.check_room(len(queue))
+        queued = {id(r) for r in queue}
+        for status, r in todo:
+            bid = r.block.block_id
+            if status is ReceivedDeletedStatus.DELETED:
+                self.pending.drop(bid, storage_id)
+                inv = self.invalidates.get(uuid)
+                if inv is not None:
+                    inv.pop(bid, None)
+                s = self.map.find(bid)
+                if s >= 0:
+                    self._remove_replica(s, st.index)
+            elif id(r) in queued:
+                self.pending.enqueue(PendingMessage(uuid, storage_id, r))
+            else:
+                if status is ReceivedDeletedStatus.RECEIVED:
+                    node.blocks_scheduled = max(0, node.blocks_scheduled - 1)
+                    flight = self.in_flight.get(bid)
+                    if flight is not None:
+                        flight[1].discard(uuid)
+                        if not flight[1]:
+                            del self.in_flight[bid]
+                self._process_reported(node, st, r, may_delete_unknown=not st.block_contents_stale)
+        self.metrics["incremental_reports"] += 1
+
+    def _process_reported(
+        self,
+        node: DatanodeDescriptor,
+        st: DatanodeStorageInfo,
+        r: ReportedReplica,
+        *,
+        may_delete_unknown: bool,
+    ) -> None:
+        b = r.block
+        s = self.map.find(b.block_id)
+        if s < 0:
+            # No file has this block (deleted, or never written): delete the replica.
+            if self.active and may_delete_unknown:
+                self.invalidates.setdefault(node.uuid, {})[b.block_id] = b
+                self.metrics["invalidated_unknown"] += 1
+            else:
+                self.metrics["unknown_kept"] += 1
+            return
+        if b.block_id in self.invalidates.get(node.uuid, {}):
+            return  # already being deleted there
+        state = BlockUCState(self.map.state[s])
+        reason = check_replica_corrupt(state, self.map.gs[s], self.map.nbytes[s], r)
+        if reason is not None:
+            self._mark_corrupt(s, st.index, reason)
+            return
+        if state is BlockUCState.UNDER_CONSTRUCTION:
+            exp = self.expected.get(b.block_id, ())
+            if st.index not in exp:
+                self.expected[b.block_id] = (*exp, st.index)
+            if r.state is not ReplicaState.FINALIZED:
+                return
+        elif r.state is not ReplicaState.FINALIZED:
+            return
+        bad = self.corrupt.get(b.block_id)
+        before = self._safe(s)
+        added = self.map.add_location(s, st.index)
+        if bad is not None and st.index in bad:
+            del bad[st.index]  # it was corrupt and is good now
+            if not bad:
+                del self.corrupt[b.block_id]
+            added = True
+        if added:
+            self._changed(s, before)
+
+    def _mark_corrupt(self, slot: int, storage: int, reason: CorruptReason) -> None:
+        bid = self.map.ids[slot]
+        before = self._safe(slot)
+        self.map.add_location(slot, storage)
+        self.corrupt.setdefault(bid, {})[storage] = reason
+        self.metrics["corrupt_replicas"] += 1
+        self._changed(slot, before)
+
+    # -- deletions: excess and corrupt replicas (design §B.6) --------------------------
+
+    def _stale_replicas(self, slot: int) -> bool:
+        return any(self.dm.storages[i].block_contents_stale for i in self.map.locations(slot))
+
+    def _check_excess(self, slot: int) -> None:
+        """Delete corrupt replicas once enough are live, and replicas beyond replication."""
+        bid = self.map.ids[slot]
+        if not self.active or self.map.state[slot] != BlockUCState.COMPLETE:
+            return
+        live, want = self._live(slot), self.map.repl[slot]
+        bad = self.corrupt.get(bid)
+        if live < want or (live == want and not bad):
+            self.postponed.discard(bid)
+            return
+        if self._stale_replicas(slot):
+            if bid not in self.postponed:
+                self.metrics["postponed_misreplicated"] += 1
+            self.postponed.add(bid)
+            return
+        self.postponed.discard(bid)
+        block = Block(bid, self.map.nbytes[slot], self.map.gs[slot])
+        drop = list(bad) if bad else []
+        if live > want:
+            good = [i for i in self.map.locations(slot) if not bad or i not in bad]
+            drop += self._choose_excess(good, live - want)
+        for i in drop:
+            node = self.dm.node_of_storage(i)
+            if node is not None:
+                self.invalidates.setdefault(node.uuid, {})[bid] = block
+            self._remove_replica(self.map.find(bid), i)
+
+    def _choose_excess(self, storages: list[int], n: int) -> list[int]:
+        """Replicas to delete: a stale node's first, then the least free space (HDFS)."""
+
+        def key(i: int) -> tuple[int, float, int]:
+            node = self.dm.node_of_storage(i)
+            if node is None:
+                return (0, 0.0, 0)
+            stale = self.dm.is_stale(node)
+            return (0 if stale else 1, node.last_update if stale else 0.0, node.remaining())
+
+        return sorted(storages, key=key)[:n]
+
+    def _rescan_postponed(self) -> None:
+        for bid in list(self.postponed):
+            s = self.map.find(bid)
+            self.postponed.discard(bid)
+            if s >= 0:
+                self._check_excess(s)
+
+    # -- HA (design §B.6) --------------------------------------------------------------
+
+    def set_active(self, active: bool) -> None:
+        """The caller says this NameNode became active (or standby)."""
+        self.invalidates.clear()
+        self.transfers.clear()
+        self.in_flight.clear()
+        self.postponed.clear()
+        for node in self.dm.nodes.values():
+            node.blocks_scheduled = 0
+        self.active = active
+        if not active:
+            return
+        self.dm.mark_all_stale()
+        self.process_pending(everything=True)
+        for s in list(self.map.slots()):
+            self._requeue(self.map.ids[s], s)
+            self._check_excess(s)
+
+    def process_pending(self, *, everything: bool = False) -> int:
+        """Run queued messages the applied edits now allow (all of them when active)."""
+        done = 0
+        msgs: list[PendingMessage] = []
+        if everything or self.active:
+            msgs = self.pending.take_all()
+        else:
+            for bid in self.pending.block_ids():
+                first = self.pending.by_block[bid][0]
+                if not self._from_future(first.replica):
+                    msgs += self.pending.take(bid)
+        for m in msgs:
+            node = self.dm.nodes.get(m.node_uuid)
+            if node is None or not node.alive or m.storage_id not in node.storages:
+                continue
+            st = node.storages[m.storage_id]
+            if not self.active and self._from_future(m.replica):
+                self.pending.enqueue(m)
+                continue
+            self._process_reported(
+                node, st, m.replica, may_delete_unknown=not st.block_contents_stale
+            )
+            done += 1
+        return done
+
+    # -- reconstruction (design §B.7) --------------------------------------------------
+
+    def compute_reconstruction_work(self, max_blocks: int) -> int:
+        """Schedule DNA_TRANSFER for under-replicated blocks; returns how many were scheduled."""
+        if not self._commanding():
+            return 0
+        now = self.clock()
+        for bid, (deadline, _) in list(self.in_flight.items()):
+            if deadline <= now:
+                del self.in_flight[bid]
+                self.metrics["reconstruction_timeouts"] += 1
+        live = self.dm.live_nodes()
+        scheduled = 0
+        for prio in range(QUEUE_WITH_CORRUPT_BLOCKS):
+            for bid in list(self.queues[prio]):
+                if scheduled >= max_blocks:
+                    return scheduled
+                if self._schedule(bid, prio, live, now):
+                    scheduled += 1
+        return scheduled
+
+    def _schedule(self, bid: int, prio: int, live: list[DatanodeDescriptor], now: float) -> bool:
+        s = self.map.find(bid)
+        flight = self.in_flight.get(bid)
+        pending = len(flight[1]) if flight else 0
+        need = self.map.repl[s] - self._live(s) - pending
+        if need <= 0:
+            return False
+        bad = self.corrupt.get(bid, {})
+        limit = REPLICATION_STREAMS_HARD_LIMIT if prio == 0 else MAX_REPLICATION_STREAMS
+        sources = []
+        holders = set()
+        for i in self.map.locations(s):
+            node = self.dm.node_of_storage(i)
+            if node is None:
+                continue
+            holders.add(node.uuid)
+            if i not in bad and node.alive and len(self.transfers.get(node.uuid, ())) < limit:
+                sources.append(node)
+        if not sources:
+            return False
+        source = min(sources, key=lambda d: (len(self.transfers.get(d.uuid, ())), d.uuid))
+        excluded = holders | (flight[1] if flight else set())
+        targets = placement.choose_targets(need, live, self.block_size, self.rng, excluded=excluded)
+        if not targets:
+            return False
+        block = Block(bid, self.map.nbytes[s], self.map.gs[s])
+        cmd = TransferCommand(block, tuple((t.node.uuid, t.storage.storage_id) for t in targets))
+        self.transfers.setdefault(source.uuid, []).append(cmd)
+        for t in targets:
+            t.node.blocks_scheduled += 1
+        uuids = {t.node.uuid for t in targets} | (flight[1] if flight else set())
+        self.in_flight[bid] = (now + PENDING_RECONSTRUCTION_TIMEOUT_S, uuids)
+        return True
+
+    def choose_targets(
+        self,
+        n: int,
+        *,
+        writer: str | None = None,
+        excluded: Sequence[str] = (),
+        favored: Sequence[str] = (),
+        block_size: int | None = None,
+    ) -> list[placement.Target]:
+        """Targets for a new block (addBlock); fewer than n when no more fit (design §B.7)."""
+        return placement.choose_targets(
+            n,
+            self.dm.live_nodes(),
+            block_size or self.block_size,
+            self.rng,
+            writer=writer,
+            excluded=excluded,
+            favored=favored,
+        )

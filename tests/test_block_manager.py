@@ -1,0 +1,435 @@
+"""BlockManager rules and attacks: reports, states, queues, HA (design §B.5-§B.8)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from qjm.editlog.ops.types import Block
+from qjm.namenode.blocks.block_manager import (
+    BlockManager,
+    BlockUCState,
+    CorruptReason,
+    InvalidateCommand,
+    ReceivedDeletedStatus,
+    RegisterCommand,
+    TransferCommand,
+    check_replica_corrupt,
+    redundancy_priority,
+)
+from qjm.namenode.blocks.block_map import BlockMap
+from qjm.namenode.blocks.datanode_manager import DatanodeRegistration, StorageReport
+from qjm.namenode.blocks.errors import (
+    BlockStateError,
+    PendingMessagesFullError,
+    UnregisteredNodeError,
+)
+from qjm.namenode.blocks.pending_messages import ReplicaState, ReportedReplica
+from qjm.namenode.blocks.safe_mode import SafeMode
+
+FIN, RBW, RWR = ReplicaState.FINALIZED, ReplicaState.RBW, ReplicaState.RWR
+COMPLETE, COMMITTED, UC = (
+    BlockUCState.COMPLETE,
+    BlockUCState.COMMITTED,
+    BlockUCState.UNDER_CONSTRUCTION,
+)
+RECEIVING, RECEIVED, DELETED = (
+    ReceivedDeletedStatus.RECEIVING,
+    ReceivedDeletedStatus.RECEIVED,
+    ReceivedDeletedStatus.DELETED,
+)
+B0 = 1 << 30
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class Namespace:
+    """What the tailer has applied so far (the NamespaceView)."""
+
+    def __init__(self) -> None:
+        self.gs = 1010
+        self.last_id = B0 + 10
+
+    def current_generation_stamp(self) -> int:
+        return self.gs
+
+    def last_allocated_block_id(self) -> int:
+        return self.last_id
+
+
+def reg(uuid: str, ip: str = "127.0.0.1", port: int | None = None) -> DatanodeRegistration:
+    p = port if port is not None else 9000 + int(uuid[2:]) * 10
+    return DatanodeRegistration(uuid, ip, uuid, p, p + 1, p + 2)
+
+
+def make(
+    n: int = 3, *, active: bool = True, pending_limit: int = 100
+) -> tuple[BlockManager, Clock, Namespace]:
+    clock, ns = Clock(), Namespace()
+    bm = BlockManager(
+        ns, clock, random.Random(0), safe_mode=SafeMode(extension_s=0), pending_limit=pending_limit
+    )
+    for i in range(n):
+        bm.register_datanode(reg(f"dn{i}"))
+        bm.heartbeat(f"dn{i}", [StorageReport(f"s{i}", capacity=1 << 40, remaining=1 << 40)])
+    bm.safe_mode.leave()
+    bm.set_active(active)
+    return bm, clock, ns
+
+
+def blk(i: int, n: int = 10, gs: int = 1001) -> Block:
+    return Block(B0 + i, n, gs)
+
+
+def complete(bm: BlockManager, b: Block, repl: int = 3) -> None:
+    bm.add_block(b, repl)
+    bm.force_complete(b)
+
+
+def report(bm: BlockManager, i: int, *replicas: ReportedReplica) -> None:
+    bm.process_report(f"dn{i}", f"s{i}", list(replicas))
+
+
+def fin(b: Block, state: ReplicaState = FIN) -> ReportedReplica:
+    return ReportedReplica(b, state)
+
+
+def commands(bm: BlockManager, i: int) -> list:  # type: ignore[type-arg]
+    return bm.heartbeat(f"dn{i}", [])
+
+
+def invalidated(bm: BlockManager, i: int) -> set[int]:
+    return {
+        b.block_id for c in commands(bm, i) if isinstance(c, InvalidateCommand) for b in c.blocks
+    }
+
+
+# -- the block map's columns ----------------------------------------------------------
+
+
+def test_block_map_insert_find_delete_grow() -> None:
+    m = BlockMap()
+    ids = [B0 + i for i in range(1000)] + [-5, 7, (1 << 62) + 3]
+    for k in ids:
+        m.insert(k, k & 0xFF, 1001, 3, 0)
+    assert len(m) == len(ids) and m.capacity >= 2 * len(ids) // 2
+    assert all(m.nbytes[m.find(k)] == k & 0xFF for k in ids)
+    for k in ids[::2]:
+        m.delete(m.find(k))
+    assert all(m.find(k) < 0 for k in ids[::2]) and all(m.find(k) >= 0 for k in ids[1::2])
+    with pytest.raises(KeyError):
+        m.insert(ids[1], 0, 0, 1, 0)
+
+
+def test_block_map_locations_beyond_three_and_scan() -> None:
+    m = BlockMap()
+    s = m.insert(B0, 1, 1, 5, 0)
+    for st in (4, 9, 1 << 20, 2, 7):
+        assert m.add_location(s, st)
+    assert not m.add_location(s, 9)
+    assert sorted(m.locations(s)) == [2, 4, 7, 9, 1 << 20]
+    other = m.insert(B0 + 1, 1, 1, 3, 0)
+    m.add_location(other, 1 << 20)
+    assert m.slots_on_storage(1 << 20) == sorted([s, other])
+    assert m.slots_on_storage(7) == [s] and m.slots_on_storage(3) == []
+    assert m.remove_location(s, 7) and not m.remove_location(s, 7)
+
+
+# -- rules as tables ------------------------------------------------------------------
+
+GM, SM, IS = (
+    CorruptReason.GENSTAMP_MISMATCH,
+    CorruptReason.SIZE_MISMATCH,
+    CorruptReason.INVALID_STATE,
+)
+
+
+@pytest.mark.parametrize(
+    ("stored", "rstate", "rgs", "rlen", "want"),
+    [
+        (COMPLETE, FIN, 1001, 10, None),
+        (COMPLETE, FIN, 1000, 10, GM),  # an older genstamp
+        (COMPLETE, FIN, 1002, 10, GM),
+        (COMPLETE, FIN, 1001, 9, SM),
+        (COMMITTED, FIN, 1001, 11, SM),
+        (UC, FIN, 1000, 10, GM),
+        (UC, FIN, 1002, 99, None),
+        (UC, RBW, 1001, 3, None),
+        (UC, RBW, 1000, 3, GM),
+        (COMMITTED, RBW, 1001, 3, None),
+        (COMPLETE, RBW, 1001, 3, None),  # the report raced the close
+        (COMPLETE, RBW, 1000, 3, GM),
+        (COMPLETE, RWR, 1001, 10, IS),
+        (COMPLETE, ReplicaState.TEMPORARY, 1001, 10, IS),
+    ],
+)
+def test_check_replica_corrupt(
+    stored: BlockUCState, rstate: ReplicaState, rgs: int, rlen: int, want: CorruptReason | None
+) -> None:
+    r = ReportedReplica(Block(B0, rlen, rgs), rstate)
+    assert check_replica_corrupt(stored, 1001, 10, r) is want
+
+
+@pytest.mark.parametrize(
+    ("live", "expected", "prio"),
+    [(3, 3, None), (4, 3, None), (0, 3, 4), (1, 3, 0), (2, 3, 2), (2, 7, 1), (1, 1, None)],
+)
+def test_redundancy_priority(live: int, expected: int, prio: int | None) -> None:
+    assert redundancy_priority(live, expected) == prio
+
+
+# -- block life ----------------------------------------------------------------------
+
+
+def test_add_commit_complete_with_min_replicas() -> None:
+    bm, _, _ = make()
+    b = blk(1, 0)
+    bm.add_block(b, 3, ["s0", "s1"])
+    info = bm.block_info(b.block_id)
+    assert info is not None and info.state is UC and info.expected == ("s0", "s1")
+    with pytest.raises(BlockStateError, match="mismatching GS"):
+        bm.commit_block(Block(b.block_id, 5, 999))
+    assert bm.commit_block(Block(b.block_id, 5, b.genstamp)) is COMMITTED
+    bm.process_incremental("dn0", "s0", [(RECEIVED, Block(b.block_id, 5, b.genstamp))])
+    info = bm.block_info(b.block_id)
+    assert info is not None and info.state is COMPLETE and info.locations == ("s0",)
+    assert (bm.complete_total, bm.complete_safe) == (1, 1)
+    with pytest.raises(BlockStateError, match="already"):
+        bm.add_block(b, 3)
+
+
+def test_receiving_is_an_expected_location_not_a_replica() -> None:
+    bm, _, _ = make()
+    b = blk(2, 0)
+    bm.add_block(b, 3)
+    bm.process_incremental("dn1", "s1", [(RECEIVING, b)])
+    info = bm.block_info(b.block_id)
+    assert info is not None and info.expected == ("s1",) and info.locations == ()
+    assert [n.uuid for n, _ in bm.locations(b.block_id)] == ["dn1"]
+
+
+def test_full_report_adds_and_removes() -> None:
+    bm, _, _ = make()
+    a, b = blk(1), blk(2)
+    complete(bm, a)
+    complete(bm, b)
+    report(bm, 0, fin(a), fin(b))
+    assert bm.live_replicas(a.block_id) == 1 and bm.live_replicas(b.block_id) == 1
+    report(bm, 0, fin(a))  # b is gone from that storage
+    assert bm.live_replicas(b.block_id) == 0
+    assert bm.fs_stats().missing_blocks == 1 and bm.fs_stats().under_replicated == 2
+
+
+def test_report_of_deleted_files_block_is_invalidated() -> None:
+    bm, _, _ = make()
+    a = blk(1)
+    complete(bm, a)
+    report(bm, 0, fin(a))
+    bm.remove_blocks([a.block_id])
+    assert invalidated(bm, 0) == {a.block_id}
+    report(bm, 1, fin(a))  # a node that still lists it
+    assert invalidated(bm, 1) == {a.block_id} and bm.block_info(a.block_id) is None
+
+
+def test_older_genstamp_replica_is_corrupt_then_deleted_when_enough_live() -> None:
+    bm, _, _ = make()
+    b = blk(1)
+    complete(bm, b, repl=2)
+    report(bm, 0, fin(b))
+    report(bm, 1, fin(Block(b.block_id, 10, 1000)))
+    assert bm.fs_stats().corrupt_blocks == 1 and bm.live_replicas(b.block_id) == 1
+    assert invalidated(bm, 1) == set()  # kept while it is needed for counting
+    report(bm, 2, fin(b))
+    assert invalidated(bm, 1) == {b.block_id}
+    assert bm.fs_stats().corrupt_blocks == 0 and bm.live_replicas(b.block_id) == 2
+
+
+@pytest.mark.parametrize("dead", [False, True])
+def test_report_from_unregistered_or_dead_node_refused(dead: bool) -> None:
+    bm, clock, _ = make(2)
+    b = blk(1)
+    complete(bm, b)
+    if dead:
+        clock.t += 631
+        bm.heartbeat("dn1", [])
+        assert bm.check_heartbeats() == ["dn0"]
+    who = "dn0" if dead else "dn9"
+    with pytest.raises(UnregisteredNodeError, match=who):
+        bm.process_report(who, "s0", [fin(b)])
+    with pytest.raises(UnregisteredNodeError):
+        bm.process_incremental(who, "s0", [(RECEIVED, b)])
+    assert bm.live_replicas(b.block_id) == 0
+    assert bm.heartbeat(who, []) == [RegisterCommand()]
+
+
+def test_dead_node_replicas_leave_and_block_is_rereplicated() -> None:
+    bm, clock, _ = make(4)
+    b = blk(1)
+    complete(bm, b, repl=2)
+    report(bm, 0, fin(b))
+    report(bm, 1, fin(b))
+    for i in (2, 3):
+        report(bm, i)
+    clock.t += 631
+    for i in (1, 2, 3):
+        bm.heartbeat(f"dn{i}", [])
+    assert bm.check_heartbeats() == ["dn0"]
+    assert bm.live_replicas(b.block_id) == 1 and bm.fs_stats().under_replicated == 1
+    assert bm.compute_reconstruction_work(10) == 1
+    assert bm.compute_reconstruction_work(10) == 0  # in flight
+    cmds = commands(bm, 1)
+    assert len(cmds) == 1 and isinstance(cmds[0], TransferCommand)
+    target_uuid, target_sid = cmds[0].targets[0]
+    assert target_uuid in ("dn2", "dn3")
+    bm.process_incremental(target_uuid, target_sid, [(RECEIVED, b)])
+    assert bm.live_replicas(b.block_id) == 2 and bm.fs_stats().under_replicated == 0
+
+
+def test_no_commands_while_standby_or_in_safe_mode() -> None:
+    bm, _, _ = make(3, active=False)
+    b, short = blk(1), blk(2)
+    complete(bm, b, repl=1)
+    complete(bm, short, repl=3)
+    report(bm, 0, fin(b), fin(short))  # short: under-replicated
+    report(bm, 1, fin(b))  # b: over-replicated
+    report(bm, 2, fin(blk(5)))  # unknown
+    assert bm.fs_stats().under_replicated == 1
+    assert bm.compute_reconstruction_work(10) == 0
+    assert all(commands(bm, i) == [] for i in range(3))
+    bm.set_active(True)
+    bm.safe_mode.enter()
+    for i in range(3):
+        report(bm, i, *([fin(b)] if i < 2 else []))
+    assert all(commands(bm, i) == [] for i in range(3))
+
+
+def test_replication_lowered_deletes_excess() -> None:
+    bm, _, _ = make()
+    b = blk(1)
+    complete(bm, b)
+    for i in range(3):
+        report(bm, i, fin(b))
+    bm.set_replication([b.block_id], 1)
+    gone = [i for i in range(3) if invalidated(bm, i) == {b.block_id}]
+    assert len(gone) == 2 and bm.live_replicas(b.block_id) == 1
+
+
+def test_safe_mode_counts_complete_blocks_with_min_replicas() -> None:
+    clock, ns = Clock(), Namespace()
+    bm = BlockManager(ns, clock, random.Random(0), safe_mode=SafeMode(extension_s=0))
+    bm.register_datanode(reg("dn0"))
+    bm.heartbeat("dn0", [StorageReport("s0", remaining=1 << 40)])
+    for i in range(3):
+        complete(bm, blk(i))
+    assert bm.check_safe_mode() and "The reported blocks 0 needs additional 2 blocks" in (
+        bm.safe_mode_tip()
+    )
+    report(bm, 0, fin(blk(0)))
+    assert bm.complete_safe == 1 and bm.check_safe_mode()
+    report(bm, 0, fin(blk(0)), fin(blk(1)))  # int(3 * 0.999) = 2 blocks are enough
+    assert bm.complete_safe == 2 and not bm.check_safe_mode()
+
+
+# -- HA: standby reports, pending messages, postponed deletions (design §B.6) ----------
+
+
+def test_report_on_standby_before_the_edit_is_queued_then_applied() -> None:
+    bm, _, ns = make(active=False)
+    future = Block(B0 + 11, 10, 1011)
+    bm.process_incremental("dn0", "s0", [(RECEIVED, future)])
+    assert len(bm.pending) == 1 and bm.block_info(future.block_id) is None
+    assert bm.process_pending() == 0 and len(bm.pending) == 1  # still ahead of the tailer
+    ns.gs, ns.last_id = 1011, B0 + 11
+    bm.add_block(future, 3)
+    bm.force_complete(future)
+    assert bm.process_pending() == 1 and len(bm.pending) == 0
+    assert bm.live_replicas(future.block_id) == 1
+
+
+def test_newer_genstamp_on_standby_is_queued_not_corrupt() -> None:
+    bm, _, _ = make(active=False)
+    b = blk(1)
+    complete(bm, b)
+    newer = Block(b.block_id, 20, 1005)  # an append the tailer has not applied
+    report(bm, 0, fin(newer))
+    assert len(bm.pending) == 1 and bm.fs_stats().corrupt_blocks == 0
+    bm.update_block(newer)
+    bm.process_pending()
+    assert bm.live_replicas(b.block_id) == 1 and bm.fs_stats().corrupt_blocks == 0
+
+
+def test_pending_bound_refuses_whole_report() -> None:
+    bm, _, _ = make(active=False, pending_limit=2)
+    known = blk(1)
+    complete(bm, known)
+    with pytest.raises(PendingMessagesFullError, match="bound is 2"):
+        report(bm, 0, fin(known), *(fin(Block(B0 + 100 + i, 1, 2000)) for i in range(3)))
+    assert len(bm.pending) == 0 and bm.live_replicas(known.block_id) == 0
+    assert bm.pending.refused == 3
+
+
+def test_deleted_replica_drops_its_queued_message() -> None:
+    bm, _, _ = make(active=False)
+    f = Block(B0 + 50, 1, 2000)
+    bm.process_incremental("dn0", "s0", [(RECEIVED, f), (DELETED, f)])
+    assert len(bm.pending) == 0
+
+
+def test_deletions_postponed_until_each_node_reports_after_failover() -> None:
+    bm, _, _ = make(active=False)
+    b = blk(1)
+    complete(bm, b, repl=2)
+    for i in range(3):
+        report(bm, i, fin(b))  # over-replicated, seen while standby
+    bm.set_active(True)
+    assert b.block_id in bm.postponed
+    assert all(invalidated(bm, i) == set() for i in range(3))
+    bm.process_incremental("dn0", "s0", [(RECEIVED, blk(77))])  # unknown, node stale
+    assert invalidated(bm, 0) == set()
+    report(bm, 0, fin(b))
+    report(bm, 1, fin(b))
+    assert b.block_id in bm.postponed  # dn2 has not reported yet
+    report(bm, 2, fin(b))
+    assert b.block_id not in bm.postponed
+    assert sum(len(invalidated(bm, i)) for i in range(3)) == 1
+    assert bm.live_replicas(b.block_id) == 2
+
+
+def test_second_failover_before_reports_postpones_again() -> None:
+    bm, _, _ = make(active=False)
+    b = blk(1)
+    complete(bm, b, repl=2)
+    bm.set_active(True)
+    for i in range(2):
+        report(bm, i, fin(b))
+    bm.set_active(False)
+    report(bm, 2, fin(b))  # a third replica, seen while standby
+    bm.set_active(True)  # the second failover: every node is stale again
+    assert b.block_id in bm.postponed
+    assert all(invalidated(bm, i) == set() for i in range(3))
+
+
+def test_reregistering_under_new_address_keeps_replicas() -> None:
+    bm, _, _ = make()
+    b = blk(1)
+    complete(bm, b)
+    report(bm, 0, fin(b))
+    bm.register_datanode(reg("dn0", ip="10.1.1.1", port=5000))
+    assert bm.live_replicas(b.block_id) == 1
+    assert [n.reg.ip for n, _ in bm.locations(b.block_id)] == ["10.1.1.1"]
+
+
+def test_other_node_at_registered_address_loses_old_replicas() -> None:
+    bm, _, _ = make()
+    b = blk(1)
+    complete(bm, b)
+    report(bm, 0, fin(b))
+    bm.register_datanode(reg("dn7", port=9000))  # dn0's address
+    assert "dn0" not in bm.dm.nodes and bm.live_replicas(b.block_id) == 0
