@@ -24,6 +24,7 @@ from qjm.editlog.framing import EDITLOG_LENGTH_LAYOUT, LAYOUT_VERSION, validate_
 from qjm.editlog.segments import SegmentFile
 from qjm.errors import ConfigError, EditLogError
 from qjm.journalnode import rules
+from qjm.journalnode.accept_recovery import describe_state, roll_forward_half_done_accepts
 from qjm.journalnode.edits_cache import JournaledEditsCache
 from qjm.journalnode.rules import (
     MAX_EPOCH,
@@ -33,6 +34,7 @@ from qjm.journalnode.rules import (
 )
 from qjm.journalnode.segment_fetch import (
     TRANSFER_TIMEOUT_SECONDS,
+    FetchLimits,
     SegmentFetcher,
 )
 from qjm.journalnode.segment_fetch import (
@@ -122,11 +124,6 @@ def remote_edit_log(seg: SegmentInfo) -> pb.RemoteEditLogProto:
     return out
 
 
-def describe_state(seg: pb.SegmentStateProto) -> str:
-    """A segment state as refusals and logs name it."""
-    return rules.describe_segment(seg.start_txid, seg.end_txid, seg.is_in_progress)
-
-
 class Journal:
     """The state of one journal id and every rule that guards it."""
 
@@ -214,7 +211,7 @@ class Journal:
         for seg in self.files.segments():
             if seg.end is not None:
                 self._check_finalized(seg)
-        self._roll_forward_half_done_accepts()
+        roll_forward_half_done_accepts(self)
         latest = self.files.scan_for_latest_edits()
         if latest is not None:
             self.highest_written_txid = latest.end_txid
@@ -256,7 +253,7 @@ class Journal:
 
     def close(self) -> None:
         """Close the open segment and release the storage lock."""
-        self._abort_cur_segment()
+        self.abort_open_segment()
         if self._committed_fd >= 0:
             os.close(self._committed_fd)
             self._committed_fd = -1
@@ -278,28 +275,29 @@ class Journal:
             amnesiac=self.amnesiac,
         )
 
-    def _check_formatted(self) -> NamespaceInfo:
+    def check_formatted(self) -> NamespaceInfo:
+        """The namespace this journal is formatted for; refuses an unformatted journal."""
         if self.ns_info is None:
             rules.check_formatted(self.state())
         assert self.ns_info is not None
         return self.ns_info
 
     def _check_ns(self, ns: NamespaceInfo) -> None:
-        mine = self._check_formatted()
+        mine = self.check_formatted()
         if not same_namespace(ns, mine):
             raise NamespaceMismatchError(
                 f"incompatible namespace for journal {self.jid!r}: the request has "
                 f"{ns.describe()}, this JournalNode is formatted for {mine.describe()}"
             )
 
-    def _check_writer_call(self, req: pb.RequestInfoProto) -> Request:
+    def check_writer_call(self, req: pb.RequestInfoProto) -> Request:
         """Check a writer call (rules.check_writer_call); return its plain values."""
         plain = Request.of(req)
         rules.check_writer_call(self.state(), plain)
         self.writer_seen_at = self.clock()  # the writer may count it: design §N.1
         return plain
 
-    def _apply_request(self, req: Request, written_through: int | None = None) -> None:
+    def record_request(self, req: Request, written_through: int | None = None) -> None:
         """Record what a checked request tells: its serial and committed txid.
 
         The epoch needs no recording: rules.check_request refused any above the promise.
@@ -367,7 +365,7 @@ class Journal:
                 f"can't format the storage directory {self.storage.current} because it is "
                 "not empty; pass --force to wipe it"
             )
-        self._abort_cur_segment()
+        self.abort_open_segment()
         if self._committed_fd >= 0:
             os.close(self._committed_fd)
             self._committed_fd = -1
@@ -439,7 +437,7 @@ class Journal:
 
     def get_journal_state(self) -> int:
         """The last promised epoch."""
-        self._check_formatted()
+        self.check_formatted()
         return self.last_promised_epoch
 
     def new_epoch(self, ns: NamespaceInfo, epoch: int, members: Sequence[str] = ()) -> int | None:
@@ -454,8 +452,8 @@ class Journal:
         if self.awaiting_new_epoch is not None:
             self.storage.set_awaiting_new_epoch(None)
             self.awaiting_new_epoch = None
-        self._abort_cur_segment()  # _set_promised_epoch cleared the old writer's cache
-        self._roll_forward_half_done_accepts()
+        self.abort_open_segment()  # _set_promised_epoch cleared the old writer's cache
+        roll_forward_half_done_accepts(self)
         latest = self.files.scan_for_latest_edits()
         log.info("journal %s: promised epoch %d; latest segment %s", self.jid, epoch, latest)
         return latest.start_txid if latest else None
@@ -562,7 +560,7 @@ class Journal:
 
     def start_log_segment(self, req: pb.RequestInfoProto, txid: int, layout_version: int) -> None:
         """Open edits_inprogress_<txid> for the writer of req's epoch."""
-        plain = self._check_writer_call(req)
+        plain = self.check_writer_call(req)
         layout_version = rules.start_layout_version(
             txid, layout_version, LAYOUT_VERSION, EDITLOG_LENGTH_LAYOUT
         )
@@ -585,7 +583,7 @@ class Journal:
             # This node was down or out of sync for some txids: the syncer fetches them
             # now rather than at its next interval.
             self.on_gap()
-        self._apply_request(plain)
+        self.record_request(plain)
         if self.cur_segment_txid is not None:
             log.warning(
                 "journal %s: starting segment %d while segment %s is open; aborting it",
@@ -593,7 +591,7 @@ class Journal:
                 txid,
                 self.cur_segment_txid,
             )
-            self._abort_cur_segment()
+            self.abort_open_segment()
         if req.epoch != self.last_writer_epoch:
             self.storage.write_long(LAST_WRITER_EPOCH, req.epoch)
             self.last_writer_epoch = req.epoch
@@ -624,7 +622,7 @@ class Journal:
         records: bytes,
     ) -> None:
         """Append a batch to the open segment and fsync it before returning."""
-        plain = self._check_writer_call(req)
+        plain = self.check_writer_call(req)
         state = self.state()
         rules.check_writer_epoch(state, plain)
         rules.check_batch(state, self._next_txid, segment_txid, first_txid, num_txns)
@@ -643,7 +641,7 @@ class Journal:
         # and fsynced all the same. rules.committed_txid_to_record never records one above
         # what this node holds, so a claimed committed txid cannot talk a node out of its fsync.
         lagging = self.committed_txid is not None and last_txid <= self.committed_txid
-        self._apply_request(plain, written_through=last_txid if num_txns else None)
+        self.record_request(plain, written_through=last_txid if num_txns else None)
         if not num_txns:
             return
         path = self.files.open_path
@@ -657,7 +655,7 @@ class Journal:
                 log.warning("journal %s: sync of %d txns took %.3fs", self.jid, num_txns, took)
         except OSError as e:
             # The segment's tail is now unknown: stop writing it until the next segment.
-            self._abort_cur_segment()
+            self.abort_open_segment()
             raise StorageError(
                 f"writing txids {first_txid}-{last_txid} to {path} failed: "
                 f"{e.strerror or e}; the segment is closed until the writer starts a new one"
@@ -680,7 +678,7 @@ class Journal:
         release_lease: the writer answers no client as active any more, so until the next
         promise no newer writer need wait for its lease (design §N.1).
         """
-        self._apply_request(self._check_writer_call(req))
+        self.record_request(self.check_writer_call(req))
         if release_lease:
             self.writer_seen_at = -math.inf
             log.info("journal %s: the writer of epoch %d released its lease", self.jid, req.epoch)
@@ -689,7 +687,7 @@ class Journal:
         self, req: pb.RequestInfoProto, start_txid: int, end_txid: int
     ) -> None:
         """Close a segment at end_txid and rename it edits_<start>-<end>."""
-        plain = self._check_writer_call(req)
+        plain = self.check_writer_call(req)
         rules.check_finalize_range(self.state(), start_txid, end_txid)
         existing = self.files.find_segment(start_txid)
         if existing is None:
@@ -702,7 +700,7 @@ class Journal:
             # The decision stays as recorded: a recovery of this epoch that accepted this
             # copy recorded its epoch already (finish_accept_recovery); a bare finalize must
             # not make an older decision look newer.
-            self._apply_request(plain)
+            self.record_request(plain)
             return
         rules.check_may_finalize(
             self.state(),
@@ -714,17 +712,17 @@ class Journal:
         )
         if self.cur_segment_txid == start_txid:
             rules.check_finalize_end(start_txid, end_txid, self._next_txid - 1, open=True)
-            self._apply_request(plain)
+            self.record_request(plain)
             valid_length = self.files.close_open()
         else:
             found = self.files.scan(existing.path)
             rules.check_finalize_end(start_txid, end_txid, found.last_txid, open=False)
-            self._apply_request(plain)
+            self.record_request(plain)
             valid_length = found.valid_length
         # The decision first: a crash before the rename leaves the in-progress file and a
         # record saying it was decided finalized in this epoch, which prepare_recovery
         # reports as it would the renamed file (design §J.3).
-        self._record_decision(start_txid, end_txid, req.epoch, valid_length)
+        self.record_decision(start_txid, end_txid, req.epoch, valid_length)
         self.files.finalize(existing, end_txid, valid_length)
         log.info(
             "journal %s: finalized segment %d-%d in epoch %d",
@@ -736,7 +734,7 @@ class Journal:
         if self._misses_txids_below(start_txid):
             self.on_gap()  # e.g. a recovery just gave this node a segment past a hole
 
-    def _record_decision(self, start: int, end: int, epoch: int, byte_length: int = 0) -> None:
+    def record_decision(self, start: int, end: int, epoch: int, byte_length: int = 0) -> None:
         """Persist the epoch that decided the finalized segment start-end (design §J.3).
 
         Kept as the segment's paxos record, so that it lives and dies with the segment as
@@ -768,9 +766,9 @@ class Journal:
 
     def purge_logs_older_than(self, req: pb.RequestInfoProto, min_txid_to_keep: int) -> int:
         """Delete finalized segments and paxos files wholly below a txid; return the count."""
-        plain = self._check_writer_call(req)
+        plain = self.check_writer_call(req)
         rules.check_purge(self.state(), min_txid_to_keep)
-        self._apply_request(plain)
+        self.record_request(plain)
         removed = self.files.purge_older_than(min_txid_to_keep)
         kept = {seg.start for seg in self.files.segments()}
         for txid in self.storage.paxos_txids():
@@ -794,7 +792,7 @@ class Journal:
         """
         if req is None:
             raise rules.discard_without_epoch(self.state(), start_txid)
-        plain = self._check_writer_call(req)
+        plain = self.check_writer_call(req)
         rules.check_discard(self.state(), plain, start_txid)
         segments = self.files.segments()
         spans = [
@@ -806,14 +804,13 @@ class Journal:
             for seg in segments
         ]
         doomed = [segments[i] for i in rules.segments_to_discard(self.state(), start_txid, spans)]
-        self._apply_request(plain)
+        self.record_request(plain)
         self.files.remove(doomed)
         for txid in self.storage.paxos_txids():
             if txid >= start_txid:
                 self.storage.purge_paxos(txid)
         self.cache.clear()
-        latest = self.files.scan_for_latest_edits()
-        self.highest_written_txid = latest.end_txid if latest else 0
+        self.refresh_highest_written_txid()
         if self.committed_txid is not None and self.committed_txid >= start_txid:
             # The one place the committed txid goes down: a rollback gives up those txids
             # on purpose, and the caller's promise fenced every writer that reported them
@@ -833,7 +830,7 @@ class Journal:
         self, since_txid: int, in_progress_ok: bool, *, all_in_progress: bool = False
     ) -> list[SegmentInfo]:
         """The segments holding txids at or after since_txid; in-progress ones if visible."""
-        self._check_formatted()
+        self.check_formatted()
         out: list[SegmentInfo] = []
         segments = self.files.segments()
         for seg in segments:
@@ -859,11 +856,11 @@ class Journal:
         self, req: pb.RequestInfoProto, segment_txid: int
     ) -> pb.PrepareRecoveryResponseProto:
         """Paxos phase 1b for a segment: what this node holds and what it accepted."""
-        plain = self._check_writer_call(req)
+        plain = self.check_writer_call(req)
         rules.check_may_vote(self.state(), segment_txid)
-        self._apply_request(plain)
-        self._abort_cur_segment()
-        self._roll_forward_half_done_accepts()
+        self.record_request(plain)
+        self.abort_open_segment()
+        roll_forward_half_done_accepts(self)
         self._refuse_tombstoned(segment_txid)
         accepted = self.storage.read_paxos(segment_txid)
         seg = self.files.segment_info(segment_txid)
@@ -915,7 +912,7 @@ class Journal:
         self, since_txid: int, max_txns: int
     ) -> pb.GetJournaledEditsResponseProto:
         """Recent edits from memory; thread-safe, so callers need not use the journal thread."""
-        self._check_formatted()
+        self.check_formatted()
         if since_txid <= 0 or max_txns <= 0:
             raise InvalidRequestError(
                 f"since_txid and max_txns must be positive, got {since_txid} and {max_txns}"
@@ -980,17 +977,7 @@ class Journal:
         """
         if self.ns_info is not None:
             return False
-        self.storage.set_awaiting_new_epoch(
-            why or "was restored from a peer after losing its VERSION"
-        )
-        # Unlike format, the node may have held acknowledged txids: it must not vote in
-        # recovery until its data is real again (see prepare_recovery).
-        self.storage.set_amnesiac(why or "was restored from a peer after losing its storage")
-        if members:
-            self.storage.write_members(list(members))
-        self.storage.write_version(ns)
-        if promised_epoch > self.storage.read_long(LAST_PROMISED_EPOCH, 0):
-            self.storage.write_long(LAST_PROMISED_EPOCH, promised_epoch)
+        self.storage.restore_version(ns, promised_epoch, members, why)
         self._load()
         log.warning(
             "journal %s: re-created VERSION from a peer (%s), promised epoch %d",
@@ -1003,7 +990,7 @@ class Journal:
     # -- serving segments -------------------------------------------------------------------
     def check_storage_info(self, theirs: StorageInfo) -> None:
         """Refuse a segment fetch whose storageInfo names another namespace than ours."""
-        mine = self._check_formatted()
+        mine = self.check_formatted()
         if not same_namespace(mine, theirs):
             ours = StorageInfo(mine.layout_version, mine.namespace_id, mine.ctime, mine.cluster_id)
             raise StorageInfoMismatchError(
@@ -1024,7 +1011,7 @@ class Journal:
         An in-progress segment is served to readers only when it is the current writer's
         (_is_current_writers), and to a recovery only in the epoch this node promised last.
         """
-        self._check_formatted()
+        self.check_formatted()
         seg = self.files.find_segment(segment_txid)
         if seg is None:
             return None
@@ -1045,8 +1032,21 @@ class Journal:
         return None if length is None else (seg.path, length)
 
     # -- internals ---------------------------------------------------------------------------
-    def _abort_cur_segment(self) -> None:
+    def abort_open_segment(self) -> None:
+        """Close the segment open for the writer, if any, without finalizing it."""
         self.files.abort_open()
+
+    def refresh_highest_written_txid(self) -> None:
+        """Re-read the highest written txid from the segment files (after they changed)."""
+        latest = self.files.scan_for_latest_edits()
+        self.highest_written_txid = latest.end_txid if latest else 0
+
+    def fetch_segment(self, url: str, dest: Path, limits: FetchLimits) -> None:
+        """Download a segment from url into dest within limits (a test's stand-in, if set)."""
+        if self._fetch is not None:
+            self._fetch(url, dest)
+        else:
+            self.fetcher.fetch(url, dest, limits)
 
     def _check_finalized(self, seg: SegmentFile) -> str | None:
         """None if a finalized segment holds exactly its named range; else it is moved aside."""
@@ -1061,30 +1061,6 @@ class Journal:
         accepted = self.storage.read_paxos(seg.start)
         if accepted is not None and accepted.segment_state.end_txid == seg.end:
             self.storage.purge_paxos(seg.start)
-
-    def _roll_forward_half_done_accepts(self) -> None:
-        """Finish each accept_recovery that persisted its paxos data but not its log.
-
-        finish_accept_recovery persists the decision, then moves the download (staged
-        under files.staged_path) into place; a crash between the two leaves a node
-        that voted for a log it does not hold. HDFS completes it only in prepareRecovery
-        of that segment, which is wrong: until then newEpoch reports an older newest
-        segment than the one this node accepted, so a writer may skip recovering it, and
-        the node's highest written txid is stale, so it refuses the next segment's start
-        as a gap (the seed-3 fault schedule). Here it is completed wherever the newest
-        segment is computed: at load, in new_epoch and in prepare_recovery. A staged file
-        the paxos data does not name (a crash before the persist, or a decision replaced
-        or purged by a later start since) was never accepted and is deleted, and so is one
-        a finalized segment superseded.
-        """
-
-        def accepted_in(start: int, epoch: int) -> bool:
-            accepted = self.storage.read_paxos(start)
-            return accepted is not None and accepted.accepted_in_epoch == epoch
-
-        if self.files.roll_forward_staged(accepted_in):
-            latest = self.files.scan_for_latest_edits()
-            self.highest_written_txid = latest.end_txid if latest else 0
 
 
 def _check_addresses(members: Sequence[str], which: str) -> None:
