@@ -9,11 +9,13 @@ import pytest
 
 from qjm.journalnode import rules
 from qjm.journalnode.rules import (
+    FORMAT_QUIET_SECONDS,
     MAX_EPOCH,
     MAX_EPOCH_STEP,
     AcceptAction,
     Accepted,
     JournalState,
+    MemberChangeStep,
     OnDisk,
     Request,
 )
@@ -34,7 +36,9 @@ from qjm.protocol.errors import (
     InvalidRequestError,
     IpcSerialError,
     IpcSerialLimitError,
+    JournalInUseError,
     JournalNotFormattedError,
+    MemberChangePendingError,
     MembershipMismatchError,
     MissingEpochError,
     NewerAcceptError,
@@ -48,6 +52,8 @@ from qjm.protocol.errors import (
     UnpromisedEpochError,
     WrongSegmentError,
 )
+from qjm.protocol.member_change import check_member_change
+from qjm.protocol.namespace import NamespaceInfo
 
 
 def cases(table: dict[str, tuple[Any, ...]]) -> Any:
@@ -235,6 +241,205 @@ def test_check_members(
 def test_the_old_set_is_told_the_new_uri() -> None:
     with pytest.raises(MembershipMismatchError, match=r"qjournal://h:1;h:2;h:4/j"):
         rules.check_members("j", [A, B, C], [A, B, D], CHANGE)
+
+
+ADDRESSES: dict[str, tuple[list[str], object]] = {
+    "host:port each": (["h:1", "10.0.0.1:8485", "[::1]:8485"], OK),
+    "none": ([], OK),
+    "no port": (["h"], InvalidRequestError),
+    "no host": ([":8485"], InvalidRequestError),
+    "a port that is not a number": (["h:x"], InvalidRequestError),
+    "two in one": (["h:1;h:2"], InvalidRequestError),
+    "a space inside": (["h :1"], InvalidRequestError),
+    "a path": (["h/x:1"], InvalidRequestError),
+    "a comma": (["h,g:1"], InvalidRequestError),
+}
+
+
+@pytest.mark.parametrize(("members", "expected"), cases(ADDRESSES))
+def test_check_member_addresses(members: list[str], expected: object) -> None:
+    outcome(expected, lambda: rules.check_member_addresses(members, "new"))
+
+
+def test_a_bad_member_address_is_named() -> None:
+    with pytest.raises(InvalidRequestError, match=r"old member 'h' is not host:port"):
+        rules.check_member_addresses(["h:1", "h"], "old")
+
+
+# member_change_step(state, held, recorded, change, joining) for CHANGE's sets, on a node
+# promised to epoch 9 whose writer is epoch 8 (one started a segment after epoch 7's change).
+STEP_STATE = replace(S, last_promised_epoch=9, last_writer_epoch=8)
+SWAP = check_member_change([A, B, C], [A, B, D])
+OTHER = MemberChangeRecord(3, (A, B), (A, B, C))
+STEPS: dict[str, tuple[JournalState, list[str] | None, MemberChangeRecord | None, bool, object]] = {
+    "a first change, recorded in the promise": (
+        STEP_STATE,
+        [A, B, C],
+        None,
+        False,
+        MemberChangeStep(9, record=MemberChangeRecord(9, (A, B, C), (A, B, D))),
+    ),
+    "a joining node is marked": (
+        STEP_STATE,
+        [A, B, C],
+        None,
+        True,
+        MemberChangeStep(9, record=MemberChangeRecord(9, (A, B, C), (A, B, D)), mark_joined=True),
+    ),
+    "storage without a member list": (
+        STEP_STATE,
+        None,
+        None,
+        False,
+        MemberChangeStep(9, record=MemberChangeRecord(9, (A, B, C), (A, B, D))),
+    ),
+    "a rerun cut short after its record": (
+        STEP_STATE,
+        [A, B, C],
+        CHANGE,
+        True,
+        MemberChangeStep(7, mark_joined=True),
+    ),
+    "the next change once a writer started a segment since": (
+        STEP_STATE,
+        [A, B, C],
+        OTHER,
+        False,
+        MemberChangeStep(9, record=MemberChangeRecord(9, (A, B, C), (A, B, D))),
+    ),
+    "the next change before any writer started a segment": (
+        replace(STEP_STATE, last_writer_epoch=3),
+        [A, B, C],
+        OTHER,
+        False,
+        MemberChangePendingError,
+    ),
+    "members that are neither set": (
+        STEP_STATE,
+        [A, C, D],
+        None,
+        False,
+        MembershipMismatchError,
+    ),
+    "a rerun on a node that changed already": (
+        STEP_STATE,
+        [A, B, D],
+        CHANGE,
+        False,
+        MemberChangeStep(7, already_changed=True),
+    ),
+    "a rerun on a node without the record": (
+        STEP_STATE,
+        [A, B, D],
+        None,
+        True,
+        MemberChangeStep(0, already_changed=True),
+    ),
+    "a copy of a staying node, joining, before a writer's segment": (
+        replace(STEP_STATE, last_writer_epoch=7),
+        [A, B, D],
+        CHANGE,
+        True,
+        MemberChangeStep(7, already_changed=True, mark_joined=True),
+    ),
+    "a copy of a staying node, joining, after a writer's segment": (
+        STEP_STATE,
+        [A, B, D],
+        CHANGE,
+        True,
+        MemberChangeStep(7, already_changed=True),
+    ),
+    "a joining node already amnesiac": (
+        replace(STEP_STATE, last_writer_epoch=7, amnesiac="joined"),
+        [A, B, D],
+        CHANGE,
+        True,
+        MemberChangeStep(7, already_changed=True),
+    ),
+}
+
+
+@pytest.mark.parametrize(("state", "held", "recorded", "joining", "expected"), cases(STEPS))
+def test_member_change_step(
+    state: JournalState,
+    held: list[str] | None,
+    recorded: MemberChangeRecord | None,
+    joining: bool,
+    expected: object,
+) -> None:
+    outcome(expected, lambda: rules.member_change_step(state, held, recorded, SWAP, joining))
+
+
+def test_a_pending_change_names_its_epoch_and_sets() -> None:
+    with pytest.raises(
+        MemberChangePendingError,
+        match=r"recorded in epoch 3 \(from \['h:1', 'h:2'\] to \['h:1', 'h:2', 'h:3'\]\)",
+    ):
+        rules.member_change_step(
+            replace(STEP_STATE, last_writer_epoch=3), [A, B, C], OTHER, SWAP, False
+        )
+
+
+@pytest.mark.parametrize(("joining", "expected"), [(True, OK), (False, JournalNotFormattedError)])
+def test_check_join_without_storage(joining: bool, expected: object) -> None:
+    unformatted = replace(S, formatted=False)
+    outcome(expected, lambda: rules.check_join_without_storage(unformatted, SWAP, joining))
+
+
+# -- format ------------------------------------------------------------------------------------
+
+NS_MINE = NamespaceInfo(1, "CID-mine")
+NS_OTHER = NamespaceInfo(2, "CID-other")
+QUIET = FORMAT_QUIET_SECONDS
+OPEN = replace(S, open_segment=16)
+# check_format_in_use(state, mine, ns, force, idle_seconds)
+FORMATS: dict[
+    str, tuple[JournalState, NamespaceInfo | None, NamespaceInfo, bool, float | None, object]
+] = {
+    "unformatted": (OPEN, None, NS_OTHER, False, 0.0, OK),
+    "idle, never used since the format": (S, NS_MINE, NS_OTHER, False, None, OK),
+    "idle for the quiet time": (S, NS_MINE, NS_OTHER, False, QUIET, OK),
+    "used just now": (S, NS_MINE, NS_OTHER, True, QUIET - 0.5, JournalInUseError),
+    "used just now, not forced": (S, NS_MINE, NS_MINE, False, 1.0, JournalInUseError),
+    "used just now, forced for its own namespace": (
+        S,
+        NS_MINE,
+        NS_MINE,
+        True,
+        1.0,
+        "it promised epoch 5 or took a writer call 1s ago",
+    ),
+    "an open segment, long idle": (OPEN, NS_MINE, NS_OTHER, True, 3600.0, JournalInUseError),
+    "an open segment, forced for its own namespace": (
+        OPEN,
+        NS_MINE,
+        NS_MINE,
+        True,
+        3600.0,
+        "segment 16 is open for the writer of epoch 5",
+    ),
+}
+
+
+@pytest.mark.parametrize(("state", "mine", "ns", "force", "idle", "expected"), cases(FORMATS))
+def test_check_format_in_use(
+    state: JournalState,
+    mine: NamespaceInfo | None,
+    ns: NamespaceInfo,
+    force: bool,
+    idle: float | None,
+    expected: object,
+) -> None:
+    outcome(expected, lambda: rules.check_format_in_use(state, mine, ns, force, idle))
+
+
+def test_a_format_refused_as_in_use_says_what_would_let_it() -> None:
+    with pytest.raises(
+        JournalInUseError,
+        match=r"journal 'j' is in use: segment 16 is open .*CID-mine.*this request has "
+        r"namespaceID=2.*without force.*idle for 10s",
+    ):
+        rules.check_format_in_use(OPEN, NS_MINE, NS_OTHER, False, None)
 
 
 # -- segments ----------------------------------------------------------------------------------

@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from qjm.config import parse_address
 from qjm.editlog.file_journal import FileJournal, SegmentInfo
 from qjm.editlog.framing import EDITLOG_LENGTH_LAYOUT, LAYOUT_VERSION, validate_batch
 from qjm.editlog.segments import SegmentFile
-from qjm.errors import ConfigError, EditLogError
+from qjm.errors import EditLogError
 from qjm.journalnode import rules
 from qjm.journalnode.accept_recovery import describe_state, roll_forward_half_done_accepts
 from qjm.journalnode.edits_cache import JournaledEditsCache
@@ -52,10 +51,6 @@ from qjm.protocol.errors import (
     BadFinalizedSegmentError,
     CacheMissError,
     InvalidRequestError,
-    JournalInUseError,
-    JournalNotFormattedError,
-    MemberChangePendingError,
-    MembershipMismatchError,
     NamespaceMismatchError,
     NoSuchSegmentError,
     SegmentExistsError,
@@ -73,9 +68,6 @@ T = TypeVar("T")
 SLOW_SYNC_SECONDS = 1.0
 DEFAULT_CACHE_BYTES = 1024 * 1024  # HDFS's dfs.journalnode.edit-cache-size.bytes
 MAX_TXID = 2**63 - 1
-# A formatted journal whose writer promised or called within this many seconds is in use:
-# format wipes it only when forced for its own namespace (Journal.format).
-FORMAT_QUIET_SECONDS = 10.0
 
 
 @dataclass
@@ -393,40 +385,11 @@ class Journal:
         log.info("journal %s formatted: %s", self.jid, ns.describe())
 
     def _check_not_in_use(self, ns: NamespaceInfo, force: bool) -> None:
-        """Refuse to format a journal in use unless forced for the namespace it holds.
-
-        HDFS formats whenever force is given, so one call could wipe every acknowledged
-        edit of a live cluster. Here a formatted journal whose writer holds an open
-        segment, or promised or made a call within FORMAT_QUIET_SECONDS, is in use: only
-        a forced format naming the journal's own namespace wipes it (design §J.8).
-        """
-        mine = self.ns_info
-        if mine is None:
-            return
-        if self.cur_segment_txid is not None:
-            why = (
-                f"segment {self.cur_segment_txid} is open for the writer of epoch "
-                f"{self.last_writer_epoch}"
-            )
-        elif (
-            self.last_used is not None
-            and (quiet := self.clock() - self.last_used) < FORMAT_QUIET_SECONDS
-        ):
-            why = (
-                f"it promised epoch {self.last_promised_epoch} or took a writer call "
-                f"{quiet:.0f}s ago"
-            )
-        else:
-            return
-        if force and same_namespace(ns, mine):
+        """Refuse to format a journal in use unless forced for its own namespace (§J.8)."""
+        idle = None if self.last_used is None else self.clock() - self.last_used
+        why = rules.check_format_in_use(self.state(), self.ns_info, ns, force, idle)
+        if why is not None:
             log.warning("journal %s: formatting it although %s (forced)", self.jid, why)
-            return
-        raise JournalInUseError(
-            f"journal {self.jid!r} is in use: {why}; a journal in use is formatted only "
-            f"with force and its own namespace ({mine.describe()}; this request has "
-            f"{ns.describe()}{'' if force else ' without force'}), or once its writer was "
-            f"idle for {FORMAT_QUIET_SECONDS:g}s"
-        )
 
     def _promise_on_disk(self) -> int:
         """The last-promised-epoch file's value, also when VERSION is lost; 0 if unreadable."""
@@ -476,60 +439,37 @@ class Journal:
         HDFS keeps no member list, so any URI may write and a replaced host needs nothing;
         here the list guards new_epoch, and this is the one way to change it.
         """
-        _check_addresses(old, "old")
-        _check_addresses(new, "new")
+        rules.check_member_addresses(old, "old")
+        rules.check_member_addresses(new, "new")
         change = check_member_change(old, new)
         if self.ns_info is None:
             return self._join_without_storage(ns, change, joining, promised_epoch)
         self._check_ns(ns)
-        recorded = self.member_change
-        if self.members == list(change.new):
-            return self._changed_already(change, joining)
-        if self.members is not None and self.members != list(change.old):
-            raise MembershipMismatchError(
-                f"journal {self.jid!r} holds the members {self.members} here, neither the old "
-                f"members {list(change.old)} nor the new ones {list(change.new)} of this change"
-            )
-        if recorded is not None and (recorded.old, recorded.new) == (change.old, change.new):
-            record = recorded  # a rerun of this change, cut short after its record
-        else:
-            # One change at a time (docs/design.md §J.7): the next change's quorums assume
-            # the joining node holds the new writer's data, true only once it started a
-            # segment; until then only the staying nodes carry what the old set committed.
-            if recorded is not None and self.last_writer_epoch <= recorded.epoch:
-                raise MemberChangePendingError(
-                    f"journal {self.jid!r} has a pending member change, recorded in epoch "
-                    f"{recorded.epoch} (from {list(recorded.old)} to {list(recorded.new)}): no "
-                    f"writer of its new members has started a segment here since (last writer "
-                    f"epoch {self.last_writer_epoch}). One change at a time: restart the "
-                    "NameNodes with the new shared edits URI (standby first, then fail over) "
-                    "so that a writer starts a segment, then change again"
-                )
-            record = MemberChangeRecord(self.last_promised_epoch, change.old, change.new)
-            self.storage.write_member_change(record)
-            self.member_change = record
-        if joining:
-            self._set_amnesiac(_joined(record.epoch))
+        step = rules.member_change_step(
+            self.state(), self.members, self.member_change, change, joining
+        )
+        if step.record is not None:
+            self.storage.write_member_change(step.record)
+            self.member_change = step.record
+        if step.mark_joined:
+            self._set_amnesiac(_joined(step.epoch))
+        if step.already_changed:
+            return pb.ChangeMembersResponseProto(change_epoch=step.epoch, already_changed=True)
         self.storage.write_members(list(change.new))
         self.members = list(change.new)
         log.warning(
             "journal %s: members changed in epoch %d: %s",
             self.jid,
-            record.epoch,
+            step.epoch,
             change.describe(),
         )
-        return pb.ChangeMembersResponseProto(change_epoch=record.epoch)
+        return pb.ChangeMembersResponseProto(change_epoch=step.epoch)
 
     def _join_without_storage(
         self, ns: NamespaceInfo, change: MemberChange, joining: bool, promised_epoch: int
     ) -> pb.ChangeMembersResponseProto:
         """Set up a joining node that has no storage: VERSION, the promise, the new members."""
-        if not joining:
-            raise JournalNotFormattedError(
-                f"journal {self.jid!r} is not formatted on this JournalNode and it is not "
-                f"joining in this change ({change.describe()}); only a joining node may be "
-                "set up by a member change"
-            )
+        rules.check_join_without_storage(self.state(), change, joining)
         epoch = max(promised_epoch, self._promise_on_disk())
         # The record first: a crash before VERSION leaves unformatted storage and a rerun.
         self.storage.write_member_change(MemberChangeRecord(epoch, change.old, change.new))
@@ -541,18 +481,6 @@ class Journal:
             epoch,
         )
         return pb.ChangeMembersResponseProto(change_epoch=epoch)
-
-    def _changed_already(
-        self, change: MemberChange, joining: bool
-    ) -> pb.ChangeMembersResponseProto:
-        """A rerun on a node that holds the new members: at most re-mark a joining node."""
-        recorded = self.member_change
-        epoch = recorded.epoch if recorded is not None and recorded.new == change.new else 0
-        if joining and epoch and self.last_writer_epoch <= epoch and self.amnesiac is None:
-            # A copy of a staying node's directory made after the change: its data is not
-            # its own until a writer of the new members starts a segment here.
-            self._set_amnesiac(_joined(epoch))
-        return pb.ChangeMembersResponseProto(change_epoch=epoch, already_changed=True)
 
     def _set_amnesiac(self, why: str) -> None:
         self.storage.set_amnesiac(why)
@@ -1061,17 +989,6 @@ class Journal:
         accepted = self.storage.read_paxos(seg.start)
         if accepted is not None and accepted.segment_state.end_txid == seg.end:
             self.storage.purge_paxos(seg.start)
-
-
-def _check_addresses(members: Sequence[str], which: str) -> None:
-    """Refuse a member that is not one host:port (the members file holds one per line)."""
-    for m in members:
-        try:
-            parse_address(m, f"{which} member {m!r}")
-        except ConfigError:
-            raise InvalidRequestError(f"{which} member {m!r} is not host:port") from None
-        if any(c.isspace() or c in ";/," for c in m):
-            raise InvalidRequestError(f"{which} member {m!r} is not host:port")
 
 
 def _joined(epoch: int) -> str:
