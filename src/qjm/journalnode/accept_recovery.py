@@ -115,7 +115,7 @@ def finish_accept_recovery(
         if synced is not None:
             synced.unlink(missing_ok=True)
         raise
-    j.record_request(Request.of(req))
+    j.record_request(Request.of(req), j.state())
     j.abort_open_segment()
     j.cache.clear()
     start = plan.start
@@ -174,7 +174,8 @@ def _check_accept(
     j: Journal, req: pb.RequestInfoProto, segment: pb.SegmentStateProto, from_url: str
 ) -> tuple[bool, bool]:
     """Check an accept_recovery; (download needed, compare the download with ours)."""
-    plain = j.check_writer_call(req)
+    state = j.state()
+    plain = j.check_writer_call(req, state)
     start, end = segment.start_txid, segment.end_txid
     record = j.storage.read_paxos(start)
     # A corrupt copy of ours is "different": fetch the chosen one and replace it.
@@ -192,7 +193,7 @@ def _check_accept(
             decided_epoch=decided,
         )
     action = rules.accept_action(
-        j.state(),
+        state,
         plain,
         start,
         end,

@@ -282,19 +282,27 @@ class Journal:
                 f"{ns.describe()}, this JournalNode is formatted for {mine.describe()}"
             )
 
-    def check_writer_call(self, req: pb.RequestInfoProto) -> Request:
-        """Check a writer call (rules.check_writer_call); return its plain values."""
+    def check_writer_call(self, req: pb.RequestInfoProto, state: JournalState) -> Request:
+        """Check a writer call against state (rules.check_writer_call); return its values.
+
+        state is this journal's snapshot, taken once per call: the call passes the same
+        one to the rest of its rules and to record_request.
+        """
         plain = Request.of(req)
-        rules.check_writer_call(self.state(), plain)
+        rules.check_writer_call(state, plain)
         self.writer_seen_at = self.clock()  # the writer may count it: design §N.1
         return plain
 
-    def record_request(self, req: Request, written_through: int | None = None) -> None:
+    def record_request(
+        self, req: Request, state: JournalState, written_through: int | None = None
+    ) -> None:
         """Record what a checked request tells: its serial and committed txid.
 
-        The epoch needs no recording: rules.check_request refused any above the promise.
+        state is the snapshot the request was checked against; nothing it holds has
+        changed since. The epoch needs no recording: rules.check_request refused any
+        above the promise.
         """
-        txid = rules.committed_txid_to_record(self.state(), req, written_through)
+        txid = rules.committed_txid_to_record(state, req, written_through)
         claimed, bound = req.committed_txid, max(self.highest_written_txid, written_through or 0)
         if claimed is not None and claimed != self.committed_txid and claimed > bound:
             log.debug(
@@ -488,7 +496,8 @@ class Journal:
 
     def start_log_segment(self, req: pb.RequestInfoProto, txid: int, layout_version: int) -> None:
         """Open edits_inprogress_<txid> for the writer of req's epoch."""
-        plain = self.check_writer_call(req)
+        state = self.state()
+        plain = self.check_writer_call(req, state)
         layout_version = rules.start_layout_version(
             txid, layout_version, LAYOUT_VERSION, EDITLOG_LENGTH_LAYOUT
         )
@@ -506,12 +515,12 @@ class Journal:
                     f"txid {txid} which holds valid transactions up to {found.last_txid}; "
                     "refusing to overwrite it"
                 )
-        rules.check_segment_start(self.state(), plain, txid, restart=existing is not None)
+        rules.check_segment_start(state, plain, txid, restart=existing is not None)
         if self._misses_txids_below(txid):
             # This node was down or out of sync for some txids: the syncer fetches them
             # now rather than at its next interval.
             self.on_gap()
-        self.record_request(plain)
+        self.record_request(plain, state)
         if self.cur_segment_txid is not None:
             log.warning(
                 "journal %s: starting segment %d while segment %s is open; aborting it",
@@ -550,8 +559,8 @@ class Journal:
         records: bytes,
     ) -> None:
         """Append a batch to the open segment and fsync it before returning."""
-        plain = self.check_writer_call(req)
-        state = self.state()
+        state = self.state()  # once per call: the checks and the record share it
+        plain = self.check_writer_call(req, state)
         rules.check_writer_epoch(state, plain)
         rules.check_batch(state, self._next_txid, segment_txid, first_txid, num_txns)
         offsets: list[int] = []
@@ -569,7 +578,7 @@ class Journal:
         # and fsynced all the same. rules.committed_txid_to_record never records one above
         # what this node holds, so a claimed committed txid cannot talk a node out of its fsync.
         lagging = self.committed_txid is not None and last_txid <= self.committed_txid
-        self.record_request(plain, written_through=last_txid if num_txns else None)
+        self.record_request(plain, state, written_through=last_txid if num_txns else None)
         if not num_txns:
             return
         path = self.files.open_path
@@ -606,7 +615,8 @@ class Journal:
         release_lease: the writer answers no client as active any more, so until the next
         promise no newer writer need wait for its lease (design §N.1).
         """
-        self.record_request(self.check_writer_call(req))
+        state = self.state()
+        self.record_request(self.check_writer_call(req, state), state)
         if release_lease:
             self.writer_seen_at = -math.inf
             log.info("journal %s: the writer of epoch %d released its lease", self.jid, req.epoch)
@@ -615,8 +625,9 @@ class Journal:
         self, req: pb.RequestInfoProto, start_txid: int, end_txid: int
     ) -> None:
         """Close a segment at end_txid and rename it edits_<start>-<end>."""
-        plain = self.check_writer_call(req)
-        rules.check_finalize_range(self.state(), start_txid, end_txid)
+        state = self.state()
+        plain = self.check_writer_call(req, state)
+        rules.check_finalize_range(state, start_txid, end_txid)
         existing = self.files.find_segment(start_txid)
         if existing is None:
             raise NoSuchSegmentError(
@@ -628,10 +639,10 @@ class Journal:
             # The decision stays as recorded: a recovery of this epoch that accepted this
             # copy recorded its epoch already (finish_accept_recovery); a bare finalize must
             # not make an older decision look newer.
-            self.record_request(plain)
+            self.record_request(plain, state)
             return
         rules.check_may_finalize(
-            self.state(),
+            state,
             plain,
             start_txid,
             end_txid,
@@ -640,12 +651,12 @@ class Journal:
         )
         if self.cur_segment_txid == start_txid:
             rules.check_finalize_end(start_txid, end_txid, self._next_txid - 1, open=True)
-            self.record_request(plain)
+            self.record_request(plain, state)
             valid_length = self.files.close_open()
         else:
             found = self.files.scan(existing.path)
             rules.check_finalize_end(start_txid, end_txid, found.last_txid, open=False)
-            self.record_request(plain)
+            self.record_request(plain, state)
             valid_length = found.valid_length
         # The decision first: a crash before the rename leaves the in-progress file and a
         # record saying it was decided finalized in this epoch, which prepare_recovery
@@ -694,9 +705,10 @@ class Journal:
 
     def purge_logs_older_than(self, req: pb.RequestInfoProto, min_txid_to_keep: int) -> int:
         """Delete finalized segments and paxos files wholly below a txid; return the count."""
-        plain = self.check_writer_call(req)
-        rules.check_purge(self.state(), min_txid_to_keep)
-        self.record_request(plain)
+        state = self.state()
+        plain = self.check_writer_call(req, state)
+        rules.check_purge(state, min_txid_to_keep)
+        self.record_request(plain, state)
         removed = self.files.purge_older_than(min_txid_to_keep)
         kept = {seg.start for seg in self.files.segments()}
         for txid in self.storage.paxos_txids():
@@ -718,10 +730,11 @@ class Journal:
         in progress) from start_txid on with their paxos files and sets the committed txid
         to start_txid - 1.
         """
+        state = self.state()
         if req is None:
-            raise rules.discard_without_epoch(self.state(), start_txid)
-        plain = self.check_writer_call(req)
-        rules.check_discard(self.state(), plain, start_txid)
+            raise rules.discard_without_epoch(state, start_txid)
+        plain = self.check_writer_call(req, state)
+        rules.check_discard(state, plain, start_txid)
         segments = self.files.segments()
         spans = [
             (
@@ -731,8 +744,8 @@ class Journal:
             )
             for seg in segments
         ]
-        doomed = [segments[i] for i in rules.segments_to_discard(self.state(), start_txid, spans)]
-        self.record_request(plain)
+        doomed = [segments[i] for i in rules.segments_to_discard(state, start_txid, spans)]
+        self.record_request(plain, state)
         self.files.remove(doomed)
         for txid in self.storage.paxos_txids():
             if txid >= start_txid:
@@ -784,9 +797,10 @@ class Journal:
         self, req: pb.RequestInfoProto, segment_txid: int
     ) -> pb.PrepareRecoveryResponseProto:
         """Paxos phase 1b for a segment: what this node holds and what it accepted."""
-        plain = self.check_writer_call(req)
-        rules.check_may_vote(self.state(), segment_txid)
-        self.record_request(plain)
+        state = self.state()
+        plain = self.check_writer_call(req, state)
+        rules.check_may_vote(state, segment_txid)
+        self.record_request(plain, state)
         self.abort_open_segment()
         roll_forward_half_done_accepts(self)
         self._refuse_tombstoned(segment_txid)
