@@ -114,11 +114,7 @@ class JNStorage:
         fsync_dir(self.root)
 
     def restore_version(
-        self,
-        ns: NamespaceInfo,
-        promised_epoch: int,
-        members: Sequence[str] | None = None,
-        why: str | None = None,
+        self, ns: NamespaceInfo, promised_epoch: int, members: Sequence[str] | None, why: str | None
     ) -> None:
         """Re-create a lost VERSION (and members) for a namespace, with both markers set.
 
