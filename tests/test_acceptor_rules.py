@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
 
 from qjm.journalnode import rules
 from qjm.journalnode.rules import (
+    FORMAT_QUIET_SECONDS,
     MAX_EPOCH,
     MAX_EPOCH_STEP,
     AcceptAction,
     Accepted,
     JournalState,
+    MemberChangeStep,
     OnDisk,
     Request,
 )
@@ -34,7 +36,9 @@ from qjm.protocol.errors import (
     InvalidRequestError,
     IpcSerialError,
     IpcSerialLimitError,
+    JournalInUseError,
     JournalNotFormattedError,
+    MemberChangePendingError,
     MembershipMismatchError,
     MissingEpochError,
     NewerAcceptError,
@@ -48,6 +52,8 @@ from qjm.protocol.errors import (
     UnpromisedEpochError,
     WrongSegmentError,
 )
+from qjm.protocol.member_change import check_member_change
+from qjm.protocol.namespace import NamespaceInfo
 
 
 def cases(table: dict[str, tuple[Any, ...]]) -> Any:
@@ -55,10 +61,24 @@ def cases(table: dict[str, tuple[Any, ...]]) -> Any:
     return [pytest.param(*row, id=name) for name, row in table.items()]
 
 
+@dataclass(frozen=True)
+class Raises:
+    """A table's expected refusal: the error class and a pattern its message matches."""
+
+    error: type[Exception]
+    pattern: str
+
+
 def outcome(expected: object, call: Any) -> None:
-    """Assert call() returns expected, or raises it when expected is an error class."""
+    """Assert call() returns expected, or raises it when expected is an error class.
+
+    Raises(error class, pattern): call() raises it with a message the pattern matches.
+    """
     if isinstance(expected, type) and issubclass(expected, Exception):
         with pytest.raises(expected):
+            call()
+    elif isinstance(expected, Raises):
+        with pytest.raises(expected.error, match=expected.pattern):
             call()
     else:
         assert call() == expected
@@ -235,6 +255,153 @@ def test_check_members(
 def test_the_old_set_is_told_the_new_uri() -> None:
     with pytest.raises(MembershipMismatchError, match=r"qjournal://h:1;h:2;h:4/j"):
         rules.check_members("j", [A, B, C], [A, B, D], CHANGE)
+
+
+ADDRESSES: dict[str, tuple[list[str], object]] = {
+    "host:port each": (["h:1", "10.0.0.1:8485", "[::1]:8485"], OK),
+    "none": ([], OK),
+    "no port": (["h"], InvalidRequestError),
+    "no host": ([":8485"], InvalidRequestError),
+    "a port that is not a number": (["h:x"], InvalidRequestError),
+    "two in one": (["h:1;h:2"], Raises(InvalidRequestError, r"new member 'h:1;h:2' is not host")),
+    "a space inside": (["h :1"], InvalidRequestError),
+    "a path": (["h/x:1"], InvalidRequestError),
+    "a comma": (["h,g:1"], InvalidRequestError),
+}
+
+
+@pytest.mark.parametrize(("members", "expected"), cases(ADDRESSES))
+def test_check_member_addresses(members: list[str], expected: object) -> None:
+    outcome(expected, lambda: rules.check_member_addresses(members, "new"))
+
+
+# member_change_step(state, held, recorded, change, joining) for SWAP (CHANGE's sets), on a
+# node promised to epoch 9 whose writer is epoch 8 (it started a segment after epoch 7's change).
+SWAP = check_member_change([A, B, C], [A, B, D])
+ST = replace(S, last_promised_epoch=9, last_writer_epoch=8)
+BEFORE_WRITER = replace(ST, last_writer_epoch=7)  # no segment since epoch 7's change
+OLD, NEW = [A, B, C], [A, B, D]
+OTHER = MemberChangeRecord(3, (A, B), (A, B, C))  # an earlier change
+RECORD = MemberChangeStep(9, record=MemberChangeRecord(9, (A, B, C), (A, B, D)))
+DONE = MemberChangeStep(7, already_changed=True)
+Held = list[str] | None
+STEPS: dict[str, tuple[JournalState, Held, MemberChangeRecord | None, bool, object]] = {
+    "a first change, recorded in the promise": (ST, OLD, None, False, RECORD),
+    "a joining node is marked": (ST, OLD, None, True, replace(RECORD, mark_joined=True)),
+    "storage without a member list": (ST, None, None, False, RECORD),
+    "a rerun cut short after its record": (
+        ST,
+        OLD,
+        CHANGE,
+        True,
+        MemberChangeStep(7, mark_joined=True),
+    ),
+    "the next change once a writer started a segment since": (ST, OLD, OTHER, False, RECORD),
+    "the next change before any writer started a segment": (
+        replace(ST, last_writer_epoch=3),
+        OLD,
+        OTHER,
+        False,
+        Raises(
+            MemberChangePendingError,
+            r"recorded in epoch 3 \(from \['h:1', 'h:2'\] to \['h:1', 'h:2', 'h:3'\]\)",
+        ),
+    ),
+    "members that are neither set": (ST, [A, C, D], None, False, MembershipMismatchError),
+    "a rerun on a node that changed already": (ST, NEW, CHANGE, False, DONE),
+    "a rerun on a node without the record": (ST, NEW, None, True, replace(DONE, epoch=0)),
+    "a copy of a staying node, joining, before a writer's segment": (
+        BEFORE_WRITER,
+        NEW,
+        CHANGE,
+        True,
+        replace(DONE, mark_joined=True),
+    ),
+    "a copy of a staying node, joining, after a writer's segment": (ST, NEW, CHANGE, True, DONE),
+    "a joining node already amnesiac": (
+        replace(BEFORE_WRITER, amnesiac="joined"),
+        NEW,
+        CHANGE,
+        True,
+        DONE,
+    ),
+}
+
+
+@pytest.mark.parametrize(("state", "held", "recorded", "joining", "expected"), cases(STEPS))
+def test_member_change_step(
+    state: JournalState,
+    held: list[str] | None,
+    recorded: MemberChangeRecord | None,
+    joining: bool,
+    expected: object,
+) -> None:
+    outcome(expected, lambda: rules.member_change_step(state, held, recorded, SWAP, joining))
+
+
+@pytest.mark.parametrize(("joining", "expected"), [(True, OK), (False, JournalNotFormattedError)])
+def test_check_join_without_storage(joining: bool, expected: object) -> None:
+    unformatted = replace(S, formatted=False)
+    outcome(expected, lambda: rules.check_join_without_storage(unformatted, SWAP, joining))
+
+
+# -- format ------------------------------------------------------------------------------------
+
+NS_MINE = NamespaceInfo(1, "CID-mine")
+NS_OTHER = NamespaceInfo(2, "CID-other")
+QUIET = FORMAT_QUIET_SECONDS
+OPEN = replace(S, open_segment=16)
+# check_format_in_use(state, mine, ns, force, idle_seconds)
+FORMATS: dict[
+    str, tuple[JournalState, NamespaceInfo | None, NamespaceInfo, bool, float | None, object]
+] = {
+    "unformatted": (OPEN, None, NS_OTHER, False, 0.0, OK),
+    "idle, never used since the format": (S, NS_MINE, NS_OTHER, False, None, OK),
+    "idle for the quiet time": (S, NS_MINE, NS_OTHER, False, QUIET, OK),
+    "used just now": (S, NS_MINE, NS_OTHER, True, QUIET - 0.5, JournalInUseError),
+    "used just now, not forced": (S, NS_MINE, NS_MINE, False, 1.0, JournalInUseError),
+    "used just now, forced for its own namespace": (
+        S,
+        NS_MINE,
+        NS_MINE,
+        True,
+        1.0,
+        "it promised epoch 5 or took a writer call 1s ago",
+    ),
+    "an open segment, long idle": (OPEN, NS_MINE, NS_OTHER, True, 3600.0, JournalInUseError),
+    "an open segment, not forced": (
+        OPEN,
+        NS_MINE,
+        NS_OTHER,
+        False,
+        None,
+        Raises(
+            JournalInUseError,
+            r"journal 'j' is in use: segment 16 is open .*CID-mine.*this request has "
+            r"namespaceID=2.*without force.*idle for 10s",
+        ),
+    ),
+    "an open segment, forced for its own namespace": (
+        OPEN,
+        NS_MINE,
+        NS_MINE,
+        True,
+        3600.0,
+        "segment 16 is open for the writer of epoch 5",
+    ),
+}
+
+
+@pytest.mark.parametrize(("state", "mine", "ns", "force", "idle", "expected"), cases(FORMATS))
+def test_check_format_in_use(
+    state: JournalState,
+    mine: NamespaceInfo | None,
+    ns: NamespaceInfo,
+    force: bool,
+    idle: float | None,
+    expected: object,
+) -> None:
+    outcome(expected, lambda: rules.check_format_in_use(state, mine, ns, force, idle))
 
 
 # -- segments ----------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import pytest
 from conftest import snapshot
 from qjm.editlog.file_names import finalized_name, inprogress_name
 from qjm.journalnode import journal as journal_module
+from qjm.journalnode import rules
 from qjm.journalnode.accept_recovery import accept_recovery
 from qjm.journalnode.journal import Journal
 from qjm.journalnode.journal_status import status_of
@@ -188,7 +189,7 @@ def test_format_of_a_journal_with_an_open_segment_needs_force_and_its_namespace(
 
 
 def test_format_soon_after_a_promise_or_a_writer_call_is_refused(journal: Journal) -> None:
-    quiet = journal_module.FORMAT_QUIET_SECONDS
+    quiet = rules.FORMAT_QUIET_SECONDS
     assert 1 <= quiet <= 60
     journal.new_epoch(NS, 1)
     with pytest.raises(JournalInUseError, match=r"promised epoch 1 or took a writer call 0s ago"):

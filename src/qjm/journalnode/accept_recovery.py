@@ -2,7 +2,8 @@
 
 Checked twice (before the download and after it, on the journal's thread both times),
 downloaded off that thread, then persisted: the paxos record first, then the log, so that
-a crash between the two is rolled forward (Journal._roll_forward_half_done_accepts).
+a crash between the two is rolled forward (roll_forward_half_done_accepts, which the
+journal runs wherever it computes its newest segment).
 """
 
 from __future__ import annotations
@@ -11,14 +12,17 @@ import logging
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from qjm.journalnode import rules
-from qjm.journalnode.journal import Journal, describe_state
 from qjm.journalnode.rules import OnDisk, Request
 from qjm.journalnode.segment_fetch import FetchLimits, check_segment_url, size_cap
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import SegmentChangedError, StorageError
 from qjm.protocol.urls import with_recovery_epoch
+
+if TYPE_CHECKING:  # the journal calls roll_forward_half_done_accepts: no import back at run time
+    from qjm.journalnode.journal import Journal
 
 log = logging.getLogger("qjm.journalnode.journal")
 
@@ -33,6 +37,11 @@ class AcceptPlan:
     download: Path | None = None  # None: nothing to fetch
     compare: bool = False  # same end as ours: keep ours when the bytes are the same
     limits: FetchLimits | None = None
+
+
+def describe_state(seg: pb.SegmentStateProto) -> str:
+    """A segment state as refusals and logs name it."""
+    return rules.describe_segment(seg.start_txid, seg.end_txid, seg.is_in_progress)
 
 
 def accept_recovery(
@@ -71,10 +80,7 @@ def download(j: Journal, plan: AcceptPlan) -> None:
     dest = plan.download
     assert dest is not None and plan.limits is not None
     try:
-        if j._fetch is not None:
-            j._fetch(plan.url, dest)
-        else:
-            j.fetcher.fetch(plan.url, dest, plan.limits)
+        j.fetch_segment(plan.url, dest, plan.limits)
         j.files.check_download(dest, plan.start, plan.end, plan.url)
     except OSError as e:
         dest.unlink(missing_ok=True)
@@ -109,8 +115,8 @@ def finish_accept_recovery(
         if synced is not None:
             synced.unlink(missing_ok=True)
         raise
-    j._apply_request(Request.of(req))
-    j._abort_cur_segment()
+    j.record_request(Request.of(req), j.state())
+    j.abort_open_segment()
     j.cache.clear()
     start = plan.start
     if synced is not None and plan.compare:
@@ -128,7 +134,7 @@ def finish_accept_recovery(
     staged: Path | None = None
     if synced is not None:
         # Under the name a crash after the paxos write rolls forward
-        # (_roll_forward_half_done_accepts).
+        # (roll_forward_half_done_accepts).
         staged = j.files.stage(synced, start, req.epoch)
         # A finalized copy this recovery replaces goes first: after the paxos write it
         # would supersede the staged file and be reported as decided in this epoch.
@@ -155,8 +161,7 @@ def finish_accept_recovery(
     j.faults.after_persist_paxos_data()
     if staged is not None:
         j.files.install_staged(staged, start)
-        latest = j.files.scan_for_latest_edits()
-        j.highest_written_txid = latest.end_txid if latest else 0
+        j.refresh_highest_written_txid()
     log.info(
         "journal %s: accepted recovery of %s in epoch %d",
         j.jid,
@@ -169,7 +174,8 @@ def _check_accept(
     j: Journal, req: pb.RequestInfoProto, segment: pb.SegmentStateProto, from_url: str
 ) -> tuple[bool, bool]:
     """Check an accept_recovery; (download needed, compare the download with ours)."""
-    plain = j._check_writer_call(req)
+    state = j.state()
+    plain = j.check_writer_call(req, state)
     start, end = segment.start_txid, segment.end_txid
     record = j.storage.read_paxos(start)
     # A corrupt copy of ours is "different": fetch the chosen one and replace it.
@@ -187,7 +193,7 @@ def _check_accept(
             decided_epoch=decided,
         )
     action = rules.accept_action(
-        j.state(),
+        state,
         plain,
         start,
         end,
@@ -200,3 +206,27 @@ def _check_accept(
     if action.fetch:
         check_segment_url(from_url, j.jid, start)
     return action.fetch, action.compare
+
+
+def roll_forward_half_done_accepts(j: Journal) -> None:
+    """Finish each accept_recovery that persisted its paxos data but not its log.
+
+    finish_accept_recovery persists the decision, then moves the download (staged
+    under files.staged_path) into place; a crash between the two leaves a node
+    that voted for a log it does not hold. HDFS completes it only in prepareRecovery
+    of that segment, which is wrong: until then newEpoch reports an older newest
+    segment than the one this node accepted, so a writer may skip recovering it, and
+    the node's highest written txid is stale, so it refuses the next segment's start
+    as a gap (the seed-3 fault schedule). Here it is completed wherever the newest
+    segment is computed: at load, in new_epoch and in prepare_recovery. A staged file
+    the paxos data does not name (a crash before the persist, or a decision replaced
+    or purged by a later start since) was never accepted and is deleted, and so is one
+    a finalized segment superseded.
+    """
+
+    def accepted_in(start: int, epoch: int) -> bool:
+        accepted = j.storage.read_paxos(start)
+        return accepted is not None and accepted.accepted_in_epoch == epoch
+
+    if j.files.roll_forward_staged(accepted_in):
+        j.refresh_highest_written_txid()

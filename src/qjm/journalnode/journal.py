@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from qjm.config import parse_address
 from qjm.editlog.file_journal import FileJournal, SegmentInfo
 from qjm.editlog.framing import EDITLOG_LENGTH_LAYOUT, LAYOUT_VERSION, validate_batch
 from qjm.editlog.segments import SegmentFile
-from qjm.errors import ConfigError, EditLogError
+from qjm.errors import EditLogError
 from qjm.journalnode import rules
+from qjm.journalnode.accept_recovery import describe_state, roll_forward_half_done_accepts
 from qjm.journalnode.edits_cache import JournaledEditsCache
 from qjm.journalnode.rules import (
     MAX_EPOCH,
@@ -33,6 +33,7 @@ from qjm.journalnode.rules import (
 )
 from qjm.journalnode.segment_fetch import (
     TRANSFER_TIMEOUT_SECONDS,
+    FetchLimits,
     SegmentFetcher,
 )
 from qjm.journalnode.segment_fetch import (
@@ -50,10 +51,6 @@ from qjm.protocol.errors import (
     BadFinalizedSegmentError,
     CacheMissError,
     InvalidRequestError,
-    JournalInUseError,
-    JournalNotFormattedError,
-    MemberChangePendingError,
-    MembershipMismatchError,
     NamespaceMismatchError,
     NoSuchSegmentError,
     SegmentExistsError,
@@ -71,9 +68,6 @@ T = TypeVar("T")
 SLOW_SYNC_SECONDS = 1.0
 DEFAULT_CACHE_BYTES = 1024 * 1024  # HDFS's dfs.journalnode.edit-cache-size.bytes
 MAX_TXID = 2**63 - 1
-# A formatted journal whose writer promised or called within this many seconds is in use:
-# format wipes it only when forced for its own namespace (Journal.format).
-FORMAT_QUIET_SECONDS = 10.0
 
 
 @dataclass
@@ -120,11 +114,6 @@ def remote_edit_log(seg: SegmentInfo) -> pb.RemoteEditLogProto:
     if seg.decided_epoch is not None:
         out.decided_epoch = seg.decided_epoch
     return out
-
-
-def describe_state(seg: pb.SegmentStateProto) -> str:
-    """A segment state as refusals and logs name it."""
-    return rules.describe_segment(seg.start_txid, seg.end_txid, seg.is_in_progress)
 
 
 class Journal:
@@ -214,7 +203,7 @@ class Journal:
         for seg in self.files.segments():
             if seg.end is not None:
                 self._check_finalized(seg)
-        self._roll_forward_half_done_accepts()
+        roll_forward_half_done_accepts(self)
         latest = self.files.scan_for_latest_edits()
         if latest is not None:
             self.highest_written_txid = latest.end_txid
@@ -256,7 +245,7 @@ class Journal:
 
     def close(self) -> None:
         """Close the open segment and release the storage lock."""
-        self._abort_cur_segment()
+        self.abort_open_segment()
         if self._committed_fd >= 0:
             os.close(self._committed_fd)
             self._committed_fd = -1
@@ -278,33 +267,42 @@ class Journal:
             amnesiac=self.amnesiac,
         )
 
-    def _check_formatted(self) -> NamespaceInfo:
+    def check_formatted(self) -> NamespaceInfo:
+        """The namespace this journal is formatted for; refuses an unformatted journal."""
         if self.ns_info is None:
             rules.check_formatted(self.state())
         assert self.ns_info is not None
         return self.ns_info
 
     def _check_ns(self, ns: NamespaceInfo) -> None:
-        mine = self._check_formatted()
+        mine = self.check_formatted()
         if not same_namespace(ns, mine):
             raise NamespaceMismatchError(
                 f"incompatible namespace for journal {self.jid!r}: the request has "
                 f"{ns.describe()}, this JournalNode is formatted for {mine.describe()}"
             )
 
-    def _check_writer_call(self, req: pb.RequestInfoProto) -> Request:
-        """Check a writer call (rules.check_writer_call); return its plain values."""
+    def check_writer_call(self, req: pb.RequestInfoProto, state: JournalState) -> Request:
+        """Check a writer call against state (rules.check_writer_call); return its values.
+
+        state is this journal's snapshot, taken once per call: the call passes the same
+        one to the rest of its rules and to record_request.
+        """
         plain = Request.of(req)
-        rules.check_writer_call(self.state(), plain)
+        rules.check_writer_call(state, plain)
         self.writer_seen_at = self.clock()  # the writer may count it: design §N.1
         return plain
 
-    def _apply_request(self, req: Request, written_through: int | None = None) -> None:
+    def record_request(
+        self, req: Request, state: JournalState, written_through: int | None = None
+    ) -> None:
         """Record what a checked request tells: its serial and committed txid.
 
-        The epoch needs no recording: rules.check_request refused any above the promise.
+        state is the snapshot the request was checked against; nothing it holds has
+        changed since. The epoch needs no recording: rules.check_request refused any
+        above the promise.
         """
-        txid = rules.committed_txid_to_record(self.state(), req, written_through)
+        txid = rules.committed_txid_to_record(state, req, written_through)
         claimed, bound = req.committed_txid, max(self.highest_written_txid, written_through or 0)
         if claimed is not None and claimed != self.committed_txid and claimed > bound:
             log.debug(
@@ -367,7 +365,7 @@ class Journal:
                 f"can't format the storage directory {self.storage.current} because it is "
                 "not empty; pass --force to wipe it"
             )
-        self._abort_cur_segment()
+        self.abort_open_segment()
         if self._committed_fd >= 0:
             os.close(self._committed_fd)
             self._committed_fd = -1
@@ -395,40 +393,11 @@ class Journal:
         log.info("journal %s formatted: %s", self.jid, ns.describe())
 
     def _check_not_in_use(self, ns: NamespaceInfo, force: bool) -> None:
-        """Refuse to format a journal in use unless forced for the namespace it holds.
-
-        HDFS formats whenever force is given, so one call could wipe every acknowledged
-        edit of a live cluster. Here a formatted journal whose writer holds an open
-        segment, or promised or made a call within FORMAT_QUIET_SECONDS, is in use: only
-        a forced format naming the journal's own namespace wipes it (design §J.8).
-        """
-        mine = self.ns_info
-        if mine is None:
-            return
-        if self.cur_segment_txid is not None:
-            why = (
-                f"segment {self.cur_segment_txid} is open for the writer of epoch "
-                f"{self.last_writer_epoch}"
-            )
-        elif (
-            self.last_used is not None
-            and (quiet := self.clock() - self.last_used) < FORMAT_QUIET_SECONDS
-        ):
-            why = (
-                f"it promised epoch {self.last_promised_epoch} or took a writer call "
-                f"{quiet:.0f}s ago"
-            )
-        else:
-            return
-        if force and same_namespace(ns, mine):
+        """Refuse to format a journal in use unless forced for its own namespace (§J.8)."""
+        idle = None if self.last_used is None else self.clock() - self.last_used
+        why = rules.check_format_in_use(self.state(), self.ns_info, ns, force, idle)
+        if why is not None:
             log.warning("journal %s: formatting it although %s (forced)", self.jid, why)
-            return
-        raise JournalInUseError(
-            f"journal {self.jid!r} is in use: {why}; a journal in use is formatted only "
-            f"with force and its own namespace ({mine.describe()}; this request has "
-            f"{ns.describe()}{'' if force else ' without force'}), or once its writer was "
-            f"idle for {FORMAT_QUIET_SECONDS:g}s"
-        )
 
     def _promise_on_disk(self) -> int:
         """The last-promised-epoch file's value, also when VERSION is lost; 0 if unreadable."""
@@ -439,7 +408,7 @@ class Journal:
 
     def get_journal_state(self) -> int:
         """The last promised epoch."""
-        self._check_formatted()
+        self.check_formatted()
         return self.last_promised_epoch
 
     def new_epoch(self, ns: NamespaceInfo, epoch: int, members: Sequence[str] = ()) -> int | None:
@@ -454,8 +423,8 @@ class Journal:
         if self.awaiting_new_epoch is not None:
             self.storage.set_awaiting_new_epoch(None)
             self.awaiting_new_epoch = None
-        self._abort_cur_segment()  # _set_promised_epoch cleared the old writer's cache
-        self._roll_forward_half_done_accepts()
+        self.abort_open_segment()  # _set_promised_epoch cleared the old writer's cache
+        roll_forward_half_done_accepts(self)
         latest = self.files.scan_for_latest_edits()
         log.info("journal %s: promised epoch %d; latest segment %s", self.jid, epoch, latest)
         return latest.start_txid if latest else None
@@ -478,60 +447,37 @@ class Journal:
         HDFS keeps no member list, so any URI may write and a replaced host needs nothing;
         here the list guards new_epoch, and this is the one way to change it.
         """
-        _check_addresses(old, "old")
-        _check_addresses(new, "new")
+        rules.check_member_addresses(old, "old")
+        rules.check_member_addresses(new, "new")
         change = check_member_change(old, new)
         if self.ns_info is None:
             return self._join_without_storage(ns, change, joining, promised_epoch)
         self._check_ns(ns)
-        recorded = self.member_change
-        if self.members == list(change.new):
-            return self._changed_already(change, joining)
-        if self.members is not None and self.members != list(change.old):
-            raise MembershipMismatchError(
-                f"journal {self.jid!r} holds the members {self.members} here, neither the old "
-                f"members {list(change.old)} nor the new ones {list(change.new)} of this change"
-            )
-        if recorded is not None and (recorded.old, recorded.new) == (change.old, change.new):
-            record = recorded  # a rerun of this change, cut short after its record
-        else:
-            # One change at a time (docs/design.md §J.7): the next change's quorums assume
-            # the joining node holds the new writer's data, true only once it started a
-            # segment; until then only the staying nodes carry what the old set committed.
-            if recorded is not None and self.last_writer_epoch <= recorded.epoch:
-                raise MemberChangePendingError(
-                    f"journal {self.jid!r} has a pending member change, recorded in epoch "
-                    f"{recorded.epoch} (from {list(recorded.old)} to {list(recorded.new)}): no "
-                    f"writer of its new members has started a segment here since (last writer "
-                    f"epoch {self.last_writer_epoch}). One change at a time: restart the "
-                    "NameNodes with the new shared edits URI (standby first, then fail over) "
-                    "so that a writer starts a segment, then change again"
-                )
-            record = MemberChangeRecord(self.last_promised_epoch, change.old, change.new)
-            self.storage.write_member_change(record)
-            self.member_change = record
-        if joining:
-            self._set_amnesiac(_joined(record.epoch))
+        step = rules.member_change_step(
+            self.state(), self.members, self.member_change, change, joining
+        )
+        if step.record is not None:
+            self.storage.write_member_change(step.record)
+            self.member_change = step.record
+        if step.mark_joined:
+            self._set_amnesiac(_joined(step.epoch))
+        if step.already_changed:
+            return pb.ChangeMembersResponseProto(change_epoch=step.epoch, already_changed=True)
         self.storage.write_members(list(change.new))
         self.members = list(change.new)
         log.warning(
             "journal %s: members changed in epoch %d: %s",
             self.jid,
-            record.epoch,
+            step.epoch,
             change.describe(),
         )
-        return pb.ChangeMembersResponseProto(change_epoch=record.epoch)
+        return pb.ChangeMembersResponseProto(change_epoch=step.epoch)
 
     def _join_without_storage(
         self, ns: NamespaceInfo, change: MemberChange, joining: bool, promised_epoch: int
     ) -> pb.ChangeMembersResponseProto:
         """Set up a joining node that has no storage: VERSION, the promise, the new members."""
-        if not joining:
-            raise JournalNotFormattedError(
-                f"journal {self.jid!r} is not formatted on this JournalNode and it is not "
-                f"joining in this change ({change.describe()}); only a joining node may be "
-                "set up by a member change"
-            )
+        rules.check_join_without_storage(self.state(), change, joining)
         epoch = max(promised_epoch, self._promise_on_disk())
         # The record first: a crash before VERSION leaves unformatted storage and a rerun.
         self.storage.write_member_change(MemberChangeRecord(epoch, change.old, change.new))
@@ -544,25 +490,14 @@ class Journal:
         )
         return pb.ChangeMembersResponseProto(change_epoch=epoch)
 
-    def _changed_already(
-        self, change: MemberChange, joining: bool
-    ) -> pb.ChangeMembersResponseProto:
-        """A rerun on a node that holds the new members: at most re-mark a joining node."""
-        recorded = self.member_change
-        epoch = recorded.epoch if recorded is not None and recorded.new == change.new else 0
-        if joining and epoch and self.last_writer_epoch <= epoch and self.amnesiac is None:
-            # A copy of a staying node's directory made after the change: its data is not
-            # its own until a writer of the new members starts a segment here.
-            self._set_amnesiac(_joined(epoch))
-        return pb.ChangeMembersResponseProto(change_epoch=epoch, already_changed=True)
-
     def _set_amnesiac(self, why: str) -> None:
         self.storage.set_amnesiac(why)
         self.amnesiac = why
 
     def start_log_segment(self, req: pb.RequestInfoProto, txid: int, layout_version: int) -> None:
         """Open edits_inprogress_<txid> for the writer of req's epoch."""
-        plain = self._check_writer_call(req)
+        state = self.state()
+        plain = self.check_writer_call(req, state)
         layout_version = rules.start_layout_version(
             txid, layout_version, LAYOUT_VERSION, EDITLOG_LENGTH_LAYOUT
         )
@@ -580,12 +515,12 @@ class Journal:
                     f"txid {txid} which holds valid transactions up to {found.last_txid}; "
                     "refusing to overwrite it"
                 )
-        rules.check_segment_start(self.state(), plain, txid, restart=existing is not None)
+        rules.check_segment_start(state, plain, txid, restart=existing is not None)
         if self._misses_txids_below(txid):
             # This node was down or out of sync for some txids: the syncer fetches them
             # now rather than at its next interval.
             self.on_gap()
-        self._apply_request(plain)
+        self.record_request(plain, state)
         if self.cur_segment_txid is not None:
             log.warning(
                 "journal %s: starting segment %d while segment %s is open; aborting it",
@@ -593,7 +528,7 @@ class Journal:
                 txid,
                 self.cur_segment_txid,
             )
-            self._abort_cur_segment()
+            self.abort_open_segment()
         if req.epoch != self.last_writer_epoch:
             self.storage.write_long(LAST_WRITER_EPOCH, req.epoch)
             self.last_writer_epoch = req.epoch
@@ -624,8 +559,8 @@ class Journal:
         records: bytes,
     ) -> None:
         """Append a batch to the open segment and fsync it before returning."""
-        plain = self._check_writer_call(req)
-        state = self.state()
+        state = self.state()  # once per call: the checks and the record share it
+        plain = self.check_writer_call(req, state)
         rules.check_writer_epoch(state, plain)
         rules.check_batch(state, self._next_txid, segment_txid, first_txid, num_txns)
         offsets: list[int] = []
@@ -643,7 +578,7 @@ class Journal:
         # and fsynced all the same. rules.committed_txid_to_record never records one above
         # what this node holds, so a claimed committed txid cannot talk a node out of its fsync.
         lagging = self.committed_txid is not None and last_txid <= self.committed_txid
-        self._apply_request(plain, written_through=last_txid if num_txns else None)
+        self.record_request(plain, state, written_through=last_txid if num_txns else None)
         if not num_txns:
             return
         path = self.files.open_path
@@ -657,7 +592,7 @@ class Journal:
                 log.warning("journal %s: sync of %d txns took %.3fs", self.jid, num_txns, took)
         except OSError as e:
             # The segment's tail is now unknown: stop writing it until the next segment.
-            self._abort_cur_segment()
+            self.abort_open_segment()
             raise StorageError(
                 f"writing txids {first_txid}-{last_txid} to {path} failed: "
                 f"{e.strerror or e}; the segment is closed until the writer starts a new one"
@@ -680,7 +615,8 @@ class Journal:
         release_lease: the writer answers no client as active any more, so until the next
         promise no newer writer need wait for its lease (design §N.1).
         """
-        self._apply_request(self._check_writer_call(req))
+        state = self.state()
+        self.record_request(self.check_writer_call(req, state), state)
         if release_lease:
             self.writer_seen_at = -math.inf
             log.info("journal %s: the writer of epoch %d released its lease", self.jid, req.epoch)
@@ -689,8 +625,9 @@ class Journal:
         self, req: pb.RequestInfoProto, start_txid: int, end_txid: int
     ) -> None:
         """Close a segment at end_txid and rename it edits_<start>-<end>."""
-        plain = self._check_writer_call(req)
-        rules.check_finalize_range(self.state(), start_txid, end_txid)
+        state = self.state()
+        plain = self.check_writer_call(req, state)
+        rules.check_finalize_range(state, start_txid, end_txid)
         existing = self.files.find_segment(start_txid)
         if existing is None:
             raise NoSuchSegmentError(
@@ -702,10 +639,10 @@ class Journal:
             # The decision stays as recorded: a recovery of this epoch that accepted this
             # copy recorded its epoch already (finish_accept_recovery); a bare finalize must
             # not make an older decision look newer.
-            self._apply_request(plain)
+            self.record_request(plain, state)
             return
         rules.check_may_finalize(
-            self.state(),
+            state,
             plain,
             start_txid,
             end_txid,
@@ -714,17 +651,17 @@ class Journal:
         )
         if self.cur_segment_txid == start_txid:
             rules.check_finalize_end(start_txid, end_txid, self._next_txid - 1, open=True)
-            self._apply_request(plain)
+            self.record_request(plain, state)
             valid_length = self.files.close_open()
         else:
             found = self.files.scan(existing.path)
             rules.check_finalize_end(start_txid, end_txid, found.last_txid, open=False)
-            self._apply_request(plain)
+            self.record_request(plain, state)
             valid_length = found.valid_length
         # The decision first: a crash before the rename leaves the in-progress file and a
         # record saying it was decided finalized in this epoch, which prepare_recovery
         # reports as it would the renamed file (design §J.3).
-        self._record_decision(start_txid, end_txid, req.epoch, valid_length)
+        self.record_decision(start_txid, end_txid, req.epoch, valid_length)
         self.files.finalize(existing, end_txid, valid_length)
         log.info(
             "journal %s: finalized segment %d-%d in epoch %d",
@@ -736,7 +673,7 @@ class Journal:
         if self._misses_txids_below(start_txid):
             self.on_gap()  # e.g. a recovery just gave this node a segment past a hole
 
-    def _record_decision(self, start: int, end: int, epoch: int, byte_length: int = 0) -> None:
+    def record_decision(self, start: int, end: int, epoch: int, byte_length: int = 0) -> None:
         """Persist the epoch that decided the finalized segment start-end (design §J.3).
 
         Kept as the segment's paxos record, so that it lives and dies with the segment as
@@ -768,9 +705,10 @@ class Journal:
 
     def purge_logs_older_than(self, req: pb.RequestInfoProto, min_txid_to_keep: int) -> int:
         """Delete finalized segments and paxos files wholly below a txid; return the count."""
-        plain = self._check_writer_call(req)
-        rules.check_purge(self.state(), min_txid_to_keep)
-        self._apply_request(plain)
+        state = self.state()
+        plain = self.check_writer_call(req, state)
+        rules.check_purge(state, min_txid_to_keep)
+        self.record_request(plain, state)
         removed = self.files.purge_older_than(min_txid_to_keep)
         kept = {seg.start for seg in self.files.segments()}
         for txid in self.storage.paxos_txids():
@@ -792,10 +730,11 @@ class Journal:
         in progress) from start_txid on with their paxos files and sets the committed txid
         to start_txid - 1.
         """
+        state = self.state()
         if req is None:
-            raise rules.discard_without_epoch(self.state(), start_txid)
-        plain = self._check_writer_call(req)
-        rules.check_discard(self.state(), plain, start_txid)
+            raise rules.discard_without_epoch(state, start_txid)
+        plain = self.check_writer_call(req, state)
+        rules.check_discard(state, plain, start_txid)
         segments = self.files.segments()
         spans = [
             (
@@ -805,15 +744,14 @@ class Journal:
             )
             for seg in segments
         ]
-        doomed = [segments[i] for i in rules.segments_to_discard(self.state(), start_txid, spans)]
-        self._apply_request(plain)
+        doomed = [segments[i] for i in rules.segments_to_discard(state, start_txid, spans)]
+        self.record_request(plain, state)
         self.files.remove(doomed)
         for txid in self.storage.paxos_txids():
             if txid >= start_txid:
                 self.storage.purge_paxos(txid)
         self.cache.clear()
-        latest = self.files.scan_for_latest_edits()
-        self.highest_written_txid = latest.end_txid if latest else 0
+        self.refresh_highest_written_txid()
         if self.committed_txid is not None and self.committed_txid >= start_txid:
             # The one place the committed txid goes down: a rollback gives up those txids
             # on purpose, and the caller's promise fenced every writer that reported them
@@ -833,7 +771,7 @@ class Journal:
         self, since_txid: int, in_progress_ok: bool, *, all_in_progress: bool = False
     ) -> list[SegmentInfo]:
         """The segments holding txids at or after since_txid; in-progress ones if visible."""
-        self._check_formatted()
+        self.check_formatted()
         out: list[SegmentInfo] = []
         segments = self.files.segments()
         for seg in segments:
@@ -859,11 +797,12 @@ class Journal:
         self, req: pb.RequestInfoProto, segment_txid: int
     ) -> pb.PrepareRecoveryResponseProto:
         """Paxos phase 1b for a segment: what this node holds and what it accepted."""
-        plain = self._check_writer_call(req)
-        rules.check_may_vote(self.state(), segment_txid)
-        self._apply_request(plain)
-        self._abort_cur_segment()
-        self._roll_forward_half_done_accepts()
+        state = self.state()
+        plain = self.check_writer_call(req, state)
+        rules.check_may_vote(state, segment_txid)
+        self.record_request(plain, state)
+        self.abort_open_segment()
+        roll_forward_half_done_accepts(self)
         self._refuse_tombstoned(segment_txid)
         accepted = self.storage.read_paxos(segment_txid)
         seg = self.files.segment_info(segment_txid)
@@ -915,7 +854,7 @@ class Journal:
         self, since_txid: int, max_txns: int
     ) -> pb.GetJournaledEditsResponseProto:
         """Recent edits from memory; thread-safe, so callers need not use the journal thread."""
-        self._check_formatted()
+        self.check_formatted()
         if since_txid <= 0 or max_txns <= 0:
             raise InvalidRequestError(
                 f"since_txid and max_txns must be positive, got {since_txid} and {max_txns}"
@@ -980,17 +919,7 @@ class Journal:
         """
         if self.ns_info is not None:
             return False
-        self.storage.set_awaiting_new_epoch(
-            why or "was restored from a peer after losing its VERSION"
-        )
-        # Unlike format, the node may have held acknowledged txids: it must not vote in
-        # recovery until its data is real again (see prepare_recovery).
-        self.storage.set_amnesiac(why or "was restored from a peer after losing its storage")
-        if members:
-            self.storage.write_members(list(members))
-        self.storage.write_version(ns)
-        if promised_epoch > self.storage.read_long(LAST_PROMISED_EPOCH, 0):
-            self.storage.write_long(LAST_PROMISED_EPOCH, promised_epoch)
+        self.storage.restore_version(ns, promised_epoch, members, why)
         self._load()
         log.warning(
             "journal %s: re-created VERSION from a peer (%s), promised epoch %d",
@@ -1003,7 +932,7 @@ class Journal:
     # -- serving segments -------------------------------------------------------------------
     def check_storage_info(self, theirs: StorageInfo) -> None:
         """Refuse a segment fetch whose storageInfo names another namespace than ours."""
-        mine = self._check_formatted()
+        mine = self.check_formatted()
         if not same_namespace(mine, theirs):
             ours = StorageInfo(mine.layout_version, mine.namespace_id, mine.ctime, mine.cluster_id)
             raise StorageInfoMismatchError(
@@ -1024,7 +953,7 @@ class Journal:
         An in-progress segment is served to readers only when it is the current writer's
         (_is_current_writers), and to a recovery only in the epoch this node promised last.
         """
-        self._check_formatted()
+        self.check_formatted()
         seg = self.files.find_segment(segment_txid)
         if seg is None:
             return None
@@ -1045,8 +974,21 @@ class Journal:
         return None if length is None else (seg.path, length)
 
     # -- internals ---------------------------------------------------------------------------
-    def _abort_cur_segment(self) -> None:
+    def abort_open_segment(self) -> None:
+        """Close the segment open for the writer, if any, without finalizing it."""
         self.files.abort_open()
+
+    def refresh_highest_written_txid(self) -> None:
+        """Re-read the highest written txid from the segment files (after they changed)."""
+        latest = self.files.scan_for_latest_edits()
+        self.highest_written_txid = latest.end_txid if latest else 0
+
+    def fetch_segment(self, url: str, dest: Path, limits: FetchLimits) -> None:
+        """Download a segment from url into dest within limits (a test's stand-in, if set)."""
+        if self._fetch is not None:
+            self._fetch(url, dest)
+        else:
+            self.fetcher.fetch(url, dest, limits)
 
     def _check_finalized(self, seg: SegmentFile) -> str | None:
         """None if a finalized segment holds exactly its named range; else it is moved aside."""
@@ -1061,41 +1003,6 @@ class Journal:
         accepted = self.storage.read_paxos(seg.start)
         if accepted is not None and accepted.segment_state.end_txid == seg.end:
             self.storage.purge_paxos(seg.start)
-
-    def _roll_forward_half_done_accepts(self) -> None:
-        """Finish each accept_recovery that persisted its paxos data but not its log.
-
-        finish_accept_recovery persists the decision, then moves the download (staged
-        under files.staged_path) into place; a crash between the two leaves a node
-        that voted for a log it does not hold. HDFS completes it only in prepareRecovery
-        of that segment, which is wrong: until then newEpoch reports an older newest
-        segment than the one this node accepted, so a writer may skip recovering it, and
-        the node's highest written txid is stale, so it refuses the next segment's start
-        as a gap (the seed-3 fault schedule). Here it is completed wherever the newest
-        segment is computed: at load, in new_epoch and in prepare_recovery. A staged file
-        the paxos data does not name (a crash before the persist, or a decision replaced
-        or purged by a later start since) was never accepted and is deleted, and so is one
-        a finalized segment superseded.
-        """
-
-        def accepted_in(start: int, epoch: int) -> bool:
-            accepted = self.storage.read_paxos(start)
-            return accepted is not None and accepted.accepted_in_epoch == epoch
-
-        if self.files.roll_forward_staged(accepted_in):
-            latest = self.files.scan_for_latest_edits()
-            self.highest_written_txid = latest.end_txid if latest else 0
-
-
-def _check_addresses(members: Sequence[str], which: str) -> None:
-    """Refuse a member that is not one host:port (the members file holds one per line)."""
-    for m in members:
-        try:
-            parse_address(m, f"{which} member {m!r}")
-        except ConfigError:
-            raise InvalidRequestError(f"{which} member {m!r} is not host:port") from None
-        if any(c.isspace() or c in ";/," for c in m):
-            raise InvalidRequestError(f"{which} member {m!r} is not host:port")
 
 
 def _joined(epoch: int) -> str:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from qjm.config import parse_address
+from qjm.errors import ConfigError
 from qjm.journalnode.storage import MemberChangeRecord
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import (
@@ -28,7 +30,9 @@ from qjm.protocol.errors import (
     InvalidRequestError,
     IpcSerialError,
     IpcSerialLimitError,
+    JournalInUseError,
     JournalNotFormattedError,
+    MemberChangePendingError,
     MembershipMismatchError,
     MissingEpochError,
     NewerAcceptError,
@@ -42,13 +46,17 @@ from qjm.protocol.errors import (
     UnpromisedEpochError,
     WrongSegmentError,
 )
+from qjm.protocol.member_change import MemberChange
+from qjm.protocol.namespace import NamespaceInfo, same_namespace
 
 __all__ = [
+    "FORMAT_QUIET_SECONDS",
     "MAX_EPOCH",
     "MAX_EPOCH_STEP",
     "AcceptAction",
     "Accepted",
     "JournalState",
+    "MemberChangeStep",
     "OnDisk",
     "Request",
     "accept_action",
@@ -57,9 +65,12 @@ __all__ = [
     "check_discard",
     "check_finalize_end",
     "check_finalize_range",
+    "check_format_in_use",
     "check_formatted",
+    "check_join_without_storage",
     "check_may_finalize",
     "check_may_vote",
+    "check_member_addresses",
     "check_members",
     "check_new_epoch",
     "check_purge",
@@ -72,6 +83,7 @@ __all__ = [
     "committed_txid_to_record",
     "describe_segment",
     "discard_without_epoch",
+    "member_change_step",
     "segments_to_discard",
     "serves_cached_edits",
     "serves_for_recovery",
@@ -82,6 +94,9 @@ __all__ = [
 # one new_epoch must never use up the epochs every later writer needs (HDFS has no limit).
 MAX_EPOCH_STEP = 1_000_000
 MAX_EPOCH = 2**62
+# A formatted journal whose writer promised or called within this many seconds is in use:
+# format wipes it only when forced for its own namespace (check_format_in_use).
+FORMAT_QUIET_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +147,16 @@ class OnDisk:
     in_progress: bool
     corrupt: bool = False
     decided_epoch: int | None = None  # for a finalized copy: the epoch that decided it
+
+
+@dataclass(frozen=True, slots=True)
+class MemberChangeStep:
+    """This node's part of a member change: the change's epoch and what to write."""
+
+    epoch: int  # the change's epoch; 0: a rerun on a node that kept no record of it
+    already_changed: bool = False  # the node holds the new members: write nothing but a mark
+    record: MemberChangeRecord | None = None  # persist before the members; None: keep the old
+    mark_joined: bool = False  # mark the node amnesiac: it joined in this change
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,6 +324,117 @@ def check_members(
         else f"was formatted for {list(held)}"
     )
     raise MembershipMismatchError(f"writer's URI names {names} but journal {jid!r} {holds}")
+
+
+def check_member_addresses(members: Sequence[str], which: str) -> None:
+    """Refuse a member that is not one host:port (the members file holds one per line)."""
+    for m in members:
+        try:
+            parse_address(m, f"{which} member {m!r}")
+        except ConfigError:
+            raise InvalidRequestError(f"{which} member {m!r} is not host:port") from None
+        if any(c.isspace() or c in ";/," for c in m):
+            raise InvalidRequestError(f"{which} member {m!r} is not host:port")
+
+
+def check_join_without_storage(state: JournalState, change: MemberChange, joining: bool) -> None:
+    """Refuse a member change on an unformatted node unless it joins in that change (§J.7)."""
+    if not joining:
+        raise JournalNotFormattedError(
+            f"journal {state.jid!r} is not formatted on this JournalNode and it is not "
+            f"joining in this change ({change.describe()}); only a joining node may be "
+            "set up by a member change"
+        )
+
+
+def member_change_step(
+    state: JournalState,
+    held: Sequence[str] | None,
+    recorded: MemberChangeRecord | None,
+    change: MemberChange,
+    joining: bool,
+) -> MemberChangeStep:
+    """What a formatted node does for a member change from its held members (§J.7).
+
+    A rerun on a node that holds the new members already changes nothing but may re-mark
+    a joining node; a rerun cut short after its record reuses that record; otherwise the
+    change is recorded with this node's promise. One change at a time: a recorded change
+    no writer of the new members has started a segment since is refused.
+    """
+    jid = state.jid
+    if held is not None and list(held) == list(change.new):
+        epoch = recorded.epoch if recorded is not None and recorded.new == change.new else 0
+        # A copy of a staying node's directory made after the change: its data is not
+        # its own until a writer of the new members starts a segment here.
+        mark = bool(
+            joining and epoch and state.last_writer_epoch <= epoch and state.amnesiac is None
+        )
+        return MemberChangeStep(epoch, already_changed=True, mark_joined=mark)
+    if held is not None and list(held) != list(change.old):
+        raise MembershipMismatchError(
+            f"journal {jid!r} holds the members {list(held)} here, neither the old "
+            f"members {list(change.old)} nor the new ones {list(change.new)} of this change"
+        )
+    if recorded is not None and (recorded.old, recorded.new) == (change.old, change.new):
+        # a rerun of this change, cut short after its record
+        return MemberChangeStep(recorded.epoch, mark_joined=joining)
+    # One change at a time (design §J.7): the next change's quorums assume the joining
+    # node holds the new writer's data, true only once it started a segment; until then
+    # only the staying nodes carry what the old set committed.
+    if recorded is not None and state.last_writer_epoch <= recorded.epoch:
+        raise MemberChangePendingError(
+            f"journal {jid!r} has a pending member change, recorded in epoch "
+            f"{recorded.epoch} (from {list(recorded.old)} to {list(recorded.new)}): no "
+            f"writer of its new members has started a segment here since (last writer "
+            f"epoch {state.last_writer_epoch}). One change at a time: restart the "
+            "NameNodes with the new shared edits URI (standby first, then fail over) "
+            "so that a writer starts a segment, then change again"
+        )
+    record = MemberChangeRecord(state.last_promised_epoch, change.old, change.new)
+    return MemberChangeStep(record.epoch, record=record, mark_joined=joining)
+
+
+# -- format (design §J.8) ----------------------------------------------------------------------
+
+
+def check_format_in_use(
+    state: JournalState,
+    mine: NamespaceInfo | None,
+    ns: NamespaceInfo,
+    force: bool,
+    idle_seconds: float | None,
+) -> str | None:
+    """Refuse to format a journal in use unless forced for the namespace it holds (§J.8).
+
+    mine: the namespace the journal holds (None: unformatted); idle_seconds: since its
+    last promise or writer call (None: none since the format). Returns why it is in use
+    when a forced format for its own namespace wipes it all the same; None: not in use.
+    HDFS formats whenever force is given, so one call could wipe every acknowledged
+    edit of a live cluster. Here a formatted journal whose writer holds an open
+    segment, or promised or made a call within FORMAT_QUIET_SECONDS, is in use.
+    """
+    if mine is None:
+        return None
+    if state.open_segment is not None:
+        why = (
+            f"segment {state.open_segment} is open for the writer of epoch "
+            f"{state.last_writer_epoch}"
+        )
+    elif idle_seconds is not None and idle_seconds < FORMAT_QUIET_SECONDS:
+        why = (
+            f"it promised epoch {state.last_promised_epoch} or took a writer call "
+            f"{idle_seconds:.0f}s ago"
+        )
+    else:
+        return None
+    if force and same_namespace(ns, mine):
+        return why
+    raise JournalInUseError(
+        f"journal {state.jid!r} is in use: {why}; a journal in use is formatted only "
+        f"with force and its own namespace ({mine.describe()}; this request has "
+        f"{ns.describe()}{'' if force else ' without force'}), or once its writer was "
+        f"idle for {FORMAT_QUIET_SECONDS:g}s"
+    )
 
 
 # -- segments (design §J.2, §J.3) --------------------------------------------------------------

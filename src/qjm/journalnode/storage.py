@@ -12,6 +12,7 @@ import os
 import shutil
 import struct
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,6 +112,24 @@ class JNStorage:
             self.write_members(members)
         self.write_version(ns)
         fsync_dir(self.root)
+
+    def restore_version(
+        self, ns: NamespaceInfo, promised_epoch: int, members: Sequence[str] | None, why: str | None
+    ) -> None:
+        """Re-create a lost VERSION (and members) for a namespace, with both markers set.
+
+        why is the markers' reason; None: restored from peers after a loss. The promise
+        only rises.
+        """
+        self.set_awaiting_new_epoch(why or "was restored from a peer after losing its VERSION")
+        # Unlike format, the node may have held acknowledged txids: it must not vote in
+        # recovery until its data is real again (see Journal.prepare_recovery).
+        self.set_amnesiac(why or "was restored from a peer after losing its storage")
+        if members:
+            self.write_members(list(members))
+        self.write_version(ns)
+        if promised_epoch > self.read_long(LAST_PROMISED_EPOCH, 0):
+            self.write_long(LAST_PROMISED_EPOCH, promised_epoch)
 
     def write_version(self, ns: NamespaceInfo) -> None:
         """Write current/VERSION as a Java properties file, like HDFS."""

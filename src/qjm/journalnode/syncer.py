@@ -115,7 +115,7 @@ def occupied_ranges(j: Journal) -> list[tuple[int, int]]:
     which a later segment start superseded and no recovery will ask for again, holds
     nothing: a finalized copy a majority agrees on may be installed over its txids.
     """
-    j._check_formatted()
+    j.check_formatted()
     segments = j.files.segments()
     out: list[tuple[int, int]] = []
     for seg in segments:
@@ -133,7 +133,7 @@ def install_synced_segment(
 
     The epoch that decided it on its source is recorded with it (design §J.6).
     """
-    j._check_formatted()
+    j.check_formatted()
     if any(not (end < a or start > b) for a, b in occupied_ranges(j)):
         tmp.unlink(missing_ok=True)
         return False
@@ -141,7 +141,7 @@ def install_synced_segment(
         # Before the file: a crash between the two leaves a record of a segment this
         # node lacks, which prepare_recovery refuses to answer about, not a segment
         # without its epoch.
-        j._record_decision(start, end, decided_epoch, tmp.stat().st_size)
+        j.record_decision(start, end, decided_epoch, tmp.stat().st_size)
     final = j.files.install_finalized(tmp, start, end)
     if final is None:
         return False
