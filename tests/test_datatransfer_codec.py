@@ -7,6 +7,7 @@ import struct
 import crc32c
 import pytest
 
+from qjm.hdfs import checksum
 from qjm.hdfs import datatransfer as codec
 from qjm.hdfs.proto import datatransfer_pb2 as dt
 from qjm.hdfs.proto import hdfs_pb2
@@ -59,7 +60,7 @@ def test_op_prefix_refused(prefix: bytes, message: str) -> None:
 
 def test_packet_layout_matches_hadoop() -> None:
     data = b"x" * 700
-    sums = codec.chunk_sums(data)
+    sums = checksum.chunk_sums(data)
     frame = codec.encode_packet(1024, 7, data, sums, sync=True)
     payload_len, header_len = struct.unpack(">iH", frame[:6])
     assert payload_len == 4 + len(sums) + len(data) == 4 + 8 + 700
@@ -87,13 +88,13 @@ def test_packet_layout_matches_hadoop() -> None:
     ],
 )
 def test_packet_round_trip(offset: int, data: bytes, last: bool, sync: bool) -> None:
-    sums = codec.chunk_sums(data, 512, offset)
+    sums = checksum.chunk_sums(data, 512, offset)
     packet = codec.decode_packet(codec.encode_packet(offset, 3, data, sums, last=last, sync=sync))
     assert packet.header.offset_in_block == offset
     assert packet.header.last_packet_in_block is last and packet.header.sync_block is sync
     assert (packet.data, packet.sums) == (data, sums)
     assert packet.end_offset == offset + len(data)
-    assert codec.first_bad_chunk(packet.data, packet.sums, 512, offset) is None
+    assert checksum.first_bad_chunk(packet.data, packet.sums, 512, offset) is None
 
 
 def test_heartbeat_packet() -> None:
@@ -128,7 +129,7 @@ def test_packet_bound_is_configurable() -> None:
 
 
 def test_packet_header_inconsistent_with_lengths() -> None:
-    frame = bytearray(codec.encode_packet(0, 1, b"z" * 10, codec.chunk_sums(b"z" * 10)))
+    frame = bytearray(codec.encode_packet(0, 1, b"z" * 10, checksum.chunk_sums(b"z" * 10)))
     header_len = struct.unpack(">H", frame[4:6])[0]
     header = dt.PacketHeaderProto.FromString(bytes(frame[6 : 6 + header_len]))
     header.dataLen = 100  # more data than the payload holds
@@ -142,21 +143,21 @@ def test_packet_header_inconsistent_with_lengths() -> None:
 
 def test_chunk_sums_are_crc32c_big_endian() -> None:
     data = bytes(range(256)) * 5  # 1280 bytes: chunks 512, 512, 256
-    sums = codec.chunk_sums(data, 512)
+    sums = checksum.chunk_sums(data, 512)
     assert sums == b"".join(
         crc32c.crc32c(data[i : i + 512]).to_bytes(4, "big") for i in (0, 512, 1024)
     )
     # A start inside a chunk: the first chunk ends at the block's next boundary.
-    assert codec.chunk_bounds(700, 1000, 512) == [(0, 324), (324, 836), (836, 1000)]
+    assert checksum.chunk_bounds(700, 1000, 512) == [(0, 324), (324, 836), (836, 1000)]
 
 
 def test_first_bad_chunk_names_the_block_offset() -> None:
     data = bytearray(b"q" * 2000)
-    sums = codec.chunk_sums(bytes(data), 512, 4096)
+    sums = checksum.chunk_sums(bytes(data), 512, 4096)
     data[1100] ^= 1  # in the third chunk: block offset 4096 + 1024
-    assert codec.first_bad_chunk(bytes(data), sums, 512, 4096) == 4096 + 1024
-    with pytest.raises(codec.MalformedTransferError, match="has 12 checksum bytes"):
-        codec.first_bad_chunk(bytes(data), sums[:12], 512, 4096)
+    assert checksum.first_bad_chunk(bytes(data), sums, 512, 4096) == 4096 + 1024
+    with pytest.raises(checksum.ChecksumError, match="has 12 checksum bytes"):
+        checksum.first_bad_chunk(bytes(data), sums[:12], 512, 4096)
 
 
 @pytest.mark.parametrize(

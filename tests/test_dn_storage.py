@@ -204,7 +204,7 @@ def write(ds: FsDataset, block_id: int, data: bytes, packets: list[int], gs: int
     off = 0
     for size in packets:
         chunk = data[off : off + size]
-        w.write_packet(off, chunk, chunk_sums(chunk, 512), verify=True)
+        w.write_packet(off, chunk, chunk_sums(chunk, 512, off), verify=True)
         off += size
     assert off == len(data)
     w.set_bytes_acked(off)
@@ -333,7 +333,7 @@ def test_a_reader_of_a_replica_being_written_sees_acked_bytes(node: Node) -> Non
         assert (start, got) == (512, data[512:700])
         assert sums == chunk_sums(data[512:700], 512)
         # A writer going on meanwhile does not change what this reader was given.
-        w.write_packet(1000, data[1000:], chunk_sums(data[1000:], 512))
+        w.write_packet(1000, data[1000:], chunk_sums(data[1000:], 512, 1000))
         w.set_bytes_acked(1500)
         assert rd.read_chunks(0, 700)[2] == chunk_sums(data[:700], 512)
     with ds.open_reader(BPID, BLK) as rd:
@@ -459,7 +459,7 @@ def test_append_with_a_new_genstamp(node: Node) -> None:
     assert (r.state, r.genstamp, r.visible_length) == (ReplicaState.RBW, 1002, 1000)
     assert r.data_path.parent.name == "rbw" and r.meta_path.name == f"blk_{BLK}_1002.meta"
     # The first packet fills the partial chunk from offset 1000; its sum is its own bytes'.
-    w.write_packet(1000, data[1000:1024], chunk_sums(data[1000:1024], 512))
+    w.write_packet(1000, data[1000:1024], chunk_sums(data[1000:1024], 512, 1000))
     w.write_packet(1024, data[1024:], chunk_sums(data[1024:], 512))
     fin = w.finalize()
     assert (fin.state, fin.genstamp, fin.num_bytes) == (ReplicaState.FINALIZED, 1002, 2500)
@@ -483,7 +483,7 @@ def test_pipeline_recovery_cuts_unacked_bytes_and_bumps_the_genstamp(node: Node)
     w.close()
     r = w2.replica
     assert (r.genstamp, r.num_bytes, r.meta_path.name) == (1002, 900, f"blk_{BLK}_1002.meta")
-    w2.write_packet(900, data[900:], chunk_sums(data[900:], 512))
+    w2.write_packet(900, data[900:], chunk_sums(data[900:], 512, 900))
     w2.finalize()
     assert read_all(ds, BLK) == data
     with ds.open_reader(BPID, BLK) as rd:

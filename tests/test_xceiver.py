@@ -21,6 +21,7 @@ from qjm.datanode import transfer_client as tc
 from qjm.datanode import transfer_io as tio
 from qjm.datanode.replica_store import ExtendedBlock, ReplicaReader
 from qjm.datanode.xceiver import DataXceiverServer, XceiverLimits
+from qjm.hdfs import checksum
 from qjm.hdfs import datatransfer as codec
 from qjm.hdfs.proto import datatransfer_pb2 as dt
 from qjm.hdfs.proto import hdfs_pb2
@@ -103,16 +104,16 @@ async def test_hflush_then_more_data_and_a_read_of_what_is_acked(nodes: list[Nod
     for node in nodes:
         replica = node.store.replicas[7]
         assert bytes(replica.data) == expected and replica.syncs >= 1
-        assert bytes(replica.sums) == codec.chunk_sums(expected)
+        assert bytes(replica.sums) == checksum.chunk_sums(expected)
 
 
 async def test_corrupted_packet_is_refused_and_nothing_finalized(nodes: list[Node]) -> None:
     block = _block(11)
     pipeline = await tc.PipelineWriter.open([n.info for n in nodes], block, client_name="c")
     good = _data(1024, 2)
-    await pipeline.send_packet(0, good, codec.chunk_sums(good))
+    await pipeline.send_packet(0, good, checksum.chunk_sums(good))
     bad = bytearray(_data(1024, 3))
-    sums = codec.chunk_sums(bytes(bad), 512, 1024)
+    sums = checksum.chunk_sums(bytes(bad), 512, 1024)
     bad[600] ^= 0xFF  # second chunk of this packet: block offset 1536
     await pipeline.send_packet(1024, bytes(bad), sums)
     with pytest.raises(tc.BlockWriteError) as err:

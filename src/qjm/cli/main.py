@@ -15,6 +15,7 @@ from qjm.errors import QjmError
 COMMANDS = [
     "qjm.cli.journalnode",
     "qjm.cli.namenode",
+    "qjm.cli.datanode",
     "qjm.cli.journal",
     "qjm.cli.cluster",
     "qjm.cli.oev",

@@ -11,6 +11,7 @@ import asyncio
 import logging
 
 from qjm.datanode.replica_store import ReplicaReader
+from qjm.hdfs import checksum
 from qjm.hdfs import datatransfer as codec
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ async def _packet_sums(replica: ReplicaReader, pos: int, n: int) -> bytes:
     if tail:
         last_start = pos + n - tail
         partial = await replica.read_data(last_start, tail)
-        sums = sums[:-4] + codec.chunk_sums(partial, bpc, last_start)
+        sums = sums[:-4] + checksum.chunk_sums(partial, bpc, last_start)
     return sums
 
 

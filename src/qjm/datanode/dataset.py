@@ -40,7 +40,7 @@ from qjm.datanode.storage import BlockPoolSliceStorage, DataStorage
 from qjm.datanode.volume import BlockPoolSlice, FsVolume, Quarantined, Statvfs
 from qjm.errors import describe_error
 from qjm.fileutil import fsync_dir
-from qjm.hdfs.checksum import ChecksumError, DataChecksum, num_chunks
+from qjm.hdfs.checksum import ChecksumError, DataChecksum, num_chunks, sums_length
 
 log = logging.getLogger(__name__)
 
@@ -300,9 +300,12 @@ class FsDataset:
         *,
         expected_size: int = DEFAULT_BLOCK_SIZE,
         temporary: bool = False,
+        checksum: DataChecksum | None = None,
     ) -> ReplicaWriter:
-        """A new replica being written (TEMPORARY for a transfer's copy) on a chosen volume."""
+        """A new replica being written (TEMPORARY for a transfer's copy) on a chosen volume,
+        its sums of the writer's checksum (else the dataset's)."""
         state = ReplicaState.TEMPORARY if temporary else ReplicaState.RBW
+        cs = checksum or self.checksum
         with self._lock:
             old = self._map.get(bpid, {}).get(block_id)
             if bpid not in self._map:
@@ -314,16 +317,14 @@ class FsDataset:
             volume = self._choose_volume(bpid, expected_size)
             bps = volume.slices[bpid]
             data, meta = bps.paths(state, block_id, genstamp)
-            r = ReplicaInfo(
-                bpid, block_id, genstamp, state, 0, volume.storage_id, data, meta, self.checksum
-            )
+            r = ReplicaInfo(bpid, block_id, genstamp, state, 0, volume.storage_id, data, meta, cs)
             self._map[bpid][block_id] = r
             self._where[(bpid, block_id)] = volume
         try:
             with self._io(volume, f"creating {r.describe()}"):
                 fd_meta = os.open(meta, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
                 try:
-                    _pwrite_all(fd_meta, meta_header(self.checksum), 0)
+                    _pwrite_all(fd_meta, meta_header(cs), 0)
                     fd_data = os.open(data, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
                 except BaseException:
                     os.close(fd_meta)
@@ -646,19 +647,20 @@ class ReplicaWriter:
         sync: bool = False,
         verify: bool = False,
     ) -> None:
-        """Write a packet's data at block offset `offset` with its sums (the packet's chunks,
-        from its first byte; checked first when verify); bytes already on disk are skipped,
-        the last partial chunk's sum rewritten as it grows."""
+        """Write a packet's data at block offset `offset` with its sums (one per chunk of the
+        block the packet touches, as on the wire; checked first when verify); bytes already on
+        disk are skipped, the last partial chunk's sum rewritten as it grows."""
         with self._lock:
             self._check()
             r = self._r
             cs = r.checksum
             bpc, size = cs.bytes_per_checksum, cs.checksum_size
             view = memoryview(data).cast("B")
-            if len(sums) != cs.sums_length(len(view)):
+            want = sums_length(offset, len(view), bpc) if size else 0
+            if len(sums) != want:
                 raise ChecksumError(
                     f"{r.describe()}: {len(sums)} bytes of sums for a packet of {len(view)} "
-                    f"bytes at offset {offset}, expected {cs.sums_length(len(view))}",
+                    f"bytes at offset {offset}, expected {want}",
                     offset=offset,
                 )
             if verify:
@@ -699,6 +701,16 @@ class ReplicaWriter:
                     self._volume.reserved_for_replicas -= take
             if sync:
                 self._sync()
+
+    def read(self, offset: int, length: int) -> bytes:
+        """Bytes already written (a writer extending a partial last chunk reads it back)."""
+        with self._lock:
+            self._check()
+            if offset < 0 or length < 0 or offset + length > self._r.num_bytes:
+                raise StorageError(
+                    f"{self._r.describe()}: bytes {offset}..{offset + length} are not written"
+                )
+            return _pread_exact(self._fd_data, length, offset, self._r.data_path)
 
     def set_bytes_acked(self, n: int) -> None:
         """Record that the pipeline acknowledged the first n bytes (the visible length)."""

@@ -118,11 +118,29 @@ class DataStorage:
         for root, info in found:
             self._adopt(root, info, seen_ids)
 
-    def _open(self, root: Path) -> StorageInfo | None:
-        """Create and lock root; return its VERSION (None if fresh)."""
+    def lock(self) -> None:
+        """Lock every directory now, before the cluster id is known (design §B.13): one held
+        by another process raises LockHeld; other failures are left for load to count."""
+        for root in self.dirs:
+            if root in self._pending_locks:
+                continue
+            try:
+                self._lock(root)
+            except LockHeld:
+                self.release()
+                raise
+            except (OSError, FileLockError):
+                continue
+
+    def _lock(self, root: Path) -> None:
         root.mkdir(parents=True, exist_ok=True)
         fd = lock_file(root / LOCK_FILE, f"data directory {root} is in use by another process")
         self._pending_locks[root] = fd
+
+    def _open(self, root: Path) -> StorageInfo | None:
+        """Create and lock root (unless lock() did); return its VERSION (None if fresh)."""
+        if root not in self._pending_locks:
+            self._lock(root)
         info = _read_version(root / CURRENT / VERSION)
         if info is None:
             current = root / CURRENT

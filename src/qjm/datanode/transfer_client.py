@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from qjm.datanode import transfer_io as tio
 from qjm.datanode.block_sender import PACKET_DATA_BYTES, chunks_per_packet, send_range
 from qjm.datanode.replica_store import ExtendedBlock, ReplicaReader
+from qjm.hdfs import checksum
 from qjm.hdfs import datatransfer as codec
 from qjm.hdfs.proto import Security_pb2, hdfs_pb2
 from qjm.hdfs.proto import datatransfer_pb2 as dt
@@ -316,7 +317,7 @@ class PipelineWriter:
             await self.send_packet(
                 offset,
                 chunk,
-                codec.chunk_sums(chunk, bpc, offset),
+                checksum.chunk_sums(chunk, bpc, offset),
                 sync=sync and pos == len(view),
             )
 
@@ -407,7 +408,10 @@ async def read_block(
                     f"packet of {block} at offset {header.offset_in_block}, expected {expect}"
                 )
             if checked and packet.data:
-                bad = codec.first_bad_chunk(packet.data, packet.sums, bpc, expect)
+                try:
+                    bad = checksum.first_bad_chunk(packet.data, packet.sums, bpc, expect)
+                except checksum.ChecksumError as exc:
+                    raise BlockReadError(f"{block} from {tio.xfer_name(node)}: {exc}") from None
                 if bad is not None:
                     raise BlockReadError(
                         f"checksum error in {block} at offset {bad} from {tio.xfer_name(node)}"

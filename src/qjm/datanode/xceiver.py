@@ -27,6 +27,7 @@ from qjm.datanode.replica_store import (
     ReplicaWriter,
 )
 from qjm.errors import describe_error
+from qjm.hdfs import checksum
 from qjm.hdfs import datatransfer as codec
 from qjm.hdfs.proto import datatransfer_pb2 as dt
 from qjm.hdfs.proto import hdfs_pb2
@@ -287,7 +288,7 @@ class DataXceiverServer:
             whole, tail = divmod(requested, bpc)
             sums = await replica.read_sums(0, whole) if whole else b""
             if tail:
-                sums += codec.chunk_sums(await replica.read_data(whole * bpc, tail), bpc)
+                sums += checksum.chunk_sums(await replica.read_data(whole * bpc, tail), bpc)
             checksum_type = replica.checksum_type
         finally:
             await replica.close()
@@ -537,9 +538,12 @@ class _BlockReceiver:
             header = packet.header
             status = dt.SUCCESS
             if packet.data:
-                bad = codec.first_bad_chunk(
-                    packet.data, packet.sums, self.bpc, header.offset_in_block
-                )
+                try:
+                    bad = checksum.first_bad_chunk(
+                        packet.data, packet.sums, self.bpc, header.offset_in_block
+                    )
+                except checksum.ChecksumError as exc:
+                    raise codec.MalformedTransferError(f"{self.block}: {exc}") from None
                 if bad is not None:
                     self.server.metrics.checksum_errors += 1
                     log.warning(
@@ -595,7 +599,7 @@ class _BlockReceiver:
         start = on_disk - on_disk % self.bpc
         if start != on_disk:
             new = await self.replica.read(start, on_disk - start) + new
-        await self.replica.write(start, new, codec.chunk_sums(new, self.bpc, start))
+        await self.replica.write(start, new, checksum.chunk_sums(new, self.bpc, start))
         self.server.metrics.bytes_written += len(data) - skip
 
     async def _respond(self) -> bool:

@@ -2,7 +2,9 @@
 
 A header is 5 bytes: the type (0 NULL, 1 CRC32, 2 CRC32C) and bytesPerChecksum as a
 big-endian int. The sums of n bytes are one 4-byte big-endian CRC per chunk of
-bytesPerChecksum bytes, the last chunk partial; the NULL type has no sums.
+bytesPerChecksum bytes, the last chunk partial; the NULL type has no sums. Chunks are the
+block's: data starting at a block offset inside a chunk has a short first chunk. This is the
+one home of chunk sums: the storage, the transfer codec and the xceiver all use it.
 """
 
 from __future__ import annotations
@@ -57,18 +59,75 @@ def num_chunks(length: int, bytes_per_checksum: int) -> int:
     return -(-length // bytes_per_checksum)
 
 
-def _sums(func: Callable[[memoryview], int], data: bytes | memoryview, bpc: int) -> bytes:
+def chunk_bounds(offset: int, length: int, bytes_per_checksum: int) -> list[tuple[int, int]]:
+    """(start, end) within the data of each chunk of length bytes at block offset `offset`.
+
+    Chunks end on multiples of bytes_per_checksum in the block, so data that starts inside
+    a chunk (an append, a packet after hflush) has a short first chunk.
+    """
+    if bytes_per_checksum <= 0:
+        raise ValueError(f"bytesPerChecksum must be positive, not {bytes_per_checksum}")
+    bounds = []
+    pos = 0
+    first = bytes_per_checksum - offset % bytes_per_checksum
+    while pos < length:
+        end = min(pos + (first if pos == 0 else bytes_per_checksum), length)
+        bounds.append((pos, end))
+        pos = end
+    return bounds
+
+
+def sums_length(offset: int, length: int, bytes_per_checksum: int) -> int:
+    """Bytes of 4-byte sums that cover length bytes at block offset `offset`."""
+    return CHECKSUM_SIZE * len(chunk_bounds(offset, length, bytes_per_checksum))
+
+
+def _sums(
+    func: Callable[[memoryview], int], data: bytes | memoryview, bpc: int, offset: int = 0
+) -> bytes:
     view = memoryview(data).cast("B")
-    n = len(view)
-    crcs = [func(view[i : i + bpc]) for i in range(0, n, bpc)]
+    if offset % bpc == 0:
+        crcs = [func(view[i : i + bpc]) for i in range(0, len(view), bpc)]
+    else:
+        crcs = [func(view[s:e]) for s, e in chunk_bounds(offset, len(view), bpc)]
     return struct.pack(f">{len(crcs)}I", *crcs)
 
 
-def chunk_sums(data: bytes | memoryview, bytes_per_checksum: int) -> bytes:
-    """The CRC32C sums of data's chunks, 4 big-endian bytes each, the last chunk partial."""
+def chunk_sums(
+    data: bytes | memoryview, bytes_per_checksum: int = DEFAULT_BYTES_PER_CHECKSUM, offset: int = 0
+) -> bytes:
+    """The CRC32C sums of the chunks of data at block offset `offset`, 4 big-endian bytes
+    each: the first chunk ends at the block's next chunk boundary, the last may be partial."""
     if bytes_per_checksum <= 0:
         raise ValueError(f"bytesPerChecksum must be positive, not {bytes_per_checksum}")
-    return _sums(_crc32c, data, bytes_per_checksum)
+    return _sums(_crc32c, data, bytes_per_checksum, offset)
+
+
+def first_bad_chunk(
+    data: bytes | memoryview,
+    sums: bytes | memoryview,
+    bytes_per_checksum: int = DEFAULT_BYTES_PER_CHECKSUM,
+    offset: int = 0,
+) -> int | None:
+    """The block offset of the first chunk of data (at block offset `offset`) whose CRC32C
+    differs from sums, or None; ChecksumError when sums is not one sum per chunk."""
+    view = memoryview(data).cast("B")
+    want = sums_length(offset, len(view), bytes_per_checksum)
+    if len(sums) != want:
+        raise ChecksumError(
+            f"data at offset {offset} has {len(sums)} checksum bytes for {len(view)} data "
+            f"bytes; expected {want} ({bytes_per_checksum} bytes per checksum)",
+            offset=offset,
+        )
+    got = _sums(_crc32c, view, bytes_per_checksum, offset)
+    sums_b = bytes(sums)
+    if got == sums_b:
+        return None
+    bounds = chunk_bounds(offset, len(view), bytes_per_checksum)
+    for i, (start, _) in enumerate(bounds):
+        if got[4 * i : 4 * i + 4] != sums_b[4 * i : 4 * i + 4]:
+            return offset + start
+    raise AssertionError("sums differ but no chunk does")  # pragma: no cover
 
 
 def _verify(
@@ -82,20 +141,21 @@ def _verify(
     if func is None:
         return
     view = memoryview(data).cast("B")
-    want = num_chunks(len(view), bpc) * CHECKSUM_SIZE
+    want = sums_length(offset, len(view), bpc)
     if len(sums) != want:
         raise ChecksumError(
             f"{len(sums)} bytes of {name} sums for {len(view)} bytes of data at offset "
             f"{offset}: expected {want} ({bpc} bytes per checksum)",
             offset=offset,
         )
-    got = _sums(func, view, bpc)
+    got = _sums(func, view, bpc, offset)
     if got == bytes(sums):
         return
     sums_b = bytes(sums)
+    starts = [s for s, _ in chunk_bounds(offset, len(view), bpc)]
     for i in range(0, len(got), CHECKSUM_SIZE):
         if got[i : i + CHECKSUM_SIZE] != sums_b[i : i + CHECKSUM_SIZE]:
-            at = offset + (i // CHECKSUM_SIZE) * bpc
+            at = offset + starts[i // CHECKSUM_SIZE]
             stored = int.from_bytes(sums_b[i : i + CHECKSUM_SIZE], "big")
             computed = int.from_bytes(got[i : i + CHECKSUM_SIZE], "big")
             raise ChecksumError(
@@ -157,11 +217,11 @@ class DataChecksum:
         """Bytes of sums that cover data_length bytes."""
         return num_chunks(data_length, self.bytes_per_checksum) * self.checksum_size
 
-    def compute(self, data: bytes | memoryview) -> bytes:
-        """The sums of data's chunks (empty for NULL)."""
+    def compute(self, data: bytes | memoryview, *, offset: int = 0) -> bytes:
+        """The sums of the chunks of data at block offset `offset` (empty for NULL)."""
         if self.type == CHECKSUM_NULL:
             return b""
-        return _sums(_FUNCS[self.type], data, self.bytes_per_checksum)
+        return _sums(_FUNCS[self.type], data, self.bytes_per_checksum, offset)
 
     def verify(
         self, data: bytes | memoryview, sums: bytes | memoryview, *, offset: int = 0

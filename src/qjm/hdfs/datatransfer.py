@@ -1,4 +1,6 @@
-"""DataTransferProtocol v28 framing, pure: ops, packets, pipeline acks and chunk checksums.
+"""DataTransferProtocol v28 framing, pure: ops, packets and pipeline acks.
+
+A packet's chunk sums are qjm.hdfs.checksum's (chunk_sums, first_bad_chunk).
 
 No sockets here: encoders return bytes, decoders take bytes already read and check every
 length a peer sent against a bound before anything is allocated (design §B.3).
@@ -11,7 +13,6 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import TypeVar
 
-import crc32c
 from google.protobuf.message import DecodeError, Message
 
 from qjm.errors import QjmError
@@ -350,62 +351,3 @@ def response(status: int, message: str = "", first_bad_link: str = "") -> dt.Blo
     if first_bad_link:
         proto.firstBadLink = first_bad_link
     return proto
-
-
-# --- chunk checksums ---------------------------------------------------------------------
-
-
-def _crc32c(data: bytes | memoryview) -> int:
-    """CRC32C of data (one place to swap in the shared DataChecksum)."""
-    return int(crc32c.crc32c(data))
-
-
-def chunk_bounds(offset: int, length: int, bytes_per_checksum: int) -> list[tuple[int, int]]:
-    """(start, end) within the data of each chunk of data at block offset `offset`.
-
-    Chunks end on multiples of bytes_per_checksum in the block, so data that starts inside
-    a chunk (an append, a packet after hflush) has a short first chunk.
-    """
-    bounds = []
-    pos = 0
-    first = bytes_per_checksum - offset % bytes_per_checksum
-    while pos < length:
-        size = first if pos == 0 else bytes_per_checksum
-        end = min(pos + size, length)
-        bounds.append((pos, end))
-        pos = end
-    return bounds
-
-
-def chunk_sums(data: bytes, bytes_per_checksum: int = BYTES_PER_CHECKSUM, offset: int = 0) -> bytes:
-    """The big-endian CRC32C of each chunk of data that starts at block offset `offset`."""
-    view = memoryview(data)
-    return b"".join(
-        _crc32c(view[s:e]).to_bytes(4, "big")
-        for s, e in chunk_bounds(offset, len(data), bytes_per_checksum)
-    )
-
-
-def sums_length(offset: int, length: int, bytes_per_checksum: int) -> int:
-    """How many checksum bytes cover length bytes at block offset `offset`."""
-    return CHECKSUM_SIZE * len(chunk_bounds(offset, length, bytes_per_checksum))
-
-
-def first_bad_chunk(
-    data: bytes, sums: bytes, bytes_per_checksum: int = BYTES_PER_CHECKSUM, offset: int = 0
-) -> int | None:
-    """The block offset of the first chunk whose CRC32C differs from sums, or None.
-
-    The sums must be exactly one per chunk (MalformedTransferError otherwise).
-    """
-    bounds = chunk_bounds(offset, len(data), bytes_per_checksum)
-    if len(sums) != CHECKSUM_SIZE * len(bounds):
-        raise MalformedTransferError(
-            f"packet at offset {offset} has {len(sums)} checksum bytes for {len(data)} data "
-            f"bytes; expected {CHECKSUM_SIZE * len(bounds)}"
-        )
-    view = memoryview(data)
-    for i, (s, e) in enumerate(bounds):
-        if _crc32c(view[s:e]) != int.from_bytes(sums[4 * i : 4 * i + 4], "big"):
-            return offset + s
-    return None

@@ -1,0 +1,37 @@
+"""`qjm datanode`: run a DataNode (design §B.13)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from qjm import runtime
+from qjm.config import load_config
+from qjm.logs import setup_logging
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `qjm datanode`."""
+    p = sub.add_parser(
+        "datanode",
+        help="run a DataNode",
+        description="Run the DataNode [datanodes.<id>] of --config: it stores block replicas "
+        "and reports to every NameNode of the config.",
+    )
+    p.add_argument("--config", required=True, help="cluster TOML file")
+    p.add_argument("--id", required=True, help="which [datanodes.<id>] of --config to run")
+    p.add_argument("--ready-file", help="write {pid, rpc, http, transfer} JSON here once serving")
+    p.add_argument("--log-level", default="INFO")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the DataNode and serve until SIGTERM."""
+    from qjm.datanode.server import DataNode, serve_forever
+
+    setup_logging(f"datanode-{args.id}", args.log_level)
+    cfg = load_config(args.config)
+    node = DataNode(cfg, cfg.datanode_named(args.id))
+    ready = Path(args.ready_file) if args.ready_file else None
+    runtime.run(serve_forever(node, ready))
+    return 0

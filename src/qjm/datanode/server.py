@@ -1,0 +1,730 @@
+"""The DataNode daemon: HDFS's DataNode class (design §B.13).
+
+Three listeners on one event loop: the DataTransferProtocol server (DataXceiverServer), the
+ClientDatanodeProtocol IPC server and an HTTP server (/status, /metrics, /). The data
+directories are locked at start; the block pool is loaded when the first NameNode answers
+versionRequest (BPOfferService). Every blocking disk call (loading the pool, writing and
+reading replicas, deleting, space reports) runs on one bounded thread pool (DiskPool).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import json
+import logging
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from qjm import __version__
+from qjm.config import ClusterConfig, DataNodeConfig, format_address, parse_address
+from qjm.datanode import replica_store as rs
+from qjm.datanode import transfer_client as tc
+from qjm.datanode.bp_service import BPOfferService, namenode_addresses, settings_from_config
+from qjm.datanode.client_datanode_rpc import ReplicaLengths, client_datanode_methods
+from qjm.datanode.client_datanode_rpc import ReplicaNotFoundError as RpcReplicaNotFoundError
+from qjm.datanode.dataset import FsDataset, VolumeReport
+from qjm.datanode.fs_replicas import DiskPool, FsReplicaStore
+from qjm.datanode.layout import BlockPoolInfo
+from qjm.datanode.replica import ReplicaState
+from qjm.datanode.storage import DataStorage
+from qjm.datanode.xceiver import DataXceiverServer, XceiverLimits
+from qjm.errors import QjmError, describe_error
+from qjm.hdfs import block_report as br
+from qjm.hdfs import datanode_protocol as wire
+from qjm.hdfs.datanode_protocol import (
+    CLIENT_DATANODE_PROTOCOL,
+    Block,
+    DatanodeId,
+    DatanodeStorage,
+    FinalizeCommand,
+    HeartbeatFacts,
+    InvalidateCommand,
+    NamespaceInfo,
+    RecoveryCommand,
+    StorageBlockReport,
+    StorageInfo,
+    StorageReport,
+    TransferCommand,
+)
+from qjm.hdfs.proto import hdfs_pb2
+from qjm.ipc import IpcServer
+from qjm.ipc.metrics import rpc_families
+from qjm.ipc.server import ipc_limit_keys
+from qjm.runtime import stop_on_signals, write_ready_file
+
+log = logging.getLogger(__name__)
+
+DATANODE_LAYOUT_VERSION = -57  # HDFS's DataNodeLayoutVersion.CURRENT_LAYOUT_VERSION
+STOP_GRACE_S = 5.0
+
+
+class DataNodeStartupError(QjmError):
+    """The DataNode cannot start: a port taken, storage refused; the message says which."""
+
+
+def _check_bindable(host: str, port: int, what: str) -> None:
+    """Fail with one clear line when host:port cannot be listened on."""
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            raise DataNodeStartupError(
+                f"cannot listen for {what} on {format_address(host, port)}: {e.strerror or e}"
+            ) from None
+
+
+class _PoolStore:
+    """The xceiver's ReplicaStore before the block pool is loaded refuses every op."""
+
+    def __init__(self, node: DataNode) -> None:
+        self._node = node
+
+    def _store(self) -> FsReplicaStore:
+        store = self._node.store
+        if store is None:
+            raise rs.ReplicaNotFoundError("no block pool is served yet (no NameNode answered)")
+        return store
+
+    async def create_rbw(self, block: rs.ExtendedBlock, bpc: int) -> rs.ReplicaWriter:
+        """See ReplicaStore."""
+        return await self._store().create_rbw(block, bpc)
+
+    async def create_temporary(self, block: rs.ExtendedBlock, bpc: int) -> rs.ReplicaWriter:
+        """See ReplicaStore."""
+        return await self._store().create_temporary(block, bpc)
+
+    async def append(
+        self, block: rs.ExtendedBlock, new_generation_stamp: int, expected_length: int
+    ) -> rs.ReplicaWriter:
+        """See ReplicaStore."""
+        return await self._store().append(block, new_generation_stamp, expected_length)
+
+    async def recover_rbw(
+        self, block: rs.ExtendedBlock, new_generation_stamp: int, min_bytes: int, max_bytes: int
+    ) -> rs.ReplicaWriter:
+        """See ReplicaStore."""
+        return await self._store().recover_rbw(block, new_generation_stamp, min_bytes, max_bytes)
+
+    async def recover_close(
+        self, block: rs.ExtendedBlock, new_generation_stamp: int, expected_length: int
+    ) -> rs.ExtendedBlock:
+        """See ReplicaStore."""
+        return await self._store().recover_close(block, new_generation_stamp, expected_length)
+
+    async def open_reader(self, block: rs.ExtendedBlock) -> rs.ReplicaReader:
+        """See ReplicaStore."""
+        return await self._store().open_reader(block)
+
+
+class DataNode:
+    """One DataNode: storage, the transfer, IPC and HTTP servers, and its NameNode actors."""
+
+    def __init__(self, cfg: ClusterConfig, dn: DataNodeConfig, *, disk_threads: int = 16) -> None:
+        self.cfg = cfg
+        self.dn = dn
+        self.settings = cfg.datanode
+        self.transfer_host, self.transfer_port = parse_address(
+            dn.transfer_address, f"datanodes.{dn.name}.transfer_address"
+        )
+        self.ipc_host, self.ipc_port = parse_address(
+            dn.ipc_address, f"datanodes.{dn.name}.ipc_address"
+        )
+        self.http_host, self.http_port = parse_address(
+            dn.http_address, f"datanodes.{dn.name}.http_address"
+        )
+        self.storage = DataStorage([Path(d) for d in dn.dirs()])
+        self.disk = DiskPool(disk_threads)
+        self.dataset: FsDataset | None = None
+        self.store: FsReplicaStore | None = None
+        self.xceiver = DataXceiverServer(
+            _PoolStore(self),
+            limits=XceiverLimits(
+                max_connections=self.settings.max_transfer_threads,
+                idle_timeout_s=self.settings.socket_timeout_ms / 1000,
+                max_packet_payload=self.settings.max_packet_bytes,
+                ack_timeout_s=self.settings.socket_timeout_ms / 1000,
+            ),
+            on_block_received=self._block_received,
+            name=dn.name,
+        )
+        self.bpos = BPOfferService(
+            namenode_addresses(cfg), self, self, settings_from_config(self.settings)
+        )
+        self.ipc: IpcServer | None = None
+        self._http: web.AppRunner | None = None
+        self._http_server: asyncio.Server | None = None
+        self._volumes: list[VolumeReport] = []
+        self._refresher: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.counts: dict[str, int] = {
+            "blocks_deleted": 0,
+            "blocks_transferred": 0,
+            "transfers_failed": 0,
+            "invalidates_missing": 0,
+            "recoveries_not_done": 0,
+        }
+        self.xmits_in_progress = 0
+        self.started = time.time()
+        self.registry = CollectorRegistry()
+        self.registry.register(_DataNodeCollector(self))
+        self.stopped = asyncio.Event()
+
+    # ---- life -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Lock the data directories, listen on every port, start the NameNode actors."""
+        await self.disk.run(self.storage.lock)
+        try:
+            _check_bindable(self.transfer_host, self.transfer_port, "data transfer")
+            _check_bindable(self.ipc_host, self.ipc_port, "IPC")
+            _check_bindable(self.http_host, self.http_port, "HTTP")
+            await self._listen()
+        except BaseException:
+            await self.stop()
+            raise
+        await self.bpos.start()
+        log.info(
+            "DataNode %s started: transfer=%s ipc=%s http=%s dirs=%s namenodes=%s",
+            self.dn.name,
+            format_address(self.transfer_host, self.transfer_port),
+            format_address(self.ipc_host, self.ipc_port),
+            format_address(self.http_host, self.http_port),
+            ",".join(self.dn.dirs()),
+            ",".join(self.bpos.actors),
+        )
+
+    async def _listen(self) -> None:
+        try:
+            await self.xceiver.start(self.transfer_host, self.transfer_port)
+        except OSError as e:
+            raise DataNodeStartupError(
+                f"cannot listen for data transfer on "
+                f"{format_address(self.transfer_host, self.transfer_port)}: {e.strerror or e}"
+            ) from None
+        self.transfer_port = self.xceiver.port
+        self.ipc = IpcServer(
+            name=f"datanode-{self.dn.name}",
+            max_connections=self.settings.ipc_max_connections,
+            limit_keys=ipc_limit_keys("datanode"),
+        )
+        self.ipc.register(CLIENT_DATANODE_PROTOCOL, client_datanode_methods(_Lengths(self)))
+        try:
+            await self.ipc.start(self.ipc_host, self.ipc_port)
+        except OSError as e:
+            raise DataNodeStartupError(
+                f"cannot listen for IPC on {format_address(self.ipc_host, self.ipc_port)}: "
+                f"{e.strerror or e}"
+            ) from None
+        self.ipc_port = self.ipc.port
+        runner = web.AppRunner(make_app(self), access_log=None, handle_signals=False)
+        await runner.setup()
+        self._http = runner
+        factory = runner.server
+        assert factory is not None
+        try:
+            self._http_server = await asyncio.get_running_loop().create_server(
+                factory, self.http_host, self.http_port, reuse_address=True
+            )
+        except OSError as e:
+            raise DataNodeStartupError(
+                f"cannot listen for HTTP on {format_address(self.http_host, self.http_port)}: "
+                f"{e.strerror or e}"
+            ) from None
+        self.http_port = int(self._http_server.sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        """Stop the actors and listeners, let running disk calls end, release the storage."""
+        await self.bpos.stop()
+        if self._refresher is not None:
+            self._refresher.cancel()
+            await asyncio.gather(self._refresher, return_exceptions=True)
+            self._refresher = None
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=STOP_GRACE_S)
+        await self.xceiver.stop()
+        if self.ipc is not None:
+            await self.ipc.stop()
+            self.ipc = None
+        if self._http_server is not None:
+            self._http_server.close()
+            self._http_server = None
+        if self._http is not None:
+            await self._http.cleanup()
+            self._http = None
+        await asyncio.get_running_loop().run_in_executor(None, self.disk.shutdown)
+        if self.dataset is not None:
+            self.dataset.close()  # stops writers, releases the directory locks
+        else:
+            self.storage.release()
+        self.stopped.set()
+
+    def _spawn(self, coro: Any, what: str) -> None:
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro, name=what)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ---- DataNodeFacts ----------------------------------------------------------------
+
+    def datanode_id(self) -> DatanodeId:
+        """This DataNode's identity as it registers (the NameNode takes the address it sees)."""
+        host = self.transfer_host if self.transfer_host not in ("0.0.0.0", "::") else "127.0.0.1"
+        return DatanodeId(
+            ip_addr=host,
+            host_name=socket.gethostname(),
+            datanode_uuid=self.storage.datanode_uuid,
+            xfer_port=self.transfer_port,
+            info_port=self.http_port,
+            ipc_port=self.ipc_port,
+        )
+
+    async def init_block_pool(self, namespace: NamespaceInfo) -> StorageInfo:
+        """Load the data directories for the cluster and the pool's replicas (off the loop)."""
+        info = BlockPoolInfo(namespace.storage.namespace_id, namespace.block_pool_id)
+
+        def load() -> FsDataset:
+            self.storage.load(namespace.storage.cluster_id)
+            ds = FsDataset(self.storage, reserved=self.settings.du_reserved_bytes)
+            ds.add_block_pool(info)
+            return ds
+
+        ds = await self.disk.run(load)
+        self.dataset = ds
+        self.store = FsReplicaStore(ds, self.disk)
+        self._volumes = await self.disk.run(ds.volume_reports)
+        self._refresher = asyncio.get_running_loop().create_task(self._refresh_volumes())
+        log.info(
+            "block pool %s loaded: %d replica(s) on %d volume(s), datanode uuid %s",
+            namespace.block_pool_id,
+            len(ds.replicas(namespace.block_pool_id)),
+            len(ds.live_volumes()),
+            self.storage.datanode_uuid,
+        )
+        return StorageInfo(
+            DATANODE_LAYOUT_VERSION,
+            namespace.storage.namespace_id,
+            namespace.storage.cluster_id,
+            namespace.storage.ctime,
+        )
+
+    async def _refresh_volumes(self) -> None:
+        """Space reports each heartbeat interval, on a disk thread (statvfs can hang)."""
+        interval = self.settings.heartbeat_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            if self.dataset is not None:
+                try:
+                    self._volumes = await self.disk.run(self.dataset.volume_reports)
+                except Exception as e:  # one failed scan must not end the refresher
+                    log.warning("volume reports failed: %s", describe_error(e))
+
+    def heartbeat_facts(self, pool_id: str) -> HeartbeatFacts:
+        """The space of each volume as last measured, and the load."""
+        reports = tuple(
+            StorageReport(
+                DatanodeStorage(v.storage_id),
+                capacity=v.capacity,
+                dfs_used=v.dfs_used,
+                remaining=v.remaining,
+                block_pool_used=v.block_pool_used.get(pool_id, 0),
+                failed=bool(v.failed),
+            )
+            for v in self._volumes
+        )
+        failed = len(self.dataset.failed_volumes) if self.dataset is not None else 0
+        return HeartbeatFacts(
+            reports,
+            xceiver_count=self.xceiver.active_connections,
+            xmits_in_progress=self.xmits_in_progress,
+            failed_volumes=failed,
+        )
+
+    async def block_reports(self, pool_id: str) -> list[StorageBlockReport]:
+        """Every replica of the pool but transfers' copies, one report per live volume."""
+        ds = self.dataset
+        if ds is None:
+            return []
+        per_storage = await self.disk.run(ds.block_report, pool_id)
+        return [
+            StorageBlockReport(
+                DatanodeStorage(sid),
+                tuple(
+                    br.ReportedReplica(
+                        r.block_id, r.num_bytes, r.genstamp, br.ReplicaState(int(r.state))
+                    )
+                    for r in replicas
+                    if r.state != ReplicaState.TEMPORARY
+                ),
+            )
+            for sid, replicas in per_storage.items()
+        ]
+
+    # ---- what the storage tells the NameNodes -----------------------------------------
+
+    def _storage_of(self, pool_id: str, block_id: int) -> DatanodeStorage | None:
+        ds = self.dataset
+        r = ds.get_replica(pool_id, block_id) if ds is not None else None
+        return DatanodeStorage(r.storage_id) if r is not None else None
+
+    def _block_received(self, block: rs.ExtendedBlock) -> None:
+        """A replica was finalized: every NameNode hears of it (RECEIVED)."""
+        storage = self._storage_of(block.pool_id, block.block_id)
+        if storage is None:
+            return
+        self.bpos.notify_received(
+            Block(
+                block_id=block.block_id, gen_stamp=block.generation_stamp, num_bytes=block.num_bytes
+            ),
+            storage,
+        )
+
+    # ---- CommandHandler ---------------------------------------------------------------
+
+    async def invalidate(self, command: InvalidateCommand) -> None:
+        """Delete the replicas on a disk thread; each deletion is reported (DELETED)."""
+        self._spawn(self._invalidate(command), "invalidate")
+
+    async def _invalidate(self, command: InvalidateCommand) -> None:
+        store = self.store
+        if store is None:
+            return
+        for b in command.blocks:
+            block = rs.ExtendedBlock(command.pool_id, b.block_id, b.gen_stamp, b.num_bytes)
+            try:
+                gone = await store.invalidate(block)
+            except rs.ReplicaError as e:
+                self.counts["invalidates_missing"] += 1
+                log.warning("cannot delete %s: %s", block, e)
+                continue
+            except QjmError as e:
+                log.error("deleting %s failed: %s", block, describe_error(e))
+                continue
+            self.counts["blocks_deleted"] += 1
+            log.info("deleted %s", gone.describe())
+            self.bpos.notify_deleted(
+                Block(block_id=gone.block_id, gen_stamp=gone.genstamp, num_bytes=gone.num_bytes),
+                DatanodeStorage(gone.storage_id),
+            )
+
+    async def transfer(self, command: TransferCommand) -> None:
+        """Copy each replica to its targets (HDFS's DataTransfer), in the background."""
+        self._spawn(self._transfer(command), "transfer")
+
+    async def _transfer(self, command: TransferCommand) -> None:
+        store = self.store
+        if store is None:
+            return
+        timeout_s = self.settings.socket_timeout_ms / 1000
+        for b, targets in zip(command.blocks, command.targets, strict=False):
+            block = rs.ExtendedBlock(command.pool_id, b.block_id, b.gen_stamp, b.num_bytes)
+            for target in targets:
+                info = hdfs_pb2.DatanodeInfoProto(id=wire.datanode_id_to_proto(target.datanode))
+                self.xmits_in_progress += 1
+                try:
+                    replica = await store.open_reader(block)
+                    try:
+                        await tc.send_replica(info, replica, client_name="", timeout_s=timeout_s)
+                    finally:
+                        await replica.close()
+                    self.counts["blocks_transferred"] += 1
+                    log.info(
+                        "transferred %s to %s",
+                        block,
+                        format_address(target.datanode.ip_addr, target.datanode.xfer_port),
+                    )
+                except (OSError, TimeoutError, QjmError) as e:
+                    self.counts["transfers_failed"] += 1
+                    log.warning("transfer of %s failed: %s", block, describe_error(e))
+                finally:
+                    self.xmits_in_progress -= 1
+
+    async def recover(self, command: RecoveryCommand) -> None:
+        """Block recovery needs InterDatanodeProtocol, which qjm does not serve yet."""
+        self.counts["recoveries_not_done"] += len(command.blocks)
+        log.warning(
+            "block recovery of %d block(s) is not carried out by this DataNode (design §B.13)",
+            len(command.blocks),
+        )
+
+    async def finalize(self, command: FinalizeCommand) -> None:
+        """Nothing to finalize: the storage keeps no pre-upgrade copy (design §B.13)."""
+        log.info("finalize of block pool %s: nothing to do", command.pool_id)
+
+    # ---- status -----------------------------------------------------------------------
+
+    def replica_counts(self) -> dict[str, int]:
+        """Replicas of every pool by state."""
+        counts = {s.name: 0 for s in ReplicaState}
+        ds = self.dataset
+        if ds is not None:
+            for pool in list(ds.pools):
+                for r in ds.replicas(pool):
+                    counts[r.state.name] += 1
+        return counts
+
+    def status(self) -> dict[str, Any]:
+        """What /status answers."""
+        ns = self.bpos.namespace
+        volumes = [
+            {
+                "path": str(v.path),
+                "storage_id": v.storage_id,
+                "capacity": v.capacity,
+                "used": v.dfs_used,
+                "remaining": v.remaining,
+                "failed": v.failed or None,
+            }
+            for v in self._volumes
+        ]
+        failed = (
+            [{"path": str(f.path), "reason": f.reason} for f in self.dataset.failed_volumes]
+            if self.dataset is not None
+            else []
+        )
+        now = asyncio.get_running_loop().time()
+        namenodes = {}
+        for name, actor in self.bpos.actors.items():
+            st = actor.status()
+            st["seconds_since_heartbeat"] = (
+                None if actor.last_heartbeat is None else round(now - actor.last_heartbeat, 3)
+            )
+            st["seconds_since_full_report"] = (
+                None if actor.last_report is None else round(now - actor.last_report, 3)
+            )
+            namenodes[name] = st
+        counters = dict(self.bpos.counters.counts)
+        return {
+            "name": self.dn.name,
+            "version": __version__,
+            "uuid": self.storage.datanode_uuid or None,
+            "cluster_id": ns.storage.cluster_id if ns else None,
+            "block_pool_id": ns.block_pool_id if ns else None,
+            "transfer_address": format_address(self.transfer_host, self.transfer_port),
+            "ipc_address": format_address(self.ipc_host, self.ipc_port),
+            "http_address": format_address(self.http_host, self.http_port),
+            "data_dirs": self.dn.dirs(),
+            "volumes": volumes,
+            "failed_volumes": failed,
+            "replicas": self.replica_counts(),
+            "active_namenode": self.bpos.claims.active,
+            "commands_taken": {
+                k[len("commands_") :]: v
+                for k, v in counters.items()
+                if k.startswith("commands_")
+                and k not in ("commands_dropped_not_active", "commands_unsupported")
+                and k != "commands_failed"
+            },
+            "commands_dropped": counters.get("commands_dropped_not_active", 0),
+            "commands_failed": counters.get("commands_failed", 0),
+            "namenodes": namenodes,
+            "xceiver": {
+                "active_connections": self.xceiver.active_connections,
+                **{k: v for k, v in vars(self.xceiver.metrics).items() if k != "ops"},
+                "ops": dict(self.xceiver.metrics.ops),
+            },
+            "counts": dict(self.counts),
+        }
+
+
+class _Lengths(ReplicaLengths):
+    """getReplicaVisibleLength from the FsDataset."""
+
+    def __init__(self, node: DataNode) -> None:
+        self._node = node
+
+    async def visible_length(self, block: wire.ExtendedBlock) -> int:
+        """Bytes of the replica a reader may see."""
+        ds = self._node.dataset
+        r = ds.get_replica(block.pool_id, block.block_id) if ds is not None else None
+        if r is None or r.genstamp < block.gen_stamp:
+            raise RpcReplicaNotFoundError(
+                f"Replica not found for {block.pool_id}:blk_{block.block_id}_{block.gen_stamp}"
+            )
+        return r.visible_length
+
+
+# ---- metrics ------------------------------------------------------------------------------
+
+
+class _DataNodeCollector(Collector):
+    """Reads the DataNode's counters at scrape time (names after HDFS's DataNodeMetrics)."""
+
+    def __init__(self, node: DataNode) -> None:
+        self._node = node
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        """One family per metric."""
+        node = self._node
+        m = node.xceiver.metrics
+        for key, value, text in (
+            ("bytes_written", m.bytes_written, "Bytes received into replicas"),
+            ("bytes_read", m.bytes_read, "Bytes sent to readers"),
+            ("blocks_written", m.blocks_written, "Replicas finalized"),
+            ("blocks_read", m.blocks_read, "READ_BLOCK ops served"),
+            ("blocks_removed", node.counts["blocks_deleted"], "Replicas deleted"),
+            (
+                "blocks_replicated",
+                node.counts["blocks_transferred"],
+                "Replicas sent by DNA_TRANSFER",
+            ),
+            ("transfers_failed", node.counts["transfers_failed"], "DNA_TRANSFER sends that failed"),
+            ("checksum_errors", m.checksum_errors, "Packets refused for a checksum mismatch"),
+            ("xceiver_bad_requests", m.bad_requests, "Malformed data transfer requests"),
+            ("xceiver_connections_refused", m.connections_refused, "Connections over the cap"),
+        ):
+            c = CounterMetricFamily(f"qjm_datanode_{key}_total", text)
+            c.add_metric([], value)
+            yield c
+        ops = CounterMetricFamily("qjm_datanode_xceiver_ops_total", "Ops served", labels=["op"])
+        for op, n in sorted(m.ops.items()):
+            ops.add_metric([op], n)
+        yield ops
+        g = GaugeMetricFamily("qjm_datanode_xceiver_count", "Data transfer connections open")
+        g.add_metric([], node.xceiver.active_connections)
+        yield g
+        per_nn = {
+            "heartbeats": "Heartbeats answered",
+            "full_reports": "Full block reports sent",
+            "incremental_reports": "Incremental block reports sent",
+            "registrations": "Registrations",
+            "failures": "Calls that failed",
+        }
+        for key, text in per_nn.items():
+            c = CounterMetricFamily(f"qjm_datanode_{key}_total", text, labels=["namenode"])
+            for name, actor in node.bpos.actors.items():
+                c.add_metric([name], actor.counters.counts.get(key, 0))
+            yield c
+        cmd = CounterMetricFamily(
+            "qjm_datanode_commands_total", "NameNode commands by outcome", labels=["outcome"]
+        )
+        for key, value in sorted(node.bpos.counters.counts.items()):
+            if key.startswith("commands_"):
+                cmd.add_metric([key[len("commands_") :]], value)
+        yield cmd
+        labels = ["storage_id", "path"]
+        families = {
+            "capacity": GaugeMetricFamily(
+                "qjm_datanode_volume_capacity_bytes", "Volume capacity", labels=labels
+            ),
+            "used": GaugeMetricFamily(
+                "qjm_datanode_volume_used_bytes", "Replica bytes on the volume", labels=labels
+            ),
+            "remaining": GaugeMetricFamily(
+                "qjm_datanode_volume_remaining_bytes", "Bytes left for replicas", labels=labels
+            ),
+        }
+        for v in node._volumes:
+            vol = [v.storage_id, str(v.path)]
+            families["capacity"].add_metric(vol, v.capacity)
+            families["used"].add_metric(vol, v.dfs_used)
+            families["remaining"].add_metric(vol, v.remaining)
+        yield from families.values()
+        failed = GaugeMetricFamily("qjm_datanode_volumes_failed", "Volumes given up")
+        ds = node.dataset
+        failed.add_metric(
+            [], len(ds.failed_volumes) if ds is not None else len(node.storage.failed)
+        )
+        yield failed
+        replicas = GaugeMetricFamily("qjm_datanode_replicas", "Replicas by state", labels=["state"])
+        for state, n in node.replica_counts().items():
+            replicas.add_metric([state], n)
+        yield replicas
+        if node.ipc is not None:
+            yield from rpc_families("qjm_datanode", node.ipc.stats())
+
+
+# ---- HTTP -------------------------------------------------------------------------------
+
+NODE_KEY = web.AppKey("datanode", DataNode)
+
+
+async def status_json(request: web.Request) -> web.Response:
+    """/status: the DataNode's state as JSON."""
+    node = request.app[NODE_KEY]
+    return web.Response(text=json.dumps(node.status(), indent=1), content_type="application/json")
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """/metrics: Prometheus text."""
+    node = request.app[NODE_KEY]
+    body = generate_latest(node.registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+async def status_page(request: web.Request) -> web.Response:
+    """/: a small human status page."""
+    st = request.app[NODE_KEY].status()
+    esc = html.escape
+    vols = "".join(
+        f"<tr><td>{esc(v['path'])}</td><td>{esc(v['storage_id'])}</td><td>{v['capacity']}</td>"
+        f"<td>{v['used']}</td><td>{v['remaining']}</td><td>{esc(v['failed'] or '-')}</td></tr>"
+        for v in st["volumes"]
+    )
+    nns = "".join(
+        f"<tr><td>{esc(name)}</td><td>{esc(a['address'])}</td><td>{esc(a['state'])}</td>"
+        f"<td>{esc(str(a['ha_state']))}</td><td>{esc(str(a['seconds_since_heartbeat']))}</td>"
+        f"<td>{esc(a['last_error'] or '-')}</td></tr>"
+        for name, a in st["namenodes"].items()
+    )
+    page = f"""<!doctype html>
+<html><head><meta charset="utf-8"><meta http-equiv="refresh" content="3">
+<title>DataNode {esc(st["name"])}</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:4px 10px;text-align:left}}th{{background:#eee}}</style>
+</head><body>
+<h1>DataNode {esc(st["name"])}</h1>
+<p>uuid {esc(str(st["uuid"]))} &middot; cluster {esc(str(st["cluster_id"]))} &middot;
+pool {esc(str(st["block_pool_id"]))} &middot; transfer {esc(st["transfer_address"])}
+&middot; <a href="/status">status JSON</a> &middot; <a href="/metrics">metrics</a></p>
+<p>replicas: {esc(", ".join(f"{k} {v}" for k, v in st["replicas"].items()))}</p>
+<h2>Volumes</h2><table><tr><th>path</th><th>storage</th><th>capacity</th><th>used</th>
+<th>remaining</th><th>failed</th></tr>{vols}</table>
+<h2>NameNodes</h2><table><tr><th>name</th><th>address</th><th>actor</th><th>HA state</th>
+<th>s since heartbeat</th><th>last error</th></tr>{nns}</table>
+</body></html>"""
+    return web.Response(text=page, content_type="text/html")
+
+
+def make_app(node: DataNode) -> web.Application:
+    """The aiohttp application of one DataNode."""
+    app = web.Application()
+    app[NODE_KEY] = node
+    app.router.add_get("/status", status_json)
+    app.router.add_get("/metrics", metrics)
+    app.router.add_get("/", status_page)
+    return app
+
+
+async def serve_forever(node: DataNode, ready_file: Path | None = None) -> None:
+    """Start the DataNode, report readiness once every port listens, run until SIGTERM."""
+    await node.start()
+    stop = stop_on_signals()
+    if ready_file is not None:
+        write_ready_file(
+            ready_file,
+            {
+                "rpc": format_address(node.ipc_host, node.ipc_port),
+                "http": format_address(node.http_host, node.http_port),
+                "transfer": format_address(node.transfer_host, node.transfer_port),
+            },
+        )
+    await stop.wait()
+    log.info("DataNode %s stopping", node.dn.name)
+    await node.stop()
+
+
+__all__ = ["DataNode", "DataNodeStartupError", "serve_forever"]
