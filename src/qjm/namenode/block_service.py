@@ -306,6 +306,14 @@ class NameNodeBlocks:
             return False
         return self.bm.live_replicas(b.block_id) >= self.bm.min_replication
 
+    def set_expected(
+        self, b: Block, targets: Sequence[tuple[DatanodeDescriptor, DatanodeStorageInfo]]
+    ) -> None:
+        """An under-construction block's pipeline: where readers find it until reported."""
+        info = self.bm.block_info(b.block_id)
+        if info is not None and info.state is BlockUCState.UNDER_CONSTRUCTION:
+            self.bm.expected[b.block_id] = tuple(st.index for _, st in targets)
+
     def locations(self, b: Block) -> list[tuple[DatanodeDescriptor, DatanodeStorageInfo]]:
         """Where a client reads b."""
         return self.bm.locations(b.block_id)
