@@ -19,11 +19,14 @@ from qjm.config import DataNodeSettings
 from qjm.editlog.ops import (
     AddBlockOp,
     AddOp,
+    AllocateBlockIdOp,
     AppendOp,
     Block,
     CloseOp,
     ConcatDeleteOp,
     Op,
+    SetGenstampV1Op,
+    SetGenstampV2Op,
     SetReplicationOp,
     TruncateOp,
     UpdateBlocksOp,
@@ -71,21 +74,36 @@ log = logging.getLogger("qjm.namenode.blocks")
 RECONSTRUCTION_BLOCKS_PER_TICK = 100  # blocks scheduled for re-replication per monitor tick
 
 
-class NamespaceIds:
-    """The BlockManager's NamespaceView of whatever namespace the NameNode holds now."""
+ALLOCATIONS = (AllocateBlockIdOp, SetGenstampV2Op, SetGenstampV1Op)
 
-    def __init__(self, ns: Callable[[], Namespace | None]) -> None:
-        self._ns = ns
+
+class NamespaceIds:
+    """The BlockManager's NamespaceView: the ids and generation stamps of the namespace as
+    of the last op that was not an allocation (design §B.14).
+
+    HDFS's standby applies an addBlock's OP_ALLOCATE_BLOCK_ID, OP_SET_GENSTAMP_V2 and
+    OP_ADD_BLOCK under one lock; here the tailer applies them one by one, and a report
+    between them would find the id allocated but no block, and be dropped. Allocations
+    count only once an op that uses them is applied, so such a report waits as one from
+    the future (design §B.6).
+    """
+
+    def __init__(self) -> None:
+        self.genstamp = 0
+        self.block_id = 0
+
+    def take(self, ns: Namespace) -> None:
+        """Count the namespace's allocations so far."""
+        self.genstamp = ns.block_ids.genstamp_v2
+        self.block_id = ns.block_ids.last_block_id
 
     def current_generation_stamp(self) -> int:
-        """The newest generation stamp applied (GenerationStamp V2)."""
-        ns = self._ns()
-        return ns.block_ids.genstamp_v2 if ns is not None else 0
+        """The newest generation stamp an applied op used (GenerationStamp V2)."""
+        return self.genstamp
 
     def last_allocated_block_id(self) -> int:
-        """The newest sequential block id applied."""
-        ns = self._ns()
-        return ns.block_ids.last_block_id if ns is not None else 0
+        """The newest sequential block id an applied op used."""
+        return self.block_id
 
 
 def op_path(op: Op) -> str | None:
@@ -219,6 +237,7 @@ class NameNodeBlocks:
             threshold=settings.safemode_threshold_pct / 1000,
             extension_s=settings.safemode_extension_ms / 1000,
         )
+        self.ids = NamespaceIds()
         self.bm = self._new_manager()
         self.removed_while_writing: list[Block] = []  # a live op's removals, until synced
         self.writing = False  # inside the active's apply of a live call
@@ -226,7 +245,7 @@ class NameNodeBlocks:
 
     def _new_manager(self) -> BlockManager:
         return BlockManager(
-            NamespaceIds(self._ns),
+            self.ids,
             self.clock,
             self.rng,
             datanodes=self.dm,
@@ -241,6 +260,7 @@ class NameNodeBlocks:
         """A (re)loaded namespace: a new block map from it, keeping the DataNodes and the
         replicas already known of blocks it still holds; its removals come here."""
         old, active = self.bm, self.bm.active
+        self.ids.take(ns)
         self.bm = self._new_manager()
         count = load_block_map(self.bm, ns)
         self.bm.adopt_replicas(old)
@@ -260,6 +280,9 @@ class NameNodeBlocks:
     def follow(self, ns: Namespace, op: Op, *, live: bool) -> None:
         """After ns.apply(op): the block map follows it (design §B.14)."""
         follow_op(self.bm, ns, op, live=live)
+        if isinstance(op, ALLOCATIONS):
+            return
+        self.ids.take(ns)
         if not live and len(self.bm.pending):
             self.bm.process_pending()  # reports that waited for this edit (design §B.6)
 
