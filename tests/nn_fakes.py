@@ -12,8 +12,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from qjm.config import NameNodeSettings
+from qjm.config import DataNodeSettings, NameNodeSettings
 from qjm.ipc.server import CallContext, IpcServer
+from qjm.namenode.block_service import NameNodeBlocks, namespace_info_of
 from qjm.namenode.client_rpc import client_methods
 from qjm.namenode.errors import HealthCheckFailedError, ServiceFailedError, StandbyError
 from qjm.namenode.ha_rpc import ha_methods
@@ -53,6 +54,13 @@ class FakeNameNode:
         self.retry_cache: RetryCache | None = RetryCache(
             self.settings.retry_cache_expiry_ms / 1000, self.settings.retry_cache_max_entries
         )
+        # a real block manager, no DataNodes: the block map follows the applied ops
+        pool = namespace_info_of("BP-1-127.0.0.1-1", 1, "CID-fake", -66, 0)
+        self.blocks = NameNodeBlocks(
+            lambda: pool, lambda: self.ns, DataNodeSettings(), block_size=self.settings.block_size
+        )
+        self.blocks.attach(self.ns)
+        self.blocks.leave_safe_mode_if_met()
 
     def caller_of(self, ctx: CallContext) -> Caller:
         groups = self.groups.get(ctx.user, ())
@@ -81,6 +89,7 @@ class FakeNameNode:
         ops = plan(self.ns)
         for op in ops:
             self.ns.apply(op)
+            self.blocks.follow(self.ns, op, live=True)
             self.txid += 1
         await asyncio.sleep(0)
         return ops

@@ -162,7 +162,8 @@ async def test_create_with_append_or_without_create_on_a_missing_file_is_refused
     with pytest.raises(RemoteError) as append:
         await rpc("create", createFlag=cn.CREATE | cn.APPEND, blockSize=1 << 27, **fields)
     assert append.value.class_name == "java.lang.UnsupportedOperationException"
-    assert "APPEND" in append.value.message and "DataNodes" in append.value.message
+    # the rule changed when append came (design §B.14): create refuses the flag, append serves
+    assert "APPEND" in append.value.message and "call append" in append.value.message
     with pytest.raises(RemoteError) as overwrite_missing:
         await rpc("create", createFlag=cn.OVERWRITE, blockSize=1 << 27, **fields)
     assert overwrite_missing.value.class_name == "java.io.FileNotFoundException"
@@ -487,13 +488,22 @@ async def test_data_acl_and_xattr_calls_are_refused_by_name(
     _, _, rpc = served
     await rpc("create", **create_fields("/f"))
     block = hdfs.ExtendedBlockProto(poolId="BP-1", blockId=1, generationStamp=1)
+    # addBlock, abandonBlock, append, truncate, concat and setSafeMode are served since
+    # the NameNode manages blocks (design §B.14); without DataNodes addBlock is HDFS's
+    # IOException naming how many nodes there are
+    with pytest.raises(RemoteError) as no_nodes:
+        await rpc("addBlock", src="/f", clientName="DFSClient_test")
+    assert no_nodes.value.class_name == "java.io.IOException"
+    assert no_nodes.value.message == (
+        "File /f could only be written to 0 of the 1 minReplication nodes. There are 0 "
+        "datanode(s) running and 0 node(s) are excluded in this operation."
+    )
+    assert (await rpc("setSafeMode", action=cn.SAFEMODE_GET)).result is False
+    assert (await rpc("setSafeMode", action=cn.SAFEMODE_ENTER)).result is True
+    assert (await rpc("setSafeMode", action=cn.SAFEMODE_LEAVE)).result is False
+    del block
     refused: list[tuple[str, dict[str, Any], str]] = [
-        ("addBlock", dict(src="/f", clientName="DFSClient_test"), "DataNodes"),
-        ("abandonBlock", dict(b=block, src="/f", holder="DFSClient_test"), "DataNodes"),
-        ("append", dict(src="/f", clientName="c"), "DataNodes"),
-        ("truncate", dict(src="/f", newLength=0, clientName="c"), "DataNodes"),
-        ("concat", dict(trg="/f", srcs=["/g"]), "DataNodes"),
-        ("recoverLease", dict(src="/f", clientName="c"), "DataNodes"),
+        ("recoverLease", dict(src="/f", clientName="c"), "block recovery"),
         ("modifyAclEntries", dict(src="/f"), "ACLs"),
         ("removeAclEntries", dict(src="/f"), "ACLs"),
         ("removeDefaultAcl", dict(src="/f"), "ACLs"),
@@ -501,15 +511,13 @@ async def test_data_acl_and_xattr_calls_are_refused_by_name(
         ("setAcl", dict(src="/f"), "ACLs"),
         ("setXAttr", dict(src="/f"), "extended attributes"),
         ("removeXAttr", dict(src="/f"), "extended attributes"),
-        ("setSafeMode", dict(action=cn.SAFEMODE_ENTER), "safe mode"),
     ]
     for method, fields, reason in refused:
         with pytest.raises(RemoteError) as err:
             await rpc(method, **fields)
         assert err.value.class_name == "java.lang.UnsupportedOperationException", method
         assert reason in err.value.message, (method, err.value.message)
-        if reason != "safe mode":
-            assert method in err.value.message
+        assert method in err.value.message
 
 
 async def test_permissions_are_checked_for_the_calling_user(
@@ -691,15 +699,15 @@ def test_hdfs_native_client_works_and_is_refused_clearly_where_data_is_needed() 
         acl = client.get_acl_status("/n/g")
         assert (acl.owner, acl.entries) == ("bob", [])
         writer = client.create("/n/data")
-        with pytest.raises(Exception, match="addBlock needs DataNodes"):
+        with pytest.raises(Exception, match="could only be written to 0 of the 1 minReplication"):
             writer.write(b"x" * 10)
             writer.close()
         # Close it while its client lives: hdfs-native's writer, closed by the garbage
         # collector after its client is gone, blocks for a minute.
         with contextlib.suppress(Exception):
             writer.close()
-        with pytest.raises(Exception, match="append needs DataNodes"):
-            client.append("/n/g")
+        client.append("/n/g").close()  # an empty file: nothing to write, closed again
+        assert client.get_file_info("/n/g").length == 0
         with pytest.raises(FileNotFoundError):
             client.get_file_info("/nope")
         assert client.delete("/n", recursive=True)

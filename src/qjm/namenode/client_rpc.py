@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from google.protobuf.message import Message
 
-from qjm.editlog.ops import AddOp, Op
+from qjm.editlog.ops import AddOp, Block, Op, SetGenstampV2Op
+from qjm.hdfs.proto import Security_pb2 as sec
 from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.ipc.server import CallContext, Method
 from qjm.namenode import protocols
@@ -32,7 +33,11 @@ from qjm.namenode.status_proto import (
 from qjm.namenode.types import MODE_MASK, Caller, FileStatus, HAState, RpcIds
 
 if TYPE_CHECKING:
+    from qjm.namenode.blocks.datanode_manager import DatanodeDescriptor, DatanodeStorageInfo
     from qjm.namenode.namespace import Namespace
+    from qjm.namenode.namespace.files import LocatedBlock, LocatedBlocks
+
+    Located = list[tuple[DatanodeDescriptor, DatanodeStorageInfo]]
 
 MIN_BLOCK_SIZE = 1 << 20  # dfs.namenode.fs-limits.min-block-size
 _STATE_ON_WIRE = {  # HAServiceStateProto; STOPPING is never sent
@@ -42,15 +47,12 @@ _STATE_ON_WIRE = {  # HAServiceStateProto; STOPPING is never sent
     HAState.OBSERVER: 3,
     HAState.STOPPING: 0,
 }
-NO_DATANODES = "qjm keeps metadata only: {method} needs DataNodes"
+NO_RECOVERY = "qjm does not run block recovery: {method} is not supported"
 NO_ACLS = "qjm keeps no ACLs: {method} is not supported (permissions are owner/group/mode only)"
 NO_XATTRS = "qjm keeps no extended attributes: {method} is not supported"
 # Methods refused outright, with the reason.
 REFUSED: dict[str, str] = {
-    **{
-        m: NO_DATANODES
-        for m in ("addBlock", "abandonBlock", "append", "truncate", "concat", "recoverLease")
-    },
+    "recoverLease": NO_RECOVERY,
     **{
         m: NO_ACLS
         for m in ("modifyAclEntries", "removeAclEntries", "removeDefaultAcl", "removeAcl", "setAcl")
@@ -69,7 +71,12 @@ _ACTION_NAMES = (
     "READ_WRITE",
     "ALL",
 )
+_SAFEMODE_LEAVE = 1
 _SAFEMODE_ENTER = 2
+_SAFEMODE_GET = 3
+_SAFEMODE_FORCE_EXIT = 4
+MAX_LENGTH = (1 << 63) - 1  # a Java Long.MAX_VALUE: "to the end of the file"
+_REPORT_TYPES = {1: "ALL", 2: "LIVE", 3: "DEAD"}
 
 Handler = Callable[[Any, CallContext], Awaitable[Message]]
 
@@ -84,7 +91,7 @@ def rpc_ids(ctx: CallContext) -> RpcIds:
     return RpcIds(client_id=ctx.client_id, call_id=ctx.call_id)
 
 
-def not_supported(method: str, reason: str = NO_DATANODES) -> Handler:
+def not_supported(method: str, reason: str = NO_RECOVERY) -> Handler:
     """A handler refusing method with reason (a format string naming {method})."""
 
     async def refuse(req: Any, ctx: CallContext) -> Message:
@@ -125,6 +132,74 @@ def empty_locations(status: FileStatus) -> hdfs.LocatedBlocksProto:
         underConstruction=status.under_construction,
         isLastBlockComplete=False,
     )
+
+
+def block_from(b: hdfs.ExtendedBlockProto) -> Block:
+    """The block an ExtendedBlockProto names."""
+    return Block(b.blockId, b.numBytes, b.generationStamp)
+
+
+def datanode_info(node: DatanodeDescriptor) -> hdfs.DatanodeInfoProto:
+    """A DatanodeInfoProto of a registered DataNode, with its figures."""
+    r = node.reg
+    return hdfs.DatanodeInfoProto(
+        id=hdfs.DatanodeIDProto(
+            ipAddr=r.ip,
+            hostName=r.hostname,
+            datanodeUuid=r.uuid,
+            xferPort=r.xfer_port,
+            infoPort=r.info_port,
+            ipcPort=r.ipc_port,
+            infoSecurePort=0,
+        ),
+        capacity=node.capacity(),
+        dfsUsed=node.dfs_used(),
+        remaining=node.remaining(),
+        blockPoolUsed=sum(s.block_pool_used for s in node.storages.values()),
+        lastUpdate=int(time.time() * 1000 - max(0.0, time.monotonic() - node.last_update) * 1000),
+        xceiverCount=node.xceiver_count,
+        location="/default-rack",
+        adminState=hdfs.DatanodeInfoProto.NORMAL,
+    )
+
+
+def located_block(
+    pool: str, block: Block, offset: int, locs: Located, corrupt: bool = False
+) -> hdfs.LocatedBlockProto:
+    """A LocatedBlockProto: the block, where it starts, its DataNodes and storages; the
+    required block token is empty (no Kerberos, design §B.14)."""
+    return hdfs.LocatedBlockProto(
+        b=hdfs.ExtendedBlockProto(
+            poolId=pool,
+            blockId=block.block_id,
+            generationStamp=block.genstamp,
+            numBytes=block.num_bytes,
+        ),
+        offset=offset,
+        locs=[datanode_info(n) for n, _ in locs],
+        corrupt=corrupt,
+        blockToken=sec.TokenProto(identifier=b"", password=b"", kind="", service=""),
+        isCached=[False] * len(locs),
+        storageTypes=[int(st.storage_type) for _, st in locs],  # type: ignore[misc]
+        storageIDs=[st.storage_id for _, st in locs],
+    )
+
+
+def located_blocks(pool: str, lbs: LocatedBlocks[Located]) -> hdfs.LocatedBlocksProto:
+    """getBlockLocations' LocatedBlocksProto of the namespace's answer."""
+
+    def one(lb: LocatedBlock[Located]) -> hdfs.LocatedBlockProto:
+        return located_block(pool, lb.block, lb.offset, lb.locations)
+
+    out = hdfs.LocatedBlocksProto(
+        fileLength=lbs.file_length,
+        underConstruction=lbs.under_construction,
+        isLastBlockComplete=lbs.last_complete,
+        blocks=[one(lb) for lb in lbs.blocks],
+    )
+    if lbs.last_block is not None:
+        out.lastBlock.CopyFrom(one(lbs.last_block))
+    return out
 
 
 class ClientRpc:
@@ -175,10 +250,11 @@ class ClientRpc:
         listing = hdfs.DirectoryListingProto(remainingEntries=remaining)
         for e in entries:
             proto = file_status_proto(e, e.name.encode("utf-8", errors="surrogateescape"))
-            if req.needLocation and not e.is_dir:
+            if req.needLocation and not e.is_dir and e.symlink is None:
                 # listLocatedStatus casts every file to HdfsLocatedFileStatus: a file must
-                # carry locations, here the (empty) list of its blocks' DataNodes
-                proto.locations.CopyFrom(empty_locations(e))
+                # carry locations, its blocks' DataNodes
+                child = req.src.rstrip("/") + "/" + e.name
+                proto.locations.CopyFrom(self._locate(ns, child, self.nn.caller_of(ctx)))
             listing.partialListing.append(proto)
         return cn.GetListingResponseProto(dirList=listing)
 
@@ -211,18 +287,33 @@ class ClientRpc:
     async def get_fs_stats(
         self, req: cn.GetFsStatusRequestProto, ctx: CallContext
     ) -> cn.GetFsStatsResponseProto:
-        """getFsStats: no DataNodes, so no capacity and no blocks."""
+        """getFsStats: live DataNodes' capacity and the block manager's counts."""
+        await self.nn.read(ctx)
+        s = self.nn.blocks.bm.fs_stats()
         return cn.GetFsStatsResponseProto(
-            capacity=0,
-            used=0,
-            remaining=0,
-            under_replicated=0,
-            corrupt_blocks=0,
-            missing_blocks=0,
-            missing_repl_one_blocks=0,
+            capacity=s.capacity,
+            used=s.used,
+            remaining=s.remaining,
+            under_replicated=s.under_replicated,
+            corrupt_blocks=s.corrupt_blocks,
+            missing_blocks=s.missing_blocks,
+            missing_repl_one_blocks=s.missing_repl_one_blocks,
             blocks_in_future=0,
-            pending_deletion_blocks=0,
+            pending_deletion_blocks=s.pending_deletion,
         )
+
+    async def get_datanode_report(
+        self, req: cn.GetDatanodeReportRequestProto, ctx: CallContext
+    ) -> cn.GetDatanodeReportResponseProto:
+        """getDatanodeReport: ALL, LIVE or DEAD DataNodes (none decommission here)."""
+        from qjm.namenode.blocks.datanode_manager import ReportType
+
+        await self.nn.read(ctx)
+        kind = _REPORT_TYPES.get(int(req.type))
+        if kind is None:
+            return cn.GetDatanodeReportResponseProto()
+        nodes = self.nn.blocks.dm.datanode_report(ReportType(kind))
+        return cn.GetDatanodeReportResponseProto(di=[datanode_info(n) for n in nodes])
 
     async def renew_lease(
         self, req: cn.RenewLeaseRequestProto, ctx: CallContext
@@ -265,7 +356,7 @@ class ClientRpc:
         check_path_length("create", req.src)
         flags = req.createFlag
         if flags & cn.APPEND:
-            raise NotSupportedError(NO_DATANODES.format(method="create with CreateFlag.APPEND"))
+            raise NotSupportedError("create with CreateFlag.APPEND: call append instead")
         block_size = signed64(req.blockSize)  # a Java long: 2**64-1 is -1, refused below
         if block_size < MIN_BLOCK_SIZE:
             raise IllegalArgumentError(
@@ -322,17 +413,274 @@ class ClientRpc:
     async def complete(
         self, req: cn.CompleteRequestProto, ctx: CallContext
     ) -> cn.CompleteResponseProto:
-        """complete: close the file clientName wrote (no blocks to wait for: always true)."""
-        if req.HasField("last") and req.last.numBytes:
-            raise NotSupportedError(NO_DATANODES.format(method="complete with a last block"))
+        """complete: close the file once its blocks have min replicas; false until then."""
         caller = self.nn.caller_of(ctx)
+        when = now_ms()
+        last = block_from(req.last) if req.HasField("last") else None
+        blocks = self.nn.blocks
+        done = [False]
+
+        def plan(ns: Namespace) -> list[Op]:
+            c = ns.plan_complete_file(
+                req.src, caller, req.clientName, req.fileId, last, blocks.is_complete, when
+            )
+            done[0] = c.done
+            return c.ops
+
+        await self.nn.write(ctx, plan)
+        return cn.CompleteResponseProto(result=done[0])
+
+    # -- files with blocks (design §B.10, §B.14) -------------------------------------------
+
+    def _pool(self) -> str:
+        return self.nn.blocks.namespace_info().block_pool_id
+
+    def _locate(self, ns: Namespace, path: str, caller: Caller) -> hdfs.LocatedBlocksProto:
+        """The LocatedBlocksProto of a whole file."""
+        blocks = self.nn.blocks
+        lbs = ns.block_locations(path, caller, 0, MAX_LENGTH, blocks.locations, blocks.is_complete)
+        return located_blocks(self._pool(), lbs)
+
+    def _nodes_named(self, names: list[str]) -> list[str]:
+        """The uuids of DataNodes named by "host:xferPort" (favoredNodes)."""
+        dm = self.nn.blocks.dm
+        out = []
+        for name in names:
+            host, _, port = name.rpartition(":")
+            for node in dm.nodes.values():
+                r = node.reg
+                if (r.ip == host or r.hostname == host) and str(r.xfer_port) == port:
+                    out.append(node.uuid)
+        return out
+
+    def _writer(self, machine: str) -> str | None:
+        """The DataNode on the client's machine, if one is registered (placement's writer)."""
+        for node in self.nn.blocks.dm.nodes.values():
+            if node.reg.ip == machine or node.reg.hostname == machine:
+                return node.uuid
+        return None
+
+    def _targets(
+        self, src: str, n: int, machine: str, excluded: list[str], favored: list[str], size: int
+    ) -> Located:
+        """n targets for a new replica pipeline, or HDFS's IOException when none fits."""
+        blocks = self.nn.blocks
+        chosen = blocks.bm.choose_targets(
+            n, writer=self._writer(machine), excluded=excluded, favored=favored, block_size=size
+        )
+        need = blocks.bm.min_replication
+        if len(chosen) < need:
+            raise NamenodeError(
+                f"File {src} could only be written to {len(chosen)} of the {need} "
+                f"minReplication nodes. There are {len(blocks.dm.live_nodes())} datanode(s) "
+                f"running and {len(excluded)} node(s) are excluded in this operation."
+            )
+        return [(t.node, t.storage) for t in chosen]
+
+    async def add_block(
+        self, req: cn.AddBlockRequestProto, ctx: CallContext
+    ) -> cn.AddBlockResponseProto:
+        """addBlock: commit the previous block, allocate the next with targets on DataNodes."""
+        caller = self.nn.caller_of(ctx)
+        previous = block_from(req.previous) if req.HasField("previous") else None
+        excluded = [d.id.datanodeUuid for d in req.excludeNodes]
+        favored = self._nodes_named(list(req.favoredNodes))
+        blocks = self.nn.blocks
+        got: dict[str, Any] = {}
+
+        def plan(ns: Namespace) -> list[Op]:
+            added = ns.plan_add_block(
+                req.src, caller, req.clientName, req.fileId, previous, blocks.is_complete
+            )
+            got["targets"] = self._targets(
+                req.src,
+                added.replication,
+                added.client_machine,
+                excluded,
+                favored,
+                added.block_size,
+            )
+            got["added"] = added
+            return added.ops
+
+        await self.nn.write(ctx, plan)
+        added, targets = got["added"], got["targets"]
+        blocks.set_expected(added.block, targets)
+        return cn.AddBlockResponseProto(
+            block=located_block(self._pool(), added.block, added.offset, targets)
+        )
+
+    async def get_additional_datanode(
+        self, req: cn.GetAdditionalDatanodeRequestProto, ctx: CallContext
+    ) -> cn.GetAdditionalDatanodeResponseProto:
+        """getAdditionalDatanode: more targets for a pipeline that lost a DataNode."""
+        ns = await self.nn.read(ctx)
+        self.nn.check_write(ctx)
+        caller = self.nn.caller_of(ctx)
+        f = ns.file_blocks(req.src)
+        if f is None:
+            raise PathNotFoundError(f"File does not exist: {req.src}")
+        ns.block_locations(req.src, caller, 0, 0, lambda b: None, lambda b: True)  # READ
+        dm = self.nn.blocks.dm
+        existing = [d.id.datanodeUuid for d in req.existings]
+        excluded = existing + [d.id.datanodeUuid for d in req.excludes]
+        more = self._targets(
+            req.src,
+            int(req.numAdditionalNodes),
+            ctx.peer.rsplit(":", 1)[0].strip("[]"),
+            excluded,
+            [],
+            f.blocks[-1].num_bytes if f.blocks else 0,
+        )
+        locs: Located = []
+        for uuid, sid in zip(existing, req.existingStorageUuids, strict=False):
+            node = dm.nodes.get(uuid)
+            if node is not None and sid in node.storages:
+                locs.append((node, node.storages[sid]))
+        block = block_from(req.blk)
+        return cn.GetAdditionalDatanodeResponseProto(
+            block=located_block(self._pool(), block, 0, locs + more)
+        )
+
+    async def abandon_block(
+        self, req: cn.AbandonBlockRequestProto, ctx: CallContext
+    ) -> cn.AbandonBlockResponseProto:
+        """abandonBlock: drop the file's last block (the client will ask for another)."""
+        caller = self.nn.caller_of(ctx)
+        block = block_from(req.b)
+
+        def plan(ns: Namespace) -> list[Op]:
+            return ns.plan_abandon_block(req.src, caller, req.holder, req.fileId, block)
+
+        await self.nn.write(ctx, plan)
+        return cn.AbandonBlockResponseProto()
+
+    async def update_block_for_pipeline(
+        self, req: cn.UpdateBlockForPipelineRequestProto, ctx: CallContext
+    ) -> cn.UpdateBlockForPipelineResponseProto:
+        """updateBlockForPipeline: a new generation stamp for an open file's last block."""
+        block = block_from(req.block)
+
+        def plan(ns: Namespace) -> list[Op]:
+            return ns.plan_update_block_for_pipeline(block, req.clientName)
+
+        ops = await self.nn.write(ctx, plan)
+        gs = next(op.genstamp_v2 for op in ops if isinstance(op, SetGenstampV2Op))
+        new = Block(block.block_id, block.num_bytes, gs)
+        return cn.UpdateBlockForPipelineResponseProto(block=located_block(self._pool(), new, 0, []))
+
+    async def update_pipeline(
+        self, req: cn.UpdatePipelineRequestProto, ctx: CallContext
+    ) -> cn.UpdatePipelineResponseProto:
+        """updatePipeline: the last block takes the new generation stamp, length and nodes."""
+        old, new = block_from(req.oldBlock), block_from(req.newBlock)
+        ids = rpc_ids(ctx)
+
+        def plan(ns: Namespace) -> list[Op]:
+            return ns.plan_update_pipeline(req.clientName, old, new, ids)
+
+        entry = await self._retry_entry(ctx)
+        if entry is not None and entry.succeeded:
+            return cn.UpdatePipelineResponseProto()
+        done = False
+        try:
+            await self.nn.write(ctx, plan)
+            done = True
+        finally:
+            RetryCache.set_state(entry, done)
+        dm = self.nn.blocks.dm
+        targets: Located = []
+        for d, sid in zip(req.newNodes, req.storageIDs, strict=False):
+            node = dm.nodes.get(d.datanodeUuid)
+            if node is not None and sid in node.storages:
+                targets.append((node, node.storages[sid]))
+        self.nn.blocks.set_expected(new, targets)
+        return cn.UpdatePipelineResponseProto()
+
+    async def append(self, req: cn.AppendRequestProto, ctx: CallContext) -> cn.AppendResponseProto:
+        """append: reopen the file for clientName; its partial last block to write on."""
+        caller = self.nn.caller_of(ctx)
+        machine = ctx.peer.rsplit(":", 1)[0].strip("[]")
+        new_block = bool(req.flag & cn.NEW_BLOCK) if req.HasField("flag") else False
+        blocks = self.nn.blocks
+        ids = rpc_ids(ctx)
+        got: dict[str, Any] = {}
+
+        def plan(ns: Namespace) -> list[Op]:
+            a = ns.plan_append(
+                req.src, caller, req.clientName, machine, new_block, blocks.is_complete, ids
+            )
+            got["a"] = a
+            return a.ops
+
+        entry = await self._retry_entry(ctx)
+        if entry is not None and entry.succeeded:
+            raise NamenodeError(f"append of {req.src} was retried after it succeeded; reopen")
+        done = False
+        try:
+            await self.nn.write(ctx, plan)
+            done = True
+        finally:
+            RetryCache.set_state(entry, done)
+        ns = await self.nn.read(ctx)
+        status = ns.stat(req.src, caller)
+        out = cn.AppendResponseProto()
+        a = got["a"]
+        if a.last_block is not None:
+            out.block.CopyFrom(
+                located_block(self._pool(), a.last_block, a.offset, blocks.locations(a.last_block))
+            )
+        if status is not None:
+            out.stat.CopyFrom(file_status_proto(status, b""))
+        return out
+
+    async def truncate(
+        self, req: cn.TruncateRequestProto, ctx: CallContext
+    ) -> cn.TruncateResponseProto:
+        """truncate: at a block boundary only (cutting inside a block needs block recovery)."""
+        caller = self.nn.caller_of(ctx)
+        machine = ctx.peer.rsplit(":", 1)[0].strip("[]")
         when = now_ms()
 
         def plan(ns: Namespace) -> list[Op]:
-            return ns.plan_complete(req.src, caller, req.clientName, req.fileId, when)
+            t = ns.plan_truncate(req.src, caller, req.newLength, req.clientName, machine, when)
+            if not t.done:
+                raise NotSupportedError(
+                    f"truncate {req.src} to {req.newLength}: the length is inside a block, "
+                    "which needs block recovery; qjm truncates at block boundaries only"
+                )
+            return t.ops
 
-        await self.nn.write(ctx, plan)
-        return cn.CompleteResponseProto(result=True)
+        entry = await self._retry_entry(ctx)
+        if entry is not None and entry.succeeded:
+            return cn.TruncateResponseProto(result=True)
+        done = False
+        try:
+            await self.nn.write(ctx, plan)
+            done = True
+        finally:
+            RetryCache.set_state(entry, done)
+        return cn.TruncateResponseProto(result=True)
+
+    async def concat(self, req: cn.ConcatRequestProto, ctx: CallContext) -> cn.ConcatResponseProto:
+        """concat: the sources' blocks appended to the target, the sources deleted."""
+        caller = self.nn.caller_of(ctx)
+        when = now_ms()
+        ids = rpc_ids(ctx)
+
+        def plan(ns: Namespace) -> list[Op]:
+            return ns.plan_concat(req.trg, list(req.srcs), caller, when, ids)
+
+        entry = await self._retry_entry(ctx)
+        if entry is not None and entry.succeeded:
+            return cn.ConcatResponseProto()
+        done = False
+        try:
+            await self.nn.write(ctx, plan)
+            done = True
+        finally:
+            RetryCache.set_state(entry, done)
+        return cn.ConcatResponseProto()
 
     async def rename(self, req: cn.RenameRequestProto, ctx: CallContext) -> cn.RenameResponseProto:
         """rename (the old one): false instead of most errors, as HDFS."""
@@ -469,13 +817,18 @@ class ClientRpc:
     async def get_block_locations(
         self, req: cn.GetBlockLocationsRequestProto, ctx: CallContext
     ) -> cn.GetBlockLocationsResponseProto:
-        """getBlockLocations: none for an empty file; a file with data needs DataNodes."""
-        status = await self._file(ctx, req.src)
-        if status.length:
-            raise NotSupportedError(
-                NO_DATANODES.format(method=f"reading {req.src} (getBlockLocations)")
-            )
-        return cn.GetBlockLocationsResponseProto(locations=empty_locations(status))
+        """getBlockLocations: the blocks covering the range, with their DataNodes."""
+        ns = await self.nn.read(ctx)
+        blocks = self.nn.blocks
+        lbs = ns.block_locations(
+            req.src,
+            self.nn.caller_of(ctx),
+            signed64(req.offset),
+            signed64(req.length),
+            blocks.locations,
+            blocks.is_complete,
+        )
+        return cn.GetBlockLocationsResponseProto(locations=located_blocks(self._pool(), lbs))
 
     async def get_located_file_info(
         self, req: cn.GetLocatedFileInfoRequestProto, ctx: CallContext
@@ -486,8 +839,8 @@ class ClientRpc:
         if status is None:
             return cn.GetLocatedFileInfoResponseProto()
         proto = file_status_proto(status, b"")
-        if not status.is_dir and not status.length:
-            proto.locations.CopyFrom(empty_locations(status))
+        if not status.is_dir and status.symlink is None:
+            proto.locations.CopyFrom(self._locate(ns, req.src, self.nn.caller_of(ctx)))
         return cn.GetLocatedFileInfoResponseProto(fs=proto)
 
     async def get_file_link_info(
@@ -545,17 +898,34 @@ class ClientRpc:
         return cn.IsFileClosedResponseProto(result=not status.under_construction)
 
     async def fsync(self, req: cn.FsyncRequestProto, ctx: CallContext) -> cn.FsyncResponseProto:
-        """fsync (hflush/hsync): no blocks, so nothing to persist beyond the file itself."""
-        await self._file(ctx, req.src)
+        """fsync (hflush/hsync): the last block's length, when the client sends one."""
+        caller = self.nn.caller_of(ctx)
+
+        def plan(ns: Namespace) -> list[Op]:
+            return ns.plan_fsync(req.src, caller, req.client, req.fileId, req.lastBlockLength)
+
+        await self.nn.write(ctx, plan)
         return cn.FsyncResponseProto()
 
     async def set_safe_mode(
         self, req: cn.SetSafeModeRequestProto, ctx: CallContext
     ) -> cn.SetSafeModeResponseProto:
-        """setSafeMode: never in safe mode (no blocks to wait for); entering it is refused."""
-        if req.action == _SAFEMODE_ENTER:
-            raise NotSupportedError("qjm keeps metadata only: it has no safe mode to enter")
-        return cn.SetSafeModeResponseProto(result=False)
+        """setSafeMode: GET answers whether it is on; ENTER and LEAVE (superuser) change it."""
+        sm = self.nn.blocks.safe_mode
+        if req.action in (_SAFEMODE_ENTER, _SAFEMODE_LEAVE, _SAFEMODE_FORCE_EXIT):
+            self.nn.check_write(ctx)
+            caller = self.nn.caller_of(ctx)
+            if not caller.superuser:
+                raise AccessControlError(
+                    f"Access denied for user {caller.user}. Superuser privilege is required"
+                )
+            if req.action == _SAFEMODE_ENTER:
+                sm.enter()
+            else:
+                sm.leave()
+        elif req.action != _SAFEMODE_GET:
+            raise IllegalArgumentError(f"setSafeMode: unknown action {req.action}")
+        return cn.SetSafeModeResponseProto(result=sm.is_on)
 
     async def check_access(
         self, req: cn.CheckAccessRequestProto, ctx: CallContext
@@ -646,6 +1016,15 @@ class ClientRpc:
             "listXAttrs": self.list_xattrs,
             "listEncryptionZones": self.list_encryption_zones,
             "getEZForPath": self.get_ez_for_path,
+            "getDatanodeReport": self.get_datanode_report,
+            "addBlock": self.add_block,
+            "getAdditionalDatanode": self.get_additional_datanode,
+            "abandonBlock": self.abandon_block,
+            "updateBlockForPipeline": self.update_block_for_pipeline,
+            "updatePipeline": self.update_pipeline,
+            "append": self.append,
+            "truncate": self.truncate,
+            "concat": self.concat,
         }
 
 
@@ -654,6 +1033,6 @@ def client_methods(nn: NameNodeService) -> dict[str, Method]:
     handlers = ClientRpc(nn).handlers()
     methods: dict[str, Method] = {}
     for name, spec in protocols.CLIENT_METHODS.items():
-        handler = handlers.get(name) or not_supported(name, REFUSED.get(name, NO_DATANODES))
+        handler = handlers.get(name) or not_supported(name, REFUSED.get(name, NO_RECOVERY))
         methods[name] = Method(spec.request, handler)
     return methods

@@ -71,6 +71,12 @@ class StandbyError(NamenodeError):
     java_class = "org.apache.hadoop.ipc.StandbyException"
 
 
+class SafeModeError(NamenodeError):
+    """The NameNode is in safe mode: no namespace change is taken (design §B.14)."""
+
+    java_class = "org.apache.hadoop.hdfs.server.namenode.SafeModeException"
+
+
 class RetriableError(NamenodeError):
     """Try again later (e.g. an observer read whose state id is not applied yet)."""
 

@@ -151,6 +151,8 @@ async def status_dict(nn: NameNode, jn_rows: list[dict[str, Any]] | None) -> dic
             "last_wait_s": round(nn.last_lease_wait_s, 3),
         },
         "readmit_rolls": nn.metrics.readmit_rolls,
+        # DataNodes, the block map and safe mode (design §B.14)
+        "block_management": nn.blocks.status(),
         "fatal_error": nn.fatal_error,
         "last_transition_error": nn.last_transition_error,
         "uptime_s": round(time.time() - nn.started_at, 3),

@@ -142,6 +142,31 @@ class NameNodeCollector(Collector):
             "Edit log rolls made to take back a JournalNode that answered again",
             self.m.readmit_rolls,
         )
+        b = nn.blocks.status()
+        for key, text in (
+            ("live_datanodes", "DataNodes alive (heartbeats within the expiry interval)"),
+            ("dead_datanodes", "DataNodes registered but past the heartbeat expiry"),
+            ("blocks", "Blocks in the block map"),
+            ("under_replicated_blocks", "Blocks with fewer live replicas than replication"),
+            ("corrupt_blocks", "Blocks with a corrupt replica"),
+            ("missing_blocks", "Blocks without any live replica"),
+            ("pending_deletion_blocks", "Replicas queued for deletion on DataNodes"),
+            ("pending_datanode_messages", "DataNode reports waiting for edits (standby)"),
+            ("postponed_misreplicated_blocks", "Deletions postponed until storages report"),
+            ("capacity", "Bytes of live DataNodes' capacity"),
+            ("remaining", "Bytes remaining on live DataNodes"),
+        ):
+            value = b[key]
+            assert isinstance(value, int)
+            yield gauge(
+                key if key != "capacity" and key != "remaining" else f"{key}_bytes", text, value
+            )
+        yield gauge("safe_mode", "1 while in safe mode", 1 if b["safe_mode"] else 0)
+        yield counter(
+            "block_map_errors_total",
+            "Applied ops the block map could not follow",
+            self.m.block_map_errors,
+        )
         ops = CounterMetricFamily(
             "qjm_namenode_ops_logged_total", "Edit-log ops logged, by RPC method", labels=["method"]
         )
@@ -165,6 +190,7 @@ class NameNodeMetrics:
         self.images_received = 0
         self.images_refused_too_large = 0
         self.readmit_rolls = 0
+        self.block_map_errors = 0  # ops the block map could not follow (design §B.14)
         self.ops: Counter[str] = Counter()
         self.registry.register(NameNodeCollector(nn, self))
 

@@ -73,12 +73,27 @@ CLIENT_METHODS: dict[str, MethodSpec] = method_table(
         cn.ListEncryptionZonesResponseProto,
     ),
     MethodSpec("getEZForPath", cn.GetEZForPathRequestProto, cn.GetEZForPathResponseProto),
-    # refused: they need DataNodes, ACLs or extended attributes qjm does not keep
+    # files with blocks on DataNodes (design §B.14)
     MethodSpec("addBlock", cn.AddBlockRequestProto, cn.AddBlockResponseProto),
     MethodSpec("abandonBlock", cn.AbandonBlockRequestProto, cn.AbandonBlockResponseProto),
     MethodSpec("append", cn.AppendRequestProto, cn.AppendResponseProto),
     MethodSpec("truncate", cn.TruncateRequestProto, cn.TruncateResponseProto),
     MethodSpec("concat", cn.ConcatRequestProto, cn.ConcatResponseProto),
+    MethodSpec(
+        "getAdditionalDatanode",
+        cn.GetAdditionalDatanodeRequestProto,
+        cn.GetAdditionalDatanodeResponseProto,
+    ),
+    MethodSpec(
+        "updateBlockForPipeline",
+        cn.UpdateBlockForPipelineRequestProto,
+        cn.UpdateBlockForPipelineResponseProto,
+    ),
+    MethodSpec("updatePipeline", cn.UpdatePipelineRequestProto, cn.UpdatePipelineResponseProto),
+    MethodSpec(
+        "getDatanodeReport", cn.GetDatanodeReportRequestProto, cn.GetDatanodeReportResponseProto
+    ),
+    # refused: block recovery, ACLs and extended attributes qjm does not keep
     MethodSpec("recoverLease", cn.RecoverLeaseRequestProto, cn.RecoverLeaseResponseProto),
     MethodSpec(
         "modifyAclEntries", cn.ModifyAclEntriesRequestProto, cn.ModifyAclEntriesResponseProto

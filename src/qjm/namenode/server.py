@@ -43,6 +43,7 @@ from qjm.namenode.errors import (
     IllegalArgumentError,
     NamenodeError,
     RetriableError,
+    SafeModeError,
     ServiceFailedError,
     StandbyError,
 )
@@ -65,6 +66,7 @@ from qjm.protocol.errors import EpochError
 from qjm.runtime import stop_on_signals, write_ready_file
 
 if TYPE_CHECKING:
+    from qjm.hdfs.datanode_protocol import HAStatus, NamespaceInfo
     from qjm.namenode.checkpointer import StandbyCheckpointer
     from qjm.namenode.edit_log import FSEditLog
     from qjm.namenode.metrics import NameNodeMetrics
@@ -79,6 +81,7 @@ HTTP_SHUTDOWN_SECONDS = 2.0
 HTTP_IDLE_TIMEOUT_S = 60.0  # hadoop.http.idle_timeout.ms
 EPOCH_CHECK_S = 1.0  # how often an active asks the JournalNodes whether it was deposed
 JOURNAL_CHECK_S = 2.0  # how often a standby asks whether the shared journal went behind it
+BLOCK_MONITOR_S = 3.0  # how often dead DataNodes, safe mode and re-replication are checked
 
 
 class NameNodeStartupError(QjmError):
@@ -164,9 +167,71 @@ class NameNode:
         self._answer_check: Callable[[], BaseException | None] | None = None
         self.lease_lapses = 0  # times this NameNode stepped down because its lease lapsed
         self.last_lease_wait_s = 0.0  # how long the last transition waited out older leases
+        from qjm.namenode.block_service import NameNodeBlocks
         from qjm.namenode.metrics import NameNodeMetrics
 
+        # Block management beside the namespace, fed by its apply path (design §B.14).
+        self._dn_namespace: NamespaceInfo | None = None
+        self.blocks = NameNodeBlocks(
+            self.datanode_namespace_info,
+            lambda: self._ns,
+            cfg.datanode,
+            block_size=self.settings.block_size,
+        )
+        self.ha.listeners.append(self._blocks_follow_ha)
         self.metrics: NameNodeMetrics = NameNodeMetrics(self)
+
+    # -- block management (design §B.14) ----------------------------------------------------
+    def datanode_namespace_info(self) -> NamespaceInfo:
+        """The namespace and block pool DataNodes are told (versionRequest), from VERSION."""
+        if self._dn_namespace is None:
+            from qjm.namenode.block_service import namespace_info_of
+
+            assert self.storage is not None
+            v = self.storage.read_ns_info()
+            self._dn_namespace = namespace_info_of(
+                v.block_pool_id, v.namespace_id, v.cluster_id, v.layout_version, v.ctime
+            )
+        return self._dn_namespace
+
+    def ha_status(self, ctx: CallContext) -> HAStatus:
+        """The HA status a heartbeat answer carries (design §B.12): ACTIVE only at the
+        txid a majority holds, and only while the active's lease runs (design §N.1)."""
+        from qjm.hdfs.datanode_protocol import HAState as DnHAState
+        from qjm.namenode.datanode_rpc import ServiceHAStatus
+
+        self.check_lease()
+        status = ServiceHAStatus(self).ha_status(ctx)
+        if status.state is DnHAState.ACTIVE:
+            ctx.answer_check = self._answer_check
+        return status
+
+    def _blocks_follow_ha(self, frm: HAState, to: HAState) -> None:
+        """Commands only from the active; a new active postpones deletions (design §B.6)."""
+        if to == HAState.ACTIVE:
+            self.blocks.set_active(True)
+        elif frm == HAState.ACTIVE:
+            self.blocks.set_active(False)
+
+    def _check_safe_mode(self, method: str) -> None:
+        """Refuse a namespace change in safe mode: retriable in start-up safe mode, as
+        HDFS's HA NameNode, SafeModeException in an operator's (design §B.14)."""
+        sm = self.blocks.safe_mode
+        if not sm.is_on:
+            return
+        tip = self.blocks.bm.safe_mode_tip()
+        if sm.status is sm.status.MANUAL:
+            raise SafeModeError(f"Cannot {method}. Name node is in safe mode.\n{tip}")
+        raise RetriableError(f"Cannot {method}. Name node is in safe mode.\n{tip}")
+
+    async def _block_monitor(self) -> None:
+        """Every BLOCK_MONITOR_S: dead DataNodes, start-up safe mode, re-replication."""
+        while self.ha.state != HAState.STOPPING:
+            await asyncio.sleep(BLOCK_MONITOR_S)  # the check's period, not a synchronization
+            try:
+                self.blocks.tick()
+            except Exception as e:
+                log.error("NameNode %s: block monitor: %s", self.name, describe_error(e))
 
     # -- NameNodeService ----------------------------------------------------------------------
     @property
@@ -291,24 +356,34 @@ class NameNode:
         if not ops:
             await self._sync_pending()  # the answer may reflect edits not yet synced
             return ops
+        self._check_safe_mode(ctx.method)
         bodies = encode_for_log(ctx.method, ops)  # design §N.4: nothing applied unless it fits
         txid = 0
-        for i, op in enumerate(ops):
-            try:
-                ns.apply(op)
-            except Exception as e:
-                if i == 0:
-                    raise  # nothing changed yet: a refusal the plan did not foresee
-                self._fatal(
-                    f"applying {type(op).__name__} after logging part of a call: "
-                    f"{describe_error(e)}"
-                )
-                raise
-            try:
-                txid = el.log(op, bodies[i])
-            except Exception as e:
-                self._fatal(f"logging {type(op).__name__} after applying it: {describe_error(e)}")
-                raise
+        blocks = self.blocks
+        blocks.writing = True  # removed blocks wait for the sync (design §B.14)
+        try:
+            for i, op in enumerate(ops):
+                try:
+                    ns.apply(op)
+                except Exception as e:
+                    if i == 0:
+                        raise  # nothing changed yet: a refusal the plan did not foresee
+                    self._fatal(
+                        f"applying {type(op).__name__} after logging part of a call: "
+                        f"{describe_error(e)}"
+                    )
+                    raise
+                self._follow_blocks(ns, op, live=True)
+                try:
+                    txid = el.log(op, bodies[i])
+                except Exception as e:
+                    self._fatal(
+                        f"logging {type(op).__name__} after applying it: {describe_error(e)}"
+                    )
+                    raise
+        finally:
+            blocks.writing = False
+            removed = blocks.take_removed()
         self.applied_txid = txid
         self.metrics.count_ops(ctx.method, len(ops))
         # From here the answer is the quorum's: a success means a majority took the ops at
@@ -318,7 +393,23 @@ class NameNode:
             await el.sync(txid)
         except Exception as e:
             raise self._sync_failed(e) from None
+        if self.ha.is_active() and self.edit_log is el:
+            blocks.drop_removed(removed)  # deletions only for a synced removal (§B.12)
         return ops
+
+    def _follow_blocks(self, ns: Namespace, op: Op, *, live: bool) -> None:
+        """The block map follows an applied op; a failure there is logged, not fatal: the
+        namespace is right and the next full reports mend the map (design §B.14)."""
+        try:
+            self.blocks.follow(ns, op, live=live)
+        except Exception as e:
+            self.metrics.block_map_errors += 1
+            log.error(
+                "NameNode %s: the block map could not follow %s: %s",
+                self.name,
+                type(op).__name__,
+                describe_error(e),
+            )
 
     async def msync(self, ctx: CallContext) -> None:
         """Return once everything applied here is synced (StandbyError unless active)."""
@@ -899,13 +990,15 @@ class NameNode:
                 self.settings.max_component_length, self.settings.max_directory_items
             )
             self._ns = ns
+            n_blocks = self.blocks.attach(ns)  # a block map of the loaded namespace (§B.14)
             self.applied_txid = self.image_txid = int(txid)
             self._notify_applied()
         log.info(
-            "NameNode %s: loaded image at txid %d (%d inodes) in %.3fs",
+            "NameNode %s: loaded image at txid %d (%d inodes, %d blocks) in %.3fs",
             self.name,
             txid,
             len(ns),
+            n_blocks,
             time.monotonic() - started,
         )
         if not replay:
@@ -946,14 +1039,16 @@ class NameNode:
                 f"the shared journal gave txid {txid} after txid {self.applied_txid}: "
                 f"txids {self.applied_txid + 1}-{txid - 1} are missing"
             )
+        ns = self.ns
         try:
-            self.ns.apply(op)
+            ns.apply(op)
         except Exception as e:
             self._fatal(
                 f"txid {txid} ({type(op).__name__}) of the shared journal cannot be applied to "
                 f"the namespace at txid {self.applied_txid}: {describe_error(e)}"
             )
             raise
+        self._follow_blocks(ns, op, live=False)
         self.applied_txid = txid
         if txid > self._known_committed:
             self._known_committed = txid
@@ -1033,6 +1128,7 @@ class NameNode:
         self.storage = self._open_storage()
         try:
             await self._load(replay=True)
+            self.blocks.leave_safe_mode_if_met()  # no blocks to wait for: off at once (§B.14)
             self.ha.move(HAState.STANDBY, "namespace loaded")
             self._start_tailer()
             await self._start_rpc()
@@ -1042,6 +1138,7 @@ class NameNode:
             self.checkpointer = StandbyCheckpointer(self)
             self.checkpointer.start()
             self._spawn(self._watch_journal())
+            self._spawn(self._block_monitor())
         except BaseException:
             await self.stop()
             raise
@@ -1056,7 +1153,9 @@ class NameNode:
         )
 
     async def _start_rpc(self) -> None:
+        from qjm.hdfs.datanode_protocol import DATANODE_PROTOCOL
         from qjm.namenode.client_rpc import client_methods
+        from qjm.namenode.datanode_rpc import datanode_methods
         from qjm.namenode.ha_rpc import ha_methods
         from qjm.namenode.protocols import CLIENT_PROTOCOL, HA_SERVICE_PROTOCOL
 
@@ -1071,6 +1170,7 @@ class NameNode:
         )
         server.register(CLIENT_PROTOCOL, client_methods(self))
         server.register(HA_SERVICE_PROTOCOL, ha_methods(self))
+        server.register(DATANODE_PROTOCOL, datanode_methods(self.blocks, self))
         try:
             await server.start(self.rpc_host, self.rpc_port)
         except OSError as e:

@@ -11,6 +11,7 @@ from qjm.namenode.types import Caller, HAState
 
 if TYPE_CHECKING:
     from qjm.config import NameNodeSettings
+    from qjm.namenode.block_service import NameNodeBlocks
     from qjm.namenode.namespace import Namespace
     from qjm.namenode.retry_cache import RetryCache
 
@@ -22,6 +23,7 @@ class NameNodeService(Protocol):
 
     settings: NameNodeSettings
     retry_cache: RetryCache | None  # None when [namenode] retry_cache_enabled is false
+    blocks: NameNodeBlocks  # block management beside the namespace (design §B.14)
 
     def caller_of(self, ctx: CallContext) -> Caller:
         """The Caller (user, groups, superuser) of an RPC."""

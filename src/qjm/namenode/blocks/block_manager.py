@@ -391,6 +391,37 @@ class BlockManager:
         self.complete_safe -= before  # _changed adds the block's new safe state
         self._changed(s, 0)
 
+    def reopen_block(self, block: Block) -> None:
+        """A closed file's last block written again (append): under construction, its
+        stored replicas the expected pipeline (HDFS's convertLastBlockToUnderConstruction)."""
+        s = self._slot(block.block_id)
+        if self.map.state[s] == BlockUCState.UNDER_CONSTRUCTION:
+            return
+        self.complete_safe -= self._safe(s)
+        self._set_state(s, BlockUCState.UNDER_CONSTRUCTION)
+        self.expected[block.block_id] = tuple(self.map.locations(s))
+        self._requeue(block.block_id, s)
+        self.postponed.discard(block.block_id)
+
+    def adopt_replicas(self, old: BlockManager) -> int:
+        """Take the replicas old knew of for blocks this map holds with the same generation
+        stamp (a namespace reloaded beside the same DataNodes, design §B.14); how many."""
+        taken = 0
+        for os_ in old.map.slots():
+            bid = old.map.ids[os_]
+            s = self.map.find(bid)
+            if s < 0 or self.map.gs[s] != old.map.gs[os_]:
+                continue
+            before = self._safe(s)
+            added = False
+            for i in old.map.locations(os_):
+                if old.corrupt.get(bid, {}).get(i) is None and self.map.add_location(s, i):
+                    added = True
+                    taken += 1
+            if added:
+                self._changed(s, before)
+        return taken
+
     def set_replication(self, block_ids: Iterable[int], replication: int) -> None:
         """A file's new replication (setReplication): its blocks are checked again."""
         for bid in block_ids:

@@ -58,6 +58,16 @@ def same_block(a: Block | None, b: Block | None) -> bool:
 
 
 @dataclass(frozen=True)
+class FileBlocks:
+    """A file's blocks as the block manager follows them (design §B.14)."""
+
+    path: str
+    blocks: tuple[Block, ...]
+    replication: int
+    under_construction: bool
+
+
+@dataclass(frozen=True)
 class AddedBlock:
     """What addBlock answers: the block to write and where it starts in the file."""
 
@@ -663,6 +673,26 @@ class FilesMixin(QuotaMixin):
                 rpc_client_id=rpc.client_id,
                 rpc_call_id=rpc.call_id,
             )
+        ]
+
+    # --- what the block manager follows (design §B.14) -----------------------------------
+
+    def file_blocks(self, path: str) -> FileBlocks | None:
+        """The blocks, replication and open state of the file at path; None if no file."""
+        r = self._resolve(path)
+        st = self._st
+        if not r.found or st.kind(r.last) != FILE:
+            return None
+        s = r.last
+        return FileBlocks(join_path(r.comps), st.blocks.get(s, ()), st.replication[s], st.is_uc(s))
+
+    def all_file_blocks(self) -> list[FileBlocks]:
+        """Every file that has blocks, as file_blocks answers it (loading the block map)."""
+        st = self._st
+        return [
+            FileBlocks(st.path_of(s), blocks, st.replication[s], st.is_uc(s))
+            for s, blocks in st.blocks.items()
+            if blocks
         ]
 
     # --- what a delete frees -------------------------------------------------------------

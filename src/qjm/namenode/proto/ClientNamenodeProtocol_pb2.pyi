@@ -29,6 +29,15 @@ class AddBlockFlagProto(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     NO_LOCAL_WRITE: _ClassVar[AddBlockFlagProto]
     IGNORE_CLIENT_LOCALITY: _ClassVar[AddBlockFlagProto]
+
+class DatanodeReportTypeProto(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ALL: _ClassVar[DatanodeReportTypeProto]
+    LIVE: _ClassVar[DatanodeReportTypeProto]
+    DEAD: _ClassVar[DatanodeReportTypeProto]
+    DECOMMISSIONING: _ClassVar[DatanodeReportTypeProto]
+    ENTERING_MAINTENANCE: _ClassVar[DatanodeReportTypeProto]
+    IN_MAINTENANCE: _ClassVar[DatanodeReportTypeProto]
 CREATE: CreateFlagProto
 OVERWRITE: CreateFlagProto
 APPEND: CreateFlagProto
@@ -41,6 +50,12 @@ SAFEMODE_GET: SafeModeActionProto
 SAFEMODE_FORCE_EXIT: SafeModeActionProto
 NO_LOCAL_WRITE: AddBlockFlagProto
 IGNORE_CLIENT_LOCALITY: AddBlockFlagProto
+ALL: DatanodeReportTypeProto
+LIVE: DatanodeReportTypeProto
+DEAD: DatanodeReportTypeProto
+DECOMMISSIONING: DatanodeReportTypeProto
+ENTERING_MAINTENANCE: DatanodeReportTypeProto
+IN_MAINTENANCE: DatanodeReportTypeProto
 
 class GetServerDefaultsRequestProto(_message.Message):
     __slots__ = ()
@@ -435,26 +450,98 @@ class SetSafeModeResponseProto(_message.Message):
     def __init__(self, result: _Optional[bool] = ...) -> None: ...
 
 class AddBlockRequestProto(_message.Message):
-    __slots__ = ("src", "clientName", "previous", "fileId", "favoredNodes", "flags")
+    __slots__ = ("src", "clientName", "previous", "excludeNodes", "fileId", "favoredNodes", "flags")
     SRC_FIELD_NUMBER: _ClassVar[int]
     CLIENTNAME_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDENODES_FIELD_NUMBER: _ClassVar[int]
     FILEID_FIELD_NUMBER: _ClassVar[int]
     FAVOREDNODES_FIELD_NUMBER: _ClassVar[int]
     FLAGS_FIELD_NUMBER: _ClassVar[int]
     src: str
     clientName: str
     previous: _hdfs_pb2.ExtendedBlockProto
+    excludeNodes: _containers.RepeatedCompositeFieldContainer[_hdfs_pb2.DatanodeInfoProto]
     fileId: int
     favoredNodes: _containers.RepeatedScalarFieldContainer[str]
     flags: _containers.RepeatedScalarFieldContainer[AddBlockFlagProto]
-    def __init__(self, src: _Optional[str] = ..., clientName: _Optional[str] = ..., previous: _Optional[_Union[_hdfs_pb2.ExtendedBlockProto, _Mapping]] = ..., fileId: _Optional[int] = ..., favoredNodes: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[_Union[AddBlockFlagProto, str]]] = ...) -> None: ...
+    def __init__(self, src: _Optional[str] = ..., clientName: _Optional[str] = ..., previous: _Optional[_Union[_hdfs_pb2.ExtendedBlockProto, _Mapping]] = ..., excludeNodes: _Optional[_Iterable[_Union[_hdfs_pb2.DatanodeInfoProto, _Mapping]]] = ..., fileId: _Optional[int] = ..., favoredNodes: _Optional[_Iterable[str]] = ..., flags: _Optional[_Iterable[_Union[AddBlockFlagProto, str]]] = ...) -> None: ...
 
 class AddBlockResponseProto(_message.Message):
     __slots__ = ("block",)
     BLOCK_FIELD_NUMBER: _ClassVar[int]
     block: _hdfs_pb2.LocatedBlockProto
     def __init__(self, block: _Optional[_Union[_hdfs_pb2.LocatedBlockProto, _Mapping]] = ...) -> None: ...
+
+class GetAdditionalDatanodeRequestProto(_message.Message):
+    __slots__ = ("src", "blk", "existings", "excludes", "numAdditionalNodes", "clientName", "existingStorageUuids", "fileId")
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    BLK_FIELD_NUMBER: _ClassVar[int]
+    EXISTINGS_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDES_FIELD_NUMBER: _ClassVar[int]
+    NUMADDITIONALNODES_FIELD_NUMBER: _ClassVar[int]
+    CLIENTNAME_FIELD_NUMBER: _ClassVar[int]
+    EXISTINGSTORAGEUUIDS_FIELD_NUMBER: _ClassVar[int]
+    FILEID_FIELD_NUMBER: _ClassVar[int]
+    src: str
+    blk: _hdfs_pb2.ExtendedBlockProto
+    existings: _containers.RepeatedCompositeFieldContainer[_hdfs_pb2.DatanodeInfoProto]
+    excludes: _containers.RepeatedCompositeFieldContainer[_hdfs_pb2.DatanodeInfoProto]
+    numAdditionalNodes: int
+    clientName: str
+    existingStorageUuids: _containers.RepeatedScalarFieldContainer[str]
+    fileId: int
+    def __init__(self, src: _Optional[str] = ..., blk: _Optional[_Union[_hdfs_pb2.ExtendedBlockProto, _Mapping]] = ..., existings: _Optional[_Iterable[_Union[_hdfs_pb2.DatanodeInfoProto, _Mapping]]] = ..., excludes: _Optional[_Iterable[_Union[_hdfs_pb2.DatanodeInfoProto, _Mapping]]] = ..., numAdditionalNodes: _Optional[int] = ..., clientName: _Optional[str] = ..., existingStorageUuids: _Optional[_Iterable[str]] = ..., fileId: _Optional[int] = ...) -> None: ...
+
+class GetAdditionalDatanodeResponseProto(_message.Message):
+    __slots__ = ("block",)
+    BLOCK_FIELD_NUMBER: _ClassVar[int]
+    block: _hdfs_pb2.LocatedBlockProto
+    def __init__(self, block: _Optional[_Union[_hdfs_pb2.LocatedBlockProto, _Mapping]] = ...) -> None: ...
+
+class UpdateBlockForPipelineRequestProto(_message.Message):
+    __slots__ = ("block", "clientName")
+    BLOCK_FIELD_NUMBER: _ClassVar[int]
+    CLIENTNAME_FIELD_NUMBER: _ClassVar[int]
+    block: _hdfs_pb2.ExtendedBlockProto
+    clientName: str
+    def __init__(self, block: _Optional[_Union[_hdfs_pb2.ExtendedBlockProto, _Mapping]] = ..., clientName: _Optional[str] = ...) -> None: ...
+
+class UpdateBlockForPipelineResponseProto(_message.Message):
+    __slots__ = ("block",)
+    BLOCK_FIELD_NUMBER: _ClassVar[int]
+    block: _hdfs_pb2.LocatedBlockProto
+    def __init__(self, block: _Optional[_Union[_hdfs_pb2.LocatedBlockProto, _Mapping]] = ...) -> None: ...
+
+class UpdatePipelineRequestProto(_message.Message):
+    __slots__ = ("clientName", "oldBlock", "newBlock", "newNodes", "storageIDs")
+    CLIENTNAME_FIELD_NUMBER: _ClassVar[int]
+    OLDBLOCK_FIELD_NUMBER: _ClassVar[int]
+    NEWBLOCK_FIELD_NUMBER: _ClassVar[int]
+    NEWNODES_FIELD_NUMBER: _ClassVar[int]
+    STORAGEIDS_FIELD_NUMBER: _ClassVar[int]
+    clientName: str
+    oldBlock: _hdfs_pb2.ExtendedBlockProto
+    newBlock: _hdfs_pb2.ExtendedBlockProto
+    newNodes: _containers.RepeatedCompositeFieldContainer[_hdfs_pb2.DatanodeIDProto]
+    storageIDs: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, clientName: _Optional[str] = ..., oldBlock: _Optional[_Union[_hdfs_pb2.ExtendedBlockProto, _Mapping]] = ..., newBlock: _Optional[_Union[_hdfs_pb2.ExtendedBlockProto, _Mapping]] = ..., newNodes: _Optional[_Iterable[_Union[_hdfs_pb2.DatanodeIDProto, _Mapping]]] = ..., storageIDs: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class UpdatePipelineResponseProto(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class GetDatanodeReportRequestProto(_message.Message):
+    __slots__ = ("type",)
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    type: DatanodeReportTypeProto
+    def __init__(self, type: _Optional[_Union[DatanodeReportTypeProto, str]] = ...) -> None: ...
+
+class GetDatanodeReportResponseProto(_message.Message):
+    __slots__ = ("di",)
+    DI_FIELD_NUMBER: _ClassVar[int]
+    di: _containers.RepeatedCompositeFieldContainer[_hdfs_pb2.DatanodeInfoProto]
+    def __init__(self, di: _Optional[_Iterable[_Union[_hdfs_pb2.DatanodeInfoProto, _Mapping]]] = ...) -> None: ...
 
 class AbandonBlockRequestProto(_message.Message):
     __slots__ = ("b", "src", "holder", "fileId")
