@@ -84,12 +84,14 @@ def native_client(conf_dir: Path) -> hdfs_native.Client:
 
 
 class HACluster:
-    """A cluster of 3 JournalNodes and 2 NameNodes started by `qjm cluster up` (manual HA)."""
+    """A cluster of 3 JournalNodes and 2 NameNodes started by `qjm cluster up` (manual HA),
+    with datanodes DataNodes."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, datanodes: int = 0) -> None:
         self.dir = directory
         self.info: dict[str, Any] = {}
         self.base: int | None = None
+        self.datanodes = datanodes
 
     def up_command(self, base: int) -> subprocess.CompletedProcess[str]:
         """Run `qjm cluster up --dir D --namenodes 2 --no-zookeeper --base-port base --json`."""
@@ -103,6 +105,8 @@ class HACluster:
             "--no-zookeeper",
             "--base-port",
             str(base),
+            "--datanodes",
+            str(self.datanodes),
             "--json",
             timeout=180,
         )
@@ -110,7 +114,7 @@ class HACluster:
     def up(self) -> HACluster:
         """Start the cluster on free ports (the first time) or on its ports (again)."""
         if self.base is None:
-            self.base = free_port_block(10)
+            self.base = free_port_block(10 + 3 * self.datanodes)
         r = self.up_command(self.base)
         assert r.returncode == 0, f"cluster up failed:\n{r.stderr}\n{r.stdout}"
         self.info = json.loads(r.stdout)

@@ -50,6 +50,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="number of NameNodes (2: one active, one standby; 0: JournalNodes only)",
     )
     up.add_argument(
+        "--datanodes",
+        type=int,
+        default=0,
+        help="number of DataNodes, each reporting to every NameNode (0: metadata only)",
+    )
+    up.add_argument(
         "--no-zookeeper",
         action="store_true",
         help="no ZooKeeper and no ZKFCs: manual HA, fail over with `qjm haadmin -failover`",
@@ -65,7 +71,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--base-port",
         type=int,
         help="allocate ports upward from this one: JournalNodes, NameNodes (2 each), ZKFCs, "
-        "then ZooKeeper",
+        "ZooKeeper, then DataNodes (3 each)",
     )
     up.add_argument("--json", action="store_true", help="print cluster.json")
     up.set_defaults(func=run_up)
@@ -111,6 +117,7 @@ def run_up(args: argparse.Namespace) -> int:
         zookeeper=automatic,
         base_port=args.base_port,
         zookeeper_members=args.zookeeper_members,
+        datanodes=args.datanodes,
     )
     if args.json:
         print(json.dumps(cluster, indent=2))

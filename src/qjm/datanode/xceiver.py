@@ -340,7 +340,9 @@ class DataXceiverServer:
             if stage in _TRANSFER_STAGES:
                 return await self.store.create_temporary(block, bpc)
             if stage == Stage.PIPELINE_SETUP_APPEND:
-                return await self.store.append(block, gs, block.num_bytes)
+                # the replica's length is minBytesRcvd: Hadoop's client puts the file's
+                # block size in the header block's numBytes (design §B.4)
+                return await self.store.append(block, gs, op.minBytesRcvd)
             if stage in (
                 Stage.PIPELINE_SETUP_STREAMING_RECOVERY,
                 Stage.PIPELINE_SETUP_APPEND_RECOVERY,
