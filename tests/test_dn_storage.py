@@ -470,6 +470,22 @@ def test_append_with_a_new_genstamp(node: Node) -> None:
     assert r2 is not None and r2.genstamp == 1002
 
 
+def test_append_under_the_blocks_own_genstamp_is_served_a_lower_one_refused(node: Node) -> None:
+    # hdfs-native appends without a new stamp; HDFS's FsDatasetImpl refuses only a lower one
+    ds = node.ds
+    assert ds is not None
+    data = payload(1500, seed=10)
+    write(ds, BLK, data[:700], [700])
+    with pytest.raises(StorageError, match="new genstamp 1000 is below 1001"):
+        ds.append(BPID, BLK, GS, GS - 1, expected_length=700)
+    w = ds.append(BPID, BLK, GS, GS, expected_length=700)
+    assert (w.replica.state, w.replica.genstamp) == (ReplicaState.RBW, GS)
+    w.write_packet(512, data[512:], chunk_sums(data[512:], 512, 512))
+    fin = w.finalize()
+    assert (fin.genstamp, fin.num_bytes, fin.meta_path.name) == (GS, 1500, f"blk_{BLK}_{GS}.meta")
+    assert read_all(node.restart(), BLK) == data
+
+
 def test_pipeline_recovery_cuts_unacked_bytes_and_bumps_the_genstamp(node: Node) -> None:
     ds = node.ds
     assert ds is not None

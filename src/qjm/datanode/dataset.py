@@ -391,9 +391,11 @@ class FsDataset:
             if r.state != ReplicaState.FINALIZED:
                 raise ReplicaNotFoundError(f"{r.describe()} is not finalized: cannot append")
             self._check_gs(r, genstamp)
-            if new_genstamp <= genstamp:
+            # HDFS's FsDatasetImpl.append refuses only a lower stamp: a client that appends
+            # under the block's own stamp (hdfs-native does) is served (design §B.4)
+            if new_genstamp < genstamp:
                 raise StorageError(
-                    f"append of {r.describe()}: new genstamp {new_genstamp} is not above {genstamp}"
+                    f"append of {r.describe()}: new genstamp {new_genstamp} is below {genstamp}"
                 )
             if expected_length is not None and r.num_bytes != expected_length:
                 raise StorageError(

@@ -1,0 +1,197 @@
+"""Files with bytes, judged by clients we did not write: the genuine Hadoop FsShell (from
+pyspark's jars) and hdfs-native, against a `qjm cluster` of 2 NameNodes and 3 DataNodes.
+
+The file checksum is computed here from the bytes alone (HDFS's MD5 of per-block MD5s of
+the CRC32C of each 512-byte chunk, as Hadoop's client combines them), so a DataNode that
+answered a wrong block checksum would fail whatever the client made of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import crc32c
+import hdfs_native
+import pytest
+
+from hadoop_clients import HACluster, check, hadoop_fs
+from qjm.ipc import IpcClient
+from qjm.namenode import protocols
+from qjm.testing.wait import wait_until
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+BLOCK = 4 * 1024 * 1024  # small blocks: a 50 MiB file spans 13 of them
+BIG = 50 * 1024 * 1024
+BYTES_PER_CRC = 512
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HACluster]:
+    """One HA cluster (nn1 active) with three DataNodes for the module."""
+    c = HACluster(tmp_path_factory.mktemp("dn-judges") / "cluster", datanodes=3).up()
+    try:
+        yield c
+    finally:
+        c.down()
+
+
+def file_checksum(data: bytes, block_size: int) -> str:
+    """What `hadoop fs -checksum` prints for data in blocks of block_size: the algorithm name
+    and HDFS's MD5MD5CRC32C bytes (bytesPerCRC, crcPerBlock, MD5 of the block MD5s) in hex."""
+    blocks = [data[i : i + block_size] for i in range(0, len(data), block_size)]
+    block_md5s = b"".join(
+        hashlib.md5(
+            b"".join(
+                struct.pack(">I", crc32c.crc32c(b[j : j + BYTES_PER_CRC]))
+                for j in range(0, len(b), BYTES_PER_CRC)
+            )
+        ).digest()
+        for b in blocks
+    )
+    # HDFS takes crcPerBlock from the first block when a file has more than one, else 0
+    crc_per_block = (len(blocks[0]) + BYTES_PER_CRC - 1) // BYTES_PER_CRC if len(blocks) > 1 else 0
+    name = f"MD5-of-{crc_per_block}MD5-of-{BYTES_PER_CRC}CRC32C"
+    # Hadoop's client digests its whole output buffer (32 bytes, doubled as it fills), so
+    # the block MD5s are followed by zeros up to that capacity
+    capacity = 32
+    while capacity < len(block_md5s):
+        capacity *= 2
+    padded = block_md5s + bytes(capacity - len(block_md5s))
+    raw = struct.pack(">IQ", BYTES_PER_CRC, crc_per_block) + hashlib.md5(padded).digest()
+    return f"{name}\t{raw.hex()}"
+
+
+def fs_checksum(cluster: HACluster, path: str) -> str:
+    """`hadoop fs -checksum path` as algorithm<TAB>hex."""
+    line = check(hadoop_fs(cluster.conf, "-checksum", path)).strip()
+    shown, algorithm, value = line.split("\t")
+    assert shown == path
+    return f"{algorithm}\t{value}"
+
+
+def cat(cluster: HACluster, path: str) -> bytes:
+    """The bytes `hadoop fs -cat path` prints."""
+    import subprocess
+
+    from hadoop_clients import java
+    from qjm.cluster.hadoop_conf import fsshell_argv
+
+    r = subprocess.run(
+        fsshell_argv(cluster.conf, "-cat", path, java=java()), capture_output=True, timeout=120
+    )
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    return r.stdout
+
+
+def locations(cluster: HACluster, path: str) -> list[int]:
+    """How many DataNodes the active NameNode names for each block of path."""
+
+    async def ask() -> list[int]:
+        spec = protocols.CLIENT_METHODS["getBlockLocations"]
+        client = IpcClient(cluster.info["nn1"]["rpc"], protocols.CLIENT_PROTOCOL)
+        try:
+            resp = await client.call(
+                "getBlockLocations",
+                spec.request(src=path, offset=0, length=1 << 62),
+                spec.response,
+                timeout=10,
+            )
+        finally:
+            await client.close()
+        return [len(b.locs) for b in resp.locations.blocks]
+
+    return asyncio.run(ask())
+
+
+def test_fsshell_puts_and_reads_a_multi_block_file_byte_for_byte(
+    cluster: HACluster, tmp_path: Path
+) -> None:
+    data = os.urandom(BIG)
+    local = tmp_path / "big"
+    local.write_bytes(data)
+    check(hadoop_fs(cluster.conf, "-D", f"dfs.blocksize={BLOCK}", "-put", str(local), "/big"))
+    assert hashlib.sha256(cat(cluster, "/big")).digest() == hashlib.sha256(data).digest()
+    got = tmp_path / "got"
+    check(hadoop_fs(cluster.conf, "-get", "/big", str(got)))
+    assert got.read_bytes() == data
+    assert fs_checksum(cluster, "/big") == file_checksum(data, BLOCK)
+    # every block ends on all three DataNodes (a pipeline that placement shortened, as
+    # HDFS's considerLoad may, is made up by re-replication)
+    wait_until(
+        lambda: f"/big on 3 DataNodes per block, not {locations(cluster, '/big')}",
+        lambda: locations(cluster, "/big") == [3] * 13,
+        timeout_s=60,
+        poll_s=1.0,
+    )
+    with cluster.ha_client().read("/big") as f:  # hdfs-native reads what FsShell wrote
+        assert f.read() == data
+
+
+def test_hdfs_native_writes_appends_and_the_checksums_agree(
+    cluster: HACluster, tmp_path: Path
+) -> None:
+    client = cluster.ha_client()
+    data = os.urandom(5 * 1024 * 1024 + 1234)
+    with client.create("/native", hdfs_native.WriteOptions(block_size=1024 * 1024)) as w:
+        w.write(data)
+    with client.read("/native") as f:
+        assert f.read() == data
+    more = os.urandom(70_000)
+    with client.append("/native") as w:
+        w.write(more)
+    with client.read("/native") as f:
+        assert f.read() == data + more
+    assert cat(cluster, "/native") == data + more
+    local = tmp_path / "same"
+    local.write_bytes(data + more)
+    check(hadoop_fs(cluster.conf, "-D", "dfs.blocksize=1048576", "-put", str(local), "/same"))
+    assert fs_checksum(cluster, "/native") == fs_checksum(cluster, "/same")
+    assert fs_checksum(cluster, "/same") == file_checksum(data + more, 1024 * 1024)
+
+
+def test_fsshell_append_truncate_concat_and_setrep(cluster: HACluster, tmp_path: Path) -> None:
+    # FsShell does what is judged; hdfs-native writes the inputs and reads the results (one
+    # JVM start fewer each)
+    client = cluster.ha_client()
+    mib = hdfs_native.WriteOptions(block_size=1024 * 1024)
+
+    def put(path: str, data: bytes, options: hdfs_native.WriteOptions = mib) -> None:
+        with client.create(path, options) as w:
+            w.write(data)
+
+    def read(path: str) -> bytes:
+        with client.read(path) as f:
+            return bytes(f.read())
+
+    head, tail = os.urandom(1024 * 1024 + 100), b"appended line\n"
+    (tmp_path / "tail").write_bytes(tail)
+    put("/app", head)
+    check(hadoop_fs(cluster.conf, "-appendToFile", str(tmp_path / "tail"), "/app"))
+    assert read("/app") == head + tail
+
+    put("/cut", head)
+    out = check(hadoop_fs(cluster.conf, "-truncate", "-w", "1048576", "/cut"))
+    assert "Truncated /cut to length: 1048576" in out
+    assert read("/cut") == head[:1048576]
+
+    parts = [os.urandom(1000 + i) for i in range(3)]
+    for i, part in enumerate(parts):
+        put(f"/c{i}", part)
+    check(hadoop_fs(cluster.conf, "-concat", "/c0", "/c1", "/c2"))
+    assert read("/c0") == b"".join(parts)
+    for gone in ("/c1", "/c2"):
+        with pytest.raises(FileNotFoundError):
+            client.get_file_info(gone)
+
+    put("/r", tail, hdfs_native.WriteOptions(replication=1))
+    assert locations(cluster, "/r") == [1]
+    out = check(hadoop_fs(cluster.conf, "-setrep", "-w", "3", "/r"))
+    assert "Replication 3 set: /r" in out
+    assert locations(cluster, "/r") == [3]  # the NameNode had a DataNode copy it twice
+    assert read("/r") == tail
