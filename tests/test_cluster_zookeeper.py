@@ -34,7 +34,10 @@ DAEMONS = ("zk1", "jn1", "jn2", "jn3", "nn1", "nn2", "zkfc1", "zkfc2")
 
 
 def up(directory: Path, *args: str) -> dict[str, Any]:
-    """`qjm cluster up --dir D <args> --json`: cluster.json's contents."""
+    """`qjm cluster up --dir D <args> --json` (no DataNodes unless args ask):
+    cluster.json's contents."""
+    if "--datanodes" not in args:
+        args = (*args, "--datanodes", "0")
     r = run_qjm("cluster", "up", "--dir", str(directory), *args, "--json", timeout=240)
     assert r.returncode == 0, f"cluster up failed:\n{r.stderr}\n{r.stdout}"
     return read_json(r.stdout)
@@ -196,7 +199,7 @@ def test_cluster_up_refuses_a_taken_zkfc_or_zookeeper_port(
     with socket.socket() as s:
         s.bind(("127.0.0.1", base + offset))
         s.listen()
-        r = run_qjm("cluster", "up", "--dir", str(d), "--base-port", str(base))
+        r = run_qjm("cluster", "up", "--dir", str(d), "--base-port", str(base), "--datanodes", "0")
     assert r.returncode == 1
     assert f"port {base + offset} for {daemon}" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
@@ -262,3 +265,18 @@ def test_the_port_plan_places_datanodes_after_everything_else() -> None:
     assert plan_cluster_ports(3, 30000, 2, 1).datanodes == []
     with pytest.raises(LaunchError, match=r"and 2 DataNode\(s\) need ports 65520-65538\b"):
         plan_cluster_ports(3, 65520, 2, 1, 2)
+
+
+def test_a_stopped_cluster_keeps_its_datanode_count(tmp_path: Path) -> None:
+    from qjm.cluster.launcher import _datanodes_of_stopped
+    from qjm.config import ClusterConfig, DataNodeConfig, dump_config
+
+    assert _datanodes_of_stopped(tmp_path) is None  # no cluster: the caller's default
+    dns = {
+        f"dn{i}": DataNodeConfig(f"dn{i}", f"h:{i}1", f"h:{i}2", f"h:{i}3", f"/d{i}")
+        for i in (1, 2)
+    }
+    (tmp_path / "cluster.toml").write_text(dump_config(ClusterConfig(datanodes=dns)))
+    assert _datanodes_of_stopped(tmp_path) is None  # a config but no data: never started
+    (tmp_path / "data").mkdir()
+    assert _datanodes_of_stopped(tmp_path) == 2

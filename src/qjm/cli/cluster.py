@@ -52,8 +52,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     up.add_argument(
         "--datanodes",
         type=int,
-        default=0,
-        help="number of DataNodes, each reporting to every NameNode (0: metadata only)",
+        default=None,
+        help="number of DataNodes, each reporting to every NameNode (3 with NameNodes; a "
+        "stopped cluster keeps its count; 0: metadata only)",
     )
     up.add_argument(
         "--no-zookeeper",

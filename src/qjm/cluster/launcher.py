@@ -62,6 +62,7 @@ ZOOKEEPER_PORT = 2181  # ZooKeeper's client port
 AUTO_PORT_RANGE = (20000, 32000)  # a ZooKeeper ensemble's default block (below ephemeral ports)
 MAX_NAMENODES = 2  # HA as HDFS has it: one active, one standby
 MAX_DATANODES = 32  # loopback DataNodes, each with its own ports and data directory
+DEFAULT_DATANODES = 3  # `qjm cluster up` with NameNodes: HDFS's replication factor
 ADMIN_TIMEOUT_S = 60.0  # format, bootstrap-standby, transitionToActive, format-zk
 ELECTION_TIMEOUT_S = 90.0  # the ZKFCs elect an active NameNode (bounded, generous under load)
 DEFAULT_FENCING = "shell(true)"  # the quorum journal fences a deposed writer by its epoch
@@ -246,13 +247,14 @@ def cluster_up(
     zookeeper_members: int = 1,
     zookeeper_settings: ZooKeeperSettings | None = None,
     zkfc_settings: FailoverControllerSettings | None = None,
-    datanodes: int = 0,
+    datanodes: int | None = 0,
     datanode_settings: DataNodeSettings | None = None,
 ) -> dict[str, Any]:
     """Start the daemons, write cluster.toml and cluster.json, return once all answer.
 
     datanodes DataNodes start after the NameNodes, each with one data directory under
-    DIR/data, and register with every NameNode.
+    DIR/data, and register with every NameNode; None is the stopped cluster's count in
+    directory, else DEFAULT_DATANODES with NameNodes and none without.
 
     With NameNodes: format nn1 (and the shared journal), start it, bootstrap nn2 from it,
     start nn2, and write DIR/hadoop-conf for HDFS clients. Manual HA (zookeeper False): make
@@ -274,6 +276,10 @@ def cluster_up(
             f"{namenodes}); run manual HA with --no-zookeeper, or JournalNodes only with "
             "--namenodes 0"
         )
+    if datanodes is None:
+        datanodes = _datanodes_of_stopped(directory.resolve())
+        if datanodes is None:
+            datanodes = DEFAULT_DATANODES if namenodes else 0
     if datanodes and not namenodes:
         raise LaunchError(f"--datanodes {datanodes} needs NameNodes to report to (--namenodes 2)")
     if not 0 <= datanodes <= MAX_DATANODES:
@@ -470,6 +476,17 @@ def _wait_elected(cfg: ClusterConfig, zkfcs: list[Daemon]) -> str:
                 f"({shown}){logs}"
             )
         time.sleep(0.2)
+
+
+def _datanodes_of_stopped(directory: Path) -> int | None:
+    """How many DataNodes the stopped cluster in directory has (None: no such cluster)."""
+    toml_path = directory / CLUSTER_TOML
+    if not (toml_path.exists() and (directory / "data").is_dir()):
+        return None
+    try:
+        return len(load_config(toml_path).datanodes)
+    except ConfigError:
+        return None  # _ports_for names what is wrong with it
 
 
 def _ports_for(
