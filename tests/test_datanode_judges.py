@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
+import re
 import struct
 from collections.abc import Iterator
 from pathlib import Path
@@ -195,3 +197,20 @@ def test_fsshell_append_truncate_concat_and_setrep(cluster: HACluster, tmp_path:
     assert "Replication 3 set: /r" in out
     assert locations(cluster, "/r") == [3]  # the NameNode had a DataNode copy it twice
     assert read("/r") == tail
+
+
+def test_cluster_status_shows_the_datanodes_as_the_active_sees_them(cluster: HACluster) -> None:
+    from conftest import run_qjm
+
+    st = run_qjm("cluster", "status", "--dir", str(cluster.dir), "--json")
+    assert st.returncode == 0, st.stderr
+    dns = {n: d for n, d in json.loads(st.stdout)["daemons"].items() if d["kind"] == "datanode"}
+    assert sorted(dns) == ["dn1", "dn2", "dn3"]
+    for d in dns.values():
+        assert d["namenode_view"] == "live"
+        assert d["capacity"] > d["remaining"] > 0 and d["used"] > BIG  # /big is on every node
+        assert d["blocks"] >= 13
+    table = run_qjm("cluster", "status", "--dir", str(cluster.dir))
+    assert re.search(
+        r"^dn2\s+live\s+[\d.]+ [KMGT]?B\s+[\d.]+ MB\s+[\d.]+ [KMGT]?B\s+\d+$", table.stdout, re.M
+    ), table.stdout

@@ -17,6 +17,8 @@ from qjm.cluster.launcher import (
     cluster_down,
     cluster_up,
     daemons_of,
+    datanode_liveness,
+    datanode_status,
     namenode_states,
     read_cluster,
     start_daemons,
@@ -190,6 +192,18 @@ def cluster_status(directory: Path) -> dict[str, Any]:
             d["ha_state"] = states.get(name, "down") if d["running"] else "down"
         elif kind == "zookeeper":
             d["mode"] = (server_mode(d["rpc"]) or "not serving") if d["running"] else "down"
+    active = next((nns[n] for n, st in states.items() if st == "active"), None)
+    live = runtime.run(datanode_liveness(active)) if active else {}
+    for d in daemons.values():
+        if d.get("kind") != "datanode":
+            continue
+        shown = datanode_status(d["http"]) if d["running"] else {}
+        volumes = shown.get("volumes") or []
+        d["namenode_view"] = live.get(d.get("transfer", ""), "unknown" if active else "no active")
+        d["capacity"] = sum(v.get("capacity") or 0 for v in volumes)
+        d["used"] = sum(v.get("used") or 0 for v in volumes)
+        d["remaining"] = sum(v.get("remaining") or 0 for v in volumes)
+        d["blocks"] = (shown.get("replicas") or {}).get("FINALIZED", 0)
     journal = runtime.run(journal_status(parse_qjournal_uri(cluster["shared_edits"])))
     return {
         "daemons": daemons,
@@ -214,6 +228,26 @@ def print_status(st: dict[str, Any]) -> None:
         for name, d in st["daemons"].items()
     ]
     print(render_table(["DAEMON", "STATE", "ROLE", "PID", "RPC", "HTTP"], rows))
+    dns = {n: d for n, d in st["daemons"].items() if d.get("kind") == "datanode"}
+    if dns:
+        print()
+        print("datanodes (as the active NameNode sees them)")
+        print(
+            render_table(
+                ["DATANODE", "NAMENODE VIEW", "CAPACITY", "USED", "REMAINING", "BLOCKS"],
+                [
+                    [
+                        n,
+                        d["namenode_view"],
+                        _size(d["capacity"]),
+                        _size(d["used"]),
+                        _size(d["remaining"]),
+                        str(d["blocks"]),
+                    ]
+                    for n, d in dns.items()
+                ],
+            )
+        )
     if st.get("zookeeper"):
         print()
         print(f"zookeeper {st['zookeeper']} (automatic failover)")
@@ -222,6 +256,14 @@ def print_status(st: dict[str, Any]) -> None:
     print(render_table(STATUS_HEADERS, status_rows(st["journal"])))
     for line in problem_lines(st["journal"]):
         print(f"PROBLEM {line}")
+
+
+def _size(n: int) -> str:
+    """Bytes as HDFS's reports show them: 1.5 GB, 800 MB, 12 KB."""
+    for unit, scale in (("TB", 1 << 40), ("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
 
 
 def run_status(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from qjm.cluster.hadoop_conf import write_hadoop_conf
 from qjm.cluster.process import (
@@ -222,6 +222,48 @@ async def namenode_state(address: str, rpc_timeout_s: float = 5.0) -> str:
             return (await admin.get_service_state()).name.lower()
     except (QjmError, OSError):
         return "down"
+
+
+async def datanode_liveness(address: str, rpc_timeout_s: float = 5.0) -> dict[str, str]:
+    """Transfer address -> "live" or "dead" for each DataNode the NameNode at address knows
+    (getDatanodeReport); empty when it does not answer."""
+    from qjm.ipc import IpcClient
+    from qjm.namenode import protocols
+    from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
+
+    spec = protocols.CLIENT_METHODS["getDatanodeReport"]
+    client = IpcClient(address, protocols.CLIENT_PROTOCOL, reconnect_attempts=1)
+    out: dict[str, str] = {}
+    try:
+        for kind, word in ((cn.LIVE, "live"), (cn.DEAD, "dead")):
+            resp = cast(
+                cn.GetDatanodeReportResponseProto,
+                await client.call(
+                    "getDatanodeReport",
+                    spec.request(type=kind),
+                    spec.response,
+                    timeout=rpc_timeout_s,
+                ),
+            )
+            for info in resp.di:
+                out[f"{info.id.ipAddr}:{info.id.xferPort}"] = word
+    except (QjmError, OSError):
+        return {}
+    finally:
+        await client.close()
+    return out
+
+
+def datanode_status(http: str, timeout: float = 2.0) -> dict[str, Any]:
+    """A DataNode's /status JSON, or {} when it does not answer."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://{http}/status", timeout=timeout) as r:
+            data = json.loads(r.read())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def namenode_states(addresses: dict[str, str], timeout: float = 5.0) -> dict[str, str]:
