@@ -15,6 +15,7 @@ BENCHMARKS = [
     "benchmarks.jn_ingest",
     "benchmarks.tail_lag",
     "benchmarks.namenode",
+    "benchmarks.nn_blocks",
     "benchmarks.failover",
     "benchmarks.spark_namespace",
     "benchmarks.spark_ops",

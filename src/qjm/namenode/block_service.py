@@ -34,6 +34,7 @@ from qjm.editlog.ops import (
     UpdateBlocksOp,
 )
 from qjm.hdfs import datanode_protocol as wire
+from qjm.hdfs.block_report import BlockColumns
 from qjm.hdfs.datanode_protocol import (
     BadBlock,
     BlockReportContext,
@@ -414,13 +415,16 @@ class NameNodeBlocks:
         uuid = self._known(registration)
         for r in reports:
             xs = r.replicas
-            replicas = ReplicaColumns.of(
-                (x.block_id for x in xs),
-                (x.num_bytes for x in xs),
-                (x.gen_stamp for x in xs),
-                (x.state for x in xs),
-                len(xs),
-            )
+            if isinstance(xs, BlockColumns):  # decoded from the wire as columns
+                replicas = ReplicaColumns(xs.ids, xs.num_bytes, xs.gen_stamps, xs.states)
+            else:
+                replicas = ReplicaColumns.of(
+                    (x.block_id for x in xs),
+                    (x.num_bytes for x in xs),
+                    (x.gen_stamp for x in xs),
+                    (x.state for x in xs),
+                    len(xs),
+                )
             self.bm.process_report(uuid, r.storage.storage_uuid, replicas)
         self.bm.check_safe_mode()
         return None
