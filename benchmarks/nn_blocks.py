@@ -9,6 +9,9 @@ One BlockManager with --replicas DataNodes (one storage each) and --blocks compl
 - full reports: each DataNode's first full report lists every block (so each block ends
   with --replicas replicas), then one DataNode reports the same list again (a repeat
   report: nothing changes); reports are passed as the columns the RPC layer builds;
+- from the wire: one storage's report as a DataNode sends it (StorageBlockReportProto,
+  the buffers encoding), parsed and decoded to columns (what the RPC layer does) and then
+  processed as a repeat report;
 - incremental reports: new blocks written through pipelines of every DataNode, each
   DataNode telling RECEIVED in batches (blockReceivedAndDeleted), replicas per second;
 - memory: tracemalloc's bytes held per block once every full report is in (the map, its
@@ -30,6 +33,9 @@ import numpy as np
 
 from benchmarks.common import timed_section
 from qjm.editlog.ops.types import Block
+from qjm.hdfs import datanode_protocol as wire
+from qjm.hdfs.block_report import BlockColumns
+from qjm.hdfs.proto import DatanodeProtocol_pb2 as dnp
 from qjm.namenode.blocks.block_manager import BlockManager, ReceivedDeletedStatus
 from qjm.namenode.blocks.datanode_manager import DatanodeRegistration, StorageReport
 from qjm.namenode.blocks.report_columns import ReplicaColumns
@@ -137,7 +143,22 @@ def measure(blocks: int = 1_000_000, replicas: int = 3) -> dict[str, Any]:
     t = time.perf_counter()
     bm.process_report("dn0", "s0", listed)
     repeat_list_s = time.perf_counter() - t
-    del report, listed
+    del listed
+    cols = BlockColumns(report.ids, report.nbytes, report.gs, report.states)
+    sent = wire.storage_block_report_to_proto(
+        wire.StorageBlockReport(wire.DatanodeStorage("s0"), cols), buffers=True
+    ).SerializeToString()
+    t = time.perf_counter()
+    got = wire.storage_block_report_from_proto(dnp.StorageBlockReportProto.FromString(sent))
+    decode_s = time.perf_counter() - t
+    assert isinstance(got.replicas, BlockColumns) and got.replicas == cols
+    from_wire = ReplicaColumns(
+        got.replicas.ids, got.replicas.num_bytes, got.replicas.gen_stamps, got.replicas.states
+    )
+    t = time.perf_counter()
+    bm.process_report("dn0", "s0", from_wire)
+    wire_report_s = decode_s + time.perf_counter() - t
+    del report, cols, got, from_wire
     incremental = _incremental(bm, replicas, min(INCREMENTAL_BLOCKS, blocks))
     del bm
     sample = min(REPLAY_SAMPLE, blocks)
@@ -152,6 +173,9 @@ def measure(blocks: int = 1_000_000, replicas: int = 3) -> dict[str, Any]:
         "repeat_report_s": round(repeat_s, 2),
         "repeat_report_from_list_s": round(repeat_list_s, 2),
         "replica_objects_s": round(as_list_s, 2),
+        "wire_bytes": len(sent),
+        "wire_decode_s": round(decode_s, 2),
+        "wire_report_s": round(wire_report_s, 2),
         "incremental_replicas_per_s": round(incremental),
         "bytes_per_block": round(_memory(blocks, replicas), 1),
     }
@@ -191,6 +215,9 @@ def section(m: dict[str, Any], took_s: float, loads: tuple[str, str]) -> str:
         f"| the same repeat report given as {n:,} ReportedReplica objects | "
         f"{m['repeat_report_from_list_s']} s |",
         f"| making those {n:,} objects (not in the row above) | {m['replica_objects_s']} s |",
+        f"| a repeat report from its protobuf ({m['wire_bytes'] / 2**20:.1f} MiB, buffers "
+        f"encoding): parse and decode to columns, then process | {m['wire_report_s']} s "
+        f"(decoding {m['wire_decode_s']} s) |",
         f"| incremental reports (RECEIVED, {INCREMENTAL_BATCH} per call) | "
         f"{m['incremental_replicas_per_s']:,} replicas/s |",
         "",
