@@ -15,6 +15,7 @@ BENCHMARKS = [
     "benchmarks.jn_ingest",
     "benchmarks.tail_lag",
     "benchmarks.namenode",
+    "benchmarks.nn_blocks",
     "benchmarks.failover",
     "benchmarks.spark_namespace",
     "benchmarks.spark_ops",
@@ -80,7 +81,8 @@ def main() -> int:
         "fdatasync (p50); 64 concurrent writers reach at least 50% of what the disk allows\n"
         "and at least 20x etcd and ZooKeeper (3 members each, same records, same machine).\n"
         "The NameNode's goals: at least 10,000 creates/s with 16 clients over RPC\n"
-        "and at most 300 bytes of memory per inode at 1 M inodes.\n"
+        "and at most 300 bytes of memory per inode at 1 M inodes; a full block report of\n"
+        "1 M blocks in at most 5 s and at most 150 bytes of memory per block at 1 M blocks.\n"
         "Automatic failover: the median of 5 kill -9 failovers of the active\n"
         "NameNode under the ZooKeeper session timeout + 2 s.\n"
         "The Spark pipeline: the namespace report of a 1 M-inode image under 60 s\n"

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import random
+
+import numpy as np
 import pytest
 
 from qjm.hdfs.block_report import (
     CHUNK_SIZE,
+    BlockColumns,
     BlockReportError,
     ReplicaState,
     ReportedReplica,
     decode_buffers,
+    decode_buffers_columns,
     decode_longs,
+    decode_longs_columns,
     encode_buffers,
     encode_longs,
 )
@@ -40,6 +46,7 @@ NEG = ReportedReplica(-5, 7, 3, FIN)  # a legacy random block id may be negative
 )
 def test_decode_longs(longs: list[int], want: list[ReportedReplica]) -> None:
     assert decode_longs(longs) == want
+    assert list(decode_longs_columns(longs)) == want
 
 
 @pytest.mark.parametrize(
@@ -62,6 +69,8 @@ def test_decode_longs(longs: list[int], want: list[ReportedReplica]) -> None:
 def test_decode_longs_refuses(longs: list[int], error: str) -> None:
     with pytest.raises(BlockReportError, match=error):
         decode_longs(longs, max_blocks=3)
+    with pytest.raises(BlockReportError, match=error):
+        decode_longs_columns(longs, max_blocks=3)
 
 
 def test_encode_longs_layout() -> None:
@@ -108,6 +117,7 @@ B_BYTES = bytes.fromhex("8480808008") + b"\x00" + bytes.fromhex("ea07") + b"\x01
 )
 def test_decode_buffers(count: int, buffers: list[bytes], want: list[ReportedReplica]) -> None:
     assert decode_buffers(count, buffers) == want
+    assert list(decode_buffers_columns(count, buffers)) == want
 
 
 @pytest.mark.parametrize(
@@ -125,6 +135,8 @@ def test_decode_buffers(count: int, buffers: list[bytes], want: list[ReportedRep
 def test_decode_buffers_refuses(count: int, buffers: list[bytes], error: str) -> None:
     with pytest.raises(BlockReportError, match=error):
         decode_buffers(count, buffers, max_blocks=3)
+    with pytest.raises(BlockReportError, match=error):
+        decode_buffers_columns(count, buffers, max_blocks=3)
 
 
 def test_encode_buffers_bytes_and_pieces() -> None:
@@ -143,3 +155,55 @@ def test_encode_refuses_out_of_range() -> None:
         encode_buffers([ReportedReplica(1, -1, 1)])
     with pytest.raises(BlockReportError, match="does not fit in 64 bits"):
         encode_longs([ReportedReplica(1 << 63, 0, 1)])
+
+
+def _random_replicas(rng: random.Random, n: int) -> list[ReportedReplica]:
+    ids = (1 << 30, -(1 << 63), (1 << 63) - 1, -1, 0)
+    return [
+        ReportedReplica(
+            rng.choice(ids) if rng.random() < 0.05 else rng.randrange(-(1 << 63), 1 << 63),
+            rng.choice((0, (1 << 48) - 1, rng.randrange(1 << 48))),
+            rng.choice((0, (1 << 63) - 1, rng.randrange(1 << rng.randrange(1, 63)))),
+            rng.choice(list(ReplicaState)),
+        )
+        for _ in range(n)
+    ]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_column_decoders_equal_the_per_replica_ones(seed: int) -> None:
+    rng = random.Random(seed)
+    reps = _random_replicas(rng, 3000)
+    count, pieces = encode_buffers(reps)
+    cols = decode_buffers_columns(count, pieces)
+    assert isinstance(cols, BlockColumns) and cols == decode_buffers(count, pieces) == reps
+    assert cols.ids.dtype == np.int64 and cols.states.dtype == np.uint8
+    longs = encode_longs(reps)
+    by_longs = decode_longs_columns(longs)
+    assert list(by_longs) == decode_longs(longs)
+    assert by_longs == [r for r in reps if r.state == FIN] + [r for r in reps if r.state != FIN]
+    # reserved upper bits of lengths and states are masked as the per-replica decoder does
+    data = b"".join(pieces)
+    noisy = bytearray()
+    for r in reps[:50]:
+        z = ((r.block_id << 1) ^ (r.block_id >> 63)) & ((1 << 64) - 1)
+        for v in (z, r.num_bytes | (rng.randrange(1 << 15) << 48), r.gen_stamp, r.state | 0x30):
+            while v > 0x7F:
+                noisy.append((v & 0x7F) | 0x80)
+                v >>= 7
+            noisy.append(v)
+    assert decode_buffers_columns(50, [bytes(noisy)]) == decode_buffers(50, [bytes(noisy)])
+    # a damaged byte anywhere: the same replicas or the same error as one at a time
+    for _ in range(20):
+        bad = bytearray(data[:2000])
+        bad[rng.randrange(len(bad))] = rng.randrange(256)
+        n = rng.randrange(1, 200)
+        try:
+            want: object = decode_buffers(n, [bytes(bad)])
+        except BlockReportError as e:
+            want = str(e)
+        try:
+            got: object = list(decode_buffers_columns(n, [bytes(bad)]))
+        except BlockReportError as e:
+            got = str(e)
+        assert got == want

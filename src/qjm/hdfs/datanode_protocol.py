@@ -18,8 +18,8 @@ from qjm.hdfs.block_report import (
     DEFAULT_MAX_BLOCKS,
     BlockReportError,
     ReportedReplica,
-    decode_buffers,
-    decode_longs,
+    decode_buffers_columns,
+    decode_longs_columns,
     encode_buffers,
     encode_longs,
 )
@@ -205,7 +205,7 @@ class StorageBlockReport:
     """Every replica of one storage, as a full block report lists them."""
 
     storage: DatanodeStorage
-    replicas: tuple[ReportedReplica, ...]
+    replicas: Sequence[ReportedReplica]  # a tuple, or BlockColumns as decoded
 
 
 @dataclass(frozen=True)
@@ -590,14 +590,14 @@ def storage_block_report_from_proto(
                     f"block report of storage {storage.storage_uuid} has both the legacy "
                     "blocks list and numberOfBlocks with blocksBuffers: send one"
                 )
-            replicas = decode_buffers(p.numberOfBlocks, list(p.blocksBuffers), max_blocks)
+            replicas = decode_buffers_columns(p.numberOfBlocks, list(p.blocksBuffers), max_blocks)
         else:
-            replicas = decode_longs(list(p.blocks), max_blocks)
+            replicas = decode_longs_columns(list(p.blocks), max_blocks)
     except BlockReportError as e:
         raise DatanodeProtocolError(
             f"block report of storage {storage.storage_uuid}: {e}"
         ) from None
-    return StorageBlockReport(storage, tuple(replicas))
+    return StorageBlockReport(storage, replicas)
 
 
 def context_from_proto(p: dnp.BlockReportContextProto) -> BlockReportContext:

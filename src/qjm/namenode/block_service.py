@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from qjm.config import DataNodeSettings
 from qjm.editlog.ops import (
     AddBlockOp,
@@ -32,6 +34,7 @@ from qjm.editlog.ops import (
     UpdateBlocksOp,
 )
 from qjm.hdfs import datanode_protocol as wire
+from qjm.hdfs.block_report import BlockColumns
 from qjm.hdfs.datanode_protocol import (
     BadBlock,
     BlockReportContext,
@@ -63,7 +66,7 @@ from qjm.namenode.blocks.datanode_manager import (
     StorageType,
 )
 from qjm.namenode.blocks.errors import UnregisteredNodeError as BmUnregisteredNodeError
-from qjm.namenode.blocks.pending_messages import ReplicaState, ReportedReplica
+from qjm.namenode.blocks.report_columns import ReplicaColumns
 from qjm.namenode.blocks.safe_mode import SafeMode
 
 if TYPE_CHECKING:
@@ -163,15 +166,29 @@ def follow_op(bm: BlockManager, ns: Namespace, op: Op, *, live: bool) -> None:
 def load_block_map(bm: BlockManager, ns: Namespace) -> int:
     """Fill an empty block map from a loaded namespace: every block complete but an open
     file's last, which is under construction (as HDFS's image loader); how many blocks."""
-    count = 0
+    ids: list[int] = []
+    nbytes: list[int] = []
+    gs: list[int] = []
+    repl: list[int] = []
+    complete: list[bool] = []
     for f in ns.all_file_blocks():
         n = len(f.blocks)
-        for i, b in enumerate(f.blocks):
-            bm.add_block(b, f.replication)
-            if not (f.under_construction and i == n - 1):
-                bm.force_complete(b)
-            count += 1
-    return count
+        for b in f.blocks:
+            ids.append(b.block_id)
+            nbytes.append(b.num_bytes)
+            gs.append(b.genstamp)
+        repl += [f.replication] * n
+        complete += [True] * n
+        if f.under_construction:
+            complete[-1] = False
+    bm.load_blocks(
+        np.array(ids, dtype=np.int64),
+        np.array(nbytes, dtype=np.int64),
+        np.array(gs, dtype=np.int64),
+        np.array(repl, dtype=np.int64),
+        np.array(complete, dtype=bool),
+    )
+    return len(ids)
 
 
 def to_registration(reg: DatanodeRegistration) -> dmod.DatanodeRegistration:
@@ -397,12 +414,17 @@ class NameNodeBlocks:
         """Take a full block report, one storage at a time (design §B.5)."""
         uuid = self._known(registration)
         for r in reports:
-            replicas = [
-                ReportedReplica(
-                    Block(x.block_id, x.num_bytes, x.gen_stamp), ReplicaState(int(x.state))
+            xs = r.replicas
+            if isinstance(xs, BlockColumns):  # decoded from the wire as columns
+                replicas = ReplicaColumns(xs.ids, xs.num_bytes, xs.gen_stamps, xs.states)
+            else:
+                replicas = ReplicaColumns.of(
+                    (x.block_id for x in xs),
+                    (x.num_bytes for x in xs),
+                    (x.gen_stamp for x in xs),
+                    (x.state for x in xs),
+                    len(xs),
                 )
-                for x in r.replicas
-            ]
             self.bm.process_report(uuid, r.storage.storage_uuid, replicas)
         self.bm.check_safe_mode()
         return None

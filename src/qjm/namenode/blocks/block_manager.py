@@ -14,9 +14,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 from qjm.editlog.ops.types import Block
 from qjm.namenode.blocks import placement
-from qjm.namenode.blocks.block_map import BlockMap
+from qjm.namenode.blocks.block_map import NO_STORAGE, BlockMap
 from qjm.namenode.blocks.datanode_manager import (
     DatanodeDescriptor,
     DatanodeManager,
@@ -32,6 +35,7 @@ from qjm.namenode.blocks.pending_messages import (
     ReplicaState,
     ReportedReplica,
 )
+from qjm.namenode.blocks.report_columns import ReplicaColumns
 from qjm.namenode.blocks.safe_mode import SafeMode, SafeModeCounts
 
 MIN_REPLICATION = 1  # dfs.namenode.replication.min
@@ -176,6 +180,26 @@ def redundancy_priority(live: int, expected: int) -> int | None:
     if live * 3 < expected:
         return QUEUE_VERY_LOW_REDUNDANCY
     return QUEUE_LOW_REDUNDANCY
+
+
+def redundancy_priorities(
+    live: npt.NDArray[np.int64], expected: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """redundancy_priority of each (live, expected) pair, -1 for none."""
+    return np.select(
+        [live >= expected, live == 0, live == 1, live * 3 < expected],
+        [-1, QUEUE_WITH_CORRUPT_BLOCKS, QUEUE_HIGHEST_PRIORITY, QUEUE_VERY_LOW_REDUNDANCY],
+        QUEUE_LOW_REDUNDANCY,
+    ).astype(np.int64)
+
+
+def _has_duplicates(ids: npt.NDArray[np.int64]) -> bool:
+    srt = np.sort(ids)
+    return bool(np.any(srt[1:] == srt[:-1]))
+
+
+def _ids_of(keys: Iterable[int], n: int) -> npt.NDArray[np.int64]:
+    return np.fromiter(keys, dtype=np.int64, count=n)
 
 
 class BlockManager:
@@ -330,6 +354,27 @@ class BlockManager:
             self.queues[prio][block_id] = None
             self.queue_of[block_id] = prio
 
+    def _requeue_many(self, block_ids: npt.NDArray[np.int64], prios: npt.NDArray[np.int64]) -> None:
+        """_requeue of complete blocks whose priority (-1: none) is known, in order."""
+        keys = block_ids.tolist()
+        qo, qs = self.queue_of, self.queues
+        if qo:
+            for bid in keys:
+                old = qo.pop(bid, None)
+                if old is not None:
+                    del qs[old][bid]
+        for prio in range(LEVELS):
+            sel = block_ids[prios == prio].tolist()
+            if sel:
+                qs[prio].update(dict.fromkeys(sel))
+                qo.update(dict.fromkeys(sel, prio))
+        # A dict keeps its table when emptied: a queue that drained gives it back.
+        for prio in range(LEVELS):
+            if not qs[prio]:
+                qs[prio] = {}
+        if not qo:
+            self.queue_of = {}
+
     def _changed(self, slot: int, safe_before: int) -> None:
         """After a block's replicas or state changed: safe count, queues, deletions."""
         bid = self.map.ids[slot]
@@ -390,6 +435,37 @@ class BlockManager:
         self.expected.pop(block.block_id, None)
         self.complete_safe -= before  # _changed adds the block's new safe state
         self._changed(s, 0)
+
+    def load_blocks(
+        self,
+        ids: npt.NDArray[np.int64],
+        nbytes: npt.NDArray[np.int64],
+        gs: npt.NDArray[np.int64],
+        replication: npt.NDArray[np.int64],
+        complete: npt.NDArray[np.bool_],
+    ) -> None:
+        """Add many blocks at once, each as add_block and then, where complete says so,
+        force_complete would (an image load, design §B.14)."""
+        ids = np.ascontiguousarray(ids, dtype=np.int64)
+        complete = np.asarray(complete, dtype=bool)
+        repl = np.clip(np.asarray(replication, dtype=np.int64), 1, 0xFFFF)
+        state = np.where(complete, BlockUCState.COMPLETE, BlockUCState.UNDER_CONSTRUCTION)
+        try:
+            self.map.insert_many(ids, nbytes, gs, repl, state.astype(np.uint8))
+        except KeyError as e:
+            raise BlockStateError(f"Cannot load the blocks: {e.args[0]}") from None
+        done = ids[complete]
+        if self.expected:
+            old = _ids_of(self.expected, len(self.expected))
+            for bid in old[np.isin(old, done)].tolist():
+                del self.expected[bid]
+        self.expected.update(dict.fromkeys(ids[~complete].tolist(), ()))
+        self.complete_total += len(done)
+        if self.min_replication <= 0:
+            self.complete_safe += len(done)
+        self._requeue_many(done, redundancy_priorities(np.zeros_like(done), repl[complete]))
+        if self.active and self.postponed:
+            self.postponed.difference_update(done.tolist())
 
     def reopen_block(self, block: Block) -> None:
         """A closed file's last block written again (append): under construction, its
@@ -541,15 +617,45 @@ class BlockManager:
         )
 
     def process_report(
-        self, uuid: str, storage_id: str, replicas: Sequence[ReportedReplica]
+        self,
+        uuid: str,
+        storage_id: str,
+        replicas: Sequence[ReportedReplica] | ReplicaColumns,
     ) -> None:
-        """A full block report of one storage: the map follows it (design §B.5)."""
+        """A full block report of one storage: the map follows it (design §B.5).
+
+        The common cases (a good finalized replica of a complete block, new on the storage
+        or already there) are taken for the whole report at once on the map's columns;
+        every other replica goes through the per-replica rules, with the same result.
+        """
+        cols = (
+            replicas
+            if isinstance(replicas, ReplicaColumns)
+            else ReplicaColumns.from_replicas(replicas)
+        )
         node, st = self._reporting(uuid, storage_id)
+        if _has_duplicates(cols.ids):
+            self._process_report_each(node, st, cols.replicas())
+        else:
+            self._process_report_columns(node, st, cols)
+        st.block_report_count += 1
+        self.metrics["block_reports"] += 1
+        if self.active and st.block_contents_stale:
+            st.block_contents_stale = False
+            self._rescan_postponed()
+
+    def _process_report_each(
+        self,
+        node: DatanodeDescriptor,
+        st: DatanodeStorageInfo,
+        replicas: Sequence[ReportedReplica],
+    ) -> None:
+        """The full report one replica at a time (the rules as written, design §B.5)."""
         queue = [] if self.active else [r for r in replicas if self._from_future(r)]
         self.pending.check_room(len(queue))
-        self.pending.drop_storage(storage_id)  # this report supersedes what was queued
+        self.pending.drop_storage(st.storage_id)  # this report supersedes what was queued
         for r in queue:
-            self.pending.enqueue(PendingMessage(uuid, storage_id, r))
+            self.pending.enqueue(PendingMessage(node.uuid, st.storage_id, r))
         queued = {id(r) for r in queue}
         reported: set[int] = set()
         for r in replicas:
@@ -559,11 +665,81 @@ class BlockManager:
         for s in self.map.slots_on_storage(st.index):
             if self.map.ids[s] not in reported:
                 self._remove_replica(s, st.index)
-        st.block_report_count += 1
-        self.metrics["block_reports"] += 1
-        if self.active and st.block_contents_stale:
-            st.block_contents_stale = False
-            self._rescan_postponed()
+
+    def _process_report_columns(
+        self, node: DatanodeDescriptor, st: DatanodeStorageInfo, cols: ReplicaColumns
+    ) -> None:
+        """The full report with the common cases in bulk; the result of the per-replica
+        rules for a report without duplicate ids (design §B.5)."""
+        ids, nbytes, gs, states = cols.ids, cols.nbytes, cols.gs, cols.states
+        _m_ids, m_nb, m_gs, m_repl, m_state, l0, l1, l2 = self.map.columns()
+        slots = self.map.find_many(ids)
+        found = slots >= 0
+        at = np.where(found, slots, 0)
+        if self.active:
+            queued = np.zeros(len(ids), dtype=bool)
+        else:  # replicas a standby must wait for edits to judge (_from_future)
+            queued = np.where(
+                found,
+                gs > m_gs[at],
+                (gs > self.ns.current_generation_stamp())
+                | (ids > self.ns.last_allocated_block_id()),
+            )
+        q_idx = np.flatnonzero(queued).tolist()
+        self.pending.check_room(len(q_idx))
+        self.pending.drop_storage(st.storage_id)  # this report supersedes what was queued
+        for i in q_idx:
+            self.pending.enqueue(PendingMessage(node.uuid, st.storage_id, cols.replica(i)))
+        # The common case: a good finalized replica of a complete block without corrupt
+        # replicas, fewer than four replicas, and no deletion of this node's pending.
+        common = (
+            found
+            & ~queued
+            & (states == ReplicaState.FINALIZED)
+            & (m_state[at] == BlockUCState.COMPLETE)
+            & (m_gs[at] == gs)
+            & (m_nb[at] == nbytes)
+        )
+        for keys in (self.invalidates.get(node.uuid), self.corrupt, self.map.extra):
+            if keys:
+                common &= ~np.isin(ids, _ids_of(keys, len(keys)))
+        c_idx = np.flatnonzero(common)
+        cs = slots[c_idx]
+        a0, a1, a2 = l0[cs], l1[cs], l2[cs]
+        here = (a0 == st.index) | (a1 == st.index) | (a2 == st.index)
+        live = (a0 >= 0).astype(np.int64) + (a1 >= 0) + (a2 >= 0)
+        add = ~here & (live < 3)
+        if self.active:  # one more replica than wanted: an excess deletion to choose
+            add &= live < m_repl[cs]
+        self._add_replicas(cs[add], st.index, live[add])
+        rest = ~queued
+        rest[c_idx[here | add]] = False
+        for i in np.flatnonzero(rest).tolist():
+            self._process_reported(node, st, cols.replica(i), may_delete_unknown=True)
+        gone = np.setdiff1d(self.map.storage_slots(st.index), slots[found], assume_unique=True)
+        for s in gone.tolist():
+            self._remove_replica(s, st.index)
+
+    def _add_replicas(
+        self, slots: npt.NDArray[np.int64], storage: int, live: npt.NDArray[np.int64]
+    ) -> None:
+        """A new good replica on storage of each complete block at slots (no corrupt or
+        fourth replica among them), live its replicas before: _process_reported in bulk."""
+        if not len(slots):
+            return
+        m_ids, _, _, m_repl, _, *locs = self.map.columns()
+        rest = slots
+        for col in locs:
+            free = col[rest] == NO_STORAGE
+            col[rest[free]] = storage
+            rest = rest[~free]
+        now = live + 1
+        mr = self.min_replication
+        self.complete_safe += int(np.count_nonzero(now >= mr)) - int(np.count_nonzero(live >= mr))
+        bids = m_ids[slots]
+        self._requeue_many(bids, redundancy_priorities(now, m_repl[slots].astype(np.int64)))
+        if self.active and self.postponed:  # at most as many replicas as wanted now
+            self.postponed.difference_update(bids.tolist())
 
     def process_incremental(
         self,

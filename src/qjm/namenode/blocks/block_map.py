@@ -4,13 +4,20 @@ No Python object per block: a block is one slot across `array` columns (id, leng
 genstamp, replication, state, three replica locations as storage indexes). A block with
 more than three replicas keeps the others in a small dict. Slots move when the table
 grows, so a slot is valid only until the next insert.
+
+Bulk operations (`find_many`, `insert_many`, `location_columns`) work on numpy views of
+the same columns, so a block report or an image load costs no Python step per block
+(design §B.5).
 """
 
 from __future__ import annotations
 
-import sys
 from array import array
 from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 EMPTY = -(1 << 63)
 TOMBSTONE = EMPTY + 1
@@ -19,6 +26,8 @@ _GOLDEN = 0x9E3779B97F4A7C15
 _MASK64 = (1 << 64) - 1
 _MAX_LOAD = 0.75
 MIN_CAPACITY = 16
+
+I64 = npt.NDArray[np.int64]
 
 
 class BlockMap:
@@ -114,20 +123,128 @@ class BlockMap:
         self.loc0[slot] = self.loc1[slot] = self.loc2[slot] = NO_STORAGE
         self.count -= 1
 
-    def _grow(self) -> None:
-        old = (self.ids, self.nbytes, self.gs, self.repl, self.state)
-        locs = (self.loc0, self.loc1, self.loc2)
+    def _grow(self, more: int = 0) -> None:
+        """Rebuild the table (tombstones dropped) with room for `more` blocks beyond count."""
         cap = MIN_CAPACITY
-        while self.count * 2 >= cap:
-            cap *= 2
+        if more:
+            while (self.count + more) > cap * _MAX_LOAD:
+                cap *= 2
+        else:
+            while self.count * 2 >= cap:
+                cap *= 2
+        old: list[npt.NDArray[Any]] = list(self.columns())
+        live = np.flatnonzero((old[0] != EMPTY) & (old[0] != TOMBSTONE))
+        kept = [c[live] for c in old]  # copies: the old arrays go with _alloc
+        del old
         self._alloc(cap)
-        ids, nbytes, gs, repl, state = old
-        for s in range(len(ids)):
-            k = ids[s]
-            if k in (EMPTY, TOMBSTONE):
-                continue
-            n = self.insert(k, nbytes[s], gs[s], repl[s], state[s])
-            self.loc0[n], self.loc1[n], self.loc2[n] = locs[0][s], locs[1][s], locs[2][s]
+        slots = self._place_many(kept[0])
+        cols: list[npt.NDArray[Any]] = list(self.columns())
+        for col, values in zip(cols[1:], kept[1:], strict=True):
+            col[slots] = values
+
+    # -- bulk operations on numpy views of the columns -----------------------------------
+
+    def columns(
+        self,
+    ) -> tuple[
+        I64,
+        I64,
+        I64,
+        npt.NDArray[np.uint16],
+        npt.NDArray[np.uint8],
+        npt.NDArray[np.int32],
+        npt.NDArray[np.int32],
+        npt.NDArray[np.int32],
+    ]:
+        """Writable numpy views of id, length, genstamp, replication, state, loc0-2."""
+        return (
+            np.frombuffer(self.ids, dtype=np.int64),
+            np.frombuffer(self.nbytes, dtype=np.int64),
+            np.frombuffer(self.gs, dtype=np.int64),
+            np.frombuffer(self.repl, dtype=np.uint16),
+            np.frombuffer(self.state, dtype=np.uint8),
+            np.frombuffer(self.loc0, dtype=np.int32),
+            np.frombuffer(self.loc1, dtype=np.int32),
+            np.frombuffer(self.loc2, dtype=np.int32),
+        )
+
+    def _homes(self, keys: I64) -> I64:
+        h = keys.view(np.uint64) * np.uint64(_GOLDEN)
+        return (h >> np.uint64(64 - self._bits)).astype(np.int64)
+
+    def find_many(self, keys: I64) -> I64:
+        """The slot of each block id (-1 where the map lacks it), as find does one."""
+        ids = np.frombuffer(self.ids, dtype=np.int64)
+        mask = len(ids) - 1
+        cand = self._homes(keys)
+        out = np.full(len(keys), -1, dtype=np.int64)
+        pend = np.arange(len(keys))
+        while len(pend):
+            c = cand[pend]
+            k = ids[c]
+            hit = k == keys[pend]
+            out[pend[hit]] = c[hit]
+            go = ~hit & (k != EMPTY)
+            pend = pend[go]
+            cand[pend] = (c[go] + 1) & mask
+        return out
+
+    def _place_many(self, keys: I64) -> I64:
+        """Claim a slot for each key (none is in the map, no two equal); returns the slots.
+
+        Linear probing as insert: a key takes the first free slot from its home on; of keys
+        wanting the same free slot one takes it and the others probe on, so every slot on a
+        key's way from its home to its own is taken, which is all find needs.
+        """
+        ids = np.frombuffer(self.ids, dtype=np.int64)
+        mask = len(ids) - 1
+        cand = self._homes(keys)
+        out = np.empty(len(keys), dtype=np.int64)
+        pend = np.arange(len(keys))
+        while len(pend):
+            c = cand[pend]
+            cur = ids[c]
+            free = np.flatnonzero((cur == EMPTY) | (cur == TOMBSTONE))
+            won_slots, first = np.unique(c[free], return_index=True)
+            winners = pend[free[first]]
+            self.used += int(np.count_nonzero(cur[free[first]] == EMPTY))
+            ids[won_slots] = keys[winners]
+            out[winners] = won_slots
+            lost = np.ones(len(pend), dtype=bool)
+            lost[free[first]] = False
+            pend = pend[lost]
+            cand[pend] = (c[lost] + 1) & mask
+        self.count += len(keys)
+        return out
+
+    def insert_many(
+        self,
+        keys: I64,
+        nbytes: I64,
+        gs: I64,
+        repl: npt.NDArray[np.integer],
+        state: npt.NDArray[np.integer],
+    ) -> I64:
+        """Add blocks none of which is in the map, as insert does each; returns their slots."""
+        keys = np.ascontiguousarray(keys, dtype=np.int64)
+        if not len(keys):
+            return np.empty(0, dtype=np.int64)
+        if np.any((keys == EMPTY) | (keys == TOMBSTONE)):
+            raise ValueError("a reserved block id is among the blocks to insert")
+        srt = np.sort(keys)
+        dup = srt[1:][srt[1:] == srt[:-1]]
+        if len(dup):
+            raise KeyError(f"block {int(dup[0])} is listed twice")
+        there = self.find_many(keys)
+        if np.any(there >= 0):
+            raise KeyError(f"block {int(keys[there >= 0][0])} is already in the map")
+        if self.used + len(keys) > len(self.ids) * _MAX_LOAD:
+            self._grow(len(keys))
+        slots = self._place_many(keys)
+        _, nb, g, r, st, l0, l1, l2 = self.columns()
+        nb[slots], g[slots], r[slots], st[slots] = nbytes, gs, repl, state
+        l0[slots] = l1[slots] = l2[slots] = NO_STORAGE
+        return slots
 
     def slots(self) -> Iterator[int]:
         """Every occupied slot (do not insert while iterating)."""
@@ -181,19 +298,14 @@ class BlockMap:
         return False
 
     def slots_on_storage(self, storage: int) -> list[int]:
-        """Every slot with a replica on storage (a byte scan of the location columns)."""
-        pat = storage.to_bytes(4, sys.byteorder, signed=True)
-        found: set[int] = set()
-        for col in (self.loc0, self.loc1, self.loc2):
-            raw = col.tobytes()
-            i = raw.find(pat)
-            while i >= 0:
-                if i % 4 == 0:
-                    found.add(i // 4)
-                    i = raw.find(pat, i + 4)
-                else:
-                    i = raw.find(pat, i + 1)
-        for bid, more in self.extra.items():
-            if storage in more:
-                found.add(self.find(bid))
-        return sorted(found)
+        """Every slot with a replica on storage, in slot order."""
+        return self.storage_slots(storage).tolist()  # type: ignore[no-any-return]
+
+    def storage_slots(self, storage: int) -> I64:
+        """Every slot with a replica on storage, sorted (a vector scan of the columns)."""
+        *_, l0, l1, l2 = self.columns()
+        found = np.flatnonzero((l0 == storage) | (l1 == storage) | (l2 == storage))
+        more = [self.find(bid) for bid, locs in self.extra.items() if storage in locs]
+        if more:
+            found = np.union1d(found, np.array(more, dtype=np.int64))
+        return found.astype(np.int64)
