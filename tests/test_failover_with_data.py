@@ -6,17 +6,24 @@ SIGKILL among those writes; the writers go on against the new active; every ackn
 file then reads back byte for byte. The first read on the new active (getBlockLocations
 with locations, then the bytes from the DataNodes) comes within a second of its HA state
 turning active (design §B.15).
+
+A deposed active's commands are never carried out: an active that ordered replicas deleted
+is frozen (SIGSTOP) before any DataNode heard of it, the other NameNode takes over and
+raises the file's replication again, the frozen one is resumed; no DataNode deletes a
+replica (design §B.12, §B.15).
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import random
 import signal
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,10 +32,11 @@ from typing import Any
 import hdfs_native
 import pytest
 
-from ha_cluster import auto_cluster, namenode_addresses, wait_single_active
+from ha_cluster import auto_cluster, ha_states, namenode_addresses, wait_single_active
 from hadoop_clients import native_client
-from qjm.cluster.process import pid_alive
-from qjm.config import NameNodeSettings
+from qjm.cluster.launcher import read_cluster, start_daemons
+from qjm.cluster.process import pid_alive, stop_pid
+from qjm.config import DataNodeSettings, NameNodeSettings
 from qjm.namenode.client import HAAdminClient
 from qjm.namenode.types import HAState
 from qjm.testing.wait import wait_until
@@ -138,8 +146,12 @@ class FirstRead:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """An automatic-failover cluster with 3 DataNodes and 1 MiB blocks."""
     settings = NameNodeSettings(block_size=BLOCK)
+    # a NameNode started again leaves safe mode 1 s after its blocks are reported, not 30 s
+    dn_settings = DataNodeSettings(safemode_extension_ms=1000)
     directory = tmp_path_factory.mktemp("failover-data") / "c"
-    with auto_cluster(directory, namenode_settings=settings, datanodes=3) as c:
+    with auto_cluster(
+        directory, namenode_settings=settings, datanodes=3, datanode_settings=dn_settings
+    ) as c:
         yield c
 
 
@@ -197,4 +209,98 @@ def test_acknowledged_files_survive_kill9_of_the_active_and_read_at_once(
     print(
         f"{len(acked)} acknowledged files read back; failed writes: "
         f"{sum(len(w.failures) for w in writers)}"
+    )
+
+
+def status(http: str) -> dict[str, Any]:
+    """A daemon's /status JSON."""
+    with urllib.request.urlopen(f"http://{http}/status", timeout=10) as resp:
+        result: dict[str, Any] = json.load(resp)
+        return result
+
+
+def test_a_deposed_actives_deletions_are_never_carried_out(cluster: dict[str, Any]) -> None:
+    directory = Path(cluster["config"]).parent
+    a = wait_single_active(cluster, 60)
+    b = "nn2" if a == "nn1" else "nn1"
+    if not pid_alive(read_cluster(directory)[b]["pid"]):  # killed by the test before
+        start_daemons(directory, [b])
+    wait_until(
+        f"{b} standby out of safe mode",
+        lambda: (
+            ha_states(cluster)[b] == "standby"
+            and not status(cluster[b]["http"])["block_management"]["safe_mode"]
+        ),
+        timeout_s=60,
+    )
+    client = native_client(Path(cluster["hadoop_conf"]))
+    data = random.Random(7).randbytes(2 * MIB + 4321)  # 3 blocks
+    write(client, "/deposed/f", data)
+    dns = [f"dn{i}" for i in (1, 2, 3)]
+    http = {dn: cluster[dn]["http"] for dn in dns}
+    # A DataNode started again sends every NameNode a full report: the active's view of
+    # each storage is fresh, so it deletes excess replicas at once (design §B.6).
+    for dn in dns:
+        stop_pid(read_cluster(directory)[dn]["pid"])
+    start_daemons(directory, dns)
+    wait_until(
+        f"every DataNode reported in full to {a} and {b}",
+        lambda: all(
+            status(http[dn])["namenodes"][nn]["counters"].get("full_reports", 0) >= 1
+            for dn in dns
+            for nn in (a, b)
+        ),
+        timeout_s=DEADLINE_S,
+    )
+    pids = {n: read_cluster(directory)[n]["pid"] for n in (a, *dns)}
+    before = {dn: status(http[dn]) for dn in dns}
+    rpc = namenode_addresses(cluster)
+    try:
+        for dn in dns:  # no heartbeat reaches the active until it is deposed
+            os.kill(pids[dn], signal.SIGSTOP)
+        hdfs_native.Client(f"hdfs://{rpc[a]}").set_replication("/deposed/f", 1)
+        ordered = status(cluster[a]["http"])["block_management"]["pending_deletion_blocks"]
+        assert ordered == 3 * 2, f"{a} queued {ordered} replica deletions, not 6"
+        os.kill(pids[a], signal.SIGSTOP)
+        for dn in dns:
+            os.kill(pids[dn], signal.SIGCONT)
+        assert wait_single_active(cluster, DEADLINE_S, exclude=[a]) == b
+        wait_until(
+            f"every DataNode obeys {b}",
+            lambda: all(status(http[dn])["active_namenode"] == b for dn in dns),
+            timeout_s=DEADLINE_S,
+        )
+        assert hdfs_native.Client(f"hdfs://{rpc[b]}").set_replication("/deposed/f", 3)
+    finally:
+        for n in (*dns, a):
+            if pid_alive(pids[n]):
+                os.kill(pids[n], signal.SIGCONT)
+    resumed = {dn: status(http[dn])["namenodes"][a]["counters"].get("heartbeats", 0) for dn in dns}
+    wait_until(
+        f"{a} standby and every DataNode heard from it again",
+        lambda: (
+            ha_states(cluster)[a] == "standby"
+            and all(
+                (st := status(http[dn])["namenodes"][a])["ha_state"] == "STANDBY"
+                and st["counters"].get("heartbeats", 0) > resumed[dn]
+                for dn in dns
+            )
+        ),
+        timeout_s=DEADLINE_S,
+    )
+    after = {dn: status(http[dn]) for dn in dns}
+    for dn in dns:
+        assert after[dn]["counts"].get("blocks_deleted", 0) == 0, f"{dn} deleted a replica"
+        assert after[dn]["commands_taken"].get("invalidate", 0) == 0, after[dn]
+        assert after[dn]["replicas"] == before[dn]["replicas"], dn
+        assert after[dn]["active_namenode"] == b
+    assert (
+        hashlib.sha256(client.read("/deposed/f").read()).hexdigest()
+        == hashlib.sha256(data).hexdigest()
+    )
+    print(
+        "commands dropped by the DataNodes:",
+        {dn: after[dn]["commands_dropped"] for dn in dns},
+        "stale active claims:",
+        {dn: after[dn]["stale_active_claims"] for dn in dns},
     )
