@@ -34,6 +34,7 @@ from qjm.cluster.launcher import (
 )
 from qjm.cluster.process import pid_alive
 from qjm.config import (
+    DataNodeSettings,
     FailoverControllerSettings,
     NameNodeSettings,
     ZooKeeperSettings,
@@ -44,19 +45,20 @@ from qjm.config import (
 NAMENODES = ("nn1", "nn2")
 
 
-def auto_cluster_ports(zookeeper_members: int = 1) -> int:
+def auto_cluster_ports(zookeeper_members: int = 1, datanodes: int = 0) -> int:
     """How many consecutive ports an auto_cluster takes from its base_port."""
-    plan = plan_cluster_ports(3, 1, 2, zookeeper_members)
+    plan = plan_cluster_ports(3, 1, 2, zookeeper_members, datanodes)
     ports = [p for pair in plan.journalnodes + plan.namenodes for p in pair]
-    return len(ports) + len(plan.zkfcs) + len(plan.zookeeper_ports())
+    dn_ports = [p for triple in plan.datanodes for p in triple]
+    return len(ports) + len(plan.zkfcs) + len(plan.zookeeper_ports()) + len(dn_ports)
 
 
 AUTO_CLUSTER_PORTS = auto_cluster_ports(1)  # 3 JNs x 2 + 2 NNs x 2 + 2 ZKFCs + ZooKeeper = 13
 
 
-def free_cluster_ports(zookeeper_members: int = 1) -> int:
+def free_cluster_ports(zookeeper_members: int = 1, datanodes: int = 0) -> int:
     """The first of a block of free ports for an auto_cluster (its base_port)."""
-    return free_port_block(auto_cluster_ports(zookeeper_members))
+    return free_port_block(auto_cluster_ports(zookeeper_members, datanodes))
 
 
 @contextlib.contextmanager
@@ -70,15 +72,17 @@ def auto_cluster(
     zookeeper_members: int = 1,
     fencing_methods: str = "shell(true)",
     namenode_settings: NameNodeSettings | None = None,
+    datanodes: int = 0,
+    datanode_settings: DataNodeSettings | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """ZooKeeper + 3 JNs + 2 NNs + 2 ZKFCs with short timeouts, one NameNode active; yields
-    cluster.json's contents and always stops every daemon at exit.
+    """ZooKeeper + 3 JNs + 2 NNs + 2 ZKFCs (+ datanodes DataNodes) with short timeouts, one
+    NameNode active; yields cluster.json's contents and always stops every daemon at exit.
 
     base_port None takes a free block of loopback ports (not HDFS's default ports, which
     other tests and clusters may hold).
     """
     if base_port is None:
-        base_port = free_cluster_ports(zookeeper_members)
+        base_port = free_cluster_ports(zookeeper_members, datanodes)
     cluster = cluster_up(
         directory,
         journalnodes=3,
@@ -95,6 +99,8 @@ def auto_cluster(
             graceful_fence_timeout_ms=min(5000, health_rpc_timeout_ms),
             new_active_timeout_ms=30_000,
         ),
+        datanodes=datanodes,
+        datanode_settings=datanode_settings,
     )
     try:
         yield cluster

@@ -5,7 +5,9 @@
   qjm analyze audit --journal qjournal://... --out OUT  (exit 2 when copies differ)
 
 Each writes Parquet tables under OUT, OUT/report.html (plots and tables) and
-OUT/summary.json. --master takes any Spark master URL (default local[*]).
+OUT/summary.json. OUT may be a Hadoop FileSystem URI (hdfs://ns1/reports/x): the output is
+made in a local staging directory and copied there through HADOOP_CONF_DIR's configuration.
+--master takes any Spark master URL (default local[*]).
 """
 
 from __future__ import annotations
@@ -15,13 +17,16 @@ import calendar
 import concurrent.futures
 import os
 import re
+import shutil
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from qjm.errors import QjmError
+from qjm.spark.output import is_filesystem_uri, upload_tree
 
 
 class AnalyzeError(QjmError):
@@ -73,7 +78,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument(
+        "--out", required=True, help="output directory, or an hdfs:// URI (HADOOP_CONF_DIR)"
+    )
     p.add_argument("--master", default="local[*]", help="Spark master URL (local[*])")
     p.add_argument("--top", type=int, default=50, help="rows in the report's top lists")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
@@ -142,8 +149,15 @@ def _run(args: argparse.Namespace, job: Any) -> int:
     url = spark.sparkContext.uiWebUrl
     if url:
         log(f"Spark UI: {url} (JSON: {url}/api/v1/applications)")
+    target = args.out
+    staging = tempfile.mkdtemp(prefix="qjm-analyze-") if is_filesystem_uri(target) else None
     try:
+        if staging is not None:
+            args.out = staging  # the job writes here; then it is copied to target
         summary = job(spark, log)
+        if staging is not None:
+            log(f"copying the output to {target} ...")
+            upload_tree(spark, Path(staging), target)
     except QjmError:
         raise
     except Exception as e:
@@ -151,16 +165,19 @@ def _run(args: argparse.Namespace, job: Any) -> int:
             raise AnalyzeError(spark_error_message(e)) from None
         raise
     finally:
+        args.out = target
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
         if existing is None:
             spark.stop()
-    out = Path(args.out)
+    out = target.rstrip("/") if staging is not None else Path(target)
     for k, v in summary.items():
         if isinstance(v, dict):
             v = ", ".join(f"{a}={b}" for a, b in sorted(v.items()))
             if len(v) > 200:
                 continue
         print(f"{k}: {v}")
-    print(f"report: {out / 'report.html'}")
+    print(f"report: {out}/report.html" if staging is not None else f"report: {out / 'report.html'}")
     return 2 if summary.get("consistent") is False else 0
 
 

@@ -530,6 +530,8 @@ class DataNode:
             },
             "commands_dropped": counters.get("commands_dropped_not_active", 0),
             "commands_failed": counters.get("commands_failed", 0),
+            "stale_active_claims": counters.get("stale_active_claims", 0),
+            "active_changes": counters.get("active_changes", 0),
             "namenodes": namenodes,
             "xceiver": {
                 "active_connections": self.xceiver.active_connections,
@@ -615,6 +617,13 @@ class _DataNodeCollector(Collector):
             if key.startswith("commands_"):
                 cmd.add_metric([key[len("commands_") :]], value)
         yield cmd
+        for key, text in (
+            ("stale_active_claims", "ACTIVE claims at a txid not above the last (design §B.12)"),
+            ("active_changes", "Changes of the NameNode obeyed"),
+        ):
+            c = CounterMetricFamily(f"qjm_datanode_{key}_total", text)
+            c.add_metric([], node.bpos.counters.counts.get(key, 0))
+            yield c
         labels = ["storage_id", "path"]
         families = {
             "capacity": GaugeMetricFamily(

@@ -57,14 +57,20 @@ def _quiet(_: str) -> None:
 
 def _save(df: Any, out: Path, name: str, log: Log, spark: Any = None) -> str:
     """Write a DataFrame (or a PartsTable, by its own tasks) as Parquet under out/name; the
-    path written."""
+    path written, as a file: URI (a bare path would be on the Hadoop configuration's default
+    file system, an hdfs:// one under HADOOP_CONF_DIR)."""
     log(f"writing {name} ...")
+    path = local_uri(out / name)
     if isinstance(df, PartsTable):
         write_parts(spark, df, out / name)
-        return str(out / name)
-    path = str(out / name)
+        return path
     df.write.mode("overwrite").parquet(path)
     return path
+
+
+def local_uri(path: Path) -> str:
+    """path as a file: URI Hadoop reads literally (its Path does not take %-escapes)."""
+    return "file://" + str(path.resolve())
 
 
 def _write(df: Any, out: Path, name: str, log: Log, spark: Any = None) -> Any:
