@@ -1,5 +1,6 @@
 """Files with bytes, judged by clients we did not write: the genuine Hadoop FsShell (from
-pyspark's jars) and hdfs-native, against a `qjm cluster` of 2 NameNodes and 3 DataNodes.
+pyspark's jars), hdfs-native and Spark (Parquet to hdfs://ns1 and back, and `qjm analyze`
+with an hdfs:// out), against one `qjm cluster` of 2 NameNodes and 3 DataNodes.
 
 The file checksum is computed here from the bytes alone (HDFS's MD5 of per-block MD5s of
 the CRC32C of each 512-byte chunk, as Hadoop's client combines them), so a DataNode that
@@ -16,21 +17,25 @@ import re
 import struct
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import crc32c
 import hdfs_native
 import pytest
 
-from hadoop_clients import HACluster, check, hadoop_fs
+from conftest import FIXTURES
+from hadoop_clients import HACluster, check, client_config, hadoop_fs
+from qjm.cli.main import main
 from qjm.ipc import IpcClient
 from qjm.namenode import protocols
 from qjm.testing.wait import wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # JVMs on a loaded machine
 
 BLOCK = 4 * 1024 * 1024  # small blocks: a 50 MiB file spans 13 of them
 BIG = 50 * 1024 * 1024
 BYTES_PER_CRC = 512
+ROWS = 1_000_000
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +46,21 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HACluster]:
         yield c
     finally:
         c.down()
+
+
+@pytest.fixture(scope="module")
+def spark(cluster: HACluster) -> Iterator[Any]:
+    """A local[2] session whose Hadoop configuration is the cluster's hadoop-conf."""
+    from qjm.spark.session import build_session
+
+    session = build_session("local[2]", "qjm-hdfs", conf={"spark.sql.shuffle.partitions": "2"})
+    hadoop = session.sparkContext._jsc.hadoopConfiguration()
+    for key, value in client_config(cluster.conf).items():  # a session another module began
+        hadoop.set(key, value)
+    try:
+        yield session
+    finally:
+        session.stop()
 
 
 def file_checksum(data: bytes, block_size: int) -> str:
@@ -214,3 +234,29 @@ def test_cluster_status_shows_the_datanodes_as_the_active_sees_them(cluster: HAC
     assert re.search(
         r"^dn2\s+live\s+[\d.]+ [KMGT]?B\s+[\d.]+ MB\s+[\d.]+ [KMGT]?B\s+\d+$", table.stdout, re.M
     ), table.stdout
+
+
+def test_a_million_rows_of_parquet_to_hdfs_and_back(cluster: HACluster, spark: Any) -> None:
+    from pyspark.sql import functions as F
+
+    df = spark.range(ROWS).selectExpr("id", "id * 3 AS x", "CAST(id % 7 AS STRING) AS s")
+    df.write.mode("overwrite").parquet("hdfs://ns1/spark/rows")
+    names = [s.path.rsplit("/", 1)[-1] for s in cluster.ha_client().list_status("/spark/rows")]
+    assert "_SUCCESS" in names and any(n.endswith(".parquet") for n in names), names
+    back = spark.read.parquet("hdfs://ns1/spark/rows")
+    got = back.agg(F.count("*"), F.sum("id"), F.sum("x"), F.countDistinct("s")).first()
+    n = ROWS
+    assert tuple(got) == (n, n * (n - 1) // 2, 3 * n * (n - 1) // 2, 7)
+
+
+def test_analyze_writes_its_parquet_and_report_to_hdfs(cluster: HACluster, spark: Any) -> None:
+    out = "hdfs://ns1/reports/ops"
+    assert main(["analyze", "ops", "--edits", str(FIXTURES / "editsStored"), "--out", out]) == 0
+    client = cluster.ha_client()
+    listed = {s.path.rsplit("/", 1)[-1] for s in client.list_status("/reports/ops")}
+    assert {"ops", "op_counts", "report.html", "summary.json"} <= listed, listed
+    summary = json.loads(client.read("/reports/ops/summary.json").read())
+    assert spark.read.parquet(f"{out}/ops").count() == summary["ops"] > 0
+    counts = {r.opcode: r["count"] for r in spark.read.parquet(f"{out}/op_counts").collect()}
+    assert counts == summary["op_counts"]
+    assert b"<html" in client.read("/reports/ops/report.html").read()[:200].lower()
