@@ -260,3 +260,51 @@ def test_analyze_writes_its_parquet_and_report_to_hdfs(cluster: HACluster, spark
     counts = {r.opcode: r["count"] for r in spark.read.parquet(f"{out}/op_counts").collect()}
     assert counts == summary["op_counts"]
     assert b"<html" in client.read("/reports/ops/report.html").read()[:200].lower()
+
+
+def test_namenode_status_page_json_and_jmx_show_the_live_datanodes(cluster: HACluster) -> None:
+    import html
+    import urllib.request
+
+    def get(nn: str, path: str) -> str:
+        with urllib.request.urlopen(f"http://{cluster.info[nn]['http']}{path}", timeout=10) as r:
+            return str(r.read().decode())
+
+    data = os.urandom(3 * 1024 * 1024)  # 3 blocks of 1 MiB on every DataNode
+    with cluster.ha_client().create(
+        "/on-every-node", hdfs_native.WriteOptions(block_size=1024 * 1024, replication=3)
+    ) as w:
+        w.write(data)
+    transfers = sorted(cluster.info[f"dn{i}"]["transfer"] for i in (1, 2, 3))
+    for nn in ("nn1", "nn2"):  # the standby keeps the DataNodes too (design §B.14)
+
+        def reported(nn: str = nn) -> list[dict[str, Any]] | None:
+            rows: list[dict[str, Any]] = json.loads(get(nn, "/status"))["datanodes"]
+            done = len(rows) == 3 and all(r["used"] >= len(data) for r in rows)
+            return rows if done else None  # used as of each node's next heartbeat (3 s)
+
+        rows = wait_until(f"{nn} to see the bytes on every DataNode", reported, timeout_s=30)
+        assert sorted(r["transfer_address"] for r in rows) == transfers, rows
+        for r in rows:
+            assert r["state"] == "live" and 0 <= r["last_heartbeat_s_ago"] < 30, r
+            assert r["capacity"] > r["remaining"] > 0 and r["used"] >= len(data), r
+            assert r["blocks"] >= 3, r
+        page = get(nn, "/")
+        table = re.search(r'<table id="datanodes">(.*?)</table>', page, re.S)
+        assert table, page
+        cells = [
+            [html.unescape(c) for c in re.findall(r"<td>(.*?)</td>", row)]
+            for row in re.findall(r'<tr class="dn dn-live">(.*?)</tr>', table.group(1))
+        ]
+        assert sorted(c[1] for c in cells) == transfers, table.group(1)
+        for c in cells:
+            assert c[2] == "live" and re.fullmatch(r"[\d.]+ [KMGT]?B", c[3]), c
+            assert int(c[6]) >= 3 and re.fullmatch(r"[\d.]+ s ago", c[7]), c
+        assert "3 live, 0 dead" in page, page
+    beans = json.loads(get("nn1", "/jmx?qry=Hadoop:service=NameNode,name=FSNamesystemState"))
+    (bean,) = beans["beans"]
+    assert bean["NumLiveDataNodes"] == 3 and bean["NumDeadDataNodes"] == 0, bean
+    assert bean["CapacityTotal"] > bean["CapacityRemaining"] > 0, bean
+    assert bean["CapacityUsed"] >= 3 * len(data) and bean["BlocksTotal"] >= 3, bean
+    (status,) = json.loads(get("nn1", "/jmx?qry=*NameNodeStatus"))["beans"]
+    assert status["State"] == "active", status

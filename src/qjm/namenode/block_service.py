@@ -466,6 +466,33 @@ class NameNodeBlocks:
 
     # -- figures ---------------------------------------------------------------------------
 
+    def datanode_rows(self) -> list[dict[str, object]]:
+        """Each registered DataNode as /status and the status page show it (design §B.14)."""
+        now = self.clock()
+        rows: list[dict[str, object]] = []
+        for node in self.dm.datanode_report(dmod.ReportType.ALL):
+            r = node.reg
+            blocks = sum(
+                int(self.bm.map.storage_slots(s.index).size) for s in node.storages.values()
+            )
+            rows.append(
+                {
+                    "uuid": r.uuid,
+                    "hostname": r.hostname,
+                    "transfer_address": f"{r.ip}:{r.xfer_port}",
+                    "ipc_address": f"{r.ip}:{r.ipc_port}",
+                    "http_address": f"{r.ip}:{r.info_port}",
+                    "state": "dead" if self.dm.is_dead(node) else "live",
+                    "stale": self.dm.is_stale(node),
+                    "capacity": node.capacity(),
+                    "used": node.dfs_used(),
+                    "remaining": node.remaining(),
+                    "blocks": blocks,
+                    "last_heartbeat_s_ago": round(max(0.0, now - node.last_update), 3),
+                }
+            )
+        return rows
+
     def status(self) -> dict[str, object]:
         """The figures /status, /jmx and /metrics show."""
         t = self.dm.totals()

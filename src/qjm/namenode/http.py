@@ -1,4 +1,7 @@
-"""The NameNode's HTTP server: /status, /metrics, a status page and /imagetransfer.
+"""The NameNode's HTTP server: /status, /metrics, /jmx, a status page and /imagetransfer.
+
+GET /jmx[?qry=PATTERN] -> HDFS's JMX JSON ({"beans": [...]}) with the NameNodeStatus and
+FSNamesystemState beans (the fields monitoring tools read; PATTERN as a glob over bean names).
 
 GET /imagetransfer?getimage=1&txid=N|latest -> image bytes, with headers X-MD5-Digest,
 X-Image-Txid and the VERSION fields X-Namespace-Id, X-Cluster-Id, X-Block-Pool-Id, X-CTime.
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fnmatch
 import hashlib
 import html
 import json
@@ -153,6 +157,7 @@ async def status_dict(nn: NameNode, jn_rows: list[dict[str, Any]] | None) -> dic
         "readmit_rolls": nn.metrics.readmit_rolls,
         # DataNodes, the block map and safe mode (design §B.14)
         "block_management": nn.blocks.status(),
+        "datanodes": nn.blocks.datanode_rows(),
         "fatal_error": nn.fatal_error,
         "last_transition_error": nn.last_transition_error,
         "uptime_s": round(time.time() - nn.started_at, 3),
@@ -176,6 +181,87 @@ async def metrics(request: web.Request) -> web.Response:
     nn = _nn(request)
     body = generate_latest(nn.metrics.registry)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+JMX_FS_STATE = "Hadoop:service=NameNode,name=FSNamesystemState"
+JMX_NN_STATUS = "Hadoop:service=NameNode,name=NameNodeStatus"
+
+
+def jmx_beans(st: dict[str, Any]) -> list[dict[str, Any]]:
+    """HDFS's NameNodeStatus and FSNamesystemState beans from a status_dict."""
+    bm = st["block_management"]
+    return [
+        {
+            "name": JMX_NN_STATUS,
+            "modelerType": "org.apache.hadoop.hdfs.server.namenode.NameNode",
+            "NNRole": "NameNode",
+            "HostAndPort": st["rpc_address"],
+            "State": st["ha_state"],
+            "LastHATransitionTime": int(st["state_since"] * 1000),
+        },
+        {
+            "name": JMX_FS_STATE,
+            "modelerType": "org.apache.hadoop.hdfs.server.namenode.FSNamesystem",
+            "FSState": "safeMode" if bm["safe_mode"] else "Operational",
+            "CapacityTotal": bm["capacity"],
+            "CapacityUsed": bm["used"],
+            "CapacityRemaining": bm["remaining"],
+            "BlocksTotal": bm["blocks"],
+            "FilesTotal": st["inodes"],
+            "UnderReplicatedBlocks": bm["under_replicated_blocks"],
+            "PendingDeletionBlocks": bm["pending_deletion_blocks"],
+            "NumLiveDataNodes": bm["live_datanodes"],
+            "NumDeadDataNodes": bm["dead_datanodes"],
+            "NumStaleDataNodes": sum(
+                1 for d in st["datanodes"] if d["stale"] and d["state"] == "live"
+            ),
+        },
+    ]
+
+
+async def jmx(request: web.Request) -> web.Response:
+    """GET /jmx[?qry=PATTERN]: the beans whose name matches PATTERN (all without one)."""
+    st = await status_dict(_nn(request), None)
+    pattern = request.query.get("qry", "*")
+    beans = [b for b in jmx_beans(st) if fnmatch.fnmatchcase(b["name"], pattern)]
+    return web.json_response({"beans": beans}, dumps=lambda o: json.dumps(o, indent=2))
+
+
+def human_bytes(n: int) -> str:
+    """Bytes as HDFS's reports show them: 1.5 GB, 800 MB, 12 KB."""
+    for unit, scale in (("TB", 1 << 40), ("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+DATANODE_HEADS = (
+    "DataNode",
+    "transfer address",
+    "state",
+    "capacity",
+    "used",
+    "remaining",
+    "blocks",
+    "last heartbeat",
+)
+
+
+def datanode_table_rows(datanodes: list[dict[str, Any]]) -> list[list[str]]:
+    """The status page's DataNodes table: one row of cells per DataNode."""
+    return [
+        [
+            str(d["hostname"]),
+            str(d["transfer_address"]),
+            str(d["state"]) + (" (stale)" if d["stale"] and d["state"] == "live" else ""),
+            human_bytes(int(d["capacity"])),
+            human_bytes(int(d["used"])),
+            human_bytes(int(d["remaining"])),
+            str(d["blocks"]),
+            f"{float(d['last_heartbeat_s_ago']):.1f} s ago",
+        ]
+        for d in datanodes
+    ]
 
 
 PAGE_POLL_MS = 1000  # how often an open status page asks again
@@ -272,6 +358,19 @@ async def status_page(request: web.Request) -> web.Response:
         "segments",
         "problems",
     ]
+    dn_rows = [
+        f'<tr class="dn dn-{esc(cells[2].split()[0])}">'
+        + "".join(f"<td>{esc(c)}</td>" for c in cells)
+        + "</tr>"
+        for cells in datanode_table_rows(st["datanodes"])
+    ]
+    bm = st["block_management"]
+    dn_summary = (
+        f"{bm['live_datanodes']} live, {bm['dead_datanodes']} dead; "
+        f"{human_bytes(bm['used'])} used of {human_bytes(bm['capacity'])}, "
+        f"{human_bytes(bm['remaining'])} remaining; {bm['blocks']} blocks"
+        + (" &middot; safe mode" if bm["safe_mode"] else "")
+    )
     state = st["ha_state"]
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8">
@@ -288,6 +387,11 @@ async def status_page(request: web.Request) -> web.Response:
 <h2>JournalNodes</h2>
 <table><tr>{"".join(f"<th>{h}</th>" for h in heads)}</tr>
 {"".join(jn_rows) or '<tr><td colspan="8">none configured</td></tr>'}
+</table>
+<h2>DataNodes</h2>
+<p id="dn-summary">{dn_summary}</p>
+<table id="datanodes"><tr>{"".join(f"<th>{h}</th>" for h in DATANODE_HEADS)}</tr>
+{"".join(dn_rows) or '<tr><td colspan="8">none registered</td></tr>'}
 </table></body></html>"""
     return web.Response(text=page, content_type="text/html")
 
@@ -542,6 +646,7 @@ def make_app(nn: NameNode) -> web.Application:
     app[_JN_CACHE] = JournalStatusCache(nn)
     app.router.add_get("/status", status_json)
     app.router.add_get("/metrics", metrics)
+    app.router.add_get("/jmx", jmx)
     app.router.add_get("/", status_page)
     app.router.add_get(IMAGE_TRANSFER_PATH, get_image)
     app.router.add_put(IMAGE_TRANSFER_PATH, put_image)
