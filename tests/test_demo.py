@@ -1,8 +1,9 @@
 """`make demo ARGS=--once`: the whole scenario as an operator runs it, with real processes.
 
-ZooKeeper, 3 JournalNodes, 2 NameNodes and 2 ZKFCs come up; the active NameNode is killed
-with SIGKILL while HA clients write; the demo must report the failover time, no acknowledged
-op missing on the new active, and leave no daemon of its cluster running.
+ZooKeeper, 3 JournalNodes, 2 NameNodes, 2 ZKFCs and 3 DataNodes come up; the active NameNode
+is killed with SIGKILL while HA clients write (files with bytes among them); the demo must
+report the failover time, no acknowledged op missing on the new active, every acknowledged
+file read back from it byte for byte, and leave no daemon of its cluster running.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from qjm.cli.demo import Console, LogFollower, render_bar
 from qjm.cluster.process import pid_alive
 
 DEMO_TIMEOUT_S = 150.0
-DAEMONS = {"jn1", "jn2", "jn3", "nn1", "nn2", "zkfc1", "zkfc2", "zk1"}
+DAEMONS = {"jn1", "jn2", "jn3", "nn1", "nn2", "zkfc1", "zkfc2", "zk1", "dn1", "dn2", "dn3"}
 
 
 def wait_cluster_json(path: Path, proc: subprocess.Popen[str], deadline: float) -> dict[str, Any]:
@@ -83,8 +84,23 @@ def test_demo_once_fails_over_keeps_every_acknowledged_op_and_stops_everything(
     assert re.search(r"on nn[12] but never attempted: 0\b", text), text
     acked = re.search(r"(\d+) ops acknowledged;", text)
     assert acked and int(acked.group(1)) > 0, text
+    files = re.search(r"files: (\d+) acknowledged \((\d+) bytes in (\d+) blocks", text)
+    assert files, text
+    n_files, n_bytes, n_blocks = (int(g) for g in files.groups())
+    assert n_files > 0 and n_blocks > n_files and n_bytes > n_files * 200_000, text  # multi-block
+    verified = re.search(
+        r"files verified byte for byte \(sha256\) on nn[12]: (\d+) of (\d+) \((\d+) bytes, "
+        r"read in [\d.]+ s\); lost: (\d+)$",
+        text,
+        re.M,
+    )
+    assert verified, text
+    assert [int(g) for g in verified.groups()] == [n_files, n_files, n_bytes, 0], text
+    first_read = re.search(r"first read after the failover: after (\d+\.\d+) s from the kill", text)
+    assert first_read and 0 < float(first_read.group(1)) < 60, text
     if shutil.which("java"):  # the genuine Hadoop client counted the namespace after it all
         assert "DIR_COUNT" in text and "/demo" in text, text
+        assert re.search(r"\d+ bytes, sha256 [0-9a-f]{64}: the same as what was written", text)
     alive = {name: pid for name, pid in pids.items() if pid_alive(pid)}
     assert not alive, f"left running after the demo: {alive}\n{text}"
 

@@ -1,28 +1,35 @@
 """`make demo`: automatic failover on a local cluster, shown while a workload writes.
 
-ZooKeeper, 3 JournalNodes, 2 NameNodes and their failover controllers (zkfc1, zkfc2) come up;
-HA clients given both NameNodes (never told which is active) make directories and files; the
-active NameNode is killed with SIGKILL, and the other one's ZKFC makes it active. The failover
-time runs from the kill until the other NameNode reports active and a write is acknowledged
-there. Then every acknowledged op is checked on the new active, the genuine Hadoop FsShell
-counts the result, and the cluster stays up until Ctrl-C (or stops at once with --once).
+ZooKeeper, 3 JournalNodes, 2 NameNodes and their failover controllers (zkfc1, zkfc2) and 3
+DataNodes come up; HA clients given both NameNodes (never told which is active) make
+directories and empty files, and writers (hdfs-native with the cluster's hadoop-conf) write
+files of a few hundred KB to a few MB in 1 MiB blocks; the active NameNode is killed with
+SIGKILL, and the other one's ZKFC makes it active. The failover time runs from the kill until
+the other NameNode reports active and a write is acknowledged there. Then every acknowledged
+op is checked on the new active, every acknowledged file is read back from it and compared
+byte for byte (sha256), the genuine Hadoop FsShell counts the result, and the cluster stays
+up until Ctrl-C (or stops at once with --once).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import concurrent.futures
 import contextlib
+import hashlib
 import io
 import json
 import os
+import random
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -31,9 +38,10 @@ from typing import Any, TextIO
 
 from qjm import runtime
 from qjm.cli.cluster import cluster_status, print_status
-from qjm.cluster.hadoop_conf import fsshell_argv
+from qjm.cluster.hadoop_conf import fsshell_argv, read_site
 from qjm.cluster.launcher import (
     CLUSTER_JSON,
+    DEFAULT_DATANODES,
     cluster_down,
     cluster_up,
     daemons_of,
@@ -47,6 +55,11 @@ from qjm.testing.wait import wait_until_async
 
 WORKERS = 4
 ROOT = "/demo"
+WRITERS = 3  # hdfs-native clients writing files with bytes, each in a thread of its own
+FILES = f"{ROOT}/files"
+BLOCK_SIZE = 1 << 20  # the NameNode's minimum (dfs.namenode.fs-limits.min-block-size)
+FILE_SIZES = (200_000, 3_000_000)  # each file's size is drawn between these (bytes)
+VERIFY_DEADLINE_S = 60.0  # reading every acknowledged file back must end within this
 SHOW_BEFORE_S = 4.0  # the workload runs this long before the kill (for the display only)
 SHOW_AFTER_S = 3.0  # and this long after the failover (for the display only)
 FIRST_ACK_DEADLINE_S = 30.0  # the workload must get its first op acknowledged within this
@@ -198,6 +211,115 @@ class Workload:
 
 
 @dataclass
+class FileAck:
+    """A file whose close was acknowledged: its path, size, sha256, when it was begun and
+    when the close was answered."""
+
+    path: str
+    size: int
+    sha256: str
+    started: float
+    at: float
+
+
+def blocks_of(size: int) -> int:
+    """How many blocks of BLOCK_SIZE a file of size bytes spans."""
+    return max(1, -(-size // BLOCK_SIZE))
+
+
+def client_config(conf_dir: Path) -> dict[str, str]:
+    """An HDFS client's properties: core-site.xml and hdfs-site.xml of conf_dir."""
+    return read_site(conf_dir / "core-site.xml") | read_site(conf_dir / "hdfs-site.xml")
+
+
+def native() -> Any:
+    """The hdfs_native module (the Rust HDFS client; `make install` brings it)."""
+    try:
+        import hdfs_native
+    except ImportError:
+        raise DemoError(
+            "the hdfs-native package is not installed: `make install` (or pip install "
+            "-e '.[dev]') brings it"
+        ) from None
+    return hdfs_native
+
+
+def sha256_of(chunks: Iterator[bytes]) -> tuple[int, str]:
+    """The total size and sha256 of a stream of chunks."""
+    digest = hashlib.sha256()
+    size = 0
+    for chunk in chunks:
+        digest.update(chunk)
+        size += len(chunk)
+    return size, digest.hexdigest()
+
+
+def read_back(client: Any, path: str) -> tuple[int, str]:
+    """The size and sha256 of path as client reads it (blocking)."""
+    with client.read(path) as f:
+        return sha256_of(iter(lambda: f.read(BLOCK_SIZE), b""))
+
+
+@dataclass
+class DataLoad:
+    """WRITERS hdfs-native clients of the nameservice writing files with bytes under FILES,
+    each in a thread of its own; every acknowledged close is recorded with its sha256."""
+
+    config: dict[str, str]  # core-site.xml and hdfs-site.xml of the cluster's hadoop-conf
+    attempted: set[str] = field(default_factory=set)
+    acked: list[FileAck] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=lambda: threading.Event())
+    pool: concurrent.futures.ThreadPoolExecutor = field(
+        default_factory=lambda: concurrent.futures.ThreadPoolExecutor(
+            WRITERS + 1, thread_name_prefix="demo-writer"
+        )
+    )
+
+    @property
+    def bytes_acked(self) -> int:
+        """Bytes in the acknowledged files."""
+        return sum(a.size for a in self.acked)
+
+    def client(self) -> Any:
+        """A new hdfs-native client of the nameservice (it finds the active NameNode)."""
+        return native().Client(self.config["fs.defaultFS"], config=self.config)
+
+    def writer(self, w: int) -> None:
+        """One writer (blocking, in a thread): files until told to stop."""
+        hdfs_native = native()
+        client = self.client()
+        rng = random.Random(w)
+        options = hdfs_native.WriteOptions(block_size=BLOCK_SIZE, create_parent=True)
+        n = 0
+        while not self.stop.is_set():
+            path = f"{FILES}/w{w}/f{n}"
+            data = rng.randbytes(rng.randint(*FILE_SIZES))
+            self.attempted.update((FILES, f"{FILES}/w{w}", path))
+            started = time.monotonic()
+            try:
+                with client.create(path, options) as f:
+                    f.write(data)
+            except Exception as e:  # hdfs-native raises several kinds
+                self.errors.append(f"{path}: {type(e).__name__}: {e}")
+            else:
+                sha = hashlib.sha256(data).hexdigest()
+                self.acked.append(FileAck(path, len(data), sha, started, time.monotonic()))
+            n += 1
+
+    def start(self) -> list[asyncio.Future[None]]:
+        """Start the writers on the pool."""
+        loop = asyncio.get_running_loop()
+        return [loop.run_in_executor(self.pool, self.writer, w) for w in range(WRITERS)]
+
+    async def stop_all(self, futures: list[asyncio.Future[None]]) -> None:
+        """Tell the writers to stop; give up on those still in a call after STOP_DEADLINE_S."""
+        self.stop.set()
+        await asyncio.wait(futures, timeout=STOP_DEADLINE_S)
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+@dataclass
 class Progress:
     """What the progress line shows: the phase of the scenario and its planned length."""
 
@@ -211,7 +333,9 @@ class Progress:
         self.phase, self.since, self.length_s = phase, time.monotonic(), length_s
 
 
-async def show_progress(load: Workload, progress: Progress, console: Console) -> None:
+async def show_progress(
+    load: Workload, data: DataLoad, progress: Progress, console: Console
+) -> None:
     """Redraw the progress line (5 times a second on a terminal, once a second otherwise)."""
     interval = 0.2 if console.tty else 1.0
     history: list[tuple[float, int]] = [(time.monotonic(), 0)]
@@ -225,8 +349,9 @@ async def show_progress(load: Workload, progress: Progress, console: Console) ->
         done = (now - progress.since) / progress.length_s
         console.bar(
             f"  {render_bar(done)} {now - progress.t0:5.1f}s  {progress.phase:<14} "
-            f"{count:6d} ops acknowledged ({rate:4.0f}/s), {len(load.errors)} errors, "
-            f"by {load.active}"
+            f"{count:6d} ops ({rate:4.0f}/s), {len(data.acked):4d} files "
+            f"({data.bytes_acked / 1e6:6.1f} MB) acknowledged, "
+            f"{len(load.errors) + len(data.errors)} errors, by {load.active}"
         )
 
 
@@ -271,6 +396,7 @@ class Outcome:
     """What the scenario saw."""
 
     load: Workload
+    data: DataLoad
     killed: str = ""
     pid: int = 0
     new_active: str = ""
@@ -278,6 +404,13 @@ class Outcome:
     first_ack_after_s: float | None = None  # from the kill until a write was acked there
     missing: list[str] = field(default_factory=list)  # acknowledged, not on the new active
     unexpected: list[str] = field(default_factory=list)  # on the new active, never attempted
+    first_close_after_s: float | None = None  # from the kill until a file begun after it closed
+    first_read_after_s: float | None = None  # from the kill until a file read back whole
+    first_read_path: str = ""
+    verified: int = 0  # acknowledged files read back from the new active with their sha256
+    verified_bytes: int = 0
+    lost: list[str] = field(default_factory=list)  # acknowledged files not read back (why)
+    verify_s: float = 0.0
 
     @property
     def failover_s(self) -> float | None:
@@ -352,10 +485,12 @@ async def scenario(directory: Path, cluster: dict[str, Any], console: Console) -
     """Run the workload, kill -9 the active NameNode, measure the failover, verify the ops."""
     nns = namenodes_of(cluster)
     load = Workload({address: name for name, address in nns.items()})
-    out = Outcome(load)
+    data = DataLoad(client_config(Path(cluster["hadoop_conf"])))
+    out = Outcome(load, data)
     progress = Progress(time.monotonic(), since=time.monotonic())
     workers = [asyncio.create_task(load.worker(w)) for w in range(WORKERS)]
-    display = asyncio.create_task(show_progress(load, progress, console))
+    writers = data.start()
+    display = asyncio.create_task(show_progress(load, data, progress, console))
     zkfc_logs = {
         n: Path(d["log"]) for n, d in daemons_of(cluster).items() if d.get("kind") == "zkfc"
     }
@@ -363,6 +498,9 @@ async def scenario(directory: Path, cluster: dict[str, Any], console: Console) -
     try:
         await wait_until(
             lambda: bool(load.acked), FIRST_ACK_DEADLINE_S, "the first acknowledged op"
+        )
+        await wait_until(
+            lambda: bool(data.acked), FIRST_ACK_DEADLINE_S, "the first acknowledged file"
         )
         await asyncio.sleep(max(0.0, progress.since + SHOW_BEFORE_S - time.monotonic()))  # show
         states = await ha_states(nns)
@@ -384,7 +522,12 @@ async def scenario(directory: Path, cluster: dict[str, Any], console: Console) -
             f"  >> {out.killed} killed with SIGKILL (pid {out.pid}) at "
             f"t={t_kill - progress.t0:.1f}s; {out.new_active} was {states[out.new_active]}"
         )
-        await failover(out, nns[out.new_active], t_kill, console)
+        before = data.acked[-1] if data.acked else None  # a file written before the kill
+        await asyncio.gather(
+            failover(out, nns[out.new_active], t_kill, console),
+            first_close(out, t_kill, console),
+            first_read(out, before, t_kill, console),
+        )
         if out.failover_s is not None:
             progress.enter("after failover", SHOW_AFTER_S)
             await asyncio.sleep(SHOW_AFTER_S)  # let the workload run on the new active: a show
@@ -394,9 +537,14 @@ async def scenario(directory: Path, cluster: dict[str, Any], console: Console) -
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
         console.end_bar()
-        await load.stop_all(workers)
+        await asyncio.gather(load.stop_all(workers), data.stop_all(writers))
     if out.failover_s is not None:
         await verify(out, nns[out.new_active])
+        console.line(
+            f"  reading back the {len(data.acked)} acknowledged files from {out.new_active} "
+            f"({data.bytes_acked / 1e6:.1f} MB) and comparing their sha256"
+        )
+        await verify_files(out, nns[out.new_active])
     return out
 
 
@@ -439,13 +587,82 @@ async def failover(out: Outcome, address: str, t_kill: float, console: Console) 
     await asyncio.gather(active(), first_ack())
 
 
+async def first_close(out: Outcome, t_kill: float, console: Console) -> None:
+    """Report the first file begun after the kill whose close was acknowledged (bounded)."""
+    data = out.data
+    deadline = t_kill + FAILOVER_DEADLINE_S
+    while time.monotonic() < deadline:
+        ack = next((a for a in data.acked if a.started > t_kill), None)
+        if ack is not None:
+            out.first_close_after_s = ack.at - t_kill
+            console.line(
+                f"  >> first file written after the kill closed after "
+                f"{out.first_close_after_s:.2f} s ({ack.path}, {ack.size} bytes)"
+            )
+            return
+        await asyncio.sleep(POLL_S)
+
+
+async def first_read(out: Outcome, ack: FileAck | None, t_kill: float, console: Console) -> None:
+    """Read a file written before the kill until it comes back whole (bounded); report when."""
+    if ack is None:
+        return
+    client = out.data.client()
+    deadline = t_kill + FAILOVER_DEADLINE_S
+    while time.monotonic() < deadline:
+        try:
+            got = await asyncio.get_running_loop().run_in_executor(
+                out.data.pool, read_back, client, ack.path
+            )
+        except Exception:  # not readable yet: no active NameNode
+            got = None
+        if got == (ack.size, ack.sha256):
+            out.first_read_after_s = time.monotonic() - t_kill
+            out.first_read_path = ack.path
+            console.line(
+                f"  >> first read after the kill: {ack.path} ({ack.size} bytes, written "
+                f"before it) read back whole after {out.first_read_after_s:.2f} s"
+            )
+            return
+        await asyncio.sleep(POLL_S)
+
+
+async def verify_files(out: Outcome, address: str) -> None:
+    """Read every acknowledged file from the NameNode at address alone; compare its sha256."""
+    t0 = time.monotonic()
+    client = native().Client(f"hdfs://{address}")
+
+    def check_all() -> None:
+        for ack in out.data.acked:
+            if time.monotonic() - t0 > VERIFY_DEADLINE_S:
+                out.lost.append(f"{ack.path}: not read (past {VERIFY_DEADLINE_S:.0f} s)")
+                continue
+            try:
+                size, sha = read_back(client, ack.path)
+            except Exception as e:  # hdfs-native raises several kinds
+                out.lost.append(f"{ack.path}: {type(e).__name__}: {e}")
+                continue
+            if (size, sha) != (ack.size, ack.sha256):
+                out.lost.append(
+                    f"{ack.path}: read {size} bytes, sha256 {sha[:16]}...; acknowledged "
+                    f"{ack.size} bytes, sha256 {ack.sha256[:16]}..."
+                )
+            else:
+                out.verified += 1
+                out.verified_bytes += size
+
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="demo-verify") as pool:
+        await asyncio.get_running_loop().run_in_executor(pool, check_all)
+    out.verify_s = time.monotonic() - t0
+
+
 async def verify(out: Outcome, address: str) -> None:
     """Which acknowledged paths the new active lacks, and which it has that were never tried."""
     async with NameNodeClient([address]) as nn:
         present = {path async for path, _ in nn.walk(ROOT)}
-    acked = {a.path for a in out.load.acked}
+    acked = {a.path for a in out.load.acked} | {a.path for a in out.data.acked}
     out.missing = sorted(acked - present)
-    out.unexpected = sorted(present - out.load.attempted)
+    out.unexpected = sorted(present - out.load.attempted - out.data.attempted)
 
 
 def print_cluster_status(directory: Path) -> None:
@@ -456,8 +673,9 @@ def print_cluster_status(directory: Path) -> None:
     show(text.getvalue())
 
 
-def fsshell_count(conf: Path) -> None:
-    """`hadoop fs -count -v ROOT` with the genuine Hadoop client, when Java is installed."""
+def fsshell_count(conf: Path, ack: FileAck | None) -> None:
+    """`hadoop fs -count -v ROOT` with the genuine Hadoop client, and `-cat` of an
+    acknowledged file compared with its sha256, when Java is installed."""
     java = shutil.which("java")
     if not java:
         print("  (no java on PATH: the genuine Hadoop client is skipped)")
@@ -474,6 +692,22 @@ def fsshell_count(conf: Path) -> None:
         print("  hadoop fs -count took over 120 s; skipped")
         return
     show(r.stdout + (r.stderr if r.returncode else ""))
+    if ack is None:
+        return
+    say(f"the genuine Hadoop client reads a file back: hadoop fs -cat {ack.path} | sha256sum")
+    try:
+        cat = subprocess.run(
+            fsshell_argv(conf, "-cat", ack.path, java=java), capture_output=True, timeout=120
+        )
+    except subprocess.TimeoutExpired:
+        print("  hadoop fs -cat took over 120 s; skipped")
+        return
+    if cat.returncode:
+        show(cat.stderr.decode(errors="replace"))
+        return
+    sha = hashlib.sha256(cat.stdout).hexdigest()
+    same = "the same as" if sha == ack.sha256 else "NOT the same as"
+    print(f"  {len(cat.stdout)} bytes, sha256 {sha}: {same} what was written")
 
 
 def report(out: Outcome) -> int:
@@ -499,7 +733,30 @@ def report(out: Outcome) -> int:
     print(f"  on {out.new_active} but never attempted: {len(out.unexpected)}")
     for path in (out.missing + out.unexpected)[:10]:
         print(f"    {path}")
-    return 0 if not out.missing and not out.unexpected else 1
+    data = out.data
+    blocks = sum(blocks_of(a.size) for a in data.acked)
+    print(
+        f"  files: {len(data.acked)} acknowledged ({data.bytes_acked} bytes in {blocks} "
+        f"blocks of at most {BLOCK_SIZE >> 20} MiB, by {WRITERS} writers); {len(data.errors)} "
+        "answered with an error (not acknowledged)"
+    )
+    print(
+        f"  files verified byte for byte (sha256) on {out.new_active}: {out.verified} of "
+        f"{len(data.acked)} ({out.verified_bytes} bytes, read in {out.verify_s:.1f} s); "
+        f"lost: {len(out.lost)}"
+    )
+    for line in out.lost[:10]:
+        print(f"    {line}")
+    for line in data.errors[:3]:
+        print(f"    not acknowledged: {line[:200]}")
+    print(
+        f"  first read after the failover: {_secs(out.first_read_after_s)} from the kill"
+        + (f" ({out.first_read_path}, written before it)" if out.first_read_path else "")
+        + f"; first file written after it closed: {_secs(out.first_close_after_s)}"
+    )
+    good = not out.missing and not out.unexpected and not out.lost
+    good = good and out.verified == len(data.acked) > 0 and out.first_read_after_s is not None
+    return 0 if good else 1
 
 
 def show_logs(cluster: dict[str, Any], kinds: tuple[str, ...]) -> None:
@@ -530,9 +787,15 @@ def print_next_steps(
     if live is not None:
         rows.append(("status JSON", f"curl http://{live['http']}/status"))
         rows.append(("metrics", f"curl http://{live['http']}/metrics"))
+    for name, e in daemons_of(cluster).items():
+        if e["kind"] == "datanode":
+            rows.append((f"status page of {name}", f"http://{e['http']}/"))
     rows.append(("daemons and journal", f"{qjm} cluster status --dir {d}"))
     rows.append(("HA states", f"{qjm} haadmin --config {d}/cluster.toml -getAllServiceState"))
     rows.append(("the namespace", f"{qjm} dfs --config {d}/cluster.toml ls -R {ROOT}"))
+    if out is not None and out.data.acked:
+        argv = fsshell_argv(Path(d) / "hadoop-conf", "-cat", out.data.acked[0].path)
+        rows.append(("a file, genuine client", " ".join(argv) + " | sha256sum"))
     if out is not None and out.killed:
         k = out.killed
         rows.append(
@@ -608,11 +871,17 @@ def run(directory: Path, base_port: int | None = None, once: bool = False) -> in
         say(f"qjm cluster up --dir {_shown(directory)}")
         print(
             "  (ZooKeeper; 3 JournalNodes; nn1 formatted, nn2 bootstrapped from it; a ZKFC "
-            "for each;\n   the ZKFCs elect the active NameNode through ZooKeeper)",
+            "for each;\n   the ZKFCs elect the active NameNode through ZooKeeper; "
+            f"{DEFAULT_DATANODES} DataNodes report to both NameNodes)",
             flush=True,
         )
         cluster = cluster_up(
-            directory, journalnodes=3, namenodes=2, zookeeper=True, base_port=base_port
+            directory,
+            journalnodes=3,
+            namenodes=2,
+            zookeeper=True,
+            base_port=base_port,
+            datanodes=DEFAULT_DATANODES,
         )
         print(
             f"  config: {_shown(Path(cluster['config']))}; HDFS client config "
@@ -622,6 +891,11 @@ def run(directory: Path, base_port: int | None = None, once: bool = False) -> in
         print_cluster_status(directory)
 
         say(f"a workload: {WORKERS} HA clients making directories and files under {ROOT}")
+        print(
+            f"  and {WRITERS} hdfs-native writers putting files of "
+            f"{FILE_SIZES[0] // 1000} KB to {FILE_SIZES[1] // 1_000_000} MB in "
+            f"{BLOCK_SIZE >> 20} MiB blocks under {FILES}"
+        )
         print("  (each client is given both NameNodes and finds the active one itself;")
         print(f"   after {SHOW_BEFORE_S:.0f} s the active NameNode is killed with kill -9)")
         out: Outcome | None = None
@@ -637,7 +911,8 @@ def run(directory: Path, base_port: int | None = None, once: bool = False) -> in
                 show_logs(cluster, ("zkfc", "namenode"))
             say(f"qjm cluster status --dir {_shown(directory)}")
             print_cluster_status(directory)
-        fsshell_count(Path(cluster["hadoop_conf"]))
+        first = out.data.acked[0] if out is not None and out.data.acked else None
+        fsshell_count(Path(cluster["hadoop_conf"]), first)
         print_next_steps(directory, cluster, out, once)
         if not once:
             stay_up(directory, cluster, out)
