@@ -251,7 +251,7 @@ def datanode_table_rows(datanodes: list[dict[str, Any]]) -> list[list[str]]:
     """The status page's DataNodes table: one row of cells per DataNode."""
     return [
         [
-            str(d["hostname"]),
+            f"{d['hostname']}:{str(d['transfer_address']).rsplit(':', 1)[-1]}",
             str(d["transfer_address"]),
             str(d["state"]) + (" (stale)" if d["stale"] and d["state"] == "live" else ""),
             human_bytes(int(d["capacity"])),
@@ -260,7 +260,7 @@ def datanode_table_rows(datanodes: list[dict[str, Any]]) -> list[list[str]]:
             str(d["blocks"]),
             f"{float(d['last_heartbeat_s_ago']):.1f} s ago",
         ]
-        for d in datanodes
+        for d in sorted(datanodes, key=lambda d: str(d["transfer_address"]))
     ]
 
 
