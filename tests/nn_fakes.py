@@ -18,6 +18,7 @@ from qjm.namenode.block_service import NameNodeBlocks, namespace_info_of
 from qjm.namenode.client_rpc import client_methods
 from qjm.namenode.errors import HealthCheckFailedError, ServiceFailedError, StandbyError
 from qjm.namenode.ha_rpc import ha_methods
+from qjm.namenode.lease_manager import LeaseRecovery
 from qjm.namenode.namespace import Namespace
 from qjm.namenode.protocols import CLIENT_PROTOCOL, HA_SERVICE_PROTOCOL
 from qjm.namenode.retry_cache import RetryCache
@@ -61,6 +62,8 @@ class FakeNameNode:
         )
         self.blocks.attach(self.ns)
         self.blocks.leave_safe_mode_if_met()
+        self.leases = LeaseRecovery(self, self.settings)
+        self.blocks.committer = self.leases.commit_block_synchronization
 
     def caller_of(self, ctx: CallContext) -> Caller:
         groups = self.groups.get(ctx.user, ())

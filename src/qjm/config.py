@@ -182,6 +182,13 @@ class NameNodeSettings:
     # The least time between two rolls made to take back a JournalNode that answers again
     # but missed part of the open segment (design §N.2).
     readmit_roll_interval_ms: int = 10_000
+    # Leases of files open for writing (design §B.16): after the soft limit without a
+    # renewLease another client's create, append or truncate recovers the file; after the
+    # hard limit the active recovers it on its own (HDFS's LeaseManager limits), checked
+    # every lease_recheck_ms (dfs.namenode.lease-recheck-interval-ms).
+    lease_soft_limit_ms: int = 60_000
+    lease_hard_limit_ms: int = 3_600_000
+    lease_recheck_ms: int = 2_000
 
     def __post_init__(self) -> None:
         """Refuse values that would make the NameNode misbehave, naming the key."""
@@ -205,6 +212,9 @@ class NameNodeSettings:
             "ipc_max_connections",
             "ipc_idle_timeout_ms",
             "image_upload_max_bytes",
+            "lease_soft_limit_ms",
+            "lease_hard_limit_ms",
+            "lease_recheck_ms",
         ):
             if getattr(self, key) < 1:
                 raise ConfigError(f"namenode.{key} must be at least 1, got {getattr(self, key)}")

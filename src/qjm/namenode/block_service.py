@@ -12,7 +12,8 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -71,6 +72,7 @@ from qjm.namenode.blocks.safe_mode import SafeMode
 
 if TYPE_CHECKING:
     from qjm.namenode.namespace import Namespace
+    from qjm.namenode.namespace.recovery import BlockRecovery, LastBlockFacts
 
 log = logging.getLogger("qjm.namenode.blocks")
 
@@ -161,6 +163,23 @@ def follow_op(bm: BlockManager, ns: Namespace, op: Op, *, live: bool) -> None:
                 bm.commit_block(b)  # completes it once it has min replicas
         else:
             bm.force_complete(b)
+
+
+@dataclass
+class Recovering:
+    """A block recovery this active started: its recovery id, when, and its primary."""
+
+    recovery: BlockRecovery
+    started: float
+    primary: str | None
+
+
+def choose_primary(candidates: Sequence[tuple[str, float]]) -> str | None:
+    """The primary DataNode of a block recovery: among live holders (uuid, last heartbeat),
+    the one heard from last, as HDFS's DatanodeManager picks it; None when none is live."""
+    if not candidates:
+        return None
+    return max(candidates, key=lambda c: c[1])[0]
 
 
 def load_block_map(bm: BlockManager, ns: Namespace) -> int:
@@ -259,6 +278,15 @@ class NameNodeBlocks:
         self.removed_while_writing: list[Block] = []  # a live op's removals, until synced
         self.writing = False  # inside the active's apply of a live call
         self.deferred_removals = 0  # blocks whose removal waited for its op's sync
+        # Block recovery (design §B.16): the recoveries this active started, by block id;
+        # the commands waiting for each primary's next heartbeat; the committer (the
+        # NameNode's commitBlockSynchronization through its write path).
+        self.recovering: dict[int, Recovering] = {}
+        self.recovery_queue: dict[str, list[wire.RecoveringBlock]] = {}
+        self.recovery_timeout_s = settings.heartbeat_recheck_ms / 1000
+        self.committer: Callable[[BlockSynchronization], Awaitable[None]] | None = None
+        self.recoveries_started = 0
+        self.recoveries_committed = 0
 
     def _new_manager(self) -> BlockManager:
         return BlockManager(
@@ -358,6 +386,73 @@ class NameNodeBlocks:
         """Where a client reads b."""
         return self.bm.locations(b.block_id)
 
+    # -- block recovery (design §B.16) ---------------------------------------------------
+
+    def recovery_facts(self) -> LastBlockFacts:
+        """What lease recovery needs to know of a last block."""
+        from qjm.namenode.namespace.recovery import LastBlockFacts
+
+        def committed(b: Block) -> bool:
+            info = self.bm.block_info(b.block_id)
+            return info is not None and info.state is not BlockUCState.UNDER_CONSTRUCTION
+
+        def has_min(b: Block) -> bool:
+            info = self.bm.block_info(b.block_id)
+            if info is None:
+                return False
+            return (
+                info.state is BlockUCState.COMPLETE
+                or self.bm.live_replicas(b.block_id) >= self.bm.min_replication
+            )
+
+        def recovering(b: Block) -> bool:
+            r = self.recovering.get(b.block_id)
+            return r is not None and self.clock() - r.started < self.recovery_timeout_s
+
+        return LastBlockFacts(
+            committed, has_min, lambda b: len(self.bm.locations(b.block_id)), recovering
+        )
+
+    def start_recovery(self, rec: BlockRecovery) -> str | None:
+        """Record a recovery and queue DNA_RECOVERBLOCK for its primary's next heartbeat
+        (none while no holder is live: the lease monitor retries after the timeout)."""
+        locs = self.bm.locations(rec.block.block_id)
+        live = [(n, st) for n, st in locs if not self.dm.is_dead(n)]
+        primary = choose_primary([(n.uuid, n.last_update) for n, _ in live])
+        self.recovering[rec.block.block_id] = Recovering(rec, self.clock(), primary)
+        self.recoveries_started += 1
+        if primary is None:
+            log.warning("block recovery of %s: no live DataNode holds it", rec.block)
+            return None
+        b = rec.block
+        command = wire.RecoveringBlock(
+            wire.ExtendedBlock(
+                self.namespace_info().block_pool_id, b.block_id, b.genstamp, b.num_bytes
+            ),
+            rec.recovery_id,
+            tuple(datanode_id(n) for n, _ in live),
+            tuple(st.storage_id for _, st in live),
+            None
+            if rec.truncate_block is None
+            else wire.Block(
+                rec.truncate_block.block_id,
+                rec.truncate_block.genstamp,
+                rec.truncate_block.num_bytes,
+            ),
+        )
+        self.recovery_queue.setdefault(primary, []).append(command)
+        return primary
+
+    def recovery_id(self, block_id: int) -> int | None:
+        """The recovery id this active started for a block, if any."""
+        r = self.recovering.get(block_id)
+        return None if r is None else r.recovery.recovery_id
+
+    def end_recovery(self, block_id: int) -> None:
+        """A recovery was committed."""
+        if self.recovering.pop(block_id, None) is not None:
+            self.recoveries_committed += 1
+
     # -- BlockManagement (DatanodeProtocol) ------------------------------------------------
 
     def namespace_info(self) -> NamespaceInfo:
@@ -376,7 +471,10 @@ class NameNodeBlocks:
         uuid = registration.datanode.datanode_uuid
         reports = [to_storage_report(r) for r in facts.reports]
         commands = self.bm.heartbeat(uuid, reports, facts.xceiver_count)
-        return [self._command(c) for c in commands]
+        out = [self._command(c) for c in commands]
+        if self.bm.active and not self.safe_mode.is_on and uuid in self.recovery_queue:
+            out.append(wire.RecoveryCommand(tuple(self.recovery_queue.pop(uuid))))
+        return out
 
     def _command(self, c: bmod.Command) -> DatanodeCommand:
         pool = self.namespace_info().block_pool_id
@@ -459,10 +557,13 @@ class NameNodeBlocks:
         self.bm.metrics["bad_block_reports"] += len(bad)
 
     async def commit_block_synchronization(self, sync: BlockSynchronization) -> None:
-        """Block recovery is not done by this NameNode yet (design §B.14)."""
-        raise DatanodeProtocolError(
-            "commitBlockSynchronization: this NameNode does not run block recovery"
-        )
+        """A primary DataNode's block recovery, committed through the NameNode's write
+        path (design §B.16)."""
+        if self.committer is None:
+            raise DatanodeProtocolError(
+                "commitBlockSynchronization: this NameNode has no namespace to commit to"
+            )
+        await self.committer(sync)
 
     # -- figures ---------------------------------------------------------------------------
 
@@ -507,6 +608,9 @@ class NameNodeBlocks:
             "pending_deletion_blocks": s.pending_deletion,
             "pending_datanode_messages": len(self.bm.pending),
             "postponed_misreplicated_blocks": len(self.bm.postponed),
+            "block_recoveries_started": self.recoveries_started,
+            "block_recoveries_committed": self.recoveries_committed,
+            "block_recoveries_pending": len(self.recovering),
             "capacity": t.capacity,
             "used": t.dfs_used,
             "remaining": t.remaining,

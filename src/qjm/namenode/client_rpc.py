@@ -47,12 +47,11 @@ _STATE_ON_WIRE = {  # HAServiceStateProto; STOPPING is never sent
     HAState.OBSERVER: 3,
     HAState.STOPPING: 0,
 }
-NO_RECOVERY = "qjm does not run block recovery: {method} is not supported"
+NO_RECOVERY = "qjm does not serve {method}"
 NO_ACLS = "qjm keeps no ACLs: {method} is not supported (permissions are owner/group/mode only)"
 NO_XATTRS = "qjm keeps no extended attributes: {method} is not supported"
 # Methods refused outright, with the reason.
 REFUSED: dict[str, str] = {
-    "recoverLease": NO_RECOVERY,
     **{
         m: NO_ACLS
         for m in ("modifyAclEntries", "removeAclEntries", "removeDefaultAcl", "removeAcl", "setAcl")
@@ -318,9 +317,25 @@ class ClientRpc:
     async def renew_lease(
         self, req: cn.RenewLeaseRequestProto, ctx: CallContext
     ) -> cn.RenewLeaseResponseProto:
-        """renewLease: leases do not expire here; a standby refuses it as HDFS does."""
+        """renewLease: the client's leases start their soft and hard limits again (design
+        §B.16); a standby refuses it as HDFS does."""
         await self.nn.read(ctx)
+        self.nn.leases.clock.renew(req.clientName)
         return cn.RenewLeaseResponseProto()
+
+    async def recover_lease(
+        self, req: cn.RecoverLeaseRequestProto, ctx: CallContext
+    ) -> cn.RecoverLeaseResponseProto:
+        """recoverLease: true when the file is closed or closes at once; else its last
+        block's recovery is started and the answer is false (design §B.16)."""
+        self.nn.check_write(ctx)
+        caller = self.nn.caller_of(ctx)
+        machine = ctx.peer.rsplit(":", 1)[0].strip("[]")
+        ns = await self.nn.read(ctx)
+        if ns.check_recover_lease(req.src, caller, req.clientName, machine):
+            return cn.RecoverLeaseResponseProto(result=True)
+        closed = await self.nn.leases.release(req.src, req.clientName, "recoverLease")
+        return cn.RecoverLeaseResponseProto(result=closed)
 
     async def msync(self, req: cn.MsyncRequestProto, ctx: CallContext) -> cn.MsyncResponseProto:
         """msync: return once everything applied is synced (the response carries the state id)."""
@@ -393,6 +408,9 @@ class ClientRpc:
         entry = await self._retry_entry(ctx)
         if entry is not None and entry.succeeded:  # a retry: the first call's answer
             return self._created(entry.payload)
+        if not overwrite:
+            await self.nn.leases.recover_for(req.src, req.clientName, "CREATE_FILE", machine)
+        self.nn.leases.clock.renew(req.clientName)
         status: FileStatus | None = None
         try:
             ops = await self.nn.write(ctx, plan)
@@ -616,6 +634,8 @@ class ClientRpc:
         entry = await self._retry_entry(ctx)
         if entry is not None and entry.succeeded:
             raise NamenodeError(f"append of {req.src} was retried after it succeeded; reopen")
+        await self.nn.leases.recover_for(req.src, req.clientName, "APPEND_FILE", machine)
+        self.nn.leases.clock.renew(req.clientName)
         done = False
         try:
             await self.nn.write(ctx, plan)
@@ -637,30 +657,49 @@ class ClientRpc:
     async def truncate(
         self, req: cn.TruncateRequestProto, ctx: CallContext
     ) -> cn.TruncateResponseProto:
-        """truncate: at a block boundary only (cutting inside a block needs block recovery)."""
+        """truncate: at a block boundary done at once (true); inside a block the file stays
+        open and its last block is recovered to the length (false) (design §B.16)."""
         caller = self.nn.caller_of(ctx)
         machine = ctx.peer.rsplit(":", 1)[0].strip("[]")
         when = now_ms()
+        got: dict[str, Any] = {}
 
         def plan(ns: Namespace) -> list[Op]:
             t = ns.plan_truncate(req.src, caller, req.newLength, req.clientName, machine, when)
-            if not t.done:
-                raise NotSupportedError(
-                    f"truncate {req.src} to {req.newLength}: the length is inside a block, "
-                    "which needs block recovery; qjm truncates at block boundaries only"
-                )
+            got["t"] = t
             return t.ops
 
         entry = await self._retry_entry(ctx)
         if entry is not None and entry.succeeded:
-            return cn.TruncateResponseProto(result=True)
+            return cn.TruncateResponseProto(result=entry.payload is not False)
+        await self.nn.leases.recover_for(req.src, req.clientName, "TRUNCATE_FILE", machine)
         done = False
+        result = True
         try:
             await self.nn.write(ctx, plan)
+            t = got["t"]
+            result = t.done
+            if t.recover is not None:
+                ns = await self.nn.read(ctx)
+                self._start_truncate_recovery(ns, req.src, req.clientName, t.recover)
             done = True
         finally:
-            RetryCache.set_state(entry, done)
-        return cn.TruncateResponseProto(result=True)
+            RetryCache.set_state(entry, done, result)
+        return cn.TruncateResponseProto(result=result)
+
+    def _start_truncate_recovery(
+        self, ns: Namespace, src: str, client_name: str, cut: Block
+    ) -> None:
+        """The recovery of a truncate inside a block: the block as its replicas hold it,
+        cut under the truncate's new stamp (HDFS's in-place truncate, design §B.16)."""
+        from qjm.namenode.namespace.recovery import BlockRecovery
+
+        self.nn.leases.clock.renew(client_name)
+        f = ns.file_blocks(src)
+        if f is None or not f.blocks:
+            return
+        last = f.blocks[-1]
+        self.nn.blocks.start_recovery(BlockRecovery(f.path, last, cut.genstamp, cut))
 
     async def concat(self, req: cn.ConcatRequestProto, ctx: CallContext) -> cn.ConcatResponseProto:
         """concat: the sources' blocks appended to the target, the sources deleted."""
@@ -999,6 +1038,7 @@ class ClientRpc:
             "getServerDefaults": self.get_server_defaults,
             "getFsStats": self.get_fs_stats,
             "renewLease": self.renew_lease,
+            "recoverLease": self.recover_lease,
             "msync": self.msync,
             "getHAServiceState": self.get_ha_service_state,
             "getBlockLocations": self.get_block_locations,

@@ -119,6 +119,12 @@ class AlreadyBeingCreatedError(NamenodeError):
     java_class = "org.apache.hadoop.hdfs.protocol.AlreadyBeingCreatedException"
 
 
+class RecoveryInProgressError(NamenodeError):
+    """A lease recovery of the file is under way: try again later (design §B.16)."""
+
+    java_class = "org.apache.hadoop.hdfs.protocol.RecoveryInProgressException"
+
+
 class JavaIllegalArgumentError(NamenodeError):
     """A request HDFS refuses with java.lang.IllegalArgumentException (a Preconditions check)."""
 

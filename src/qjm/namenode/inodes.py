@@ -106,6 +106,9 @@ class InodeStore:
         self.blocks: dict[int, tuple[Block, ...]] = {}
         self.quota: dict[int, list[int]] = {}  # slot -> [ns_quota, ds_quota, ns_used, ds_used]
         self.lease: dict[int, tuple[str, str]] = {}  # slot -> (client name, client machine)
+        # slot -> the truncate block (id, cut length, recovery stamp) of a truncate inside
+        # its last block, until block recovery closes the file (design §B.16)
+        self.truncating: dict[int, Block] = {}
         self.extra: dict[int, dict[str, Any]] = {}  # acls, xattrs, symlink target, policies
         self.sorted_names: dict[int, list[str]] = {}  # big directories' names, for listing
 
@@ -165,6 +168,7 @@ class InodeStore:
         c.blocks = dict(self.blocks)
         c.quota = {s: list(q) for s, q in self.quota.items()}
         c.lease = dict(self.lease)
+        c.truncating = dict(self.truncating)
         c.extra = {s: dict(e) for s, e in self.extra.items()}
         c.sorted_names = {}
         return c
@@ -228,6 +232,7 @@ class InodeStore:
         self.blocks.pop(s, None)
         self.quota.pop(s, None)
         self.lease.pop(s, None)
+        self.truncating.pop(s, None)
         self.extra.pop(s, None)
         self.sorted_names.pop(s, None)
         self.free_slots.append(s)

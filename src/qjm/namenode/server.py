@@ -179,6 +179,11 @@ class NameNode:
             block_size=self.settings.block_size,
         )
         self.ha.listeners.append(self._blocks_follow_ha)
+        from qjm.namenode.lease_manager import LeaseRecovery
+
+        # Leases and block recovery on the active (design §B.16).
+        self.leases = LeaseRecovery(self, self.settings)
+        self.blocks.committer = self.leases.commit_block_synchronization
         self.metrics: NameNodeMetrics = NameNodeMetrics(self)
 
     # -- block management (design §B.14) ----------------------------------------------------
@@ -1139,6 +1144,7 @@ class NameNode:
             self.checkpointer.start()
             self._spawn(self._watch_journal())
             self._spawn(self._block_monitor())
+            self._spawn(self.leases.monitor())
         except BaseException:
             await self.stop()
             raise

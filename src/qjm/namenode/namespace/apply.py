@@ -200,6 +200,7 @@ class ApplyMixin(QuotaMixin):
             raise self._bad(op, op.path, "the file is not under construction")
         st.flags[s] = FILE
         st.lease.pop(s, None)
+        st.truncating.pop(s, None)
         st.mtime[s] = op.mtime
         st.atime[s] = op.atime
         self._set_blocks(s, op.blocks)
@@ -373,10 +374,13 @@ class ApplyMixin(QuotaMixin):
             kept.append(b)
             size += b.num_bytes
         if size > op.new_length:  # inside the last kept block: it is recovered to the length
+            # As HDFS's in-place truncate: the block keeps its length and stamp (what its
+            # replicas hold) until recovery cuts it; the truncate block names the cut length
+            # and the recovery's stamp (design §B.16).
             last = kept[-1]
             cut = last.num_bytes - (size - op.new_length)
             t = op.truncate_block
-            kept[-1] = Block(last.block_id, cut, last.genstamp) if t is None else t
+            st.truncating[s] = Block(last.block_id, cut, last.genstamp if t is None else t.genstamp)
             st.flags[s] = FILE | UNDER_CONSTRUCTION
             st.lease[s] = (op.client_name, op.client_machine)
         st.mtime[s] = op.timestamp

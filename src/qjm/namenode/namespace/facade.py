@@ -46,16 +46,16 @@ from qjm.namenode.inodes import (
 from qjm.namenode.namespace.apply import ApplyMixin
 from qjm.namenode.namespace.block_ids import BlockIds
 from qjm.namenode.namespace.core import ROOT
-from qjm.namenode.namespace.files import FilesMixin
 from qjm.namenode.namespace.plans import PlansMixin
 from qjm.namenode.namespace.reads import ReadsMixin
+from qjm.namenode.namespace.recovery import RecoveryMixin
 from qjm.namenode.namespace.rules import FsLimits
 
 if TYPE_CHECKING:
     from qjm.namenode.image import FsImage, ImageContents, NameSystemInfo
 
 
-class Namespace(ReadsMixin, FilesMixin, PlansMixin, ApplyMixin):
+class Namespace(ReadsMixin, RecoveryMixin, PlansMixin, ApplyMixin):
     """The inode tree with HDFS's semantics."""
 
     def __init__(
