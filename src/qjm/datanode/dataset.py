@@ -484,14 +484,23 @@ class FsDataset:
         return self.get_replica(bpid, block_id) or replace(r)
 
     def init_replica_recovery(self, bpid: str, block_id: int, recovery_id: int) -> ReplicaInfo:
-        """Start block recovery: stop any writer and hold the replica under recovery (RUR)."""
+        """Start block recovery: stop any writer and hold the replica under recovery (RUR);
+        the copy answered carries the state it had before (original_state, design §B.16)."""
         with self._lock:
             r = self._get(bpid, block_id)
             if r.genstamp >= recovery_id:
                 raise StorageError(
                     f"{r.describe()}: recovery id {recovery_id} is not above its genstamp"
                 )
+            if r.recovery_id >= recovery_id:
+                raise StorageError(
+                    f"{r.describe()}: a recovery with id {r.recovery_id} >= {recovery_id} "
+                    "is in progress"
+                )
             self._stop_writer((bpid, block_id), "block recovery started")
+            if r.original_state is None:
+                r.original_state = r.state
+            r.recovery_id = recovery_id
             if r.state != ReplicaState.FINALIZED:
                 r.state = ReplicaState.RUR
             return replace(r)
@@ -504,11 +513,16 @@ class FsDataset:
             r = self._get(bpid, block_id)
             if new_length > r.num_bytes:
                 raise StorageError(f"{r.describe()} cannot grow to {new_length} bytes")
+            if r.recovery_id != recovery_id:
+                raise StorageError(
+                    f"{r.describe()}: its recovery id is {r.recovery_id}, not {recovery_id}"
+                )
             volume = self._where[(bpid, block_id)]
-            if r.state == ReplicaState.FINALIZED:
-                if new_length != r.num_bytes:
-                    raise StorageError(f"{r.describe()} is finalized: cannot cut to {new_length}")
+            if r.state == ReplicaState.FINALIZED and new_length == r.num_bytes:
+                r.original_state, r.recovery_id = None, 0
                 return self.bump_genstamp(bpid, block_id, recovery_id)
+            # a truncate cuts a finalized replica in place, as HDFS (design §B.16)
+            r.original_state, r.recovery_id = None, 0
         w = self._open_writer(r, volume, 0)
         w.truncate(new_length)
         self.bump_genstamp(bpid, block_id, recovery_id)

@@ -35,6 +35,9 @@ class ReplicaInfo:
     checksum: DataChecksum
     bytes_acked: int = 0  # what the pipeline acknowledged (RBW); the visible length
     last_sum: bytes = field(default=b"", repr=False)  # the sum of the last chunk, kept in memory
+    # under block recovery (design §B.16): the state before it began, and its recovery id
+    original_state: ReplicaState | None = None
+    recovery_id: int = 0
 
     @property
     def visible_length(self) -> int:

@@ -26,6 +26,7 @@ from prometheus_client.registry import Collector
 
 from qjm import __version__
 from qjm.config import ClusterConfig, DataNodeConfig, format_address, parse_address
+from qjm.datanode import block_recovery as brec
 from qjm.datanode import replica_store as rs
 from qjm.datanode import transfer_client as tc
 from qjm.datanode.bp_service import BPOfferService, namenode_addresses, settings_from_config
@@ -55,8 +56,9 @@ from qjm.hdfs.datanode_protocol import (
     StorageReport,
     TransferCommand,
 )
+from qjm.hdfs.proto import InterDatanodeProtocol_pb2 as idp
 from qjm.hdfs.proto import hdfs_pb2
-from qjm.ipc import IpcServer
+from qjm.ipc import IpcClient, IpcServer
 from qjm.ipc.metrics import rpc_families
 from qjm.ipc.server import ipc_limit_keys
 from qjm.runtime import stop_on_signals, write_ready_file
@@ -174,7 +176,8 @@ class DataNode:
             "blocks_transferred": 0,
             "transfers_failed": 0,
             "invalidates_missing": 0,
-            "recoveries_not_done": 0,
+            "recoveries_done": 0,
+            "recoveries_failed": 0,
         }
         self.xmits_in_progress = 0
         self.started = time.time()
@@ -221,6 +224,9 @@ class DataNode:
             limit_keys=ipc_limit_keys("datanode"),
         )
         self.ipc.register(CLIENT_DATANODE_PROTOCOL, client_datanode_methods(_Lengths(self)))
+        self.ipc.register(
+            brec.INTER_DATANODE_PROTOCOL, brec.inter_datanode_methods(_Recovery(self))
+        )
         try:
             await self.ipc.start(self.ipc_host, self.ipc_port)
         except OSError as e:
@@ -453,11 +459,26 @@ class DataNode:
                     self.xmits_in_progress -= 1
 
     async def recover(self, command: RecoveryCommand) -> None:
-        """Block recovery needs InterDatanodeProtocol, which qjm does not serve yet."""
-        self.counts["recoveries_not_done"] += len(command.blocks)
-        log.warning(
-            "block recovery of %d block(s) is not carried out by this DataNode (design §B.13)",
-            len(command.blocks),
+        """Run each block's recovery as its primary, in the background (design §B.16)."""
+        for rb in command.blocks:
+            self._spawn(self._recover(rb), f"recover blk_{rb.block.block_id}")
+
+    async def _recover(self, rb: wire.RecoveringBlock) -> None:
+        try:
+            sync = await brec.recover_block(
+                rb, _IpcInterDatanode(), self.bpos.commit_block_synchronization
+            )
+        except Exception as e:
+            self.counts["recoveries_failed"] += 1
+            log.warning("block recovery of blk_%d failed: %s", rb.block.block_id, describe_error(e))
+            return
+        self.counts["recoveries_done"] += 1
+        log.info(
+            "recovered blk_%d: %d bytes under stamp %d on %d DataNode(s)",
+            rb.block.block_id,
+            sync.new_length,
+            sync.new_gen_stamp,
+            len(sync.new_targets),
         )
 
     async def finalize(self, command: FinalizeCommand) -> None:
@@ -557,6 +578,93 @@ class _Lengths(ReplicaLengths):
                 f"Replica not found for {block.pool_id}:blk_{block.block_id}_{block.gen_stamp}"
             )
         return r.visible_length
+
+
+class _Recovery(brec.ReplicaRecovery):
+    """InterDatanodeProtocol's side of the FsDataset (design §B.16); disk work off the loop."""
+
+    def __init__(self, node: DataNode) -> None:
+        self._node = node
+
+    async def init_replica_recovery(self, rb: wire.RecoveringBlock) -> brec.ReplicaRecord | None:
+        """Start recovering this node's replica of rb (None when there is none)."""
+        node = self._node
+        ds = node.dataset
+        b = rb.block
+        r = ds.get_replica(b.pool_id, b.block_id) if ds is not None else None
+        if ds is None or r is None:
+            return None
+        if r.genstamp < b.gen_stamp:
+            raise brec.BlockRecoveryError(
+                f"replica.getGenerationStamp() < block.getGenerationStamp(), block=blk_"
+                f"{b.block_id}_{b.gen_stamp}, replica genstamp {r.genstamp}"
+            )
+        got = await node.disk.run(ds.init_replica_recovery, b.pool_id, b.block_id, rb.new_gen_stamp)
+        state = got.original_state if got.original_state is not None else got.state
+        return brec.ReplicaRecord(node.datanode_id(), state, got.num_bytes, got.genstamp)
+
+    async def update_replica_under_recovery(
+        self, block: wire.ExtendedBlock, recovery_id: int, new_length: int
+    ) -> str:
+        """Cut and finalize the replica under the recovery id; every NameNode hears of it."""
+        node = self._node
+        ds = node.dataset
+        if ds is None:
+            raise brec.BlockRecoveryError("no block pool is served yet")
+        r = await node.disk.run(
+            ds.update_replica_under_recovery, block.pool_id, block.block_id, recovery_id, new_length
+        )
+        node.bpos.notify_received(
+            Block(block_id=r.block_id, gen_stamp=r.genstamp, num_bytes=r.num_bytes),
+            DatanodeStorage(r.storage_id),
+        )
+        return r.storage_id
+
+
+class _IpcInterDatanode(brec.InterDatanodeCalls):
+    """InterDatanodeProtocol calls over IPC to each holder's IPC port."""
+
+    @staticmethod
+    async def _call(node: wire.DatanodeId, method: str, req: Any, resp: Any) -> Any:
+        client = IpcClient(
+            format_address(node.ip_addr, node.ipc_port),
+            brec.INTER_DATANODE_PROTOCOL,
+            connect_timeout_s=5.0,
+            reconnect_attempts=1,
+        )
+        try:
+            return await client.call(method, req, resp, timeout=60.0)
+        finally:
+            await client.close()
+
+    async def init(
+        self, node: wire.DatanodeId, rb: wire.RecoveringBlock
+    ) -> brec.ReplicaRecord | None:
+        """initReplicaRecovery on node."""
+        req = idp.InitReplicaRecoveryRequestProto(block=wire.recovering_block_to_proto(rb))
+        out = await self._call(
+            node, "initReplicaRecovery", req, idp.InitReplicaRecoveryResponseProto
+        )
+        if not out.replicaFound:
+            return None
+        return brec.ReplicaRecord(
+            node, ReplicaState(out.state), out.block.numBytes, out.block.genStamp
+        )
+
+    async def update(
+        self, node: wire.DatanodeId, block: wire.ExtendedBlock, recovery_id: int, new_length: int
+    ) -> str:
+        """updateReplicaUnderRecovery on node."""
+        req = idp.UpdateReplicaUnderRecoveryRequestProto(
+            block=wire.extended_block_to_proto(block), recoveryId=recovery_id, newLength=new_length
+        )
+        out = await self._call(
+            node,
+            "updateReplicaUnderRecovery",
+            req,
+            idp.UpdateReplicaUnderRecoveryResponseProto,
+        )
+        return str(out.storageUuid)
 
 
 # ---- metrics ------------------------------------------------------------------------------

@@ -905,3 +905,13 @@ def block_sync_from_proto(p: dnp.CommitBlockSynchronizationRequestProto) -> Bloc
         tuple(datanode_id_from_proto(d) for d in p.newTaragets),
         tuple(p.newTargetStorages),
     )
+
+
+def recovering_block_to_proto(r: RecoveringBlock) -> srv.RecoveringBlockProto:
+    """RecoveringBlockProto of r (InterDatanodeProtocol's initReplicaRecovery, design §B.16)."""
+    return _recovering_to_proto(r)
+
+
+def recovering_block_from_proto(p: srv.RecoveringBlockProto) -> RecoveringBlock:
+    """The RecoveringBlock of a RecoveringBlockProto."""
+    return _recovering_from_proto(p)
