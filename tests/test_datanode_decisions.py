@@ -57,6 +57,9 @@ def test_update_from_heartbeat(
         (ActiveClaims("nn1", 5), "nn1", "finalize", Disposition.EXECUTE),
         (ActiveClaims("nn1", 5), "nn2", "invalidate", Disposition.DROP_STANDBY),
         (ActiveClaims("nn1", 5), "nn2", "transfer", Disposition.DROP_STANDBY),
+        # a block recovery from a standby is never run (design §B.16)
+        (ActiveClaims("nn1", 5), "nn2", "recover", Disposition.DROP_STANDBY),
+        (NONE, "nn1", "recover", Disposition.DROP_STANDBY),
         (NONE, "nn1", "invalidate", Disposition.DROP_STANDBY),
         # registration is per NameNode: obeyed from a standby too
         (ActiveClaims("nn1", 5), "nn2", "register", Disposition.REREGISTER),

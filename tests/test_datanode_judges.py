@@ -201,6 +201,11 @@ def test_fsshell_append_truncate_concat_and_setrep(cluster: HACluster, tmp_path:
     out = check(hadoop_fs(cluster.conf, "-truncate", "-w", "1048576", "/cut"))
     assert "Truncated /cut to length: 1048576" in out
     assert read("/cut") == head[:1048576]
+    # inside a block: the block is recovered to the length on the DataNodes (design §B.16),
+    # and -w returns once the file is closed
+    out = check(hadoop_fs(cluster.conf, "-truncate", "-w", "1000", "/cut"))
+    assert "Truncated /cut to length: 1000" in out
+    assert cat(cluster, "/cut") == head[:1000]
 
     parts = [os.urandom(1000 + i) for i in range(3)]
     for i, part in enumerate(parts):
@@ -217,6 +222,23 @@ def test_fsshell_append_truncate_concat_and_setrep(cluster: HACluster, tmp_path:
     assert "Replication 3 set: /r" in out
     assert locations(cluster, "/r") == [3]  # the NameNode had a DataNode copy it twice
     assert read("/r") == tail
+
+
+def test_recover_lease_of_a_writer_that_went_silent(cluster: HACluster) -> None:
+    # a writer syncs 300 KB and never closes; another client's recoverLease (HDFS's
+    # FileSystem.recoverLease polling) has the last block recovered and the file closed
+    # at the acknowledged length (design §B.16)
+    writer, other = cluster.ha_client(), cluster.ha_client()
+    data = os.urandom(300_000)
+    w = writer.create("/silent", hdfs_native.WriteOptions(block_size=1024 * 1024))
+    w.write(data)
+    w.hsync()
+    wait_until("/silent recovered", lambda: other.recover_lease("/silent"), timeout_s=60.0)
+    assert other.get_file_info("/silent").length == len(data)
+    with other.read("/silent") as f:
+        assert bytes(f.read()) == data
+    with pytest.raises(Exception):  # noqa: B017 - its lease is gone: the close is refused
+        w.close()
 
 
 def test_cluster_status_shows_the_datanodes_as_the_active_sees_them(cluster: HACluster) -> None:
