@@ -21,6 +21,8 @@ import json
 import os
 import random
 import signal
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -145,7 +147,9 @@ class FirstRead:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """An automatic-failover cluster with 3 DataNodes and 1 MiB blocks."""
-    settings = NameNodeSettings(block_size=BLOCK)
+    # a writer silent for 15 s loses its file to the active's lease monitor (design §B.16):
+    # far above any write here, short enough for the dead-writer test to wait out
+    settings = NameNodeSettings(block_size=BLOCK, lease_hard_limit_ms=15_000, lease_recheck_ms=500)
     # a NameNode started again leaves safe mode 1 s after its blocks are reported, not 30 s
     dn_settings = DataNodeSettings(safemode_extension_ms=1000)
     directory = tmp_path_factory.mktemp("failover-data") / "c"
@@ -304,3 +308,85 @@ def test_a_deposed_actives_deletions_are_never_carried_out(cluster: dict[str, An
         "stale active claims:",
         {dn: after[dn]["stale_active_claims"] for dn in dns},
     )
+
+
+DEAD_WRITER = """
+import sys, time
+from pathlib import Path
+import hdfs_native
+from hadoop_clients import native_client
+client = native_client(Path(sys.argv[1]))
+w = client.create("/dead-writer", hdfs_native.WriteOptions(block_size=1024 * 1024))
+w.write(bytes(range(256)) * 1500)
+w.hsync()
+print("synced", flush=True)
+time.sleep(600)
+"""
+
+
+def test_the_active_recovers_the_file_of_a_writer_killed_mid_write(
+    cluster: dict[str, Any],
+) -> None:
+    # kill -9 of a writer that synced 384,000 bytes and never closed: no one calls
+    # recoverLease; after the hard limit the active's lease monitor has a DataNode
+    # recover the last block and closes the file at the synced length (design §B.16)
+    conf = Path(cluster["hadoop_conf"])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DEAD_WRITER, str(conf)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""  # the child prints once synced
+        assert line.strip() == "synced", (
+            f"writer said {line!r}: {proc.stderr.read() if proc.stderr else ''}"
+        )
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    data = bytes(range(256)) * 1500
+    client = native_client(conf)
+    with pytest.raises(Exception):  # noqa: B017 - still open: another writer is refused
+        client.append("/dead-writer").close()
+
+    def closed_at_synced_length() -> bool:
+        try:
+            with client.read("/dead-writer") as f:
+                got = bytes(f.read())
+        except Exception:  # not readable yet
+            return False
+        return got == data and under_construction(cluster, "/dead-writer") is False
+
+    wait_until("/dead-writer recovered and closed", closed_at_synced_length, timeout_s=90.0)
+
+
+def under_construction(cluster: dict[str, Any], path: str) -> bool | None:
+    """Whether the active NameNode holds path open for writing (None: no NameNode answered)."""
+    from qjm.errors import QjmError
+    from qjm.ipc import IpcClient
+    from qjm.namenode import protocols
+
+    async def ask(address: str) -> bool | None:
+        spec = protocols.CLIENT_METHODS["getBlockLocations"]
+        c = IpcClient(address, protocols.CLIENT_PROTOCOL, reconnect_attempts=1)
+        try:
+            resp = await c.call(
+                "getBlockLocations",
+                spec.request(src=path, offset=0, length=1),
+                spec.response,
+                timeout=10,
+            )
+            return bool(resp.locations.underConstruction)
+        except (QjmError, OSError):
+            return None  # a standby, or a NameNode not running
+        finally:
+            await c.close()
+
+    for address in namenode_addresses(cluster).values():
+        answer = asyncio.run(ask(address))
+        if answer is not None:
+            return answer
+    return None
