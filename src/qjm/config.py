@@ -187,7 +187,7 @@ class NameNodeSettings:
     # hard limit the active recovers it on its own (HDFS's LeaseManager limits), checked
     # every lease_recheck_ms (dfs.namenode.lease-recheck-interval-ms).
     lease_soft_limit_ms: int = 60_000
-    lease_hard_limit_ms: int = 3_600_000
+    lease_hard_limit_ms: int = 1_200_000  # dfs.namenode.lease-hard-limit-sec (Hadoop 3: 20 min)
     lease_recheck_ms: int = 2_000
 
     def __post_init__(self) -> None:
