@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import getpass
 import json
 import os
 import shutil
@@ -38,6 +39,7 @@ import crc32c
 import hdfs_native
 
 from benchmarks.common import cpu_seconds, timed_section
+from qjm.cluster.hadoop_conf import hadoop_jars
 from qjm.cluster.launcher import cluster_down, cluster_up, datanode_liveness
 
 COPIES = 3
@@ -107,8 +109,8 @@ def disk_ideal(root: Path, size: int, data: memoryview) -> dict[str, Any]:
     finally:
         os.close(fd)
     assert got == size
-    for p in paths:
-        p.unlink()
+    for p in paths[1:]:
+        p.unlink()  # copy0 stays: FsShell puts it
     return {
         "write_mib_s": size / 2**20 / write_s,
         "read_mib_s": size / 2**20 / read_s,
@@ -125,7 +127,19 @@ def _sampling(py_spy: str | None, pids: dict[str, int], out: Path, what: str) ->
             dest = out / f"{what}-{name}.txt"
             procs.append(
                 subprocess.Popen(
-                    [py_spy, "record", "-p", str(pid), "-f", "raw", "-r", "200", "--gil", "-o", str(dest)],
+                    [
+                        py_spy,
+                        "record",
+                        "-p",
+                        str(pid),
+                        "-f",
+                        "raw",
+                        "-r",
+                        "200",
+                        "--gil",
+                        "-o",
+                        str(dest),
+                    ],
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
                 )
@@ -166,6 +180,41 @@ def _wait_live(nn_rpc: str, want: int, timeout_s: float = 60.0) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"{want} DataNodes not live after {timeout_s:.0f} s: {live}")
         time.sleep(0.2)
+
+
+def fsshell(conf: Path, *args: str, stdout: Any = subprocess.DEVNULL) -> float:
+    """Seconds `hadoop fs <args>` (Apache Hadoop's FsShell, pyspark's jars, the JVM's
+    default JIT) took; RuntimeError with its stderr when it failed."""
+    java = shutil.which("java")
+    if java is None:
+        raise RuntimeError("no java on PATH: FsShell needs a JRE (make install brings one)")
+    argv = [java, "-cp", f"{conf}:{hadoop_jars()}/*", "org.apache.hadoop.fs.FsShell", *args]
+    env = {**os.environ, "HADOOP_CONF_DIR": str(conf), "HADOOP_USER_NAME": getpass.getuser()}
+    t = time.perf_counter()
+    r = subprocess.run(argv, stdout=stdout, stderr=subprocess.PIPE, env=env, check=False)
+    took = time.perf_counter() - t
+    if r.returncode:
+        raise RuntimeError(
+            f"hadoop fs {' '.join(args)} exited {r.returncode}: {r.stderr[-2000:]!r}"
+        )
+    return took
+
+
+def _fsshell_rates(conf: Path, local: Path, size: int, data_dirs: list[Path]) -> dict[str, Any]:
+    """FsShell's -put of the local file with replication 3 and -cat of it, in MiB/s, with and
+    without the JVM's start (a `-test -e /` run each time)."""
+    start_s = min(fsshell(conf, "-test", "-e", "/") for _ in range(2))
+    drop_page_cache([local])
+    put_s = fsshell(conf, "-D", f"dfs.replication={COPIES}", "-put", str(local), "/fsshell")
+    drop_page_cache(data_dirs)
+    cat_s = fsshell(conf, "-cat", "/fsshell")
+    return {
+        "jvm_start_s": start_s,
+        "write_mib_s": size / 2**20 / put_s,
+        "read_mib_s": size / 2**20 / cat_s,
+        "write_mib_s_after_start": size / 2**20 / max(put_s - start_s, 1e-9),
+        "read_mib_s_after_start": size / 2**20 / max(cat_s - start_s, 1e-9),
+    }
 
 
 def cluster_rates(
@@ -213,6 +262,10 @@ def cluster_rates(
         read_client = (time.process_time() - own0) / read_s
         if got != size or crc != want:
             raise RuntimeError(f"read {got} bytes (crc {crc:#x}), wrote {size} (crc {want:#x})")
+        java = _fsshell_rates(Path(info["hadoop_conf"]), root / "copy0", size, [cdir / "data"])
+        # the same bytes: the DataNodes' block checksums of both files must agree
+        if client.get_file_info("/fsshell").length != size:
+            raise RuntimeError("FsShell's /fsshell does not hold the file's bytes")
     finally:
         cluster_down(cdir)
     out: dict[str, Any] = {
@@ -223,6 +276,7 @@ def cluster_rates(
         "write_client_cores": write_client,
         "read_client_cores": read_client,
         "dropped_by": dropped,
+        "fsshell": java,
     }
     if py_spy:
         out["profiles"] = {

@@ -16,15 +16,16 @@ from typing import BinaryIO
 import crc32c
 import pytest
 
-from memory_replicas import MemReader, MemStore
+from memory_replicas import MemReader, MemStore, MemWriter
 from qjm.datanode import transfer_client as tc
 from qjm.datanode import transfer_io as tio
-from qjm.datanode.replica_store import ExtendedBlock, ReplicaReader
+from qjm.datanode.replica_store import ExtendedBlock, ReplicaReader, ReplicaWriter
 from qjm.datanode.xceiver import DataXceiverServer, XceiverLimits
 from qjm.hdfs import checksum
 from qjm.hdfs import datatransfer as codec
 from qjm.hdfs.proto import datatransfer_pb2 as dt
 from qjm.hdfs.proto import hdfs_pb2
+from qjm.testing.wait import wait_until_async
 
 POOL = "BP-1-127.0.0.1-1"
 
@@ -285,3 +286,53 @@ async def test_connection_limit_and_idle_timeout() -> None:
         assert node.server.metrics.connections_refused == 1
     finally:
         await node.server.stop()
+
+
+class _GatedStore(MemStore):
+    """A MemStore whose writers hold each write until the gate opens."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.held = 0
+
+    async def create_rbw(self, block: ExtendedBlock, bytes_per_checksum: int) -> ReplicaWriter:
+        inner = await super().create_rbw(block, bytes_per_checksum)
+        store = self
+
+        class Gated(MemWriter):
+            async def write(self, offset: int, data: bytes, sums: bytes) -> None:
+                store.held += 1
+                await store.gate.wait()
+                await super().write(offset, data, sums)
+
+        assert isinstance(inner, MemWriter)
+        return Gated(inner.replica)
+
+
+async def test_no_ack_goes_up_before_the_middle_node_holds_the_bytes(nodes: list[Node]) -> None:
+    """Write-behind (design §B.4): the packets go on downstream while a node's disk write is
+    held, and no ack reaches the client until that node has written them."""
+    gated = _GatedStore()
+    nodes[1].store = gated
+    nodes[1].server.store = gated
+    block = _block(11)
+    data = _data(3 * 65536)
+    pipeline = await tc.PipelineWriter.open([n.info for n in nodes], block, client_name="c")
+    await pipeline.write(data)
+    last = nodes[2].store
+    await wait_until_async(
+        "the last node wrote every byte while the middle one is held",
+        lambda: (
+            gated.held >= 1
+            and block.block_id in last.replicas
+            and len(last.replicas[block.block_id].data) == len(data)
+        ),
+        10.0,
+    )
+    assert pipeline.bytes_acked == 0
+    assert nodes[1].store.replicas[block.block_id].bytes_acked == 0
+    gated.gate.set()
+    assert await asyncio.wait_for(pipeline.flush(), 10) == len(data)
+    await pipeline.close()
+    assert bytes(gated.replicas[block.block_id].data) == data

@@ -62,18 +62,27 @@ async def read_op(reader: asyncio.StreamReader) -> tuple[codec.Op, bytes]:
     return op, await read_delimited(reader, codec.MAX_OP_PROTO, f"{op.name} request")
 
 
-async def read_packet(
+async def read_packet_frame(
     reader: asyncio.StreamReader, max_payload: int = codec.MAX_PACKET_PAYLOAD
-) -> tuple[codec.Packet, bytes]:
-    """A packet and its raw bytes (a pipeline node forwards them as they came)."""
+) -> tuple[codec.PacketHeader, bytes, bytes]:
+    """A packet as read: its header, its lengths and header bytes, and its body (the sums,
+    then the data), each read whole once, so the body can be forwarded and written from
+    views of one buffer."""
     lengths = await read_exactly(reader, codec.PACKET_LENGTHS.size, "packet lengths")
     payload_len, header_len = codec.decode_packet_lengths(lengths, max_payload)
     header_bytes = await read_exactly(reader, header_len, "packet header")
     header = codec.decode_packet_header(header_bytes, payload_len)
     body = await read_exactly(reader, payload_len - 4, "packet body")
-    raw = lengths + header_bytes + body
+    return header, lengths + header_bytes, body
+
+
+async def read_packet(
+    reader: asyncio.StreamReader, max_payload: int = codec.MAX_PACKET_PAYLOAD
+) -> tuple[codec.Packet, bytes]:
+    """A packet and its raw bytes (a pipeline node forwards them as they came)."""
+    header, head, body = await read_packet_frame(reader, max_payload)
     packet = codec.Packet(header, body[: header.sums_len], body[header.sums_len :])
-    return packet, raw
+    return packet, head + body
 
 
 async def read_ack(reader: asyncio.StreamReader) -> codec.PipelineAck:

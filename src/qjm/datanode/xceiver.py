@@ -26,6 +26,7 @@ from qjm.datanode.replica_store import (
     ReplicaStore,
     ReplicaWriter,
 )
+from qjm.datanode.write_behind import WriteBehind
 from qjm.errors import describe_error
 from qjm.hdfs import checksum
 from qjm.hdfs import datatransfer as codec
@@ -48,6 +49,10 @@ class XceiverLimits:
     keepalive_s: float = 4.0  # for the next op on a connection (dfs.datanode.socket...)
     max_packet_payload: int = codec.MAX_PACKET_PAYLOAD
     ack_timeout_s: float = 60.0  # a downstream node's ack
+    # a block's bytes received and not yet handed to the disk (design §B.4)
+    write_behind_bytes: int = 4 * 1024 * 1024
+    # bytes a connection buffers before reading from, or writing to, its peer waits
+    stream_buffer_bytes: int = 1024 * 1024
 
 
 BlockReceivedHook = Callable[[ExtendedBlock], None]
@@ -108,7 +113,9 @@ class DataXceiverServer:
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> None:
         """Listen on host:port (0 picks a free port)."""
-        self._server = await asyncio.start_server(self._serve, host, port)
+        self._server = await asyncio.start_server(
+            self._serve, host, port, limit=self.limits.stream_buffer_bytes
+        )
         self._port = int(self._server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
@@ -147,6 +154,7 @@ class DataXceiverServer:
             return
         self._connections.add(writer)
         self._tasks.add(task)
+        writer.transport.set_write_buffer_limits(high=self.limits.stream_buffer_bytes)
         peer = writer.get_extra_info("peername")
         try:
             first = True
@@ -448,6 +456,7 @@ class DataXceiverServer:
         mirror_op.targetStorageIds.extend(op.targetStorageIds[1:])
         try:
             mreader, mwriter = await tc.connect(target, timeout_s)
+            mwriter.transport.set_write_buffer_limits(high=self.limits.stream_buffer_bytes)
         except (OSError, TimeoutError) as exc:
             await self._reply(
                 writer,
@@ -484,7 +493,14 @@ class _Pending:
 
 
 class _BlockReceiver:
-    """Receives one block's packets, mirrors them downstream and acks upstream (design §B.4)."""
+    """Receives one block's packets, mirrors them downstream and acks upstream (design §B.4).
+
+    Each packet is checked, forwarded, then queued to the write-behind (or, when it does not
+    continue the queued bytes on a chunk boundary, written directly once the queue is
+    empty); the responder acks it once the next node acked it and the replica holds it.
+    Deadlines are asyncio.timeout scopes, and a write to a peer waits only when the
+    connection's buffer is full, so a packet costs no task of its own.
+    """
 
     def __init__(
         self,
@@ -508,9 +524,16 @@ class _BlockReceiver:
         self.with_acks = with_acks
         self.queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
         self.finalized = False
+        self.disk = WriteBehind(replica, self.limits.write_behind_bytes)
 
     async def run(self) -> bool:
         """Receive until the last packet; whether the whole block arrived intact."""
+        try:
+            return await self._run()
+        finally:
+            await self.disk.close()
+
+    async def _run(self) -> bool:
         responder = asyncio.create_task(self._respond()) if self.with_acks else None
         try:
             ok = await self._receive()
@@ -521,8 +544,10 @@ class _BlockReceiver:
                     await responder
             raise
         if responder is None:
+            if ok:
+                await self.disk.drain()
             return ok
-        await self.queue.put(None)
+        self.queue.put_nowait(None)
         if ok:
             return await responder
         # A checksum error: let the responder send its ERROR_CHECKSUM ack, then close.
@@ -532,18 +557,16 @@ class _BlockReceiver:
         return False
 
     async def _receive(self) -> bool:
+        max_payload = self.limits.max_packet_payload
         while True:
-            packet, raw = await asyncio.wait_for(
-                tio.read_packet(self.reader, self.limits.max_packet_payload),
-                self.limits.idle_timeout_s,
-            )
-            header = packet.header
+            async with asyncio.timeout(self.limits.idle_timeout_s):
+                header, head, body = await tio.read_packet_frame(self.reader, max_payload)
             status = dt.SUCCESS
-            if packet.data:
+            view = memoryview(body)
+            sums, data = view[: header.sums_len], view[header.sums_len :]
+            if data:
                 try:
-                    bad = checksum.first_bad_chunk(
-                        packet.data, packet.sums, self.bpc, header.offset_in_block
-                    )
+                    bad = checksum.first_bad_chunk(data, sums, self.bpc, header.offset_in_block)
                 except checksum.ChecksumError as exc:
                     raise codec.MalformedTransferError(f"{self.block}: {exc}") from None
                 if bad is not None:
@@ -556,39 +579,54 @@ class _BlockReceiver:
                         bad,
                         header.seqno,
                     )
-                    await self.queue.put(
-                        _Pending(header.seqno, False, packet.end_offset, dt.ERROR_CHECKSUM)
+                    self.queue.put_nowait(
+                        _Pending(
+                            header.seqno,
+                            False,
+                            header.offset_in_block + len(data),
+                            dt.ERROR_CHECKSUM,
+                        )
                     )
                     return False
-            await self._mirror(raw)
-            if packet.data:
-                await self._store(header.offset_in_block, packet.data)
-            if packet.data or header.sync_block:
-                await self.replica.flush(sync=header.sync_block)
+            await self._mirror(head, body)
+            if data:
+                await self._store(header.offset_in_block, data, sums)
+            if header.sync_block:
+                await self.disk.drain()
+                await self.replica.flush(sync=True)
             if not self.with_acks and header.last_packet_in_block:
                 return True
-            await self.queue.put(
-                _Pending(
-                    header.seqno, header.last_packet_in_block, self.replica.bytes_on_disk, status
-                )
+            self.queue.put_nowait(
+                _Pending(header.seqno, header.last_packet_in_block, self.disk.end, status)
             )
             if header.last_packet_in_block:
                 return True
 
-    async def _mirror(self, raw: bytes) -> None:
+    async def _mirror(self, head: bytes, body: bytes) -> None:
         if self.mirror is None or self.mirror_error:
             return
+        out = self.mirror[1]
         try:
-            self.mirror[1].write(raw)
-            await asyncio.wait_for(self.mirror[1].drain(), self.limits.ack_timeout_s)
+            out.write(head)
+            out.write(body)
+            if out.transport.get_write_buffer_size() > self.limits.stream_buffer_bytes:
+                async with asyncio.timeout(self.limits.ack_timeout_s):
+                    await out.drain()
         except (OSError, TimeoutError) as exc:
             log.info(
                 "%s: mirror of %s failed: %s", self.server.name, self.block, describe_error(exc)
             )
             self.mirror_error = True
 
-    async def _store(self, offset: int, data: bytes) -> None:
-        """Write a packet's new bytes chunk-aligned, extending a partial last chunk."""
+    async def _store(self, offset: int, data: memoryview, sums: memoryview) -> None:
+        """Queue a packet that continues the block on a chunk boundary (its sums were
+        checked); any other packet is written here, chunk-aligned, once the queue is empty:
+        bytes already on disk skipped, a partial last chunk extended and its sum recomputed."""
+        if self.disk.can_queue(offset):
+            await self.disk.put(offset, data, sums)
+            self.server.metrics.bytes_written += len(data)
+            return
+        await self.disk.drain()
         on_disk = self.replica.bytes_on_disk
         if offset > on_disk:
             raise codec.MalformedTransferError(
@@ -597,15 +635,23 @@ class _BlockReceiver:
         skip = on_disk - offset
         if skip >= len(data):
             return  # already written (a packet resent after hflush)
-        new = data[skip:]
+        new = bytes(data[skip:])
         start = on_disk - on_disk % self.bpc
         if start != on_disk:
             new = await self.replica.read(start, on_disk - start) + new
         await self.replica.write(start, new, checksum.chunk_sums(new, self.bpc, start))
+        self.disk.resync()
         self.server.metrics.bytes_written += len(data) - skip
 
+    async def _send_ack(self, ack: codec.PipelineAck) -> None:
+        self.writer.write(codec.encode_ack(ack))
+        if self.writer.transport.get_write_buffer_size() > self.limits.stream_buffer_bytes:
+            async with asyncio.timeout(self.limits.idle_timeout_s):
+                await self.writer.drain()
+
     async def _respond(self) -> bool:
-        """Send each packet's ack upstream once the downstream acked it (PacketResponder)."""
+        """Send each packet's ack upstream once the downstream acked it and the replica holds
+        its bytes (PacketResponder)."""
         while True:
             item = await self.queue.get()
             if item is None:
@@ -613,15 +659,16 @@ class _BlockReceiver:
             downstream: tuple[int, ...] = ()
             if self.mirror is not None and item.status == dt.SUCCESS:
                 downstream = await self._downstream_ack(item.seqno)
+            await self.disk.wait_written(item.end)
             if item.status == dt.SUCCESS and item.last and not self.finalized:
                 await self.server._finalized(self.replica)
                 self.finalized = True
             elif item.status == dt.SUCCESS and all(r == dt.SUCCESS for r in downstream):
                 self.replica.set_bytes_acked(item.end)
-            ack = codec.PipelineAck(item.seqno, (item.status, *downstream))
-            self.writer.write(codec.encode_ack(ack))
-            await asyncio.wait_for(self.writer.drain(), self.limits.idle_timeout_s)
+            await self._send_ack(codec.PipelineAck(item.seqno, (item.status, *downstream)))
             if item.last or item.status != dt.SUCCESS:
+                async with asyncio.timeout(self.limits.idle_timeout_s):
+                    await self.writer.drain()
                 return item.status == dt.SUCCESS
 
     async def _downstream_ack(self, seqno: int) -> tuple[int, ...]:
@@ -629,9 +676,8 @@ class _BlockReceiver:
         assert self.mirror is not None
         if not self.mirror_error:
             try:
-                ack = await asyncio.wait_for(
-                    tio.read_ack(self.mirror[0]), self.limits.ack_timeout_s
-                )
+                async with asyncio.timeout(self.limits.ack_timeout_s):
+                    ack = await tio.read_ack(self.mirror[0])
                 if ack.seqno != seqno:
                     raise codec.MalformedTransferError(
                         f"downstream acked seqno {ack.seqno}, expected {seqno}"

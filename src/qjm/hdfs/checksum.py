@@ -79,7 +79,14 @@ def chunk_bounds(offset: int, length: int, bytes_per_checksum: int) -> list[tupl
 
 def sums_length(offset: int, length: int, bytes_per_checksum: int) -> int:
     """Bytes of 4-byte sums that cover length bytes at block offset `offset`."""
-    return CHECKSUM_SIZE * len(chunk_bounds(offset, length, bytes_per_checksum))
+    if bytes_per_checksum <= 0:
+        raise ValueError(f"bytesPerChecksum must be positive, not {bytes_per_checksum}")
+    if length <= 0:
+        return 0
+    first = bytes_per_checksum - offset % bytes_per_checksum
+    if length <= first:
+        return CHECKSUM_SIZE
+    return CHECKSUM_SIZE * (1 + num_chunks(length - first, bytes_per_checksum))
 
 
 def _sums(
