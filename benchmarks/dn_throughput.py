@@ -235,8 +235,10 @@ def cluster_rates(
             t = time.perf_counter()
             w = client.create("/bench", hdfs_native.WriteOptions(replication=COPIES))
             written = 0
+            whole = bytes(data)  # hdfs-native takes bytes fast, a memoryview byte by byte
             while written < size:
-                chunk = data[: min(len(data), size - written)]
+                n = min(len(data), size - written)
+                chunk = whole if n == len(whole) else whole[:n]
                 w.write(chunk)
                 want = crc32c.crc32c(chunk, want)
                 written += len(chunk)
