@@ -16,6 +16,7 @@ BENCHMARKS = [
     "benchmarks.tail_lag",
     "benchmarks.namenode",
     "benchmarks.nn_blocks",
+    "benchmarks.dn_throughput",
     "benchmarks.failover",
     "benchmarks.spark_namespace",
     "benchmarks.spark_ops",
@@ -83,6 +84,8 @@ def main() -> int:
         "The NameNode's goals: at least 10,000 creates/s with 16 clients over RPC\n"
         "and at most 300 bytes of memory per inode at 1 M inodes; a full block report of\n"
         "1 M blocks in at most 5 s and at most 150 bytes of memory per block at 1 M blocks.\n"
+        "DataNodes: a 1 GiB file written with replication 3 at least 50% of the disk's\n"
+        "3-copy rate and read at least 70% of its sequential read.\n"
         "Automatic failover: the median of 5 kill -9 failovers of the active\n"
         "NameNode under the ZooKeeper session timeout + 2 s.\n"
         "The Spark pipeline: the namespace report of a 1 M-inode image under 60 s\n"

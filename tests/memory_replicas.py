@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
@@ -56,6 +57,11 @@ class MemWriter:
         r.data += data
         del r.sums[4 * (offset // bpc) :]
         r.sums += sums
+
+    async def write_parts(
+        self, offset: int, parts: Sequence[bytes | memoryview], sums: bytes | memoryview
+    ) -> None:
+        await self.write(offset, b"".join(parts), bytes(sums))
 
     async def read(self, offset: int, length: int) -> bytes:
         return bytes(self.replica.data[offset : offset + length])

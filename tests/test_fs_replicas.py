@@ -117,3 +117,31 @@ async def test_whole_block_write_read_checksum_and_transfer(nodes: list[DiskNode
     await tc.transfer_block(nodes[0].info, written, [nodes[1].info], client_name="c")
     assert _on_disk(nodes[1], block.block_id) == _on_disk(nodes[0], block.block_id)
     assert nodes[1].received == [ExtendedBlock(POOL, block.block_id, 1002, len(data))]
+
+
+async def test_a_write_behind_batch_lands_in_one_pwritev_and_sums_line_up(
+    nodes: list[DiskNode],
+) -> None:
+    """append_parts (design §B.4): many packets' parts, more than one pwritev takes, land
+    byte for byte with their sums; a batch that does not continue the replica at its end on
+    a chunk boundary is written as one packet instead."""
+    ds = nodes[0].dataset
+    rng = random.Random(5)
+    parts = [rng.randbytes(512) for _ in range(700)] + [rng.randbytes(300)]
+    data = b"".join(parts)
+    w = ds.create_rbw(POOL, 1 << 30 | 77, 1001)
+    with pytest.raises(checksum.ChecksumError, match="expected"):
+        w.append_parts(0, parts, checksum.chunk_sums(data)[:-4])
+    assert w.bytes_on_disk == 0
+    w.append_parts(0, parts[:600], checksum.chunk_sums(b"".join(parts[:600])))
+    w.append_parts(600 * 512, parts[600:], checksum.chunk_sums(b"".join(parts[600:])))
+    assert w.bytes_on_disk == len(data)
+    # a resend of the last part (not at the end): written as a packet, nothing changes
+    w.append_parts(700 * 512, parts[-1:], checksum.chunk_sums(parts[-1]))
+    more = rng.randbytes(1000)  # starts inside the last chunk: the packet path extends it
+    w.append_parts(len(data), [more], checksum.chunk_sums(more, 512, len(data)))
+    data += more
+    w.finalize()
+    on_disk, meta = _on_disk(nodes[0], 1 << 30 | 77)
+    assert on_disk == data
+    assert meta == meta_header(DataChecksum()) + checksum.chunk_sums(data)

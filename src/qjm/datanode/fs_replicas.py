@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import BinaryIO, TypeVar
 
@@ -70,6 +70,12 @@ class FsReplicaWriter:
     async def write(self, offset: int, data: bytes, sums: bytes) -> None:
         """Write data at offset with the sums of the block's chunks it touches."""
         await self._pool.run(self._w.write_packet, offset, data, sums)
+
+    async def write_parts(
+        self, offset: int, parts: Sequence[bytes | memoryview], sums: bytes | memoryview
+    ) -> None:
+        """write() of the parts one after the other, in one pwritev on a disk thread."""
+        await self._pool.run(self._w.append_parts, offset, parts, sums)
 
     async def read(self, offset: int, length: int) -> bytes:
         """Data already written."""

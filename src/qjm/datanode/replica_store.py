@@ -8,6 +8,7 @@ itself, so a store only ever stores whole-chunk sums at a chunk's slot.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
@@ -60,6 +61,12 @@ class ReplicaWriter(Protocol):
     async def write(self, offset: int, data: bytes, sums: bytes) -> None:
         """Write data at a chunk-aligned offset with one 4-byte sum per chunk (the last may
         be partial); bytes past offset+len(data) are cut off."""
+        ...
+
+    async def write_parts(
+        self, offset: int, parts: Sequence[bytes | memoryview], sums: bytes | memoryview
+    ) -> None:
+        """write() of the parts' bytes one after the other, without joining them first."""
         ...
 
     async def read(self, offset: int, length: int) -> bytes:

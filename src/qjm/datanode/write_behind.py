@@ -99,9 +99,7 @@ class WriteBehind:
             self._data, self._sums = [], []
             end = self._start = self.end
             try:
-                joined = data[0] if len(data) == 1 else b"".join(data)
-                joined_sums = sums[0] if len(sums) == 1 else b"".join(sums)
-                await self.replica.write(start, bytes(joined), bytes(joined_sums))
+                await self.replica.write_parts(start, data, b"".join(sums))
                 await self.replica.flush(sync=False)  # hflush: the OS holds it
             except Exception as exc:  # the receiver and the responder raise it next
                 self._error = exc
