@@ -146,10 +146,8 @@ async def _send_read_ahead(
             for off in range(0, n, per_packet):
                 k = min(n - off, per_packet)
                 s = bytes(sums_view[4 * (off // bpc) : 4 * (-(-(off + k) // bpc))])
-                writer.write(
-                    codec.encode_packet_head(pos + off, seqno, data_len=k, sums_len=len(s)) + s
-                )
-                writer.write(view[off : off + k])
+                head = codec.encode_packet_head(pos + off, seqno, data_len=k, sums_len=len(s))
+                writer.writelines((head, s, view[off : off + k]))  # one send for the packet
                 seqno += 1
                 if writer.transport.get_write_buffer_size() > span:
                     async with asyncio.timeout(timeout_s):

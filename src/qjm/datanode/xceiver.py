@@ -607,8 +607,7 @@ class _BlockReceiver:
             return
         out = self.mirror[1]
         try:
-            out.write(head)
-            out.write(body)
+            out.writelines((head, body))  # one send for both
             if out.transport.get_write_buffer_size() > self.limits.stream_buffer_bytes:
                 async with asyncio.timeout(self.limits.ack_timeout_s):
                     await out.drain()
