@@ -315,17 +315,18 @@ def measure(mib: int = 1024, py_spy: str | None = None) -> dict[str, Any]:
 
 BEFORE = (
     "Before the write-behind and the read-ahead (measured 2026-11-27 with the code before "
-    "them, same benchmark, one run, load average 4.6 to 6.9): hdfs-native "
-    "wrote 28 MiB/s (18 % of a 161 MiB/s disk) with the DataNodes at 1.09 cores, and read "
-    "128 MiB/s (13 % of 1005 MiB/s); FsShell wrote 21 MiB/s and read 52 MiB/s after its "
-    "JVM's start. A first in-process measurement had given 11 and 50 MiB/s."
+    "them, same benchmark, run just before, load average 6.3 to 7.2): hdfs-native wrote "
+    "27 MiB/s (16 % of a 164 MiB/s disk) with the DataNodes at 1.10 cores (14 ms of CPU per "
+    "MiB each), and read 131 MiB/s (9 % of 1405 MiB/s) at 3.5 ms of DataNode CPU per MiB; "
+    "FsShell wrote 16 MiB/s and read 57 MiB/s (18 and 93 after its JVM's start). A first "
+    "in-process measurement had given 11 and 50 MiB/s."
 )
 
 PROFILE = [
     "What the profile showed (py-spy, GIL samples of each DataNode while writing), and what "
     "changed (design §B.3, §B.4):",
     "",
-    "- The write path took ~10 ms of CPU per MiB on each DataNode, most of it per packet "
+    "- The write path took 10 to 14 ms of CPU per MiB on each DataNode, most of it per packet "
     "(64 KiB): an `asyncio.wait_for` around every read, drain and ack (a new task each), a "
     "thread hop to the disk pool per packet, the packet's 128 chunk CRCs computed twice "
     "(checked on receipt, then computed again to store them), and two copies of each "
@@ -335,17 +336,18 @@ PROFILE = [
     "deadlines are `asyncio.timeout` scopes; a write to a peer waits only on a full 1 MiB "
     "buffer. The responder still acks a packet only after the next node's ack and once "
     "this node's replica holds its bytes; what is fsynced, and when, is unchanged (block "
-    "close and hsync). About 5.5 ms per MiB per DataNode remain: the loopback sends to the "
-    "next node (~15 % of samples, kernel work), the 128 CRC32C calls per packet (~14 %, "
-    "one library call per 512-byte chunk: ~0.3 µs each, made a third cheaper by kept "
-    "slices), the stream reader's copies (~12 %) and the batch join (~8 %).",
+    "close and hsync); a batch goes to disk as one pwritev of the packets' buffers. About "
+    "5 ms per MiB per DataNode remain: the loopback sends to the next node and the acks "
+    "upstream (~20 to 25 % of samples, kernel work), the 128 CRC32C calls per packet "
+    "(~15 %: one library call per 512-byte chunk, ~0.3 µs each, a third cheaper with kept "
+    "slices than before) and the stream reader's copies (~15 %).",
     "- The read path: the DataNode runs on uvloop, whose loop has no `sendfile`, so every "
     "64 KiB packet fell back to two disk-pool hops (sums, then data) and a drain. Now 1 MiB "
     "of data and sums is read at once, the next 1 MiB read while it is sent, and the "
     "packets framed from views of it.",
     "- On this machine the ratios are bounded by CPU, not by the disk: 3 DataNodes, the "
     "client and other work share 2 cores, so 3 copies through Python DataNodes cannot "
-    "reach the disk's rate (at ~5.5 ms per MiB per DataNode, 100 MiB/s would take 1.6 "
+    "reach the disk's rate (at ~5 ms per MiB per DataNode, 100 MiB/s would take 1.5 "
     "cores for the DataNodes alone), and the read's goal asks for ~800 MiB/s through "
     "loopback TCP to a client that checks every chunk's CRC. hdfs-native takes a Python "
     "`bytes` without copying it byte by byte (a `memoryview` cost it 20 ms per MiB).",
@@ -354,10 +356,14 @@ PROFILE = [
 
 def section(m: dict[str, Any], took_s: float, loads: tuple[str, str]) -> str:
     """The markdown section for the measured results."""
+    from benchmarks.run import machine
+
     d, c = m["disk"], m["cluster"]
     j = c["fsshell"]
     met_w = "met" if m["write_ratio"] >= GOAL_WRITE else "**not met**"
     met_r = "met" if m["read_ratio"] >= GOAL_READ else "**not met**"
+    per_mib_w = 1000 * c["write_dn_cores"] / c["write_mib_s"] / COPIES
+    per_mib_r = 1000 * c["read_dn_cores"] / c["read_mib_s"]
     lines = [
         "## DataNode throughput",
         "",
@@ -365,7 +371,7 @@ def section(m: dict[str, Any], took_s: float, loads: tuple[str, str]) -> str:
         f"disk allows for 3 copies; reading it at least {GOAL_READ:.0%} of the disk's "
         "sequential read.",
         "",
-        f"`benchmarks/dn_throughput.py`, one run on one temp dir of this machine's disk "
+        f"`benchmarks/dn_throughput.py`, one run on {machine()}, on one temp dir of its disk "
         f"({m['device']}, shared with other work): a {m['mib']} MiB file, a `qjm cluster` "
         "of 3 JournalNodes, 2 NameNodes and 3 DataNode processes; 128 MiB blocks, each "
         "written through a pipeline of the 3 DataNodes. The disk's ideal: 3 threads each "
@@ -383,10 +389,12 @@ def section(m: dict[str, Any], took_s: float, loads: tuple[str, str]) -> str:
         f"({j['read_mib_s_after_start']:.0f}) |",
         "",
         f"CPU while hdfs-native wrote: the 3 DataNodes {c['write_dn_cores']:.2f} cores "
-        f"together, the client {c['write_client_cores']:.2f}; while it read: the DataNodes "
-        f"{c['read_dn_cores']:.2f}, the client {c['read_client_cores']:.2f}. FsShell is "
-        f"Apache Hadoop's (`-put`, `-cat`); its JVM takes {j['jvm_start_s']:.1f} s to "
-        "start here (a `-test -e /`), shown apart.",
+        f"together ({per_mib_w:.1f} ms per MiB each), the client "
+        f"{c['write_client_cores']:.2f}; while it read: the DataNodes "
+        f"{c['read_dn_cores']:.2f} ({per_mib_r:.1f} ms per MiB), the client "
+        f"{c['read_client_cores']:.2f}. FsShell is Apache Hadoop's (`-put`, `-cat`); its "
+        f"JVM takes {j['jvm_start_s']:.1f} s to start here (a `-test -e /`), and the rates "
+        "after its start subtract that (rough: the start varies from run to run).",
         "",
         BEFORE,
         "",
