@@ -263,8 +263,12 @@ def test_a_deposed_actives_deletions_are_never_carried_out(cluster: dict[str, An
         for dn in dns:  # no heartbeat reaches the active until it is deposed
             os.kill(pids[dn], signal.SIGSTOP)
         hdfs_native.Client(f"hdfs://{rpc[a]}").set_replication("/deposed/f", 1)
-        ordered = status(cluster[a]["http"])["block_management"]["pending_deletion_blocks"]
-        assert ordered == 3 * 2, f"{a} queued {ordered} replica deletions, not 6"
+        # the excess replicas are queued by the active's redundancy work, not by the call
+        wait_until(
+            lambda: f"{a} queued 6 replica deletions, not {pending_deletions(cluster, a)}",
+            lambda: pending_deletions(cluster, a) == 3 * 2,
+            timeout_s=DEADLINE_S,
+        )
         os.kill(pids[a], signal.SIGSTOP)
         for dn in dns:
             os.kill(pids[dn], signal.SIGCONT)
@@ -296,7 +300,9 @@ def test_a_deposed_actives_deletions_are_never_carried_out(cluster: dict[str, An
     for dn in dns:
         assert after[dn]["counts"].get("blocks_deleted", 0) == 0, f"{dn} deleted a replica"
         assert after[dn]["commands_taken"].get("invalidate", 0) == 0, after[dn]
-        assert after[dn]["replicas"] == before[dn]["replicas"], dn
+        # none lost (re-replication of the first test's files may still add some)
+        got, had = after[dn]["replicas"]["FINALIZED"], before[dn]["replicas"]["FINALIZED"]
+        assert got >= had, f"{dn} held {had} finalized replicas, now {got}"
         assert after[dn]["active_namenode"] == b
     assert (
         hashlib.sha256(client.read("/deposed/f").read()).hexdigest()
@@ -308,6 +314,11 @@ def test_a_deposed_actives_deletions_are_never_carried_out(cluster: dict[str, An
         "stale active claims:",
         {dn: after[dn]["stale_active_claims"] for dn in dns},
     )
+
+
+def pending_deletions(cluster: dict[str, Any], nn: str) -> int:
+    """The replica deletions nn has queued, from its /status."""
+    return int(status(cluster[nn]["http"])["block_management"]["pending_deletion_blocks"])
 
 
 DEAD_WRITER = """
