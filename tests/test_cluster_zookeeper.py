@@ -268,15 +268,15 @@ def test_the_port_plan_places_datanodes_after_everything_else() -> None:
 
 
 def test_a_stopped_cluster_keeps_its_datanode_count(tmp_path: Path) -> None:
-    from qjm.cluster.launcher import _datanodes_of_stopped
+    from qjm.cluster.launcher import datanodes_of_stopped
     from qjm.config import ClusterConfig, DataNodeConfig, dump_config
 
-    assert _datanodes_of_stopped(tmp_path) is None  # no cluster: the caller's default
+    assert datanodes_of_stopped(tmp_path) is None  # no cluster: the caller's default
     dns = {
         f"dn{i}": DataNodeConfig(f"dn{i}", f"h:{i}1", f"h:{i}2", f"h:{i}3", f"/d{i}")
         for i in (1, 2)
     }
     (tmp_path / "cluster.toml").write_text(dump_config(ClusterConfig(datanodes=dns)))
-    assert _datanodes_of_stopped(tmp_path) is None  # a config but no data: never started
+    assert datanodes_of_stopped(tmp_path) is None  # a config but no data: never started
     (tmp_path / "data").mkdir()
-    assert _datanodes_of_stopped(tmp_path) == 2
+    assert datanodes_of_stopped(tmp_path) == 2

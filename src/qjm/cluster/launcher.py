@@ -319,7 +319,7 @@ def cluster_up(
             "--namenodes 0"
         )
     if datanodes is None:
-        datanodes = _datanodes_of_stopped(directory.resolve())
+        datanodes = datanodes_of_stopped(directory.resolve())
         if datanodes is None:
             datanodes = DEFAULT_DATANODES if namenodes else 0
     if datanodes and not namenodes:
@@ -520,7 +520,7 @@ def _wait_elected(cfg: ClusterConfig, zkfcs: list[Daemon]) -> str:
         time.sleep(0.2)
 
 
-def _datanodes_of_stopped(directory: Path) -> int | None:
+def datanodes_of_stopped(directory: Path) -> int | None:
     """How many DataNodes the stopped cluster in directory has (None: no such cluster)."""
     toml_path = directory / CLUSTER_TOML
     if not (toml_path.exists() and (directory / "data").is_dir()):
