@@ -176,3 +176,16 @@ async def mem_cluster(tmp_path: Path) -> AsyncIterator[InMemoryCluster]:
     """Three JournalNodes in this process (no sockets), journal inmem_cluster.JID formatted."""
     async with formatted_cluster(tmp_path) as cluster:
         yield cluster
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules marked slow as a whole (one real cluster each) first: with `--dist loadfile`
+    the long ones start at once instead of trailing behind the quick ones; the order
+    within a module, and among the rest, is kept."""
+
+    def whole_module_slow(item: pytest.Item) -> bool:
+        marks = getattr(getattr(item, "module", None), "pytestmark", [])
+        marks = marks if isinstance(marks, list) else [marks]
+        return any(getattr(m, "name", "") == "slow" for m in marks)
+
+    items.sort(key=lambda item: not whole_module_slow(item))
