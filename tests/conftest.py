@@ -179,13 +179,27 @@ async def mem_cluster(tmp_path: Path) -> AsyncIterator[InMemoryCluster]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Modules marked slow as a whole (one real cluster each) first: with `--dist loadfile`
-    the long ones start at once instead of trailing behind the quick ones; the order
-    within a module, and among the rest, is kept."""
+    """Long modules first, so that with `--dist loadfile` they start at once instead of
+    trailing behind the quick ones: modules marked slow as a whole (one real cluster each),
+    then modules by how many slow test functions they hold; the order within a module is
+    kept."""
 
     def whole_module_slow(item: pytest.Item) -> bool:
         marks = getattr(getattr(item, "module", None), "pytestmark", [])
         marks = marks if isinstance(marks, list) else [marks]
         return any(getattr(m, "name", "") == "slow" for m in marks)
 
-    items.sort(key=lambda item: not whole_module_slow(item))
+    def module_of(item: pytest.Item) -> str:
+        return item.nodeid.split("::")[0]
+
+    slow_functions: dict[str, set[str]] = {}
+    for item in items:
+        if item.get_closest_marker("slow"):
+            name = getattr(item, "originalname", item.name)
+            slow_functions.setdefault(module_of(item), set()).add(name)
+    items.sort(
+        key=lambda item: (
+            not whole_module_slow(item),
+            -len(slow_functions.get(module_of(item), ())),
+        )
+    )
