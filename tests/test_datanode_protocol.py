@@ -4,8 +4,6 @@ against two NameNode-side services over real qjm.ipc, a fake block management be
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -56,6 +54,7 @@ from qjm.ipc import IpcClient, IpcServer, RemoteError
 from qjm.ipc.server import CallContext
 from qjm.namenode.datanode_rpc import ServiceHAStatus, datanode_methods
 from qjm.namenode.types import HAState as NameNodeHAState
+from qjm.testing.wait import wait_until_async
 
 POOL = "BP-1-127.0.0.1-1700000000000"
 CLUSTER = "CID-test"
@@ -79,11 +78,7 @@ FAST = BPServiceSettings(
 
 async def until(cond: Callable[[], bool], what: str, limit_s: float = 15.0) -> None:
     """Wait (bounded) until cond holds."""
-    deadline = time.monotonic() + limit_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {limit_s} s waiting for {what}")
-        await asyncio.sleep(0.01)
+    await wait_until_async(what, cond, timeout_s=limit_s)
 
 
 @dataclass

@@ -34,6 +34,7 @@ from qjm.hdfs.datanode_protocol import (
 from qjm.hdfs.proto import ClientDatanodeProtocol_pb2 as cdp
 from qjm.hdfs.proto import hdfs_pb2
 from qjm.ipc import IpcClient
+from qjm.testing.wait import wait_until_async
 from test_datanode_protocol import POOL, FakeNameNode
 
 SRC = Path(__file__).resolve().parent.parent / "src"
@@ -41,11 +42,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 
 async def until(cond: Callable[[], Any], what: str, limit_s: float = 30.0) -> None:
     """Wait (bounded) until cond holds."""
-    deadline = time.monotonic() + limit_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {limit_s} s waiting for {what}")
-        await asyncio.sleep(0.02)  # poll interval of a bounded wait
+    await wait_until_async(what, cond, timeout_s=limit_s)
 
 
 class DNProcess:
@@ -85,13 +82,10 @@ class DNProcess:
         return data
 
     async def wait_exit(self, within: float = 30.0) -> int:
-        assert self.proc is not None
-        deadline = time.monotonic() + within
-        while self.proc.poll() is None:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{self.name} still running after {within}s")
-            await asyncio.sleep(0.05)  # poll interval of a bounded wait
-        return int(self.proc.returncode)
+        proc = self.proc
+        assert proc is not None
+        await wait_until_async(f"{self.name} exited", lambda: proc.poll() is not None, within)
+        return int(proc.returncode)
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
