@@ -178,6 +178,23 @@ def tree(client: hdfs_native.Client, root: str = "/") -> dict[str, tuple[bool, i
     }
 
 
+def block_locations(address: str, path: str) -> Any:
+    """The NameNode at address's getBlockLocations answer for the whole of path (its
+    LocatedBlocksProto); RemoteError when it refuses (a standby), RpcError when it is down."""
+
+    async def call() -> Any:
+        spec = protocols.CLIENT_METHODS["getBlockLocations"]
+        client = IpcClient(address, protocols.CLIENT_PROTOCOL, reconnect_attempts=1)
+        try:
+            request = spec.request(src=path, offset=0, length=1 << 62)
+            resp = await client.call("getBlockLocations", request, spec.response, timeout=10)
+        finally:
+            await client.close()
+        return resp.locations  # type: ignore[attr-defined]
+
+    return asyncio.run(call())
+
+
 def refusal_of_get_file_info(address: str, path: str = "/") -> str:
     """The Java exception class a NameNode answers getFileInfo with ("" when it answers)."""
 

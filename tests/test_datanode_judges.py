@@ -9,7 +9,6 @@ answered a wrong block checksum would fail whatever the client made of it.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import os
@@ -24,10 +23,8 @@ import hdfs_native
 import pytest
 
 from conftest import FIXTURES
-from hadoop_clients import HACluster, check, client_config, hadoop_fs
+from hadoop_clients import HACluster, block_locations, check, client_config, hadoop_fs
 from qjm.cli.main import main
-from qjm.ipc import IpcClient
-from qjm.namenode import protocols
 from qjm.testing.wait import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # JVMs on a loaded machine
@@ -113,22 +110,7 @@ def cat(cluster: HACluster, path: str) -> bytes:
 
 def locations(cluster: HACluster, path: str) -> list[int]:
     """How many DataNodes the active NameNode names for each block of path."""
-
-    async def ask() -> list[int]:
-        spec = protocols.CLIENT_METHODS["getBlockLocations"]
-        client = IpcClient(cluster.info["nn1"]["rpc"], protocols.CLIENT_PROTOCOL)
-        try:
-            resp = await client.call(
-                "getBlockLocations",
-                spec.request(src=path, offset=0, length=1 << 62),
-                spec.response,
-                timeout=10,
-            )
-        finally:
-            await client.close()
-        return [len(b.locs) for b in resp.locations.blocks]
-
-    return asyncio.run(ask())
+    return [len(b.locs) for b in block_locations(cluster.info["nn1"]["rpc"], path).blocks]
 
 
 def test_fsshell_puts_and_reads_a_multi_block_file_byte_for_byte(

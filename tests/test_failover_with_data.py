@@ -35,7 +35,7 @@ import hdfs_native
 import pytest
 
 from ha_cluster import auto_cluster, ha_states, namenode_addresses, wait_single_active
-from hadoop_clients import native_client
+from hadoop_clients import block_locations, native_client
 from qjm.cluster.launcher import read_cluster, start_daemons
 from qjm.cluster.process import pid_alive, stop_pid
 from qjm.config import DataNodeSettings, NameNodeSettings
@@ -325,7 +325,7 @@ DEAD_WRITER = """
 import sys, time
 from pathlib import Path
 import hdfs_native
-from hadoop_clients import native_client
+from hadoop_clients import block_locations, native_client
 client = native_client(Path(sys.argv[1]))
 w = client.create("/dead-writer", hdfs_native.WriteOptions(block_size=1024 * 1024))
 w.write(bytes(range(256)) * 1500)
@@ -377,27 +377,10 @@ def test_the_active_recovers_the_file_of_a_writer_killed_mid_write(
 def under_construction(cluster: dict[str, Any], path: str) -> bool | None:
     """Whether the active NameNode holds path open for writing (None: no NameNode answered)."""
     from qjm.errors import QjmError
-    from qjm.ipc import IpcClient
-    from qjm.namenode import protocols
-
-    async def ask(address: str) -> bool | None:
-        spec = protocols.CLIENT_METHODS["getBlockLocations"]
-        c = IpcClient(address, protocols.CLIENT_PROTOCOL, reconnect_attempts=1)
-        try:
-            resp = await c.call(
-                "getBlockLocations",
-                spec.request(src=path, offset=0, length=1),
-                spec.response,
-                timeout=10,
-            )
-            return bool(resp.locations.underConstruction)
-        except (QjmError, OSError):
-            return None  # a standby, or a NameNode not running
-        finally:
-            await c.close()
 
     for address in namenode_addresses(cluster).values():
-        answer = asyncio.run(ask(address))
-        if answer is not None:
-            return answer
+        try:
+            return bool(block_locations(address, path).underConstruction)
+        except (QjmError, OSError):
+            continue  # a standby, or a NameNode not running
     return None
