@@ -24,6 +24,7 @@ from qjm.ha.elector import (
     node_info,
     parse_acl,
     parse_auth,
+    reconnect_policy,
 )
 from qjm.testing.wait import wait_until_async
 from qjm.testing.zookeeper import MemoryStore, MemoryZk
@@ -439,3 +440,11 @@ def test_reconnect_attempts_leave_time_within_the_session_timeout(session_timeou
     retry = store._zk._conn_retry
     longest = retry.max_delay * (1 + retry.max_jitter)
     assert longest <= session_timeout_s / 6, longest
+
+
+@pytest.mark.parametrize("session_s", [2.0, 4.0, 10.0, 30.0])
+def test_reconnect_attempts_come_often_enough_to_keep_the_session(session_s: float) -> None:
+    policy = reconnect_policy(session_s)
+    assert policy["max_tries"] == -1  # never gives up on its own
+    assert policy["max_delay"] <= session_s / 10
+    assert policy["delay"] <= policy["max_delay"]

@@ -16,6 +16,7 @@ from ports import free_port_block
 from qjm.cluster import zookeeper
 from qjm.cluster.process import pid_alive, port_is_free
 from qjm.cluster.zookeeper import ZooKeeperError, server_mode, start_zookeeper
+from qjm.ha.elector import reconnect_policy
 
 logging.getLogger("kazoo").setLevel(logging.WARNING)
 
@@ -32,7 +33,7 @@ def clients() -> Iterator[list[KazooClient]]:
 
 def connect(clients: list[KazooClient], hosts: str, timeout: float = 10.0) -> KazooClient:
     """A started kazoo client on hosts, closed when the test ends."""
-    zk = KazooClient(hosts=hosts, timeout=timeout)
+    zk = KazooClient(hosts=hosts, timeout=timeout, connection_retry=reconnect_policy(timeout))
     clients.append(zk)
     zk.start(timeout=10)
     return zk

@@ -209,6 +209,18 @@ def parse_auth(spec: str) -> list[tuple[str, str]]:
     return out
 
 
+def reconnect_policy(session_timeout_s: float) -> dict[str, float]:
+    """Kazoo's connection_retry for a session of session_timeout_s: retry forever, often."""
+    # A session survives a ZooKeeper restart only if the client is back within the session
+    # timeout; kazoo's default backoff grows to a minute between attempts, so attempts here
+    # come at most a tenth of the session apart.
+    return {
+        "max_tries": -1,
+        "delay": min(0.1, session_timeout_s / 40),
+        "max_delay": min(1.0, session_timeout_s / 10),
+    }
+
+
 class KazooStore:
     """ZkStore on a kazoo client (threading handler); every znode made gets acl."""
 
@@ -236,13 +248,7 @@ class KazooStore:
             auth_data=auth or None,
             default_acl=acl,
             command_retry={"max_tries": op_retries, "delay": 0.1, "max_delay": 1.0},
-            # a session survives a ZooKeeper restart only if the client is back within the
-            # session timeout: reconnect attempts come at most a tenth of it apart
-            connection_retry={
-                "max_tries": -1,
-                "delay": min(0.1, session_timeout_s / 40),
-                "max_delay": min(1.0, session_timeout_s / 10),
-            },
+            connection_retry=reconnect_policy(session_timeout_s),
         )
         self._zk.add_listener(self._on_state)
 
