@@ -15,6 +15,8 @@ from qjm.hdfs.checksum import (
     ChecksumError,
     DataChecksum,
     chunk_sums,
+    first_bad_chunk,
+    sums_agree,
     verify,
 )
 
@@ -102,3 +104,36 @@ def test_a_meta_file_hadoop_wrote() -> None:
     assert meta[META_HEADER_LEN:] == chunk_sums(data, 512)
     assert meta[:META_HEADER_LEN] == b"\x00\x01" + cs.header()
     cs.verify(data, meta[META_HEADER_LEN:])
+
+
+@pytest.mark.parametrize("bpc", [1, 4, 7, 512, 4096])
+@pytest.mark.parametrize("offset_chunks", [0, 3])
+@pytest.mark.parametrize("length", [0, 1, 511, 512, 513, 4095, 65536 - 3, 65536])
+def test_sums_agree_with_the_chunk_by_chunk_check(
+    bpc: int, offset_chunks: int, length: int
+) -> None:
+    data = bytes((i * 131 + 7) % 251 for i in range(length))
+    offset = offset_chunks * bpc
+    sums = chunk_sums(data, bpc, offset)
+    assert sums_agree(data, sums, bpc, offset)
+    if length:
+        for at in {0, length // 2, length - 1}:  # any one flipped bit is seen
+            bad = bytearray(data)
+            bad[at] ^= 0x10
+            assert not sums_agree(bytes(bad), sums, bpc, offset)
+            assert first_bad_chunk(bytes(bad), sums, bpc, offset) is not None
+
+
+@pytest.mark.parametrize("offset", [1, 100, 511])
+def test_sums_agree_inside_a_chunk_checks_chunk_by_chunk(offset: int) -> None:
+    data = bytes(range(256)) * 8
+    sums = chunk_sums(data, 512, offset)
+    assert sums_agree(data, sums, 512, offset)
+    wrong = bytearray(sums)
+    wrong[-1] ^= 1
+    assert not sums_agree(data, bytes(wrong), 512, offset)
+
+
+def test_sums_agree_refuses_sums_of_the_wrong_length() -> None:
+    with pytest.raises(ChecksumError, match="expected 8"):
+        sums_agree(bytes(1024), b"\0" * 4)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import random
+import struct
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import BinaryIO
@@ -127,6 +128,39 @@ async def test_corrupted_packet_is_refused_and_nothing_finalized(nodes: list[Nod
         replica = node.store.replicas[11]
         assert not replica.finalized and len(replica.data) == 1024  # the bad bytes never stored
     assert nodes[0].server.metrics.checksum_errors == 1
+
+
+def _cancelling_sums(data: bytes) -> bytes:
+    """Sums of data's chunks with the first two changed so that, combined, they still give
+    the CRC32C of all of data: only a chunk-by-chunk check sees them wrong."""
+    zeros = bytes(512)
+    x = 0x1234_5678
+    shifted_x = crc32c.crc32c(zeros, x) ^ crc32c.crc32c(zeros, 0)  # A_512(x)
+    sums = bytearray(checksum.chunk_sums(data))
+    s0, s1 = struct.unpack_from(">II", sums)
+    struct.pack_into(">II", sums, 0, s0 ^ x, s1 ^ shifted_x)
+    assert checksum.sums_agree(data, bytes(sums)) and checksum.first_bad_chunk(data, sums) == 0
+    return bytes(sums)
+
+
+async def test_the_last_node_checks_every_chunk(nodes: list[Node]) -> None:
+    # Nodes with a mirror check a packet's chunks all at once; sums wrong in a way that check
+    # cannot see reach the last node, which checks chunk by chunk and refuses (design §B.4).
+    block = _block(13)
+    pipeline = await tc.PipelineWriter.open([n.info for n in nodes], block, client_name="c")
+    good = _data(1024, 2)
+    await pipeline.send_packet(0, good, checksum.chunk_sums(good))
+    await pipeline.flush()
+    crafted = _data(2048, 3)
+    await pipeline.send_packet(1024, crafted, _cancelling_sums(crafted))
+    with pytest.raises(tc.BlockWriteError) as err:
+        await pipeline.flush()
+    await pipeline.abort()
+    assert err.value.status == dt.ERROR_CHECKSUM and err.value.bad_node_index == 2
+    assert [n.server.metrics.checksum_errors for n in nodes] == [0, 0, 1]
+    for node in nodes:
+        assert not node.received and not node.store.replicas[13].finalized
+    assert len(nodes[2].store.replicas[13].data) == 1024  # the last node stored none of it
 
 
 async def test_downstream_node_dying_is_named_by_index(nodes: list[Node]) -> None:

@@ -566,7 +566,7 @@ class _BlockReceiver:
             sums, data = view[: header.sums_len], view[header.sums_len :]
             if data:
                 try:
-                    bad = checksum.first_bad_chunk(data, sums, self.bpc, header.offset_in_block)
+                    bad = self._first_bad_chunk(data, sums, header.offset_in_block)
                 except checksum.ChecksumError as exc:
                     raise codec.MalformedTransferError(f"{self.block}: {exc}") from None
                 if bad is not None:
@@ -601,6 +601,17 @@ class _BlockReceiver:
             )
             if header.last_packet_in_block:
                 return True
+
+    def _first_bad_chunk(self, data: memoryview, sums: memoryview, offset: int) -> int | None:
+        """The offset of a packet's first chunk that fails its sum, or None (design §B.4).
+
+        The last node of the pipeline checks chunk by chunk, as HDFS's last node does; a node
+        with a mirror checks all chunks at once first (HDFS's nodes with a mirror check none).
+        """
+        mirrored = self.mirror is not None and not self.mirror_error
+        if mirrored and checksum.sums_agree(data, sums, self.bpc, offset):
+            return None
+        return checksum.first_bad_chunk(data, sums, self.bpc, offset)
 
     async def _mirror(self, head: bytes, body: bytes) -> None:
         if self.mirror is None or self.mirror_error:
