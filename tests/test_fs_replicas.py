@@ -5,12 +5,14 @@ chunk, and reads back through the xceiver byte for byte."""
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
+from qjm.datanode import dataset as dataset_mod
 from qjm.datanode import transfer_client as tc
 from qjm.datanode.dataset import FsDataset
 from qjm.datanode.fs_replicas import DiskPool, FsReplicaStore
@@ -19,6 +21,7 @@ from qjm.datanode.replica import ReplicaState
 from qjm.datanode.replica_store import ExtendedBlock
 from qjm.datanode.storage import DataStorage
 from qjm.datanode.xceiver import DataXceiverServer
+from qjm.fileutil import start_writeback
 from qjm.hdfs import checksum
 from qjm.hdfs.checksum import DataChecksum
 from qjm.hdfs.proto import hdfs_pb2
@@ -145,3 +148,37 @@ async def test_a_write_behind_batch_lands_in_one_pwritev_and_sums_line_up(
     on_disk, meta = _on_disk(nodes[0], 1 << 30 | 77)
     assert on_disk == data
     assert meta == meta_header(DataChecksum()) + checksum.chunk_sums(data)
+
+
+async def test_writeback_starts_behind_each_8_mib_written(
+    nodes: list[DiskNode], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replica's bytes are handed to the disk's writeback as they are written (design
+    §B.1), so the fsync at its close finds little left to write."""
+    started: list[tuple[int, int]] = []
+    real = dataset_mod.start_writeback
+
+    def record(fd: int, offset: int, length: int) -> bool:
+        started.append((offset, length))
+        return real(fd, offset, length)
+
+    monkeypatch.setattr(dataset_mod, "start_writeback", record)
+    mib = 1024 * 1024
+    part = random.Random(6).randbytes(mib)
+    sums = checksum.chunk_sums(part)
+    w = nodes[0].dataset.create_rbw(POOL, 1 << 30 | 78, 1001)
+    for i in range(20):
+        w.append_parts(i * mib, [part], sums)
+    w.finalize()
+    assert started == [(0, 8 * mib), (8 * mib, 8 * mib)]
+
+
+def test_start_writeback_on_a_real_file(tmp_path: Path) -> None:
+    fd = os.open(tmp_path / "f", os.O_RDWR | os.O_CREAT)
+    try:
+        os.write(fd, b"x" * 100_000)
+        assert start_writeback(fd, 0, 100_000)
+        assert not start_writeback(fd, 0, 0)
+        assert not start_writeback(-1, 0, 10)  # a bad descriptor: refused, nothing raised
+    finally:
+        os.close(fd)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import fcntl
+import functools
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from qjm.errors import QjmError
 
@@ -56,3 +60,28 @@ def fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+# sync_file_range(2)'s flag that starts writeback of a range's dirty pages and returns.
+_SYNC_FILE_RANGE_WRITE = 2
+
+
+@functools.cache
+def _sync_file_range() -> Callable[[int, int, int, int], int] | None:
+    """libc's sync_file_range, or None where there is none (not Linux)."""
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = (ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint)
+    fn.restype = ctypes.c_int
+    return cast("Callable[[int, int, int, int], int]", fn)
+
+
+def start_writeback(fd: int, offset: int, length: int) -> bool:
+    """Have the kernel start writing [offset, offset+length) of fd to disk, without waiting;
+    whether it could (Linux's sync_file_range, what HDFS's sync-behind-writes calls)."""
+    fn = _sync_file_range()
+    if fn is None or length <= 0:
+        return False
+    return fn(fd, offset, length, _SYNC_FILE_RANGE_WRITE) == 0

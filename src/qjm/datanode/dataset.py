@@ -39,12 +39,15 @@ from qjm.datanode.replica import ReplicaInfo, ReplicaState
 from qjm.datanode.storage import BlockPoolSliceStorage, DataStorage
 from qjm.datanode.volume import BlockPoolSlice, FsVolume, Quarantined, Statvfs
 from qjm.errors import describe_error
-from qjm.fileutil import fsync_dir
+from qjm.fileutil import fsync_dir, start_writeback
 from qjm.hdfs.checksum import ChecksumError, DataChecksum, num_chunks, sums_length
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BLOCK_SIZE = 128 * 1024 * 1024
+# Bytes of a replica written before the kernel is told to start writing them back, so the
+# fsync at its close finds little left (HDFS's sync-behind-writes, design §B.1).
+SYNC_BEHIND_BYTES = 8 * 1024 * 1024
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 
@@ -649,6 +652,7 @@ class ReplicaWriter:
         self._lock = threading.Lock()
         self._stale = ""
         self._dir_synced = False
+        self._writeback_from = replica.num_bytes  # data bytes below this are being written back
 
     @property
     def replica(self) -> ReplicaInfo:
@@ -762,9 +766,17 @@ class ReplicaWriter:
                     with self._ds._io(self._volume, f"writing {r.describe()}"):
                         _pwritev_all(self._fd_data, parts, offset)
                         _pwrite_all(self._fd_meta, new_sums, sum_position(cs, offset))
+                        self._write_behind(offset + total)
                     self._grown(offset, offset + total, new_sums)
                 return
         self.write_packet(offset, b"".join(parts), sums)
+
+    def _write_behind(self, end: int) -> None:
+        """Start the disk's writeback of each SYNC_BEHIND_BYTES written (design §B.1)."""
+        start = min(self._writeback_from, end)
+        if end - start >= SYNC_BEHIND_BYTES:
+            start_writeback(self._fd_data, start, end - start)
+            self._writeback_from = end
 
     def read(self, offset: int, length: int) -> bytes:
         """Bytes already written (a writer extending a partial last chunk reads it back)."""

@@ -523,6 +523,7 @@ class _BlockReceiver:
         self.mirror_error = False
         self.with_acks = with_acks
         self.queue: asyncio.Queue[_Pending | None] = asyncio.Queue()
+        self.acks: list[bytes] = []  # encoded acks not yet sent upstream
         self.finalized = False
         self.disk = WriteBehind(replica, self.limits.write_behind_bytes)
 
@@ -654,14 +655,31 @@ class _BlockReceiver:
         self.server.metrics.bytes_written += len(data) - skip
 
     async def _send_ack(self, ack: codec.PipelineAck) -> None:
-        self.writer.write(codec.encode_ack(ack))
+        """Queue an ack for upstream: the acks made before the responder next waits go in
+        one send (design §B.4)."""
+        if not self.acks:
+            asyncio.get_running_loop().call_soon(self._flush_acks)
+        self.acks.append(codec.encode_ack(ack))
         if self.writer.transport.get_write_buffer_size() > self.limits.stream_buffer_bytes:
+            self._flush_acks()
             async with asyncio.timeout(self.limits.idle_timeout_s):
                 await self.writer.drain()
+
+    def _flush_acks(self) -> None:
+        """Send the queued acks upstream in one write."""
+        if self.acks and not self.writer.is_closing():
+            self.writer.write(b"".join(self.acks))
+        self.acks.clear()
 
     async def _respond(self) -> bool:
         """Send each packet's ack upstream once the downstream acked it and the replica holds
         its bytes (PacketResponder)."""
+        try:
+            return await self._respond_each()
+        finally:
+            self._flush_acks()  # what was queued before a failure or cancellation
+
+    async def _respond_each(self) -> bool:
         while True:
             item = await self.queue.get()
             if item is None:
@@ -677,6 +695,7 @@ class _BlockReceiver:
                 self.replica.set_bytes_acked(item.end)
             await self._send_ack(codec.PipelineAck(item.seqno, (item.status, *downstream)))
             if item.last or item.status != dt.SUCCESS:
+                self._flush_acks()
                 async with asyncio.timeout(self.limits.idle_timeout_s):
                     await self.writer.drain()
                 return item.status == dt.SUCCESS
