@@ -36,12 +36,11 @@ async def read_exactly(reader: asyncio.StreamReader, n: int, what: str) -> bytes
 
 async def read_delimited(reader: asyncio.StreamReader, limit: int, what: str) -> bytes:
     """A varint-length-prefixed message's bytes, its length at most limit."""
-    prefix = bytearray()
-    while True:
+    prefix = await read_exactly(reader, 1, what)
+    length = prefix[0] if prefix[0] < 0x80 else None  # a length under 128: one byte
+    while length is None:
         prefix += await read_exactly(reader, 1, what)
         length = codec.decode_varint(prefix, what)
-        if length is not None:
-            break
     codec.check_length(length, limit, what)
     return await read_exactly(reader, length, what)
 
@@ -64,16 +63,15 @@ async def read_op(reader: asyncio.StreamReader) -> tuple[codec.Op, bytes]:
 
 async def read_packet_frame(
     reader: asyncio.StreamReader, max_payload: int = codec.MAX_PACKET_PAYLOAD
-) -> tuple[codec.PacketHeader, bytes, bytes]:
+) -> tuple[codec.PacketHeader, bytes, memoryview]:
     """A packet as read: its header, its lengths and header bytes, and its body (the sums,
-    then the data), each read whole once, so the body can be forwarded and written from
-    views of one buffer."""
+    then the data) as a view of one buffer, so it can be forwarded and written from views."""
     lengths = await read_exactly(reader, codec.PACKET_LENGTHS.size, "packet lengths")
     payload_len, header_len = codec.decode_packet_lengths(lengths, max_payload)
-    header_bytes = await read_exactly(reader, header_len, "packet header")
-    header = codec.decode_packet_header(header_bytes, payload_len)
-    body = await read_exactly(reader, payload_len - 4, "packet body")
-    return header, lengths + header_bytes, body
+    # the header and the body in one read: both lengths were checked against their bounds
+    rest = await read_exactly(reader, header_len + payload_len - 4, "packet header and body")
+    header = codec.decode_packet_header(rest[:header_len], payload_len)
+    return header, lengths + rest[:header_len], memoryview(rest)[header_len:]
 
 
 async def read_packet(
@@ -81,8 +79,9 @@ async def read_packet(
 ) -> tuple[codec.Packet, bytes]:
     """A packet and its raw bytes (a pipeline node forwards them as they came)."""
     header, head, body = await read_packet_frame(reader, max_payload)
-    packet = codec.Packet(header, body[: header.sums_len], body[header.sums_len :])
-    return packet, head + body
+    raw = head + body
+    sums_at = len(head) + header.sums_len
+    return codec.Packet(header, raw[len(head) : sums_at], raw[sums_at:]), raw
 
 
 async def read_ack(reader: asyncio.StreamReader) -> codec.PipelineAck:

@@ -614,7 +614,7 @@ class _BlockReceiver:
             return None
         return checksum.first_bad_chunk(data, sums, self.bpc, offset)
 
-    async def _mirror(self, head: bytes, body: bytes) -> None:
+    async def _mirror(self, head: bytes, body: memoryview) -> None:
         if self.mirror is None or self.mirror_error:
             return
         out = self.mirror[1]
