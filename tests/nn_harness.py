@@ -250,8 +250,10 @@ def _row(st: Any) -> tuple[Any, ...]:
     )
 
 
-class NNProcess:
-    """`python -m qjm namenode --config C --id N` as a child process with a ready file."""
+class DaemonProcess:
+    """`python -m qjm KIND --config C --id N` as a child process with a ready file."""
+
+    kind = ""
 
     def __init__(self, config: Path, name: str, workdir: Path) -> None:
         self.config = config
@@ -270,7 +272,7 @@ class NNProcess:
                     sys.executable,
                     "-m",
                     "qjm",
-                    "namenode",
+                    self.kind,
                     "--config",
                     str(self.config),
                     "--id",
@@ -321,3 +323,21 @@ class NNProcess:
                 p.kill()
                 p.wait(5)
         return p.returncode
+
+    def kill(self) -> None:
+        """SIGKILL and reap."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+class NNProcess(DaemonProcess):
+    """A NameNode as a child process."""
+
+    kind = "namenode"
+
+
+class DNProcess(DaemonProcess):
+    """A DataNode as a child process."""
+
+    kind = "datanode"

@@ -12,7 +12,6 @@ import random
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from nn_harness import DNProcess
 from ports import free_port
 from qjm.datanode import transfer_client as tc
 from qjm.datanode.replica_store import ExtendedBlock
@@ -43,54 +43,6 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 async def until(cond: Callable[[], Any], what: str, limit_s: float = 30.0) -> None:
     """Wait (bounded) until cond holds."""
     await wait_until_async(what, cond, timeout_s=limit_s)
-
-
-class DNProcess:
-    """`python -m qjm datanode --config C --id N` as a child process with a ready file."""
-
-    def __init__(self, config: Path, name: str, workdir: Path) -> None:
-        self.config = config
-        self.name = name
-        self.ready = workdir / f"{name}.ready"
-        self.log = workdir / f"{name}.log"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.ready.unlink(missing_ok=True)
-        env = dict(os.environ, PYTHONPATH=str(SRC), QJM_EVENT_LOOP="asyncio")
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(
-                [
-                    *(sys.executable, "-m", "qjm", "datanode", "--config", str(self.config)),
-                    *("--id", self.name, "--ready-file", str(self.ready)),
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-            )
-
-    async def wait_ready(self, within: float = 30.0) -> dict[str, Any]:
-        assert self.proc is not None
-        deadline = time.monotonic() + within
-        while not self.ready.exists():
-            if self.proc.poll() is not None:
-                raise AssertionError(f"{self.name} exited: {self.log.read_text()[-3000:]}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{self.name} not ready: {self.log.read_text()[-3000:]}")
-            await asyncio.sleep(0.05)  # poll interval of a bounded wait
-        data: dict[str, Any] = json.loads(self.ready.read_text())
-        return data
-
-    async def wait_exit(self, within: float = 30.0) -> int:
-        proc = self.proc
-        assert proc is not None
-        await wait_until_async(f"{self.name} exited", lambda: proc.poll() is not None, within)
-        return int(proc.returncode)
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
 
 
 def write_config(path: Path, data_dir: Path, namenodes: dict[str, str]) -> None:

@@ -360,7 +360,9 @@ def test_the_active_recovers_the_file_of_a_writer_killed_mid_write(
         proc.wait(timeout=30)
     data = bytes(range(256)) * 1500
     client = native_client(conf)
-    with pytest.raises(Exception):  # noqa: B017 - still open: another writer is refused
+    # still open under the dead writer's lease: another writer is refused
+    # (AlreadyBeingCreatedException, which hdfs-native raises as FileExistsError)
+    with pytest.raises(FileExistsError, match="lease is currently owned"):
         client.append("/dead-writer").close()
 
     def closed_at_synced_length() -> bool:

@@ -13,6 +13,7 @@ from qjm.hdfs.proto import Security_pb2 as sec
 from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.ipc.server import CallContext, Method
 from qjm.namenode import protocols
+from qjm.namenode.blocks.datanode_manager import ReportType
 from qjm.namenode.errors import (
     AccessControlError,
     IllegalArgumentError,
@@ -305,8 +306,6 @@ class ClientRpc:
         self, req: cn.GetDatanodeReportRequestProto, ctx: CallContext
     ) -> cn.GetDatanodeReportResponseProto:
         """getDatanodeReport: ALL, LIVE or DEAD DataNodes (none decommission here)."""
-        from qjm.namenode.blocks.datanode_manager import ReportType
-
         await self.nn.read(ctx)
         kind = _REPORT_TYPES.get(int(req.type))
         if kind is None:
