@@ -43,6 +43,13 @@ import hdfs_native
 from benchmarks.common import cpu_seconds, timed_section
 from qjm.cluster.hadoop_conf import hadoop_jars
 from qjm.cluster.launcher import cluster_down, cluster_up, datanode_liveness
+from qjm.datanode import transfer_client as tc
+from qjm.datanode import transfer_io as tio
+from qjm.datanode.replica_store import ExtendedBlock
+from qjm.hdfs import datatransfer as codec
+from qjm.hdfs.proto import datatransfer_pb2 as dt
+from qjm.ipc import IpcClient
+from qjm.namenode import protocols
 
 COPIES = 3
 BUF = 8 * 1024 * 1024
@@ -256,7 +263,6 @@ def _native_round(
     read_client = (time.process_time() - own0) / read_s
     if got != size or crc != want:
         raise RuntimeError(f"read {got} bytes (crc {crc:#x}), wrote {size} (crc {want:#x})")
-    client.delete(path)
     return {
         "write_mib_s": size / 2**20 / write_s,
         "read_mib_s": size / 2**20 / read_s,
@@ -265,6 +271,62 @@ def _native_round(
         "write_client_cores": write_client,
         "read_client_cores": read_client,
     }
+
+
+async def _receive_block(node: Any, block: ExtendedBlock) -> int:
+    """Read a whole replica from node with its sums, as a reader that only receives (no
+    check, no copy out); the data bytes it got."""
+    reader, writer = await tc.connect(node, 60.0)
+    try:
+        op = dt.OpReadBlockProto(
+            header=tc.client_header(block, "bench"),
+            offset=0,
+            len=block.num_bytes,
+            sendChecksums=True,
+        )
+        writer.write(codec.encode_op(codec.Op.READ_BLOCK, op))
+        resp = await tio.read_response(reader, "READ_BLOCK answer")
+        if resp.status != dt.SUCCESS:
+            raise RuntimeError(f"READ_BLOCK of {block} refused: {resp.message}")
+        got = 0
+        while True:
+            header, _, _ = await tio.read_packet_frame(reader)
+            got += header.data_len
+            if header.last_packet_in_block:
+                break
+        writer.write(codec.delimited(dt.ClientReadStatusProto(status=dt.SUCCESS)))
+        await writer.drain()
+    finally:
+        await tc.close_writer(writer)
+    return got
+
+
+def receive_only_rate(nn_rpc: str, path: str, size: int, dn_pids: list[int]) -> dict[str, float]:
+    """The DataNodes' read of path's blocks, one after another from each block's first
+    location, to a reader that only receives: what they serve when the client costs nothing."""
+
+    async def run() -> float:
+        spec = protocols.CLIENT_METHODS["getBlockLocations"]
+        ipc = IpcClient(nn_rpc, protocols.CLIENT_PROTOCOL, reconnect_attempts=1)
+        try:
+            req = spec.request(src=path, offset=0, length=size)
+            located = (
+                await ipc.call("getBlockLocations", req, spec.response, timeout=10)
+            ).locations  # type: ignore[attr-defined]
+        finally:
+            await ipc.close()
+        t = time.perf_counter()
+        got = 0
+        for lb in located.blocks:
+            got += await _receive_block(lb.locs[0], tc.block_from_proto(lb.b))
+        took = time.perf_counter() - t
+        if got != size:
+            raise RuntimeError(f"the DataNodes sent {got} bytes of {path}, expected {size}")
+        return took
+
+    cpu0 = cpu_seconds(dn_pids)
+    took = asyncio.run(run())
+    return {"mib_s": size / 2**20 / took, "dn_cores": (cpu_seconds(dn_pids) - cpu0) / took}
 
 
 def _median_round(rounds: list[dict[str, Any]], key: str) -> dict[str, Any]:
@@ -295,6 +357,11 @@ def measure(mib: int = 1024, py_spy: str | None = None, rounds: int = ROUNDS) ->
                     native = _native_round(
                         client, f"/bench{i}", size, whole, list(dn_pids.values()), cdir / "data"
                     )
+                drop_page_cache([cdir / "data"])
+                native["receive_only"] = receive_only_rate(
+                    nn, f"/bench{i}", size, list(dn_pids.values())
+                )
+                client.delete(f"/bench{i}")
                 results.append(
                     {
                         "disk": disk,
@@ -373,9 +440,11 @@ PROFILE = [
 
 def _round_row(i: int, r: dict[str, Any]) -> str:
     d, c = r["disk"], r["cluster"]
+    raw = c["receive_only"]["mib_s"]
     return (
         f"| {i + 1} | {d['write_mib_s']:.0f} | {c['write_mib_s']:.0f} | {r['write_ratio']:.0%} "
-        f"| {d['read_mib_s']:.0f} | {c['read_mib_s']:.0f} | {r['read_ratio']:.0%} |"
+        f"| {d['read_mib_s']:.0f} | {c['read_mib_s']:.0f} | {r['read_ratio']:.0%} "
+        f"| {raw:.0f} ({raw / d['read_mib_s']:.0%}) |"
     )
 
 
@@ -400,6 +469,25 @@ def _cpu_sentence(what: str, r: dict[str, Any], goal: float, cores: int) -> str:
         f"({1000 * client / rate:.1f} ms per MiB), {used:.2f} of the {cores} cores together. "
         f"At that CPU per MiB the {cores} cores carry at most {ceiling:.0f} MiB/s; the goal "
         f"asks for {wanted:.0f} MiB/s ({goal:.0%} of {d[f'{what}_mib_s']:.0f}), {verdict}."
+    )
+
+
+def _receive_only_sentence(r: dict[str, Any]) -> str:
+    """What the DataNodes served when the reader cost nothing, against hdfs-native."""
+    raw, d = r["cluster"]["receive_only"], r["disk"]
+    native = r["cluster"]["read_mib_s"]
+    return (
+        f"The same file's blocks read from the DataNodes by a reader that only receives "
+        f"(packets framed, nothing checked or copied out; after the page cache was dropped): "
+        f"{raw['mib_s']:.0f} MiB/s, {raw['mib_s'] / d['read_mib_s']:.0%} of the disk's read, "
+        f"the DataNodes at {raw['dn_cores']:.2f} cores "
+        f"({1000 * raw['dn_cores'] / raw['mib_s']:.1f} ms per MiB); hdfs-native read "
+        f"{native:.0f} MiB/s in the same round, so the DataNodes "
+        + (
+            "serve faster than the client takes."
+            if raw["mib_s"] > 1.1 * native
+            else "are no faster than the client takes."
+        )
     )
 
 
@@ -429,8 +517,8 @@ def section(m: dict[str, Any], took_s: float, loads: tuple[str, str]) -> str:
         "and each round's ratio compares neighbours; the median round is the result.",
         "",
         "| round | disk write (MiB/s) | hdfs-native write | ratio | disk read | hdfs-native "
-        "read | ratio |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "read | ratio | DataNodes to a receive-only reader |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
         *(_round_row(i, x) for i, x in enumerate(m["rounds"])),
         "",
         "| | ratio (median round) | goal | FsShell (after its JVM's start) |",
@@ -442,6 +530,7 @@ def section(m: dict[str, Any], took_s: float, loads: tuple[str, str]) -> str:
         "",
         f"- {_cpu_sentence('write', w, GOAL_WRITE, m['cores'])}",
         f"- {_cpu_sentence('read', r, GOAL_READ, m['cores'])}",
+        f"- {_receive_only_sentence(r)}",
         f"- FsShell is Apache Hadoop's (`-put`, `-cat`, once, after the rounds); its JVM "
         f"takes {j['jvm_start_s']:.1f} s to start here (a `-test -e /`), and the rates after "
         "its start subtract that (rough: the start varies from run to run).",
