@@ -292,6 +292,32 @@ def test_dead_node_replicas_leave_and_block_is_rereplicated() -> None:
     assert bm.live_replicas(b.block_id) == 2 and bm.fs_stats().under_replicated == 0
 
 
+def test_a_copy_in_flight_to_a_node_that_dies_is_scheduled_again_at_once() -> None:
+    # The target of a DNA_TRANSFER dies before it reports the copy: the copy will never come,
+    # so the block is scheduled again when the target is found dead, not 5 minutes later.
+    bm, clock, _ = make(4)
+    bm.dm.expire_s = 5.0  # a short heartbeat recheck: dead well inside the 5 minutes
+    b = blk(1)
+    complete(bm, b, repl=3)
+    report(bm, 0, fin(b))
+    report(bm, 1, fin(b))
+    for i in (2, 3):
+        report(bm, i)
+    assert bm.compute_reconstruction_work(10) == 1
+    [cmd] = [c for i in (0, 1) for c in commands(bm, i)]
+    assert isinstance(cmd, TransferCommand)
+    [(target, _)] = cmd.targets
+    other = "dn3" if target == "dn2" else "dn2"
+    assert bm.compute_reconstruction_work(10) == 0  # in flight to the target
+    clock.t += 6
+    for uuid in ("dn0", "dn1", other):
+        bm.heartbeat(uuid, [])
+    assert bm.check_heartbeats() == [target]
+    assert bm.compute_reconstruction_work(10) == 1  # again, now, to the node still alive
+    [again] = [c for i in (0, 1) for c in commands(bm, i)]
+    assert isinstance(again, TransferCommand) and [u for u, _ in again.targets] == [other]
+
+
 def test_no_commands_while_standby_or_in_safe_mode() -> None:
     bm, _, _ = make(3, active=False)
     b, short = blk(1), blk(2)

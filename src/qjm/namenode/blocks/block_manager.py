@@ -579,11 +579,22 @@ class BlockManager:
             self.pending.drop_storage(st.storage_id)
         self.invalidates.pop(node.uuid, None)
         self.transfers.pop(node.uuid, None)
+        self._forget_target(node.uuid)
         for bid in self.expected:
             if any(self.dm.storages[i].node_uuid == node.uuid for i in self.expected[bid]):
                 self.expected[bid] = tuple(
                     i for i in self.expected[bid] if self.dm.storages[i].node_uuid != node.uuid
                 )
+
+    def _forget_target(self, uuid: str) -> None:
+        """A dead node will never receive the copies in flight to it: they stop counting, so
+        the blocks are scheduled again now, not when their 5 minutes run out (design §B.5)."""
+        for bid, (deadline, targets) in list(self.in_flight.items()):
+            if uuid in targets:
+                if len(targets) == 1:
+                    del self.in_flight[bid]
+                else:
+                    self.in_flight[bid] = (deadline, targets - {uuid})
 
     def _remove_replica(self, slot: int, storage: int) -> None:
         before = self._safe(slot)
