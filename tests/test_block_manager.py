@@ -318,6 +318,65 @@ def test_a_copy_in_flight_to_a_node_that_dies_is_scheduled_again_at_once() -> No
     assert isinstance(again, TransferCommand) and [u for u, _ in again.targets] == [other]
 
 
+def test_a_replica_reported_bad_is_replaced_then_deleted_and_no_report_clears_it() -> None:
+    bm, _, _ = make(3)
+    b = blk(1)
+    complete(bm, b, repl=2)
+    report(bm, 0, fin(b))
+    report(bm, 1, fin(b))
+    report(bm, 2)
+    assert bm.mark_reported_corrupt(b.block_id, b.genstamp, "dn0")
+    assert [n.uuid for n, _ in bm.locations(b.block_id)] == ["dn1"]  # reads avoid it
+    assert bm.live_replicas(b.block_id) == 1
+    report(bm, 0, fin(b))  # its DataNode still lists it: a report cannot vouch for the bytes
+    assert bm.live_replicas(b.block_id) == 1
+    assert bm.compute_reconstruction_work(10) == 1
+    [copy] = commands(bm, 1)  # copied from the good replica, to the node without one
+    assert isinstance(copy, TransferCommand) and [u for u, _ in copy.targets] == ["dn2"]
+    assert invalidated(bm, 0) == set()  # the damaged copy stays until a good one is made
+    bm.process_incremental("dn2", "s2", [(RECEIVED, b)])
+    assert bm.live_replicas(b.block_id) == 2
+    assert invalidated(bm, 0) == {b.block_id}
+    assert sorted(n.uuid for n, _ in bm.locations(b.block_id)) == ["dn1", "dn2"]
+
+
+@pytest.mark.parametrize(
+    ("block_id", "node", "storage", "why"),
+    [
+        (B0 + 99, "dn0", "", "a block no file has"),
+        (B0 + 1, "dn9", "", "a node never registered"),
+        (B0 + 1, "dn2", "", "a node that does not hold the block"),
+        (B0 + 1, "dn0", "s9", "a storage of the node that does not hold it"),
+    ],
+)
+def test_a_bad_block_report_about_a_replica_not_held_changes_nothing(
+    block_id: int, node: str, storage: str, why: str
+) -> None:
+    # a stranger's or a confused reader's report cannot add a replica or mark a good one
+    bm, _, _ = make(3)
+    b = blk(1)
+    complete(bm, b, repl=2)
+    report(bm, 0, fin(b))
+    report(bm, 1, fin(b))
+    report(bm, 2)
+    assert not bm.mark_reported_corrupt(block_id, b.genstamp, node, storage), why
+    assert bm.live_replicas(b.block_id) == 2
+    assert sorted(n.uuid for n, _ in bm.locations(b.block_id)) == ["dn0", "dn1"]
+    assert bm.compute_reconstruction_work(10) == 0
+
+
+def test_the_last_replica_reported_bad_is_never_deleted() -> None:
+    bm, _, _ = make(2)
+    b = blk(1)
+    complete(bm, b, repl=1)
+    report(bm, 0, fin(b))
+    report(bm, 1)
+    assert bm.mark_reported_corrupt(b.block_id, b.genstamp, "dn0")
+    assert bm.live_replicas(b.block_id) == 0
+    assert bm.compute_reconstruction_work(10) == 0  # no good copy to make one from
+    assert invalidated(bm, 0) == set()
+
+
 def test_no_commands_while_standby_or_in_safe_mode() -> None:
     bm, _, _ = make(3, active=False)
     b, short = blk(1), blk(2)

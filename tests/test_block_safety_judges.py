@@ -138,10 +138,27 @@ def test_fsshell_put_survives_a_pipeline_datanode_killed_mid_file(
         current = block_locations(cluster["nn1"]["rpc"], "/piped._COPYING_").blocks[-1]
         pipeline = [f"{loc.id.ipAddr}:{loc.id.xferPort}" for loc in current.locs]
         assert len(pipeline) == 3, pipeline
-        victim = datanode_by_transfer(cluster, pipeline[1])
+        names = [datanode_by_transfer(cluster, a) for a in pipeline]
+
+        def streaming() -> bool:  # every node of the pipeline holds some of the block
+            rbw = {
+                p.relative_to(conf.parent / "data").parts[0]: p.stat().st_size
+                for p in (conf.parent / "data").glob(f"dn*/**/rbw/blk_{current.b.blockId}")
+            }
+            return all(rbw.get(n, 0) >= 256 * 1024 for n in names)
+
+        wait_until("the 13th block streaming to its 3 DataNodes", streaming, timeout_s=60.0)
+        victim = names[1]
         killed = kill_datanode(cluster, victim)
-        put.stdin.write(data[half:])
-        put.stdin.close()
+        try:
+            put.stdin.write(data[half:])
+            put.stdin.close()
+        except BrokenPipeError:
+            code = put.wait(30)
+            raise AssertionError(
+                f"the put stopped reading its input (exit {code}): "
+                f"{log.read_text(errors='replace')[-3000:]}"
+            ) from None
         put.wait(180)
     finally:
         if put.poll() is None:
@@ -226,3 +243,62 @@ def test_a_killed_datanodes_blocks_are_copied_back_while_reads_go_on(
     assert reads >= len(files)  # the reads went on during the recovery
     check(hadoop_fs(conf, "-test", "-e", "/many/f000"))
     cluster["killed"] = [*cluster.get("killed", []), killed]
+
+
+def replica_files(cluster_dir: Path, block_id: int) -> dict[str, Path]:
+    """dnN → the file of its finalized replica of block_id, for each DataNode holding one."""
+    out = {}
+    for path in (cluster_dir / "data").glob(f"dn*/**/finalized/**/blk_{block_id}"):
+        dn = path.relative_to(cluster_dir / "data").parts[0]
+        out[dn] = path
+    return out
+
+
+def test_a_byte_flipped_on_disk_is_read_around_and_the_replica_replaced(
+    cluster: dict[str, Any],
+) -> None:
+    """A damaged replica: FsShell -cat still returns the right bytes (its client reports the
+    replica, reportBadBlocks), and the NameNode has a good copy made and the bad one
+    deleted."""
+    conf = Path(cluster["hadoop_conf"])
+    cluster_dir = conf.parent
+    data = random.Random(31).randbytes(BLOCK - 777)
+    w = native_client(conf).create("/flipped", hdfs_native.WriteOptions(replication=2))
+    w.write(data)
+    w.close()
+    [located] = block_locations(cluster["nn1"]["rpc"], "/flipped").blocks
+    block_id = located.b.blockId
+    first = f"{located.locs[0].id.ipAddr}:{located.locs[0].id.xferPort}"
+    damaged = datanode_by_transfer(cluster, first)  # where a reader goes first
+    wait_until(
+        "both replicas on disk",
+        lambda: len(replica_files(cluster_dir, block_id)) == 2,
+        timeout_s=30.0,
+    )
+    target = replica_files(cluster_dir, block_id)[damaged]
+    raw = bytearray(target.read_bytes())
+    raw[1000] ^= 0x40
+    target.write_bytes(bytes(raw))
+
+    cat = subprocess.run(
+        fsshell_argv(conf, "-cat", "/flipped", java=java()),
+        capture_output=True,
+        env={**os.environ, "HADOOP_CONF_DIR": str(conf), "HADOOP_USER_NAME": user()},
+        timeout=120,
+        check=False,
+    )
+    assert cat.returncode == 0, cat.stderr.decode()[-3000:]
+    assert cat.stdout == data
+
+    def replaced() -> bool:
+        files = replica_files(cluster_dir, block_id)
+        locs = locations(cluster, "/flipped")[0]
+        return (
+            damaged not in files
+            and len(files) == 2
+            and all(p.read_bytes() == data for p in files.values())
+            and len(locs) == 2
+            and first not in locs
+        )
+
+    wait_until("the damaged replica replaced by a good copy", replaced, timeout_s=RESTORE_S)

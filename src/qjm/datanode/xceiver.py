@@ -619,11 +619,14 @@ class _BlockReceiver:
             return
         out = self.mirror[1]
         try:
+            if out.transport.is_closing():  # the next node went away: writing would raise
+                raise ConnectionResetError("the connection to the next node is closed")
             out.writelines((head, body))  # one send for both
             if out.transport.get_write_buffer_size() > self.limits.stream_buffer_bytes:
                 async with asyncio.timeout(self.limits.ack_timeout_s):
                     await out.drain()
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, RuntimeError) as exc:
+            # RuntimeError: uvloop's answer to a write on a transport closed meanwhile
             log.info(
                 "%s: mirror of %s failed: %s", self.server.name, self.block, describe_error(exc)
             )

@@ -553,8 +553,20 @@ class NameNodeBlocks:
         self.bm.metrics["error_reports"] += 1
 
     async def report_bad_blocks(self, bad: Sequence[BadBlock]) -> None:
-        """Counted; the replica leaves the map at the node's next full report."""
+        """Mark each replica named corrupt (a DataNode's or a reader's reportBadBlocks)."""
         self.bm.metrics["bad_block_reports"] += len(bad)
+        for b in bad:
+            storages = b.storage_uuids or ("",) * len(b.datanodes)
+            for dn, storage in zip(b.datanodes, storages, strict=False):
+                if self.bm.mark_reported_corrupt(
+                    b.block.block_id, b.block.gen_stamp, dn.datanode_uuid, storage
+                ):
+                    log.warning(
+                        "%s on %s:%d reported corrupt",
+                        b.block,
+                        dn.ip_addr,
+                        dn.xfer_port,
+                    )
 
     async def commit_block_synchronization(self, sync: BlockSynchronization) -> None:
         """A primary DataNode's block recovery, committed through the NameNode's write

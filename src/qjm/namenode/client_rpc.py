@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from google.protobuf.message import Message
 
 from qjm.editlog.ops import AddOp, Block, Op, SetGenstampV2Op
+from qjm.hdfs.datanode_protocol import bad_block_from_proto
 from qjm.hdfs.proto import Security_pb2 as sec
 from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.ipc.server import CallContext, Method
@@ -321,6 +322,16 @@ class ClientRpc:
         await self.nn.read(ctx)
         self.nn.leases.clock.renew(req.clientName)
         return cn.RenewLeaseResponseProto()
+
+    async def report_bad_blocks(
+        self, req: cn.ReportBadBlocksRequestProto, ctx: CallContext
+    ) -> cn.ReportBadBlocksResponseProto:
+        """reportBadBlocks: a reader found replicas whose bytes fail their sums; they are
+        marked corrupt (design §B.5). The active takes it; a standby refuses, as HDFS's."""
+        self.nn.check_write(ctx)
+        await self.nn.read(ctx)
+        await self.nn.blocks.report_bad_blocks([bad_block_from_proto(b) for b in req.blocks])
+        return cn.ReportBadBlocksResponseProto()
 
     async def recover_lease(
         self, req: cn.RecoverLeaseRequestProto, ctx: CallContext
@@ -1037,6 +1048,7 @@ class ClientRpc:
             "getServerDefaults": self.get_server_defaults,
             "getFsStats": self.get_fs_stats,
             "renewLease": self.renew_lease,
+            "reportBadBlocks": self.report_bad_blocks,
             "recoverLease": self.recover_lease,
             "msync": self.msync,
             "getHAServiceState": self.get_ha_service_state,

@@ -36,6 +36,7 @@ CLIENT_METHODS: dict[str, MethodSpec] = method_table(
     # Hadoop's own spelling: a "Status" request answered by a "Stats" response.
     MethodSpec("getFsStats", cn.GetFsStatusRequestProto, cn.GetFsStatsResponseProto),
     MethodSpec("renewLease", cn.RenewLeaseRequestProto, cn.RenewLeaseResponseProto),
+    MethodSpec("reportBadBlocks", cn.ReportBadBlocksRequestProto, cn.ReportBadBlocksResponseProto),
     MethodSpec("msync", cn.MsyncRequestProto, cn.MsyncResponseProto),
     MethodSpec(
         "getHAServiceState",

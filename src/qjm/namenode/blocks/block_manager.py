@@ -71,6 +71,7 @@ class CorruptReason(enum.Enum):
     GENSTAMP_MISMATCH = "GENSTAMP_MISMATCH"
     SIZE_MISMATCH = "SIZE_MISMATCH"
     INVALID_STATE = "INVALID_STATE"
+    CORRUPTION_REPORTED = "CORRUPTION_REPORTED"  # its bytes failed their sums on a read
 
 
 class ReceivedDeletedStatus(enum.Enum):
@@ -841,6 +842,8 @@ class BlockManager:
         bad = self.corrupt.get(b.block_id)
         before = self._safe(s)
         added = self.map.add_location(s, st.index)
+        if bad is not None and bad.get(st.index) is CorruptReason.CORRUPTION_REPORTED:
+            return  # a report cannot tell damaged bytes: corrupt until it is deleted
         if bad is not None and st.index in bad:
             del bad[st.index]  # it was corrupt and is good now
             if not bad:
@@ -848,6 +851,34 @@ class BlockManager:
             added = True
         if added:
             self._changed(s, before)
+
+    def mark_reported_corrupt(
+        self, block_id: int, genstamp: int, node_uuid: str, storage_id: str = ""
+    ) -> bool:
+        """A replica a reader or its DataNode found damaged (reportBadBlocks): corrupt, so
+        reads avoid it, a good copy is made and then it is deleted (design §B.5). Only a
+        replica the node is known to hold is marked; whether one was."""
+        s = self.map.find(block_id)
+        node = self.dm.nodes.get(node_uuid)
+        if s < 0 or node is None:
+            self.metrics["bad_block_reports_ignored"] += 1
+            return False
+        held = [
+            st.index
+            for st in node.storages.values()
+            if (not storage_id or st.storage_id == storage_id) and st.index in self.map.locations(s)
+        ]
+        if not held:
+            self.metrics["bad_block_reports_ignored"] += 1
+            return False
+        reason = (
+            CorruptReason.CORRUPTION_REPORTED
+            if genstamp == self.map.gs[s]
+            else CorruptReason.GENSTAMP_MISMATCH
+        )
+        for index in held:
+            self._mark_corrupt(s, index, reason)
+        return True
 
     def _mark_corrupt(self, slot: int, storage: int, reason: CorruptReason) -> None:
         bid = self.map.ids[slot]

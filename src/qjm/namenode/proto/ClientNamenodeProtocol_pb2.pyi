@@ -243,6 +243,16 @@ class RenewLeaseResponseProto(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class ReportBadBlocksRequestProto(_message.Message):
+    __slots__ = ("blocks",)
+    BLOCKS_FIELD_NUMBER: _ClassVar[int]
+    blocks: _containers.RepeatedCompositeFieldContainer[_hdfs_pb2.LocatedBlockProto]
+    def __init__(self, blocks: _Optional[_Iterable[_Union[_hdfs_pb2.LocatedBlockProto, _Mapping]]] = ...) -> None: ...
+
+class ReportBadBlocksResponseProto(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
 class GetFsStatusRequestProto(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
