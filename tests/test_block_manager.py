@@ -375,6 +375,8 @@ def test_the_last_replica_reported_bad_is_never_deleted() -> None:
     assert bm.live_replicas(b.block_id) == 0
     assert bm.compute_reconstruction_work(10) == 0  # no good copy to make one from
     assert invalidated(bm, 0) == set()
+    # every replica reported bad (a stranger can send such reports): readers still get it
+    assert [n.uuid for n, _ in bm.locations(b.block_id)] == ["dn0"]
 
 
 def test_no_commands_while_standby_or_in_safe_mode() -> None:

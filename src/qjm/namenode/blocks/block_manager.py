@@ -277,12 +277,15 @@ class BlockManager:
         return len(locs) if not bad else sum(1 for i in locs if i not in bad)
 
     def locations(self, block_id: int) -> list[tuple[DatanodeDescriptor, DatanodeStorageInfo]]:
-        """Where a client reads the block: live replicas, or an UC block's pipeline."""
+        """Where a client reads the block: live replicas (all, when every one is corrupt), or
+        an UC block's pipeline."""
         s = self.map.find(block_id)
         if s < 0:
             return []
         bad = self.corrupt.get(block_id, {})
         idxs = [i for i in self.map.locations(s) if i not in bad]
+        if not idxs:  # every replica corrupt: readers still get them, as HDFS's (design §B.5)
+            idxs = list(self.map.locations(s))
         if self.map.state[s] == BlockUCState.UNDER_CONSTRUCTION:
             idxs += [i for i in self.expected.get(block_id, ()) if i not in idxs]
         out = []
@@ -840,10 +843,10 @@ class BlockManager:
         elif r.state is not ReplicaState.FINALIZED:
             return
         bad = self.corrupt.get(b.block_id)
-        before = self._safe(s)
-        added = self.map.add_location(s, st.index)
         if bad is not None and bad.get(st.index) is CorruptReason.CORRUPTION_REPORTED:
             return  # a report cannot tell damaged bytes: corrupt until it is deleted
+        before = self._safe(s)
+        added = self.map.add_location(s, st.index)
         if bad is not None and st.index in bad:
             del bad[st.index]  # it was corrupt and is good now
             if not bad:
