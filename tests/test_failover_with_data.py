@@ -50,6 +50,7 @@ BLOCK = MIB  # dfs.blocksize of the test: a file of a few MiB spans several bloc
 WRITERS = 3
 FIRST_READ_WITHIN_S = 1.0  # the new active's first read after it turned active
 DEADLINE_S = 120.0  # generous: a 2-core machine shared with other test runs
+HEARTBEAT_S = DataNodeSettings().heartbeat_interval_ms / 1000  # the DataNodes' here
 
 
 @dataclass
@@ -262,6 +263,17 @@ def test_a_deposed_actives_deletions_are_never_carried_out(cluster: dict[str, An
     try:
         for dn in dns:  # no heartbeat reaches the active until it is deposed
             os.kill(pids[dn], signal.SIGSTOP)
+        # a heartbeat sent just before the stop may still be answered, with commands the
+        # frozen DataNode then holds: wait until the active has heard nothing for longer
+        # than a heartbeat interval
+        wait_until(
+            f"{a} hears no more heartbeats",
+            lambda: all(
+                row["last_heartbeat_s_ago"] > 1.5 * HEARTBEAT_S
+                for row in status(cluster[a]["http"])["datanodes"]
+            ),
+            timeout_s=DEADLINE_S,
+        )
         hdfs_native.Client(f"hdfs://{rpc[a]}").set_replication("/deposed/f", 1)
         # the excess replicas are queued by the active's redundancy work, not by the call
         wait_until(
