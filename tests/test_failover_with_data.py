@@ -257,9 +257,18 @@ def test_a_deposed_actives_deletions_are_never_carried_out(cluster: dict[str, An
         ),
         timeout_s=DEADLINE_S,
     )
+    rpc = namenode_addresses(cluster)
+    # every block on all 3 DataNodes first (a pipeline set up under load may have started
+    # with 2, and the copy comes later): setrep 1 then means 2 deletions for each block
+    wait_until(
+        lambda: (
+            f"/deposed/f on 3 DataNodes (the active's view: {deletion_view(cluster, a, rpc[a])})"
+        ),
+        lambda: all(len(b.locs) == 3 for b in block_locations(rpc[a], "/deposed/f").blocks),
+        timeout_s=DEADLINE_S,
+    )
     pids = {n: read_cluster(directory)[n]["pid"] for n in (a, *dns)}
     before = {dn: status(http[dn]) for dn in dns}
-    rpc = namenode_addresses(cluster)
     try:
         for dn in dns:  # no heartbeat reaches the active until it is deposed
             os.kill(pids[dn], signal.SIGSTOP)
@@ -277,7 +286,10 @@ def test_a_deposed_actives_deletions_are_never_carried_out(cluster: dict[str, An
         hdfs_native.Client(f"hdfs://{rpc[a]}").set_replication("/deposed/f", 1)
         # the excess replicas are queued by the active's redundancy work, not by the call
         wait_until(
-            lambda: f"{a} queued 6 replica deletions, not {pending_deletions(cluster, a)}",
+            lambda: (
+                f"{a} queued 6 replica deletions, not {pending_deletions(cluster, a)} "
+                f"(its view: {deletion_view(cluster, a, rpc[a])})"
+            ),
             lambda: pending_deletions(cluster, a) == 3 * 2,
             timeout_s=DEADLINE_S,
         )
@@ -326,6 +338,19 @@ def test_a_deposed_actives_deletions_are_never_carried_out(cluster: dict[str, An
         "stale active claims:",
         {dn: after[dn]["stale_active_claims"] for dn in dns},
     )
+
+
+def deletion_view(cluster: dict[str, Any], nn: str, rpc: str) -> str:
+    """What nn knows of /deposed/f's replicas and the DataNodes, for a failure message."""
+    st = status(cluster[nn]["http"])
+    blocks = [
+        [f"{loc.id.xferPort}" for loc in b.locs] for b in block_locations(rpc, "/deposed/f").blocks
+    ]
+    nodes = [
+        (d["transfer_address"], d["state"], d["stale"], d["last_heartbeat_s_ago"])
+        for d in st["datanodes"]
+    ]
+    return f"blocks at {blocks}; datanodes {nodes}; {st['block_management']}"
 
 
 def pending_deletions(cluster: dict[str, Any], nn: str) -> int:
