@@ -236,6 +236,18 @@ async def test_a_namenode_streams_image_uploads_and_caps_its_connections(
                     await asyncio.sleep(0.1)  # poll interval of a bounded wait
         finally:
             await rpc.close()
+
+        async def idle_closed() -> int:
+            st = json.loads((await asyncio.to_thread(fetch, f"http://{http}/status"))[1])
+            return int(st["rpc"]["connections_idle_closed"])
+
+        # the honest call got through once the first idle one closed; the server closes the
+        # other three too (a loaded machine spreads them over its sweeps): wait for that
+        # before this side closes them
+        deadline = time.monotonic() + 30
+        while await idle_closed() < 4:
+            assert time.monotonic() < deadline, "the idle connections were not all closed"
+            await asyncio.sleep(0.1)  # poll interval of a bounded wait
     finally:
         for s in idle:
             s.close()
