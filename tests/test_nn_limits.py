@@ -23,6 +23,7 @@ from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.ipc import RemoteError
 from qjm.ipc.framing import PREAMBLE
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
+from qjm.testing.wait import wait_until_async
 
 pytestmark = pytest.mark.slow
 
@@ -237,17 +238,18 @@ async def test_a_namenode_streams_image_uploads_and_caps_its_connections(
         finally:
             await rpc.close()
 
-        async def idle_closed() -> int:
-            st = json.loads((await asyncio.to_thread(fetch, f"http://{http}/status"))[1])
+        def idle_closed() -> int:
+            st = json.loads(fetch(f"http://{http}/status")[1])
             return int(st["rpc"]["connections_idle_closed"])
 
         # the honest call got through once the first idle one closed; the server closes the
         # other three too (a loaded machine spreads them over its sweeps): wait for that
         # before this side closes them
-        deadline = time.monotonic() + 30
-        while await idle_closed() < 4:
-            assert time.monotonic() < deadline, "the idle connections were not all closed"
-            await asyncio.sleep(0.1)  # poll interval of a bounded wait
+        await wait_until_async(
+            lambda: f"the server closed 4 idle connections, not {idle_closed()}",
+            lambda: idle_closed() >= 4,
+            timeout_s=30.0,
+        )
     finally:
         for s in idle:
             s.close()
