@@ -232,6 +232,10 @@ async def test_journalnodes_report_how_long_older_writers_were_idle(
         try:
             await third.recover_unfinalized_segments()
             assert await third.release_lease(5.0)
+            # the NameNode's lease keeper wakes after the release: its heartbeat is not sent,
+            # so it cannot make the next writer wait after all
+            third.renew_lease()
+            await asyncio.gather(*(ch.wait_idle() for ch in third.loggers.channels))
             await fourth.recover_unfinalized_segments()
             assert fourth.older_writer_idle_s > 1e12
             assert fourth.epoch_won_at is not None

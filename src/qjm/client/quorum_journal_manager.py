@@ -123,6 +123,7 @@ class QuorumJournalManager:
             ch.members = members  # sent in format and new_epoch: nodes check the set
         self.is_active_writer = False
         self._closed = False
+        self._lease_released = False  # a released lease is never renewed again (§N.1)
         self._streams: dict[int, QuorumOutputStream] = {}  # by segment start txid
         self._fenced: BaseException | None = None  # a newer writer refused our epoch
         self._started_segment = False
@@ -519,8 +520,11 @@ class QuorumJournalManager:
         return self.loggers.renewed_at
 
     def renew_lease(self) -> None:
-        """Send a heartbeat at this writer's epoch to every node (its answers renew the lease)."""
+        """Send a heartbeat at this writer's epoch to every node (its answers renew the lease);
+        nothing once the lease was released, so a late renewal cannot undo the release."""
         self._check_writer()
+        if self._lease_released:
+            return
         self.loggers.heartbeat()
 
     async def release_lease(self, wait_s: float) -> bool:
@@ -532,6 +536,7 @@ class QuorumJournalManager:
         """
         if self._closed or not self.is_active_writer:
             return False
+        self._lease_released = True
         call = self.loggers.release_lease()
         try:
             await self.loggers.wait_for_write_quorum(call, wait_s)
