@@ -58,6 +58,47 @@ def hadoop_fs(conf_dir: Path, *args: str, timeout: float = 90) -> subprocess.Com
     )
 
 
+def java_program(source: str, workdir: Path) -> Path:
+    """Compile a Java class against Hadoop's client jars (javac, from the JDK `make` brings);
+    the directory to put on the classpath."""
+    [name] = [w.split()[2] for w in source.splitlines() if w.startswith("public class ")]
+    classes = workdir / f"java-{name}"
+    classes.mkdir(parents=True, exist_ok=True)
+    (classes / f"{name}.java").write_text(source)
+    javac = shutil.which("javac")
+    assert javac, "no javac on PATH: the Java API judges need a JDK (make install brings one)"
+    r = subprocess.run(
+        [javac, "-d", str(classes), "-cp", f"{JARS}/*", str(classes / f"{name}.java")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    return classes
+
+
+def run_java(
+    classes: Path, name: str, conf_dir: Path, *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run a compiled class with Hadoop's client jars and conf_dir's configuration."""
+    java_calls.append((name, *args))
+    return subprocess.run(
+        [
+            java(),
+            "-XX:TieredStopAtLevel=1",
+            "-XX:+UseSerialGC",
+            "-cp",
+            f"{conf_dir}:{classes}:{JARS}/*",
+            name,
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "HADOOP_USER_NAME": user()},
+    )
+
+
 def check(result: subprocess.CompletedProcess[str]) -> str:
     """The stdout of a command that must have succeeded (its stderr in the failure)."""
     assert result.returncode == 0, (

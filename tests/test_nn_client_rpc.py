@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
 import socket
 import subprocess
 from collections.abc import AsyncIterator
@@ -648,7 +647,6 @@ JARS = Path(pyspark.__path__[0]) / "jars"  # Hadoop's client jars ship inside py
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("javac") is None, reason="needs a JDK to read Hadoop's jars")
 def test_our_messages_have_hadoops_field_numbers_types_and_labels(tmp_path: Path) -> None:
     theirs = hadoop_descriptors(tmp_path)
     assert "HdfsFileStatusProto" in theirs and "HAServiceStateRequestProto" in theirs
