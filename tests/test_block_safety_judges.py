@@ -1,17 +1,22 @@
-"""Blocks survive what DataNodes do, judged by the genuine FsShell against real processes:
-a DataNode of a write pipeline killed mid-file, and a DataNode holding many blocks killed
-while its files are read. One manual-HA cluster of 2 NameNodes and 5 DataNodes, with
-HDFS's heartbeat recheck shortened so a killed DataNode is dead within seconds.
+"""Blocks survive what DataNodes and disks do, judged by the genuine clients against real
+processes: a DataNode of a write pipeline killed mid-file, a DataNode holding many blocks
+killed while its files are read, bytes flipped on disk (found by a reader or by the block
+scanner), and the operator views (fsck, dfsadmin -report, the Java API's DataNode and
+corrupt-file lists) of what is damaged or missing. One manual-HA cluster of 2 NameNodes and
+5 DataNodes, with HDFS's heartbeat recheck and scan period shortened so that a killed
+DataNode is dead, and a damaged replica found, within seconds.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
 import signal
 import subprocess
 import threading
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +24,17 @@ from typing import Any
 import hdfs_native
 import pytest
 
-from hadoop_clients import block_locations, check, hadoop_fs, java, native_client, user
+from conftest import run_qjm
+from hadoop_clients import (
+    block_locations,
+    check,
+    hadoop_fs,
+    java,
+    java_program,
+    native_client,
+    run_java,
+    user,
+)
 from ports import free_port_block
 from qjm.cluster.hadoop_conf import fsshell_argv
 from qjm.cluster.launcher import cluster_down, cluster_up
@@ -37,11 +52,16 @@ RECHECK_MS = 1000  # dead after 2 x 1 s + 10 x 0.3 s = 5 s without a heartbeat
 # dead after 5 s, then the copies: HDFS's redundancy monitor runs every 3 s, and each
 # DataNode copies at most a few blocks per heartbeat (dfs.namenode.replication.max-streams)
 RESTORE_S = 120.0
+# the block scanner reads each replica back every 5 s, at 16 MiB/s per DataNode (HDFS's
+# defaults: 3 weeks and 1 MiB/s)
+SCAN_RATE = 16 << 20
+SCAN_PERIOD_MS = 5000
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """nn1 active, nn2 standby, 5 DataNodes that heartbeat every 0.3 s; 1 MiB blocks."""
+    """nn1 active, nn2 standby, 5 DataNodes that heartbeat every 0.3 s and scan their
+    replicas every 5 s; 1 MiB blocks."""
     directory = tmp_path_factory.mktemp("block-safety") / "c"
     info = cluster_up(
         directory,
@@ -54,6 +74,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
             heartbeat_interval_ms=HEARTBEAT_MS,
             heartbeat_recheck_ms=RECHECK_MS,
             safemode_extension_ms=1000,
+            scan_bytes_per_second=SCAN_RATE,
+            scan_period_ms=SCAN_PERIOD_MS,
         ),
     )
     try:
@@ -302,3 +324,205 @@ def test_a_byte_flipped_on_disk_is_read_around_and_the_replica_replaced(
         )
 
     wait_until("the damaged replica replaced by a good copy", replaced, timeout_s=RESTORE_S)
+
+
+def flip_everywhere(cluster_dir: Path, block_id: int, offset: int) -> list[str]:
+    """Flip one bit at offset in every finalized replica of block_id; the DataNodes."""
+    files = replica_files(cluster_dir, block_id)
+    for path in files.values():
+        raw = bytearray(path.read_bytes())
+        raw[offset] ^= 0x08
+        path.write_bytes(bytes(raw))
+    return sorted(files)
+
+
+def scanner_status(cluster: dict[str, Any], dn: str) -> dict[str, Any]:
+    """The scanner part of a DataNode's /status."""
+    with urllib.request.urlopen(f"http://{cluster[dn]['http']}/status", timeout=10) as r:
+        return json.load(r)["scanner"]  # type: ignore[no-any-return]
+
+
+def test_the_block_scanner_finds_a_byte_flipped_in_a_replica_no_one_reads(
+    cluster: dict[str, Any],
+) -> None:
+    """No reader comes: the DataNode's scanner reads the replica back within its period,
+    reports it, and the NameNode has a good copy made and the bad one deleted."""
+    conf = Path(cluster["hadoop_conf"])
+    cluster_dir = conf.parent
+    data = random.Random(41).randbytes(300_000)
+    w = native_client(conf).create("/scanned", hdfs_native.WriteOptions(replication=2))
+    w.write(data)
+    w.close()
+    [located] = block_locations(cluster["nn1"]["rpc"], "/scanned").blocks
+    block_id = located.b.blockId
+    wait_until(
+        "both replicas on disk",
+        lambda: len(replica_files(cluster_dir, block_id)) == 2,
+        timeout_s=30.0,
+    )
+    damaged = sorted(replica_files(cluster_dir, block_id))[0]
+    found_before = scanner_status(cluster, damaged)["corrupt_found"]
+    target = replica_files(cluster_dir, block_id)[damaged]
+    raw = bytearray(target.read_bytes())
+    raw[123_457] ^= 0x01
+    target.write_bytes(bytes(raw))
+
+    def replaced() -> bool:
+        files = replica_files(cluster_dir, block_id)
+        return (
+            damaged not in files
+            and len(files) == 2
+            and all(p.read_bytes() == data for p in files.values())
+        )
+
+    wait_until(
+        "the scanner's find replaced by a good copy",
+        replaced,
+        timeout_s=SCAN_PERIOD_MS / 1000 * 6 + 30,
+    )
+    assert scanner_status(cluster, damaged)["corrupt_found"] > found_before
+    with native_client(conf).read("/scanned") as f:
+        assert bytes(f.read()) == data
+
+
+VIEWS_JAVA = """
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.fs.RemoteIterator;
+import org.apache.hadoop.hdfs.DistributedFileSystem;
+import org.apache.hadoop.hdfs.protocol.DatanodeInfo;
+import org.apache.hadoop.hdfs.protocol.HdfsConstants.DatanodeReportType;
+
+public class Views {
+  public static void main(String[] args) throws Exception {
+    DistributedFileSystem fs = (DistributedFileSystem) FileSystem.get(new Configuration());
+    for (DatanodeInfo d : fs.getDataNodeStats(DatanodeReportType.LIVE)) {
+      System.out.println("live\\t" + d.getXferAddr() + "\\t" + d.getNumBlocks());
+    }
+    for (DatanodeInfo d : fs.getDataNodeStats(DatanodeReportType.DEAD)) {
+      System.out.println("dead\\t" + d.getXferAddr());
+    }
+    RemoteIterator<Path> corrupt = fs.listCorruptFileBlocks(new Path(args[0]));
+    while (corrupt.hasNext()) {
+      System.out.println("corrupt\\t" + corrupt.next().toUri().getPath());
+    }
+  }
+}
+"""
+
+
+def java_views(classes: Path, conf: Path, path: str) -> dict[str, list[list[str]]]:
+    """What the genuine DistributedFileSystem API reports: live and dead DataNodes
+    (getDataNodeStats) and the files under path with corrupt blocks (listCorruptFileBlocks)."""
+    out: dict[str, list[list[str]]] = {"live": [], "dead": [], "corrupt": []}
+    for line in check(run_java(classes, "Views", conf, path)).splitlines():
+        kind, *rest = line.split("\t")
+        out[kind].append(rest)
+    return out
+
+
+def fsck(cluster: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
+    """`qjm fsck` against the cluster."""
+    return run_qjm("fsck", "--config", str(cluster["config"]), *args)
+
+
+def test_fsck_dfsadmin_and_the_java_api_report_damaged_and_missing_blocks(
+    cluster: dict[str, Any], tmp_path: Path
+) -> None:
+    """The operator views: `qjm fsck` and `qjm dfsadmin -report` in HDFS's text, and the
+    genuine Java API (getDataNodeStats, listCorruptFileBlocks) show a healthy subtree, then
+    a block whose every replica is reported corrupt, a block whose only DataNode died, and
+    an under-replicated one; a standby and a non-superuser get HDFS's refusals."""
+    conf = Path(cluster["hadoop_conf"])
+    classes = java_program(VIEWS_JAVA, tmp_path)
+    live = [a for a, _ in java_views(classes, conf, "/")["live"]]
+    client = native_client(conf)
+    sizes = {"/views/ok": BLOCK + BLOCK // 2, "/views/damaged": 70_000, "/views/lost": 50_000}
+    repl = {"/views/ok": len(live), "/views/damaged": 2, "/views/lost": 1}
+    for path, size in sizes.items():
+        w = client.create(
+            path, hdfs_native.WriteOptions(replication=repl[path], create_parent=True)
+        )
+        w.write(random.Random(path).randbytes(size))
+        w.close()
+    wait_until(
+        "every block of /views fully replicated",
+        lambda: all(
+            [len(locs) for locs in locations(cluster, p)] == [repl[p]] * len(locations(cluster, p))
+            for p in sizes
+        ),
+        timeout_s=60.0,
+    )
+    healthy = fsck(cluster, "/views", "-files", "-blocks", "-locations")
+    assert healthy.returncode == 0, healthy.stdout + healthy.stderr
+    assert healthy.stdout.rstrip().endswith("The filesystem under path '/views' is HEALTHY")
+    assert (
+        f"/views/ok {sizes['/views/ok']} bytes, replicated: replication={len(live)}, "
+        "2 block(s):  OK" in healthy.stdout
+    )
+    assert " Total files:\t3\n" in healthy.stdout
+    assert " Total blocks (validated):\t4 (avg. block size " in healthy.stdout
+    assert healthy.stdout.count("DatanodeInfoWithStorage[") == 2 * len(live) + 2 + 1
+
+    # a byte flipped in both replicas of /views/damaged: the scanners find them
+    [damaged] = block_locations(cluster["nn1"]["rpc"], "/views/damaged").blocks
+    flip_everywhere(conf.parent, damaged.b.blockId, 4321)
+    # /views/lost's only DataNode dies
+    [lost] = block_locations(cluster["nn1"]["rpc"], "/views/lost").blocks
+    lost_at = f"{lost.locs[0].id.ipAddr}:{lost.locs[0].id.xferPort}"
+    kill_datanode(cluster, datanode_by_transfer(cluster, lost_at))
+    cluster["killed"] = [*cluster.get("killed", []), lost_at]
+    wait_until(
+        f"{lost_at} dead to the genuine client's getDataNodeStats",
+        lambda: [lost_at] in java_views(classes, conf, "/")["dead"],
+        timeout_s=30.0,
+        poll_s=1.0,
+    )
+    wait_until(
+        "both of /views/damaged's replicas found corrupt by the scanners",
+        lambda: (
+            sorted(p for [p] in java_views(classes, conf, "/views")["corrupt"])
+            == ["/views/damaged", "/views/lost"]
+        ),
+        timeout_s=60.0,
+        poll_s=1.0,
+    )
+    views = java_views(classes, conf, "/views")
+    assert len(views["live"]) == len(live) - 1
+
+    bad = fsck(cluster, "/views")
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    text = bad.stdout
+    assert text.rstrip().endswith("The filesystem under path '/views' is CORRUPT")
+    assert f"/views/lost: MISSING 1 blocks of total size {sizes['/views/lost']} B." in text
+    assert f"/views/damaged: CORRUPT blockpool {damaged.b.poolId} block blk_" in text
+    assert " Under replicated " in text and f"Target Replicas is {len(live)} but found" in text
+    assert " Missing blocks:\t\t1\n" in text and " Corrupt blocks:\t\t1\n" in text
+    listed = fsck(cluster, "/", "-list-corruptfileblocks")
+    assert listed.returncode == 1, listed.stdout
+    rows = [line.split("\t") for line in listed.stdout.splitlines() if line.startswith("blk_")]
+    assert sorted(p for _, p in rows) == ["/views/damaged", "/views/lost"]
+    assert "has 2 CORRUPT files" in listed.stdout
+
+    report = run_qjm("dfsadmin", "--config", str(cluster["config"]), "-report")
+    assert report.returncode == 0, report.stderr
+    assert f"Live datanodes ({len(live) - 1}):" in report.stdout
+    dead_part = report.stdout.split("Dead datanodes (")[1]
+    assert f"Name: {lost_at} " in dead_part
+    assert "\tMissing blocks: 2\n" in report.stdout
+    assert "\tMissing blocks (with replication factor 1): 1\n" in report.stdout
+
+    # HDFS's refusals: a standby's report fails, and fsck is for the superuser
+    standby = (
+        urllib.request.urlopen(
+            f"http://{cluster['nn2']['http']}/fsck?ugi={user()}&path=/views", timeout=30
+        )
+        .read()
+        .decode()
+    )
+    assert standby.rstrip().endswith("Fsck on path '/views' FAILED"), standby
+    assert "not supported in state standby" in standby
+    stranger = fsck(cluster, "--user", "mallory", "/views")
+    assert stranger.returncode == 255
+    assert "Access denied for user mallory. Superuser privilege is required" in stranger.stdout

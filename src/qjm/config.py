@@ -258,11 +258,18 @@ class DataNodeSettings:
     safemode_threshold_pct: int = 999  # dfs.namenode.safemode.threshold-pct, in thousandths
     safemode_extension_ms: int = 30_000  # dfs.namenode.safemode.extension
     ipc_max_connections: int = 1024  # its ClientDatanodeProtocol server
+    # the block scanner (design §B.18): bytes a second per volume, 0 turns it off
+    # (dfs.block.scanner.volume.bytes.per.second), and how often each replica is read back
+    # (dfs.datanode.scan.period.hours: 3 weeks)
+    scan_bytes_per_second: int = 1_048_576
+    scan_period_ms: int = 504 * 3_600_000
 
     def __post_init__(self) -> None:
         """Refuse values a DataNode or the block manager cannot use, naming the key."""
         for f in fields(self):
             if f.name in ("incremental_report_delay_ms", "du_reserved_bytes"):
+                continue
+            if f.name == "scan_bytes_per_second" and self.scan_bytes_per_second == 0:
                 continue
             if f.name == "safemode_extension_ms":
                 continue

@@ -21,6 +21,8 @@ COMMANDS = [
     "qjm.cli.oev",
     "qjm.cli.oiv",
     "qjm.cli.dfs",
+    "qjm.cli.fsck",
+    "qjm.cli.dfsadmin",
     "qjm.cli.haadmin",
     "qjm.cli.zkfc",
     "qjm.cli.analyze",

@@ -29,6 +29,7 @@ from qjm.config import ClusterConfig, DataNodeConfig, format_address, parse_addr
 from qjm.datanode import block_recovery as brec
 from qjm.datanode import replica_store as rs
 from qjm.datanode import transfer_client as tc
+from qjm.datanode.block_scanner import BlockScanner, ScanSettings
 from qjm.datanode.bp_service import BPOfferService, namenode_addresses, settings_from_config
 from qjm.datanode.client_datanode_rpc import ReplicaLengths, client_datanode_methods
 from qjm.datanode.client_datanode_rpc import ReplicaNotFoundError as RpcReplicaNotFoundError
@@ -170,6 +171,7 @@ class DataNode:
         self._http_server: asyncio.Server | None = None
         self._volumes: list[VolumeReport] = []
         self._refresher: asyncio.Task[None] | None = None
+        self.scanner: BlockScanner | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.counts: dict[str, int] = {
             "blocks_deleted": 0,
@@ -178,6 +180,7 @@ class DataNode:
             "invalidates_missing": 0,
             "recoveries_done": 0,
             "recoveries_failed": 0,
+            "scanner_corrupt_reported": 0,
         }
         self.xmits_in_progress = 0
         self.started = time.time()
@@ -254,6 +257,8 @@ class DataNode:
     async def stop(self) -> None:
         """Stop the actors and listeners, let running disk calls end, release the storage."""
         await self.bpos.stop()
+        if self.scanner is not None:
+            await self.scanner.stop()
         if self._refresher is not None:
             self._refresher.cancel()
             await asyncio.gather(self._refresher, return_exceptions=True)
@@ -313,6 +318,13 @@ class DataNode:
         self.store = FsReplicaStore(ds, self.disk)
         self._volumes = await self.disk.run(ds.volume_reports)
         self._refresher = asyncio.get_running_loop().create_task(self._refresh_volumes())
+        self.scanner = BlockScanner(
+            ds,
+            self.disk,
+            ScanSettings(self.settings.scan_bytes_per_second, self.settings.scan_period_ms / 1000),
+            self._scanned_corrupt,
+        )
+        self.scanner.start()
         log.info(
             "block pool %s loaded: %d replica(s) on %d volume(s), datanode uuid %s",
             namespace.block_pool_id,
@@ -325,6 +337,21 @@ class DataNode:
             namespace.storage.namespace_id,
             namespace.storage.cluster_id,
             namespace.storage.ctime,
+        )
+
+    def _scanned_corrupt(
+        self, pool: str, block_id: int, genstamp: int, length: int, storage_id: str
+    ) -> None:
+        """The scanner found a replica whose bytes fail their sums: every NameNode hears."""
+        self.counts["scanner_corrupt_reported"] += 1
+        self.bpos.report_bad_blocks(
+            [
+                wire.BadBlock(
+                    wire.ExtendedBlock(pool, block_id, genstamp, length),
+                    (self.datanode_id(),),
+                    (storage_id,),
+                )
+            ]
         )
 
     async def _refresh_volumes(self) -> None:
@@ -497,6 +524,20 @@ class DataNode:
                     counts[r.state.name] += 1
         return counts
 
+    def _scanner_status(self) -> dict[str, Any]:
+        """The block scanner's settings and counts (design §B.18)."""
+        sc = self.scanner
+        totals = sc.totals() if sc is not None else None
+        return {
+            "enabled": self.settings.scan_bytes_per_second > 0,
+            "bytes_per_second": self.settings.scan_bytes_per_second,
+            "period_s": self.settings.scan_period_ms / 1000,
+            "blocks_scanned": totals.blocks_scanned if totals else 0,
+            "bytes_scanned": totals.bytes_scanned if totals else 0,
+            "corrupt_found": totals.corrupt_found if totals else 0,
+            "read_errors": totals.read_errors if totals else 0,
+        }
+
     def status(self) -> dict[str, Any]:
         """What /status answers."""
         ns = self.bpos.namespace
@@ -554,6 +595,7 @@ class DataNode:
             "stale_active_claims": counters.get("stale_active_claims", 0),
             "active_changes": counters.get("active_changes", 0),
             "namenodes": namenodes,
+            "scanner": self._scanner_status(),
             "xceiver": {
                 "active_connections": self.xceiver.active_connections,
                 **{k: v for k, v in vars(self.xceiver.metrics).items() if k != "ops"},
@@ -680,6 +722,7 @@ class _DataNodeCollector(Collector):
         """One family per metric."""
         node = self._node
         m = node.xceiver.metrics
+        scan = node._scanner_status()
         for key, value, text in (
             ("bytes_written", m.bytes_written, "Bytes received into replicas"),
             ("bytes_read", m.bytes_read, "Bytes sent to readers"),
@@ -693,6 +736,9 @@ class _DataNodeCollector(Collector):
             ),
             ("transfers_failed", node.counts["transfers_failed"], "DNA_TRANSFER sends that failed"),
             ("checksum_errors", m.checksum_errors, "Packets refused for a checksum mismatch"),
+            ("blocks_verified", scan["blocks_scanned"], "Replicas the block scanner checked"),
+            ("scanner_bytes", scan["bytes_scanned"], "Bytes the block scanner checked"),
+            ("scanner_corrupt", scan["corrupt_found"], "Corrupt replicas the scanner found"),
             ("xceiver_bad_requests", m.bad_requests, "Malformed data transfer requests"),
             ("xceiver_connections_refused", m.connections_refused, "Connections over the cap"),
         ):

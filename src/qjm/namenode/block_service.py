@@ -69,6 +69,7 @@ from qjm.namenode.blocks.datanode_manager import (
 from qjm.namenode.blocks.errors import UnregisteredNodeError as BmUnregisteredNodeError
 from qjm.namenode.blocks.report_columns import ReplicaColumns
 from qjm.namenode.blocks.safe_mode import SafeMode
+from qjm.namenode.fsck import BlockView, ReplicaState, ReplicaView
 
 if TYPE_CHECKING:
     from qjm.namenode.namespace import Namespace
@@ -208,6 +209,26 @@ def load_block_map(bm: BlockManager, ns: Namespace) -> int:
         np.array(complete, dtype=bool),
     )
     return len(ids)
+
+
+CORRUPT_FILES_RETURNED_MAX = 500  # dfs.corruptfilesreturned.max
+
+
+def _replica_state(
+    corrupt: bool, node: DatanodeDescriptor, storage: DatanodeStorageInfo, stale: bool
+) -> ReplicaState:
+    """fsck's name for a replica's state, in NamenodeFsck's order of precedence."""
+    if node.admin_state is dmod.AdminState.DECOMMISSIONED:
+        return ReplicaState.DECOMMISSIONED
+    if node.admin_state is dmod.AdminState.DECOMMISSION_INPROGRESS:
+        return ReplicaState.DECOMMISSIONING
+    if corrupt:
+        return ReplicaState.CORRUPT
+    if stale:
+        return ReplicaState.STALE_NODE
+    if storage.block_contents_stale:
+        return ReplicaState.STALE_BLOCK_CONTENT
+    return ReplicaState.LIVE
 
 
 def to_registration(reg: DatanodeRegistration) -> dmod.DatanodeRegistration:
@@ -385,6 +406,51 @@ class NameNodeBlocks:
     def locations(self, b: Block) -> list[tuple[DatanodeDescriptor, DatanodeStorageInfo]]:
         """Where a client reads b."""
         return self.bm.locations(b.block_id)
+
+    # -- fsck (design §B.17) -------------------------------------------------------------
+
+    def fsck_block(self, b: Block) -> BlockView:
+        """b as fsck judges it: every stored replica on a live node, with its state."""
+        bm, dm = self.bm, self.dm
+        name = f"{self.namespace_info().block_pool_id}:blk_{b.block_id}_{b.genstamp}"
+        s = bm.map.find(b.block_id)
+        if s < 0:
+            return BlockView(name, b.num_bytes, ())
+        bad = bm.corrupt.get(b.block_id, {})
+        replicas = []
+        for i in bm.map.locations(s):
+            node = dm.node_of_storage(i)
+            if node is None or not node.alive:
+                continue
+            storage = dm.storages[i]
+            replicas.append(
+                ReplicaView(
+                    f"{node.reg.ip}:{node.reg.xfer_port}",
+                    storage.storage_id,
+                    _replica_state(i in bad, node, storage, dm.is_stale(node)),
+                )
+            )
+        return BlockView(name, bm.map.nbytes[s], tuple(replicas), queued=b.block_id in bm.queue_of)
+
+    def corrupt_files(
+        self, ns: Namespace, path: str, start: int, limit: int = CORRUPT_FILES_RETURNED_MAX
+    ) -> tuple[list[tuple[str, str]], int]:
+        """listCorruptFileBlocks: (blk_<id>_<gs>, file) of blocks under path with no live
+        replica left (the corrupt-blocks queue), in block id order from the start-th, at most
+        limit; and the cookie that continues after them."""
+        missing = self.bm.queues[bmod.QUEUE_WITH_CORRUPT_BLOCKS]
+        if not missing:
+            return [], start
+        prefix = path.rstrip("/") + "/"
+        found = sorted(
+            (b.block_id, f"blk_{b.block_id}_{b.genstamp}", f.path)
+            for f in ns.all_file_blocks()
+            if f.path == path or f.path.startswith(prefix)
+            for b in f.blocks
+            if b.block_id in missing
+        )
+        rows = [(name, p) for _, name, p in found[start : start + limit]]
+        return rows, start + len(rows)
 
     # -- block recovery (design §B.16) ---------------------------------------------------
 
@@ -585,9 +651,7 @@ class NameNodeBlocks:
         rows: list[dict[str, object]] = []
         for node in self.dm.datanode_report(dmod.ReportType.ALL):
             r = node.reg
-            blocks = sum(
-                int(self.bm.map.storage_slots(s.index).size) for s in node.storages.values()
-            )
+            blocks = self.bm.blocks_on(node)
             rows.append(
                 {
                     "uuid": r.uuid,

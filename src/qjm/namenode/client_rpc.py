@@ -14,7 +14,7 @@ from qjm.hdfs.proto import Security_pb2 as sec
 from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.ipc.server import CallContext, Method
 from qjm.namenode import protocols
-from qjm.namenode.blocks.datanode_manager import ReportType
+from qjm.namenode.blocks.datanode_manager import AdminState, ReportType
 from qjm.namenode.errors import (
     AccessControlError,
     IllegalArgumentError,
@@ -77,7 +77,12 @@ _SAFEMODE_ENTER = 2
 _SAFEMODE_GET = 3
 _SAFEMODE_FORCE_EXIT = 4
 MAX_LENGTH = (1 << 63) - 1  # a Java Long.MAX_VALUE: "to the end of the file"
-_REPORT_TYPES = {1: "ALL", 2: "LIVE", 3: "DEAD"}
+_REPORT_TYPES = {1: "ALL", 2: "LIVE", 3: "DEAD", 4: "DECOMMISSIONING"}
+_ADMIN_STATES = {
+    AdminState.NORMAL: hdfs.DatanodeInfoProto.NORMAL,
+    AdminState.DECOMMISSION_INPROGRESS: hdfs.DatanodeInfoProto.DECOMMISSION_INPROGRESS,
+    AdminState.DECOMMISSIONED: hdfs.DatanodeInfoProto.DECOMMISSIONED,
+}
 
 Handler = Callable[[Any, CallContext], Awaitable[Message]]
 
@@ -140,9 +145,12 @@ def block_from(b: hdfs.ExtendedBlockProto) -> Block:
     return Block(b.blockId, b.numBytes, b.generationStamp)
 
 
-def datanode_info(node: DatanodeDescriptor) -> hdfs.DatanodeInfoProto:
-    """A DatanodeInfoProto of a registered DataNode, with its figures."""
+def datanode_info(node: DatanodeDescriptor, num_blocks: int = 0) -> hdfs.DatanodeInfoProto:
+    """A DatanodeInfoProto of a registered DataNode, with its figures (num_blocks where the
+    caller counted them: getDatanodeReport)."""
     r = node.reg
+    capacity, used, remaining = node.capacity(), node.dfs_used(), node.remaining()
+    storages = node.storages.values()
     return hdfs.DatanodeInfoProto(
         id=hdfs.DatanodeIDProto(
             ipAddr=r.ip,
@@ -153,14 +161,17 @@ def datanode_info(node: DatanodeDescriptor) -> hdfs.DatanodeInfoProto:
             ipcPort=r.ipc_port,
             infoSecurePort=0,
         ),
-        capacity=node.capacity(),
-        dfsUsed=node.dfs_used(),
-        remaining=node.remaining(),
+        capacity=capacity,
+        dfsUsed=used,
+        remaining=remaining,
+        nonDfsUsed=max(0, capacity - used - remaining),
         blockPoolUsed=sum(s.block_pool_used for s in node.storages.values()),
         lastUpdate=int(time.time() * 1000 - max(0.0, time.monotonic() - node.last_update) * 1000),
         xceiverCount=node.xceiver_count,
         location="/default-rack",
-        adminState=hdfs.DatanodeInfoProto.NORMAL,
+        adminState=_ADMIN_STATES[node.admin_state],
+        lastBlockReportTime=max((s.last_block_report_ms for s in storages), default=0),
+        numBlocks=num_blocks,
     )
 
 
@@ -306,13 +317,16 @@ class ClientRpc:
     async def get_datanode_report(
         self, req: cn.GetDatanodeReportRequestProto, ctx: CallContext
     ) -> cn.GetDatanodeReportResponseProto:
-        """getDatanodeReport: ALL, LIVE or DEAD DataNodes (none decommission here)."""
+        """getDatanodeReport: ALL, LIVE, DEAD or DECOMMISSIONING DataNodes."""
         await self.nn.read(ctx)
         kind = _REPORT_TYPES.get(int(req.type))
         if kind is None:
             return cn.GetDatanodeReportResponseProto()
         nodes = self.nn.blocks.dm.datanode_report(ReportType(kind))
-        return cn.GetDatanodeReportResponseProto(di=[datanode_info(n) for n in nodes])
+        bm = self.nn.blocks.bm
+        return cn.GetDatanodeReportResponseProto(
+            di=[datanode_info(n, bm.blocks_on(n)) for n in nodes]
+        )
 
     async def renew_lease(
         self, req: cn.RenewLeaseRequestProto, ctx: CallContext
@@ -332,6 +346,23 @@ class ClientRpc:
         await self.nn.read(ctx)
         await self.nn.blocks.report_bad_blocks([bad_block_from_proto(b) for b in req.blocks])
         return cn.ReportBadBlocksResponseProto()
+
+    async def list_corrupt_file_blocks(
+        self, req: cn.ListCorruptFileBlocksRequestProto, ctx: CallContext
+    ) -> cn.ListCorruptFileBlocksResponseProto:
+        """listCorruptFileBlocks (superuser): files under path with a block no live replica
+        is left of, a page at a time from the cookie (design §B.17)."""
+        ns = await self.nn.read(ctx)
+        caller = self.nn.caller_of(ctx)
+        if not caller.superuser:
+            raise AccessControlError(
+                f"Access denied for user {caller.user}. Superuser privilege is required"
+            )
+        start = int(req.cookie) if req.cookie.isdigit() else 0
+        rows, cookie = self.nn.blocks.corrupt_files(ns, req.path, start)
+        return cn.ListCorruptFileBlocksResponseProto(
+            corrupt=hdfs.CorruptFileBlocksProto(files=[p for _, p in rows], cookie=str(cookie))
+        )
 
     async def recover_lease(
         self, req: cn.RecoverLeaseRequestProto, ctx: CallContext
@@ -1049,6 +1080,7 @@ class ClientRpc:
             "getFsStats": self.get_fs_stats,
             "renewLease": self.renew_lease,
             "reportBadBlocks": self.report_bad_blocks,
+            "listCorruptFileBlocks": self.list_corrupt_file_blocks,
             "recoverLease": self.recover_lease,
             "msync": self.msync,
             "getHAServiceState": self.get_ha_service_state,

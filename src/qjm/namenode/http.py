@@ -1,4 +1,4 @@
-"""The NameNode's HTTP server: /status, /metrics, /jmx, a status page and /imagetransfer.
+"""The NameNode's HTTP server: /status, /metrics, /jmx, /fsck, a status page, /imagetransfer.
 
 GET /jmx[?qry=PATTERN] -> HDFS's JMX JSON ({"beans": [...]}) with the NameNodeStatus and
 FSNamesystemState beans (the fields monitoring tools read; PATTERN as a glob over bean names).
@@ -32,6 +32,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from qjm import __version__
 from qjm.editlog.file_names import image_file_name
 from qjm.errors import QjmError
+from qjm.namenode.fsck_servlet import serve_fsck
 from qjm.namenode.image import (
     ImageError,
     decode_ns_info,
@@ -307,6 +308,11 @@ _PAGE_SCRIPT = """
   setTimeout(poll, EVERY);
 })();
 """.replace("TIMEOUT", str(PAGE_POLL_TIMEOUT_MS)).replace("EVERY", str(PAGE_POLL_MS))
+
+
+async def fsck(request: web.Request) -> web.StreamResponse:
+    """GET /fsck: HDFS's fsck report of a subtree (design §B.17)."""
+    return await serve_fsck(_nn(request), request)
 
 
 def _clock() -> str:
@@ -647,6 +653,7 @@ def make_app(nn: NameNode) -> web.Application:
     app.router.add_get("/status", status_json)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/jmx", jmx)
+    app.router.add_get("/fsck", fsck)
     app.router.add_get("/", status_page)
     app.router.add_get(IMAGE_TRANSFER_PATH, get_image)
     app.router.add_put(IMAGE_TRANSFER_PATH, put_image)

@@ -37,6 +37,11 @@ CLIENT_METHODS: dict[str, MethodSpec] = method_table(
     MethodSpec("getFsStats", cn.GetFsStatusRequestProto, cn.GetFsStatsResponseProto),
     MethodSpec("renewLease", cn.RenewLeaseRequestProto, cn.RenewLeaseResponseProto),
     MethodSpec("reportBadBlocks", cn.ReportBadBlocksRequestProto, cn.ReportBadBlocksResponseProto),
+    MethodSpec(
+        "listCorruptFileBlocks",
+        cn.ListCorruptFileBlocksRequestProto,
+        cn.ListCorruptFileBlocksResponseProto,
+    ),
     MethodSpec("msync", cn.MsyncRequestProto, cn.MsyncResponseProto),
     MethodSpec(
         "getHAServiceState",

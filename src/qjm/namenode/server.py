@@ -253,7 +253,10 @@ class NameNode:
 
     def caller_of(self, ctx: CallContext) -> Caller:
         """The Caller of an RPC: its user, the user's OS groups, and whether a superuser."""
-        user = ctx.user or "nobody"
+        return self.caller_named(ctx.user or "nobody")
+
+    def caller_named(self, user: str) -> Caller:
+        """The Caller for a user name: the user's OS groups, and whether a superuser."""
         now = time.monotonic()
         cached = self._groups.get(user)
         if cached is None or now - cached[0] > GROUPS_CACHE_S:
@@ -313,6 +316,16 @@ class NameNode:
             raise AssertionError("unreachable: check_active raises unless active")
         await self._wait_applied(state_id)
         return self.ns
+
+    async def read_as_active(self) -> tuple[Namespace, Callable[[], BaseException | None]]:
+        """The active's namespace for a read outside RPC (an HTTP report), once every edit it
+        may show is synced, and the check to make before its verdict is sent (§N.1)."""
+        self.ha.check_active("READ")
+        check = self._answer_check
+        await self._sync_pending()
+        self.ha.check_active("READ")
+        assert check is not None, "an active NameNode has an answer check"
+        return self.ns, check
 
     async def _wait_applied(self, txid: int) -> None:
         """Wait (bounded by observer_read_wait_ms) until txid is applied here."""

@@ -137,6 +137,14 @@ class DatanodeInfoProto(_message.Message):
     numBlocks: int
     def __init__(self, id: _Optional[_Union[DatanodeIDProto, _Mapping]] = ..., capacity: _Optional[int] = ..., dfsUsed: _Optional[int] = ..., remaining: _Optional[int] = ..., blockPoolUsed: _Optional[int] = ..., lastUpdate: _Optional[int] = ..., xceiverCount: _Optional[int] = ..., location: _Optional[str] = ..., nonDfsUsed: _Optional[int] = ..., adminState: _Optional[_Union[DatanodeInfoProto.AdminState, str]] = ..., cacheCapacity: _Optional[int] = ..., cacheUsed: _Optional[int] = ..., lastUpdateMonotonic: _Optional[int] = ..., upgradeDomain: _Optional[str] = ..., lastBlockReportTime: _Optional[int] = ..., lastBlockReportMonotonic: _Optional[int] = ..., numBlocks: _Optional[int] = ...) -> None: ...
 
+class CorruptFileBlocksProto(_message.Message):
+    __slots__ = ("files", "cookie")
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    COOKIE_FIELD_NUMBER: _ClassVar[int]
+    files: _containers.RepeatedScalarFieldContainer[str]
+    cookie: str
+    def __init__(self, files: _Optional[_Iterable[str]] = ..., cookie: _Optional[str] = ...) -> None: ...
+
 class DatanodeInfosProto(_message.Message):
     __slots__ = ("datanodes",)
     DATANODES_FIELD_NUMBER: _ClassVar[int]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import random
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -265,6 +266,10 @@ class BlockManager:
             corrupt=tuple(self._storage_id(i) for i in corrupt),
             expected=tuple(self._storage_id(i) for i in self.expected.get(block_id, ())),
         )
+
+    def blocks_on(self, node: DatanodeDescriptor) -> int:
+        """How many replicas the node's storages hold (a scan of the map: for reports)."""
+        return sum(int(self.map.storage_slots(st.index).size) for st in node.storages.values())
 
     def live_replicas(self, block_id: int) -> int:
         """Stored replicas of the block that are not corrupt."""
@@ -654,6 +659,7 @@ class BlockManager:
         else:
             self._process_report_columns(node, st, cols)
         st.block_report_count += 1
+        st.last_block_report_ms = int(time.time() * 1000)
         self.metrics["block_reports"] += 1
         if self.active and st.block_contents_stale:
             st.block_contents_stale = False

@@ -50,6 +50,7 @@ class ReportType(enum.Enum):
     ALL = "ALL"
     LIVE = "LIVE"
     DEAD = "DEAD"
+    DECOMMISSIONING = "DECOMMISSIONING"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +98,7 @@ class DatanodeStorageInfo:
     remaining: int = 0
     block_pool_used: int = 0
     block_report_count: int = 0  # full reports since the node registered
+    last_block_report_ms: int = 0  # wall clock of the last full report (0: never)
     block_contents_stale: bool = True  # no full report since this NameNode became active
 
 
@@ -318,11 +320,14 @@ class DatanodeManager:
         return [n for n in self.nodes.values() if n.alive and not self.is_dead(n)]
 
     def datanode_report(self, kind: ReportType) -> list[DatanodeDescriptor]:
-        """getDatanodeReport: ALL, LIVE or DEAD nodes, sorted by uuid."""
+        """getDatanodeReport: ALL, LIVE, DEAD or live DECOMMISSIONING nodes, by uuid."""
         out = []
         for n in sorted(self.nodes.values(), key=lambda d: d.uuid):
             dead = self.is_dead(n)
-            if kind is ReportType.ALL or (kind is ReportType.DEAD) == dead:
+            if kind is ReportType.DECOMMISSIONING:
+                if not dead and n.admin_state is AdminState.DECOMMISSION_INPROGRESS:
+                    out.append(n)
+            elif kind is ReportType.ALL or (kind is ReportType.DEAD) == dead:
                 out.append(n)
         return out
 

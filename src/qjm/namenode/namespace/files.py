@@ -67,6 +67,19 @@ class FileBlocks:
     under_construction: bool
 
 
+@dataclass(frozen=True, slots=True)
+class FsckEntry:
+    """One path as fsck walks it: kind, length, and a file's blocks or a directory's entries."""
+
+    path: str
+    kind: int  # FILE, DIRECTORY or SYMLINK
+    length: int
+    replication: int
+    blocks: tuple[Block, ...]
+    under_construction: bool
+    children: tuple[str, ...]  # a directory's entry names, in listing order
+
+
 @dataclass(frozen=True)
 class AddedBlock:
     """What addBlock answers: the block to write and where it starts in the file."""
@@ -685,6 +698,25 @@ class FilesMixin(QuotaMixin):
             return None
         s = r.last
         return FileBlocks(join_path(r.comps), st.blocks.get(s, ()), st.replication[s], st.is_uc(s))
+
+    def fsck_entry(self, path: str) -> FsckEntry | None:
+        """What fsck needs of one path (None if it is gone): it walks by path, so a tree
+        that changes between its steps is read as it is at each step (design §B.17)."""
+        r = self._resolve(path)
+        if not r.found:
+            return None
+        st, s = self._st, r.last
+        kind = st.kind(s)
+        blocks = st.blocks.get(s, ()) if kind == FILE else ()
+        return FsckEntry(
+            join_path(r.comps),
+            kind,
+            st.length[s] if kind == FILE else 0,
+            st.replication[s] if kind == FILE else 0,
+            blocks,
+            kind == FILE and st.is_uc(s),
+            tuple(st.names_sorted(s)) if st.is_dir(s) else (),
+        )
 
     def all_file_blocks(self) -> list[FileBlocks]:
         """Every file that has blocks, as file_blocks answers it (loading the block map)."""

@@ -253,6 +253,20 @@ class ReportBadBlocksResponseProto(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class ListCorruptFileBlocksRequestProto(_message.Message):
+    __slots__ = ("path", "cookie")
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    COOKIE_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    cookie: str
+    def __init__(self, path: _Optional[str] = ..., cookie: _Optional[str] = ...) -> None: ...
+
+class ListCorruptFileBlocksResponseProto(_message.Message):
+    __slots__ = ("corrupt",)
+    CORRUPT_FIELD_NUMBER: _ClassVar[int]
+    corrupt: _hdfs_pb2.CorruptFileBlocksProto
+    def __init__(self, corrupt: _Optional[_Union[_hdfs_pb2.CorruptFileBlocksProto, _Mapping]] = ...) -> None: ...
+
 class GetFsStatusRequestProto(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

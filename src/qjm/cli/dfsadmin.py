@@ -1,0 +1,176 @@
+"""`qjm dfsadmin -report`: HDFS's DFSAdmin report of capacity, block health and DataNodes.
+
+It asks the active NameNode over HDFS's client protocol (getFsStats, setSafeMode GET,
+getDatanodeReport) and prints what `hdfs dfsadmin -report` prints, so scripts written for
+HDFS read it (design §B.17).
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import time
+
+from qjm import runtime
+from qjm.cli.dfs import namenode_addresses
+from qjm.hdfs.proto import hdfs_pb2 as hdfs
+from qjm.namenode.client import NameNodeClient
+from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
+
+_PREFIXES = "KMGTPE"
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `qjm dfsadmin`."""
+    p = sub.add_parser(
+        "dfsadmin",
+        help="cluster reports and administration (as hdfs dfsadmin)",
+        description="hdfs dfsadmin's commands against the active NameNode.",
+    )
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--config", help="cluster TOML file (its [namenodes.*])")
+    where.add_argument("--namenodes", help="comma-separated NameNode RPC addresses")
+    p.add_argument("--user", help="the user to act as (default: this OS user)")
+    p.add_argument("--timeout", type=float, default=30.0, help="per-call timeout in seconds")
+    p.add_argument(
+        "-report",
+        action="store_true",
+        required=True,
+        help="capacity, block health and every DataNode",
+    )
+    p.add_argument("-live", action="store_true", help="with -report: live DataNodes only")
+    p.add_argument("-dead", action="store_true", help="with -report: dead DataNodes only")
+    p.add_argument(
+        "-decommissioning",
+        action="store_true",
+        help="with -report: decommissioning DataNodes only",
+    )
+    p.set_defaults(func=run_dfsadmin)
+
+
+def byte_desc(n: int) -> str:
+    """Bytes as Hadoop's StringUtils.byteDesc writes them: 0 B, 36 KB, 1.11 TB."""
+    if n < 1024:
+        return f"{n} B"
+    shift = 10
+    while shift < 60 and n >= 1 << (shift + 10):
+        shift += 10
+    symbol = _PREFIXES[shift // 10 - 1]
+    if n & ((1 << shift) - 1) == 0:
+        return f"{n >> shift} {symbol}B"
+    text = f"{n / (1 << shift):.2f}"
+    if text.startswith("1024") and shift < 60:
+        shift += 10
+        symbol = _PREFIXES[shift // 10 - 1]
+        text = f"{n / (1 << shift):.2f}"
+    return f"{text} {symbol}B"
+
+
+def _amount(n: int) -> str:
+    return f"{n} ({byte_desc(n)})"
+
+
+def _java_date(ms: int) -> str:
+    return time.strftime("%a %b %d %H:%M:%S %Z %Y", time.localtime(ms / 1000))
+
+
+def summary_text(stats: cn.GetFsStatsResponseProto, safe_mode: bool) -> str:
+    """The report's first part: capacity and the block counts, as DFSAdmin prints them."""
+    present = stats.used + stats.remaining
+    used_pct = stats.used / present * 100 if present else 0.0
+    lines = ["Safe mode is ON"] if safe_mode else []
+    lines += [
+        f"Configured Capacity: {_amount(stats.capacity)}",
+        f"Present Capacity: {_amount(present)}",
+        f"DFS Remaining: {_amount(stats.remaining)}",
+        f"DFS Used: {_amount(stats.used)}",
+        f"DFS Used%: {used_pct:.2f}%",
+        "Replicated Blocks:",
+        f"\tUnder replicated blocks: {stats.under_replicated}",
+        f"\tBlocks with corrupt replicas: {stats.corrupt_blocks}",
+        f"\tMissing blocks: {stats.missing_blocks}",
+        f"\tMissing blocks (with replication factor 1): {stats.missing_repl_one_blocks}",
+        f"\tPending deletion blocks: {stats.pending_deletion_blocks}",
+        "Erasure Coded Block Groups: ",
+        "\tLow redundancy block groups: 0",
+        "\tBlock groups with corrupt internal blocks: 0",
+        "\tMissing block groups: 0",
+        "\tPending deletion blocks: 0",
+        "",
+        "-------------------------------------------------",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def datanode_text(d: hdfs.DatanodeInfoProto) -> str:
+    """One DataNode as DatanodeInfo.getDatanodeReport writes it."""
+    i = d.id
+    c, u, r = d.capacity, d.dfsUsed, d.remaining
+    status = {
+        hdfs.DatanodeInfoProto.DECOMMISSIONED: "Decommissioned",
+        hdfs.DatanodeInfoProto.DECOMMISSION_INPROGRESS: "Decommission in progress",
+        hdfs.DatanodeInfoProto.IN_MAINTENANCE: "In maintenance",
+        hdfs.DatanodeInfoProto.ENTERING_MAINTENANCE: "Entering maintenance",
+    }.get(d.adminState, "Normal")
+    lines = [f"Name: {i.ipAddr}:{i.xferPort} ({i.hostName})", f"Hostname: {i.hostName}"]
+    if d.location and d.location != "/default-rack":
+        lines.append(f"Rack: {d.location}")
+    lines += [
+        f"Decommission Status : {status}",
+        f"Configured Capacity: {_amount(c)}",
+        f"DFS Used: {_amount(u)}",
+        f"Non DFS Used: {_amount(d.nonDfsUsed)}",
+        f"DFS Remaining: {_amount(r)}",
+        f"DFS Used%: {(u * 100 / c if c > 0 else 100.0):.2f}%",
+        f"DFS Remaining%: {(r * 100 / c if c > 0 else 0.0):.2f}%",
+        "Configured Cache Capacity: 0 (0 B)",
+        "Cache Used: 0 (0 B)",
+        "Cache Remaining: 0 (0 B)",
+        "Cache Used%: 100.00%",
+        "Cache Remaining%: 0.00%",
+        f"Xceivers: {d.xceiverCount}",
+        f"Last contact: {_java_date(d.lastUpdate)}",
+        "Last Block Report: "
+        + (_java_date(d.lastBlockReportTime) if d.lastBlockReportTime else "Never"),
+        f"Num of Blocks: {d.numBlocks}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def nodes_text(title: str, nodes: list[hdfs.DatanodeInfoProto]) -> str:
+    """A section of DataNodes: 'Live datanodes (3):' and each node's report."""
+    return f"{title} datanodes ({len(nodes)}):\n\n" + "".join(
+        datanode_text(d) + "\n" for d in nodes
+    )
+
+
+def run_dfsadmin(args: argparse.Namespace) -> int:
+    """Print the report from the active NameNode."""
+    addresses = namenode_addresses(args)
+    user = args.user or getpass.getuser()
+    chosen = [k for k in ("live", "dead", "decommissioning") if getattr(args, k)]
+    sections = chosen or ["live", "dead", "decommissioning"]
+    kinds: dict[str, tuple[cn.DatanodeReportTypeProto, str]] = {
+        "live": (cn.LIVE, "Live"),
+        "dead": (cn.DEAD, "Dead"),
+        "decommissioning": (cn.DECOMMISSIONING, "Decommissioning"),
+    }
+
+    async def main() -> int:
+        async with NameNodeClient(addresses, user=user, timeout=args.timeout) as client:
+            stats = await client.call("getFsStats", cn.GetFsStatusRequestProto())
+            safe = await client.call(
+                "setSafeMode", cn.SetSafeModeRequestProto(action=cn.SAFEMODE_GET)
+            )
+            out = [summary_text(stats, bool(safe.result))]
+            for name in sections:
+                kind, title = kinds[name]
+                r = await client.call(
+                    "getDatanodeReport", cn.GetDatanodeReportRequestProto(type=kind)
+                )
+                if name != "decommissioning" or r.di or chosen:
+                    out.append(nodes_text(title, list(r.di)))
+        print("".join(out), end="")
+        return 0
+
+    return runtime.run(main())
