@@ -11,9 +11,12 @@ import asyncio
 import getpass
 import json
 import os
+import select
 import shutil
 import signal
+import struct
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +100,133 @@ def run_java(
         timeout=timeout,
         env={**os.environ, "HADOOP_USER_NAME": user()},
     )
+
+
+FSSHELL_BATCH_JAVA = """
+import java.io.*;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FsShell;
+import org.apache.hadoop.util.ToolRunner;
+
+public class FsShellBatch {
+  // Runs Hadoop's FsShell once per request read from stdin (an argument count, then each
+  // argument as modified UTF-8), each with a fresh Configuration and FileSystem, and
+  // answers its exit code, stdout and stderr, framed, on the stdout it started with.
+  public static void main(String[] a) throws Exception {
+    PrintStream realErr = System.err;
+    DataOutputStream answers = new DataOutputStream(new BufferedOutputStream(
+        new FileOutputStream(FileDescriptor.out)));
+    System.setOut(new PrintStream(new ByteArrayOutputStream()));
+    DataInputStream in = new DataInputStream(new BufferedInputStream(System.in));
+    while (true) {
+      int n;
+      try { n = in.readInt(); } catch (EOFException e) { return; }
+      String[] args = new String[n];
+      for (int i = 0; i < n; i++) args[i] = in.readUTF();
+      ByteArrayOutputStream out = new ByteArrayOutputStream();
+      ByteArrayOutputStream err = new ByteArrayOutputStream();
+      System.setOut(new PrintStream(out, true, "UTF-8"));
+      System.setErr(new PrintStream(err, true, "UTF-8"));
+      int rc;
+      try {
+        Configuration conf = new Configuration();
+        conf.setBoolean("fs.hdfs.impl.disable.cache", true);
+        rc = ToolRunner.run(conf, new FsShell(), args);
+      } catch (Throwable t) {
+        t.printStackTrace(System.err);
+        rc = 255;
+      }
+      System.out.flush();
+      System.err.flush();
+      System.setErr(realErr);
+      byte[] o = out.toByteArray(), e = err.toByteArray();
+      answers.writeInt(rc);
+      answers.writeInt(o.length);
+      answers.write(o);
+      answers.writeInt(e.length);
+      answers.write(e);
+      answers.flush();
+    }
+  }
+}
+"""
+
+
+class FsShellSession:
+    """The genuine FsShell in one JVM for many commands (a JVM start is seconds on a loaded
+    machine): each command gets a fresh Configuration and FileSystem, as `hadoop fs` would,
+    and answers as hadoop_fs does. Commands that read stdin keep to hadoop_fs."""
+
+    _classes: Path | None = None
+
+    def __init__(self, conf_dir: Path, workdir: Path) -> None:
+        if FsShellSession._classes is None:
+            FsShellSession._classes = java_program(FSSHELL_BATCH_JAVA, workdir)
+        java_calls.append(("FsShellBatch",))
+        self.proc = subprocess.Popen(
+            [
+                java(),
+                "-XX:+UseSerialGC",
+                "-cp",
+                f"{conf_dir}:{FsShellSession._classes}:{JARS}/*",
+                "FsShellBatch",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "HADOOP_CONF_DIR": str(conf_dir), "HADOOP_USER_NAME": user()},
+        )
+
+    def _read(self, n: int, deadline: float) -> bytes:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        out = b""
+        while len(out) < n:
+            left = deadline - time.monotonic()
+            assert left > 0, "FsShell did not answer in time"
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, n - len(out))
+                assert chunk, f"FsShell's JVM exited ({self.proc.poll()})"
+                out += chunk
+        return out
+
+    def __call__(self, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+        """Run `hadoop fs <args>` in the session's JVM; its output as text."""
+        r = self.run_bytes(*args, timeout=timeout)
+        return subprocess.CompletedProcess(
+            r.args,
+            r.returncode,
+            r.stdout.decode(errors="replace"),
+            r.stderr.decode(errors="replace"),
+        )
+
+    def run_bytes(self, *args: str, timeout: float = 90) -> subprocess.CompletedProcess[bytes]:
+        """Run `hadoop fs <args>` in the session's JVM; its output as bytes."""
+        assert self.proc.stdin is not None
+        frame = struct.pack(">i", len(args))
+        for arg in args:
+            raw = arg.encode()
+            frame += struct.pack(">H", len(raw)) + raw
+        self.proc.stdin.write(frame)
+        self.proc.stdin.flush()
+        deadline = time.monotonic() + timeout
+        rc, n = struct.unpack(">iI", self._read(8, deadline))
+        out = self._read(n, deadline)
+        (m,) = struct.unpack(">I", self._read(4, deadline))
+        err = self._read(m, deadline)
+        argv = ["java", "-cp", "FsShellBatch", "fs", *args]  # check() shows argv[4:]
+        return subprocess.CompletedProcess(argv, rc & 0xFF, out, err)
+
+    def close(self) -> None:
+        """End the JVM."""
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(30)
 
 
 def check(result: subprocess.CompletedProcess[str]) -> str:

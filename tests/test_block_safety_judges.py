@@ -422,6 +422,18 @@ def java_views(classes: Path, conf: Path, path: str) -> dict[str, list[list[str]
     return out
 
 
+def http_text(url: str) -> str:
+    """The body of a GET."""
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return r.read().decode()  # type: ignore[no-any-return]
+
+
+def nn_datanodes(cluster: dict[str, Any]) -> dict[str, str]:
+    """Transfer address -> live or dead, as the active NameNode's /status shows them."""
+    st = json.loads(http_text(f"http://{cluster['nn1']['http']}/status"))
+    return {d["transfer_address"]: d["state"] for d in st["datanodes"]}
+
+
 def fsck(cluster: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
     """`qjm fsck` against the cluster."""
     return run_qjm("fsck", "--config", str(cluster["config"]), *args)
@@ -436,7 +448,7 @@ def test_fsck_dfsadmin_and_the_java_api_report_damaged_and_missing_blocks(
     an under-replicated one; a standby and a non-superuser get HDFS's refusals."""
     conf = Path(cluster["hadoop_conf"])
     classes = java_program(VIEWS_JAVA, tmp_path)
-    live = [a for a, _ in java_views(classes, conf, "/")["live"]]
+    live = [a for a, state in nn_datanodes(cluster).items() if state == "live"]
     client = native_client(conf)
     sizes = {"/views/ok": BLOCK + BLOCK // 2, "/views/damaged": 70_000, "/views/lost": 50_000}
     repl = {"/views/ok": len(live), "/views/damaged": 2, "/views/lost": 1}
@@ -474,22 +486,23 @@ def test_fsck_dfsadmin_and_the_java_api_report_damaged_and_missing_blocks(
     kill_datanode(cluster, datanode_by_transfer(cluster, lost_at))
     cluster["killed"] = [*cluster.get("killed", []), lost_at]
     wait_until(
-        f"{lost_at} dead to the genuine client's getDataNodeStats",
-        lambda: [lost_at] in java_views(classes, conf, "/")["dead"],
+        f"{lost_at} dead to the active",
+        lambda: nn_datanodes(cluster).get(lost_at) == "dead",
         timeout_s=30.0,
-        poll_s=1.0,
+    )
+    corrupt_url = (
+        f"http://{cluster['nn1']['http']}/fsck?ugi={user()}&listcorruptfileblocks=1&path=/views"
     )
     wait_until(
         "both of /views/damaged's replicas found corrupt by the scanners",
-        lambda: (
-            sorted(p for [p] in java_views(classes, conf, "/views")["corrupt"])
-            == ["/views/damaged", "/views/lost"]
-        ),
+        lambda: "has 2 CORRUPT files" in http_text(corrupt_url),
         timeout_s=60.0,
-        poll_s=1.0,
     )
+    # the genuine DistributedFileSystem API sees the same
     views = java_views(classes, conf, "/views")
-    assert len(views["live"]) == len(live) - 1
+    assert sorted(p for [p] in views["corrupt"]) == ["/views/damaged", "/views/lost"]
+    assert [lost_at] in views["dead"]
+    assert sorted(a for a, _ in views["live"]) == sorted(set(live) - {lost_at})
 
     bad = fsck(cluster, "/views")
     assert bad.returncode == 1, bad.stdout + bad.stderr
@@ -514,13 +527,7 @@ def test_fsck_dfsadmin_and_the_java_api_report_damaged_and_missing_blocks(
     assert "\tMissing blocks (with replication factor 1): 1\n" in report.stdout
 
     # HDFS's refusals: a standby's report fails, and fsck is for the superuser
-    standby = (
-        urllib.request.urlopen(
-            f"http://{cluster['nn2']['http']}/fsck?ugi={user()}&path=/views", timeout=30
-        )
-        .read()
-        .decode()
-    )
+    standby = http_text(f"http://{cluster['nn2']['http']}/fsck?ugi={user()}&path=/views")
     assert standby.rstrip().endswith("Fsck on path '/views' FAILED"), standby
     assert "not supported in state standby" in standby
     stranger = fsck(cluster, "--user", "mallory", "/views")

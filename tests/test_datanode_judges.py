@@ -23,7 +23,7 @@ import hdfs_native
 import pytest
 
 from conftest import FIXTURES
-from hadoop_clients import HACluster, block_locations, check, client_config, hadoop_fs
+from hadoop_clients import FsShellSession, HACluster, block_locations, check, client_config
 from qjm.cli.main import main
 from qjm.testing.wait import wait_until
 
@@ -43,6 +43,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HACluster]:
         yield c
     finally:
         c.down()
+
+
+@pytest.fixture(scope="module")
+def fs(cluster: HACluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FsShellSession]:
+    """The genuine FsShell for the module's commands, in one JVM (each with a fresh client)."""
+    session = FsShellSession(cluster.conf, tmp_path_factory.getbasetemp())
+    try:
+        yield session
+    finally:
+        session.close()
 
 
 @pytest.fixture(scope="module")
@@ -86,24 +96,17 @@ def file_checksum(data: bytes, block_size: int) -> str:
     return f"{name}\t{raw.hex()}"
 
 
-def fs_checksum(cluster: HACluster, path: str) -> str:
+def fs_checksum(fs: FsShellSession, path: str) -> str:
     """`hadoop fs -checksum path` as algorithm<TAB>hex."""
-    line = check(hadoop_fs(cluster.conf, "-checksum", path)).strip()
+    line = check(fs("-checksum", path)).strip()
     shown, algorithm, value = line.split("\t")
     assert shown == path
     return f"{algorithm}\t{value}"
 
 
-def cat(cluster: HACluster, path: str) -> bytes:
+def cat(fs: FsShellSession, path: str) -> bytes:
     """The bytes `hadoop fs -cat path` prints."""
-    import subprocess
-
-    from hadoop_clients import java
-    from qjm.cluster.hadoop_conf import fsshell_argv
-
-    r = subprocess.run(
-        fsshell_argv(cluster.conf, "-cat", path, java=java()), capture_output=True, timeout=120
-    )
+    r = fs.run_bytes("-cat", path, timeout=120)
     assert r.returncode == 0, r.stderr.decode(errors="replace")
     return r.stdout
 
@@ -114,17 +117,17 @@ def locations(cluster: HACluster, path: str) -> list[int]:
 
 
 def test_fsshell_puts_and_reads_a_multi_block_file_byte_for_byte(
-    cluster: HACluster, tmp_path: Path
+    cluster: HACluster, fs: FsShellSession, tmp_path: Path
 ) -> None:
     data = os.urandom(BIG)
     local = tmp_path / "big"
     local.write_bytes(data)
-    check(hadoop_fs(cluster.conf, "-D", f"dfs.blocksize={BLOCK}", "-put", str(local), "/big"))
-    assert hashlib.sha256(cat(cluster, "/big")).digest() == hashlib.sha256(data).digest()
+    check(fs("-D", f"dfs.blocksize={BLOCK}", "-put", str(local), "/big"))
+    assert hashlib.sha256(cat(fs, "/big")).digest() == hashlib.sha256(data).digest()
     got = tmp_path / "got"
-    check(hadoop_fs(cluster.conf, "-get", "/big", str(got)))
+    check(fs("-get", "/big", str(got)))
     assert got.read_bytes() == data
-    assert fs_checksum(cluster, "/big") == file_checksum(data, BLOCK)
+    assert fs_checksum(fs, "/big") == file_checksum(data, BLOCK)
     # every block ends on all three DataNodes (a pipeline that placement shortened, as
     # HDFS's considerLoad may, is made up by re-replication)
     wait_until(
@@ -138,7 +141,7 @@ def test_fsshell_puts_and_reads_a_multi_block_file_byte_for_byte(
 
 
 def test_hdfs_native_writes_appends_and_the_checksums_agree(
-    cluster: HACluster, tmp_path: Path
+    cluster: HACluster, fs: FsShellSession, tmp_path: Path
 ) -> None:
     client = cluster.ha_client()
     data = os.urandom(5 * 1024 * 1024 + 1234)
@@ -151,17 +154,18 @@ def test_hdfs_native_writes_appends_and_the_checksums_agree(
         w.write(more)
     with client.read("/native") as f:
         assert f.read() == data + more
-    assert cat(cluster, "/native") == data + more
+    assert cat(fs, "/native") == data + more
     local = tmp_path / "same"
     local.write_bytes(data + more)
-    check(hadoop_fs(cluster.conf, "-D", "dfs.blocksize=1048576", "-put", str(local), "/same"))
-    assert fs_checksum(cluster, "/native") == fs_checksum(cluster, "/same")
-    assert fs_checksum(cluster, "/same") == file_checksum(data + more, 1024 * 1024)
+    check(fs("-D", "dfs.blocksize=1048576", "-put", str(local), "/same"))
+    assert fs_checksum(fs, "/native") == fs_checksum(fs, "/same")
+    assert fs_checksum(fs, "/same") == file_checksum(data + more, 1024 * 1024)
 
 
-def test_fsshell_append_truncate_concat_and_setrep(cluster: HACluster, tmp_path: Path) -> None:
-    # FsShell does what is judged; hdfs-native writes the inputs and reads the results (one
-    # JVM start fewer each)
+def test_fsshell_append_truncate_concat_and_setrep(
+    cluster: HACluster, fs: FsShellSession, tmp_path: Path
+) -> None:
+    # FsShell does what is judged; hdfs-native writes the inputs and reads the results
     client = cluster.ha_client()
     mib = hdfs_native.WriteOptions(block_size=1024 * 1024)
 
@@ -176,23 +180,23 @@ def test_fsshell_append_truncate_concat_and_setrep(cluster: HACluster, tmp_path:
     head, tail = os.urandom(1024 * 1024 + 100), b"appended line\n"
     (tmp_path / "tail").write_bytes(tail)
     put("/app", head)
-    check(hadoop_fs(cluster.conf, "-appendToFile", str(tmp_path / "tail"), "/app"))
+    check(fs("-appendToFile", str(tmp_path / "tail"), "/app"))
     assert read("/app") == head + tail
 
     put("/cut", head)
-    out = check(hadoop_fs(cluster.conf, "-truncate", "-w", "1048576", "/cut"))
+    out = check(fs("-truncate", "-w", "1048576", "/cut"))
     assert "Truncated /cut to length: 1048576" in out
     assert read("/cut") == head[:1048576]
     # inside a block: the block is recovered to the length on the DataNodes (design §B.16),
     # and -w returns once the file is closed
-    out = check(hadoop_fs(cluster.conf, "-truncate", "-w", "1000", "/cut"))
+    out = check(fs("-truncate", "-w", "1000", "/cut"))
     assert "Truncated /cut to length: 1000" in out
-    assert cat(cluster, "/cut") == head[:1000]
+    assert cat(fs, "/cut") == head[:1000]
 
     parts = [os.urandom(1000 + i) for i in range(3)]
     for i, part in enumerate(parts):
         put(f"/c{i}", part)
-    check(hadoop_fs(cluster.conf, "-concat", "/c0", "/c1", "/c2"))
+    check(fs("-concat", "/c0", "/c1", "/c2"))
     assert read("/c0") == b"".join(parts)
     for gone in ("/c1", "/c2"):
         with pytest.raises(FileNotFoundError):
@@ -200,7 +204,7 @@ def test_fsshell_append_truncate_concat_and_setrep(cluster: HACluster, tmp_path:
 
     put("/r", tail, hdfs_native.WriteOptions(replication=1))
     assert locations(cluster, "/r") == [1]
-    out = check(hadoop_fs(cluster.conf, "-setrep", "-w", "3", "/r"))
+    out = check(fs("-setrep", "-w", "3", "/r"))
     assert "Replication 3 set: /r" in out
     assert locations(cluster, "/r") == [3]  # the NameNode had a DataNode copy it twice
     assert read("/r") == tail

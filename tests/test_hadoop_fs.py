@@ -1,7 +1,8 @@
 """Apache Hadoop's own FsShell (`hadoop fs`) against a `qjm cluster` with two NameNodes.
 
 The shell reads only DIR/hadoop-conf (HA nameservice, ConfiguredFailoverProxyProvider): it is
-never told which NameNode is active. Each call starts a JVM, so calls are few and batched.
+never told which NameNode is active. The commands run in one JVM (each with a fresh client),
+since a JVM start is seconds on a busy machine.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ import pytest
 from conftest import run_qjm
 from hadoop_clients import (
     STANDBY_EXCEPTION,
+    FsShellSession,
     HACluster,
     check,
-    hadoop_fs,
     java_calls,
     refusal_of_get_file_info,
     user,
@@ -36,6 +37,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HACluster]:
         yield c
     finally:
         c.down()
+
+
+@pytest.fixture(scope="module")
+def fs(cluster: HACluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FsShellSession]:
+    """The genuine FsShell for the module's commands, in one JVM."""
+    session = FsShellSession(cluster.conf, tmp_path_factory.getbasetemp())
+    try:
+        yield session
+    finally:
+        session.close()
 
 
 def ls_r(out: str) -> dict[str, list[str]]:
@@ -73,12 +84,12 @@ def test_cluster_json_and_hadoop_conf(cluster: HACluster) -> None:
 
 
 def test_done_when_mkdir_and_touchz_on_nn1_show_in_ls_on_nn2_after_failover(
-    cluster: HACluster,
+    cluster: HACluster, fs: FsShellSession
 ) -> None:
     assert cluster.state("nn1") == "active"
     assert cluster.state("nn2") == "standby"
-    check(hadoop_fs(cluster.conf, "-mkdir", "-p", "/a/b/c"))
-    check(hadoop_fs(cluster.conf, "-touchz", "/a/b/f"))
+    check(fs("-mkdir", "-p", "/a/b/c"))
+    check(fs("-touchz", "/a/b/f"))
 
     # They landed on nn1: it answers them directly; the standby refuses to.
     nn1 = cluster.direct("nn1")
@@ -90,7 +101,7 @@ def test_done_when_mkdir_and_touchz_on_nn1_show_in_ls_on_nn2_after_failover(
     cluster.failover("nn1", "nn2")
     assert cluster.state("nn1") == "standby"
 
-    rows = ls_r(check(hadoop_fs(cluster.conf, "-ls", "-R", "/")))
+    rows = ls_r(check(fs("-ls", "-R", "/")))
     assert {"/a", "/a/b", "/a/b/c", "/a/b/f"} <= set(rows)
     assert rows["/a/b/c"][0] == "drwxr-xr-x"
     assert rows["/a/b/f"][0] == "-rw-r--r--"
@@ -101,22 +112,21 @@ def test_done_when_mkdir_and_touchz_on_nn1_show_in_ls_on_nn2_after_failover(
     assert cluster.direct("nn2").get_file_info("/a/b/f").length == 0
 
 
-def test_fsshell_verbs(cluster: HACluster) -> None:
-    conf = cluster.conf
-    check(hadoop_fs(conf, "-mkdir", "-p", "/v/d1/sub", "/v/d2", "/v/d3/deep"))
-    check(hadoop_fs(conf, "-touchz", "/v/d1/f1", "/v/d1/sub/f2", "/v/f3", "/v/f4"))
+def test_fsshell_verbs(fs: FsShellSession) -> None:
+    check(fs("-mkdir", "-p", "/v/d1/sub", "/v/d2", "/v/d3/deep"))
+    check(fs("-touchz", "/v/d1/f1", "/v/d1/sub/f2", "/v/f3", "/v/f4"))
 
     # -mv: several sources into a directory
-    check(hadoop_fs(conf, "-mv", "/v/f3", "/v/f4", "/v/d2"))
+    check(fs("-mv", "/v/f3", "/v/f4", "/v/d2"))
     # -rm -r: a tree and a directory with a file
-    out = check(hadoop_fs(conf, "-rm", "-r", "/v/d3", "/v/d1/sub"))
+    out = check(fs("-rm", "-r", "/v/d3", "/v/d1/sub"))
     assert "Deleted /v/d3" in out and "Deleted /v/d1/sub" in out
-    check(hadoop_fs(conf, "-chmod", "-R", "750", "/v/d2"))
-    check(hadoop_fs(conf, "-chown", "alice:staff", "/v/d2/f3", "/v/d1"))
-    out = check(hadoop_fs(conf, "-setrep", "2", "/v/d1/f1", "/v/d2/f3"))
+    check(fs("-chmod", "-R", "750", "/v/d2"))
+    check(fs("-chown", "alice:staff", "/v/d2/f3", "/v/d1"))
+    out = check(fs("-setrep", "2", "/v/d1/f1", "/v/d2/f3"))
     assert "Replication 2 set: /v/d1/f1" in out and "Replication 2 set: /v/d2/f3" in out
 
-    out = check(hadoop_fs(conf, "-stat", "%F|%u|%g|%a|%r|%b|%n", "/v/d2/f3", "/v/d2", "/v/d1"))
+    out = check(fs("-stat", "%F|%u|%g|%a|%r|%b|%n", "/v/d2/f3", "/v/d2", "/v/d1"))
     lines = out.splitlines()
     assert len(lines) == 3, out
     f3, d2, d1 = (line.split("|") for line in lines)
@@ -125,24 +135,24 @@ def test_fsshell_verbs(cluster: HACluster) -> None:
     assert d1[0] == "directory" and d1[1:3] == ["alice", "staff"] and d1[3] == "755"
 
     # -count: DIR_COUNT FILE_COUNT CONTENT_SIZE PATHNAME (the directory itself counts)
-    out = check(hadoop_fs(conf, "-count", "/v", "/v/d2"))
+    out = check(fs("-count", "/v", "/v/d2"))
     counts = {cols[-1]: cols[:-1] for cols in (line.split() for line in out.splitlines())}
     assert counts["/v"] == ["3", "3", "0"], out  # /v, d1, d2; f1, f3, f4
     assert counts["/v/d2"] == ["1", "2", "0"], out
     # -du -s: size, space consumed with replicas, path (empty files: 0 0)
-    out = check(hadoop_fs(conf, "-du", "-s", "/v"))
+    out = check(fs("-du", "-s", "/v"))
     assert out.split() == ["0", "0", "/v"]
 
     # -test: exit code 0 when true, 1 when false
-    assert hadoop_fs(conf, "-test", "-d", "/v/d2").returncode == 0
-    assert hadoop_fs(conf, "-test", "-e", "/v/d3").returncode == 1
+    assert fs("-test", "-d", "/v/d2").returncode == 0
+    assert fs("-test", "-e", "/v/d3").returncode == 1
 
     # a refusal is one line naming the path, exit 1
-    r = hadoop_fs(conf, "-mkdir", "/nope/x")
+    r = fs("-mkdir", "/nope/x")
     assert r.returncode == 1
     assert "/nope" in r.stderr and "No such file or directory" in r.stderr
 
-    rows = ls_r(check(hadoop_fs(conf, "-ls", "-R", "/v")))
+    rows = ls_r(check(fs("-ls", "-R", "/v")))
     assert set(rows) == {"/v/d1", "/v/d1/f1", "/v/d2", "/v/d2/f3", "/v/d2/f4"}
     assert rows["/v/d2"][0] == "drwxr-x---"
     assert rows["/v/d2/f4"][0] == "-rwxr-x---"
