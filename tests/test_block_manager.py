@@ -292,6 +292,30 @@ def test_dead_node_replicas_leave_and_block_is_rereplicated() -> None:
     assert bm.live_replicas(b.block_id) == 2 and bm.fs_stats().under_replicated == 0
 
 
+def test_a_failed_storage_loses_its_replicas_and_the_rest_of_its_node_serves_on() -> None:
+    # dn0 has two volumes; the one holding b fails: the heartbeat says so, b is copied from
+    # dn1, and dn0's other volume keeps its replica of c
+    bm, _, _ = make(4)
+    cap = {"capacity": 1 << 40, "remaining": 1 << 40}
+    bm.heartbeat("dn0", [StorageReport("s0", **cap), StorageReport("s0b", **cap)])
+    b, c = blk(1), blk(2)
+    complete(bm, b, repl=2)
+    complete(bm, c, repl=1)
+    report(bm, 0, fin(b))
+    bm.process_report("dn0", "s0b", [fin(c)])
+    report(bm, 1, fin(b))
+    assert bm.live_replicas(b.block_id) == 2
+    failed = [StorageReport("s0", failed=True, **cap), StorageReport("s0b", **cap)]
+    bm.heartbeat("dn0", failed)
+    assert bm.live_replicas(b.block_id) == 1 and bm.live_replicas(c.block_id) == 1
+    assert bm.fs_stats().under_replicated == 1 and bm.metrics["failed_storages"] == 1
+    bm.heartbeat("dn0", failed)  # still failed: counted once
+    assert bm.metrics["failed_storages"] == 1
+    assert bm.compute_reconstruction_work(10) == 1
+    [cmd] = commands(bm, 1)
+    assert isinstance(cmd, TransferCommand) and cmd.targets[0][0] != "dn1"  # dn1 is the source
+
+
 def test_a_copy_in_flight_to_a_node_that_dies_is_scheduled_again_at_once() -> None:
     # The target of a DNA_TRANSFER dies before it reports the copy: the copy will never come,
     # so the block is scheduled again when the target is found dead, not 5 minutes later.

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import threading
@@ -60,8 +61,8 @@ SCAN_PERIOD_MS = 5000
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """nn1 active, nn2 standby, 5 DataNodes that heartbeat every 0.3 s and scan their
-    replicas every 5 s; 1 MiB blocks."""
+    """nn1 active, nn2 standby, 5 DataNodes of two data directories each (one may fail) that
+    heartbeat every 0.3 s and scan their replicas every 5 s; 1 MiB blocks."""
     directory = tmp_path_factory.mktemp("block-safety") / "c"
     info = cluster_up(
         directory,
@@ -76,7 +77,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
             safemode_extension_ms=1000,
             scan_bytes_per_second=SCAN_RATE,
             scan_period_ms=SCAN_PERIOD_MS,
+            failed_volumes_tolerated=1,
         ),
+        datanode_dirs=2,
     )
     try:
         yield info
@@ -533,3 +536,92 @@ def test_fsck_dfsadmin_and_the_java_api_report_damaged_and_missing_blocks(
     stranger = fsck(cluster, "--user", "mallory", "/views")
     assert stranger.returncode == 255
     assert "Access denied for user mallory. Superuser privilege is required" in stranger.stdout
+
+
+def test_a_failed_data_volume_is_tolerated_then_one_more_stops_the_datanode(
+    cluster: dict[str, Any],
+) -> None:
+    """One of a DataNode's two data directories vanishes: the DataNode serves on from the
+    other, the NameNode drops the lost replicas and has them copied back; a second failure,
+    past datanode.failed_volumes_tolerated (1), stops the DataNode with the reason."""
+    conf = Path(cluster["hadoop_conf"])
+    cluster_dir = conf.parent
+    client = native_client(conf)
+    files = {f"/vol/f{i}": random.Random(i).randbytes(200_000 + i) for i in range(12)}
+    for path, data in files.items():
+        w = client.create(path, hdfs_native.WriteOptions(replication=2, create_parent=True))
+        w.write(data)
+        w.close()
+    dead = set(cluster.get("killed", []))
+    state = nn_datanodes(cluster)
+    live = [
+        n
+        for n, d in cluster.items()
+        if isinstance(d, dict)
+        and state.get(d.get("transfer", "")) == "live"
+        and d["transfer"] not in dead
+    ]
+    ids = {p: b.b.blockId for p in files for b in block_locations(cluster["nn1"]["rpc"], p).blocks}
+
+    def volume_of(dn: str, block_id: int) -> str | None:
+        for path in (cluster_dir / "data" / dn).glob(f"d*/**/finalized/**/blk_{block_id}"):
+            return path.relative_to(cluster_dir / "data" / dn).parts[0]
+        return None
+
+    wait_until(
+        "every replica of /vol on disk",
+        lambda: sum(len(replica_files(cluster_dir, b)) for b in ids.values()) == 2 * len(ids),
+        timeout_s=30.0,
+    )
+    held = {(dn, volume_of(dn, b)): 0 for dn in live for b in ids.values()}
+    for b in ids.values():
+        for dn in live:
+            v = volume_of(dn, b)
+            if v is not None:
+                held[(dn, v)] += 1
+    (victim, volume), lost = max(held.items(), key=lambda kv: kv[1])
+    assert lost > 0 and volume is not None
+    pid = int(cluster[victim]["pid"])
+    shutil.rmtree(cluster_dir / "data" / victim / volume)
+
+    def failed_volumes() -> list[dict[str, str]]:
+        url = f"http://{cluster[victim]['http']}/status"
+        return json.loads(http_text(url))["failed_volumes"]  # type: ignore[no-any-return]
+
+    [failed] = wait_until(f"{victim} to notice its {volume} gone", failed_volumes, 30.0)
+    assert failed["path"] == str(cluster_dir / "data" / victim / volume)
+    wait_restored_to(
+        cluster,
+        files,
+        2,
+        failed["storage_id"],
+        what=f"/vol on 2 replicas, none on {victim}'s failed {volume}",
+    )
+    assert pid_alive(pid), f"{victim} stopped, though one failed volume is tolerated"
+    for path, data in files.items():
+        with client.read(path) as f:
+            assert bytes(f.read()) == data
+
+    other = "d2" if volume == "d1" else "d1"
+    shutil.rmtree(cluster_dir / "data" / victim / other)
+    wait_until(f"{victim} stopped by its second failed volume", lambda: not pid_alive(pid), 30.0)
+    log = Path(cluster[victim]["log"]).read_text(errors="replace")
+    assert "2 data volume(s) failed, 1 tolerated (datanode.failed_volumes_tolerated)" in log
+
+
+def wait_restored_to(
+    cluster: dict[str, Any], files: dict[str, bytes], n: int, gone: str, *, what: str
+) -> None:
+    """Wait until every block of files has n locations on live DataNodes, none on the
+    storage gone."""
+    dead = set(cluster.get("killed", []))
+
+    def done() -> bool:
+        for p in files:
+            for b in block_locations(cluster["nn1"]["rpc"], p).blocks:
+                where = {f"{loc.id.ipAddr}:{loc.id.xferPort}" for loc in b.locs}
+                if len(b.locs) != n or dead & where or gone in b.storageIDs:
+                    return False
+        return True
+
+    wait_until(what, done, timeout_s=RESTORE_S)

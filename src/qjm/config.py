@@ -263,11 +263,17 @@ class DataNodeSettings:
     # (dfs.datanode.scan.period.hours: 3 weeks)
     scan_bytes_per_second: int = 1_048_576
     scan_period_ms: int = 504 * 3_600_000
+    # data volumes that may fail before the DataNode stops (design §B.19)
+    failed_volumes_tolerated: int = 0  # dfs.datanode.failed.volumes.tolerated
 
     def __post_init__(self) -> None:
         """Refuse values a DataNode or the block manager cannot use, naming the key."""
         for f in fields(self):
-            if f.name in ("incremental_report_delay_ms", "du_reserved_bytes"):
+            if f.name in (
+                "incremental_report_delay_ms",
+                "du_reserved_bytes",
+                "failed_volumes_tolerated",
+            ):
                 continue
             if f.name == "scan_bytes_per_second" and self.scan_bytes_per_second == 0:
                 continue
@@ -277,6 +283,11 @@ class DataNodeSettings:
                 raise ConfigError(
                     f"datanode.{f.name} must be at least 1, got {getattr(self, f.name)}"
                 )
+        if self.failed_volumes_tolerated < 0:
+            raise ConfigError(
+                "datanode.failed_volumes_tolerated must be 0 or more, got "
+                f"{self.failed_volumes_tolerated}"
+            )
         if self.safemode_threshold_pct > 1000:
             raise ConfigError(
                 f"datanode.safemode_threshold_pct is in thousandths (999 is 0.999), got "

@@ -291,12 +291,14 @@ def cluster_up(
     zkfc_settings: FailoverControllerSettings | None = None,
     datanodes: int | None = 0,
     datanode_settings: DataNodeSettings | None = None,
+    datanode_dirs: int = 1,
 ) -> dict[str, Any]:
     """Start the daemons, write cluster.toml and cluster.json, return once all answer.
 
-    datanodes DataNodes start after the NameNodes, each with one data directory under
-    DIR/data, and register with every NameNode; None is the stopped cluster's count in
-    directory, else DEFAULT_DATANODES with NameNodes and none without.
+    datanodes DataNodes start after the NameNodes, each with datanode_dirs data directories
+    under DIR/data (DIR/data/dnN, or its d1, d2, ...), and register with every NameNode;
+    None is the stopped cluster's count in directory, else DEFAULT_DATANODES with NameNodes
+    and none without.
 
     With NameNodes: format nn1 (and the shared journal), start it, bootstrap nn2 from it,
     start nn2, and write DIR/hadoop-conf for HDFS clients. Manual HA (zookeeper False): make
@@ -365,7 +367,11 @@ def cluster_up(
             f"{HOST}:{transfer}",
             f"{HOST}:{ipc}",
             f"{HOST}:{http}",
-            str(directory / "data" / name),
+            str(directory / "data" / name)
+            if datanode_dirs == 1
+            else ",".join(
+                str(directory / "data" / name / f"d{j}") for j in range(1, datanode_dirs + 1)
+            ),
         )
     for i, port in enumerate(plan.zkfcs, start=1):
         _check_free(f"zkfc{i} (the failover controller of nn{i})", port)

@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -130,6 +130,8 @@ class FsDataset:
         self._where: dict[tuple[str, int], FsVolume] = {}
         self._writers: dict[tuple[str, int], ReplicaWriter] = {}
         self._next_volume = 0
+        # called (from whichever thread saw the error) each time a volume fails
+        self.on_volume_failed: Callable[[], None] | None = None
 
     # -- block pools ---------------------------------------------------------------------
     def add_block_pool(self, info: BlockPoolInfo) -> list[ReplicaInfo]:
@@ -208,12 +210,14 @@ class FsDataset:
                 if w is not None:
                     w._stale = f"its volume {volume.root} failed"
         log.error(
-            "volume %s (%s) failed: %s; %d replica(s) dropped, the other volumes serve on",
+            "volume %s (%s) failed: %s; %d replica(s) dropped",
             volume.root,
             volume.storage_id,
             volume.failed,
             len(lost),
         )
+        if self.on_volume_failed is not None:
+            self.on_volume_failed()
 
     @contextmanager
     def _io(self, volume: FsVolume, what: str) -> Iterator[None]:

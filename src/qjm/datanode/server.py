@@ -74,6 +74,10 @@ class DataNodeStartupError(QjmError):
     """The DataNode cannot start: a port taken, storage refused; the message says which."""
 
 
+class DataNodeFatalError(QjmError):
+    """The DataNode stopped itself: more data volumes failed than it tolerates."""
+
+
 def _check_bindable(host: str, port: int, what: str) -> None:
     """Fail with one clear line when host:port cannot be listened on."""
     if port == 0:
@@ -187,6 +191,8 @@ class DataNode:
         self.registry = CollectorRegistry()
         self.registry.register(_DataNodeCollector(self))
         self.stopped = asyncio.Event()
+        self.fatal = asyncio.Event()  # set with fatal_reason when it must stop itself
+        self.fatal_reason = ""
 
     # ---- life -------------------------------------------------------------------------
 
@@ -308,13 +314,22 @@ class DataNode:
         info = BlockPoolInfo(namespace.storage.namespace_id, namespace.block_pool_id)
 
         def load() -> FsDataset:
-            self.storage.load(namespace.storage.cluster_id)
+            self.storage.load(
+                namespace.storage.cluster_id,
+                failed_tolerated=self.settings.failed_volumes_tolerated,
+            )
             ds = FsDataset(self.storage, reserved=self.settings.du_reserved_bytes)
             ds.add_block_pool(info)
             return ds
 
         ds = await self.disk.run(load)
         self.dataset = ds
+        loop = asyncio.get_running_loop()
+
+        def volume_failed() -> None:
+            loop.call_soon_threadsafe(self._volume_failed)
+
+        ds.on_volume_failed = volume_failed
         self.store = FsReplicaStore(ds, self.disk)
         self._volumes = await self.disk.run(ds.volume_reports)
         self._refresher = asyncio.get_running_loop().create_task(self._refresh_volumes())
@@ -338,6 +353,42 @@ class DataNode:
             namespace.storage.cluster_id,
             namespace.storage.ctime,
         )
+
+    def _volume_failed(self) -> None:
+        """A data volume failed at run time (design §B.19): within the tolerated count the
+        NameNodes hear at once (an error report, the failed storage in the next heartbeat, a
+        full report without it) and the other volumes serve on; past it the DataNode stops."""
+        ds = self.dataset
+        if ds is None:
+            return
+        failed = ds.failed_volumes
+        tolerated = self.settings.failed_volumes_tolerated
+        which = "; ".join(f"{f.path}: {f.reason}" for f in failed)
+        if len(failed) > tolerated:
+            self.fatal_reason = (
+                f"{len(failed)} data volume(s) failed, {tolerated} tolerated "
+                f"(datanode.failed_volumes_tolerated): {which}"
+            )
+            log.critical("DataNode %s stops: %s", self.dn.name, self.fatal_reason)
+            self.bpos.error_report(wire.ErrorCode.FATAL_DISK_ERROR, self.fatal_reason)
+            self.fatal.set()
+            return
+        log.error(
+            "DataNode %s serves on with %d failed volume(s) of %d (%d tolerated): %s",
+            self.dn.name,
+            len(failed),
+            len(ds.volumes),
+            tolerated,
+            which,
+        )
+        self.bpos.error_report(wire.ErrorCode.DISK_ERROR, f"failed volumes: {which}")
+        self._spawn(self._report_volume_failure(), "volume failure")
+
+    async def _report_volume_failure(self) -> None:
+        """Space reports now (the failed storage marked), then a full report to each NameNode."""
+        if self.dataset is not None:
+            self._volumes = await self.disk.run(self.dataset.volume_reports)
+        self.bpos.trigger_block_report()
 
     def _scanned_corrupt(
         self, pool: str, block_id: int, genstamp: int, length: int, storage_id: str
@@ -553,7 +604,10 @@ class DataNode:
             for v in self._volumes
         ]
         failed = (
-            [{"path": str(f.path), "reason": f.reason} for f in self.dataset.failed_volumes]
+            [
+                {"path": str(f.path), "storage_id": f.storage_id, "reason": f.reason}
+                for f in self.dataset.failed_volumes
+            ]
             if self.dataset is not None
             else []
         )
@@ -885,9 +939,15 @@ async def serve_forever(node: DataNode, ready_file: Path | None = None) -> None:
                 "transfer": format_address(node.transfer_host, node.transfer_port),
             },
         )
-    await stop.wait()
+    fatal = asyncio.ensure_future(node.fatal.wait())
+    signalled = asyncio.ensure_future(stop.wait())
+    await asyncio.wait([fatal, signalled], return_when=asyncio.FIRST_COMPLETED)
+    fatal.cancel()
+    signalled.cancel()
     log.info("DataNode %s stopping", node.dn.name)
     await node.stop()
+    if node.fatal.is_set():
+        raise DataNodeFatalError(f"DataNode {node.dn.name} stopped: {node.fatal_reason}")
 
 
 __all__ = ["DataNode", "DataNodeStartupError", "serve_forever"]

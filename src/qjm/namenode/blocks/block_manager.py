@@ -559,8 +559,12 @@ class BlockManager:
         self, uuid: str, reports: Iterable[StorageReport], xceiver_count: int = 0
     ) -> list[Command]:
         """sendHeartbeat: record it and return the node's commands (only when active)."""
-        if self.dm.heartbeat(uuid, reports, xceiver_count).register:
+        decision = self.dm.heartbeat(uuid, reports, xceiver_count)
+        if decision.register:
             return [RegisterCommand()]
+        for st in decision.newly_failed:
+            self.metrics["failed_storages"] += 1
+            self._remove_storage_replicas(st)
         if not self._commanding():
             return []
         out: list[Command] = []
@@ -581,11 +585,16 @@ class BlockManager:
             self._remove_node_replicas(node)
         return [n.uuid for n in dead]
 
+    def _remove_storage_replicas(self, st: DatanodeStorageInfo) -> None:
+        """A storage failed (its volume's disk) or its node died: none of its replicas
+        count any more, and their blocks are queued to be copied (design §B.19)."""
+        for s in self.map.slots_on_storage(st.index):
+            self._remove_replica(s, st.index)
+        self.pending.drop_storage(st.storage_id)
+
     def _remove_node_replicas(self, node: DatanodeDescriptor) -> None:
         for st in node.storages.values():
-            for s in self.map.slots_on_storage(st.index):
-                self._remove_replica(s, st.index)
-            self.pending.drop_storage(st.storage_id)
+            self._remove_storage_replicas(st)
         self.invalidates.pop(node.uuid, None)
         self.transfers.pop(node.uuid, None)
         self._forget_target(node.uuid)

@@ -156,9 +156,11 @@ class RegisterResult:
 
 @dataclass(frozen=True, slots=True)
 class HeartbeatDecision:
-    """A heartbeat's outcome: the node must register first, or it was recorded."""
+    """A heartbeat's outcome: the node must register first, or it was recorded (with the
+    storages it reports failed for the first time)."""
 
     register: bool
+    newly_failed: tuple[DatanodeStorageInfo, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,9 +252,15 @@ class DatanodeManager:
             return HeartbeatDecision(register=True)
         node.last_update = self.clock()
         node.xceiver_count = max(0, xceiver_count)
+        failed = []
         for r in reports:
-            self.update_storage(node, r)
-        return HeartbeatDecision(register=False)
+            was_failed = (st := node.storages.get(r.storage_id)) is not None and (
+                st.state is StorageState.FAILED
+            )
+            st = self.update_storage(node, r)
+            if st.state is StorageState.FAILED and not was_failed:
+                failed.append(st)
+        return HeartbeatDecision(register=False, newly_failed=tuple(failed))
 
     def update_storage(self, node: DatanodeDescriptor, r: StorageReport) -> DatanodeStorageInfo:
         """Add or update one storage of node from a report; returns it."""
