@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
 from qjm.editlog.ops.types import Block
+from qjm.errors import ConfigError
+from qjm.namenode.blocks import host_file
 from qjm.namenode.blocks.block_manager import (
+    QUEUE_HIGHEST_PRIORITY,
     BlockManager,
     BlockUCState,
     CorruptReason,
@@ -19,7 +23,12 @@ from qjm.namenode.blocks.block_manager import (
     redundancy_priority,
 )
 from qjm.namenode.blocks.block_map import BlockMap
-from qjm.namenode.blocks.datanode_manager import DatanodeRegistration, StorageReport
+from qjm.namenode.blocks.datanode_manager import (
+    AdminState,
+    DatanodeDescriptor,
+    DatanodeRegistration,
+    StorageReport,
+)
 from qjm.namenode.blocks.errors import (
     BlockStateError,
     PendingMessagesFullError,
@@ -544,3 +553,102 @@ def test_other_node_at_registered_address_loses_old_replicas() -> None:
     report(bm, 0, fin(b))
     bm.register_datanode(reg("dn7", port=9000))  # dn0's address
     assert "dn0" not in bm.dm.nodes and bm.live_replicas(b.block_id) == 0
+
+
+# -- decommission (design §B.20) --------------------------------------------------------
+
+
+def node(bm: BlockManager, i: int) -> DatanodeDescriptor:
+    return bm.dm.nodes[f"dn{i}"]
+
+
+def test_decommission_copies_a_nodes_blocks_elsewhere_then_marks_it_done() -> None:
+    bm, _, _ = make(4)
+    b = blk(1)
+    complete(bm, b, repl=2)
+    report(bm, 0, fin(b))
+    report(bm, 1, fin(b))
+    for i in (2, 3):
+        report(bm, i)
+    assert bm.check_decommission() == []  # nothing decommissioning
+    assert bm.start_decommission(node(bm, 0)) and not bm.start_decommission(node(bm, 0))
+    # dn0's replica no longer counts: b needs a copy, but is not missing
+    assert bm.fs_stats().under_replicated == 1 and bm.fs_stats().missing_blocks == 0
+    assert bm.check_decommission() == []
+    assert bm.compute_reconstruction_work(10) == 1
+    [cmd] = [c for i in (0, 1) for c in commands(bm, i) if isinstance(c, TransferCommand)]
+    target_uuid, target_sid = cmd.targets[0]
+    assert target_uuid in ("dn2", "dn3")  # never the decommissioning node
+    # readers are sent to the decommissioning node last
+    assert [n.uuid for n, _ in bm.locations(b.block_id)][-1] == "dn0"
+    bm.process_incremental(target_uuid, target_sid, [(RECEIVED, b)])
+    assert bm.fs_stats().under_replicated == 0
+    assert bm.check_decommission() == ["dn0"]
+    assert node(bm, 0).admin_state is AdminState.DECOMMISSIONED
+    assert bm.live_replicas(b.block_id) == 3  # its replica stays, and is not deleted
+    assert all(b.block_id not in invalidated(bm, i) for i in range(4))
+
+
+def test_a_block_only_a_decommissioning_node_holds_is_copied_first() -> None:
+    bm, _, _ = make(3)
+    b = blk(1)
+    complete(bm, b, repl=1)
+    report(bm, 0, fin(b))
+    bm.start_decommission(node(bm, 0))
+    assert bm.queue_of[b.block_id] == QUEUE_HIGHEST_PRIORITY
+    assert bm.fs_stats().missing_blocks == 0
+    assert bm.compute_reconstruction_work(10) == 1
+    [cmd] = commands(bm, 0)  # the decommissioning node is the source
+    assert isinstance(cmd, TransferCommand) and cmd.targets[0][0] in ("dn1", "dn2")
+
+
+def test_too_few_nodes_in_service_keep_a_decommission_in_progress() -> None:
+    bm, _, _ = make(3)
+    b = blk(1)
+    complete(bm, b, repl=3)
+    for i in range(3):
+        report(bm, i, fin(b))
+    bm.start_decommission(node(bm, 2))
+    assert bm.compute_reconstruction_work(10) == 0  # no node left to copy to
+    assert bm.check_decommission() == []
+    assert node(bm, 2).admin_state is AdminState.DECOMMISSION_INPROGRESS
+    # back in service: nothing to copy any more
+    assert bm.stop_decommission(node(bm, 2)) and not bm.stop_decommission(node(bm, 2))
+    assert bm.fs_stats().under_replicated == 0 and bm.out_of_service == set()
+
+
+def test_a_recommissioned_nodes_extra_replica_is_deleted() -> None:
+    bm, _, _ = make(3)
+    b = blk(1)
+    complete(bm, b, repl=2)
+    for i in range(3):
+        report(bm, i)
+    bm.start_decommission(node(bm, 0))
+    for i in range(3):  # dn0 plus the copy made meanwhile on dn1 and dn2
+        report(bm, i, fin(b))
+    assert not any(b.block_id in invalidated(bm, i) for i in range(3))
+    bm.stop_decommission(node(bm, 0))
+    assert sum(b.block_id in invalidated(bm, i) for i in range(3)) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "ip", "name", "port", "listed"),
+    [
+        ("127.0.0.1:9866\n", "127.0.0.1", "h", 9866, True),
+        ("127.0.0.1:9866\n", "127.0.0.1", "h", 9876, False),
+        ("  h:9876  other:1 # a comment 127.0.0.1:9866\n", "127.0.0.1", "h", 9876, True),
+        ("# 127.0.0.1:9866", "127.0.0.1", "h", 9866, False),
+        ("10.0.0.5", "10.0.0.5", "h", 1234, True),  # a host alone: every node on it
+        ("", "127.0.0.1", "h", 9866, False),
+    ],
+)
+def test_the_exclude_list_names_nodes_by_address_or_host(
+    text: str, ip: str, name: str, port: int, listed: bool
+) -> None:
+    assert host_file.listed(host_file.parse_hosts(text), ip, name, port) is listed
+
+
+def test_an_exclude_file_that_cannot_be_read_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"namenode.hosts_exclude: cannot read .*nope"):
+        host_file.read_hosts(str(tmp_path / "nope"))
+    assert host_file.read_hosts("") == frozenset()

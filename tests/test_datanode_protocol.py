@@ -288,10 +288,13 @@ async def test_two_namenodes_register_report_and_obey_the_active() -> None:
             assert nn.blocks.errors == [(ErrorCode.DISK_ERROR, "disk /data/2 failed")]
             assert nn.blocks.bad == [bad]
 
-        # failover: nn1 steps down, nn2 becomes active at a higher txid
+        # failover: nn1 steps down, nn2 becomes active at a higher txid, and gets a full
+        # report at once (it holds every storage stale until then, design §B.6)
+        reports_before = len(nn2.blocks.reports)
         nn1.ha.state, nn2.ha.state, nn2.ha.txid = HAState.STANDBY, HAState.ACTIVE, 105
         await until(lambda: bpos.claims.active == "nn2", "nn2 obeyed")
         assert bpos.claims.last_claim_txid >= 105
+        await until(lambda: len(nn2.blocks.reports) > reports_before, "a report to the new active")
         # the deposed nn1 claims ACTIVE again at a lower txid: ignored with its commands
         nn1.ha.state, nn1.ha.txid = HAState.ACTIVE, 101
         nn1.blocks.queued.append(invalidate(10))

@@ -189,6 +189,9 @@ class NameNodeSettings:
     lease_soft_limit_ms: int = 60_000
     lease_hard_limit_ms: int = 1_200_000  # dfs.namenode.lease-hard-limit-sec (Hadoop 3: 20 min)
     lease_recheck_ms: int = 2_000
+    # DataNodes to decommission (design §B.20): a file of host:port transfer addresses (or
+    # hosts), one per line, read at start and on refreshNodes (dfs.hosts.exclude); "": none
+    hosts_exclude: str = ""
 
     def __post_init__(self) -> None:
         """Refuse values that would make the NameNode misbehave, naming the key."""

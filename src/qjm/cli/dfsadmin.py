@@ -1,4 +1,5 @@
-"""`qjm dfsadmin -report`: HDFS's DFSAdmin report of capacity, block health and DataNodes.
+"""`qjm dfsadmin -report | -refreshNodes`: HDFS's DFSAdmin report of capacity, block health
+and DataNodes, and the exclude list read again by every NameNode.
 
 It asks the active NameNode over HDFS's client protocol (getFsStats, setSafeMode GET,
 getDatanodeReport) and prints what `hdfs dfsadmin -report` prints, so scripts written for
@@ -9,10 +10,12 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import sys
 import time
 
 from qjm import runtime
 from qjm.cli.dfs import namenode_addresses
+from qjm.errors import QjmError
 from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.namenode.client import NameNodeClient
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
@@ -32,11 +35,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     where.add_argument("--namenodes", help="comma-separated NameNode RPC addresses")
     p.add_argument("--user", help="the user to act as (default: this OS user)")
     p.add_argument("--timeout", type=float, default=30.0, help="per-call timeout in seconds")
-    p.add_argument(
-        "-report",
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument(
+        "-report", action="store_true", help="capacity, block health and every DataNode"
+    )
+    what.add_argument(
+        "-refreshNodes",
         action="store_true",
-        required=True,
-        help="capacity, block health and every DataNode",
+        help="every NameNode reads its exclude list again (decommission starts or stops)",
     )
     p.add_argument("-live", action="store_true", help="with -report: live DataNodes only")
     p.add_argument("-dead", action="store_true", help="with -report: dead DataNodes only")
@@ -145,9 +151,11 @@ def nodes_text(title: str, nodes: list[hdfs.DatanodeInfoProto]) -> str:
 
 
 def run_dfsadmin(args: argparse.Namespace) -> int:
-    """Print the report from the active NameNode."""
+    """Run the command: the report from the active NameNode, or refreshNodes on each."""
     addresses = namenode_addresses(args)
     user = args.user or getpass.getuser()
+    if args.refreshNodes:
+        return runtime.run(_refresh_nodes(addresses, user, args.timeout))
     chosen = [k for k in ("live", "dead", "decommissioning") if getattr(args, k)]
     sections = chosen or ["live", "dead", "decommissioning"]
     kinds: dict[str, tuple[cn.DatanodeReportTypeProto, str]] = {
@@ -174,3 +182,21 @@ def run_dfsadmin(args: argparse.Namespace) -> int:
         return 0
 
     return runtime.run(main())
+
+
+async def _refresh_nodes(addresses: list[str], user: str, call_timeout_s: float) -> int:
+    """refreshNodes on every NameNode, standbys too, as HDFS's DFSAdmin does in HA; 0 when
+    each took it."""
+    failed = 0
+    for address in addresses:
+        try:
+            async with NameNodeClient(
+                [address], user=user, timeout=call_timeout_s, max_rounds=1
+            ) as c:
+                await c.call("refreshNodes", cn.RefreshNodesRequestProto())
+        except QjmError as e:
+            failed += 1
+            print(f"refreshNodes: failed for {address}: {e}", file=sys.stderr)
+        else:
+            print(f"Refresh nodes successful for {address}")
+    return 1 if failed else 0

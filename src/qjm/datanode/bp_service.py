@@ -327,6 +327,11 @@ class BPOfferService:
                     before.last_claim_txid,
                 )
             self.counters.add("active_changes")
+            if actor.last_report is not None:
+                # A new active holds every storage's contents stale, and postpones deleting
+                # excess or corrupt replicas, until each reports again (design §B.6): it
+                # hears now, not at the next report hours later.
+                actor.schedule_report()
         elif claim == Claim.STALE:
             self.counters.add("stale_active_claims")
             log.warning(

@@ -54,6 +54,7 @@ from qjm.hdfs.datanode_protocol import (
 )
 from qjm.namenode.blocks import block_manager as bmod
 from qjm.namenode.blocks import datanode_manager as dmod
+from qjm.namenode.blocks import host_file
 from qjm.namenode.blocks.block_manager import (
     BlockManager,
     BlockUCState,
@@ -297,6 +298,7 @@ class NameNodeBlocks:
         self.ids = NamespaceIds()
         self.bm = self._new_manager()
         self.removed_while_writing: list[Block] = []  # a live op's removals, until synced
+        self.excluded: frozenset[str] = frozenset()  # the exclude list's entries (§B.20)
         self.writing = False  # inside the active's apply of a live call
         self.deferred_removals = 0  # blocks whose removal waited for its op's sync
         # Block recovery (design §B.16): the recoveries this active started, by block id;
@@ -375,6 +377,9 @@ class NameNodeBlocks:
             log.warning("DataNode %s is dead: no heartbeat for %.0fs", uuid, self.dm.expire_s)
         self.bm.check_safe_mode()
         self.bm.compute_reconstruction_work(RECONSTRUCTION_BLOCKS_PER_TICK)
+        for uuid in self.bm.check_decommission():
+            r = self.dm.nodes[uuid].reg
+            log.info("DataNode %s:%d (%s) is decommissioned", r.ip, r.xfer_port, uuid)
 
     def leave_safe_mode_if_met(self) -> None:
         """At start-up: thresholds already met (no blocks) leave safe mode at once (HDFS)."""
@@ -526,9 +531,38 @@ class NameNodeBlocks:
         return self._namespace_info()
 
     async def register_datanode(self, registration: DatanodeRegistration) -> DatanodeRegistration:
-        """Register (or re-register) a DataNode."""
-        self.bm.register_datanode(to_registration(registration))
+        """Register (or re-register) a DataNode; one on the exclude list starts to
+        decommission at once (design §B.20)."""
+        reg = to_registration(registration)
+        self.bm.register_datanode(reg)
+        node = self.dm.nodes.get(reg.uuid)
+        if node is not None and self._excluded(node):
+            self.bm.start_decommission(node)
         return registration
+
+    # -- decommission (design §B.20) ------------------------------------------------------
+
+    def _excluded(self, node: DatanodeDescriptor) -> bool:
+        r = node.reg
+        return host_file.listed(self.excluded, r.ip, r.hostname, r.xfer_port)
+
+    def refresh_nodes(self, excluded: frozenset[str]) -> tuple[list[str], list[str]]:
+        """A new exclude list (refreshNodes): listed nodes start decommissioning, nodes no
+        longer listed return to service; the (started, stopped) DataNodes' addresses."""
+        self.excluded = excluded
+        started, stopped = [], []
+        for node in self.dm.nodes.values():
+            addr = f"{node.reg.ip}:{node.reg.xfer_port}"
+            if self._excluded(node):
+                if self.bm.start_decommission(node):
+                    started.append(addr)
+            elif self.bm.stop_decommission(node):
+                stopped.append(addr)
+        for addr in started:
+            log.info("DataNode %s: decommission started", addr)
+        for addr in stopped:
+            log.info("DataNode %s: back in service", addr)
+        return started, stopped
 
     async def handle_heartbeat(
         self, registration: DatanodeRegistration, facts: HeartbeatFacts
@@ -660,6 +694,7 @@ class NameNodeBlocks:
                     "ipc_address": f"{r.ip}:{r.ipc_port}",
                     "http_address": f"{r.ip}:{r.info_port}",
                     "state": "dead" if self.dm.is_dead(node) else "live",
+                    "admin_state": node.admin_state.value,
                     "stale": self.dm.is_stale(node),
                     "capacity": node.capacity(),
                     "used": node.dfs_used(),

@@ -347,6 +347,20 @@ class ClientRpc:
         await self.nn.blocks.report_bad_blocks([bad_block_from_proto(b) for b in req.blocks])
         return cn.ReportBadBlocksResponseProto()
 
+    async def refresh_nodes(
+        self, req: cn.RefreshNodesRequestProto, ctx: CallContext
+    ) -> cn.RefreshNodesResponseProto:
+        """refreshNodes (superuser): read the exclude list again; listed DataNodes start to
+        decommission, the others return to service. A standby takes it too, as HDFS's, so
+        that both NameNodes agree (design §B.20)."""
+        caller = self.nn.caller_of(ctx)
+        if not caller.superuser:
+            raise AccessControlError(
+                f"Access denied for user {caller.user}. Superuser privilege is required"
+            )
+        await self.nn.refresh_nodes()
+        return cn.RefreshNodesResponseProto()
+
     async def list_corrupt_file_blocks(
         self, req: cn.ListCorruptFileBlocksRequestProto, ctx: CallContext
     ) -> cn.ListCorruptFileBlocksResponseProto:
@@ -1081,6 +1095,7 @@ class ClientRpc:
             "renewLease": self.renew_lease,
             "reportBadBlocks": self.report_bad_blocks,
             "listCorruptFileBlocks": self.list_corrupt_file_blocks,
+            "refreshNodes": self.refresh_nodes,
             "recoverLease": self.recover_lease,
             "msync": self.msync,
             "getHAServiceState": self.get_ha_service_state,

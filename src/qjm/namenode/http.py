@@ -248,13 +248,21 @@ DATANODE_HEADS = (
 )
 
 
+_ADMIN_NOTE = {
+    "DECOMMISSION_INPROGRESS": ", decommissioning",
+    "DECOMMISSIONED": ", decommissioned",
+}
+
+
 def datanode_table_rows(datanodes: list[dict[str, Any]]) -> list[list[str]]:
     """The status page's DataNodes table: one row of cells per DataNode."""
     return [
         [
             f"{d['hostname']}:{str(d['transfer_address']).rsplit(':', 1)[-1]}",
             str(d["transfer_address"]),
-            str(d["state"]) + (" (stale)" if d["stale"] and d["state"] == "live" else ""),
+            str(d["state"])
+            + (" (stale)" if d["stale"] and d["state"] == "live" else "")
+            + _ADMIN_NOTE.get(str(d.get("admin_state", "NORMAL")), ""),
             human_bytes(int(d["capacity"])),
             human_bytes(int(d["used"])),
             human_bytes(int(d["remaining"])),

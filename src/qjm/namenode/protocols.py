@@ -37,6 +37,7 @@ CLIENT_METHODS: dict[str, MethodSpec] = method_table(
     MethodSpec("getFsStats", cn.GetFsStatusRequestProto, cn.GetFsStatsResponseProto),
     MethodSpec("renewLease", cn.RenewLeaseRequestProto, cn.RenewLeaseResponseProto),
     MethodSpec("reportBadBlocks", cn.ReportBadBlocksRequestProto, cn.ReportBadBlocksResponseProto),
+    MethodSpec("refreshNodes", cn.RefreshNodesRequestProto, cn.RefreshNodesResponseProto),
     MethodSpec(
         "listCorruptFileBlocks",
         cn.ListCorruptFileBlocksRequestProto,

@@ -168,6 +168,7 @@ class NameNode:
         self.lease_lapses = 0  # times this NameNode stepped down because its lease lapsed
         self.last_lease_wait_s = 0.0  # how long the last transition waited out older leases
         from qjm.namenode.block_service import NameNodeBlocks
+        from qjm.namenode.blocks.host_file import read_hosts
         from qjm.namenode.metrics import NameNodeMetrics
 
         # Block management beside the namespace, fed by its apply path (design §B.14).
@@ -179,6 +180,7 @@ class NameNode:
             block_size=self.settings.block_size,
         )
         self.ha.listeners.append(self._blocks_follow_ha)
+        self.blocks.excluded = read_hosts(self.settings.hosts_exclude)  # design §B.20
         from qjm.namenode.lease_manager import LeaseRecovery
 
         # Leases and block recovery on the active (design §B.16).
@@ -316,6 +318,13 @@ class NameNode:
             raise AssertionError("unreachable: check_active raises unless active")
         await self._wait_applied(state_id)
         return self.ns
+
+    async def refresh_nodes(self) -> tuple[list[str], list[str]]:
+        """Read the exclude list again and apply it (refreshNodes, design §B.20)."""
+        from qjm.namenode.blocks.host_file import read_hosts
+
+        entries = await asyncio.to_thread(read_hosts, self.settings.hosts_exclude)
+        return self.blocks.refresh_nodes(entries)
 
     async def read_as_active(self) -> tuple[Namespace, Callable[[], BaseException | None]]:
         """The active's namespace for a read outside RPC (an HTTP report), once every edit it

@@ -39,6 +39,10 @@ class NameNodeService(Protocol):
         """
         ...
 
+    async def refresh_nodes(self) -> tuple[list[str], list[str]]:
+        """Read the exclude list again and apply it: (started, stopped) decommissions."""
+        ...
+
     def check_write(self, ctx: CallContext) -> None:
         """Raise StandbyError unless this NameNode takes writes now (HDFS's checkOperation)."""
         ...

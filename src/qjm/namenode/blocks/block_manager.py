@@ -22,6 +22,7 @@ from qjm.editlog.ops.types import Block
 from qjm.namenode.blocks import placement
 from qjm.namenode.blocks.block_map import NO_STORAGE, BlockMap
 from qjm.namenode.blocks.datanode_manager import (
+    AdminState,
     DatanodeDescriptor,
     DatanodeManager,
     DatanodeRegistration,
@@ -243,6 +244,9 @@ class BlockManager:
         self.invalidates: dict[str, dict[int, Block]] = {}  # node uuid -> blocks to delete
         self.transfers: dict[str, list[TransferCommand]] = {}
         self.in_flight: dict[int, tuple[float, set[str]]] = {}  # block -> deadline, targets
+        # storages of decommissioning and decommissioned nodes: their replicas are kept and
+        # may be copied from, but do not count toward a block's replication (design §B.20)
+        self.out_of_service: set[int] = set()
         self.complete_total = 0
         self.complete_safe = 0
         self.metrics: Counter[str] = Counter()
@@ -281,6 +285,14 @@ class BlockManager:
         bad = self.corrupt.get(self.map.ids[slot])
         return len(locs) if not bad else sum(1 for i in locs if i not in bad)
 
+    def _in_service(self, slot: int) -> int:
+        """Replicas that count toward replication: live, on nodes not decommissioning."""
+        oos = self.out_of_service
+        if not oos:
+            return self._live(slot)
+        bad = self.corrupt.get(self.map.ids[slot]) or {}
+        return sum(1 for i in self.map.locations(slot) if i not in oos and i not in bad)
+
     def locations(self, block_id: int) -> list[tuple[DatanodeDescriptor, DatanodeStorageInfo]]:
         """Where a client reads the block: live replicas (all, when every one is corrupt), or
         an UC block's pipeline."""
@@ -293,6 +305,8 @@ class BlockManager:
             idxs = list(self.map.locations(s))
         if self.map.state[s] == BlockUCState.UNDER_CONSTRUCTION:
             idxs += [i for i in self.expected.get(block_id, ()) if i not in idxs]
+        if self.out_of_service:  # decommissioning nodes last, as HDFS sorts them
+            idxs.sort(key=lambda i: i in self.out_of_service)
         out = []
         for i in idxs:
             node = self.dm.node_of_storage(i)
@@ -358,7 +372,9 @@ class BlockManager:
                 self.queue_of = {}
         if slot < 0 or self.map.state[slot] != BlockUCState.COMPLETE:
             return
-        prio = redundancy_priority(self._live(slot), self.map.repl[slot])
+        prio = redundancy_priority(self._in_service(slot), self.map.repl[slot])
+        if prio == QUEUE_WITH_CORRUPT_BLOCKS and self.out_of_service and self._live(slot):
+            prio = QUEUE_HIGHEST_PRIORITY  # only decommissioning nodes hold it: copy it first
         if prio is not None:
             self.queues[prio][block_id] = None
             self.queue_of[block_id] = prio
@@ -491,6 +507,7 @@ class BlockManager:
     def adopt_replicas(self, old: BlockManager) -> int:
         """Take the replicas old knew of for blocks this map holds with the same generation
         stamp (a namespace reloaded beside the same DataNodes, design §B.14); how many."""
+        self.out_of_service = set(old.out_of_service)  # the nodes' admin states stay
         taken = 0
         for os_ in old.map.slots():
             bid = old.map.ids[os_]
@@ -551,6 +568,58 @@ class BlockManager:
             self._remove_node_replicas(node)
         return result
 
+    # -- decommission (design §B.20) -----------------------------------------------------
+
+    def start_decommission(self, node: DatanodeDescriptor) -> bool:
+        """Begin moving a node's replicas elsewhere; False if it already is (or is done)."""
+        if node.admin_state is not AdminState.NORMAL:
+            return False
+        node.admin_state = AdminState.DECOMMISSION_INPROGRESS
+        self._sync_out_of_service(node)
+        self.metrics["decommissions_started"] += 1
+        return True
+
+    def stop_decommission(self, node: DatanodeDescriptor) -> bool:
+        """Back in service (taken off the exclude list); False if it was in service."""
+        if node.admin_state is AdminState.NORMAL:
+            return False
+        node.admin_state = AdminState.NORMAL
+        self._sync_out_of_service(node)
+        return True
+
+    def _sync_out_of_service(self, node: DatanodeDescriptor) -> None:
+        """Make out_of_service match the node's admin state; requeue what it holds."""
+        out = node.admin_state is not AdminState.NORMAL
+        changed = False
+        for st in node.storages.values():
+            if out != (st.index in self.out_of_service):
+                changed = True
+                (self.out_of_service.add if out else self.out_of_service.discard)(st.index)
+        if not changed:
+            return
+        for st in node.storages.values():
+            for slot in self.map.slots_on_storage(st.index):
+                self._requeue(self.map.ids[slot], slot)
+                self._check_excess(slot)
+
+    def check_decommission(self) -> list[str]:
+        """Nodes whose every block now has its replication on nodes in service become
+        DECOMMISSIONED; returns their uuids (HDFS's DatanodeAdminManager)."""
+        done = []
+        for node in self.dm.nodes.values():
+            if node.admin_state is not AdminState.DECOMMISSION_INPROGRESS or not node.alive:
+                continue
+            if all(
+                self.map.state[slot] == BlockUCState.COMPLETE
+                and self._in_service(slot) >= self.map.repl[slot]
+                for st in node.storages.values()
+                for slot in self.map.slots_on_storage(st.index)
+            ):
+                node.admin_state = AdminState.DECOMMISSIONED
+                done.append(node.uuid)
+                self.metrics["decommissions_done"] += 1
+        return done
+
     def _uuid_at(self, reg: DatanodeRegistration) -> list[str]:
         u = self.dm.by_xfer.get(reg.xfer_addr)
         return [u] if u is not None and u != reg.uuid else []
@@ -565,6 +634,9 @@ class BlockManager:
         for st in decision.newly_failed:
             self.metrics["failed_storages"] += 1
             self._remove_storage_replicas(st)
+        node = self.dm.nodes.get(uuid)
+        if node is not None and node.admin_state is not AdminState.NORMAL:
+            self._sync_out_of_service(node)  # a storage it reported for the first time
         if not self._commanding():
             return []
         out: list[Command] = []
@@ -768,6 +840,9 @@ class BlockManager:
         self.complete_safe += int(np.count_nonzero(now >= mr)) - int(np.count_nonzero(live >= mr))
         bids = m_ids[slots]
         self._requeue_many(bids, redundancy_priorities(now, m_repl[slots].astype(np.int64)))
+        if self.out_of_service:  # counts above include decommissioning replicas
+            for bid, slot in zip(bids.tolist(), slots.tolist(), strict=True):
+                self._requeue(bid, slot)
         if self.active and self.postponed:  # at most as many replicas as wanted now
             self.postponed.difference_update(bids.tolist())
 
@@ -916,7 +991,7 @@ class BlockManager:
         bid = self.map.ids[slot]
         if not self.active or self.map.state[slot] != BlockUCState.COMPLETE:
             return
-        live, want = self._live(slot), self.map.repl[slot]
+        live, want = self._in_service(slot), self.map.repl[slot]
         bad = self.corrupt.get(bid)
         if live < want or (live == want and not bad):
             self.postponed.discard(bid)
@@ -930,7 +1005,11 @@ class BlockManager:
         block = Block(bid, self.map.nbytes[slot], self.map.gs[slot])
         drop = list(bad) if bad else []
         if live > want:
-            good = [i for i in self.map.locations(slot) if not bad or i not in bad]
+            good = [
+                i
+                for i in self.map.locations(slot)
+                if (not bad or i not in bad) and i not in self.out_of_service
+            ]
             drop += self._choose_excess(good, live - want)
         for i in drop:
             node = self.dm.node_of_storage(i)
@@ -1026,7 +1105,7 @@ class BlockManager:
         s = self.map.find(bid)
         flight = self.in_flight.get(bid)
         pending = len(flight[1]) if flight else 0
-        need = self.map.repl[s] - self._live(s) - pending
+        need = self.map.repl[s] - self._in_service(s) - pending
         if need <= 0:
             return False
         bad = self.corrupt.get(bid, {})

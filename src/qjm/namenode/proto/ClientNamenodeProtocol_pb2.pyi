@@ -253,6 +253,14 @@ class ReportBadBlocksResponseProto(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class RefreshNodesRequestProto(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RefreshNodesResponseProto(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
 class ListCorruptFileBlocksRequestProto(_message.Message):
     __slots__ = ("path", "cookie")
     PATH_FIELD_NUMBER: _ClassVar[int]
