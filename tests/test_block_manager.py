@@ -652,3 +652,18 @@ def test_an_exclude_file_that_cannot_be_read_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"namenode.hosts_exclude: cannot read .*nope"):
         host_file.read_hosts(str(tmp_path / "nope"))
     assert host_file.read_hosts("") == frozenset()
+
+
+def test_a_source_takes_at_most_its_streams_of_copies_at_once() -> None:
+    # 6 blocks at 1 replica of 2 (the highest priority: its last replica) only on dn0
+    bm, _, _ = make(3)
+    bm.max_streams, bm.streams_hard_limit = 1, 3
+    blocks = [blk(i) for i in range(1, 7)]
+    for b in blocks:
+        complete(bm, b, repl=2)
+    report(bm, 0, *(fin(b) for b in blocks))
+    for i in (1, 2):
+        report(bm, i)
+    assert bm.compute_reconstruction_work(10) == 3  # dn0 is the only source
+    assert len(commands(bm, 0)) == 3
+    assert bm.compute_reconstruction_work(10) == 3  # its queue emptied by the heartbeat

@@ -266,6 +266,10 @@ class DataNodeSettings:
     # (dfs.datanode.scan.period.hours: 3 weeks)
     scan_bytes_per_second: int = 1_048_576
     scan_period_ms: int = 504 * 3_600_000
+    # copies one DataNode is the source of at once (design §B.5): most blocks, and blocks
+    # at their last replica (dfs.namenode.replication.max-streams, ...-hard-limit)
+    replication_max_streams: int = 2
+    replication_streams_hard_limit: int = 4
     # data volumes that may fail before the DataNode stops (design §B.19)
     failed_volumes_tolerated: int = 0  # dfs.datanode.failed.volumes.tolerated
 
@@ -286,6 +290,11 @@ class DataNodeSettings:
                 raise ConfigError(
                     f"datanode.{f.name} must be at least 1, got {getattr(self, f.name)}"
                 )
+        if self.replication_streams_hard_limit < self.replication_max_streams:
+            raise ConfigError(
+                f"datanode.replication_streams_hard_limit ({self.replication_streams_hard_limit})"
+                f" is below datanode.replication_max_streams ({self.replication_max_streams})"
+            )
         if self.failed_volumes_tolerated < 0:
             raise ConfigError(
                 "datanode.failed_volumes_tolerated must be 0 or more, got "

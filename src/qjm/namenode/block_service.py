@@ -320,6 +320,8 @@ class NameNodeBlocks:
             safe_mode=self.safe_mode,
             min_replication=self.settings.min_replication,
             block_size=self.block_size,
+            max_streams=self.settings.replication_max_streams,
+            streams_hard_limit=self.settings.replication_streams_hard_limit,
         )
 
     # -- the namespace's side ------------------------------------------------------------

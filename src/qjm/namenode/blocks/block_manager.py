@@ -220,8 +220,12 @@ class BlockManager:
         block_size: int = 128 << 20,
         pending_limit: int | None = None,
         invalidate_limit: int = INVALIDATE_LIMIT,
+        max_streams: int = MAX_REPLICATION_STREAMS,
+        streams_hard_limit: int = REPLICATION_STREAMS_HARD_LIMIT,
     ) -> None:
         self.ns = namespace
+        # copies a DataNode is the source of at once: for the highest priority, for others
+        self.max_streams, self.streams_hard_limit = max_streams, streams_hard_limit
         self.clock = clock
         self.rng = rng
         self.dm = datanodes or DatanodeManager(clock)
@@ -1109,7 +1113,7 @@ class BlockManager:
         if need <= 0:
             return False
         bad = self.corrupt.get(bid, {})
-        limit = REPLICATION_STREAMS_HARD_LIMIT if prio == 0 else MAX_REPLICATION_STREAMS
+        limit = self.streams_hard_limit if prio == 0 else self.max_streams
         sources = []
         holders = set()
         for i in self.map.locations(s):
