@@ -25,7 +25,7 @@ PROTOS := src/qjm/protocol/qjournal.proto $(wildcard src/qjm/ipc/proto/*.proto) 
   $(wildcard src/qjm/hdfs/proto/*.proto) \
   $(wildcard src/qjm/ha/*.proto)
 
-.PHONY: install test test-fast lint demo chaos proto debian clean bench
+.PHONY: install test test-fast lint demo chaos chaos-data proto debian clean bench
 
 install: $(STAMP)
 
@@ -78,6 +78,10 @@ demo: install
 
 chaos: install
 	$(PY) -m qjm.testing.chaos $(ARGS)
+
+# File bytes under DataNode kills, flipped replicas and NameNode kills (docs/reliability.md).
+chaos-data: install
+	$(PY) -m qjm.testing.chaos.data_run $(ARGS)
 
 # The side-by-side benchmark also needs etcd and ZooKeeper from Debian (installed when missing).
 bench: install

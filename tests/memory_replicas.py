@@ -33,8 +33,9 @@ class MemReplica:
 class MemWriter:
     """A ReplicaWriter over a MemReplica."""
 
-    def __init__(self, replica: MemReplica) -> None:
+    def __init__(self, replica: MemReplica, store: MemStore | None = None) -> None:
         self.replica = replica
+        self.store = store  # set for a transfer's copy: discard() removes it
 
     @property
     def block(self) -> ExtendedBlock:
@@ -84,6 +85,13 @@ class MemWriter:
 
     async def close(self) -> None:
         pass
+
+    async def to_rbw(self) -> None:
+        pass
+
+    async def discard(self) -> None:
+        if self.store is not None and not self.replica.finalized:
+            self.store.replicas.pop(self.replica.block.block_id, None)
 
 
 class MemReader:
@@ -149,7 +157,10 @@ class MemStore:
     async def create_temporary(
         self, block: ExtendedBlock, bytes_per_checksum: int
     ) -> ReplicaWriter:
-        return await self.create_rbw(block, bytes_per_checksum)
+        writer = await self.create_rbw(block, bytes_per_checksum)
+        assert isinstance(writer, MemWriter)
+        writer.store = self
+        return writer
 
     async def append(
         self, block: ExtendedBlock, new_generation_stamp: int, expected_length: int

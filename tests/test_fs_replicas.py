@@ -23,10 +23,14 @@ from qjm.datanode.storage import DataStorage
 from qjm.datanode.xceiver import DataXceiverServer
 from qjm.fileutil import start_writeback
 from qjm.hdfs import checksum
+from qjm.hdfs import datatransfer as codec
 from qjm.hdfs.checksum import DataChecksum
 from qjm.hdfs.proto import hdfs_pb2
+from qjm.hdfs.proto.datatransfer_pb2 import OpWriteBlockProto
+from qjm.testing.wait import wait_until_async
 
 POOL = "BP-7-127.0.0.1-1700000000000"
+Stage = OpWriteBlockProto.BlockConstructionStage
 
 
 class DiskNode:
@@ -182,3 +186,126 @@ def test_start_writeback_on_a_real_file(tmp_path: Path) -> None:
         assert not start_writeback(-1, 0, 10)  # a bad descriptor: refused, nothing raised
     finally:
         os.close(fd)
+
+
+async def test_a_streaming_recovery_of_a_block_already_finalized_whole_reopens_it(
+    nodes: list[DiskNode],
+) -> None:
+    # A client that missed the last ack (every node has finalized the block) recovers the
+    # pipeline with the streaming stage and a new genstamp, then tells the NameNode that
+    # genstamp: the replicas must take it, or every one of them is stale (design §B.4).
+    data = random.Random(9).randbytes(200_001)
+    block = ExtendedBlock(POOL, 1 << 30 | 21, 1001)
+    infos = [n.info for n in nodes]
+    await tc.write_block(infos, block, data)
+    pipeline = await tc.PipelineWriter.open(
+        infos,
+        block,
+        client_name="c",
+        stage=Stage.PIPELINE_SETUP_STREAMING_RECOVERY,
+        latest_generation_stamp=1005,
+        offset=len(data),
+    )
+    done = await pipeline.close()  # the empty last packet, acknowledged by both
+    assert done.num_bytes == len(data)
+    for node in nodes:
+        r = node.dataset.get_replica(POOL, block.block_id)
+        assert r is not None and (r.state, r.genstamp) == (ReplicaState.FINALIZED, 1005)
+        assert r.data_path.read_bytes() == data
+    # a client that did not send every byte the replica holds is refused, as HDFS's
+    with pytest.raises(tc.BlockWriteError, match="is not being written"):
+        await tc.PipelineWriter.open(
+            infos,
+            ExtendedBlock(POOL, block.block_id, 1005),
+            client_name="c",
+            stage=Stage.PIPELINE_SETUP_STREAMING_RECOVERY,
+            latest_generation_stamp=1007,
+            offset=len(data) - 1,
+        )
+
+
+async def test_a_failed_transfers_copy_is_removed_and_a_newer_one_replaces_an_older(
+    nodes: list[DiskNode],
+) -> None:
+    # HDFS's BlockReceiver deletes a transfer's unfinished copy, and createTemporary
+    # replaces an older one: else the copy left behind refuses every later transfer of the
+    # block to that node, and the block cannot get its replicas back (design §B.4)
+    bid = 1 << 30 | 31
+    target = nodes[1]
+    data = random.Random(4).randbytes(100_000)
+    # a transfer that breaks off after one packet
+    _, writer = await tc.connect(target.info, 10.0)
+    op = tc.write_block_op(
+        ExtendedBlock(POOL, bid, 1001, len(data)),
+        [],
+        client_name="",
+        stage=Stage.TRANSFER_FINALIZED,
+        pipeline_size=1,
+        latest_generation_stamp=1001,
+        min_bytes=len(data),
+        max_bytes=len(data),
+    )
+    first = data[:4096]
+    writer.write(codec.encode_op(codec.Op.WRITE_BLOCK, op))
+    writer.write(codec.encode_packet(0, 0, first, checksum.chunk_sums(first)))
+    await writer.drain()
+    await wait_until_async(
+        "the copy begun", lambda: target.dataset.get_replica(POOL, bid) is not None
+    )
+    await tc.close_writer(writer)
+    await wait_until_async(
+        "the broken transfer's copy removed",
+        lambda: target.dataset.get_replica(POOL, bid) is None,
+    )
+    assert not list((target.dataset.volumes[0].root).glob(f"**/blk_{bid}*"))
+    # an older copy left behind (a crash of its sender mid-transfer) is replaced by a newer
+    old = target.dataset.create_rbw(POOL, bid, 1001, temporary=True)
+    old.close()
+    source = nodes[0]
+    block = await tc.write_block([source.info], ExtendedBlock(POOL, bid, 1002), data)
+    await tc.transfer_block(source.info, block, [target.info], client_name="c")
+    r = target.dataset.get_replica(POOL, bid)
+    assert r is not None and (r.state, r.genstamp) == (ReplicaState.FINALIZED, 1002)
+    assert r.data_path.read_bytes() == data
+
+
+async def test_a_transfer_rbw_copy_becomes_rbw_and_joins_the_recovered_pipeline(
+    nodes: list[DiskNode],
+) -> None:
+    # a client's pipeline recovery that adds a DataNode: the block being written is copied
+    # to the new node (TRANSFER_RBW), which must hold it as RBW, not as a transfer's copy,
+    # for the recovery's WRITE_BLOCK to take it over (HDFS's convertTemporaryToRbw)
+    source, added = nodes
+    data = random.Random(12).randbytes(150_000)
+    block = ExtendedBlock(POOL, 1 << 30 | 41, 1001)
+    pipeline = await tc.PipelineWriter.open([source.info], block, client_name="c")
+    await pipeline.write(data)
+    await pipeline.flush()
+    try:
+        r = source.dataset.get_replica(POOL, block.block_id)
+        assert r is not None and r.state == ReplicaState.RBW
+        await tc.transfer_block(
+            source.info,
+            ExtendedBlock(POOL, block.block_id, 1001, len(data)),
+            [added.info],
+            client_name="c",
+        )
+        copy = added.dataset.get_replica(POOL, block.block_id)
+        assert copy is not None and (copy.state, copy.num_bytes) == (ReplicaState.RBW, len(data))
+    finally:
+        await pipeline.abort()
+    more = random.Random(13).randbytes(70_000)
+    recovered = await tc.PipelineWriter.open(
+        [source.info, added.info],
+        ExtendedBlock(POOL, block.block_id, 1001, len(data)),
+        client_name="c",
+        stage=Stage.PIPELINE_SETUP_STREAMING_RECOVERY,
+        latest_generation_stamp=1004,
+        offset=len(data),
+    )
+    await recovered.write(more)
+    await recovered.close()
+    for node in nodes:
+        r = node.dataset.get_replica(POOL, block.block_id)
+        assert r is not None and (r.state, r.genstamp) == (ReplicaState.FINALIZED, 1004)
+        assert r.data_path.read_bytes() == data + more

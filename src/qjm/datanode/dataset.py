@@ -330,6 +330,16 @@ class FsDataset:
             old = self._map.get(bpid, {}).get(block_id)
             if bpid not in self._map:
                 raise ReplicaNotFoundError(f"block pool {bpid} is not served by this DataNode")
+            if (
+                old is not None
+                and temporary
+                and old.state == ReplicaState.TEMPORARY
+                and old.genstamp < genstamp
+            ):
+                # an older transfer's copy never finished: the newer one replaces it
+                # (HDFS's createTemporary, design §B.4)
+                self._drop_temporary(old, "a newer transfer replaces it")
+                old = None
             if old is not None:
                 raise ReplicaAlreadyExistsError(
                     f"blk_{block_id} already exists as {old.describe()} and cannot be created"
@@ -447,7 +457,30 @@ class FsDataset:
         max_bytes: int,
     ) -> ReplicaWriter:
         """Pipeline recovery of a replica being written: stop its writer, bump its genstamp,
-        cut what was not acknowledged, and hand back a new writer (FsDatasetImpl.recoverRbw)."""
+        cut what was not acknowledged, and hand back a new writer (FsDatasetImpl.recoverRbw).
+
+        A replica already finalized with every byte the client sent (max_bytes) is reopened
+        under the new genstamp instead of refused: a client that missed the last ack
+        recovers so, and then gives the NameNode the new genstamp (design §B.4)."""
+        with self._lock:
+            r = self._get(bpid, block_id)
+            whole = (
+                r.state == ReplicaState.FINALIZED
+                and r.num_bytes == max_bytes
+                and min_bytes <= r.num_bytes
+                and genstamp <= r.genstamp < new_genstamp
+            )
+            if r.state != ReplicaState.RBW and not whole:
+                raise ReplicaNotFoundError(f"{r.describe()} is not being written")
+        if whole:
+            log.info(
+                "%s: finalized with all %d bytes the client sent; reopened for its pipeline "
+                "recovery under genstamp %d",
+                r.describe(),
+                max_bytes,
+                new_genstamp,
+            )
+            return self.append(bpid, block_id, r.genstamp, new_genstamp, expected_length=max_bytes)
         with self._lock:
             r = self._get(bpid, block_id)
             if r.state != ReplicaState.RBW:
@@ -612,6 +645,29 @@ class FsDataset:
             return self._get(bpid, block_id).visible_length
 
     # -- deleting ------------------------------------------------------------------------
+    def _drop_temporary(self, r: ReplicaInfo, why: str) -> None:
+        """Forget a transfer's unfinished copy and delete its files (with the lock held)."""
+        key = (r.bpid, r.block_id)
+        volume = self._where.pop(key, None)
+        self._map.get(r.bpid, {}).pop(r.block_id, None)
+        self._stop_writer(key, why)
+        log.info("%s dropped: %s", r.describe(), why)
+        if volume is not None:
+            with self._io(volume, f"deleting {r.describe()}"):
+                for path in (r.data_path, r.meta_path):
+                    path.unlink(missing_ok=True)
+
+    def discard_temporary(self, bpid: str, block_id: int, genstamp: int) -> bool:
+        """A transfer's copy whose transfer failed: removed, as HDFS's BlockReceiver cleans
+        up (unfinalizeBlock), so that a later transfer can send it again; False if the
+        replica is not that temporary copy any more."""
+        with self._lock:
+            r = self._map.get(bpid, {}).get(block_id)
+            if r is None or r.state != ReplicaState.TEMPORARY or r.genstamp != genstamp:
+                return False
+            self._drop_temporary(r, "its transfer did not finish")
+            return True
+
     def invalidate(self, bpid: str, block_id: int, genstamp: int) -> ReplicaInfo:
         """Delete a replica (a NameNode's DNA_INVALIDATE), stopping any writer of it."""
         with self._lock:
@@ -863,6 +919,31 @@ class ReplicaWriter:
                 del self._ds._writers[key]
             self._volume.reserved_for_replicas -= self._reserved
             self._reserved = 0
+
+    def to_rbw(self) -> ReplicaInfo:
+        """A TRANSFER_RBW copy received whole becomes a replica being written (RBW), which the
+        client's pipeline recovery then takes over (HDFS's convertTemporaryToRbw)."""
+        with self._lock:
+            self._check()
+            r = self._r
+            with self._ds._lock:
+                if r.state != ReplicaState.TEMPORARY:
+                    raise ReplicaNotFoundError(f"{r.describe()} is not a transfer's copy")
+                bps = self._volume.slices[r.bpid]
+                data, meta = bps.paths(ReplicaState.RBW, r.block_id, r.genstamp)
+                with self._ds._io(self._volume, f"moving {r.describe()} to rbw/"):
+                    os.replace(r.meta_path, meta)
+                    os.replace(r.data_path, data)
+                r.data_path, r.meta_path = data, meta
+                r.state = ReplicaState.RBW
+                r.bytes_acked = r.num_bytes
+                return replace(r)
+
+    def discard(self) -> None:
+        """Stop writing; a transfer's copy (TEMPORARY) is deleted, any other stays."""
+        self.close()
+        r = self._r
+        self._ds.discard_temporary(r.bpid, r.block_id, r.genstamp)
 
     def _close_fds(self) -> None:
         for fd in (self._fd_data, self._fd_meta):

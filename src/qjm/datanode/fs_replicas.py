@@ -98,6 +98,14 @@ class FsReplicaWriter:
         """Release the writer; the replica stays as it is."""
         await self._pool.run(self._w.close)
 
+    async def to_rbw(self) -> None:
+        """A TRANSFER_RBW copy received whole becomes RBW (see the protocol)."""
+        await self._pool.run(self._w.to_rbw)
+
+    async def discard(self) -> None:
+        """Release the writer; a transfer's unfinished copy is deleted (see the protocol)."""
+        await self._pool.run(self._w.discard)
+
 
 class FsReplicaReader:
     """A FsDataset reader as the xceiver's ReplicaReader."""

@@ -89,6 +89,16 @@ class ReplicaWriter(Protocol):
         """Release the writer without finalizing (the replica stays as it is)."""
         ...
 
+    async def to_rbw(self) -> None:
+        """A transfer's copy (TRANSFER_RBW) received whole becomes a replica being written,
+        for the client's pipeline recovery to take over (convertTemporaryToRbw)."""
+        ...
+
+    async def discard(self) -> None:
+        """Release the writer; a transfer's copy (TEMPORARY) that was not finalized is
+        deleted, any other replica stays as it is."""
+        ...
+
 
 class ReplicaReader(Protocol):
     """An open replica to read: data and sums of a chunk-aligned range."""

@@ -395,6 +395,7 @@ class DataXceiverServer:
             return
         replica = await self._open_writer(op, block)
         mirror: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        kept = False  # a transfer's copy is kept once received whole
         try:
             if op.targets:
                 mirror = await self._connect_mirror(op, writer)
@@ -405,12 +406,18 @@ class DataXceiverServer:
             receiver = _BlockReceiver(self, op, replica, reader, writer, mirror, with_acks)
             done = await receiver.run()
             if done and not with_acks:
-                if op.stage != Stage.TRANSFER_RBW:
+                if op.stage == Stage.TRANSFER_RBW:
+                    await replica.to_rbw()  # the client's recovery takes it over
+                else:
                     await self._finalized(replica)
+                kept = True
                 if is_transfer:
                     await self._reply(writer, dt.SUCCESS)
         finally:
-            await replica.close()
+            if is_transfer and not kept:
+                await replica.discard()  # a failed transfer's copy must not block the next
+            else:
+                await replica.close()
             if mirror is not None:
                 await tc.close_writer(mirror[1])
 
