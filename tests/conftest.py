@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -203,3 +204,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             -len(slow_functions.get(module_of(item), ())),
         )
     )
+
+
+@pytest.fixture(scope="module")
+def fs(cluster: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The genuine FsShell for a module's commands against its cluster (an HACluster), in one
+    JVM, each command with a fresh client."""
+    from hadoop_clients import FsShellSession
+
+    session = FsShellSession(cluster.conf, tmp_path_factory.getbasetemp())
+    try:
+        yield session
+    finally:
+        session.close()

@@ -110,6 +110,14 @@ def fin(b: Block, state: ReplicaState = FIN) -> ReportedReplica:
     return ReportedReplica(b, state)
 
 
+def placed(bm: BlockManager, b: Block, repl: int, holders: tuple[int, ...], n: int) -> None:
+    """b complete at repl with a finalized replica on each holder; every one of the n nodes
+    has sent its full report."""
+    complete(bm, b, repl=repl)
+    for i in range(n):
+        report(bm, i, *([fin(b)] if i in holders else []))
+
+
 def commands(bm: BlockManager, i: int) -> list:  # type: ignore[type-arg]
     return bm.heartbeat(f"dn{i}", [])
 
@@ -281,11 +289,7 @@ def test_report_from_unregistered_or_dead_node_refused(dead: bool) -> None:
 def test_dead_node_replicas_leave_and_block_is_rereplicated() -> None:
     bm, clock, _ = make(4)
     b = blk(1)
-    complete(bm, b, repl=2)
-    report(bm, 0, fin(b))
-    report(bm, 1, fin(b))
-    for i in (2, 3):
-        report(bm, i)
+    placed(bm, b, 2, (0, 1), 4)
     clock.t += 631
     for i in (1, 2, 3):
         bm.heartbeat(f"dn{i}", [])
@@ -565,11 +569,7 @@ def node(bm: BlockManager, i: int) -> DatanodeDescriptor:
 def test_decommission_copies_a_nodes_blocks_elsewhere_then_marks_it_done() -> None:
     bm, _, _ = make(4)
     b = blk(1)
-    complete(bm, b, repl=2)
-    report(bm, 0, fin(b))
-    report(bm, 1, fin(b))
-    for i in (2, 3):
-        report(bm, i)
+    placed(bm, b, 2, (0, 1), 4)
     assert bm.check_decommission() == []  # nothing decommissioning
     assert bm.start_decommission(node(bm, 0)) and not bm.start_decommission(node(bm, 0))
     # dn0's replica no longer counts: b needs a copy, but is not missing
@@ -605,9 +605,7 @@ def test_a_block_only_a_decommissioning_node_holds_is_copied_first() -> None:
 def test_too_few_nodes_in_service_keep_a_decommission_in_progress() -> None:
     bm, _, _ = make(3)
     b = blk(1)
-    complete(bm, b, repl=3)
-    for i in range(3):
-        report(bm, i, fin(b))
+    placed(bm, b, 3, (0, 1, 2), 3)
     bm.start_decommission(node(bm, 2))
     assert bm.compute_reconstruction_work(10) == 0  # no node left to copy to
     assert bm.check_decommission() == []

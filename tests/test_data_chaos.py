@@ -1,5 +1,5 @@
 """The data chaos run's rules (design §B.21): the schedule from the seed alone, the files'
-bytes from the seed and path, and the verdict over what was acknowledged."""
+bytes from the seed and path, the verdicts over what was acknowledged, and fsck's."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from qjm.testing.chaos.data_run import (
     DataSummary,
     data_schedule,
     file_data,
+    files_with_problems,
     judge,
+    settled,
 )
 
 
@@ -64,3 +66,23 @@ def test_a_run_is_ok_only_healthy_with_nothing_lost_changed_or_misread() -> None
         DataSummary(1, healthy=True, reads_wrong=["/a"]),
     ):
         assert not bad.ok
+
+
+FSCK = """FSCK started by root (auth:SIMPLE) from /127.0.0.1 for path /data at Fri
+/data/w0/f00408: CORRUPT blockpool BP-1 block blk_1073744097
+
+/data/w0/f00408: CORRUPT 1 blocks of total size 0 B.
+/data/w1/f00002:  Under replicated BP-1:blk_1_1001. Target Replicas is 3 but found 2 live
+/data/w2/f00009: MISSING 1 blocks of total size 10 B.
+Status: CORRUPT
+FSCK ended at Fri Nov 27 15:00:00 UTC 2026 in 3 milliseconds
+
+
+The filesystem under path '/data' is CORRUPT"""
+
+
+def test_fsck_names_the_files_with_problems_and_settles_on_the_acknowledged() -> None:
+    assert files_with_problems(FSCK) == {"/data/w0/f00408", "/data/w1/f00002", "/data/w2/f00009"}
+    assert settled(FSCK, {"/data/w0/f00001", "/data/w1/f00001"})  # the damaged: not acked
+    assert not settled(FSCK, {"/data/w1/f00002"})
+    assert not settled(FSCK.split("FSCK ended")[0], set())  # a report cut short

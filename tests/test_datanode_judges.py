@@ -46,16 +46,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HACluster]:
 
 
 @pytest.fixture(scope="module")
-def fs(cluster: HACluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FsShellSession]:
-    """The genuine FsShell for the module's commands, in one JVM (each with a fresh client)."""
-    session = FsShellSession(cluster.conf, tmp_path_factory.getbasetemp())
-    try:
-        yield session
-    finally:
-        session.close()
-
-
-@pytest.fixture(scope="module")
 def spark(cluster: HACluster) -> Iterator[Any]:
     """A local[2] session whose Hadoop configuration is the cluster's hadoop-conf."""
     from qjm.spark.session import build_session

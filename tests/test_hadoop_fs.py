@@ -39,16 +39,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HACluster]:
         c.down()
 
 
-@pytest.fixture(scope="module")
-def fs(cluster: HACluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FsShellSession]:
-    """The genuine FsShell for the module's commands, in one JVM."""
-    session = FsShellSession(cluster.conf, tmp_path_factory.getbasetemp())
-    try:
-        yield session
-    finally:
-        session.close()
-
-
 def ls_r(out: str) -> dict[str, list[str]]:
     """`hadoop fs -ls -R` output as path → its columns (mode, repl, owner, group, size, ...)."""
     rows = {}

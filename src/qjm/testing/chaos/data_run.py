@@ -1,13 +1,13 @@
 """A seeded chaos run for file bytes: DataNodes killed (one or two at once), bytes flipped in
 replicas on disk, and the active NameNode killed, while writers put files through hdfs-native
-(the genuine Rust client) and read them back. At the end every fault is healed, the cluster
-must come back to HEALTHY (fsck: every block at its replication, nothing corrupt or
-missing), and every file whose close was acknowledged must read back byte for byte.
+(the genuine Rust client) and read them back. At the end every fault is healed, fsck must
+show every acknowledged file whole (no block of one corrupt, missing or under-replicated),
+and every file whose close was acknowledged must read back byte for byte.
 
 `make chaos-data ARGS="--seed S --actions N --dir D"`; the same seed gives the same schedule
 of faults and the same files (the timing is the machine's). Exit 0 when nothing
-acknowledged was lost or changed and the cluster healed; 1 otherwise; 2 when the run itself
-failed. The rules (the schedule, the verdict) are pure functions with table tests; the
+acknowledged was lost or changed and fsck shows it whole; 1 otherwise; 2 when the run itself
+failed. The rules (the schedule, the verdicts) are pure functions with table tests; the
 processes are the launcher's (design §B.21).
 """
 
@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import json
 import random
+import re
 import shutil
 import sys
 import threading
@@ -53,7 +54,7 @@ ROOT = "/data"
 BLOCK = 1 << 20
 MAX_FILE = 3 * BLOCK + 12345
 HEAL_S = 120.0  # every daemon back and an active NameNode, after each healing
-HEALTHY_S = 300.0  # the cluster back to HEALTHY at the end
+HEALTHY_S = 300.0  # every acknowledged file whole to fsck, at the end
 EXIT_BAD, EXIT_FAILED = 1, 2
 
 
@@ -105,6 +106,23 @@ class Verdict:
         return not self.lost and not self.changed
 
 
+PROBLEM = re.compile(r"^(/\S*): (?:CORRUPT|MISSING| Under replicated)", re.M)
+
+
+def files_with_problems(fsck_text: str) -> set[str]:
+    """The files an fsck report (without -files) names with a corrupt, missing or
+    under-replicated block."""
+    return set(PROBLEM.findall(fsck_text))
+
+
+def settled(fsck_text: str, acked: set[str]) -> bool:
+    """Whether fsck shows every acknowledged file whole: none of them named with a problem,
+    and the report complete. Files never acknowledged (a writer cut off mid-file, whose
+    client closed it with what it had) may be left damaged; they are counted apart."""
+    done = "FSCK ended at" in fsck_text and "The filesystem under path" in fsck_text
+    return done and not files_with_problems(fsck_text) & acked
+
+
 def judge(acked: dict[str, str], read: Callable[[str], bytes]) -> Verdict:
     """Read every acknowledged file and compare its sha256 with the acknowledged one."""
     v = Verdict()
@@ -134,8 +152,9 @@ class DataSummary:
     reads_wrong: list[str] = field(default_factory=list)  # bytes other than acknowledged
     replicas_flipped: int = 0
     scanner_found: int = 0
-    healthy: bool = False
+    healthy: bool = False  # every acknowledged file whole to fsck (settled)
     fsck_tail: str = ""
+    unacked_damaged: list[str] = field(default_factory=list)  # never acknowledged
     lost: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -274,7 +293,7 @@ class DataRun:
                 f"{self.summary.files_acked} files acknowledged "
                 f"({self.summary.bytes_acked} bytes); checking"
             )
-            self.summary.healthy = self.wait_healthy()
+            self.summary.healthy = self.wait_healthy(set(writers.acked))
             verdict = judge(dict(writers.acked), self.read_with(writers.client()))
             self.summary.lost, self.summary.changed = verdict.lost, verdict.changed
             self.summary.scanner_found = self.scanner_found()
@@ -396,21 +415,22 @@ class DataRun:
         with urllib.request.urlopen(url, timeout=60) as r:
             return str(r.read().decode())
 
-    def wait_healthy(self) -> bool:
-        """Heal everything, then wait (bounded) until fsck says HEALTHY with every block at
-        its replication."""
+    def wait_healthy(self, acked: set[str]) -> bool:
+        """Heal everything, then wait (bounded) until fsck shows every acknowledged file
+        whole (settled); the files never acknowledged that it names are noted."""
         self.wait_healed()
         deadline = time.monotonic() + HEALTHY_S
         text = ""
-        while time.monotonic() < deadline:
+        ok = False
+        while time.monotonic() < deadline and not ok:
             with contextlib.suppress(OSError, ValueError):
                 text = self.fsck()
-                if text.rstrip().endswith("is HEALTHY") and "Under-replicated blocks:\t0 " in text:
-                    self.summary.fsck_tail = _fsck_tail(text)
-                    return True
-            time.sleep(1.0)
+                ok = settled(text, acked)
+            if not ok:
+                time.sleep(1.0)
         self.summary.fsck_tail = _fsck_tail(text)
-        return False
+        self.summary.unacked_damaged = sorted(files_with_problems(text) - acked)
+        return ok
 
     def read_with(self, client: Any) -> Callable[[str], bytes]:
         """A reader of whole files through client."""
@@ -487,7 +507,8 @@ def main(argv: list[str] | None = None) -> int:
     (directory / "data-chaos-summary.json").write_text(json.dumps(asdict(s), indent=2))
     print(
         f"seed {seed}: {s.files_acked} files ({s.bytes_acked} bytes) acknowledged, "
-        f"{s.writes_failed} writes failed, {s.replicas_flipped} replicas flipped "
+        f"{s.writes_failed} writes failed ({len(s.unacked_damaged)} of their files left "
+        f"damaged by their clients), {s.replicas_flipped} replicas flipped "
         f"({s.scanner_found} found by the scanners), reads {s.reads_ok} ok / "
         f"{s.reads_failed} failed / {len(s.reads_wrong)} wrong; healthy: {s.healthy}; "
         f"lost {len(s.lost)}, changed {len(s.changed)}; {s.seconds}s"
