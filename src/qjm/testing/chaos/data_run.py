@@ -39,6 +39,7 @@ from qjm.config import (
     NameNodeSettings,
     ZooKeeperSettings,
 )
+from qjm.errors import QjmError
 from qjm.testing.chaos.nemesis import ClusterControl
 from qjm.testing.chaos.runner import free_base_port
 
@@ -54,6 +55,7 @@ ROOT = "/data"
 BLOCK = 1 << 20
 MAX_FILE = 3 * BLOCK + 12345
 HEAL_S = 120.0  # every daemon back and an active NameNode, after each healing
+SAFE_MODE_WAIT_S = 20.0  # the end's wait on a NameNode held in safe mode, then it is left
 HEALTHY_S = 300.0  # every acknowledged file whole to fsck, at the end
 EXIT_BAD, EXIT_FAILED = 1, 2
 
@@ -147,6 +149,7 @@ class DataSummary:
     files_acked: int = 0
     bytes_acked: int = 0
     writes_failed: int = 0
+    write_errors: dict[str, int] = field(default_factory=dict)  # first words of each error
     reads_ok: int = 0
     reads_failed: int = 0  # a read that raised during the faults (retried later)
     reads_wrong: list[str] = field(default_factory=list)  # bytes other than acknowledged
@@ -155,6 +158,7 @@ class DataSummary:
     healthy: bool = False  # every acknowledged file whole to fsck (settled)
     fsck_tail: str = ""
     unacked_damaged: list[str] = field(default_factory=list)  # never acknowledged
+    safe_mode_left: int = 0  # times the run, as an operator, took the active out of safe mode
     lost: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -217,9 +221,12 @@ class Writers:
                 w = client.create(path, options)
                 w.write(data)
                 w.close()
-            except Exception:  # not acknowledged: the file may be there or not
+            except Exception as e:  # not acknowledged: the file may be there or not
+                kind = f"{type(e).__name__}: {str(e)[:60]}"
                 with self.lock:
                     self.summary.writes_failed += 1
+                    errors = self.summary.write_errors
+                    errors[kind] = errors.get(kind, 0) + 1
                 client = self.client()
                 continue
             with self.lock:
@@ -422,15 +429,58 @@ class DataRun:
         deadline = time.monotonic() + HEALTHY_S
         text = ""
         ok = False
+        stuck_since: float | None = None
         while time.monotonic() < deadline and not ok:
             with contextlib.suppress(OSError, ValueError):
                 text = self.fsck()
                 ok = settled(text, acked)
-            if not ok:
-                time.sleep(1.0)
+            if ok:
+                break
+            # Blocks of files never acknowledged, closed short by their clients, have no
+            # good replica and can hold a restarted NameNode in safe mode for good (HDFS's
+            # too): after SAFE_MODE_WAIT_S the run leaves it as an operator would.
+            if self.in_safe_mode():
+                stuck_since = stuck_since or time.monotonic()
+                if time.monotonic() - stuck_since > SAFE_MODE_WAIT_S:
+                    self.leave_safe_mode()
+                    stuck_since = None
+            time.sleep(1.0)
         self.summary.fsck_tail = _fsck_tail(text)
         self.summary.unacked_damaged = sorted(files_with_problems(text) - acked)
         return ok
+
+    def _admin(self) -> Any:
+        from qjm.namenode.client import NameNodeClient
+
+        c = self.control
+        assert c is not None
+        return NameNodeClient(list(c.namenodes().values()), timeout=30.0)
+
+    def in_safe_mode(self) -> bool:
+        """Whether the active NameNode is in safe mode (setSafeMode GET)."""
+        from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
+
+        async def ask() -> bool:
+            async with self._admin() as nn:
+                r = await nn.call("setSafeMode", cn.SetSafeModeRequestProto(action=cn.SAFEMODE_GET))
+                return bool(r.result)
+
+        with contextlib.suppress(OSError, QjmError):
+            return asyncio.run(ask())
+        return False
+
+    def leave_safe_mode(self) -> None:
+        """dfsadmin -safemode leave on the active, noted in the summary."""
+        from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
+
+        async def leave() -> None:
+            async with self._admin() as nn:
+                await nn.call("setSafeMode", cn.SetSafeModeRequestProto(action=cn.SAFEMODE_LEAVE))
+
+        with contextlib.suppress(OSError, QjmError):
+            asyncio.run(leave())
+            self.summary.safe_mode_left += 1
+            self.say("the active stayed in safe mode: left it, as an operator would")
 
     def read_with(self, client: Any) -> Callable[[str], bytes]:
         """A reader of whole files through client."""
@@ -508,7 +558,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"seed {seed}: {s.files_acked} files ({s.bytes_acked} bytes) acknowledged, "
         f"{s.writes_failed} writes failed ({len(s.unacked_damaged)} of their files left "
-        f"damaged by their clients), {s.replicas_flipped} replicas flipped "
+        f"damaged by their clients; safe mode left {s.safe_mode_left} time(s)), "
+        f"{s.replicas_flipped} replicas flipped "
         f"({s.scanner_found} found by the scanners), reads {s.reads_ok} ok / "
         f"{s.reads_failed} failed / {len(s.reads_wrong)} wrong; healthy: {s.healthy}; "
         f"lost {len(s.lost)}, changed {len(s.changed)}; {s.seconds}s"
