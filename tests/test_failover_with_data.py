@@ -294,15 +294,19 @@ def test_a_deposed_actives_deletions_are_never_carried_out(cluster: dict[str, An
             timeout_s=DEADLINE_S,
         )
         os.kill(pids[a], signal.SIGSTOP)
+        assert wait_single_active(cluster, DEADLINE_S, exclude=[a]) == b
+        # the replication back to 3 before the DataNodes wake: the new active applied the
+        # deposed one's setrep 1 too, and would itself delete the excess replicas as soon
+        # as each DataNode reported to it (at once, design §B.6); only the deposed one's
+        # deletions are under test
+        assert hdfs_native.Client(f"hdfs://{rpc[b]}").set_replication("/deposed/f", 3)
         for dn in dns:
             os.kill(pids[dn], signal.SIGCONT)
-        assert wait_single_active(cluster, DEADLINE_S, exclude=[a]) == b
         wait_until(
             f"every DataNode obeys {b}",
             lambda: all(status(http[dn])["active_namenode"] == b for dn in dns),
             timeout_s=DEADLINE_S,
         )
-        assert hdfs_native.Client(f"hdfs://{rpc[b]}").set_replication("/deposed/f", 3)
     finally:
         for n in (*dns, a):
             if pid_alive(pids[n]):
