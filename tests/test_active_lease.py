@@ -16,6 +16,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 from google.protobuf.wrappers_pb2 import StringValue
 
@@ -316,6 +317,10 @@ async def test_an_active_without_a_quorum_steps_down_before_it_answers(
         jn_factory.stop(jns[0])
         jn_factory.stop(jns[1])
         await wait_until_async("the lease to lapse", lambda: (nn.lease_left_s() or 0.0) < -0.2, 10)
+        # a load balancer's probe is answered as a call is: no "I am Active!" without a lease
+        async with aiohttp.ClientSession() as s, s.get(f"{nn.http_url()}/isActive") as r:
+            assert (r.status, await r.text()) == (405, "I am not Active!")
+        assert nn.ha_state == HAState.STANDBY and nn.lease_lapses == 1
         with pytest.raises(RemoteError) as info:
             await rpc.stat("/kept")  # a read that logs nothing: never answered
         assert info.value.class_name == STANDBY, info.value

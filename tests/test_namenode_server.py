@@ -162,7 +162,11 @@ async def test_http_status_metrics_and_page(tmp_path: Path, jn_factory: JNFactor
     await format_cluster(cfg, "nn1")
     nn = await start_nn(cfg, "nn1")
     try:
+        async with aiohttp.ClientSession() as s, s.get(f"{nn.http_url()}/isActive") as r:
+            assert (r.status, await r.text()) == (405, "I am not Active!")  # HDFS's answer
         await nn.transition_to_active("test")
+        async with aiohttp.ClientSession() as s, s.get(f"{nn.http_url()}/isActive") as r:
+            assert (r.status, await r.text()) == (200, "I am Active!")
         rpc = Rpc(nn.rpc_address())
         try:
             await rpc.mkdirs("/x/y")

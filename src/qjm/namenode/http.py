@@ -1,4 +1,5 @@
-"""The NameNode's HTTP server: /status, /metrics, /jmx, /fsck, a status page, /imagetransfer.
+"""The NameNode's HTTP server: /status, /metrics, /jmx, /isActive, /fsck, a status page and
+/imagetransfer.
 
 GET /jmx[?qry=PATTERN] -> HDFS's JMX JSON ({"beans": [...]}) with the NameNodeStatus and
 FSNamesystemState beans (the fields monitoring tools read; PATTERN as a glob over bean names).
@@ -316,6 +317,16 @@ _PAGE_SCRIPT = """
   setTimeout(poll, EVERY);
 })();
 """.replace("TIMEOUT", str(PAGE_POLL_TIMEOUT_MS)).replace("EVERY", str(PAGE_POLL_MS))
+
+
+async def is_active(request: web.Request) -> web.Response:
+    """GET /isActive: HDFS's IsActiveServlet, what load balancers probe: 200 "I am Active!"
+    on the active (whose lease still runs, design §N.1), 405 "I am not Active!" otherwise."""
+    nn = _nn(request)
+    nn.check_lease()  # a lapsed lease steps down first: never 200 from a deposed active
+    if nn.ha.is_active():
+        return web.Response(text="I am Active!")
+    return web.Response(status=405, text="I am not Active!")
 
 
 async def fsck(request: web.Request) -> web.StreamResponse:
@@ -662,6 +673,7 @@ def make_app(nn: NameNode) -> web.Application:
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/jmx", jmx)
     app.router.add_get("/fsck", fsck)
+    app.router.add_get("/isActive", is_active)
     app.router.add_get("/", status_page)
     app.router.add_get(IMAGE_TRANSFER_PATH, get_image)
     app.router.add_put(IMAGE_TRANSFER_PATH, put_image)
