@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 import getpass
 import sys
-import time
 
 from qjm import runtime
 from qjm.cli.dfs import namenode_addresses
 from qjm.errors import QjmError
 from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.namenode.client import NameNodeClient
+from qjm.namenode.fsck import java_date
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 
 _PREFIXES = "KMGTPE"
@@ -76,10 +76,6 @@ def _amount(n: int) -> str:
     return f"{n} ({byte_desc(n)})"
 
 
-def _java_date(ms: int) -> str:
-    return time.strftime("%a %b %d %H:%M:%S %Z %Y", time.localtime(ms / 1000))
-
-
 def summary_text(stats: cn.GetFsStatsResponseProto, safe_mode: bool) -> str:
     """The report's first part: capacity and the block counts, as DFSAdmin prints them."""
     present = stats.used + stats.remaining
@@ -135,9 +131,9 @@ def datanode_text(d: hdfs.DatanodeInfoProto) -> str:
         "Cache Used%: 100.00%",
         "Cache Remaining%: 0.00%",
         f"Xceivers: {d.xceiverCount}",
-        f"Last contact: {_java_date(d.lastUpdate)}",
+        f"Last contact: {java_date(d.lastUpdate / 1000)}",
         "Last Block Report: "
-        + (_java_date(d.lastBlockReportTime) if d.lastBlockReportTime else "Never"),
+        + (java_date(d.lastBlockReportTime / 1000) if d.lastBlockReportTime else "Never"),
         f"Num of Blocks: {d.numBlocks}",
     ]
     return "\n".join(lines) + "\n"

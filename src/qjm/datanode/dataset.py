@@ -326,6 +326,7 @@ class FsDataset:
         its sums of the writer's checksum (else the dataset's)."""
         state = ReplicaState.TEMPORARY if temporary else ReplicaState.RBW
         cs = checksum or self.checksum
+        replaced: tuple[ReplicaInfo, FsVolume | None] | None = None
         with self._lock:
             old = self._map.get(bpid, {}).get(block_id)
             if bpid not in self._map:
@@ -338,7 +339,7 @@ class FsDataset:
             ):
                 # an older transfer's copy never finished: the newer one replaces it
                 # (HDFS's createTemporary, design §B.4)
-                self._drop_temporary(old, "a newer transfer replaces it")
+                replaced = (old, self._forget(old, "a newer transfer replaces it"))
                 old = None
             if old is not None:
                 raise ReplicaAlreadyExistsError(
@@ -351,6 +352,9 @@ class FsDataset:
             self._map[bpid][block_id] = r
             self._where[(bpid, block_id)] = volume
         try:
+            if replaced is not None:  # its files go before the new copy's are made
+                log.info("%s dropped: a newer transfer replaces it", replaced[0].describe())
+                self._delete_files(*replaced)
             with self._io(volume, f"creating {r.describe()}"):
                 fd_meta = os.open(meta, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
                 try:
@@ -645,17 +649,22 @@ class FsDataset:
             return self._get(bpid, block_id).visible_length
 
     # -- deleting ------------------------------------------------------------------------
-    def _drop_temporary(self, r: ReplicaInfo, why: str) -> None:
-        """Forget a transfer's unfinished copy and delete its files (with the lock held)."""
+    def _forget(self, r: ReplicaInfo, why: str) -> FsVolume | None:
+        """Take a replica out of the maps and stop its writer (with the lock held); the
+        volume its files are on."""
         key = (r.bpid, r.block_id)
         volume = self._where.pop(key, None)
         self._map.get(r.bpid, {}).pop(r.block_id, None)
         self._stop_writer(key, why)
-        log.info("%s dropped: %s", r.describe(), why)
-        if volume is not None:
-            with self._io(volume, f"deleting {r.describe()}"):
-                for path in (r.data_path, r.meta_path):
-                    path.unlink(missing_ok=True)
+        return volume
+
+    def _delete_files(self, r: ReplicaInfo, volume: FsVolume | None) -> None:
+        """Delete a forgotten replica's files (disk work: without the lock)."""
+        if volume is None:
+            return
+        with self._io(volume, f"deleting {r.describe()}"):
+            for path in (r.data_path, r.meta_path):
+                path.unlink(missing_ok=True)
 
     def discard_temporary(self, bpid: str, block_id: int, genstamp: int) -> bool:
         """A transfer's copy whose transfer failed: removed, as HDFS's BlockReceiver cleans
@@ -665,21 +674,18 @@ class FsDataset:
             r = self._map.get(bpid, {}).get(block_id)
             if r is None or r.state != ReplicaState.TEMPORARY or r.genstamp != genstamp:
                 return False
-            self._drop_temporary(r, "its transfer did not finish")
-            return True
+            volume = self._forget(r, "its transfer did not finish")
+        log.info("%s dropped: its transfer did not finish", r.describe())
+        self._delete_files(r, volume)
+        return True
 
     def invalidate(self, bpid: str, block_id: int, genstamp: int) -> ReplicaInfo:
         """Delete a replica (a NameNode's DNA_INVALIDATE), stopping any writer of it."""
         with self._lock:
             r = self._get(bpid, block_id)
             self._check_gs(r, genstamp)
-            key = (bpid, block_id)
-            volume = self._where.pop(key)
-            del self._map[bpid][block_id]
-            self._stop_writer(key, "the replica was deleted")
-        with self._io(volume, f"deleting {r.describe()}"):
-            for path in (r.data_path, r.meta_path):
-                path.unlink(missing_ok=True)
+            volume = self._forget(r, "the replica was deleted")
+        self._delete_files(r, volume)
         return replace(r)
 
     def close(self) -> None:
