@@ -26,8 +26,8 @@ def _worker_slice(low: int, high: int) -> tuple[int, int]:
 
 
 LOW, HIGH = _worker_slice(LOW, HIGH)
-_given: set[int] = set()
 _rng = random.Random()
+_cursor = _rng.randrange(LOW, HIGH)  # a random start, so two runs side by side rarely meet
 
 
 def _bindable(port: int) -> bool:
@@ -41,20 +41,31 @@ def _bindable(port: int) -> bool:
 
 
 def free_port_block(n: int = 1) -> int:
-    """The first of n consecutive free ports not handed out before in this run."""
-    for _ in range(1000):
-        base = _rng.randrange(LOW, HIGH - n)
-        block = range(base, base + n)
-        if any(p in _given for p in block):
+    """The first of n consecutive free ports, handed out in turn through this worker's range.
+
+    Ports go out in order, wrapping at the end, so the run's earlier picks never fragment
+    the range and a port comes round again only after every other one has been handed out.
+    """
+    global _cursor
+    if not 1 <= n <= HIGH - LOW:
+        raise ValueError(f"cannot hand out {n} consecutive ports from {LOW}-{HIGH}")
+    base, scanned = _cursor, 0
+    while scanned < 2 * (HIGH - LOW):
+        if base + n > HIGH:
+            scanned += HIGH - base
+            base = LOW
             continue
-        if all(_bindable(p) for p in block):
-            _given.update(block)
+        busy = next((p for p in range(base, base + n) if not _bindable(p)), None)
+        if busy is None:
+            _cursor = base + n if base + n < HIGH else LOW
             return base
+        scanned += busy + 1 - base
+        base = busy + 1
     raise RuntimeError(f"no {n} consecutive free ports in {LOW}-{HIGH}")
 
 
 def free_port() -> int:
-    """One free port not handed out before in this run."""
+    """One free port, handed out in turn."""
     return free_port_block(1)
 
 
