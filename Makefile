@@ -15,7 +15,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-DEBIAN_PACKAGES := zookeeper default-jdk-headless curl chromium chromium-driver
+DEBIAN_PACKAGES := zookeeper default-jdk-headless curl chromium chromium-driver krb5-kdc \
+	krb5-admin-server krb5-user libkrb5-dev
 # protoc for `make proto` only: grpcio-tools (it bundles protoc) in a throwaway venv, so
 # neither grpc nor protoc is a dependency of the project. Its output targets protobuf 7.x.
 PROTOC_VENV := build/protoc-venv
@@ -36,8 +37,9 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 # Debian packages the tests need (ZooKeeper; a JDK: the JRE runs Hadoop's client and javac
-# builds the Java API judges; Chromium and its driver for the status page's browser test);
-# installed only when missing.
+# builds the Java API judges; Chromium and its driver for the status page's browser test;
+# MIT Kerberos: a real KDC, kadmin.local and kinit for the Kerberos tests, and libkrb5-dev
+# to build the gssapi Python package); installed only when missing.
 debian:
 	@missing=""; for p in $(DEBIAN_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
