@@ -74,6 +74,7 @@ def auto_cluster(
     namenode_settings: NameNodeSettings | None = None,
     datanodes: int = 0,
     datanode_settings: DataNodeSettings | None = None,
+    kerberos: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """ZooKeeper + 3 JNs + 2 NNs + 2 ZKFCs (+ datanodes DataNodes) with short timeouts, one
     NameNode active; yields cluster.json's contents and always stops every daemon at exit.
@@ -101,6 +102,7 @@ def auto_cluster(
         ),
         datanodes=datanodes,
         datanode_settings=datanode_settings,
+        kerberos=kerberos,
     )
     try:
         yield cluster

@@ -406,6 +406,40 @@ class FailoverControllerSettings:
         return max(CEDE_SESSIONS * session_timeout_ms, self.graceful_cede_ms())
 
 
+AUTHENTICATIONS = ("simple", "kerberos")
+
+
+@dataclass(frozen=True)
+class SecuritySettings:
+    """[security]: how daemons and clients prove who they are (design §S), as HDFS's
+    hadoop.security.authentication and dfs.*.kerberos.principal / keytab.file keys."""
+
+    authentication: str = "simple"  # hadoop.security.authentication: simple or kerberos
+    realm: str = ""  # the realm principals without one belong to
+    krb5_conf: str = ""  # the krb5.conf every daemon reads (KRB5_CONFIG); "" the system's
+    namenode_principal: str = "nn/_HOST"  # dfs.namenode.kerberos.principal (ZKFCs use it too)
+    namenode_keytab: str = ""  # dfs.namenode.keytab.file
+    journalnode_principal: str = "jn/_HOST"  # dfs.journalnode.kerberos.principal
+    journalnode_keytab: str = ""  # dfs.journalnode.keytab.file
+    datanode_principal: str = "dn/_HOST"  # dfs.datanode.kerberos.principal
+    datanode_keytab: str = ""  # dfs.datanode.keytab.file
+
+    def __post_init__(self) -> None:
+        """Refuse an unknown mode, or Kerberos without a realm, naming the key."""
+        if self.authentication not in AUTHENTICATIONS:
+            raise ConfigError(
+                f"security.authentication: {self.authentication!r} is not one of "
+                + ", ".join(AUTHENTICATIONS)
+            )
+        if self.kerberos and not self.realm:
+            raise ConfigError("security.realm: Kerberos needs the realm of the principals")
+
+    @property
+    def kerberos(self) -> bool:
+        """Whether callers authenticate with Kerberos."""
+        return self.authentication == "kerberos"
+
+
 @dataclass(frozen=True)
 class NameNodeConfig:
     """One NameNode ([namenodes.<name>])."""
@@ -432,6 +466,7 @@ class ClusterConfig:
     zkfc: FailoverControllerSettings = field(default_factory=FailoverControllerSettings)
     datanode: DataNodeSettings = field(default_factory=DataNodeSettings)
     datanodes: dict[str, DataNodeConfig] = field(default_factory=dict)
+    security: SecuritySettings = field(default_factory=SecuritySettings)
     source: str = "<defaults>"
 
     def __post_init__(self) -> None:
@@ -505,6 +540,7 @@ _SECTIONS = {
     "zkfc",
     "datanode",
     "datanodes",
+    "security",
 }
 
 
@@ -612,6 +648,7 @@ def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> ClusterCon
             zkfc=_build(FailoverControllerSettings, "zkfc", data.get("zkfc", {})),
             datanode=_build(DataNodeSettings, "datanode", data.get("datanode", {})),
             datanodes=dns,
+            security=_build(SecuritySettings, "security", data.get("security", {})),
             source=source,
         )
     except ConfigError as e:
@@ -684,7 +721,7 @@ def dump_config(cfg: ClusterConfig) -> str:
         ]
         if nn.zkfc_address:
             lines.append(f"zkfc_address = {_toml_value(nn.zkfc_address)}")
-    for section in ("zookeeper", "zkfc", "datanode"):
+    for section in ("zookeeper", "zkfc", "datanode", "security"):
         settings = getattr(cfg, section)
         lines += ["", f"[{section}]"]
         lines += [f"{f.name} = {_toml_value(getattr(settings, f.name))}" for f in fields(settings)]

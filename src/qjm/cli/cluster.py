@@ -25,6 +25,8 @@ from qjm.cluster.launcher import (
 )
 from qjm.cluster.process import LaunchError, pid_alive
 from qjm.cluster.zookeeper import server_mode
+from qjm.config import load_config
+from qjm.ipc.login import logged_in
 from qjm.protocol.status import problem_lines
 
 
@@ -76,6 +78,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="allocate ports upward from this one: JournalNodes, NameNodes (2 each), ZKFCs, "
         "ZooKeeper, then DataNodes (3 each)",
     )
+    up.add_argument(
+        "--kerberos",
+        action="store_true",
+        help="a secure cluster: start a KDC in DIR/kdc, a principal and keytab per daemon, "
+        "Kerberos on every RPC port",
+    )
     up.add_argument("--json", action="store_true", help="print cluster.json")
     up.set_defaults(func=run_up)
 
@@ -121,13 +129,14 @@ def run_up(args: argparse.Namespace) -> int:
         base_port=args.base_port,
         zookeeper_members=args.zookeeper_members,
         datanodes=args.datanodes,
+        kerberos=args.kerberos,
     )
     if args.json:
         print(json.dumps(cluster, indent=2))
         return 0
     daemons = daemons_of(cluster)
     nns = {n: d["rpc"] for n, d in daemons.items() if d.get("kind") == "namenode"}
-    states = namenode_states(nns) if nns else {}
+    states = admin_states(cluster, nns)
     rows = [
         [
             name,
@@ -147,6 +156,11 @@ def run_up(args: argparse.Namespace) -> int:
         print(f"zookeeper:    {cluster['zookeeper']}")
     if "hadoop_conf" in cluster:
         print(f"hadoop conf:  {cluster['hadoop_conf']} (HADOOP_CONF_DIR for HDFS clients)")
+    if kdc := cluster.get("kdc"):
+        print(f"kerberos:     realm {kdc['realm']}, KDC {kdc['rpc']}; as yourself:")
+        print(f"              export KRB5_CONFIG={kdc['krb5_conf']}")
+        print(f"              export KRB5CCNAME=FILE:{kdc['user_ccache']}")
+        print(f"              Java clients: -Djava.security.krb5.conf={kdc['krb5_conf']}")
         active = [n for n, s in states.items() if s == "active"]
         shown = ", ".join(f"{n} {s}" for n, s in states.items())
         how = (
@@ -181,11 +195,19 @@ def _zk_mode(d: dict[str, Any]) -> str:
 def cluster_status(directory: Path) -> dict[str, Any]:
     """Process, HA and journal state of every daemon of a cluster."""
     cluster = read_cluster(directory.resolve())
+    kdc = cluster.get("kdc")
+    if not kdc:
+        return _cluster_status(cluster)
+    with logged_in(load_config(cluster["config"]).security, kdc["admin_ccache"]):
+        return _cluster_status(cluster)
+
+
+def _cluster_status(cluster: dict[str, Any]) -> dict[str, Any]:
     daemons = {
         name: {**d, "running": pid_alive(d.get("pid"))} for name, d in daemons_of(cluster).items()
     }
     nns = {n: d["rpc"] for n, d in daemons.items() if d.get("kind") == "namenode" and d["running"]}
-    states = namenode_states(nns) if nns else {}
+    states = admin_states(cluster, nns)
     for name, d in daemons.items():
         kind = d.get("kind")
         if kind == "namenode":
@@ -288,3 +310,14 @@ def run_down(args: argparse.Namespace) -> int:
     stopped = cluster_down(args.dir)
     print(f"stopped {', '.join(stopped) if stopped else 'nothing (no daemon was running)'}")
     return 0
+
+
+def admin_states(cluster: dict[str, Any], nns: dict[str, str]) -> dict[str, str]:
+    """The NameNodes' HA states, asked with the cluster's admin ticket where it has a KDC."""
+    if not nns:
+        return {}
+    kdc = cluster.get("kdc")
+    if not kdc:
+        return namenode_states(nns)
+    with logged_in(load_config(cluster["config"]).security, kdc["admin_ccache"]):
+        return namenode_states(nns)

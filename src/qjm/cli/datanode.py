@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from qjm import runtime
-from qjm.config import load_config
+from qjm.config import load_config, parse_address
+from qjm.ipc.login import daemon_login
 from qjm.logs import setup_logging
 
 
@@ -31,7 +32,9 @@ def run(args: argparse.Namespace) -> int:
 
     setup_logging(f"datanode-{args.id}", args.log_level)
     cfg = load_config(args.config)
-    node = DataNode(cfg, cfg.datanode_named(args.id))
+    dn = cfg.datanode_named(args.id)
+    daemon_login(cfg.security, "datanode", parse_address(dn.ipc_address, "ipc_address")[0])
+    node = DataNode(cfg, dn)
     ready = Path(args.ready_file) if args.ready_file else None
     runtime.run(serve_forever(node, ready))
     return 0

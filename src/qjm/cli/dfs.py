@@ -13,6 +13,7 @@ from qjm import runtime
 from qjm.config import load_config
 from qjm.errors import ConfigError
 from qjm.ipc import RemoteError, RpcError
+from qjm.ipc.login import user_login
 from qjm.namenode.client import NameNodeClient
 from qjm.namenode.types import FileStatus
 
@@ -107,6 +108,7 @@ def namenode_addresses(args: argparse.Namespace) -> list[str]:
             raise ConfigError("--namenodes names no address")
         return addresses
     cfg = load_config(args.config)
+    user_login(cfg.security)
     if not cfg.namenodes:
         raise ConfigError(f"{args.config} configures no [namenodes.*]")
     return [nn.rpc_address for nn in cfg.namenodes.values()]

@@ -17,6 +17,7 @@ import aiohttp
 from qjm import runtime
 from qjm.config import load_config
 from qjm.errors import ConfigError, QjmError
+from qjm.ipc.login import user_login
 from qjm.namenode import fsck as report
 from qjm.namenode.client import NameNodeClient
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
@@ -80,6 +81,7 @@ def exit_code(last_line: str) -> int:
 def run_fsck(args: argparse.Namespace) -> int:
     """Ask the active NameNode for the report, print it, and exit as DFSck does."""
     cfg = load_config(args.config)
+    user_login(cfg.security)
     if not cfg.namenodes:
         raise ConfigError(f"{args.config} configures no [namenodes.*]")
     http_of = {nn.rpc_address: nn.http_address for nn in cfg.namenodes.values()}

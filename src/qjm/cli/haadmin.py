@@ -24,6 +24,7 @@ from qjm.ha.haadmin import (
     transition_to_standby,
 )
 from qjm.ipc import RpcError
+from qjm.ipc.login import user_login
 
 DEFAULT_TIMEOUT_S = 60.0
 EXIT_AUTO_FAILED = 255  # HDFS's haadmin returns -1 for what it refuses or fails in auto mode
@@ -97,6 +98,7 @@ def run_haadmin(args: argparse.Namespace) -> int:
     """Run one haadmin action; 0 ok, 1 failure (one line on stderr); with automatic
     failover, 255 for what it refuses or a failed -failover (HDFS's -1)."""
     cfg = load_config(args.config)
+    user_login(cfg.security)
     targets = _targets(cfg)
     timeout = args.timeout
     if cfg.namenode.automatic_failover:

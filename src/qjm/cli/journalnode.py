@@ -16,6 +16,7 @@ from qjm.config import (
     parse_address,
 )
 from qjm.errors import ConfigError
+from qjm.ipc.login import daemon_login
 from qjm.journalnode.node import JournalNode, serve_forever
 from qjm.logs import setup_logging
 
@@ -52,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         edits_dir, rpc, http = jn.edits_dir, jn.rpc_address, jn.http_address
         settings = cfg.journalnode
         peers = [o.rpc_address for o in cfg.journalnodes.values() if o.name != jn.name]
+        daemon_login(cfg.security, "journalnode", parse_address(rpc, "rpc_address")[0])
     else:
         if not args.edits_dir:
             raise ConfigError("give --edits-dir (or --config with --name)")

@@ -6,7 +6,8 @@ import argparse
 from pathlib import Path
 
 from qjm import runtime
-from qjm.config import load_config
+from qjm.config import load_config, parse_address
+from qjm.ipc.login import daemon_login
 from qjm.logs import setup_logging
 
 ACTIONS = ("format", "initialize-shared-edits", "bootstrap-standby", "recover")
@@ -45,7 +46,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace) -> int:
     """Run the NameNode until SIGTERM, or do one action."""
     cfg = load_config(args.config)
-    cfg.namenode_named(args.nn_id)  # a clear error before anything else
+    nn = cfg.namenode_named(args.nn_id)  # a clear error before anything else
+    # HDFS's NameNode logs in from its keytab for every action (design §S.1)
+    daemon_login(cfg.security, "namenode", parse_address(nn.rpc_address, "rpc_address")[0])
     setup_logging(f"namenode-{args.nn_id}", args.log_level)
     if args.action is None:
         from qjm.namenode.server import NameNode, serve_forever

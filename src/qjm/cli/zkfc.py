@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 from qjm import runtime
 from qjm.config import ClusterConfig, load_config, parse_address
 from qjm.errors import ConfigError
+from qjm.ipc.login import daemon_login
+from qjm.ipc.sasl import client_security
 from qjm.logs import setup_logging
 
 if TYPE_CHECKING:
@@ -82,7 +84,9 @@ def run(args: argparse.Namespace) -> int:
         return runtime.run(_format_zk(cfg, args.force))
     if not args.nn_id:
         raise ConfigError("qjm zkfc needs --id <namenode> (which [namenodes.<id>] to control)")
-    cfg.namenode_named(args.nn_id)
+    nn = cfg.namenode_named(args.nn_id)
+    # HDFS's ZKFC logs in as its NameNode (design §S.1)
+    daemon_login(cfg.security, "namenode", parse_address(nn.rpc_address, "rpc_address")[0])
     from qjm.ha.fencing import FencingConfigError, parse_methods
 
     try:
@@ -189,6 +193,8 @@ async def _serve(cfg: ClusterConfig, nn_id: str, ready_file: Path | None) -> int
         graceful_fence_timeout_s=z.graceful_fence_timeout_ms / 1000.0,
         new_active_timeout_s=z.new_active_timeout_ms / 1000.0,
         superuser_group=cfg.namenode.superuser_group,
+        superuser=login.user if (login := client_security()) is not None else None,
+        trust_os_user=not cfg.security.kerberos,
         max_cede_s=z.cede_bound_ms(cfg.zookeeper.session_timeout_ms) / 1000.0,
         ipc_max_connections=z.ipc_max_connections,
         ipc_idle_timeout_s=z.ipc_idle_timeout_ms / 1000.0,

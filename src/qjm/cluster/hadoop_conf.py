@@ -14,6 +14,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from qjm.config import ClusterConfig
+from qjm.security.principal import KerberosName
 
 HADOOP_CONF = "hadoop-conf"
 PROXY_PROVIDER = "org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider"
@@ -64,13 +65,15 @@ def core_site(cfg: ClusterConfig) -> dict[str, str]:
     automatic failover, the ZooKeeper quorum, where HDFS keeps ha.zookeeper.quorum)."""
     props = {
         "fs.defaultFS": f"hdfs://{cfg.nameservice}",
-        "hadoop.security.authentication": "simple",
+        "hadoop.security.authentication": cfg.security.authentication,
         "fs.trash.interval": "0",
         "fs.permissions.umask-mode": f"{cfg.namenode.umask:03o}",
         **FAST_IPC,
     }
     if cfg.namenode.automatic_failover:
         props["ha.zookeeper.quorum"] = cfg.zookeeper.quorum
+    if cfg.security.kerberos:
+        props["hadoop.rpc.protection"] = "authentication"
     return props
 
 
@@ -93,6 +96,14 @@ def hdfs_site(cfg: ClusterConfig) -> dict[str, str]:
         "dfs.permissions.superusergroup": cfg.namenode.superuser_group,
         **FAST_FAILOVER,
     }
+    sec = cfg.security
+    if sec.kerberos:  # the principals clients expect of each server (design §S.4)
+        for key, pattern in (
+            ("dfs.namenode.kerberos.principal", sec.namenode_principal),
+            ("dfs.journalnode.kerberos.principal", sec.journalnode_principal),
+            ("dfs.datanode.kerberos.principal", sec.datanode_principal),
+        ):
+            props[key] = str(KerberosName.parse(pattern).in_realm(sec.realm))
     return props
 
 

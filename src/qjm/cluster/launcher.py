@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from qjm.cluster.hadoop_conf import write_hadoop_conf
+from qjm.cluster.kdc import Kdc
 from qjm.cluster.process import (
     Daemon,
     LaunchError,
@@ -43,12 +44,16 @@ from qjm.config import (
     JournalNodeConfig,
     NameNodeConfig,
     NameNodeSettings,
+    SecuritySettings,
     ZooKeeperSettings,
     dump_config,
     load_config,
     parse_address,
 )
 from qjm.errors import ConfigError, QjmError
+from qjm.ipc.login import logged_in
+from qjm.namenode.users import os_user
+from qjm.security.principal import canonical_host
 
 T = TypeVar("T")
 
@@ -67,7 +72,7 @@ ADMIN_TIMEOUT_S = 60.0  # format, bootstrap-standby, transitionToActive, format-
 ELECTION_TIMEOUT_S = 90.0  # the ZKFCs elect an active NameNode (bounded, generous under load)
 DEFAULT_FENCING = "shell(true)"  # the quorum journal fences a deposed writer by its epoch
 # start order, and the reverse of the stop order
-KIND_ORDER = ("zookeeper", "journalnode", "namenode", "datanode", "zkfc")
+KIND_ORDER = ("kdc", "zookeeper", "journalnode", "namenode", "datanode", "zkfc")
 # HDFS's DataNode ports: dfs.datanode.address, .ipc.address, .http.address (stepped by 10)
 DN_TRANSFER_PORT, DN_IPC_PORT, DN_HTTP_PORT = 9866, 9867, 9864
 
@@ -292,6 +297,7 @@ def cluster_up(
     datanodes: int | None = 0,
     datanode_settings: DataNodeSettings | None = None,
     datanode_dirs: int = 1,
+    kerberos: bool = False,
 ) -> dict[str, Any]:
     """Start the daemons, write cluster.toml and cluster.json, return once all answer.
 
@@ -306,6 +312,8 @@ def cluster_up(
     format it, start a ZKFC per NameNode, and return once they elected one active NameNode.
     zookeeper_settings and zkfc_settings override the [zookeeper] and [zkfc] sections (the
     quorum is always the started ZooKeeper's; empty fencing_methods become shell(true)).
+    kerberos: start a KDC first (DIR/kdc), give every daemon a principal and keytab, and
+    make the cluster take Kerberos callers only (design §S.4).
     """
     if journalnodes < 1:
         raise LaunchError("a cluster needs at least one JournalNode")
@@ -398,11 +406,27 @@ def cluster_up(
         source=str(directory / CLUSTER_TOML),
     )
     toml_path = directory / CLUSTER_TOML
-    toml_path.write_text(dump_config(cfg))
     cluster: dict[str, Any] = {}
     started: list[Daemon] = []
     ensemble: Any = None  # ZooKeeperEnsemble
+    kdc: Kdc | None = None
     try:
+        if kerberos:
+            kdc, security = _start_kdc(directory)
+            cfg = replace(cfg, security=security)
+            cluster["kdc"] = {
+                "rpc": kdc.address,
+                "http": "",
+                "pid": kdc.pid,
+                "log": str(kdc.log),
+                "kind": "kdc",
+                "realm": kdc.realm,
+                "krb5_conf": str(kdc.krb5_conf),
+                "admin_ccache": str(kdc.directory / ADMIN_CCACHE),
+                "user_ccache": str(kdc.directory / USER_CCACHE),
+            }
+            _admin_env.update(kdc.env(), KRB5CCNAME=f"FILE:{kdc.directory / ADMIN_CCACHE}")
+        toml_path.write_text(dump_config(cfg))
         if zookeeper:
             ensemble = _start_zookeeper(directory, members, plan.zookeeper_base)
             for name, info in ensemble.describe().items():
@@ -463,13 +487,18 @@ def cluster_up(
             ready = wait_ready(zkfcs)
             for d, nn in zip(zkfcs, nns, strict=True):
                 cluster[d.name] = {**_entry(d, ready[d.name], "zkfc"), "namenode": nn}
-            _wait_elected(cfg, zkfcs)
+            with logged_in(cfg.security, _admin_env.get("KRB5CCNAME", "")):
+                _wait_elected(cfg, zkfcs)
     except BaseException:  # a failed start or an interrupt leaves nothing running
         for d in reversed(started):  # ZKFCs, DataNodes, NameNodes, then the JournalNodes
             stop_pid(d.pid)
         if ensemble is not None:
             ensemble.stop()
+        if kdc is not None:
+            kdc.stop()
         raise
+    finally:
+        _admin_env.clear()
     cluster["shared_edits"] = cfg.shared_edits_uri()
     cluster["config"] = str(toml_path)
     cluster["zookeeper"] = connect if zookeeper else ""
@@ -479,6 +508,41 @@ def cluster_up(
         cluster["hadoop_conf"] = str(write_hadoop_conf(directory, cfg))
     _write_json(directory / CLUSTER_JSON, cluster)
     return cluster
+
+
+ADMIN_CCACHE = "admin.ccache"  # tickets of the NameNodes' principal, for admin commands
+USER_CCACHE = "user.ccache"  # tickets of the OS user's principal, what `kinit` would give
+# the environment of the launcher's admin commands (a Kerberos cluster's admin tickets)
+_admin_env: dict[str, str] = {}
+
+
+def _start_kdc(directory: Path) -> tuple[Kdc, SecuritySettings]:
+    """A KDC in DIR/kdc with a principal and keytab per daemon role and one for the OS user
+    (both logged in to ccaches there), and the [security] section that names them."""
+    kdc = Kdc(directory / "kdc")
+    kdc.start()
+    try:
+        host = canonical_host(HOST)
+        keytabs = {
+            role: kdc.add_principal(f"{short}/{host}")
+            for role, short in (("namenode", "nn"), ("journalnode", "jn"), ("datanode", "dn"))
+        }
+        user = os_user()
+        user_keytab = kdc.add_principal(user)
+        kdc.kinit(kdc.principal(f"nn/{host}"), keytabs["namenode"], kdc.directory / ADMIN_CCACHE)
+        kdc.kinit(kdc.principal(user), user_keytab, kdc.directory / USER_CCACHE)
+    except BaseException:
+        kdc.stop()
+        raise
+    security = SecuritySettings(
+        authentication="kerberos",
+        realm=kdc.realm,
+        krb5_conf=str(kdc.krb5_conf),
+        namenode_keytab=str(keytabs["namenode"]),
+        journalnode_keytab=str(keytabs["journalnode"]),
+        datanode_keytab=str(keytabs["datanode"]),
+    )
+    return kdc, security
 
 
 def _start_zookeeper(directory: Path, members: int, base: int | None) -> Any:
@@ -679,6 +743,7 @@ def run_admin(
             text=True,
             timeout=timeout,
             stdin=subprocess.DEVNULL,
+            env={**os.environ, **_admin_env} if _admin_env else None,
         )
     except subprocess.TimeoutExpired:
         raise LaunchError(f"`qjm {' '.join(argv)}` for {name} took over {timeout:.0f}s") from None

@@ -113,6 +113,9 @@ class ZkfcSettings:
     # OS user running it) and the members of the superuser group, as the NameNode's HA calls
     superuser: str | None = None
     superuser_group: str = "supergroup"
+    # False under Kerberos (design §S.3): callers are who they authenticated as, and the OS
+    # user running the ZKFC is nobody's identity; superuser alone is the ZKFC's own user
+    trust_os_user: bool = True
     # the longest cedeActive honoured (design §N.7): 3 x the default session timeout
     max_cede_s: float = DEFAULT_MAX_CEDE_S
     # the IPC server's limits (design §N.6); None: none
@@ -124,7 +127,9 @@ class ZkfcSettings:
     def admin_users(self) -> tuple[str, ...]:
         """The users this ZKFC counts as superusers (HDFS: the ZKFC's login user): the
         configured superuser, the user its own calls carry and the OS user running it."""
-        users = [self.superuser, self.user or _login_user(), os_user()]
+        users = [self.superuser]
+        if self.trust_os_user:
+            users += [self.user or _login_user(), os_user()]
         return tuple(dict.fromkeys(u for u in users if u))
 
     @property

@@ -17,18 +17,23 @@ from qjm.ipc.errors import (
     FrameTooLargeError,
     MalformedRpcError,
     RemoteError,
+    RpcAuthenticationError,
     RpcConnectionError,
+    RpcError,
     RpcTimeoutError,
 )
 from qjm.ipc.framing import (
+    AUTH_SASL,
     CONNECTION_CONTEXT_CALL_ID,
     DEFAULT_MAX_DATA_LENGTH,
     PREAMBLE,
+    SASL_CALL_ID,
     FrameReader,
     build_frame,
     decode_varint,
     encode_varint,
     pack_length,
+    preamble,
     read_delimited,
     zigzag32,
 )
@@ -38,7 +43,10 @@ from qjm.ipc.proto.RpcHeader_pb2 import (
     RPC_PROTOCOL_BUFFER,
     RpcRequestHeaderProto,
     RpcResponseHeaderProto,
+    RpcSaslProto,
 )
+from qjm.ipc.sasl import ClientSecurity, client_security, request_frame
+from qjm.security.gss import SaslError
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +62,8 @@ _REQUEST_HEADER_START = b"\x08\x02\x10\x00\x18"
 _COPY_LIMIT = 64 * 1024  # responses larger than this are parsed from a memoryview
 # (header or None for a plain SUCCESS, response frame, offset of the delimited response)
 _Pending = tuple[RpcResponseHeaderProto | None, bytes, int]
+_SASL_PREAMBLE = preamble(auth=AUTH_SASL)
+_SASL_MAX_MESSAGES = 8  # GSSAPI needs 3 server messages after NEGOTIATE; more is a bad peer
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -191,10 +201,15 @@ class IpcClient:
         reconnect_attempts: int = 3,
         reconnect_backoff_s: float = 0.1,
         call_ids: CallIds | None = None,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.address = address
         self.protocol = protocol
         self._host, self._port = split_address(address)
+        # Kerberos (design §S.1): the process's login unless given; the user is the principal
+        self.security = security if security is not None else client_security()
+        if self.security is not None:
+            user = self.security.principal
         self.user = user if user is not None else _default_user()
         self.client_id = client_id if client_id is not None else os.urandom(16)
         self.max_data_length = max_data_length
@@ -298,7 +313,7 @@ class IpcClient:
             header, frame, pos = await fut
         except RpcConnectionError as e:  # shared by every call on the connection: name ours
             self._forget(call_id, fut)
-            raise RpcConnectionError(f"{method}: {e}") from None
+            raise type(e)(f"{method}: {e}") from None
         except BaseException:
             self._forget(call_id, fut)
             raise
@@ -409,7 +424,17 @@ class IpcClient:
                 if self.is_closed():  # closed while connecting
                     conn.fail(RpcConnectionError(f"{self.address}: the IPC client is closed"))
                     break
-                parts = [PREAMBLE, self.connection_context_frame()]
+                if self.security is not None:
+                    try:
+                        async with asyncio.timeout(self.connect_timeout_s):
+                            await self._authenticate(conn, self.security)
+                    except (SaslError, RemoteError, RpcConnectionError, TimeoutError) as e:
+                        conn.fail(RpcConnectionError(f"{self.address}: authentication failed"))
+                        self._fail_queue(self._authentication_error(e))
+                        return
+                    parts = [self.connection_context_frame()]
+                else:
+                    parts = [PREAMBLE, self.connection_context_frame()]
                 for call_id, frame, fut in self._queue:
                     if not fut.done():
                         conn.pending[call_id] = fut
@@ -435,6 +460,70 @@ class IpcClient:
             raise
         finally:
             self._connect_task = None
+
+    async def _authenticate(self, conn: _ClientConnection, security: ClientSecurity) -> None:
+        """The SASL exchange of a new connection (design §S.1); raises why it failed."""
+        assert conn.transport is not None
+        conn.transport.write(
+            _SASL_PREAMBLE + request_frame(RpcSaslProto(state=RpcSaslProto.NEGOTIATE))
+        )
+        negotiate = await self._sasl_reply(conn)
+        if negotiate.state != RpcSaslProto.NEGOTIATE:
+            state = RpcSaslProto.SaslState.Name(negotiate.state)
+            raise SaslError(f"the server answered NEGOTIATE with {state}")
+        auth, mechanism = security.mechanism(self.protocol, negotiate)
+        # The first token may ask the KDC for a service ticket: off the event loop.
+        token = await asyncio.to_thread(mechanism.evaluate, None)
+        message = RpcSaslProto(state=RpcSaslProto.INITIATE, token=token, auths=[auth])
+        for _ in range(_SASL_MAX_MESSAGES):
+            conn.transport.write(request_frame(message))
+            reply = await self._sasl_reply(conn)
+            if reply.state == RpcSaslProto.SUCCESS:
+                if reply.HasField("token") and not mechanism.complete:
+                    mechanism.evaluate(reply.token)
+                if not mechanism.complete:
+                    raise SaslError("the server said SUCCESS before GSSAPI completed")
+                return
+            if reply.state != RpcSaslProto.CHALLENGE:
+                state = RpcSaslProto.SaslState.Name(reply.state)
+                raise SaslError(f"SASL message {state} out of order from the server")
+            message = RpcSaslProto(
+                state=RpcSaslProto.RESPONSE, token=mechanism.evaluate(reply.token)
+            )
+        raise SaslError(f"the server sent more than {_SASL_MAX_MESSAGES} SASL messages")
+
+    async def _sasl_reply(self, conn: _ClientConnection) -> RpcSaslProto:
+        """The server's next SASL message on conn (a FATAL answer raises RemoteError)."""
+        fut: asyncio.Future[_Pending] = asyncio.get_running_loop().create_future()
+        conn.pending[SASL_CALL_ID] = fut
+        header, frame, pos = await fut
+        if header is not None and header.status != _STATUS_SUCCESS:
+            raise RemoteError(
+                header.exceptionClassName or "java.io.IOException",
+                header.errorMsg,
+                fatal=header.status == _STATUS_FATAL,
+                peer=self.address,
+            )
+        try:
+            start, end = read_delimited(frame, pos)
+            reply = RpcSaslProto.FromString(frame[start:end])
+            if not reply.IsInitialized():
+                raise DecodeError("state missing")
+        except (MalformedRpcError, DecodeError) as e:
+            raise SaslError(f"undecodable SASL message: {e}") from None
+        return reply
+
+    def _authentication_error(self, error: BaseException) -> RpcError:
+        """What the waiting calls fail with when authentication failed."""
+        if isinstance(error, RemoteError):
+            return error  # the server's own refusal, with its Java class
+        if isinstance(error, TimeoutError):
+            why = f"no answer within {self.connect_timeout_s} s"
+        else:
+            why = str(error)
+        return RpcAuthenticationError(
+            f"{self.address}: Kerberos authentication for {self.protocol} failed: {why}"
+        )
 
     def _fail_queue(self, error: Exception) -> None:
         queue = self._queue

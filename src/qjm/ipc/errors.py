@@ -46,6 +46,10 @@ class RpcConnectionError(RpcError):
     """The connection was refused, reset or closed, or reconnecting gave up."""
 
 
+class RpcAuthenticationError(RpcConnectionError):
+    """Kerberos authentication to the server failed (no ticket, wrong principal, refused)."""
+
+
 class FrameTooLargeError(RpcError):
     """A frame's declared length exceeds ipc.maximum.data.length."""
 

@@ -18,6 +18,7 @@ from qjm.errors import QjmError
 from qjm.ipc.errors import FrameTooLargeError, MalformedRpcError
 from qjm.ipc.framing import (
     AUTH_NONE,
+    AUTH_SASL,
     CONNECTION_CONTEXT_CALL_ID,
     DEFAULT_MAX_DATA_LENGTH,
     MAGIC,
@@ -41,6 +42,15 @@ from qjm.ipc.proto.RpcHeader_pb2 import (
     RPC_PROTOCOL_BUFFER,
     RpcRequestHeaderProto,
     RpcResponseHeaderProto,
+    RpcSaslProto,
+)
+from qjm.ipc.sasl import (
+    AUTHORIZATION,
+    SaslRefused,
+    SaslServerExchange,
+    ServerSecurity,
+    response_frame,
+    server_security,
 )
 
 log = logging.getLogger(__name__)
@@ -227,6 +237,7 @@ class _Connection(asyncio.Protocol):
         self.last_active = 0.0
         self.idle_timer: asyncio.TimerHandle | None = None
         self.held = 0  # bytes of unfinished frames counted in the server's total
+        self.sasl: SaslServerExchange | None = None  # a Kerberos server's exchange
 
     # -- asyncio.Protocol ------------------------------------------------------------------
 
@@ -394,6 +405,20 @@ class _Connection(asyncio.Protocol):
                 FATAL_VERSION_MISMATCH,
             )
             return False
+        security = self.server.security
+        if security is not None:
+            if auth == AUTH_SASL:
+                self.sasl = SaslServerExchange(security)
+                return True
+            self.fatal(
+                UNKNOWN_CALL_ID,
+                ACCESS_CONTROL,
+                "SIMPLE authentication is not enabled.  Available:[KERBEROS]"
+                if auth == AUTH_NONE
+                else f"auth protocol {auth:#x} is not supported; this server takes SASL (0xdf)",
+                FATAL_UNAUTHORIZED,
+            )
+            return False
         if auth != AUTH_NONE:
             self.fatal(
                 UNKNOWN_CALL_ID,
@@ -442,6 +467,11 @@ class _Connection(asyncio.Protocol):
             )
             return
         protocol, method_name = names
+        if protocol != self.protocol and self.sasl is not None:
+            refusal = self.sasl.refusal(protocol)  # a call may name another protocol
+            if refusal is not None:
+                self.error(call_id, client_id, retry, AUTHORIZATION, refusal, ERROR_APPLICATION)
+                return
         methods = server._protocols.get(protocol)
         if methods is None:
             self.error(
@@ -578,23 +608,70 @@ class _Connection(asyncio.Protocol):
                     FATAL_DESERIALIZING_REQUEST,
                 )
                 return
+            user = context.userInfo.effectiveUser
+            if self.server.security is not None:
+                if self.sasl is None or not self.sasl.complete:
+                    self.fatal(
+                        call_id,
+                        ACCESS_CONTROL,
+                        "SASL authentication did not complete before the connection context",
+                        FATAL_UNAUTHORIZED,
+                    )
+                    return
+                try:
+                    user = self.sasl.user(user, context.protocol)
+                except SaslRefused as e:
+                    self.fatal(call_id, e.java_class, str(e), FATAL_UNAUTHORIZED)
+                    return
             self.context_done = True
             self.client_id = header.clientId
             self.success_tail = _success_tail(self.client_id, 0)
-            self.user = context.userInfo.effectiveUser
+            self.user = user
             self.protocol = context.protocol
             return
         if call_id == SASL_CALL_ID:
-            self.fatal(
-                call_id,
-                ACCESS_CONTROL,
-                "SASL is not supported; this server accepts only simple authentication",
-                FATAL_UNAUTHORIZED,
-            )
+            self._handle_sasl(frame, end)
             return
         self.fatal(
             call_id, RPC_SERVER_EXCEPTION, f"invalid call id {call_id}", FATAL_INVALID_RPC_HEADER
         )
+
+    def _handle_sasl(self, frame: bytes, end: int) -> None:
+        """One SASL message of a Kerberos connection: answer it, or refuse and close."""
+        sasl = self.sasl
+        if sasl is None or self.context_done:
+            self.fatal(
+                SASL_CALL_ID,
+                ACCESS_CONTROL,
+                "SASL is not supported; this server accepts only simple authentication"
+                if self.server.security is None
+                else "SASL message after the connection context",
+                FATAL_UNAUTHORIZED,
+            )
+            return
+        try:
+            start, stop = read_delimited(frame, end)
+            message = RpcSaslProto.FromString(frame[start:stop])
+            if not message.IsInitialized():
+                raise DecodeError("state missing")
+        except (MalformedRpcError, DecodeError) as e:
+            self.fatal(
+                SASL_CALL_ID,
+                RPC_SERVER_EXCEPTION,
+                f"undecodable SASL message from {self.peer}: {e}",
+                FATAL_DESERIALIZING_REQUEST,
+            )
+            return
+        try:
+            reply = sasl.receive(message)
+        except SaslRefused as e:
+            self.server._auth_failures += 1
+            self.fatal(SASL_CALL_ID, e.java_class, str(e), FATAL_UNAUTHORIZED)
+            return
+        if self.transport is not None and not self.transport.is_closing():
+            out = response_frame(reply)
+            self.server._bytes_out += len(out)
+            self.transport.write(out)
 
     async def _run(
         self,
@@ -831,11 +908,15 @@ class IpcServer:
         max_unfinished_bytes: int | None = None,
         limit_keys: Mapping[str, str] | None = None,
         state_id: Callable[[], int] | None = None,
+        security: ServerSecurity | None = None,
     ) -> None:
         """A server; the limits (design §N.6), None for none, are named in logs and errors by
         limit_keys (max_connections, idle_timeout, max_unfinished_bytes: config keys)."""
         self.name = name
         self.state_id = state_id  # when given, every response header carries its value
+        # Kerberos: callers authenticate over SASL (design §S.1); the process's login if unset
+        self.security = security if security is not None else server_security()
+        self._auth_failures = 0
         self.max_data_length = max_data_length
         self.error_mapper = error_mapper
         self.max_connections = max_connections

@@ -37,6 +37,7 @@ from qjm.config import ClusterConfig, NameNodeConfig, format_address, parse_addr
 from qjm.editlog.ops import Op, OpEncodeError, decode_op, encode_body
 from qjm.errors import QjmError, describe_error
 from qjm.ipc import IpcServer
+from qjm.ipc.sasl import client_security
 from qjm.ipc.server import CallContext, ipc_limit_keys
 from qjm.namenode.errors import (
     HealthCheckFailedError,
@@ -119,7 +120,8 @@ class NameNode:
         self.conf: NameNodeConfig = cfg.namenode_named(name)
         self.name = name
         self.settings = cfg.namenode
-        self.superuser = user or os_user()
+        login = client_security()  # under Kerberos the superuser is the NameNode's principal
+        self.superuser = user or (login.user if login is not None else os_user())
         self.uri: QJournalUri = parse_qjournal_uri(cfg.shared_edits_uri())
         self.rpc_host, self.rpc_port = parse_address(self.conf.rpc_address, "rpc_address")
         self.http_host, self.http_port = parse_address(self.conf.http_address, "http_address")

@@ -1,7 +1,8 @@
+from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from collections.abc import Mapping as _Mapping
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
 from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
@@ -120,3 +121,42 @@ class RpcResponseHeaderProto(_message.Message):
     stateId: int
     routerFederatedState: bytes
     def __init__(self, callId: _Optional[int] = ..., status: _Optional[_Union[RpcResponseHeaderProto.RpcStatusProto, str]] = ..., serverIpcVersionNum: _Optional[int] = ..., exceptionClassName: _Optional[str] = ..., errorMsg: _Optional[str] = ..., errorDetail: _Optional[_Union[RpcResponseHeaderProto.RpcErrorCodeProto, str]] = ..., clientId: _Optional[bytes] = ..., retryCount: _Optional[int] = ..., stateId: _Optional[int] = ..., routerFederatedState: _Optional[bytes] = ...) -> None: ...
+
+class RpcSaslProto(_message.Message):
+    __slots__ = ("version", "state", "token", "auths")
+    class SaslState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        SUCCESS: _ClassVar[RpcSaslProto.SaslState]
+        NEGOTIATE: _ClassVar[RpcSaslProto.SaslState]
+        INITIATE: _ClassVar[RpcSaslProto.SaslState]
+        CHALLENGE: _ClassVar[RpcSaslProto.SaslState]
+        RESPONSE: _ClassVar[RpcSaslProto.SaslState]
+        WRAP: _ClassVar[RpcSaslProto.SaslState]
+    SUCCESS: RpcSaslProto.SaslState
+    NEGOTIATE: RpcSaslProto.SaslState
+    INITIATE: RpcSaslProto.SaslState
+    CHALLENGE: RpcSaslProto.SaslState
+    RESPONSE: RpcSaslProto.SaslState
+    WRAP: RpcSaslProto.SaslState
+    class SaslAuth(_message.Message):
+        __slots__ = ("method", "mechanism", "protocol", "serverId", "challenge")
+        METHOD_FIELD_NUMBER: _ClassVar[int]
+        MECHANISM_FIELD_NUMBER: _ClassVar[int]
+        PROTOCOL_FIELD_NUMBER: _ClassVar[int]
+        SERVERID_FIELD_NUMBER: _ClassVar[int]
+        CHALLENGE_FIELD_NUMBER: _ClassVar[int]
+        method: str
+        mechanism: str
+        protocol: str
+        serverId: str
+        challenge: bytes
+        def __init__(self, method: _Optional[str] = ..., mechanism: _Optional[str] = ..., protocol: _Optional[str] = ..., serverId: _Optional[str] = ..., challenge: _Optional[bytes] = ...) -> None: ...
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    AUTHS_FIELD_NUMBER: _ClassVar[int]
+    version: int
+    state: RpcSaslProto.SaslState
+    token: bytes
+    auths: _containers.RepeatedCompositeFieldContainer[RpcSaslProto.SaslAuth]
+    def __init__(self, version: _Optional[int] = ..., state: _Optional[_Union[RpcSaslProto.SaslState, str]] = ..., token: _Optional[bytes] = ..., auths: _Optional[_Iterable[_Union[RpcSaslProto.SaslAuth, _Mapping]]] = ...) -> None: ...

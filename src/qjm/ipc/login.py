@@ -1,0 +1,132 @@
+"""A process's Kerberos login for IPC, from the [security] config (design §S.1).
+
+A daemon logs in from its role's keytab, as HDFS's daemons do (a ZKFC as its NameNode); a
+user's command from the ticket cache `kinit` filled. The login makes every IpcClient of the
+process authenticate; a server built with `server_security` takes only Kerberos callers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from functools import partial
+
+from qjm.config import SecuritySettings
+from qjm.errors import ConfigError
+from qjm.ipc.sasl import (
+    ClientSecurity,
+    ServerSecurity,
+    client_security,
+    set_client_security,
+    set_server_security,
+)
+from qjm.security.gss import SaslError, acceptor_credentials, initiator_credentials
+from qjm.security.policy import ServicePrincipals, admit, server_principals_by_protocol
+from qjm.security.principal import KerberosName, canonical_host, with_host
+
+ROLES = ("namenode", "journalnode", "datanode")
+
+
+def services_of(settings: SecuritySettings) -> ServicePrincipals:
+    """The daemons' principal patterns in settings."""
+    return ServicePrincipals(
+        namenode=settings.namenode_principal,
+        journalnode=settings.journalnode_principal,
+        datanode=settings.datanode_principal,
+        realm=settings.realm,
+    )
+
+
+def role_principal(settings: SecuritySettings, role: str, host: str) -> tuple[str, str]:
+    """(principal, keytab) of role on host: _HOST filled in, the keytab required."""
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r}")
+    pattern = services_of(settings).of(role)
+    keytab = getattr(settings, f"{role}_keytab")
+    if not keytab:
+        raise ConfigError(f"security.{role}_keytab: Kerberos needs the {role}'s keytab")
+    return with_host(pattern, canonical_host(host)), keytab
+
+
+def use_krb5_conf(settings: SecuritySettings) -> None:
+    """Point this process's Kerberos library at the config's krb5.conf, where one is set."""
+    if settings.krb5_conf:
+        os.environ["KRB5_CONFIG"] = settings.krb5_conf
+
+
+def server_security(settings: SecuritySettings, role: str, host: str) -> ServerSecurity | None:
+    """The Kerberos side of a server of role bound on host; None under simple auth."""
+    if not settings.kerberos:
+        return None
+    use_krb5_conf(settings)
+    principal, keytab = role_principal(settings, role, host)
+    try:
+        credentials = acceptor_credentials(principal, keytab)
+    except SaslError as e:
+        raise ConfigError(f"security.{role}_keytab: {e}") from None
+    services = services_of(settings)
+    return ServerSecurity(
+        principal=principal,
+        credentials=credentials,
+        realm=settings.realm,
+        admit=partial(_admit, services=services),
+    )
+
+
+def _admit(protocol: str, principal: str, *, services: ServicePrincipals) -> str | None:
+    return admit(protocol, principal, services)
+
+
+def login(
+    settings: SecuritySettings, role: str | None = None, host: str = "", ccache: str = ""
+) -> ClientSecurity | None:
+    """Log this process in for every IpcClient: role's keytab, or (None) a ticket cache."""
+    if not settings.kerberos:
+        set_client_security(None)
+        return None
+    use_krb5_conf(settings)
+    if role is None:
+        credentials = initiator_credentials(ccache=ccache or None)
+        principal = str(credentials.name)
+    else:
+        principal, keytab = role_principal(settings, role, host or "localhost")
+        credentials = initiator_credentials(principal, keytab)
+    security = ClientSecurity(
+        credentials=credentials,
+        principal=str(KerberosName.parse(principal).in_realm(settings.realm)),
+        realm=settings.realm,
+        server_principals=server_principals_by_protocol(services_of(settings)),
+    )
+    set_client_security(security)
+    return security
+
+
+def daemon_login(settings: SecuritySettings, role: str, host: str) -> None:
+    """Log a daemon of role on host in: its IPC servers and clients use Kerberos from now on."""
+    set_server_security(server_security(settings, role, host))
+    login(settings, role, host)
+
+
+@contextlib.contextmanager
+def logged_in(settings: SecuritySettings, ccache: str) -> Iterator[ClientSecurity | None]:
+    """This process's IpcClients as the ticket cache's principal while the block runs."""
+    saved, conf = client_security(), os.environ.get("KRB5_CONFIG")
+    try:
+        yield login(settings, ccache=ccache)
+    finally:
+        set_client_security(saved)
+        if conf is None:
+            os.environ.pop("KRB5_CONFIG", None)
+        else:
+            os.environ["KRB5_CONFIG"] = conf
+
+
+def user_login(settings: SecuritySettings) -> None:
+    """Log a user's command in from the ticket cache; a clear error where it holds none."""
+    try:
+        login(settings)
+    except SaslError as e:
+        raise ConfigError(
+            f"Kerberos is on and there is no usable ticket ({e}); run kinit"
+        ) from None

@@ -1,0 +1,188 @@
+"""Kerberos on qjm.ipc (design §S.1): the SASL GSSAPI exchange against a real MIT KDC.
+
+Our server and client in one process, authenticating with keytabs the KDC made; the
+refusals a stranger, a user without a ticket and a user calling a server protocol meet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from google.protobuf.wrappers_pb2 import StringValue
+
+from qjm.cluster.kdc import Kdc
+from qjm.ipc import CallContext, IpcClient, IpcServer, Method, RemoteError, RpcConnectionError
+from qjm.ipc.errors import RpcAuthenticationError
+from qjm.ipc.framing import build_frame, preamble
+from qjm.ipc.proto.IpcConnectionContext_pb2 import IpcConnectionContextProto, UserInformationProto
+from qjm.ipc.proto.RpcHeader_pb2 import RpcRequestHeaderProto
+from qjm.ipc.sasl import ClientSecurity, ServerSecurity
+from qjm.security.gss import acceptor_credentials, initiator_credentials
+from qjm.security.policy import ServicePrincipals, admit, server_principals_by_protocol
+
+REALM = "QJM.TEST"
+ECHO = "org.apache.hadoop.hdfs.protocol.ClientProtocol"  # any authenticated principal
+JOURNAL = "org.apache.hadoop.hdfs.qjournal.protocol.QJournalProtocol"  # NameNodes only
+SERVICES = ServicePrincipals("nn/_HOST", "jn/_HOST", "dn/_HOST", REALM)
+
+
+@pytest.fixture(scope="module")
+def kdc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kdc]:
+    """A KDC with the principals of a NameNode, a JournalNode and two users."""
+    with Kdc(tmp_path_factory.mktemp("kdc"), realm=REALM) as k:
+        for name in ("nn/localhost", "jn/localhost", "alice"):
+            k.add_principal(name)
+        saved = {key: os.environ.get(key) for key in k.env()}
+        os.environ.update(k.env())
+        yield k
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def keytab(kdc: Kdc, name: str) -> str:
+    """The keytab the KDC wrote for name."""
+    return str(kdc.keytab_dir / (name.replace("/", "_") + ".keytab"))
+
+
+def client_security(kdc: Kdc, name: str, **expect: str) -> ClientSecurity:
+    """A client logged in as name from its keytab (expect: protocol's server principals)."""
+    principal = f"{name}@{REALM}"
+    return ClientSecurity(
+        credentials=initiator_credentials(principal, keytab(kdc, name)),
+        principal=principal,
+        realm=REALM,
+        server_principals={**server_principals_by_protocol(SERVICES), **expect},
+    )
+
+
+async def whoami(_request: StringValue, ctx: CallContext) -> StringValue:
+    """The caller's user, as the server sees it."""
+    return StringValue(value=ctx.user)
+
+
+async def start_server(kdc: Kdc, name: str = "jn/localhost") -> IpcServer:
+    """A Kerberos server as name, serving whoami on ClientProtocol and QJournalProtocol."""
+    principal = f"{name}@{REALM}"
+    security = ServerSecurity(
+        principal=principal,
+        credentials=acceptor_credentials(principal, keytab(kdc, name)),
+        realm=REALM,
+        admit=lambda protocol, who: admit(protocol, who, SERVICES),
+    )
+    server = IpcServer(name="kerberos-test", security=security)
+    for protocol in (ECHO, JOURNAL):
+        server.register(protocol, {"whoami": Method(StringValue, whoami)})
+    await server.start("127.0.0.1", 0)
+    return server
+
+
+async def test_a_keytab_client_is_the_principal_it_authenticated_as(kdc: Kdc) -> None:
+    server = await start_server(kdc, "nn/localhost")
+    try:
+        client = IpcClient(
+            f"127.0.0.1:{server.port}", ECHO, security=client_security(kdc, "alice"), user="root"
+        )
+        reply = await client.call("whoami", StringValue(), StringValue, timeout=10)
+        assert reply.value == "alice"  # not the claimed "root": the principal's short name
+        again = await client.call("whoami", StringValue(), StringValue, timeout=10)
+        assert again.value == "alice"
+        await client.close()
+    finally:
+        await server.stop()
+    server = await start_server(kdc, "jn/localhost")
+    try:
+        nn = IpcClient(
+            f"127.0.0.1:{server.port}", JOURNAL, security=client_security(kdc, "nn/localhost")
+        )
+        assert (await nn.call("whoami", StringValue(), StringValue, timeout=10)).value == "nn"
+        await nn.close()
+    finally:
+        await server.stop()
+
+
+async def test_a_user_may_not_call_a_protocol_only_namenodes_may_call(kdc: Kdc) -> None:
+    server = await start_server(kdc)
+    try:
+        client = IpcClient(
+            f"127.0.0.1:{server.port}", JOURNAL, security=client_security(kdc, "alice")
+        )
+        # Refused at the connection context: FATAL, and the connection closed.
+        with pytest.raises(RpcConnectionError) as refused:
+            await client.call("whoami", StringValue(), StringValue, timeout=10)
+        text = str(refused.value)
+        assert "org.apache.hadoop.security.authorize.AuthorizationException" in text
+        assert "alice@QJM.TEST" in text and "nn/_HOST@QJM.TEST" in text
+        await client.close()
+        # Admitted for ClientProtocol, the connection's calls may not name QJournalProtocol.
+        alice = client_security(kdc, "alice", **{ECHO: "jn/_HOST"})
+        sneaky = IpcClient(f"127.0.0.1:{server.port}", ECHO, security=alice)
+        assert (
+            await sneaky.call("whoami", StringValue(), StringValue, timeout=10)
+        ).value == "alice"
+        sneaky.protocol = JOURNAL
+        sneaky._method_headers.clear()
+        with pytest.raises(RemoteError) as e:
+            await sneaky.call("whoami", StringValue(), StringValue, timeout=10)
+        assert e.value.class_name.endswith("AuthorizationException") and not e.value.fatal
+        await sneaky.close()
+    finally:
+        await server.stop()
+
+
+async def test_a_client_refuses_a_server_with_another_principal(kdc: Kdc) -> None:
+    server = await start_server(kdc, "nn/localhost")  # a NameNode where a JournalNode should be
+    try:
+        client = IpcClient(
+            f"127.0.0.1:{server.port}", JOURNAL, security=client_security(kdc, "nn/localhost")
+        )
+        with pytest.raises(RpcAuthenticationError, match="Server has invalid Kerberos principal"):
+            await client.call("whoami", StringValue(), StringValue, timeout=10)
+        await client.close()
+    finally:
+        await server.stop()
+
+
+def raw_exchange(port: int, data: bytes) -> bytes:
+    """Send data to the server and read what it answers until it closes the connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(data)
+        chunks = []
+        while chunk := s.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def simple_call_bytes(user: str) -> bytes:
+    """A simple-auth preamble and connection context claiming user, as a stranger sends."""
+    header = RpcRequestHeaderProto(rpcKind=2, rpcOp=0, callId=-3, clientId=b"x" * 16, retryCount=-1)
+    context = IpcConnectionContextProto(
+        userInfo=UserInformationProto(effectiveUser=user), protocol=JOURNAL
+    )
+    return preamble() + build_frame((header.SerializeToString(), context.SerializeToString()))
+
+
+async def test_a_stranger_without_sasl_is_refused_and_the_connection_closed(kdc: Kdc) -> None:
+    server = await start_server(kdc)
+    try:
+        answer = await asyncio.to_thread(raw_exchange, server.port, simple_call_bytes("nn"))
+        assert b"SIMPLE authentication is not enabled.  Available:[KERBEROS]" in answer
+        assert b"org.apache.hadoop.security.AccessControlException" in answer
+    finally:
+        await server.stop()
+
+
+async def test_a_client_without_a_ticket_fails_with_a_clear_error(kdc: Kdc, tmp_path: Path) -> None:
+    os.environ["KRB5CCNAME"] = f"FILE:{tmp_path / 'empty-cache'}"
+    try:
+        with pytest.raises(Exception, match="initiator login"):
+            initiator_credentials()
+    finally:
+        del os.environ["KRB5CCNAME"]
