@@ -14,6 +14,7 @@ from typing import Any
 
 from qjm.config import DataNodeSettings, NameNodeSettings
 from qjm.ipc.server import CallContext, IpcServer
+from qjm.namenode.audit import AuditLog
 from qjm.namenode.block_service import NameNodeBlocks, namespace_info_of
 from qjm.namenode.client_rpc import client_methods
 from qjm.namenode.errors import HealthCheckFailedError, ServiceFailedError, StandbyError
@@ -22,7 +23,7 @@ from qjm.namenode.lease_manager import LeaseRecovery
 from qjm.namenode.namespace import Namespace
 from qjm.namenode.protocols import CLIENT_PROTOCOL, HA_SERVICE_PROTOCOL
 from qjm.namenode.retry_cache import RetryCache
-from qjm.namenode.types import Caller, HAState
+from qjm.namenode.types import Caller, FileStatus, HAState
 
 
 def make_namespace(superuser: str) -> Namespace:
@@ -64,6 +65,13 @@ class FakeNameNode:
         self.blocks.leave_safe_mode_if_met()
         self.leases = LeaseRecovery(self, self.settings)
         self.blocks.committer = self.leases.commit_block_synchronization
+        self.audit: AuditLog | None = None  # a test sets one to read the lines
+
+    def audit_log(self) -> AuditLog | None:
+        return self.audit
+
+    def audit_status(self, path: str) -> FileStatus | None:
+        return self.ns.stat(path, Caller(self.superuser, (), True))
 
     def caller_of(self, ctx: CallContext) -> Caller:
         groups = self.groups.get(ctx.user, ())

@@ -4,9 +4,11 @@ genuine Hadoop client, and the attacks of a stranger and of a mere user refused.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from qjm.cluster.hadoop_conf import hadoop_jars
 from qjm.config import load_config
 from qjm.ipc import IpcClient, RemoteError, RpcConnectionError
 from qjm.ipc.login import logged_in
+from qjm.namenode.users import os_user
 from qjm.protocol.qjournal import QJOURNAL_PROTOCOL
 
 pytestmark = pytest.mark.slow
@@ -193,3 +196,157 @@ def test_the_genuine_client_works_through_a_failover(
     assert r.returncode == 0 and r.stdout == "written before the failover\n", r.stderr[-2000:]
     r = java(cluster, user, "-mkdir", "/after-failover")
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def curl(cluster: dict[str, Any], ccache: str | None, *args: str) -> tuple[int, str]:
+    """curl's HTTP status and body: with --negotiate and ccache's ticket, or without Kerberos."""
+    env = {**os.environ, "KRB5_CONFIG": cluster["kdc"]["krb5_conf"]}
+    argv = ["curl", "-s", "-o", "-", "-w", "\n%{http_code}", "--max-time", "30"]
+    if ccache is not None:
+        env["KRB5CCNAME"] = f"FILE:{ccache}"
+        argv += ["--negotiate", "-u", ":"]
+    r = subprocess.run([*argv, *args], env=env, capture_output=True, text=True, timeout=60)
+    body, _, code = r.stdout.rpartition("\n")
+    return int(code or 0), body
+
+
+def http_of(cluster: dict[str, Any], kind: str) -> str:
+    """localhost:port of the HTTP of a running daemon of kind (the active NameNode for
+    namenode): a URL names the host whose HTTP principal curl asks a ticket for."""
+    if kind == "namenode":
+        name = wait_single_active_secure(cluster, load_config(cluster["config"]))
+        address = str(cluster[name]["http"])
+    else:
+        address = next(
+            d["http"] for d in cluster.values() if isinstance(d, dict) and d.get("kind") == kind
+        )
+    return "localhost:" + address.rpartition(":")[2]
+
+
+@pytest.mark.parametrize("kind", ["namenode", "journalnode", "datanode"])
+def test_every_http_port_asks_for_spnego_and_serves_a_ticket_holder(
+    cluster: dict[str, Any], kind: str
+) -> None:
+    url = f"http://{http_of(cluster, kind)}/status"
+    code, body = curl(cluster, None, "-i", url)
+    assert code == 401 and "WWW-Authenticate: Negotiate" in body, body[:500]
+    code, body = curl(cluster, cluster["kdc"]["user_ccache"], url)
+    assert code == 200 and body.lstrip().startswith("{"), body[:500]
+
+
+def test_a_user_cannot_read_edits_or_forge_an_image(
+    cluster: dict[str, Any], tmp_path: Path
+) -> None:
+    user = cluster["kdc"]["user_ccache"]
+    cfg = load_config(cluster["config"])
+    jn = http_of(cluster, "journalnode")
+    code, body = curl(cluster, user, f"http://{jn}/getJournal?jid={cfg.journal_id}&segmentTxId=1")
+    assert code == 403 and "may not use /getJournal" in body, body
+    forged = tmp_path / "forged"
+    forged.write_bytes(b"not an image" * 100)
+    nn = http_of(cluster, "namenode")
+    url = f"http://{nn}/imagetransfer?txid=999999&md5=0&storageInfo=x"
+    code, body = curl(cluster, user, "-X", "PUT", "--data-binary", f"@{forged}", url)
+    assert code == 403 and "may not use /imagetransfer" in body, body
+    name_dirs = [Path(nn_cfg.name_dir) for nn_cfg in cfg.namenodes.values()]
+    assert not any("999999" in p.name for d in name_dirs for p in d.rglob("*"))
+
+
+def test_fsck_runs_as_the_authenticated_user_not_the_claimed_one(cluster: dict[str, Any]) -> None:
+    nn = http_of(cluster, "namenode")
+    code, body = curl(cluster, cluster["kdc"]["user_ccache"], f"http://{nn}/fsck?path=/&ugi=nn")
+    assert code == 200
+    assert "FAILED" in body and "Superuser privilege is required" in body, body[-500:]
+    code, body = curl(cluster, cluster["kdc"]["admin_ccache"], f"http://{nn}/fsck?path=/")
+    assert code == 200 and "is HEALTHY" in body, body[-500:]
+
+
+def test_only_the_zkfcs_may_touch_the_ha_znodes(cluster: dict[str, Any]) -> None:
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import NoAuthError
+
+    cfg = load_config(cluster["config"])
+    parent = f"{cfg.zookeeper.parent_znode}/{cfg.nameservice}"
+    assert cfg.zookeeper.acl.startswith("digest:zkfc:") and "world" not in cfg.zookeeper.acl
+    stranger = KazooClient(hosts=cluster["zookeeper"], timeout=10)
+    stranger.start(timeout=20)
+    try:
+        for attempt in (
+            lambda: stranger.delete(f"{parent}/ActiveStandbyElectorLock"),
+            lambda: stranger.create(f"{parent}/ActiveStandbyElectorLock", b"mine", ephemeral=True),
+            lambda: stranger.set(f"{parent}/ActiveBreadCrumb", b"forged"),
+            lambda: stranger.get(f"{parent}/ActiveBreadCrumb"),
+        ):
+            with pytest.raises(NoAuthError):
+                attempt()
+    finally:
+        stranger.stop()
+        stranger.close()
+    assert wait_single_active_secure(cluster, cfg)  # the election goes on
+
+
+def test_the_audit_log_names_the_authenticated_principal(cluster: dict[str, Any]) -> None:
+    cfg = load_config(cluster["config"])
+    lines = [
+        line
+        for nn in cfg.namenodes.values()
+        if (Path(nn.name_dir) / "hdfs-audit.log").exists()
+        for line in (Path(nn.name_dir) / "hdfs-audit.log").read_text().splitlines()
+    ]
+    user = f"{os_user()}@{cluster['kdc']['realm']}"
+    # FsShell's -put creates NAME._COPYING_ and renames it
+    created = [line for line in lines if "\tcmd=create\tsrc=/secure/hello.txt._COPYING_\t" in line]
+    assert created, lines[-20:]
+    assert f"allowed=true\tugi={user} (auth:KERBEROS)\tip=/127.0.0.1\t" in created[0]
+    refused = [line for line in lines if line.split("\t")[0].endswith("allowed=false")]
+    assert all("(auth:KERBEROS)" in line for line in refused)
+
+
+HDFS_NATIVE_SCRIPT = """
+import sys
+from hadoop_clients import native_client
+from pathlib import Path
+client = native_client(Path(sys.argv[1]))
+with client.create("/secure/native.bin") as f:
+    f.write(b"written by hdfs-native with a ticket")
+with client.read("/secure/native.bin") as f:
+    print(f.read().decode())
+"""
+
+
+def hdfs_native(cluster: dict[str, Any], ccache: str) -> subprocess.CompletedProcess[str]:
+    """The hdfs-native script run in a process whose Kerberos ticket cache is ccache."""
+    env = {
+        **os.environ,
+        "KRB5CCNAME": f"FILE:{ccache}",
+        "KRB5_CONFIG": cluster["kdc"]["krb5_conf"],
+        "PYTHONPATH": str(Path(__file__).parent),
+    }
+    argv = [sys.executable, "-c", HDFS_NATIVE_SCRIPT, cluster["hadoop_conf"]]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_hdfs_native_with_a_ticket_writes_and_reads_and_without_one_is_refused(
+    cluster: dict[str, Any], tmp_path: Path
+) -> None:
+    r = hdfs_native(cluster, cluster["kdc"]["user_ccache"])
+    assert r.returncode == 0 and r.stdout.strip() == "written by hdfs-native with a ticket", (
+        r.stderr[-2000:]
+    )
+    r = hdfs_native(cluster, str(tmp_path / "no-ticket"))
+    assert r.returncode != 0
+    assert "credentials" in r.stderr.lower() or "gss" in r.stderr.lower(), r.stderr[-2000:]
+
+
+def test_cluster_status_asks_the_daemons_with_the_admin_ticket(cluster: dict[str, Any]) -> None:
+    directory = Path(cluster["config"]).parent
+    argv = [sys.executable, "-m", "qjm", "cluster", "status", "--dir", str(directory), "--json"]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert r.returncode in (0, 3), r.stderr  # 3: a daemon is down (the failover test's kill)
+    status = json.loads(r.stdout)
+    states = sorted(
+        d.get("ha_state", "") for d in status["daemons"].values() if d.get("kind") == "namenode"
+    )
+    assert "active" in states, states
+    dns = [d for d in status["daemons"].values() if d.get("kind") == "datanode"]
+    assert dns and all(d["namenode_view"] == "live" for d in dns), dns

@@ -186,3 +186,44 @@ async def test_a_client_without_a_ticket_fails_with_a_clear_error(kdc: Kdc, tmp_
             initiator_credentials()
     finally:
         del os.environ["KRB5CCNAME"]
+
+
+def sasl_frame(state: int, token: bytes = b"") -> bytes:
+    """A client's SASL message frame (call id -33)."""
+    from qjm.ipc.proto.RpcHeader_pb2 import RpcSaslProto
+    from qjm.ipc.sasl import request_frame
+
+    return request_frame(RpcSaslProto(state=state, token=token))  # type: ignore[arg-type]
+
+
+async def test_a_stranger_cannot_loop_or_skip_the_sasl_exchange(kdc: Kdc) -> None:
+    from qjm.ipc.framing import AUTH_SASL
+    from qjm.ipc.proto.RpcHeader_pb2 import RpcSaslProto
+
+    server = await start_server(kdc)
+    try:
+        endless = preamble(auth=AUTH_SASL) + sasl_frame(RpcSaslProto.NEGOTIATE) * 50
+        answer = await asyncio.to_thread(raw_exchange, server.port, endless)
+        assert b"more than 8 SASL messages" in answer
+        # a connection context straight after the preamble, claiming a NameNode
+        skip = preamble(auth=AUTH_SASL) + simple_call_bytes("nn")[len(preamble()) :]
+        answer = await asyncio.to_thread(raw_exchange, server.port, skip)
+        assert b"SASL authentication did not complete" in answer
+        # a forged token in INITIATE
+        forged = preamble(auth=AUTH_SASL) + sasl_frame(RpcSaslProto.NEGOTIATE)
+        forged += request_initiate(b"\x60\x82garbage")
+        answer = await asyncio.to_thread(raw_exchange, server.port, forged)
+        assert b"javax.security.sasl.SaslException" in answer and b"GSS accept failed" in answer
+    finally:
+        await server.stop()
+
+
+def request_initiate(token: bytes) -> bytes:
+    """A client's INITIATE for KERBEROS/GSSAPI carrying token."""
+    from qjm.ipc.proto.RpcHeader_pb2 import RpcSaslProto
+    from qjm.ipc.sasl import request_frame
+
+    auth = RpcSaslProto.SaslAuth(
+        method="KERBEROS", mechanism="GSSAPI", protocol="jn", serverId="localhost"
+    )
+    return request_frame(RpcSaslProto(state=RpcSaslProto.INITIATE, token=token, auths=[auth]))

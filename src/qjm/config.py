@@ -155,6 +155,7 @@ class NameNodeSettings:
     observer_read_wait_ms: int = 5000  # an observer read waits this long for its state id
     permissions_enabled: bool = True  # dfs.permissions.enabled
     superuser_group: str = "supergroup"  # dfs.permissions.superusergroup
+    audit_log: bool = True  # <name_dir>/hdfs-audit.log, a line per namespace call (§S.7)
     default_replication: int = 3  # dfs.replication
     block_size: int = 134_217_728  # dfs.blocksize
     listing_limit: int = 1000  # dfs.ls.limit
@@ -423,6 +424,9 @@ class SecuritySettings:
     journalnode_keytab: str = ""  # dfs.journalnode.keytab.file
     datanode_principal: str = "dn/_HOST"  # dfs.datanode.kerberos.principal
     datanode_keytab: str = ""  # dfs.datanode.keytab.file
+    # dfs.web.authentication.kerberos.principal: SPNEGO on every daemon's HTTP port, its key
+    # in the daemon's own keytab
+    http_principal: str = "HTTP/_HOST"
 
     def __post_init__(self) -> None:
         """Refuse an unknown mode, or Kerberos without a realm, naming the key."""

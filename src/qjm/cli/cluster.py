@@ -156,11 +156,6 @@ def run_up(args: argparse.Namespace) -> int:
         print(f"zookeeper:    {cluster['zookeeper']}")
     if "hadoop_conf" in cluster:
         print(f"hadoop conf:  {cluster['hadoop_conf']} (HADOOP_CONF_DIR for HDFS clients)")
-    if kdc := cluster.get("kdc"):
-        print(f"kerberos:     realm {kdc['realm']}, KDC {kdc['rpc']}; as yourself:")
-        print(f"              export KRB5_CONFIG={kdc['krb5_conf']}")
-        print(f"              export KRB5CCNAME=FILE:{kdc['user_ccache']}")
-        print(f"              Java clients: -Djava.security.krb5.conf={kdc['krb5_conf']}")
         active = [n for n, s in states.items() if s == "active"]
         shown = ", ".join(f"{n} {s}" for n, s in states.items())
         how = (
@@ -171,6 +166,11 @@ def run_up(args: argparse.Namespace) -> int:
         print(f"HA:           {shown} ({how})")
         for name in active:
             print(f"active:       {name} http://{daemons[name]['http']}/")
+    if kdc := cluster.get("kdc"):
+        print(f"kerberos:     realm {kdc['realm']}, KDC {kdc['rpc']}; as yourself:")
+        print(f"              export KRB5_CONFIG={kdc['krb5_conf']}")
+        print(f"              export KRB5CCNAME=FILE:{kdc['user_ccache']}")
+        print(f"              Java clients: -Djava.security.krb5.conf={kdc['krb5_conf']}")
     return 0
 
 

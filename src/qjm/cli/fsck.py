@@ -21,6 +21,7 @@ from qjm.ipc.login import user_login
 from qjm.namenode import fsck as report
 from qjm.namenode.client import NameNodeClient
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
+from qjm.security.http import client_middlewares
 
 FLAGS = {  # command-line flag -> the servlet's query key (DFSck's)
     "files": "files",
@@ -97,7 +98,10 @@ def run_fsck(args: argparse.Namespace) -> int:
         last = ""
         timeout = aiohttp.ClientTimeout(total=args.timeout)
         try:
-            async with aiohttp.ClientSession(timeout=timeout) as s, s.get(url) as resp:
+            async with (
+                aiohttp.ClientSession(timeout=timeout, middlewares=client_middlewares()) as s,
+                s.get(url) as resp,
+            ):
                 if resp.status != 200:
                     raise QjmError(f"{url} answered HTTP {resp.status}: is it a NameNode?")
                 async for line in resp.content:

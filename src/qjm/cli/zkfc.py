@@ -60,12 +60,12 @@ def _quorum(cfg: ClusterConfig) -> str:
 
 
 async def _store(cfg: ClusterConfig) -> KazooStore:
-    from qjm.ha.elector import KazooStore, parse_acl, parse_auth
+    from qjm.ha.elector import KazooStore, parse_acl, parse_auth, resolve_indirection
 
     zk = cfg.zookeeper
     try:
-        acl = parse_acl(zk.acl)
-        auth = parse_auth(zk.auth)
+        acl = parse_acl(resolve_indirection(zk.acl, "zookeeper.acl"))
+        auth = parse_auth(resolve_indirection(zk.auth, "zookeeper.auth"))
     except Exception as e:
         raise ConfigError(f"{cfg.source}: zookeeper.acl / zookeeper.auth: {e}") from None
     store = KazooStore(

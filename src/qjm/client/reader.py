@@ -35,6 +35,7 @@ from qjm.editlog.segments import txid_run
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.qjournal import journal_id
 from qjm.protocol.urls import get_journal_url
+from qjm.security.http import client_middlewares
 
 log = logging.getLogger("qjm.client.reader")
 MAX_TXNS_PER_RPC = 5000  # HDFS's dfs.ha.tail-edits.qjm.rpc.max-txns
@@ -121,7 +122,8 @@ class QuorumJournalReader:
         if self._session is None:
             t = self.settings.http_timeout_ms / 1000
             self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=None, connect=t, sock_read=t)
+                timeout=aiohttp.ClientTimeout(total=None, connect=t, sock_read=t),
+                middlewares=client_middlewares(),  # SPNEGO under Kerberos (design §S.5)
             )
         return self._session
 

@@ -233,6 +233,12 @@ class Kdc:
             keytab = self.keytab_dir / f"{bare.replace('/', '_').replace('@', '_')}.keytab"
         keytab = keytab.resolve()
         self._kadmin(f"addprinc -randkey {principal}", f'Principal "{principal}" created.')
+        return self.export_keytab(name, keytab)
+
+    def export_keytab(self, name: str, keytab: Path) -> Path:
+        """Add an existing principal's key to keytab (appending to one that exists)."""
+        principal = self.principal(name)
+        keytab = keytab.resolve()
         keytab.parent.mkdir(parents=True, exist_ok=True)
         # -norandkey keeps the key addprinc made: exporting the principal again (to another
         # keytab) leaves the keytabs made before valid. ktadd appends to an existing keytab.

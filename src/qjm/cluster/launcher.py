@@ -53,6 +53,8 @@ from qjm.config import (
 from qjm.errors import ConfigError, QjmError
 from qjm.ipc.login import logged_in
 from qjm.namenode.users import os_user
+from qjm.security.gss import SaslError
+from qjm.security.http import negotiate_headers
 from qjm.security.principal import canonical_host
 
 T = TypeVar("T")
@@ -264,9 +266,11 @@ def datanode_status(http: str, timeout: float = 2.0) -> dict[str, Any]:
     import urllib.request
 
     try:
-        with urllib.request.urlopen(f"http://{http}/status", timeout=timeout) as r:
+        headers = negotiate_headers(http.rpartition(":")[0])
+        request = urllib.request.Request(f"http://{http}/status", headers=headers)
+        with urllib.request.urlopen(request, timeout=timeout) as r:
             data = json.loads(r.read())
-    except (OSError, ValueError):
+    except (OSError, ValueError, SaslError):
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -414,6 +418,10 @@ def cluster_up(
         if kerberos:
             kdc, security = _start_kdc(directory)
             cfg = replace(cfg, security=security)
+            if zookeeper:  # only the ZKFCs may touch the HA znodes (design §S.6)
+                acl, auth_file = _zookeeper_secret(kdc.directory)
+                zk_acl = replace(cfg.zookeeper, acl=acl, auth=f"@{auth_file}")
+                cfg = replace(cfg, zookeeper=zk_acl)
             cluster["kdc"] = {
                 "rpc": kdc.address,
                 "http": "",
@@ -516,6 +524,20 @@ USER_CCACHE = "user.ccache"  # tickets of the OS user's principal, what `kinit` 
 _admin_env: dict[str, str] = {}
 
 
+def _zookeeper_secret(directory: Path) -> tuple[str, Path]:
+    """A digest ACL for the HA znodes and the file (0600) holding its ZKFCs' credential."""
+    import base64
+    import hashlib
+    import secrets
+
+    user, password = "zkfc", secrets.token_urlsafe(32)
+    digest = base64.b64encode(hashlib.sha1(f"{user}:{password}".encode()).digest()).decode()
+    path = directory / "zkfc-auth"
+    path.touch(mode=0o600)
+    path.write_text(f"digest:{user}:{password}\n")
+    return f"digest:{user}:{digest}:rwcda", path
+
+
 def _start_kdc(directory: Path) -> tuple[Kdc, SecuritySettings]:
     """A KDC in DIR/kdc with a principal and keytab per daemon role and one for the OS user
     (both logged in to ccaches there), and the [security] section that names them."""
@@ -527,6 +549,9 @@ def _start_kdc(directory: Path) -> tuple[Kdc, SecuritySettings]:
             role: kdc.add_principal(f"{short}/{host}")
             for role, short in (("namenode", "nn"), ("journalnode", "jn"), ("datanode", "dn"))
         }
+        kdc.add_principal(f"HTTP/{host}")  # SPNEGO: its key goes into every daemon's keytab
+        for keytab in keytabs.values():
+            kdc.export_keytab(f"HTTP/{host}", keytab)
         user = os_user()
         user_keytab = kdc.add_principal(user)
         kdc.kinit(kdc.principal(f"nn/{host}"), keytabs["namenode"], kdc.directory / ADMIN_CCACHE)

@@ -63,6 +63,7 @@ from qjm.ipc import IpcClient, IpcServer
 from qjm.ipc.metrics import rpc_families
 from qjm.ipc.server import ipc_limit_keys
 from qjm.runtime import stop_on_signals, write_ready_file
+from qjm.security.http import server_middlewares
 
 log = logging.getLogger(__name__)
 
@@ -918,7 +919,7 @@ pool {esc(str(st["block_pool_id"]))} &middot; transfer {esc(st["transfer_address
 
 def make_app(node: DataNode) -> web.Application:
     """The aiohttp application of one DataNode."""
-    app = web.Application()
+    app = web.Application(middlewares=server_middlewares())  # SPNEGO under Kerberos
     app[NODE_KEY] = node
     app.router.add_get("/status", status_json)
     app.router.add_get("/metrics", metrics)

@@ -196,6 +196,18 @@ def parse_acl(spec: str) -> list[Any]:
     return acls
 
 
+def resolve_indirection(value: str, key: str) -> str:
+    """HDFS's `@/path` form of ha.zookeeper.acl and .auth: the file's text, else value."""
+    if not value.startswith("@"):
+        return value
+    path = value[1:]
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read().strip()
+    except OSError as e:
+        raise ElectorError(f"{key}: cannot read {path}: {e.strerror}") from None
+
+
 def parse_auth(spec: str) -> list[tuple[str, str]]:
     """kazoo auth_data from HDFS's ha.zookeeper.auth form: `scheme:auth[,...]`."""
     out = []

@@ -21,8 +21,14 @@ from qjm.ipc.sasl import (
     set_client_security,
     set_server_security,
 )
+from qjm.security import http
 from qjm.security.gss import SaslError, acceptor_credentials, initiator_credentials
-from qjm.security.policy import ServicePrincipals, admit, server_principals_by_protocol
+from qjm.security.policy import (
+    ServicePrincipals,
+    admit,
+    admit_http,
+    server_principals_by_protocol,
+)
 from qjm.security.principal import KerberosName, canonical_host, with_host
 
 ROLES = ("namenode", "journalnode", "datanode")
@@ -99,23 +105,55 @@ def login(
         server_principals=server_principals_by_protocol(services_of(settings)),
     )
     set_client_security(security)
+    if role is None:  # a user's command: its HTTP requests carry SPNEGO too
+        http.set_http_security(None, _http_login(settings, security))
     return security
 
 
 def daemon_login(settings: SecuritySettings, role: str, host: str) -> None:
-    """Log a daemon of role on host in: its IPC servers and clients use Kerberos from now on."""
+    """Log a daemon of role on host in: its IPC and HTTP servers and clients use Kerberos."""
     set_server_security(server_security(settings, role, host))
-    login(settings, role, host)
+    client = login(settings, role, host)
+    if client is None:
+        return
+    services = services_of(settings)
+    principal = with_host(
+        str(KerberosName.parse(settings.http_principal).in_realm(settings.realm)),
+        canonical_host(host),
+    )
+    _, keytab = role_principal(settings, role, host)
+    try:
+        credentials = acceptor_credentials(principal, keytab)
+    except SaslError as e:
+        raise ConfigError(f"security.http_principal {principal} in {keytab}: {e}") from None
+    server = http.HttpSecurity(
+        principal=principal,
+        credentials=credentials,
+        realm=settings.realm,
+        admit=partial(_admit_http, services=services),
+    )
+    http.set_http_security(server, _http_login(settings, client))
+
+
+def _admit_http(path: str, principal: str, *, services: ServicePrincipals) -> str | None:
+    return admit_http(path, principal, services)
+
+
+def _http_login(settings: SecuritySettings, client: ClientSecurity) -> http.HttpLogin:
+    pattern = str(KerberosName.parse(settings.http_principal).in_realm(settings.realm))
+    return http.HttpLogin(client.credentials, pattern)
 
 
 @contextlib.contextmanager
 def logged_in(settings: SecuritySettings, ccache: str) -> Iterator[ClientSecurity | None]:
     """This process's IpcClients as the ticket cache's principal while the block runs."""
     saved, conf = client_security(), os.environ.get("KRB5_CONFIG")
+    saved_http = http.http_security()
     try:
         yield login(settings, ccache=ccache)
     finally:
         set_client_security(saved)
+        http.set_http_security(*saved_http)
         if conf is None:
             os.environ.pop("KRB5_CONFIG", None)
         else:

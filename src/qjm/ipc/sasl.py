@@ -27,6 +27,7 @@ GSSAPI = "GSSAPI"
 ACCESS_CONTROL = "org.apache.hadoop.security.AccessControlException"
 AUTHORIZATION = "org.apache.hadoop.security.authorize.AuthorizationException"
 SASL_EXCEPTION = "javax.security.sasl.SaslException"
+MAX_MESSAGES = 8  # a GSSAPI exchange takes 4 client messages; more is a stranger's loop
 
 
 class SaslRefused(Exception):
@@ -65,10 +66,14 @@ class SaslServerExchange:
         self.principal = ""  # the authenticated client, once complete
         self.complete = False
         self._admitted: dict[str, str | None] = {}  # protocol -> refusal (None: admitted)
+        self._messages = 0
 
     def receive(self, message: RpcSaslProto) -> RpcSaslProto:
         """The answer to one client message; SaslRefused ends the connection."""
         state = message.state
+        self._messages += 1
+        if self._messages > MAX_MESSAGES:
+            raise SaslRefused(SASL_EXCEPTION, f"more than {MAX_MESSAGES} SASL messages")
         if self.complete:
             raise SaslRefused(SASL_EXCEPTION, "SASL message after the exchange completed")
         if state == RpcSaslProto.NEGOTIATE and self._mechanism is None:

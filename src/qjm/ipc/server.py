@@ -201,6 +201,7 @@ class CallContext:
     retry_count: int
     peer: str  # "host:port" of the caller
     state_id: int | None = None  # the client's last seen state id (request header field 8)
+    principal: str = ""  # the authenticated Kerberos principal ("" under simple auth)
     # Set by a handler whose answer may be sent only while a condition still holds: called
     # just before the answer (or error) goes out, it returns None to send it, or the error
     # to send instead.
@@ -238,6 +239,7 @@ class _Connection(asyncio.Protocol):
         self.idle_timer: asyncio.TimerHandle | None = None
         self.held = 0  # bytes of unfinished frames counted in the server's total
         self.sasl: SaslServerExchange | None = None  # a Kerberos server's exchange
+        self.principal = ""  # its authenticated principal, once the context is set
 
     # -- asyncio.Protocol ------------------------------------------------------------------
 
@@ -512,7 +514,15 @@ class _Connection(asyncio.Protocol):
             )
             return
         ctx = CallContext(
-            protocol, method_name, self.user, client_id, call_id, retry, self.peer, state_id
+            protocol,
+            method_name,
+            self.user,
+            client_id,
+            call_id,
+            retry,
+            self.peer,
+            state_id,
+            self.principal,
         )
         self.inflight += 1
         starter = method.start
@@ -623,6 +633,7 @@ class _Connection(asyncio.Protocol):
                 except SaslRefused as e:
                     self.fatal(call_id, e.java_class, str(e), FATAL_UNAUTHORIZED)
                     return
+                self.principal = self.sasl.principal
             self.context_done = True
             self.client_id = header.clientId
             self.success_tail = _success_tail(self.client_id, 0)

@@ -21,6 +21,7 @@ from qjm.protocol.errors import (
 )
 from qjm.protocol.status import describe_member_change, describe_segments, node_status_dict
 from qjm.protocol.urls import GET_JOURNAL_PATH, parse_get_journal_query
+from qjm.security.http import server_middlewares
 
 if TYPE_CHECKING:
     from qjm.journalnode.node import JournalNode
@@ -147,7 +148,7 @@ td,th{{border:1px solid #ccc;padding:4px 10px;text-align:left}}th{{background:#e
 
 def make_app(node: JournalNode) -> web.Application:
     """The aiohttp application of one JournalNode."""
-    app = web.Application()
+    app = web.Application(middlewares=server_middlewares())  # SPNEGO under Kerberos
     app[NODE_KEY] = node
     app.router.add_get(GET_JOURNAL_PATH, get_journal)
     app.router.add_get("/status", status_json)

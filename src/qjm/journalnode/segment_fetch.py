@@ -22,6 +22,8 @@ from qjm.editlog.framing import HEADER_LEN, MAX_OP_SIZE, read_header
 from qjm.errors import EditLogError, describe_error
 from qjm.protocol.errors import InvalidRequestError, StorageError
 from qjm.protocol.urls import JID_PARAM, SEGMENT_TXID_PARAM
+from qjm.security.gss import SaslError
+from qjm.security.http import negotiate_headers
 
 TRANSFER_TIMEOUT_SECONDS = 30.0  # HDFS's dfs.edit.log.transfer.timeout
 MAX_FALLBACK_BYTES = 1 << 30  # cap when the segment state carries no byte length
@@ -156,7 +158,11 @@ def _fetch(
     if parts.query:
         path += "?" + parts.query
     try:
-        conn.request("GET", path)
+        headers = negotiate_headers(parts.hostname or "localhost")  # SPNEGO (design §S.5)
+    except SaslError as e:
+        raise FetchError(f"downloading {url} failed: {e}") from None
+    try:
+        conn.request("GET", path, headers=headers)
         _set_timeout(conn, deadline)
         resp = conn.getresponse()
     except (OSError, http.client.HTTPException) as e:

@@ -21,6 +21,7 @@ from qjm.config import ClusterConfig, format_address, parse_address
 from qjm.errors import QjmError
 from qjm.namenode.image import read_md5_file
 from qjm.namenode.types import HAState
+from qjm.security.http import client_middlewares
 
 if TYPE_CHECKING:
     from qjm.namenode.server import NameNode
@@ -198,7 +199,9 @@ class StandbyCheckpointer:
             md5 = hashlib.md5(data).hexdigest()
         others = [c for n, c in self.nn.cfg.namenodes.items() if n != self.nn.name]
         timeout = aiohttp.ClientTimeout(total=UPLOAD_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
-        async with aiohttp.ClientSession(timeout=timeout) as session:
+        async with aiohttp.ClientSession(
+            timeout=timeout, middlewares=client_middlewares()
+        ) as session:
             for other in others:
                 url = f"{http_base(other.http_address)}/imagetransfer"
                 try:
@@ -265,7 +268,7 @@ async def fetch_image(http_address: str, txid: int | str = "latest") -> FetchedI
     timeout = aiohttp.ClientTimeout(total=UPLOAD_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
     try:
         async with (
-            aiohttp.ClientSession(timeout=timeout) as session,
+            aiohttp.ClientSession(timeout=timeout, middlewares=client_middlewares()) as session,
             session.get(url, params={"getimage": "1", "txid": str(txid)}) as resp,
         ):
             if resp.status != 200:

@@ -12,8 +12,10 @@ from qjm.editlog.ops import AddOp, Block, Op, SetGenstampV2Op
 from qjm.hdfs.datanode_protocol import bad_block_from_proto
 from qjm.hdfs.proto import Security_pb2 as sec
 from qjm.hdfs.proto import hdfs_pb2 as hdfs
+from qjm.ipc.sasl import client_security
 from qjm.ipc.server import CallContext, Method
 from qjm.namenode import protocols
+from qjm.namenode.audit import AUDITED, audited
 from qjm.namenode.blocks.datanode_manager import AdminState, ReportType
 from qjm.namenode.errors import (
     AccessControlError,
@@ -1130,7 +1132,10 @@ def client_methods(nn: NameNodeService) -> dict[str, Method]:
     """Every ClientProtocol method qjm answers, for IpcServer.register."""
     handlers = ClientRpc(nn).handlers()
     methods: dict[str, Method] = {}
+    auth = "KERBEROS" if client_security() is not None else "SIMPLE"
     for name, spec in protocols.CLIENT_METHODS.items():
         handler = handlers.get(name) or not_supported(name, REFUSED.get(name, NO_RECOVERY))
+        if name in AUDITED:
+            handler = audited(name, handler, nn.audit_status, auth, nn.audit_log)
         methods[name] = Method(spec.request, handler)
     return methods

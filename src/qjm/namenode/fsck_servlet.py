@@ -42,7 +42,8 @@ async def serve_fsck(nn: NameNode, request: web.Request) -> web.StreamResponse:
     """Stream fsck's report of the query's path (text/plain)."""
     q = request.query
     path = q.get("path", "/") or "/"
-    user = q.get("ugi") or q.get("user.name") or "dr.who"
+    # under Kerberos the authenticated user (design §S.5), never the one the query claims
+    user = request.get("user") or q.get("ugi") or q.get("user.name") or "dr.who"
     resp = web.StreamResponse(headers={"Content-Type": "text/plain; charset=utf-8"})
     await resp.prepare(request)
     began, t0 = time.time(), time.monotonic()

@@ -44,6 +44,7 @@ from qjm.namenode.image import (
 from qjm.namenode.storage import UPLOAD_SUFFIX
 from qjm.namenode.types import HAState
 from qjm.protocol.status import describe_segments
+from qjm.security.http import server_middlewares
 
 if TYPE_CHECKING:
     from qjm.namenode.server import NameNode
@@ -666,7 +667,9 @@ async def purge_shared_edits(nn: NameNode) -> None:
 
 def make_app(nn: NameNode) -> web.Application:
     """The aiohttp application of one NameNode."""
-    app = web.Application()  # an uploaded image is streamed (put_image), never read whole
+    app = web.Application(
+        middlewares=server_middlewares()
+    )  # SPNEGO under Kerberos; an uploaded image is streamed (put_image), never read whole
     app[NN_KEY] = nn
     app[_JN_CACHE] = JournalStatusCache(nn)
     app.router.add_get("/status", status_json)

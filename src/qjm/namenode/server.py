@@ -39,6 +39,7 @@ from qjm.errors import QjmError, describe_error
 from qjm.ipc import IpcServer
 from qjm.ipc.sasl import client_security
 from qjm.ipc.server import CallContext, ipc_limit_keys
+from qjm.namenode.audit import AUDIT_LOG, AuditLog
 from qjm.namenode.errors import (
     HealthCheckFailedError,
     IllegalArgumentError,
@@ -61,7 +62,7 @@ from qjm.namenode.journal_check import (
     read_local_segments,
 )
 from qjm.namenode.retry_cache import RetryCache
-from qjm.namenode.types import Caller, HAState
+from qjm.namenode.types import Caller, FileStatus, HAState
 from qjm.namenode.users import os_groups, os_user
 from qjm.protocol.errors import EpochError
 from qjm.runtime import stop_on_signals, write_ready_file
@@ -127,6 +128,7 @@ class NameNode:
         self.http_host, self.http_port = parse_address(self.conf.http_address, "http_address")
         self.ha = HAStateMachine(name)
         self.storage: NNStorage | None = None
+        self.audit: AuditLog | None = None  # the audit log, while serving (design §S.7)
         self._ns: Namespace | None = None
         self.applied_txid = 0  # the newest txid applied to the namespace here
         # txid of the newest image in the name dir: loaded at start, saved by this NameNode's
@@ -258,6 +260,19 @@ class NameNode:
     def caller_of(self, ctx: CallContext) -> Caller:
         """The Caller of an RPC: its user, the user's OS groups, and whether a superuser."""
         return self.caller_named(ctx.user or "nobody")
+
+    def audit_log(self) -> AuditLog | None:
+        """The audit log while serving, None when it is off (design §S.7)."""
+        return self.audit
+
+    def audit_status(self, path: str) -> FileStatus | None:
+        """A path's status for the audit line, None when it does not exist."""
+        if self._ns is None:
+            return None
+        try:
+            return self._ns.stat(path, Caller(self.superuser, (), True))
+        except Exception:  # a path that no longer resolves: the line says perm=null
+            return None
 
     def caller_named(self, user: str) -> Caller:
         """The Caller for a user name: the user's OS groups, and whether a superuser."""
@@ -1160,6 +1175,8 @@ class NameNode:
             self.blocks.leave_safe_mode_if_met()  # no blocks to wait for: off at once (§B.14)
             self.ha.move(HAState.STANDBY, "namespace loaded")
             self._start_tailer()
+            if self.settings.audit_log:
+                self.audit = AuditLog(Path(self.conf.name_dir) / AUDIT_LOG)
             await self._start_rpc()
             await self._start_http()
             from qjm.namenode.checkpointer import StandbyCheckpointer
@@ -1251,6 +1268,9 @@ class NameNode:
         if self._ipc is not None:
             await self._ipc.stop()
             self._ipc = None
+        if self.audit is not None:
+            audit, self.audit = self.audit, None
+            await asyncio.to_thread(audit.close)
         await self._stop_tailer()
         with contextlib.suppress(Exception):
             await self._record_committed()

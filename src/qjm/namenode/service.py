@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Protocol
 
 from qjm.editlog.ops import Op
 from qjm.ipc.server import CallContext
-from qjm.namenode.types import Caller, HAState
+from qjm.namenode.audit import AuditLog
+from qjm.namenode.types import Caller, FileStatus, HAState
 
 if TYPE_CHECKING:
     from qjm.config import NameNodeSettings
@@ -29,6 +30,14 @@ class NameNodeService(Protocol):
 
     def caller_of(self, ctx: CallContext) -> Caller:
         """The Caller (user, groups, superuser) of an RPC."""
+        ...
+
+    def audit_log(self) -> AuditLog | None:
+        """The audit log while serving, None when it is off (design §S.7)."""
+        ...
+
+    def audit_status(self, path: str) -> FileStatus | None:
+        """A path's status for the audit line, None when it does not exist."""
         ...
 
     async def read(self, ctx: CallContext) -> Namespace:

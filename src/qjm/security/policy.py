@@ -64,3 +64,21 @@ SERVER_ROLE_OF_PROTOCOL = {
 def server_principals_by_protocol(services: ServicePrincipals) -> dict[str, str]:
     """The principal pattern a client expects of each protocol's servers."""
     return {p: services.of(role) for p, role in SERVER_ROLE_OF_PROTOCOL.items()}
+
+
+# HTTP path -> the roles whose principals alone may use it (HDFS's isValidRequestor)
+SERVER_PATHS = {
+    "/getJournal": ("namenode", "journalnode"),  # edits: NameNodes tail, JournalNodes sync
+    "/imagetransfer": ("namenode",),  # images: a standby uploads, a bootstrap downloads
+}
+
+
+def admit_http(path: str, principal: str, services: ServicePrincipals) -> str | None:
+    """None when principal may use the HTTP path, else why not."""
+    roles = SERVER_PATHS.get(path)
+    if roles is None:
+        return None
+    patterns = [services.of(role) for role in roles]
+    if any(matches(p, principal, services.realm) for p in patterns):
+        return None
+    return f"only {' or '.join(patterns)} may"
