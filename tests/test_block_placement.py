@@ -70,3 +70,13 @@ def test_random_is_seeded() -> None:
     live = [node(u) for u in "abcdefgh"]
     a = uuids(choose_targets(3, live, BS, random.Random(7)))
     assert a == uuids(choose_targets(3, live, BS, random.Random(7)))
+
+
+def test_one_open_connection_does_not_make_a_node_of_an_idle_cluster_too_busy() -> None:
+    # DataNodes report their connections plus one (HDFS counts the xceiver server's thread)
+    live = [node("writing", load=2), node("x", load=1), node("y", load=1)]
+    got = choose_targets(3, live, BS, random.Random(3))
+    assert sorted(uuids(got)) == ["writing", "x", "y"]
+    # reported without the one, the same moment excluded the node: three targets impossible
+    bare = [node("writing", load=1), node("x", load=0), node("y", load=0)]
+    assert "writing" not in uuids(choose_targets(3, bare, BS, random.Random(3)))

@@ -350,3 +350,21 @@ def test_cluster_status_asks_the_daemons_with_the_admin_ticket(cluster: dict[str
     assert "active" in states, states
     dns = [d for d in status["daemons"].values() if d.get("kind") == "datanode"]
     assert dns and all(d["namenode_view"] == "live" for d in dns), dns
+
+
+def test_started_again_the_cluster_is_still_kerberos_and_keeps_its_files(
+    cluster: dict[str, Any],
+) -> None:
+    """Last in the module: stops the cluster and starts it again from its directory."""
+    from qjm.cluster.launcher import cluster_down, cluster_up
+
+    directory = Path(cluster["config"]).parent
+    cluster_down(directory)
+    again = cluster_up(directory, journalnodes=3, namenodes=2, zookeeper=True, datanodes=2)
+    assert again["kdc"]["realm"] == cluster["kdc"]["realm"]
+    assert load_config(again["config"]).security.kerberos
+    user = again["kdc"]["user_ccache"]
+    r = java(again, user, "-cat", "/secure-before.txt")
+    assert r.returncode == 0 and r.stdout == "written before the failover\n", r.stderr[-2000:]
+    r = java(again, str(directory / "no-ticket"), "-ls", "/")
+    assert "Client cannot authenticate via:[KERBEROS]" in r.stderr, r.stderr[-2000:]

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from qjm.cluster.process import log_tail
 from qjm.errors import QjmError
 
 INSTALL_HINT = (
@@ -94,14 +95,6 @@ def free_port(host: str) -> int:
         if port_free(host, port):
             return port
     raise KdcError(f"no port free for both TCP and UDP on {host} between {low} and {high}")
-
-
-def _tail(path: Path, lines: int = 15) -> str:
-    try:
-        text = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return "(no log)"
-    return "\n".join(text[-lines:]) or "(empty log)"
 
 
 def _one_line(text: str) -> str:
@@ -439,7 +432,7 @@ class Kdc:
                 raise KdcError(
                     f"the KDC for {self.realm} on {self.address} exited with code "
                     f"{proc.returncode} before it served; the end of {self.log}:\n"
-                    f"{_tail(self.log)}"
+                    f"{log_tail(self.log)}"
                 )
             if READY_LINE in self._launch_log():
                 try:
@@ -450,6 +443,6 @@ class Kdc:
             if time.monotonic() > deadline:
                 raise KdcError(
                     f"the KDC for {self.realm} did not serve on {self.address} (TCP) within "
-                    f"{self.ready_timeout:.0f} s; the end of {self.log}:\n{_tail(self.log)}"
+                    f"{self.ready_timeout:.0f} s; the end of {self.log}:\n{log_tail(self.log)}"
                 )
             time.sleep(0.02)

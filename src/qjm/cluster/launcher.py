@@ -353,6 +353,8 @@ def cluster_up(
                 f"a cluster in {directory} is running ({', '.join(running)}); "
                 f"stop it first with `qjm cluster down --dir {directory}`"
             )
+    # a cluster made with Kerberos stays so when started again (its KDC database is kept)
+    kerberos = kerberos or (directory / "kdc" / "db" / "stash").exists()
     members = zookeeper_members if zookeeper else 0
     plan = _ports_for(directory, journalnodes, namenodes, members, base_port, datanodes)
     jns: dict[str, JournalNodeConfig] = {}
@@ -530,30 +532,39 @@ def _zookeeper_secret(directory: Path) -> tuple[str, Path]:
     import hashlib
     import secrets
 
-    user, password = "zkfc", secrets.token_urlsafe(32)
-    digest = base64.b64encode(hashlib.sha1(f"{user}:{password}".encode()).digest()).decode()
     path = directory / "zkfc-auth"
-    path.touch(mode=0o600)
-    path.write_text(f"digest:{user}:{password}\n")
+    if path.exists():  # a cluster started again: its znodes carry the first credential's ACL
+        _, user, password = path.read_text().strip().split(":", 2)
+    else:
+        user, password = "zkfc", secrets.token_urlsafe(32)
+        path.touch(mode=0o600)
+        path.write_text(f"digest:{user}:{password}\n")
+    digest = base64.b64encode(hashlib.sha1(f"{user}:{password}".encode()).digest()).decode()
     return f"digest:{user}:{digest}:rwcda", path
+
+
+def _keytab_of(kdc: Kdc, name: str) -> Path:
+    """Where kdc.add_principal(name) puts name's keytab."""
+    return kdc.keytab_dir / f"{name.replace('/', '_').replace('@', '_')}.keytab"
 
 
 def _start_kdc(directory: Path) -> tuple[Kdc, SecuritySettings]:
     """A KDC in DIR/kdc with a principal and keytab per daemon role and one for the OS user
     (both logged in to ccaches there), and the [security] section that names them."""
     kdc = Kdc(directory / "kdc")
-    kdc.start()
+    kdc.start()  # a cluster started before keeps its database, principals and keytabs
     try:
         host = canonical_host(HOST)
-        keytabs = {
-            role: kdc.add_principal(f"{short}/{host}")
-            for role, short in (("namenode", "nn"), ("journalnode", "jn"), ("datanode", "dn"))
-        }
-        kdc.add_principal(f"HTTP/{host}")  # SPNEGO: its key goes into every daemon's keytab
-        for keytab in keytabs.values():
-            kdc.export_keytab(f"HTTP/{host}", keytab)
+        roles = (("namenode", "nn"), ("journalnode", "jn"), ("datanode", "dn"))
         user = os_user()
-        user_keytab = kdc.add_principal(user)
+        keytabs = {role: _keytab_of(kdc, f"{short}/{host}") for role, short in roles}
+        user_keytab = _keytab_of(kdc, user)
+        if not all(k.exists() for k in [*keytabs.values(), user_keytab]):
+            keytabs = {role: kdc.add_principal(f"{short}/{host}") for role, short in roles}
+            kdc.add_principal(f"HTTP/{host}")  # SPNEGO: its key goes into each daemon's keytab
+            for keytab in keytabs.values():
+                kdc.export_keytab(f"HTTP/{host}", keytab)
+            user_keytab = kdc.add_principal(user)
         kdc.kinit(kdc.principal(f"nn/{host}"), keytabs["namenode"], kdc.directory / ADMIN_CCACHE)
         kdc.kinit(kdc.principal(user), user_keytab, kdc.directory / USER_CCACHE)
     except BaseException:

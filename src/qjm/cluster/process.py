@@ -36,6 +36,15 @@ class Daemon:
         return self.process.pid
 
 
+def log_tail(path: Path, lines: int = 15) -> str:
+    """The last lines of a daemon's log, for an error that says why it did not start."""
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(text[-lines:]) or "(empty log)"
+
+
 def port_is_free(host: str, port: int) -> bool:
     """True when nothing listens on host:port."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

@@ -21,6 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from qjm.cluster.process import log_tail
 from qjm.errors import QjmError
 
 HOST = "127.0.0.1"
@@ -152,14 +153,6 @@ def _free_block(n: int) -> int:
     raise ZooKeeperError(f"no {n} consecutive free ports on {HOST} between {low} and {high}")
 
 
-def _tail(path: Path, lines: int = 15) -> str:
-    try:
-        text = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return "(no log)"
-    return "\n".join(text[-lines:]) or "(empty log)"
-
-
 class ZooKeeperEnsemble:
     """ZooKeeper members started by this process; stop() ends them (also as a context manager)."""
 
@@ -268,7 +261,7 @@ class ZooKeeperEnsemble:
                     m.process = None
                     raise ZooKeeperError(
                         f"ZooKeeper {m.name} (client port {m.client_port}) exited with code "
-                        f"{code} before it served; the end of {m.log}:\n{_tail(m.log)}"
+                        f"{code} before it served; the end of {m.log}:\n{log_tail(m.log)}"
                     )
             modes = self.modes()
             if self._serving(modes):
@@ -276,7 +269,7 @@ class ZooKeeperEnsemble:
             if time.monotonic() > deadline:
                 shown = ", ".join(f"zk{i}: {mode or 'not serving'}" for i, mode in modes.items())
                 tails = "".join(
-                    f"\n--- the end of {m.log}:\n{_tail(m.log, 8)}"
+                    f"\n--- the end of {m.log}:\n{log_tail(m.log, 8)}"
                     for m in self.members
                     if m.myid in modes and modes[m.myid] not in SERVING_MODES
                 )

@@ -433,7 +433,10 @@ class DataNode:
         failed = len(self.dataset.failed_volumes) if self.dataset is not None else 0
         return HeartbeatFacts(
             reports,
-            xceiver_count=self.xceiver.active_connections,
+            # as HDFS's count of DataXceiver threads, which includes the server's own: an
+            # idle node reports 1, so one open connection on a small cluster is not "too
+            # busy" for placement (design §B.7)
+            xceiver_count=1 + self.xceiver.active_connections,
             xmits_in_progress=self.xmits_in_progress,
             failed_volumes=failed,
         )
