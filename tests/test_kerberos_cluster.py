@@ -352,6 +352,25 @@ def test_cluster_status_asks_the_daemons_with_the_admin_ticket(cluster: dict[str
     assert dns and all(d["namenode_view"] == "live" for d in dns), dns
 
 
+def test_with_privacy_no_name_crosses_the_wire_in_clear(cluster: dict[str, Any]) -> None:
+    from wire_tap import WireTap
+
+    cfg = load_config(cluster["config"])
+    assert cfg.security.rpc_protection == "privacy"
+    active = wait_single_active_secure(cluster, cfg)
+    host, port = cluster[active]["rpc"].rsplit(":", 1)
+    name = "/wire-secret-" + "q" * 24
+    with WireTap((host, int(port))) as tap:
+        uri = f"hdfs://127.0.0.1:{tap.port}{name}"
+        r = java(cluster, cluster["kdc"]["user_ccache"], "-mkdir", uri)
+        assert r.returncode == 0, r.stderr[-2000:]
+        r = java(cluster, cluster["kdc"]["user_ccache"], "-ls", f"hdfs://127.0.0.1:{tap.port}/")
+        assert r.returncode == 0 and name in r.stdout, r.stderr[-2000:]
+        seen = tap.seen()
+    assert len(seen) > 1000  # the calls went through the tap
+    assert name.encode() not in seen and b"wire-secret" not in seen
+
+
 def test_started_again_the_cluster_is_still_kerberos_and_keeps_its_files(
     cluster: dict[str, Any],
 ) -> None:

@@ -22,7 +22,13 @@ from qjm.ipc.framing import build_frame, preamble
 from qjm.ipc.proto.IpcConnectionContext_pb2 import IpcConnectionContextProto, UserInformationProto
 from qjm.ipc.proto.RpcHeader_pb2 import RpcRequestHeaderProto
 from qjm.ipc.sasl import ClientSecurity, ServerSecurity
-from qjm.security.gss import acceptor_credentials, initiator_credentials
+from qjm.security.gss import (
+    LAYER_AUTHENTICATION,
+    LAYER_INTEGRITY,
+    LAYER_PRIVACY,
+    acceptor_credentials,
+    initiator_credentials,
+)
 from qjm.security.policy import ServicePrincipals, admit, server_principals_by_protocol
 
 REALM = "QJM.TEST"
@@ -227,3 +233,111 @@ def request_initiate(token: bytes) -> bytes:
         method="KERBEROS", mechanism="GSSAPI", protocol="jn", serverId="localhost"
     )
     return request_frame(RpcSaslProto(state=RpcSaslProto.INITIATE, token=token, auths=[auth]))
+
+
+async def echo(request: StringValue, _ctx: CallContext) -> StringValue:
+    """The request's value back."""
+    return StringValue(value=request.value)
+
+
+@pytest.mark.parametrize(
+    ("offered", "chosen", "in_clear"),
+    [
+        (LAYER_AUTHENTICATION, LAYER_AUTHENTICATION, True),
+        (LAYER_INTEGRITY, LAYER_INTEGRITY, True),  # signed, not sealed
+        (LAYER_PRIVACY, LAYER_PRIVACY, False),
+        (LAYER_AUTHENTICATION | LAYER_PRIVACY, LAYER_PRIVACY, False),  # the strongest shared
+    ],
+)
+async def test_the_negotiated_layer_decides_what_crosses_the_wire_in_clear(
+    kdc: Kdc, offered: int, chosen: int, in_clear: bool
+) -> None:
+    from wire_tap import WireTap
+
+    principal = f"nn/localhost@{REALM}"
+    security = ServerSecurity(
+        principal=principal,
+        credentials=acceptor_credentials(principal, keytab(kdc, "nn/localhost")),
+        realm=REALM,
+        layers=offered,
+    )
+    server = IpcServer(name="layers", security=security)
+    server.register(ECHO, {"echo": Method(StringValue, echo)})
+    await server.start("127.0.0.1", 0)
+    client_side = client_security(kdc, "alice")
+    client_side = ClientSecurity(
+        client_side.credentials,
+        client_side.principal,
+        REALM,
+        client_side.server_principals,
+        layers=LAYER_AUTHENTICATION | LAYER_INTEGRITY | LAYER_PRIVACY,
+    )
+    secret = "edit-op-payload-" + "z" * 40
+    try:
+        with WireTap(("127.0.0.1", server.port)) as tap:
+            client = IpcClient(f"127.0.0.1:{tap.port}", ECHO, security=client_side)
+            for i in range(3):  # several frames each way under the layer
+                reply = await client.call(
+                    "echo", StringValue(value=f"{secret}{i}"), StringValue, timeout=10
+                )
+                assert reply.value == f"{secret}{i}"
+            await client.close()
+            assert (secret.encode() in tap.seen()) is in_clear
+    finally:
+        await server.stop()
+
+
+async def test_a_client_that_wants_privacy_refuses_a_server_that_offers_less(kdc: Kdc) -> None:
+    principal = f"nn/localhost@{REALM}"
+    security = ServerSecurity(
+        principal=principal,
+        credentials=acceptor_credentials(principal, keytab(kdc, "nn/localhost")),
+        realm=REALM,
+        layers=LAYER_AUTHENTICATION,
+    )
+    server = IpcServer(name="layers", security=security)
+    server.register(ECHO, {"echo": Method(StringValue, echo)})
+    await server.start("127.0.0.1", 0)
+    base = client_security(kdc, "alice")
+    wants_privacy = ClientSecurity(
+        base.credentials, base.principal, REALM, base.server_principals, layers=LAYER_PRIVACY
+    )
+    try:
+        client = IpcClient(f"127.0.0.1:{server.port}", ECHO, security=wants_privacy)
+        with pytest.raises(RpcAuthenticationError, match="No common protection layer"):
+            await client.call("echo", StringValue(value="x"), StringValue, timeout=10)
+        await client.close()
+    finally:
+        await server.stop()
+
+
+async def test_a_plain_frame_on_a_sealed_connection_is_refused(kdc: Kdc) -> None:
+    """After privacy was negotiated a frame must come wrapped: a plain one closes the link."""
+    principal = f"nn/localhost@{REALM}"
+    security = ServerSecurity(
+        principal=principal,
+        credentials=acceptor_credentials(principal, keytab(kdc, "nn/localhost")),
+        realm=REALM,
+        layers=LAYER_PRIVACY,
+    )
+    server = IpcServer(name="layers", security=security)
+    server.register(ECHO, {"echo": Method(StringValue, echo)})
+    await server.start("127.0.0.1", 0)
+    base = client_security(kdc, "alice")
+    sealed = ClientSecurity(
+        base.credentials, base.principal, REALM, base.server_principals, layers=LAYER_PRIVACY
+    )
+    try:
+        client = IpcClient(f"127.0.0.1:{server.port}", ECHO, security=sealed)
+        assert (
+            await client.call("echo", StringValue(value="a"), StringValue, timeout=10)
+        ).value == "a"
+        conn = client._conn
+        assert conn is not None and conn.wrapper is not None
+        conn.wrapper = None  # the next call goes out plain, as an injected frame would
+        with pytest.raises(RpcConnectionError):  # the server's refusal is itself sealed
+            await client.call("echo", StringValue(value="b"), StringValue, timeout=10)
+        assert server.stats()["auth_failures"] == 1
+        await client.close()
+    finally:
+        await server.stop()

@@ -200,6 +200,12 @@ async def test_an_ha_pair_manages_blocks_with_datanodes(
             ),
         )
 
+        # The DataNodes pause across the failover: each reports in full to a new active at
+        # its next heartbeat (design §B.6), which must come after the setReplication below.
+        for dn in dns:
+            assert dn.bpos is not None
+            await dn.bpos.stop()
+
         # failover: the new active answers with locations at once
         await nn1.transition_to_standby("test")
         await nn2.transition_to_active("test")
@@ -210,9 +216,9 @@ async def test_an_ha_pair_manages_blocks_with_datanodes(
         assert (await call(rpc2, "setReplication", req, cn.SetReplicationResponseProto)).result
         assert block.block_id in nn2.blocks.bm.postponed
         assert not nn2.blocks.bm.invalidates
-        for dn in dns:
-            assert dn.bpos is not None
-            dn.bpos.trigger_block_report()
+        for dn in dns:  # back: each reports to the new active in full
+            dn.bpos = BPOfferService(addresses, dn, dn, FAST, user="hdfs")
+            await dn.bpos.start()
         await wait_until_async(
             "one replica of /f deleted after the re-reports",
             lambda: sum(block.block_id in dn.invalidated() for dn in dns) == 1,

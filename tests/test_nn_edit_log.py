@@ -415,8 +415,10 @@ async def test_a_local_failure_disables_the_local_journal_only(
     await el.log_sync(mkdir(5))
     await el.close()
     assert fatal.errors == []
-    on_quorum = mem.segments(0, "nn")
-    assert sorted(on_quorum) == [(1, 7), (8, 10)]  # START, 5 mkdirs, END; START, 1, END
+    # START, 5 mkdirs, END; START, 1, END: on a quorum (close returns once two nodes
+    # finalized; the third may still be finalizing)
+    holding = [i for i in range(3) if sorted(mem.segments(i, "nn")) == [(1, 7), (8, 10)]]
+    assert len(holding) >= 2, {i: sorted(mem.segments(i, "nn")) for i in range(3)}
     await q.close()
 
 

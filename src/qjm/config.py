@@ -408,6 +408,7 @@ class FailoverControllerSettings:
 
 
 AUTHENTICATIONS = ("simple", "kerberos")
+RPC_PROTECTIONS = ("authentication", "integrity", "privacy")
 
 
 @dataclass(frozen=True)
@@ -427,6 +428,9 @@ class SecuritySettings:
     # dfs.web.authentication.kerberos.principal: SPNEGO on every daemon's HTTP port, its key
     # in the daemon's own keytab
     http_principal: str = "HTTP/_HOST"
+    # hadoop.rpc.protection: authentication, integrity (each frame signed) or privacy (each
+    # frame encrypted), or a comma-separated list a server offers (design §S.8)
+    rpc_protection: str = "authentication"
 
     def __post_init__(self) -> None:
         """Refuse an unknown mode, or Kerberos without a realm, naming the key."""
@@ -437,6 +441,13 @@ class SecuritySettings:
             )
         if self.kerberos and not self.realm:
             raise ConfigError("security.realm: Kerberos needs the realm of the principals")
+        names = [p.strip().lower() for p in self.rpc_protection.split(",") if p.strip()]
+        bad = [n for n in names if n not in RPC_PROTECTIONS]
+        if bad or not names:
+            raise ConfigError(
+                f"security.rpc_protection: {self.rpc_protection!r} is not a list of "
+                + ", ".join(RPC_PROTECTIONS)
+            )
 
     @property
     def kerberos(self) -> bool:

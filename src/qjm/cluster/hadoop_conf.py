@@ -73,7 +73,7 @@ def core_site(cfg: ClusterConfig) -> dict[str, str]:
     if cfg.namenode.automatic_failover:
         props["ha.zookeeper.quorum"] = cfg.zookeeper.quorum
     if cfg.security.kerberos:
-        props["hadoop.rpc.protection"] = "authentication"
+        props["hadoop.rpc.protection"] = cfg.security.rpc_protection
     return props
 
 

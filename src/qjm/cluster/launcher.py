@@ -577,6 +577,7 @@ def _start_kdc(directory: Path) -> tuple[Kdc, SecuritySettings]:
         namenode_keytab=str(keytabs["namenode"]),
         journalnode_keytab=str(keytabs["journalnode"]),
         datanode_keytab=str(keytabs["datanode"]),
+        rpc_protection="privacy",  # every RPC frame encrypted (design §S.8)
     )
     return kdc, security
 

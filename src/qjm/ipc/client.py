@@ -45,8 +45,14 @@ from qjm.ipc.proto.RpcHeader_pb2 import (
     RpcResponseHeaderProto,
     RpcSaslProto,
 )
-from qjm.ipc.sasl import ClientSecurity, client_security, request_frame
-from qjm.security.gss import SaslError
+from qjm.ipc.sasl import (
+    ClientSecurity,
+    client_security,
+    request_frame,
+    unwrap_message,
+    wrapped_request,
+)
+from qjm.security.gss import GssapiClient, SaslError
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +99,15 @@ class _ClientConnection(asyncio.Protocol):
         self.reader = FrameReader(client.max_data_length)
         self.closed = False
         self.lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.wrapper: GssapiClient | None = None  # integrity or privacy: wraps every frame
+        self.inner: FrameReader | None = None  # the frames inside WRAP messages
+
+    def send(self, data: bytes) -> None:
+        """Write whole frames, wrapped where the security layer says so (design §S.8)."""
+        assert self.transport is not None
+        if self.wrapper is not None:
+            data = wrapped_request(self.wrapper, data)
+        self.transport.write(data)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # uvloop's transports implement asyncio.Transport without subclassing it.
@@ -110,6 +125,8 @@ class _ClientConnection(asyncio.Protocol):
         except FrameTooLargeError as e:
             self.fail(RpcConnectionError(f"{self.client.address}: response {e}"))
             return
+        if self.wrapper is not None:
+            frames = self._unwrapped(frames)
         pending = self.pending
         for frame in frames:
             try:
@@ -146,6 +163,24 @@ class _ClientConnection(asyncio.Protocol):
                     )
                 )
                 return
+
+    def _unwrapped(self, frames: list[bytes]) -> list[bytes]:
+        """The frames inside WRAP frames; a plain frame is kept (a FATAL sent in the clear)."""
+        assert self.wrapper is not None and self.inner is not None
+        out: list[bytes] = []
+        for frame in frames:
+            try:
+                start, end = read_delimited(frame, 0)
+                header = RpcResponseHeaderProto.FromString(frame[start:end])
+                if header.callId != SASL_CALL_ID & 0xFFFFFFFF:
+                    out.append(frame)
+                    continue
+                start, stop = read_delimited(frame, end)
+                out += self.inner.feed(unwrap_message(self.wrapper, frame[start:stop]))
+            except (MalformedRpcError, DecodeError, SaslError, FrameTooLargeError) as e:
+                self.fail(RpcConnectionError(f"{self.client.address}: bad wrapped response: {e}"))
+                return []
+        return out
 
     def connection_lost(self, exc: Exception | None) -> None:
         reason = f"connection to {self.client.address} lost: {exc}" if exc else None
@@ -301,8 +336,7 @@ class IpcClient:
         conn = self._conn
         if conn is not None:
             conn.pending[call_id] = fut
-            assert conn.transport is not None
-            conn.transport.write(frame)
+            conn.send(frame)
         else:
             self._queue.append((call_id, frame, fut))
             if self._connect_task is None:
@@ -441,8 +475,7 @@ class IpcClient:
                         parts.append(frame)
                 self._queue.clear()
                 self._conn = conn
-                assert conn.transport is not None
-                conn.transport.write(b"".join(parts))
+                conn.send(b"".join(parts))
                 return
             if self._closed:
                 error = RpcConnectionError(f"{self.address}: the IPC client is closed")
@@ -483,6 +516,9 @@ class IpcClient:
                     mechanism.evaluate(reply.token)
                 if not mechanism.complete:
                     raise SaslError("the server said SUCCESS before GSSAPI completed")
+                if mechanism.wraps:  # integrity or privacy from now on (design §S.8)
+                    conn.wrapper = mechanism
+                    conn.inner = FrameReader(self.max_data_length)
                 return
             if reply.state != RpcSaslProto.CHALLENGE:
                 state = RpcSaslProto.SaslState.Name(reply.state)

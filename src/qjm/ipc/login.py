@@ -22,7 +22,7 @@ from qjm.ipc.sasl import (
     set_server_security,
 )
 from qjm.security import http
-from qjm.security.gss import SaslError, acceptor_credentials, initiator_credentials
+from qjm.security.gss import SaslError, acceptor_credentials, initiator_credentials, layers_of
 from qjm.security.policy import (
     ServicePrincipals,
     admit,
@@ -77,6 +77,7 @@ def server_security(settings: SecuritySettings, role: str, host: str) -> ServerS
         credentials=credentials,
         realm=settings.realm,
         admit=partial(_admit, services=services),
+        layers=layers_of(settings.rpc_protection),
     )
 
 
@@ -103,6 +104,7 @@ def login(
         principal=str(KerberosName.parse(principal).in_realm(settings.realm)),
         realm=settings.realm,
         server_principals=server_principals_by_protocol(services_of(settings)),
+        layers=layers_of(settings.rpc_protection),
     )
     set_client_security(security)
     if role is None:  # a user's command: its HTTP requests carry SPNEGO too

@@ -16,6 +16,7 @@ RPC_COUNTERS = {
     "connections_read_capped": (
         "RPC connections closed for taking unfinished frames past ipc_max_unfinished_bytes"
     ),
+    "auth_failures": "RPC connections closed for a failed or refused Kerberos exchange or frame",
 }
 RPC_GAUGES = {
     "connections": "Open RPC connections",

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from google.protobuf.message import DecodeError
+
 from qjm.ipc.framing import RPC_VERSION, SASL_CALL_ID, build_frame
 from qjm.ipc.proto.RpcHeader_pb2 import (
     RPC_PROTOCOL_BUFFER,
@@ -19,7 +21,7 @@ from qjm.ipc.proto.RpcHeader_pb2 import (
     RpcResponseHeaderProto,
     RpcSaslProto,
 )
-from qjm.security.gss import GssapiClient, GssapiServer, SaslError
+from qjm.security.gss import LAYER_AUTHENTICATION, GssapiClient, GssapiServer, SaslError
 from qjm.security.principal import KerberosName, PrincipalError, short_name
 
 KERBEROS = "KERBEROS"
@@ -47,6 +49,7 @@ class ServerSecurity:
     realm: str
     # (protocol, client principal) -> None to admit, else why not (design §S.3)
     admit: Callable[[str, str], str | None] = lambda _protocol, _principal: None
+    layers: int = LAYER_AUTHENTICATION  # the security layers offered (design §S.8)
 
     def negotiate(self) -> RpcSaslProto:
         """The server's NEGOTIATE: the one mechanism it takes, with its principal's parts."""
@@ -87,7 +90,7 @@ class SaslServerExchange:
                     ACCESS_CONTROL,
                     f"{auth.method} authentication is not enabled.  Available:[{KERBEROS}]",
                 )
-            self._mechanism = GssapiServer(self.security.credentials)
+            self._mechanism = GssapiServer(self.security.credentials, self.security.layers)
         elif state != RpcSaslProto.RESPONSE or self._mechanism is None:
             name = RpcSaslProto.SaslState.Name(state)
             raise SaslRefused(SASL_EXCEPTION, f"SASL message {name} out of order")
@@ -103,6 +106,14 @@ class SaslServerExchange:
         if token:
             reply.token = token
         return reply
+
+    @property
+    def wrapper(self) -> GssapiServer | None:
+        """The mechanism that wraps every later frame, None when the layer wraps nothing."""
+        mechanism = self._mechanism
+        if not self.complete or mechanism is None or not mechanism.wraps:
+            return None
+        return mechanism
 
     def user(self, effective_user: str, protocol: str) -> str:
         """The connection's user: the authenticated principal's short name, once admitted."""
@@ -164,6 +175,7 @@ class ClientSecurity:
     realm: str
     # protocol name -> the servers' principal pattern (nn/_HOST@REALM)
     server_principals: dict[str, str]
+    layers: int = LAYER_AUTHENTICATION  # the security layers it accepts (design §S.8)
 
     @property
     def user(self) -> str:
@@ -189,7 +201,7 @@ class ClientSecurity:
         for auth in negotiate.auths:
             if (auth.method, auth.mechanism) == (KERBEROS, GSSAPI):
                 principal = self.server_principal(protocol, auth)
-                return auth, GssapiClient(self.credentials, principal)
+                return auth, GssapiClient(self.credentials, principal, self.layers)
         offered = ", ".join(a.method for a in negotiate.auths) or "none"
         raise SaslError(f"Client cannot authenticate via:[{offered}]")
 
@@ -220,3 +232,25 @@ def set_server_security(security: ServerSecurity | None) -> None:
 def server_security() -> ServerSecurity | None:
     """The process's server side of Kerberos, None where servers use simple authentication."""
     return _process_server_security
+
+
+def wrapped_response(wrapper: GssapiServer, data: bytes) -> bytes:
+    """A server's frame carrying data (one or more whole frames) wrapped (design §S.8)."""
+    return response_frame(RpcSaslProto(state=RpcSaslProto.WRAP, token=wrapper.wrap(data)))
+
+
+def wrapped_request(wrapper: GssapiClient, data: bytes) -> bytes:
+    """A client's frame carrying data (one or more whole frames) wrapped (design §S.8)."""
+    return request_frame(RpcSaslProto(state=RpcSaslProto.WRAP, token=wrapper.wrap(data)))
+
+
+def unwrap_message(wrapper: GssapiServer | GssapiClient, message: bytes) -> bytes:
+    """The frames inside a WRAP message (the RpcSaslProto after the header); SaslError."""
+    try:
+        sasl = RpcSaslProto.FromString(message)
+    except DecodeError as e:
+        raise SaslError(f"undecodable SASL WRAP message: {e}") from None
+    if sasl.state != RpcSaslProto.WRAP:
+        state = RpcSaslProto.SaslState.Name(sasl.state)
+        raise SaslError(f"expected a SASL WRAP message, got {state}")
+    return wrapper.unwrap(sasl.token)

@@ -46,12 +46,16 @@ from qjm.ipc.proto.RpcHeader_pb2 import (
 )
 from qjm.ipc.sasl import (
     AUTHORIZATION,
+    SASL_EXCEPTION,
     SaslRefused,
     SaslServerExchange,
     ServerSecurity,
     response_frame,
     server_security,
+    unwrap_message,
+    wrapped_response,
 )
+from qjm.security.gss import GssapiServer, SaslError
 
 log = logging.getLogger(__name__)
 
@@ -240,6 +244,8 @@ class _Connection(asyncio.Protocol):
         self.held = 0  # bytes of unfinished frames counted in the server's total
         self.sasl: SaslServerExchange | None = None  # a Kerberos server's exchange
         self.principal = ""  # its authenticated principal, once the context is set
+        self.wrapper: GssapiServer | None = None  # integrity or privacy: wraps every frame
+        self.inner: FrameReader | None = None  # the frames inside WRAP messages
 
     # -- asyncio.Protocol ------------------------------------------------------------------
 
@@ -339,7 +345,10 @@ class _Connection(asyncio.Protocol):
             if self.is_closing():
                 return
             try:
-                self._handle_frame(frame)
+                if self.wrapper is not None:
+                    self._handle_wrapped(frame)
+                else:
+                    self._handle_frame(frame)
             except Exception as e:  # a bug here must cost one connection, not the server
                 log.exception("%s: internal error on a frame from %s", server.name, self.peer)
                 self.fatal(
@@ -683,6 +692,29 @@ class _Connection(asyncio.Protocol):
             out = response_frame(reply)
             self.server._bytes_out += len(out)
             self.transport.write(out)
+        if sasl.complete:  # integrity or privacy: every later frame is wrapped (§S.8)
+            self.wrapper = sasl.wrapper
+            if self.wrapper is not None:
+                self.inner = FrameReader(self.server.max_data_length)
+
+    def _handle_wrapped(self, frame: bytes) -> None:
+        """A SASL WRAP frame: unwrap it and handle the frames inside, or close on a bad one."""
+        assert self.wrapper is not None and self.inner is not None
+        try:
+            start, end = read_delimited(frame, 0)
+            header = RpcRequestHeaderProto.FromString(frame[start:end])
+            if header.callId != SASL_CALL_ID:
+                raise SaslError(f"a plain frame (call id {header.callId}) where all are wrapped")
+            start, stop = read_delimited(frame, end)
+            inner = self.inner.feed(unwrap_message(self.wrapper, frame[start:stop]))
+        except (MalformedRpcError, DecodeError, SaslError, FrameTooLargeError) as e:
+            self.server._auth_failures += 1
+            self.fatal(SASL_CALL_ID, SASL_EXCEPTION, str(e), FATAL_UNAUTHORIZED)
+            return
+        for each in inner:
+            if self.is_closing():
+                return
+            self._handle_frame(each)
 
     async def _run(
         self,
@@ -796,6 +828,8 @@ class _Connection(asyncio.Protocol):
                 body,
             )
         )
+        if self.wrapper is not None:
+            frame = wrapped_response(self.wrapper, frame)
         self.server._bytes_out += len(frame)
         if self.idle_timer is not None:
             self.last_active = self.loop.time()  # idle counts from the last answer too
@@ -806,6 +840,8 @@ class _Connection(asyncio.Protocol):
         if transport is None or transport.is_closing():
             return
         frame = build_frame((header.SerializeToString(),))
+        if self.wrapper is not None:
+            frame = wrapped_response(self.wrapper, frame)
         self.server._bytes_out += len(frame)
         if self.idle_timer is not None:
             self.last_active = self.loop.time()
@@ -1049,6 +1085,7 @@ class IpcServer:
             "calls_running": len(self._tasks),
             "errors": self._errors,
             "fatal": self._fatal,
+            "auth_failures": self._auth_failures,  # refused SASL exchanges and frames
             "bytes_in": self._bytes_in,
             "bytes_out": self._bytes_out,
         }

@@ -67,7 +67,57 @@ def _layer_message(layers: int, max_buffer: int, authzid: bytes = b"") -> bytes:
     return bytes([layers]) + max_buffer.to_bytes(3, "big") + authzid
 
 
-class GssapiServer:
+# hadoop.rpc.protection's names of the layers
+PROTECTIONS = {
+    "authentication": LAYER_AUTHENTICATION,
+    "integrity": LAYER_INTEGRITY,
+    "privacy": LAYER_PRIVACY,
+}
+
+
+def layers_of(protection: str) -> int:
+    """The layer bit mask of a hadoop.rpc.protection value (a comma-separated list)."""
+    mask = 0
+    for name in (p.strip().lower() for p in protection.split(",")):
+        if name not in PROTECTIONS:
+            known = ", ".join(PROTECTIONS)
+            raise ValueError(f"unknown RPC protection {name!r} (known: {known})")
+        mask |= PROTECTIONS[name]
+    if not mask:
+        raise ValueError("no RPC protection named")
+    return mask
+
+
+class _Layer:
+    """Wrapping and unwrapping of messages under the negotiated security layer."""
+
+    _ctx: Any
+    layer: int
+
+    @property
+    def wraps(self) -> bool:
+        """Whether every message after the exchange is wrapped (integrity or privacy)."""
+        return self.layer in (LAYER_INTEGRITY, LAYER_PRIVACY)
+
+    def wrap(self, data: bytes) -> bytes:
+        """data signed (integrity) or sealed (privacy) for the peer."""
+        try:
+            return bytes(self._ctx.wrap(data, self.layer == LAYER_PRIVACY).message)
+        except GSSError as e:
+            raise _gss(e, "wrap") from None
+
+    def unwrap(self, data: bytes) -> bytes:
+        """The peer's wrapped data, checked; a sealed layer refuses what was not sealed."""
+        try:
+            result = self._ctx.unwrap(data)
+        except GSSError as e:
+            raise _gss(e, "unwrap") from None
+        if self.layer == LAYER_PRIVACY and not result.encrypted:
+            raise SaslError("a message arrived unencrypted where privacy was negotiated")
+        return bytes(result.message)
+
+
+class GssapiServer(_Layer):
     """The acceptor's side of one exchange: feed each client token, send back what it returns."""
 
     def __init__(self, credentials: Any, layers: int = LAYER_AUTHENTICATION) -> None:
@@ -129,7 +179,7 @@ class GssapiServer:
         self._stage = 3
 
 
-class GssapiClient:
+class GssapiClient(_Layer):
     """The initiator's side of one exchange with the server whose principal is given."""
 
     def __init__(
