@@ -17,6 +17,7 @@ import signal
 import struct
 import subprocess
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -159,14 +160,25 @@ class FsShellSession:
 
     _classes: Path | None = None
 
-    def __init__(self, conf_dir: Path, workdir: Path) -> None:
+    def __init__(
+        self,
+        conf_dir: Path,
+        workdir: Path,
+        *,
+        jvm_options: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        """jvm_options and env: a Kerberos client's krb5.conf and ticket cache, say (env
+        replaces the simple user's HADOOP_USER_NAME)."""
         if FsShellSession._classes is None:
             FsShellSession._classes = java_program(FSSHELL_BATCH_JAVA, workdir)
         java_calls.append(("FsShellBatch",))
+        extra = {"HADOOP_USER_NAME": user()} if env is None else dict(env)
         self.proc = subprocess.Popen(
             [
                 java(),
                 "-XX:+UseSerialGC",
+                *jvm_options,
                 "-cp",
                 f"{conf_dir}:{FsShellSession._classes}:{JARS}/*",
                 "FsShellBatch",
@@ -174,7 +186,7 @@ class FsShellSession:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env={**os.environ, "HADOOP_CONF_DIR": str(conf_dir), "HADOOP_USER_NAME": user()},
+            env={**os.environ, "HADOOP_CONF_DIR": str(conf_dir), **extra},
         )
 
     def _read(self, n: int, deadline: float) -> bytes:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from ha_cluster import auto_cluster, namenode_addresses, wait_single_active
+from hadoop_clients import FsShellSession
 from qjm.cluster.hadoop_conf import hadoop_jars
 from qjm.config import load_config
 from qjm.ipc import IpcClient, RemoteError, RpcConnectionError
@@ -31,6 +32,25 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     """ZooKeeper, 3 JournalNodes, 2 NameNodes with ZKFCs and 2 DataNodes, all on Kerberos."""
     with auto_cluster(tmp_path_factory.mktemp("krb") / "c", datanodes=2, kerberos=True) as c:
         yield c
+
+
+@pytest.fixture(scope="module")
+def shell(
+    cluster: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[FsShellSession]:
+    """The genuine FsShell in one JVM, logged in from the user's ticket cache."""
+    kdc = cluster["kdc"]
+    session = FsShellSession(
+        Path(cluster["hadoop_conf"]),
+        tmp_path_factory.mktemp("fsshell"),
+        jvm_options=[
+            f"-Djava.security.krb5.conf={kdc['krb5_conf']}",
+            "-Dsun.security.krb5.disableReferrals=true",
+        ],
+        env={"KRB5CCNAME": f"FILE:{kdc['user_ccache']}", "KRB5_CONFIG": kdc["krb5_conf"]},
+    )
+    yield session
+    session.close()
 
 
 def java(
@@ -53,18 +73,17 @@ def java(
 
 
 def test_the_genuine_client_with_a_ticket_writes_and_reads(
-    cluster: dict[str, Any], tmp_path: Path
+    cluster: dict[str, Any], shell: FsShellSession, tmp_path: Path
 ) -> None:
-    user = cluster["kdc"]["user_ccache"]
     local = tmp_path / "hello.txt"
     local.write_text("kerberos hello\n")
-    r = java(cluster, user, "-mkdir", "-p", "/secure")
+    r = shell("-mkdir", "-p", "/secure")
     assert r.returncode == 0, r.stderr
-    r = java(cluster, user, "-put", str(local), "/secure/hello.txt")
+    r = shell("-put", str(local), "/secure/hello.txt")
     assert r.returncode == 0, r.stderr
-    r = java(cluster, user, "-cat", "/secure/hello.txt")
+    r = shell("-cat", "/secure/hello.txt")
     assert r.returncode == 0 and r.stdout == "kerberos hello\n", r.stderr
-    r = java(cluster, user, "-ls", "/secure")
+    r = shell("-ls", "/secure")
     assert r.returncode == 0 and "/secure/hello.txt" in r.stdout, r.stderr
 
 
@@ -181,20 +200,19 @@ def wait_single_active_secure(
 
 
 def test_the_genuine_client_works_through_a_failover(
-    cluster: dict[str, Any], tmp_path: Path
+    cluster: dict[str, Any], shell: FsShellSession, tmp_path: Path
 ) -> None:
     cfg = load_config(cluster["config"])
-    user = cluster["kdc"]["user_ccache"]
     local = tmp_path / "before.txt"
     local.write_text("written before the failover\n")
-    assert java(cluster, user, "-put", "-f", str(local), "/secure-before.txt").returncode == 0
+    assert shell("-put", "-f", str(local), "/secure-before.txt").returncode == 0
     old = wait_single_active_secure(cluster, cfg)
     os.kill(cluster[old]["pid"], signal.SIGKILL)
     new = wait_single_active_secure(cluster, cfg, exclude=(old,))
     assert new != old
-    r = java(cluster, user, "-cat", "/secure-before.txt")
+    r = shell("-cat", "/secure-before.txt")
     assert r.returncode == 0 and r.stdout == "written before the failover\n", r.stderr[-2000:]
-    r = java(cluster, user, "-mkdir", "/after-failover")
+    r = shell("-mkdir", "/after-failover")
     assert r.returncode == 0, r.stderr[-2000:]
 
 
@@ -352,7 +370,9 @@ def test_cluster_status_asks_the_daemons_with_the_admin_ticket(cluster: dict[str
     assert dns and all(d["namenode_view"] == "live" for d in dns), dns
 
 
-def test_with_privacy_no_name_crosses_the_wire_in_clear(cluster: dict[str, Any]) -> None:
+def test_with_privacy_no_name_crosses_the_wire_in_clear(
+    cluster: dict[str, Any], shell: FsShellSession
+) -> None:
     from wire_tap import WireTap
 
     cfg = load_config(cluster["config"])
@@ -362,9 +382,9 @@ def test_with_privacy_no_name_crosses_the_wire_in_clear(cluster: dict[str, Any])
     name = "/wire-secret-" + "q" * 24
     with WireTap((host, int(port))) as tap:
         uri = f"hdfs://127.0.0.1:{tap.port}{name}"
-        r = java(cluster, cluster["kdc"]["user_ccache"], "-mkdir", uri)
+        r = shell("-mkdir", uri)
         assert r.returncode == 0, r.stderr[-2000:]
-        r = java(cluster, cluster["kdc"]["user_ccache"], "-ls", f"hdfs://127.0.0.1:{tap.port}/")
+        r = shell("-ls", f"hdfs://127.0.0.1:{tap.port}/")
         assert r.returncode == 0 and name in r.stdout, r.stderr[-2000:]
         seen = tap.seen()
     assert len(seen) > 1000  # the calls went through the tap

@@ -55,8 +55,9 @@ class WireTap:
     def close(self) -> None:
         """Stop listening and cut every forwarded connection."""
         self._closed = True
-        self._listener.close()
-        for s in self._sockets:
+        for s in (self._listener, *self._sockets):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked in accept or recv
             with contextlib.suppress(OSError):
                 s.close()
         for t in self._threads:
