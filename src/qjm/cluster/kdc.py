@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from qjm.cluster.process import log_tail
+from qjm.cluster.process import log_tail, wait_or_kill
 from qjm.errors import QjmError
 
 INSTALL_HINT = (
@@ -208,14 +208,8 @@ class Kdc:
             return
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                raise KdcError(f"the KDC (pid {proc.pid}) did not exit after SIGKILL") from None
+        if not wait_or_kill(proc, timeout):
+            raise KdcError(f"the KDC (pid {proc.pid}) did not exit after SIGKILL")
         self.process = None
 
     def add_principal(self, name: str, keytab: Path | None = None) -> Path:

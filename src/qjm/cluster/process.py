@@ -120,6 +120,19 @@ def pid_alive(pid: int | None) -> bool:
         return False
 
 
+def wait_or_kill(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Wait up to timeout for a child to exit, then SIGKILL it; False if it outlived that."""
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            return False
+    return True
+
+
 def stop_pid(pid: int, timeout: float = 10.0) -> bool:
     """SIGTERM a process, then SIGKILL after timeout; True if it had been running."""
     if not pid_alive(pid):

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from qjm.cluster.process import log_tail
+from qjm.cluster.process import log_tail, wait_or_kill
 from qjm.errors import QjmError
 
 HOST = "127.0.0.1"
@@ -320,16 +320,8 @@ class ZooKeeperEnsemble:
         proc = m.process
         if proc is None:
             return
-        try:
-            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                raise ZooKeeperError(
-                    f"ZooKeeper {m.name} (pid {proc.pid}) did not exit after SIGKILL"
-                ) from None
+        if not wait_or_kill(proc, max(0.0, deadline - time.monotonic())):
+            raise ZooKeeperError(f"ZooKeeper {m.name} (pid {proc.pid}) did not exit after SIGKILL")
         m.process = None
 
     def __enter__(self) -> ZooKeeperEnsemble:
