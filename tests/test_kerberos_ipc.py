@@ -58,14 +58,18 @@ def keytab(kdc: Kdc, name: str) -> str:
     return str(kdc.keytab_dir / (name.replace("/", "_") + ".keytab"))
 
 
-def client_security(kdc: Kdc, name: str, **expect: str) -> ClientSecurity:
-    """A client logged in as name from its keytab (expect: protocol's server principals)."""
+def client_security(
+    kdc: Kdc, name: str, layers: int = LAYER_AUTHENTICATION, **expect: str
+) -> ClientSecurity:
+    """A client logged in as name from its keytab, taking layers (expect: protocol's server
+    principals)."""
     principal = f"{name}@{REALM}"
     return ClientSecurity(
         credentials=initiator_credentials(principal, keytab(kdc, name)),
         principal=principal,
         realm=REALM,
         server_principals={**server_principals_by_protocol(SERVICES), **expect},
+        layers=layers,
     )
 
 
@@ -240,6 +244,21 @@ async def echo(request: StringValue, _ctx: CallContext) -> StringValue:
     return StringValue(value=request.value)
 
 
+async def start_echo_server(kdc: Kdc, layers: int) -> IpcServer:
+    """A Kerberos server as nn/localhost offering layers, serving echo on ClientProtocol."""
+    principal = f"nn/localhost@{REALM}"
+    security = ServerSecurity(
+        principal=principal,
+        credentials=acceptor_credentials(principal, keytab(kdc, "nn/localhost")),
+        realm=REALM,
+        layers=layers,
+    )
+    server = IpcServer(name="layers", security=security)
+    server.register(ECHO, {"echo": Method(StringValue, echo)})
+    await server.start("127.0.0.1", 0)
+    return server
+
+
 @pytest.mark.parametrize(
     ("offered", "chosen", "in_clear"),
     [
@@ -254,23 +273,9 @@ async def test_the_negotiated_layer_decides_what_crosses_the_wire_in_clear(
 ) -> None:
     from wire_tap import WireTap
 
-    principal = f"nn/localhost@{REALM}"
-    security = ServerSecurity(
-        principal=principal,
-        credentials=acceptor_credentials(principal, keytab(kdc, "nn/localhost")),
-        realm=REALM,
-        layers=offered,
-    )
-    server = IpcServer(name="layers", security=security)
-    server.register(ECHO, {"echo": Method(StringValue, echo)})
-    await server.start("127.0.0.1", 0)
-    client_side = client_security(kdc, "alice")
-    client_side = ClientSecurity(
-        client_side.credentials,
-        client_side.principal,
-        REALM,
-        client_side.server_principals,
-        layers=LAYER_AUTHENTICATION | LAYER_INTEGRITY | LAYER_PRIVACY,
+    server = await start_echo_server(kdc, offered)
+    client_side = client_security(
+        kdc, "alice", LAYER_AUTHENTICATION | LAYER_INTEGRITY | LAYER_PRIVACY
     )
     secret = "edit-op-payload-" + "z" * 40
     try:
@@ -281,6 +286,9 @@ async def test_the_negotiated_layer_decides_what_crosses_the_wire_in_clear(
                     "echo", StringValue(value=f"{secret}{i}"), StringValue, timeout=10
                 )
                 assert reply.value == f"{secret}{i}"
+            conn = client._conn
+            assert conn is not None
+            assert (conn.wrapper.layer if conn.wrapper else LAYER_AUTHENTICATION) == chosen
             await client.close()
             assert (secret.encode() in tap.seen()) is in_clear
     finally:
@@ -288,20 +296,8 @@ async def test_the_negotiated_layer_decides_what_crosses_the_wire_in_clear(
 
 
 async def test_a_client_that_wants_privacy_refuses_a_server_that_offers_less(kdc: Kdc) -> None:
-    principal = f"nn/localhost@{REALM}"
-    security = ServerSecurity(
-        principal=principal,
-        credentials=acceptor_credentials(principal, keytab(kdc, "nn/localhost")),
-        realm=REALM,
-        layers=LAYER_AUTHENTICATION,
-    )
-    server = IpcServer(name="layers", security=security)
-    server.register(ECHO, {"echo": Method(StringValue, echo)})
-    await server.start("127.0.0.1", 0)
-    base = client_security(kdc, "alice")
-    wants_privacy = ClientSecurity(
-        base.credentials, base.principal, REALM, base.server_principals, layers=LAYER_PRIVACY
-    )
+    server = await start_echo_server(kdc, LAYER_AUTHENTICATION)
+    wants_privacy = client_security(kdc, "alice", LAYER_PRIVACY)
     try:
         client = IpcClient(f"127.0.0.1:{server.port}", ECHO, security=wants_privacy)
         with pytest.raises(RpcAuthenticationError, match="No common protection layer"):
@@ -313,20 +309,8 @@ async def test_a_client_that_wants_privacy_refuses_a_server_that_offers_less(kdc
 
 async def test_a_plain_frame_on_a_sealed_connection_is_refused(kdc: Kdc) -> None:
     """After privacy was negotiated a frame must come wrapped: a plain one closes the link."""
-    principal = f"nn/localhost@{REALM}"
-    security = ServerSecurity(
-        principal=principal,
-        credentials=acceptor_credentials(principal, keytab(kdc, "nn/localhost")),
-        realm=REALM,
-        layers=LAYER_PRIVACY,
-    )
-    server = IpcServer(name="layers", security=security)
-    server.register(ECHO, {"echo": Method(StringValue, echo)})
-    await server.start("127.0.0.1", 0)
-    base = client_security(kdc, "alice")
-    sealed = ClientSecurity(
-        base.credentials, base.principal, REALM, base.server_principals, layers=LAYER_PRIVACY
-    )
+    server = await start_echo_server(kdc, LAYER_PRIVACY)
+    sealed = client_security(kdc, "alice", LAYER_PRIVACY)
     try:
         client = IpcClient(f"127.0.0.1:{server.port}", ECHO, security=sealed)
         assert (
