@@ -286,6 +286,7 @@ class HACluster:
             "--namenodes",
             "2",
             "--no-zookeeper",
+            "--insecure",
             "--base-port",
             str(base),
             "--datanodes",

@@ -19,7 +19,7 @@ def test_cluster_up_status_down(tmp_path: Path) -> None:
     base = free_port_block(6)
     up = run_qjm(
         "cluster", "up", "--dir", str(d), "--journalnodes", "3", "--namenodes", "0",
-        "--base-port", str(base), "--json",
+        "--base-port", str(base), "--json", "--insecure",
     )  # fmt: skip
     try:
         assert up.returncode == 0, up.stderr
@@ -84,7 +84,7 @@ def test_cluster_up_right_after_down_reuses_its_ports(tmp_path: Path) -> None:
     base = free_port_block(2)
     args = (
         "cluster", "up", "--dir", str(d), "--journalnodes", "1", "--namenodes", "0",
-        "--base-port", str(base),
+        "--base-port", str(base), "--insecure",
     )  # fmt: skip
     up = run_qjm(*args)
     assert up.returncode == 0, up.stderr
@@ -128,8 +128,49 @@ def test_cluster_up_refuses_a_busy_namenode_port_before_starting_anything(tmp_pa
         s.listen()
         r = run_qjm(
             "cluster", "up", "--dir", str(tmp_path / "c"), "--namenodes", "2",
-            "--no-zookeeper", "--base-port", str(base),
+            "--no-zookeeper", "--base-port", str(base), "--insecure",
         )  # fmt: skip
     assert r.returncode == 1
     assert f"port {base + 6} for nn1 on 127.0.0.1 is in use" in r.stderr
     assert not (tmp_path / "c" / "logs").exists()  # no daemon was started
+
+
+@pytest.mark.slow
+def test_cluster_up_is_secure_by_default_and_stays_so(tmp_path: Path) -> None:
+    """A new DIR gets a Kerberos cluster (design §S.4); started again it keeps it, and
+    --insecure cannot open it up."""
+    d = tmp_path / "secure"
+    base = free_port_block(2)
+    args = (
+        "cluster", "up", "--dir", str(d), "--journalnodes", "1", "--namenodes", "0",
+        "--base-port", str(base),
+    )  # fmt: skip
+    up = run_qjm(*args, timeout=120)
+    assert up.returncode == 0, up.stderr
+    try:
+        cluster = read_json((d / "cluster.json").read_text())
+        kdc = cluster["kdc"]
+        assert pid_alive(kdc["pid"])
+        assert load_config(d / "cluster.toml").security.kerberos
+        assert f"kinit -kt {kdc['user_keytab']} {kdc['user_principal']}" in up.stdout
+        assert f"export KRB5CCNAME=FILE:{kdc['user_ccache']}" in up.stdout
+        # a stranger's plain connection to the JournalNode is refused as HDFS refuses it
+        with socket.create_connection(("127.0.0.1", base), timeout=10) as s:
+            s.sendall(b"hrpc\x09\x00\x00")  # version 9, RPC_BUILTIN, simple auth
+            s.settimeout(10)
+            answer = b""
+            while chunk := s.recv(65536):
+                answer += chunk
+        assert b"SIMPLE authentication is not enabled.  Available:[KERBEROS]" in answer
+    finally:
+        assert run_qjm("cluster", "down", "--dir", str(d)).returncode == 0
+    opened = run_qjm(*args, "--insecure")
+    assert opened.returncode == 1
+    assert "was made with Kerberos" in opened.stderr and "Traceback" not in opened.stderr
+    assert not pid_alive(cluster["jn1"]["pid"])
+    again = run_qjm(*args, timeout=120)
+    assert again.returncode == 0, again.stderr
+    try:
+        assert read_json((d / "cluster.json").read_text())["kdc"]["realm"] == kdc["realm"]
+    finally:
+        assert run_qjm("cluster", "down", "--dir", str(d)).returncode == 0

@@ -34,10 +34,11 @@ DAEMONS = ("zk1", "jn1", "jn2", "jn3", "nn1", "nn2", "zkfc1", "zkfc2")
 
 
 def up(directory: Path, *args: str) -> dict[str, Any]:
-    """`qjm cluster up --dir D <args> --json` (no DataNodes unless args ask):
+    """`qjm cluster up --dir D <args> --json --insecure` (no DataNodes unless args ask):
     cluster.json's contents."""
     if "--datanodes" not in args:
         args = (*args, "--datanodes", "0")
+    args = (*args, "--insecure")
     r = run_qjm("cluster", "up", "--dir", str(directory), *args, "--json", timeout=240)
     assert r.returncode == 0, f"cluster up failed:\n{r.stderr}\n{r.stdout}"
     return read_json(r.stdout)
@@ -174,6 +175,8 @@ def test_cluster_up_kill_the_active_fails_over_by_itself(tmp_path: Path) -> None
     assert r.returncode == 0, f"cluster up failed:\n{r.stderr}\n{r.stdout}"
     again = read_cluster(d)
     try:
+        # made with --insecure, started again without a flag: still open, no KDC
+        assert "kdc" not in again and "kerberos:" not in r.stdout, r.stdout
         for name in DAEMONS:
             assert again[name]["rpc"] == cluster[name]["rpc"], name
         now_active = wait_single_active(again, 10)

@@ -40,7 +40,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         journalnodes=3,
         namenodes=2,
         base_port=free_port_block(10 + 3 * DATANODES),
-        namenode_settings=NameNodeSettings(block_size=1 << 20, hosts_exclude=str(exclude)),
+        namenode_settings=NameNodeSettings(
+            block_size=1 << 20, hosts_exclude=str(exclude), redundancy_interval_ms=1000
+        ),
         datanodes=DATANODES,
         datanode_settings=DataNodeSettings(
             heartbeat_interval_ms=300, heartbeat_recheck_ms=1000, safemode_extension_ms=1000

@@ -66,7 +66,8 @@ def test_demo_once_fails_over_keeps_every_acknowledged_op_and_stops_everything(
     pids: dict[str, int] = {}
     try:
         cluster = wait_cluster_json(directory / "cluster.json", proc, deadline)
-        pids = {name: int(cluster[name]["pid"]) for name in DAEMONS}
+        assert "kdc" in cluster, cluster  # secure by default (design §S.4)
+        pids = {name: int(cluster[name]["pid"]) for name in (*DAEMONS, "kdc")}
         code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
     finally:
         if proc.poll() is None:
@@ -74,6 +75,8 @@ def test_demo_once_fails_over_keeps_every_acknowledged_op_and_stops_everything(
             proc.wait(timeout=60)
     text = out_path.read_text()
     assert code == 0, text
+    assert re.search(r"Kerberos: realm \S+; every RPC encrypted", text), text
+    assert "export KRB5CCNAME=FILE:" in text, text
     failover = re.search(r"failover time: (\d+\.\d+) s", text)
     assert failover, text
     assert 0 < float(failover.group(1)) < 60, text

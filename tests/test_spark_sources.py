@@ -287,8 +287,9 @@ def test_against_a_qjm_cluster_audit_ops_and_the_stream(spark: Any, tmp_path: Pa
     # JournalNodes only: this test's writer is `qjm journal write`, not a NameNode.
     base = str(free_port_block(6))
     up = run_qjm(
-        "cluster", "up", "--dir", str(d), "--namenodes", "0", "--base-port", base, "--json"
-    )
+        "cluster", "up", "--dir", str(d), "--namenodes", "0", "--base-port", base, "--json",
+        "--insecure",
+    )  # fmt: skip
     assert up.returncode == 0, up.stderr
     try:
         uri = str(read_json(up.stdout)["shared_edits"])

@@ -193,6 +193,9 @@ class NameNodeSettings:
     # DataNodes to decommission (design §B.20): a file of host:port transfer addresses (or
     # hosts), one per line, read at start and on refreshNodes (dfs.hosts.exclude); "": none
     hosts_exclude: str = ""
+    # How often dead DataNodes, start-up safe mode and re-replication are checked
+    # (dfs.namenode.redundancy.interval.seconds)
+    redundancy_interval_ms: int = 3000
 
     def __post_init__(self) -> None:
         """Refuse values that would make the NameNode misbehave, naming the key."""
@@ -219,6 +222,7 @@ class NameNodeSettings:
             "lease_soft_limit_ms",
             "lease_hard_limit_ms",
             "lease_recheck_ms",
+            "redundancy_interval_ms",
         ):
             if getattr(self, key) < 1:
                 raise ConfigError(f"namenode.{key} must be at least 1, got {getattr(self, key)}")

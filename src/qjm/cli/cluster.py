@@ -13,6 +13,7 @@ from qjm.cli.table import render_table
 from qjm.client.admin import journal_status
 from qjm.client.uri import parse_qjournal_uri
 from qjm.cluster.launcher import (
+    CLUSTER_JSON,
     MAX_NAMENODES,
     cluster_down,
     cluster_up,
@@ -78,11 +79,18 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="allocate ports upward from this one: JournalNodes, NameNodes (2 each), ZKFCs, "
         "ZooKeeper, then DataNodes (3 each)",
     )
-    up.add_argument(
+    mode = up.add_mutually_exclusive_group()
+    mode.add_argument(
         "--kerberos",
         action="store_true",
-        help="a secure cluster: start a KDC in DIR/kdc, a principal and keytab per daemon, "
-        "Kerberos on every RPC port",
+        help="a secure cluster (the default for a new DIR): start a KDC in DIR/kdc, a "
+        "principal and keytab per daemon, Kerberos on every RPC and HTTP port, RPC encrypted",
+    )
+    mode.add_argument(
+        "--insecure",
+        action="store_true",
+        help="an open cluster as HDFS's default: no KDC, every caller is the user it claims "
+        "(anyone on this machine can act as the superuser)",
     )
     up.add_argument("--json", action="store_true", help="print cluster.json")
     up.set_defaults(func=run_up)
@@ -129,7 +137,7 @@ def run_up(args: argparse.Namespace) -> int:
         base_port=args.base_port,
         zookeeper_members=args.zookeeper_members,
         datanodes=args.datanodes,
-        kerberos=args.kerberos,
+        kerberos=up_kerberos(args.dir, kerberos=args.kerberos, insecure=args.insecure),
     )
     if args.json:
         print(json.dumps(cluster, indent=2))
@@ -167,11 +175,26 @@ def run_up(args: argparse.Namespace) -> int:
         for name in active:
             print(f"active:       {name} http://{daemons[name]['http']}/")
     if kdc := cluster.get("kdc"):
-        print(f"kerberos:     realm {kdc['realm']}, KDC {kdc['rpc']}; as yourself:")
+        print(f"kerberos:     realm {kdc['realm']}, KDC {kdc['rpc']}; you are logged in as")
+        print(f"              {kdc.get('user_principal', 'your user')}; to use the cluster:")
         print(f"              export KRB5_CONFIG={kdc['krb5_conf']}")
         print(f"              export KRB5CCNAME=FILE:{kdc['user_ccache']}")
+        if kdc.get("user_keytab"):
+            print(f"              kinit -kt {kdc['user_keytab']} {kdc['user_principal']}")
+            print("              (again when the ticket expires, after 24 hours)")
         print(f"              Java clients: -Djava.security.krb5.conf={kdc['krb5_conf']}")
+        print("              (an open cluster: `qjm cluster up --insecure` in another --dir)")
     return 0
+
+
+def up_kerberos(directory: Path, *, kerberos: bool, insecure: bool) -> bool | None:
+    """The launcher's kerberos argument for cluster up's flags: secure by default (design
+    §S.4), a stopped cluster as it was made, --insecure an open one."""
+    if kerberos:
+        return True
+    if insecure:
+        return False
+    return None if (directory / CLUSTER_JSON).exists() else True
 
 
 def _url(d: dict[str, Any]) -> str:

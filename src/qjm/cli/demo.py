@@ -48,7 +48,10 @@ from qjm.cluster.launcher import (
     read_cluster,
 )
 from qjm.cluster.process import LaunchError, pid_alive, tail
+from qjm.config import load_config
 from qjm.errors import QjmError
+from qjm.ipc.login import client_login, login
+from qjm.ipc.sasl import ClientSecurity
 from qjm.namenode.client import HAAdminClient, NameNodeClient
 from qjm.namenode.types import HAState
 from qjm.testing.wait import wait_until_async
@@ -72,7 +75,7 @@ HA_RPC_TIMEOUT_S = 2.0
 CLIENT_ROUNDS = 80
 CLIENT_BACKOFF_S = 0.05
 CLIENT_MAX_BACKOFF_S = 0.25
-DEMO_SUBDIRS = ("data", "logs", "run", "hadoop-conf", "zookeeper")
+DEMO_SUBDIRS = ("data", "logs", "run", "hadoop-conf", "zookeeper", "kdc")
 
 
 class DemoError(QjmError):
@@ -355,10 +358,15 @@ async def show_progress(
         )
 
 
+# HA states are asked as the NameNodes' own principal on a Kerberos cluster: HDFS answers
+# getServiceStatus to the superuser only (design §S.3)
+_admin: ClientSecurity | None = None
+
+
 async def ha_state(address: str) -> str:
     """A NameNode's HA state in lower case, or "down" when it does not answer."""
     try:
-        async with HAAdminClient(address, timeout=HA_RPC_TIMEOUT_S) as admin:
+        async with HAAdminClient(address, timeout=HA_RPC_TIMEOUT_S, security=_admin) as admin:
             return (await admin.get_service_state()).name.lower()
     except (QjmError, OSError):
         return "down"
@@ -374,7 +382,7 @@ async def wait_active(address: str, deadline: float) -> float | None:
     """When the NameNode at address first answered that it is active; None at the deadline."""
     while time.monotonic() < deadline:
         try:
-            async with HAAdminClient(address, timeout=HA_RPC_TIMEOUT_S) as admin:
+            async with HAAdminClient(address, timeout=HA_RPC_TIMEOUT_S, security=_admin) as admin:
                 if await admin.get_service_state() == HAState.ACTIVE:
                     return time.monotonic()
         except (QjmError, OSError):
@@ -630,7 +638,8 @@ async def first_read(out: Outcome, ack: FileAck | None, t_kill: float, console: 
 async def verify_files(out: Outcome, address: str) -> None:
     """Read every acknowledged file from the NameNode at address alone; compare its sha256."""
     t0 = time.monotonic()
-    client = native().Client(f"hdfs://{address}")
+    # the cluster's client config: its security settings (Kerberos) with them
+    client = native().Client(f"hdfs://{address}", config=out.data.config)
 
     def check_all() -> None:
         for ack in out.data.acked:
@@ -673,7 +682,27 @@ def print_cluster_status(directory: Path) -> None:
     show(text.getvalue())
 
 
-def fsshell_count(conf: Path, ack: FileAck | None) -> None:
+def log_in_as_user(cluster: dict[str, Any]) -> list[str]:
+    """On a Kerberos cluster, use the user's ticket (what `kinit` gives, design §S.4) for
+    this process's clients, hdfs-native's and Java's; the JVM options Java needs for it."""
+    global _admin
+    kdc = cluster.get("kdc")
+    if not kdc:
+        return []
+    os.environ["KRB5_CONFIG"] = kdc["krb5_conf"]
+    os.environ["KRB5CCNAME"] = f"FILE:{kdc['user_ccache']}"
+    settings = load_config(Path(cluster["config"])).security
+    login(settings, ccache=kdc["user_ccache"])
+    _admin = client_login(settings, ccache=kdc["admin_ccache"])
+    return java_kerberos_options(kdc["krb5_conf"])
+
+
+def java_kerberos_options(krb5_conf: str) -> list[str]:
+    """JVM options that point Java's Kerberos at the cluster's KDC."""
+    return [f"-Djava.security.krb5.conf={krb5_conf}", "-Dsun.security.krb5.disableReferrals=true"]
+
+
+def fsshell_count(conf: Path, ack: FileAck | None, jvm_options: list[str]) -> None:
     """`hadoop fs -count -v ROOT` with the genuine Hadoop client, and `-cat` of an
     acknowledged file compared with its sha256, when Java is installed."""
     java = shutil.which("java")
@@ -683,7 +712,7 @@ def fsshell_count(conf: Path, ack: FileAck | None) -> None:
     say(f"the genuine Hadoop client: hadoop fs -count -v {ROOT} (HADOOP_CONF_DIR={_shown(conf)})")
     try:
         r = subprocess.run(
-            fsshell_argv(conf, "-count", "-v", ROOT, java=java),
+            fsshell_argv(conf, "-count", "-v", ROOT, java=java, jvm_options=jvm_options),
             capture_output=True,
             text=True,
             timeout=120,
@@ -697,7 +726,9 @@ def fsshell_count(conf: Path, ack: FileAck | None) -> None:
     say(f"the genuine Hadoop client reads a file back: hadoop fs -cat {ack.path} | sha256sum")
     try:
         cat = subprocess.run(
-            fsshell_argv(conf, "-cat", ack.path, java=java), capture_output=True, timeout=120
+            fsshell_argv(conf, "-cat", ack.path, java=java, jvm_options=jvm_options),
+            capture_output=True,
+            timeout=120,
         )
     except subprocess.TimeoutExpired:
         print("  hadoop fs -cat took over 120 s; skipped")
@@ -780,21 +811,40 @@ def print_next_steps(
     say("while it runs" + (" (with --once it stops now)" if once else ""))
     rows: list[tuple[str, str]] = []
     nns = {n: e for n, e in daemons_of(cluster).items() if e["kind"] == "namenode"}
+    kdc = cluster.get("kdc")
+
+    def url(e: dict[str, Any], path: str = "") -> str:
+        # SPNEGO: a browser or curl asks for a ticket to HTTP/localhost, every port's principal
+        host = e["http"].replace("127.0.0.1", "localhost") if kdc else e["http"]
+        return f"http://{host}/{path}"
+
+    curl = "curl --negotiate -u : " if kdc else "curl "
     for name, e in nns.items():
         note = " (killed)" if out is not None and name == out.killed else ""
-        rows.append((f"status page of {name}", f"http://{e['http']}/{note}"))
+        rows.append((f"status page of {name}", f"{url(e)}{note}"))
     live = next((e for n, e in nns.items() if out is None or n != out.killed), None)
     if live is not None:
-        rows.append(("status JSON", f"curl http://{live['http']}/status"))
-        rows.append(("metrics", f"curl http://{live['http']}/metrics"))
+        rows.append(("status JSON", f"{curl}{url(live, 'status')}"))
+        rows.append(("metrics", f"{curl}{url(live, 'metrics')}"))
     for name, e in daemons_of(cluster).items():
         if e["kind"] == "datanode":
-            rows.append((f"status page of {name}", f"http://{e['http']}/"))
+            rows.append((f"status page of {name}", url(e)))
+    if kdc:
+        rows.append(
+            ("your ticket (Kerberos)", f"export KRB5_CONFIG={_shown(Path(kdc['krb5_conf']))}")
+        )
+        rows.append(("", f"export KRB5CCNAME=FILE:{_shown(Path(kdc['user_ccache']))}"))
     rows.append(("daemons and journal", f"{qjm} cluster status --dir {d}"))
-    rows.append(("HA states", f"{qjm} haadmin --config {d}/cluster.toml -getAllServiceState"))
+    # HDFS answers HA states to the superuser only: the NameNodes' principal's ticket
+    admin = f"KRB5CCNAME=FILE:{_shown(Path(kdc['admin_ccache']))} " if kdc else ""
+    haadmin = f"{admin}{qjm} haadmin --config {d}/cluster.toml -getAllServiceState"
+    rows.append(("HA states", haadmin))
     rows.append(("the namespace", f"{qjm} dfs --config {d}/cluster.toml ls -R {ROOT}"))
     if out is not None and out.data.acked:
-        argv = fsshell_argv(Path(d) / "hadoop-conf", "-cat", out.data.acked[0].path)
+        jvm = java_kerberos_options(_shown(Path(kdc["krb5_conf"]))) if kdc else []
+        argv = fsshell_argv(
+            Path(d) / "hadoop-conf", "-cat", out.data.acked[0].path, jvm_options=jvm
+        )
         rows.append(("a file, genuine client", " ".join(argv) + " | sha256sum"))
     if out is not None and out.killed:
         k = out.killed
@@ -857,8 +907,11 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def run(directory: Path, base_port: int | None = None, once: bool = False) -> int:
-    """Start the cluster, run the scenario, show the result; stay up until Ctrl-C unless once."""
+def run(
+    directory: Path, base_port: int | None = None, once: bool = False, insecure: bool = False
+) -> int:
+    """Start the cluster (Kerberos unless insecure), run the scenario, show the result; stay
+    up until Ctrl-C unless once."""
     # Ctrl-C, `kill` of the demo and its terminal closing all stop the cluster (SIGINT too when
     # the demo was started where it is ignored, as in the background of a script).
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -868,9 +921,10 @@ def run(directory: Path, base_port: int | None = None, once: bool = False) -> in
     cluster: dict[str, Any] | None = None
     try:
         fresh(directory)
-        say(f"qjm cluster up --dir {_shown(directory)}")
+        say(f"qjm cluster up --dir {_shown(directory)}" + (" --insecure" if insecure else ""))
         print(
-            "  (ZooKeeper; 3 JournalNodes; nn1 formatted, nn2 bootstrapped from it; a ZKFC "
+            ("" if insecure else "  (a KDC, a principal and keytab per daemon and one for you; ")
+            + "ZooKeeper; 3 JournalNodes; nn1 formatted, nn2 bootstrapped from it; a ZKFC "
             "for each;\n   the ZKFCs elect the active NameNode through ZooKeeper; "
             f"{DEFAULT_DATANODES} DataNodes report to both NameNodes)",
             flush=True,
@@ -882,7 +936,14 @@ def run(directory: Path, base_port: int | None = None, once: bool = False) -> in
             zookeeper=True,
             base_port=base_port,
             datanodes=DEFAULT_DATANODES,
+            kerberos=not insecure,
         )
+        jvm_options = log_in_as_user(cluster)
+        if kdc := cluster.get("kdc"):
+            print(
+                f"  Kerberos: realm {kdc['realm']}; every RPC encrypted, every HTTP port behind "
+                f"SPNEGO; the clients below use your ticket ({kdc['user_principal']})"
+            )
         print(
             f"  config: {_shown(Path(cluster['config']))}; HDFS client config "
             f"(HADOOP_CONF_DIR): {_shown(Path(cluster['hadoop_conf']))}"
@@ -912,7 +973,7 @@ def run(directory: Path, base_port: int | None = None, once: bool = False) -> in
             say(f"qjm cluster status --dir {_shown(directory)}")
             print_cluster_status(directory)
         first = out.data.acked[0] if out is not None and out.data.acked else None
-        fsshell_count(Path(cluster["hadoop_conf"]), first)
+        fsshell_count(Path(cluster["hadoop_conf"]), first, jvm_options)
         print_next_steps(directory, cluster, out, once)
         if not once:
             stay_up(directory, cluster, out)
@@ -935,9 +996,14 @@ def main() -> int:
     parser.add_argument(
         "--once", action="store_true", help="stop the cluster after the scenario and exit"
     )
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="an open cluster (no KDC; any caller is the user it claims); Kerberos otherwise",
+    )
     args = parser.parse_args()
     try:
-        return run(args.dir.resolve(), args.base_port, args.once)
+        return run(args.dir.resolve(), args.base_port, args.once, args.insecure)
     except QjmError as e:
         print(f"demo: error: {e}", file=sys.stderr)
         if "--base-port" in str(e):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -159,13 +160,16 @@ def hadoop_jars() -> Path:
     return Path(pyspark.__file__).parent / "jars"
 
 
-def fsshell_argv(conf_dir: Path, *args: str, java: str = "java") -> list[str]:
+def fsshell_argv(
+    conf_dir: Path, *args: str, java: str = "java", jvm_options: Sequence[str] = ()
+) -> list[str]:
     """The command line of `hadoop fs <args>`: Apache Hadoop's FsShell with conf_dir's config."""
     return [
         java,
         # a short-lived shell: the JIT's first tier and the serial collector start it faster
         "-XX:TieredStopAtLevel=1",
         "-XX:+UseSerialGC",
+        *jvm_options,
         "-cp",
         f"{conf_dir}:{hadoop_jars()}/*",
         "org.apache.hadoop.fs.FsShell",

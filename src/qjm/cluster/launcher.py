@@ -301,7 +301,7 @@ def cluster_up(
     datanodes: int | None = 0,
     datanode_settings: DataNodeSettings | None = None,
     datanode_dirs: int = 1,
-    kerberos: bool = False,
+    kerberos: bool | None = None,
 ) -> dict[str, Any]:
     """Start the daemons, write cluster.toml and cluster.json, return once all answer.
 
@@ -316,8 +316,10 @@ def cluster_up(
     format it, start a ZKFC per NameNode, and return once they elected one active NameNode.
     zookeeper_settings and zkfc_settings override the [zookeeper] and [zkfc] sections (the
     quorum is always the started ZooKeeper's; empty fencing_methods become shell(true)).
-    kerberos: start a KDC first (DIR/kdc), give every daemon a principal and keytab, and
-    make the cluster take Kerberos callers only (design §S.4).
+    kerberos True: start a KDC first (DIR/kdc), give every daemon a principal and keytab,
+    and make the cluster take Kerberos callers only (design §S.4); False: an open cluster
+    (refused for a cluster made with Kerberos); None: as the stopped cluster in directory was
+    made, else open.
     """
     if journalnodes < 1:
         raise LaunchError("a cluster needs at least one JournalNode")
@@ -353,8 +355,7 @@ def cluster_up(
                 f"a cluster in {directory} is running ({', '.join(running)}); "
                 f"stop it first with `qjm cluster down --dir {directory}`"
             )
-    # a cluster made with Kerberos stays so when started again (its KDC database is kept)
-    kerberos = kerberos or (directory / "kdc" / "db" / "stash").exists()
+    kerberos = kerberos_mode(directory, kerberos)
     members = zookeeper_members if zookeeper else 0
     plan = _ports_for(directory, journalnodes, namenodes, members, base_port, datanodes)
     jns: dict[str, JournalNodeConfig] = {}
@@ -434,6 +435,8 @@ def cluster_up(
                 "krb5_conf": str(kdc.krb5_conf),
                 "admin_ccache": str(kdc.directory / ADMIN_CCACHE),
                 "user_ccache": str(kdc.directory / USER_CCACHE),
+                "user_principal": kdc.principal(os_user()),
+                "user_keytab": str(_keytab_of(kdc, os_user())),
             }
             _admin_env.update(kdc.env(), KRB5CCNAME=f"FILE:{kdc.directory / ADMIN_CCACHE}")
         toml_path.write_text(dump_config(cfg))
@@ -546,6 +549,27 @@ def _zookeeper_secret(directory: Path) -> tuple[str, Path]:
 def _keytab_of(kdc: Kdc, name: str) -> Path:
     """Where kdc.add_principal(name) puts name's keytab."""
     return kdc.keytab_dir / f"{name.replace('/', '_').replace('@', '_')}.keytab"
+
+
+def made_with_kerberos(directory: Path) -> bool:
+    """Whether the cluster in directory was made with Kerberos (its KDC database is there)."""
+    return (directory / "kdc" / "db" / "stash").exists()
+
+
+def kerberos_mode(directory: Path, kerberos: bool | None) -> bool:
+    """Whether the cluster in directory starts with Kerberos: as asked, else as it was made.
+
+    A cluster made with Kerberos stays so (its principals, keytabs and ZooKeeper credential
+    are kept): opening it up would hand its files to anyone who claims a name (design §S.4).
+    """
+    made = made_with_kerberos(directory)
+    if kerberos is False and made:
+        raise LaunchError(
+            f"the cluster in {directory} was made with Kerberos (its KDC is in "
+            f"{directory / 'kdc'}) and starts only as a Kerberos cluster; leave out "
+            "--insecure, or make an open cluster in another directory"
+        )
+    return made if kerberos is None else kerberos
 
 
 def _start_kdc(directory: Path) -> tuple[Kdc, SecuritySettings]:

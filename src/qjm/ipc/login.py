@@ -85,12 +85,12 @@ def _admit(protocol: str, principal: str, *, services: ServicePrincipals) -> str
     return admit(protocol, principal, services)
 
 
-def login(
+def client_login(
     settings: SecuritySettings, role: str | None = None, host: str = "", ccache: str = ""
 ) -> ClientSecurity | None:
-    """Log this process in for every IpcClient: role's keytab, or (None) a ticket cache."""
+    """An IpcClient's Kerberos side from role's keytab, or (None) a ticket cache; None under
+    simple auth. Nothing of the process changes but its krb5.conf."""
     if not settings.kerberos:
-        set_client_security(None)
         return None
     use_krb5_conf(settings)
     if role is None:
@@ -99,14 +99,23 @@ def login(
     else:
         principal, keytab = role_principal(settings, role, host or "localhost")
         credentials = initiator_credentials(principal, keytab)
-    security = ClientSecurity(
+    return ClientSecurity(
         credentials=credentials,
         principal=str(KerberosName.parse(principal).in_realm(settings.realm)),
         realm=settings.realm,
         server_principals=server_principals_by_protocol(services_of(settings)),
         layers=layers_of(settings.rpc_protection),
     )
+
+
+def login(
+    settings: SecuritySettings, role: str | None = None, host: str = "", ccache: str = ""
+) -> ClientSecurity | None:
+    """Log this process in for every IpcClient: role's keytab, or (None) a ticket cache."""
+    security = client_login(settings, role, host, ccache)
     set_client_security(security)
+    if security is None:
+        return None
     if role is None:  # a user's command: its HTTP requests carry SPNEGO too
         http.set_http_security(None, _http_login(settings, security))
     return security

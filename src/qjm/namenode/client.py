@@ -14,6 +14,7 @@ from google.protobuf.message import Message
 from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.ipc import IpcClient, RemoteError, RpcConnectionError, RpcError, RpcTimeoutError
 from qjm.ipc.client import CallIds
+from qjm.ipc.sasl import ClientSecurity
 from qjm.namenode import protocols
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import HAServiceProtocol_pb2 as ha
@@ -334,7 +335,14 @@ class NameNodeClient:
 class HAAdminClient:
     """HAServiceProtocol calls to one NameNode (what `hdfs haadmin` sends)."""
 
-    def __init__(self, address: str, *, user: str | None = None, timeout: float = 20.0) -> None:
+    def __init__(
+        self,
+        address: str,
+        *,
+        user: str | None = None,
+        timeout: float = 20.0,
+        security: ClientSecurity | None = None,
+    ) -> None:
         self.address = address
         self.timeout = timeout
         self._client = IpcClient(
@@ -343,6 +351,7 @@ class HAAdminClient:
             user=user,
             connect_timeout_s=min(timeout, 5.0),
             reconnect_attempts=1,
+            security=security,
         )
 
     async def _call(self, method: str, request: Message) -> Any:

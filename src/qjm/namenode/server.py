@@ -83,7 +83,6 @@ HTTP_SHUTDOWN_SECONDS = 2.0
 HTTP_IDLE_TIMEOUT_S = 60.0  # hadoop.http.idle_timeout.ms
 EPOCH_CHECK_S = 1.0  # how often an active asks the JournalNodes whether it was deposed
 JOURNAL_CHECK_S = 2.0  # how often a standby asks whether the shared journal went behind it
-BLOCK_MONITOR_S = 3.0  # how often dead DataNodes, safe mode and re-replication are checked
 
 
 class NameNodeStartupError(QjmError):
@@ -236,9 +235,10 @@ class NameNode:
         raise RetriableError(f"Cannot {method}. Name node is in safe mode.\n{tip}")
 
     async def _block_monitor(self) -> None:
-        """Every BLOCK_MONITOR_S: dead DataNodes, start-up safe mode, re-replication."""
+        """Every redundancy interval: dead DataNodes, start-up safe mode, re-replication."""
+        period_s = self.settings.redundancy_interval_ms / 1000
         while self.ha.state != HAState.STOPPING:
-            await asyncio.sleep(BLOCK_MONITOR_S)  # the check's period, not a synchronization
+            await asyncio.sleep(period_s)  # the check's period, not a synchronization
             try:
                 self.blocks.tick()
             except Exception as e:

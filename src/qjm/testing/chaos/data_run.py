@@ -321,7 +321,7 @@ class DataRun:
             namenodes=2,
             zookeeper=True,
             base_port=base,
-            namenode_settings=NameNodeSettings(block_size=BLOCK),
+            namenode_settings=NameNodeSettings(block_size=BLOCK, redundancy_interval_ms=1000),
             zookeeper_settings=ZooKeeperSettings(session_timeout_ms=3000),
             zkfc_settings=FailoverControllerSettings(
                 fencing_methods="shell(true)",
