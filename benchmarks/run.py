@@ -18,6 +18,7 @@ BENCHMARKS = [
     "benchmarks.nn_blocks",
     "benchmarks.dn_throughput",
     "benchmarks.failover",
+    "benchmarks.security",
     "benchmarks.spark_namespace",
     "benchmarks.spark_ops",
 ]

@@ -1,0 +1,247 @@
+"""What Kerberos costs: the same cluster open and with each hadoop.rpc.protection level.
+
+One run starts, one after another, a cluster of 3 JournalNodes, 1 NameNode (active) and 1
+DataNode open (simple auth) and with Kerberos at `authentication`, `integrity` (every RPC
+frame signed) and `privacy` (every RPC frame encrypted), and measures on each:
+
+- the journal: `qjm journal write` with 1 and with 64 concurrent writers, 200-byte records,
+  on a journal of its own on the cluster's JournalNodes (as the NameNodes' principal);
+- creates/s: create + complete of empty files from 16 connections in this process;
+- block write and read: a 64 MiB file (1 MiB blocks, replication 1) with hdfs-native.
+
+The rows are side by side; each protected level is also given as a share of the open one.
+Block bytes are not under SASL yet (design §S.4), so block rates measure only the
+Kerberos-protected calls to the NameNode around them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import BODY, load_average
+from benchmarks.qjm_write import SUMMARY
+from qjm import runtime
+from qjm.cluster.hadoop_conf import read_site
+from qjm.cluster.launcher import cluster_down, cluster_up
+from qjm.config import NameNodeSettings, load_config
+from qjm.hdfs.proto import hdfs_pb2 as hdfs
+from qjm.ipc import IpcClient
+from qjm.ipc.login import logged_in
+from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
+from qjm.namenode.protocols import CLIENT_PROTOCOL
+
+MODES = ("open", "authentication", "integrity", "privacy")
+JOURNAL_WRITERS = (1, 64)
+JOURNAL_SECONDS = 3.0
+CREATE_CLIENTS = 16
+CREATE_SECONDS = 3.0
+FILE_MIB = 64
+CALL_TIMEOUT_S = 30.0
+
+
+def _qjm(env: dict[str, str], *args: str, timeout: float) -> str:
+    """Run the qjm command with env; its stderr (raises with it on failure)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "qjm", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"qjm {' '.join(args)} failed:\n{done.stderr[-2000:]}")
+    return done.stderr
+
+
+def journal_rates(cluster: dict[str, Any], env: dict[str, str]) -> dict[int, float]:
+    """records/s of `qjm journal write` per writer count, on a journal of its own."""
+    jns = [d["rpc"] for n, d in sorted(cluster.items()) if n.startswith("jn")]
+    uri = f"qjournal://{';'.join(jns)}/bench"
+    conf = ("--uri", uri, "--config", cluster["config"])
+    _qjm(env, "journal", "format", *conf, timeout=60)
+    rates = {}
+    for writers in JOURNAL_WRITERS:
+        err = _qjm(
+            env, "journal", "write", *conf, "--concurrency", str(writers),
+            "--duration", str(JOURNAL_SECONDS), "--size", str(BODY), "--finalize",
+            timeout=JOURNAL_SECONDS + 120,
+        )  # fmt: skip
+        m = SUMMARY.match(err.strip().splitlines()[-1])
+        if not m:
+            raise RuntimeError(f"qjm journal write: unexpected summary {err[-300:]!r}")
+        rates[writers] = int(m.group(1)) / float(m.group(2))
+    return rates
+
+
+async def _creates(address: str) -> float:
+    """create + complete per second from CREATE_CLIENTS connections."""
+    clients = [IpcClient(address, CLIENT_PROTOCOL) for _ in range(CREATE_CLIENTS)]
+    count = 0
+    try:
+        for c in clients:  # connect (and authenticate) before the clock starts
+            await c.call(
+                "getFileInfo", cn.GetFileInfoRequestProto(src="/"), cn.GetFileInfoResponseProto
+            )
+        stop_at = time.perf_counter() + CREATE_SECONDS
+
+        async def loop(k: int) -> None:
+            nonlocal count
+            c, i = clients[k], 0
+            while time.perf_counter() < stop_at:
+                path = f"/bench/c{k}/f{i}"
+                req = cn.CreateRequestProto(
+                    src=path,
+                    masked=hdfs.FsPermissionProto(perm=0o644),
+                    clientName=f"bench-{k}",
+                    createFlag=cn.CREATE,
+                    createParent=True,
+                    replication=1,
+                    blockSize=1 << 20,
+                )
+                r = await c.call("create", req, cn.CreateResponseProto, CALL_TIMEOUT_S)
+                done = cn.CompleteRequestProto(
+                    src=path, clientName=f"bench-{k}", fileId=r.fs.fileId
+                )
+                await c.call("complete", done, cn.CompleteResponseProto, CALL_TIMEOUT_S)
+                i += 1
+                count += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(loop(k) for k in range(CREATE_CLIENTS)))
+        return count / (time.perf_counter() - started)
+    finally:
+        await asyncio.gather(*(c.close() for c in clients))
+
+
+def block_rates(conf_dir: Path) -> tuple[float, float]:
+    """(write, read) MiB/s of one FILE_MIB file through hdfs-native."""
+    import hdfs_native
+
+    config = read_site(conf_dir / "core-site.xml") | read_site(conf_dir / "hdfs-site.xml")
+    client = hdfs_native.Client(config["fs.defaultFS"], config=config)
+    data = os.urandom(FILE_MIB << 20)
+    options = hdfs_native.WriteOptions(block_size=1 << 20, replication=1, create_parent=True)
+    t0 = time.perf_counter()
+    with client.create("/bench/blocks.bin", options) as f:
+        f.write(data)
+    write_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    with client.read("/bench/blocks.bin") as f:
+        back = f.read()
+    read_s = time.perf_counter() - t0
+    if bytes(back) != data:
+        raise RuntimeError("the file read back differs from what was written")
+    return FILE_MIB / write_s, FILE_MIB / read_s
+
+
+def measure_mode(root: Path, mode: str) -> dict[str, float]:
+    """Start the cluster of mode, measure it, stop it."""
+    directory = root / mode
+    cluster = cluster_up(
+        directory,
+        journalnodes=3,
+        namenodes=1,
+        datanodes=1,
+        namenode_settings=NameNodeSettings(block_size=1 << 20, default_replication=1),
+        kerberos=mode != "open",
+        rpc_protection="privacy" if mode == "open" else mode,
+    )
+    saved = {k: os.environ.get(k) for k in ("KRB5CCNAME", "KRB5_CONFIG")}
+    try:
+        env = {**os.environ}
+        kdc = cluster.get("kdc")
+        if kdc:  # the NameNodes' principal: the journal's only caller, and the superuser
+            env |= {"KRB5CCNAME": f"FILE:{kdc['admin_ccache']}", "KRB5_CONFIG": kdc["krb5_conf"]}
+            os.environ.update(KRB5CCNAME=env["KRB5CCNAME"], KRB5_CONFIG=env["KRB5_CONFIG"])
+        journal = journal_rates(cluster, env)
+        settings = load_config(cluster["config"]).security
+        with logged_in(settings, kdc["admin_ccache"] if kdc else ""):
+            creates = runtime.run(_creates(cluster["nn1"]["rpc"]))
+        write, read = block_rates(Path(cluster["hadoop_conf"]))
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        cluster_down(directory)
+    return {
+        "journal_1": journal[1],
+        "journal_64": journal[64],
+        "creates": creates,
+        "block_write": write,
+        "block_read": read,
+    }
+
+
+COLUMNS = (
+    ("journal_1", "journal, 1 writer (records/s)"),
+    ("journal_64", "journal, 64 writers (records/s)"),
+    ("creates", f"creates/s ({CREATE_CLIENTS} clients)"),
+    ("block_write", f"block write (MiB/s, {FILE_MIB} MiB)"),
+    ("block_read", "block read (MiB/s)"),
+)
+
+
+def section(results: dict[str, dict[str, float]], took_s: float, loads: tuple[str, str]) -> str:
+    """The markdown section of one run."""
+    open_ = results["open"]
+    lines = [
+        "## What Kerberos costs (benchmarks.security)",
+        "",
+        f"The same cluster (3 JournalNodes, 1 NameNode, 1 DataNode) open and under Kerberos "
+        f"at each `hadoop.rpc.protection`, one after another in one run ({took_s:.0f} s; "
+        f"load average {loads[0]} before, {loads[1]} after). In brackets: the share of the "
+        "open cluster's rate.",
+        "",
+        "| protection | " + " | ".join(title for _, title in COLUMNS) + " |",
+        "|---" * (len(COLUMNS) + 1) + "|",
+    ]
+    for mode in MODES:
+        row = results[mode]
+        cells = []
+        for key, _ in COLUMNS:
+            share = f" ({row[key] / open_[key]:.0%})" if mode != "open" and open_[key] else ""
+            cells.append(f"{row[key]:,.0f}{share}" if row[key] >= 10 else f"{row[key]:.1f}{share}")
+        lines.append(f"| {mode} | " + " | ".join(cells) + " |")
+    worst = min(
+        (results[m][k] / open_[k], m, title) for m in MODES[1:] for k, title in COLUMNS if open_[k]
+    )
+    lines += [
+        "",
+        f"The largest cost measured: {worst[2]} under {worst[1]}, at {worst[0]:.0%} of the "
+        "open rate. Block bytes themselves travel without SASL (design §S.4), so the block "
+        "columns show only the protected NameNode calls around them.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def measure() -> dict[str, dict[str, float]]:
+    """Every mode, in one run."""
+    root = Path(tempfile.mkdtemp(prefix="qjm-bench-security-"))
+    try:
+        return {mode: measure_mode(root, mode) for mode in MODES}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def run() -> str:
+    """The section for docs/benchmarks.md."""
+    before = load_average()
+    started = time.monotonic()
+    results = measure()
+    return section(results, time.monotonic() - started, (before, load_average()))
+
+
+if __name__ == "__main__":
+    print(run())
