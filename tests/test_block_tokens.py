@@ -11,10 +11,17 @@ import tomllib
 import pytest
 
 from qjm.cluster.hadoop_conf import hdfs_site
-from qjm.config import ClusterConfig, SecuritySettings, config_from_dict, dump_config
+from qjm.config import (
+    ClusterConfig,
+    DataNodeSettings,
+    SecuritySettings,
+    config_from_dict,
+    dump_config,
+)
 from qjm.datanode.block_keys import BlockPoolKeys
 from qjm.errors import ConfigError
 from qjm.hdfs import datanode_protocol as wire
+from qjm.namenode.block_service import NameNodeBlocks
 from qjm.namenode.block_tokens import BlockTokenSecretManager, key_id_range, next_serial
 from qjm.security.block_token import (
     AccessMode,
@@ -299,3 +306,30 @@ def test_key_intervals_must_be_positive() -> None:
     with pytest.raises(ConfigError, match="block_token_lifetime_min"):
         SecuritySettings(block_token_lifetime_min=0)
     assert ClusterConfig().security.block_key_update_interval_min == 600
+
+
+# ---- the NameNode hands its keys out ----------------------------------------------------
+
+
+async def test_keys_go_out_at_registration_and_after_each_roll_once() -> None:
+    clock = Clock()
+    nn = _manager(0, clock)
+    ns = wire.NamespaceInfo(POOL, wire.StorageInfo(-66, 4242, "CID-1", 0))
+    blocks = NameNodeBlocks(lambda: ns, lambda: None, DataNodeSettings(), block_size=1 << 20)
+    blocks.tokens = nn
+    reg = wire.DatanodeRegistration(
+        wire.DatanodeId("127.0.0.1", "localhost", "dn-uuid-1", 9866, 9864, 9867), ns.storage
+    )
+    taken = await blocks.register_datanode(reg)
+    assert taken.keys == nn.export()
+    facts = wire.HeartbeatFacts(())
+
+    async def key_updates() -> list[wire.DatanodeCommand]:
+        commands = await blocks.handle_heartbeat(reg, facts)
+        return [c for c in commands if isinstance(c, wire.KeyUpdateCommand)]
+
+    assert await key_updates() == []
+    clock.now += 600 * 60_000
+    assert await key_updates() == [wire.KeyUpdateCommand(nn.export())]
+    assert nn.generation == 1
+    assert await key_updates() == []  # the DataNode has them now
