@@ -64,7 +64,9 @@ def test_update_from_heartbeat(
         # registration is per NameNode: obeyed from a standby too
         (ActiveClaims("nn1", 5), "nn2", "register", Disposition.REREGISTER),
         (NONE, "nn1", "register", Disposition.REREGISTER),
-        (ActiveClaims("nn1", 5), "nn2", "key_update", Disposition.IGNORE),
+        # block keys from every NameNode, the standby's too (design §S.9)
+        (ActiveClaims("nn1", 5), "nn2", "key_update", Disposition.KEYS),
+        (NONE, "nn1", "key_update", Disposition.KEYS),
         (ActiveClaims("nn1", 5), "nn1", "BalancerBandwidthCommand", Disposition.UNSUPPORTED),
         (ActiveClaims("nn1", 5), "nn2", "BalancerBandwidthCommand", Disposition.DROP_STANDBY),
     ],

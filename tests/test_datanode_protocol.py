@@ -54,6 +54,7 @@ from qjm.ipc import IpcClient, IpcServer, RemoteError
 from qjm.ipc.server import CallContext
 from qjm.namenode.datanode_rpc import ServiceHAStatus, datanode_methods
 from qjm.namenode.types import HAState as NameNodeHAState
+from qjm.security.block_token import ExportedKeys
 from qjm.testing.wait import wait_until_async
 
 POOL = "BP-1-127.0.0.1-1700000000000"
@@ -186,6 +187,7 @@ class FakeFacts:
 @dataclass
 class FakeHandler:
     taken: list[DatanodeCommand] = field(default_factory=list)
+    keys: list[tuple[str, ExportedKeys]] = field(default_factory=list)
 
     async def transfer(self, command: TransferCommand) -> None:
         self.taken.append(command)
@@ -198,6 +200,9 @@ class FakeHandler:
 
     async def finalize(self, command: FinalizeCommand) -> None:
         self.taken.append(command)
+
+    def add_block_keys(self, pool_id: str, keys: ExportedKeys) -> None:
+        self.keys.append((pool_id, keys))
 
 
 class FakeNameNode:

@@ -216,6 +216,105 @@ def test_the_genuine_client_works_through_a_failover(
     assert r.returncode == 0, r.stderr[-2000:]
 
 
+def located(cluster: dict[str, Any], cfg: Any, path: str) -> Any:
+    """The first LocatedBlockProto of path, from the active NameNode, asked with the user's
+    ticket."""
+    from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
+    from qjm.namenode.protocols import CLIENT_PROTOCOL
+
+    active = wait_single_active_secure(cluster, cfg)
+
+    async def ask() -> Any:
+        client = IpcClient(namenode_addresses(cluster)[active], CLIENT_PROTOCOL)
+        try:
+            request = cn.GetBlockLocationsRequestProto(src=path, offset=0, length=1 << 40)
+            answer = await client.call(
+                "getBlockLocations", request, cn.GetBlockLocationsResponseProto, timeout=20
+            )
+        finally:
+            await client.close()
+        return answer.locations.blocks[0]
+
+    with logged_in(cfg.security, cluster["kdc"]["user_ccache"]):
+        return asyncio.run(ask())
+
+
+def test_block_tokens_survive_a_failover_and_a_strangers_are_refused(
+    cluster: dict[str, Any], shell: FsShellSession, tmp_path: Path
+) -> None:
+    """Design §S.9: after the failover the new active's tokens read (the DataNodes hold
+    its keys); an empty, a forged, another block's token, and a READ token used to append,
+    are each refused ERROR_ACCESS_TOKEN and the replica is unchanged."""
+    from qjm.datanode import transfer_client as tc
+    from qjm.hdfs.proto import datatransfer_pb2 as dt
+    from qjm.namenode.block_tokens import key_id_range
+    from qjm.security.block_token import AccessMode, Token, decode_identifier
+
+    cfg = load_config(cluster["config"])
+    assert cfg.security.block_tokens
+    payload = bytes(range(256)) * 40
+    for name in ("tokens.bin", "other.bin"):
+        (tmp_path / name).write_bytes(payload)
+        r = shell("-put", "-f", str(tmp_path / name), f"/secure/{name}")
+        assert r.returncode == 0, r.stderr[-2000:]
+    lb, other = (
+        located(cluster, cfg, "/secure/tokens.bin"),
+        located(cluster, cfg, "/secure/other.bin"),
+    )
+    ident = decode_identifier(lb.blockToken.identifier)
+    assert lb.blockToken.kind == "HDFS_BLOCK_TOKEN" and ident.modes == {AccessMode.READ}
+    active = wait_single_active_secure(cluster, cfg)
+    start, size = key_id_range(list(cfg.namenodes).index(active), len(cfg.namenodes))
+    assert start <= ident.key_id < start + size  # signed by the active, after the failover
+    # each DataNode holds keys of both NameNodes, each in its NameNode's range
+    code, body = curl(
+        cluster, cluster["kdc"]["user_ccache"], f"http://{http_of(cluster, 'datanode')}/status"
+    )
+    assert code == 200, body[:500]
+    held = [k for ids in json.loads(body)["block_keys"].values() for k in ids]
+    for index in range(len(cfg.namenodes)):
+        first, n = key_id_range(index, len(cfg.namenodes))
+        assert any(first <= k < first + n for k in held), (index, held)
+    block = tc.block_from_proto(lb.b)
+    node = lb.locs[0]
+
+    def token(t: Any) -> Token:
+        return Token(t.identifier, t.password, t.kind, t.service)
+
+    def read(t: Token | None) -> bytes:
+        return asyncio.run(tc.read_block(node, block, 0, len(payload), token=t, timeout_s=20))
+
+    good = token(lb.blockToken)
+    assert read(good) == payload
+    forged = Token(good.identifier, bytes([good.password[0] ^ 1]) + good.password[1:])
+    for stranger, said in (
+        (None, "Unable to de-serialize block token identifier"),
+        (forged, "doesn't have the correct token password"),
+        (token(other.blockToken), "doesn't apply to block"),
+    ):
+        with pytest.raises(tc.BlockReadError, match="ERROR_ACCESS_TOKEN") as err:
+            read(stranger)
+        assert said in str(err.value)
+
+    async def append_with_a_read_token() -> None:
+        await tc.PipelineWriter.open(
+            [node],
+            block,
+            client_name="stranger",
+            stage=tc.Stage.PIPELINE_SETUP_APPEND,
+            latest_generation_stamp=block.generation_stamp + 1,
+            offset=len(payload),
+            timeout_s=20,
+            token=good,
+        )
+
+    with pytest.raises(tc.BlockWriteError, match="doesn't have WRITE permission") as werr:
+        asyncio.run(append_with_a_read_token())
+    assert werr.value.status == dt.ERROR_ACCESS_TOKEN
+    assert read(good) == payload  # unchanged: same bytes, same generation stamp
+    assert tc.block_from_proto(located(cluster, cfg, "/secure/tokens.bin").b) == block
+
+
 def curl(cluster: dict[str, Any], ccache: str | None, *args: str) -> tuple[int, str]:
     """curl's HTTP status and body: with --negotiate and ccache's ticket, or without Kerberos."""
     env = {**os.environ, "KRB5_CONFIG": cluster["kdc"]["krb5_conf"]}

@@ -20,12 +20,15 @@ import pytest
 from memory_replicas import MemReader, MemStore, MemWriter
 from qjm.datanode import transfer_client as tc
 from qjm.datanode import transfer_io as tio
+from qjm.datanode.block_keys import BlockPoolKeys
 from qjm.datanode.replica_store import ExtendedBlock, ReplicaReader, ReplicaWriter
 from qjm.datanode.xceiver import DataXceiverServer, XceiverLimits
 from qjm.hdfs import checksum
 from qjm.hdfs import datatransfer as codec
 from qjm.hdfs.proto import datatransfer_pb2 as dt
 from qjm.hdfs.proto import hdfs_pb2
+from qjm.namenode.block_tokens import BlockTokenSecretManager
+from qjm.security.block_token import AccessMode, Token
 from qjm.testing.wait import wait_until_async
 
 POOL = "BP-1-127.0.0.1-1"
@@ -396,3 +399,49 @@ async def test_no_ack_goes_up_before_the_middle_node_holds_the_bytes(nodes: list
     assert await asyncio.wait_for(pipeline.flush(), 10) == len(data)
     await pipeline.close()
     assert bytes(gated.replicas[block.block_id].data) == data
+
+
+async def test_block_tokens_are_checked_on_every_op_and_copies_carry_the_nodes_own() -> None:
+    """Design §S.9: with keys, a pipeline write, a read, a checksum and a transfer pass with
+    the NameNode's tokens (the transfer's copy with the source's own WRITE token); a READ
+    token used to write, or an empty one, is refused ERROR_ACCESS_TOKEN and stores nothing."""
+    nn = BlockTokenSecretManager(
+        nn_index=0, num_nns=1, key_update_interval_ms=60_000, token_lifetime_ms=60_000
+    )
+    made = []
+    for i in range(3):
+        keys = BlockPoolKeys()
+        keys.add(POOL, nn.export())
+        node = Node(f"dn{i}")
+        node.server.keys = keys
+        await node.server.start()
+        made.append(node)
+    try:
+        a, b, c = made
+
+        def token(block_id: int, *modes: AccessMode) -> Token:
+            return nn.token("alice", POOL, block_id, modes)
+
+        data = _data(70_000, 3)
+        block = await tc.write_block(
+            [a.info, b.info], _block(41), data, token=token(41, AccessMode.WRITE)
+        )
+        read = token(41, AccessMode.READ)
+        assert await tc.read_block(b.info, block, 0, len(data), token=read) == data
+        assert (await tc.block_checksum(a.info, block, token=read)).crcPerBlock > 0
+        await tc.transfer_block(a.info, block, [c.info], token=token(41, AccessMode.COPY))
+        assert bytes(c.store.replicas[41].data) == data  # c took a's own WRITE token
+        with pytest.raises(tc.BlockWriteError, match="doesn't have WRITE permission") as err:
+            await tc.write_block(
+                [a.info, b.info], _block(42), data, token=token(42, AccessMode.READ)
+            )
+        assert err.value.first_bad_link == tio.xfer_name(a.info)
+        with pytest.raises(tc.BlockReadError, match="ERROR_ACCESS_TOKEN.*Unable to de-serialize"):
+            await tc.read_block(a.info, block, 0, 10)
+        with pytest.raises(tc.BlockWriteError, match="ERROR_ACCESS_TOKEN.*COPY permission"):
+            await tc.transfer_block(a.info, block, [c.info], token=read)
+        assert 42 not in a.store.replicas and 42 not in b.store.replicas
+        assert a.server.metrics.token_refusals == 3
+    finally:
+        for node in made:
+            await node.server.stop()

@@ -435,9 +435,16 @@ class SecuritySettings:
     # hadoop.rpc.protection: authentication, integrity (each frame signed) or privacy (each
     # frame encrypted), or a comma-separated list a server offers (design §S.8)
     rpc_protection: str = "authentication"
+    # dfs.block.access.token.enable (design §S.9); unset: on under kerberos, off under simple
+    block_access_token: bool | None = None
+    block_key_update_interval_min: int = 600  # dfs.block.access.key.update.interval
+    block_token_lifetime_min: int = 600  # dfs.block.access.token.lifetime
 
     def __post_init__(self) -> None:
         """Refuse an unknown mode, or Kerberos without a realm, naming the key."""
+        for key in ("block_key_update_interval_min", "block_token_lifetime_min"):
+            if getattr(self, key) <= 0:
+                raise ConfigError(f"security.{key}: must be positive, got {getattr(self, key)}")
         if self.authentication not in AUTHENTICATIONS:
             raise ConfigError(
                 f"security.authentication: {self.authentication!r} is not one of "
@@ -457,6 +464,11 @@ class SecuritySettings:
     def kerberos(self) -> bool:
         """Whether callers authenticate with Kerberos."""
         return self.authentication == "kerberos"
+
+    @property
+    def block_tokens(self) -> bool:
+        """Whether NameNodes issue, and DataNodes check, block access tokens (design §S.9)."""
+        return self.kerberos if self.block_access_token is None else self.block_access_token
 
 
 @dataclass(frozen=True)
@@ -585,7 +597,7 @@ def _build(cls: type, section: str, table: Any, extra: dict[str, Any] | None = N
             raise ConfigError(
                 f"unknown key {section}.{key} (known keys: {', '.join(sorted(known))})"
             )
-        want = {"int": int, "bool": bool, "str": str}[str(f.type)]
+        want = {"int": int, "bool": bool, "bool | None": bool, "str": str}[str(f.type)]
         values[key] = _typed(section, key, value, want)
     missing = [
         f.name
@@ -743,7 +755,11 @@ def dump_config(cfg: ClusterConfig) -> str:
     for section in ("zookeeper", "zkfc", "datanode", "security"):
         settings = getattr(cfg, section)
         lines += ["", f"[{section}]"]
-        lines += [f"{f.name} = {_toml_value(getattr(settings, f.name))}" for f in fields(settings)]
+        lines += [
+            f"{f.name} = {_toml_value(getattr(settings, f.name))}"
+            for f in fields(settings)
+            if getattr(settings, f.name) is not None  # unset: its default follows others
+        ]
     for dn in cfg.datanodes.values():
         lines += ["", f"[datanodes.{dn.name}]"]
         lines += [

@@ -98,6 +98,7 @@ def hdfs_site(cfg: ClusterConfig) -> dict[str, str]:
         **FAST_FAILOVER,
     }
     sec = cfg.security
+    props["dfs.block.access.token.enable"] = str(sec.block_tokens).lower()  # design §S.9
     if sec.kerberos:  # the principals clients expect of each server (design §S.4)
         for key, pattern in (
             ("dfs.namenode.kerberos.principal", sec.namenode_principal),

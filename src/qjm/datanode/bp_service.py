@@ -14,6 +14,7 @@ Protocols the DataNode daemon implements.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 import time
@@ -69,6 +70,7 @@ from qjm.hdfs.datanode_protocol import (
 from qjm.hdfs.proto import DatanodeProtocol_pb2 as dnp
 from qjm.hdfs.proto import HdfsServer_pb2 as srv
 from qjm.ipc import IpcClient, RemoteError, RpcError
+from qjm.security.block_token import ExportedKeys
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +118,10 @@ class CommandHandler(Protocol):
 
     async def finalize(self, command: FinalizeCommand) -> None:
         """Finalize the block pool's upgrade."""
+        ...
+
+    def add_block_keys(self, pool_id: str, keys: ExportedKeys) -> None:
+        """Take a NameNode's block keys (design §S.9), from any NameNode."""
         ...
 
 
@@ -355,7 +361,9 @@ class BPOfferService:
         disposition = command_disposition(self.claims, actor.name, kind)
         if disposition == Disposition.REREGISTER:
             raise _Reregister()
-        if disposition == Disposition.IGNORE:
+        if disposition == Disposition.KEYS:
+            assert isinstance(command, KeyUpdateCommand)
+            self.take_keys(actor, command.keys)
             return
         if disposition == Disposition.DROP_STANDBY:
             self.counters.add("commands_dropped_not_active")
@@ -396,6 +404,15 @@ class BPOfferService:
                 describe_error(e),
                 exc_info=not isinstance(e, QjmError),
             )
+
+    def take_keys(self, actor: BPServiceActor, keys: ExportedKeys | None) -> None:
+        """A NameNode's block keys, from its registration or a KeyUpdateCommand."""
+        ns = self.namespace
+        if keys is None or ns is None:
+            return
+        self.counters.add("key_updates")
+        log.info("block keys from NameNode %s (current key %d)", actor.name, keys.current.key_id)
+        self.handler.add_block_keys(ns.block_pool_id, keys)
 
     def status(self) -> dict[str, Any]:
         """The pool, the obeyed NameNode, counters and each actor's state (for /status)."""
@@ -590,7 +607,9 @@ class BPServiceActor:
             if e.class_name in _FATAL_REMOTE:
                 raise ActorFailedError(e.brief) from None
             raise
-        self.registration = wire.registration_from_proto(reply.registration)
+        taken = wire.registration_from_proto(reply.registration)
+        self.bpos.take_keys(self, taken.keys)  # HDFS's registrationSucceeded
+        self.registration = dataclasses.replace(taken, keys=None)  # not sent back
         self.counters.add("registrations")
         self.state = "running"
         self._report_wanted = True  # HDFS schedules a full report after each registration

@@ -62,7 +62,7 @@ class Disposition(Enum):
 
     EXECUTE = "execute"  # hand it to the command handler
     REREGISTER = "reregister"  # register again with the NameNode that sent it
-    IGNORE = "ignore"  # nothing to do (block keys: qjm has no block tokens)
+    KEYS = "keys"  # block keys: taken from any NameNode (design §S.9)
     DROP_STANDBY = "drop_standby"  # from a NameNode not obeyed now: dropped and counted
     UNSUPPORTED = "unsupported"  # a kind qjm's DataNode does not carry out: logged
 
@@ -75,12 +75,13 @@ def command_disposition(claims: ActiveClaims, namenode: str, kind: str) -> Dispo
     """What to do with a command of kind from namenode (HDFS's processCommandFromActor).
 
     A register command is obeyed from any NameNode (registration is per NameNode) and key
-    updates are harmless from any; block commands only from the obeyed active.
+    updates are taken from any (a DataNode keeps every NameNode's keys, design §S.9); block
+    commands only from the obeyed active.
     """
     if kind == "register":
         return Disposition.REREGISTER
     if kind == "key_update":
-        return Disposition.IGNORE
+        return Disposition.KEYS
     if claims.active != namenode:
         return Disposition.DROP_STANDBY
     if kind in BLOCK_KINDS:

@@ -29,6 +29,7 @@ from qjm.config import ClusterConfig, DataNodeConfig, format_address, parse_addr
 from qjm.datanode import block_recovery as brec
 from qjm.datanode import replica_store as rs
 from qjm.datanode import transfer_client as tc
+from qjm.datanode.block_keys import BlockPoolKeys
 from qjm.datanode.block_scanner import BlockScanner, ScanSettings
 from qjm.datanode.bp_service import BPOfferService, namenode_addresses, settings_from_config
 from qjm.datanode.client_datanode_rpc import ReplicaLengths, client_datanode_methods
@@ -63,6 +64,7 @@ from qjm.ipc import IpcClient, IpcServer
 from qjm.ipc.metrics import rpc_families
 from qjm.ipc.server import ipc_limit_keys
 from qjm.runtime import stop_on_signals, write_ready_file
+from qjm.security.block_token import AccessMode, ExportedKeys
 from qjm.security.http import server_middlewares
 
 log = logging.getLogger(__name__)
@@ -157,6 +159,8 @@ class DataNode:
         self.disk = DiskPool(disk_threads)
         self.dataset: FsDataset | None = None
         self.store: FsReplicaStore | None = None
+        # every NameNode's block keys when block tokens are on (design §S.9)
+        self.block_keys = BlockPoolKeys() if cfg.security.block_tokens else None
         self.xceiver = DataXceiverServer(
             _PoolStore(self),
             limits=XceiverLimits(
@@ -167,6 +171,7 @@ class DataNode:
             ),
             on_block_received=self._block_received,
             name=dn.name,
+            keys=self.block_keys,
         )
         self.bpos = BPOfferService(
             namenode_addresses(cfg), self, self, settings_from_config(self.settings)
@@ -525,7 +530,13 @@ class DataNode:
                 try:
                     replica = await store.open_reader(block)
                     try:
-                        await tc.send_replica(info, replica, client_name="", timeout_s=timeout_s)
+                        await tc.send_replica(
+                            info,
+                            replica,
+                            client_name="",
+                            timeout_s=timeout_s,
+                            token=self.xceiver.dn_token(block, AccessMode.WRITE),
+                        )
                     finally:
                         await replica.close()
                     self.counts["blocks_transferred"] += 1
@@ -539,6 +550,11 @@ class DataNode:
                     log.warning("transfer of %s failed: %s", block, describe_error(e))
                 finally:
                     self.xmits_in_progress -= 1
+
+    def add_block_keys(self, pool_id: str, keys: ExportedKeys) -> None:
+        """A NameNode's block keys (design §S.9); ignored with block tokens off."""
+        if self.block_keys is not None:
+            self.block_keys.add(pool_id, keys)
 
     async def recover(self, command: RecoveryCommand) -> None:
         """Run each block's recovery as its primary, in the background (design §B.16)."""
@@ -660,6 +676,12 @@ class DataNode:
                 "ops": dict(self.xceiver.metrics.ops),
             },
             "counts": dict(self.counts),
+            # design §S.9: the block keys held, by pool (null: block tokens off)
+            "block_keys": (
+                None
+                if self.block_keys is None
+                else {p: self.block_keys.key_ids(p) for p in self.block_keys.pools()}
+            ),
         }
 
 
@@ -794,6 +816,7 @@ class _DataNodeCollector(Collector):
             ),
             ("transfers_failed", node.counts["transfers_failed"], "DNA_TRANSFER sends that failed"),
             ("checksum_errors", m.checksum_errors, "Packets refused for a checksum mismatch"),
+            ("block_token_refusals", m.token_refusals, "Ops refused for their block token"),
             ("blocks_verified", scan["blocks_scanned"], "Replicas the block scanner checked"),
             ("scanner_bytes", scan["bytes_scanned"], "Bytes the block scanner checked"),
             ("scanner_corrupt", scan["corrupt_found"], "Corrupt replicas the scanner found"),

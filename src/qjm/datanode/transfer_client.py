@@ -19,8 +19,10 @@ from qjm.datanode.block_sender import PACKET_DATA_BYTES, chunks_per_packet, send
 from qjm.datanode.replica_store import ExtendedBlock, ReplicaReader
 from qjm.hdfs import checksum
 from qjm.hdfs import datatransfer as codec
-from qjm.hdfs.proto import Security_pb2, hdfs_pb2
+from qjm.hdfs.datanode_protocol import token_to_proto
 from qjm.hdfs.proto import datatransfer_pb2 as dt
+from qjm.hdfs.proto import hdfs_pb2
+from qjm.security.block_token import Token
 
 Stage = dt.OpWriteBlockProto.BlockConstructionStage
 MAX_PACKETS_IN_FLIGHT = 80  # Hadoop's dfs.client.write.max-packets-in-flight
@@ -62,18 +64,18 @@ def block_from_proto(proto: hdfs_pb2.ExtendedBlockProto) -> ExtendedBlock:
     return ExtendedBlock(proto.poolId, proto.blockId, proto.generationStamp, proto.numBytes)
 
 
-def _empty_token() -> Security_pb2.TokenProto:
-    return Security_pb2.TokenProto(identifier=b"", password=b"", kind="", service="")
+def base_header(block: ExtendedBlock, token: Token | None = None) -> dt.BaseHeaderProto:
+    """The BaseHeaderProto of an op on block, with its block token (design §S.9)."""
+    return dt.BaseHeaderProto(block=block_proto(block), token=token_to_proto(token))
 
 
-def base_header(block: ExtendedBlock) -> dt.BaseHeaderProto:
-    """The BaseHeaderProto of an op on block (an empty token: no security)."""
-    return dt.BaseHeaderProto(block=block_proto(block), token=_empty_token())
-
-
-def client_header(block: ExtendedBlock, client_name: str) -> dt.ClientOperationHeaderProto:
+def client_header(
+    block: ExtendedBlock, client_name: str, token: Token | None = None
+) -> dt.ClientOperationHeaderProto:
     """The ClientOperationHeaderProto of an op on block."""
-    return dt.ClientOperationHeaderProto(baseHeader=base_header(block), clientName=client_name)
+    return dt.ClientOperationHeaderProto(
+        baseHeader=base_header(block, token), clientName=client_name
+    )
 
 
 def write_block_op(
@@ -88,10 +90,11 @@ def write_block_op(
     max_bytes: int = 0,
     bytes_per_checksum: int = codec.BYTES_PER_CHECKSUM,
     source: hdfs_pb2.DatanodeInfoProto | None = None,
+    token: Token | None = None,
 ) -> dt.OpWriteBlockProto:
     """An OpWriteBlockProto; downstream are the nodes after the one it is sent to."""
     op = dt.OpWriteBlockProto(
-        header=client_header(block, client_name),
+        header=client_header(block, client_name, token),
         targets=list(downstream),
         stage=stage,  # type: ignore[arg-type]
         pipelineSize=pipeline_size,
@@ -177,6 +180,7 @@ class PipelineWriter:
         bytes_per_checksum: int = codec.BYTES_PER_CHECKSUM,
         timeout_s: float = 60.0,
         packet_data_bytes: int = PACKET_DATA_BYTES,
+        token: Token | None = None,
     ) -> PipelineWriter:
         """Connect to targets[0] and set the pipeline up; BlockWriteError names a bad node."""
         if not targets:
@@ -203,6 +207,7 @@ class PipelineWriter:
             min_bytes=offset,
             max_bytes=offset,
             bytes_per_checksum=bytes_per_checksum,
+            token=token,
         )
         try:
             writer.write(codec.encode_op(codec.Op.WRITE_BLOCK, op))
@@ -352,10 +357,11 @@ async def write_block(
     *,
     client_name: str = "qjm-client",
     timeout_s: float = 60.0,
+    token: Token | None = None,
 ) -> ExtendedBlock:
     """Write a whole new block through the pipeline of targets; the finalized block."""
     pipeline = await PipelineWriter.open(
-        targets, block, client_name=client_name, timeout_s=timeout_s
+        targets, block, client_name=client_name, timeout_s=timeout_s, token=token
     )
     try:
         await pipeline.write(data)
@@ -374,12 +380,13 @@ async def read_block(
     client_name: str = "qjm-client",
     verify: bool = True,
     timeout_s: float = 60.0,
+    token: Token | None = None,
 ) -> bytes:
     """length bytes of block from offset, read from node with their sums verified."""
     reader, writer = await connect(node, timeout_s)
     try:
         op = dt.OpReadBlockProto(
-            header=client_header(block, client_name),
+            header=client_header(block, client_name, token),
             offset=offset,
             len=length,
             sendChecksums=verify,
@@ -436,12 +443,16 @@ async def read_block(
 
 
 async def block_checksum(
-    node: hdfs_pb2.DatanodeInfoProto, block: ExtendedBlock, *, timeout_s: float = 60.0
+    node: hdfs_pb2.DatanodeInfoProto,
+    block: ExtendedBlock,
+    *,
+    timeout_s: float = 60.0,
+    token: Token | None = None,
 ) -> dt.OpBlockChecksumResponseProto:
     """The DataNode's MD5-of-CRC32C checksum of its replica of block."""
     reader, writer = await connect(node, timeout_s)
     try:
-        op = dt.OpBlockChecksumProto(header=base_header(block))
+        op = dt.OpBlockChecksumProto(header=base_header(block, token))
         writer.write(codec.encode_op(codec.Op.BLOCK_CHECKSUM, op))
         await asyncio.wait_for(writer.drain(), timeout_s)
         resp = await asyncio.wait_for(tio.read_response(reader, "BLOCK_CHECKSUM answer"), timeout_s)
@@ -462,12 +473,13 @@ async def transfer_block(
     *,
     client_name: str = "qjm-client",
     timeout_s: float = 60.0,
+    token: Token | None = None,
 ) -> None:
     """Ask node to copy its replica of block to targets (TRANSFER_BLOCK)."""
     reader, writer = await connect(node, timeout_s)
     try:
         op = dt.OpTransferBlockProto(
-            header=client_header(block, client_name),
+            header=client_header(block, client_name, token),
             targets=list(targets),
             targetStorageTypes=[hdfs_pb2.DISK] * len(targets),
         )
@@ -490,9 +502,11 @@ async def send_replica(
     *,
     client_name: str,
     timeout_s: float = 60.0,
+    token: Token | None = None,
 ) -> None:
     """Copy an open replica to target (HDFS's DataTransfer): WRITE_BLOCK with a TRANSFER
-    stage, the packets, and the target's close ack when a client asked for it."""
+    stage and the WRITE token the sender signed, the packets, and the target's close ack
+    when a client asked for it."""
     block = replica.block
     length = replica.visible_length
     stage = Stage.TRANSFER_FINALIZED if replica.finalized else Stage.TRANSFER_RBW
@@ -508,6 +522,7 @@ async def send_replica(
             min_bytes=length,
             max_bytes=length,
             bytes_per_checksum=replica.bytes_per_checksum,
+            token=token,
         )
         writer.write(codec.encode_op(codec.Op.WRITE_BLOCK, op))
         await send_range(writer, replica, 0, length, timeout_s=timeout_s)

@@ -3,7 +3,8 @@
 One asyncio task per connection serves ops until the peer closes or idles (design §B.3):
 WRITE_BLOCK with its pipeline (BlockReceiver and PacketResponder, design §B.4),
 READ_BLOCK, BLOCK_CHECKSUM and TRANSFER_BLOCK. Every read from a peer has a deadline and a
-bounded length, and the server holds at most max_connections connections.
+bounded length, and the server holds at most max_connections connections. With block
+tokens on, every op's token is checked before anything is opened (design §S.9).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 
 from qjm.datanode import transfer_client as tc
 from qjm.datanode import transfer_io as tio
+from qjm.datanode.block_keys import BlockPoolKeys
 from qjm.datanode.block_sender import send_range
 from qjm.datanode.replica_store import (
     ExtendedBlock,
@@ -32,12 +34,22 @@ from qjm.hdfs import checksum
 from qjm.hdfs import datatransfer as codec
 from qjm.hdfs.proto import datatransfer_pb2 as dt
 from qjm.hdfs.proto import hdfs_pb2
+from qjm.security.block_token import AccessMode, InvalidBlockTokenError, Token
 
 log = logging.getLogger(__name__)
 
 Stage = dt.OpWriteBlockProto.BlockConstructionStage
 _TRANSFER_STAGES = (Stage.TRANSFER_RBW, Stage.TRANSFER_FINALIZED)
 MAX_BYTES_PER_CHECKSUM = 1024 * 1024
+# the access each op needs (HDFS's DataXceiver.checkAccess calls)
+OP_MODES = {
+    codec.Op.READ_BLOCK: AccessMode.READ,
+    codec.Op.BLOCK_CHECKSUM: AccessMode.READ,
+    codec.Op.WRITE_BLOCK: AccessMode.WRITE,
+    codec.Op.TRANSFER_BLOCK: AccessMode.COPY,
+    codec.Op.COPY_BLOCK: AccessMode.COPY,
+    codec.Op.REPLACE_BLOCK: AccessMode.REPLACE,
+}
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,7 @@ class XceiverMetrics:
     bytes_read: int = 0
     checksum_errors: int = 0
     bad_requests: int = 0
+    token_refusals: int = 0  # ops refused ERROR_ACCESS_TOKEN (design §S.9)
     ops: dict[str, int] = field(default_factory=dict)
 
 
@@ -90,8 +103,10 @@ class DataXceiverServer:
         limits: XceiverLimits | None = None,
         on_block_received: BlockReceivedHook | None = None,
         name: str = "datanode",
+        keys: BlockPoolKeys | None = None,
     ) -> None:
         self.store = store
+        self.keys = keys  # None: block tokens off, nothing checked (design §S.9)
         self.limits = limits or XceiverLimits()
         self.on_block_received = on_block_received
         self.name = name
@@ -195,6 +210,8 @@ class DataXceiverServer:
             await self._reply(writer, dt.ERROR_UNSUPPORTED, f"{op.name} is not served by qjm")
             return False
         message = codec.parse_message(cls, body, f"{op.name} request")
+        if not await self._check_token(op, message, writer):
+            return False
         try:
             if op == codec.Op.READ_BLOCK:
                 assert isinstance(message, dt.OpReadBlockProto)
@@ -214,6 +231,58 @@ class DataXceiverServer:
             log.info("%s: %s refused: %s", self.name, op.name, exc)
             await self._reply(writer, exc.status, str(exc))
             return False
+
+    async def _check_token(
+        self, op: codec.Op, message: object, writer: asyncio.StreamWriter
+    ) -> bool:
+        """Whether the op's block token grants its access (always, with tokens off); a
+        refusal is answered ERROR_ACCESS_TOKEN, as HDFS's DataXceiver.checkAccess: a write
+        names this node as the first bad link, a DataNode's write gets no answer."""
+        if self.keys is None:
+            return True
+        mode = OP_MODES[op]
+        if isinstance(message, dt.OpBlockChecksumProto):
+            base = message.header
+        else:
+            assert isinstance(
+                message, dt.OpReadBlockProto | dt.OpWriteBlockProto | dt.OpTransferBlockProto
+            )
+            base = message.header.baseHeader
+        block = tc.block_from_proto(base.block)
+        t = base.token
+        try:
+            self.keys.check(
+                Token(t.identifier, t.password, t.kind, t.service),
+                block.pool_id,
+                block.block_id,
+                str(block),
+                mode,
+            )
+            return True
+        except InvalidBlockTokenError as exc:
+            self.metrics.token_refusals += 1
+            peer = writer.get_extra_info("peername")
+            log.warning(
+                "%s: block token verification failed: op=%s, remoteAddress=%s, message=%s",
+                self.name,
+                op.name,
+                peer,
+                exc,
+            )
+            if isinstance(message, dt.OpWriteBlockProto) and not message.header.clientName:
+                return False
+            first_bad = ""
+            if mode == AccessMode.WRITE:
+                host, port = writer.get_extra_info("sockname")[:2]
+                first_bad = f"{host}:{port}"
+            await self._reply(writer, dt.ERROR_ACCESS_TOKEN, str(exc), first_bad)
+            return False
+
+    def dn_token(self, block: ExtendedBlock, mode: AccessMode) -> Token | None:
+        """A token this DataNode signs for its own copy to another (None: tokens off)."""
+        if self.keys is None:
+            return None
+        return self.keys.token(block.pool_id, block.block_id, (mode,))
 
     async def _reply(
         self, writer: asyncio.StreamWriter, status: int, message: str = "", first_bad_link: str = ""
@@ -326,6 +395,7 @@ class DataXceiverServer:
                     replica,
                     client_name=op.header.clientName,
                     timeout_s=self.limits.idle_timeout_s,
+                    token=self.dn_token(block, AccessMode.WRITE),
                 )
             except (OSError, TimeoutError, codec.DataTransferError) as exc:
                 raise _RequestError(

@@ -29,6 +29,7 @@ from qjm.hdfs.proto import HdfsServer_pb2 as srv
 from qjm.hdfs.proto import Security_pb2 as sec
 from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.ipc.methods import MethodSpec, method_table
+from qjm.security.block_token import BlockKey, ExportedKeys, Token
 
 DATANODE_PROTOCOL = "org.apache.hadoop.hdfs.server.protocol.DatanodeProtocol"
 CLIENT_DATANODE_PROTOCOL = "org.apache.hadoop.hdfs.protocol.ClientDatanodeProtocol"
@@ -158,6 +159,8 @@ class DatanodeRegistration:
     datanode: DatanodeId
     storage: StorageInfo
     software_version: str = SOFTWARE_VERSION
+    # the NameNode's block keys, in the registration it returns (design §S.9)
+    keys: ExportedKeys | None = None
 
 
 class HAState(Enum):
@@ -342,7 +345,9 @@ class RegisterCommand:
 
 @dataclass(frozen=True)
 class KeyUpdateCommand:
-    """New block keys (qjm keeps none: block tokens need Kerberos)."""
+    """A NameNode's block keys after it rolled them (design §S.9); None: tokens are off."""
+
+    keys: ExportedKeys | None = None
 
 
 @dataclass(frozen=True)
@@ -460,21 +465,54 @@ def namespace_info_from_proto(p: srv.NamespaceInfoProto) -> NamespaceInfo:
     )
 
 
-def _empty_keys() -> srv.ExportedBlockKeysProto:
-    return srv.ExportedBlockKeysProto(
-        isBlockTokenEnabled=False,
-        keyUpdateInterval=0,
-        tokenLifeTime=0,
-        currentKey=srv.BlockKeyProto(keyId=0, expiryDate=0),
+def _key_to_proto(k: BlockKey) -> srv.BlockKeyProto:
+    key_id = k.key_id & 0xFFFFFFFF  # a Java int as uint32
+    return srv.BlockKeyProto(keyId=key_id, expiryDate=k.expiry_ms, keyBytes=k.secret)
+
+
+def _key_from_proto(p: srv.BlockKeyProto) -> BlockKey:
+    key_id = p.keyId - (1 << 32) if p.keyId >= 1 << 31 else p.keyId  # a Java int
+    return BlockKey(key_id, p.expiryDate, p.keyBytes)
+
+
+def keys_to_proto(k: ExportedKeys | None) -> srv.ExportedBlockKeysProto:
+    """ExportedBlockKeysProto of k; None is HDFS's "tokens off" (no keys)."""
+    if k is None:
+        return srv.ExportedBlockKeysProto(
+            isBlockTokenEnabled=False,
+            keyUpdateInterval=0,
+            tokenLifeTime=0,
+            currentKey=srv.BlockKeyProto(keyId=0, expiryDate=0),
+        )
+    p = srv.ExportedBlockKeysProto(
+        isBlockTokenEnabled=k.enabled,
+        keyUpdateInterval=k.key_update_interval_ms,
+        tokenLifeTime=k.token_lifetime_ms,
+        currentKey=_key_to_proto(k.current),
+    )
+    p.allKeys.extend(_key_to_proto(x) for x in k.all_keys)
+    return p
+
+
+def keys_from_proto(p: srv.ExportedBlockKeysProto) -> ExportedKeys | None:
+    """The ExportedKeys of a proto; None when its NameNode has block tokens off."""
+    if not p.isBlockTokenEnabled:
+        return None
+    return ExportedKeys(
+        enabled=True,
+        key_update_interval_ms=p.keyUpdateInterval,
+        token_lifetime_ms=p.tokenLifeTime,
+        current=_key_from_proto(p.currentKey),
+        all_keys=tuple(_key_from_proto(x) for x in p.allKeys),
     )
 
 
 def registration_to_proto(r: DatanodeRegistration) -> dnp.DatanodeRegistrationProto:
-    """DatanodeRegistrationProto of r (no block keys: qjm has no block tokens)."""
+    """DatanodeRegistrationProto of r (with the NameNode's block keys, when it has any)."""
     return dnp.DatanodeRegistrationProto(
         datanodeID=datanode_id_to_proto(r.datanode),
         storageInfo=storage_info_to_proto(r.storage),
-        keys=_empty_keys(),
+        keys=keys_to_proto(r.keys),
         softwareVersion=r.software_version,
     )
 
@@ -485,7 +523,22 @@ def registration_from_proto(p: dnp.DatanodeRegistrationProto) -> DatanodeRegistr
         datanode_id_from_proto(p.datanodeID),
         storage_info_from_proto(p.storageInfo),
         p.softwareVersion,
+        keys_from_proto(p.keys),
     )
+
+
+def token_to_proto(t: Token | None) -> sec.TokenProto:
+    """The TokenProto of a block token; None is the empty token (tokens off)."""
+    if t is None:
+        return sec.TokenProto(identifier=b"", password=b"", kind="", service="")
+    return sec.TokenProto(
+        identifier=t.identifier, password=t.password, kind=t.kind, service=t.service
+    )
+
+
+def token_from_proto(p: sec.TokenProto) -> Token:
+    """The Token a TokenProto carries."""
+    return Token(p.identifier, p.password, p.kind, p.service)
 
 
 def storage_to_proto(s: DatanodeStorage) -> hdfs.DatanodeStorageProto:
@@ -724,7 +777,7 @@ def command_to_proto(c: DatanodeCommand) -> dnp.DatanodeCommandProto:
     if isinstance(c, RegisterCommand):
         return _CMD(cmdType=_CMD.RegisterCommand, registerCmd=dnp.RegisterCommandProto())
     if isinstance(c, KeyUpdateCommand):
-        keys = dnp.KeyUpdateCommandProto(keys=_empty_keys())
+        keys = dnp.KeyUpdateCommandProto(keys=keys_to_proto(c.keys))
         return _CMD(cmdType=_CMD.KeyUpdateCommand, keyUpdateCmd=keys)
     raise DatanodeProtocolError(f"qjm does not send {c.kind} commands")
 
@@ -777,7 +830,8 @@ def command_from_proto(p: dnp.DatanodeCommandProto) -> DatanodeCommand:
     if p.cmdType == _CMD.RegisterCommand:
         return RegisterCommand()
     if p.cmdType == _CMD.KeyUpdateCommand:
-        return KeyUpdateCommand()
+        _need(p, "keyUpdateCmd", "KeyUpdateCommand")
+        return KeyUpdateCommand(keys_from_proto(p.keyUpdateCmd.keys))
     return OtherCommand(kind)
 
 

@@ -13,7 +13,7 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -52,6 +52,7 @@ from qjm.hdfs.datanode_protocol import (
     TransferTarget,
     UnregisteredNodeError,
 )
+from qjm.namenode.block_tokens import BlockTokenSecretManager
 from qjm.namenode.blocks import block_manager as bmod
 from qjm.namenode.blocks import datanode_manager as dmod
 from qjm.namenode.blocks import host_file
@@ -279,8 +280,13 @@ class NameNodeBlocks:
         block_size: int,
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
+        tokens: BlockTokenSecretManager | None = None,
     ) -> None:
         self._namespace_info = namespace_info
+        # block access tokens (design §S.9): the keys, and the key generation each
+        # DataNode was last given (at registration or in a KeyUpdateCommand)
+        self.tokens = tokens
+        self.key_generations: dict[str, int] = {}
         self._ns = ns
         self.settings = settings
         self.clock = clock
@@ -540,7 +546,12 @@ class NameNodeBlocks:
         node = self.dm.nodes.get(reg.uuid)
         if node is not None and self._excluded(node):
             self.bm.start_decommission(node)
-        return registration
+        if self.tokens is None:
+            return registration
+        # HDFS's DatanodeManager.registerDatanode: the keys go back in the registration
+        self.tokens.roll_if_due()
+        self.key_generations[reg.uuid] = self.tokens.generation
+        return replace(registration, keys=self.tokens.export())
 
     # -- decommission (design §B.20) ------------------------------------------------------
 
@@ -574,6 +585,12 @@ class NameNodeBlocks:
         reports = [to_storage_report(r) for r in facts.reports]
         commands = self.bm.heartbeat(uuid, reports, facts.xceiver_count)
         out = [self._command(c) for c in commands]
+        tokens = self.tokens
+        if tokens is not None:  # from any HA state, as HDFS (design §S.9)
+            tokens.roll_if_due()
+            if self.key_generations.get(uuid, -1) != tokens.generation and uuid in self.dm.nodes:
+                self.key_generations[uuid] = tokens.generation
+                out.append(wire.KeyUpdateCommand(tokens.export()))
         if self.bm.active and not self.safe_mode.is_on and uuid in self.recovery_queue:
             out.append(wire.RecoveryCommand(tuple(self.recovery_queue.pop(uuid))))
         return out

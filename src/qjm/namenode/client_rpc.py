@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from google.protobuf.message import Message
 
 from qjm.editlog.ops import AddOp, Block, Op, SetGenstampV2Op
-from qjm.hdfs.datanode_protocol import bad_block_from_proto
+from qjm.hdfs.datanode_protocol import bad_block_from_proto, token_to_proto
 from qjm.hdfs.proto import Security_pb2 as sec
 from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.ipc.sasl import client_security
@@ -35,6 +35,7 @@ from qjm.namenode.status_proto import (
     unsigned64,
 )
 from qjm.namenode.types import MODE_MASK, Caller, FileStatus, HAState, RpcIds
+from qjm.security.block_token import AccessMode
 
 if TYPE_CHECKING:
     from qjm.namenode.blocks.datanode_manager import DatanodeDescriptor, DatanodeStorageInfo
@@ -177,11 +178,19 @@ def datanode_info(node: DatanodeDescriptor, num_blocks: int = 0) -> hdfs.Datanod
     )
 
 
+TokenFor = Callable[[Block], sec.TokenProto]
+
+
 def located_block(
-    pool: str, block: Block, offset: int, locs: Located, corrupt: bool = False
+    pool: str,
+    block: Block,
+    offset: int,
+    locs: Located,
+    corrupt: bool = False,
+    token: sec.TokenProto | None = None,
 ) -> hdfs.LocatedBlockProto:
-    """A LocatedBlockProto: the block, where it starts, its DataNodes and storages; the
-    required block token is empty (no Kerberos, design §B.14)."""
+    """A LocatedBlockProto: the block, where it starts, its DataNodes and storages, and its
+    block token (empty when block tokens are off, design §S.9)."""
     return hdfs.LocatedBlockProto(
         b=hdfs.ExtendedBlockProto(
             poolId=pool,
@@ -192,18 +201,22 @@ def located_block(
         offset=offset,
         locs=[datanode_info(n) for n, _ in locs],
         corrupt=corrupt,
-        blockToken=sec.TokenProto(identifier=b"", password=b"", kind="", service=""),
+        blockToken=token if token is not None else token_to_proto(None),
         isCached=[False] * len(locs),
         storageTypes=[int(st.storage_type) for _, st in locs],  # type: ignore[misc]
         storageIDs=[st.storage_id for _, st in locs],
     )
 
 
-def located_blocks(pool: str, lbs: LocatedBlocks[Located]) -> hdfs.LocatedBlocksProto:
-    """getBlockLocations' LocatedBlocksProto of the namespace's answer."""
+def located_blocks(
+    pool: str, lbs: LocatedBlocks[Located], token_for: TokenFor | None = None
+) -> hdfs.LocatedBlocksProto:
+    """getBlockLocations' LocatedBlocksProto of the namespace's answer, each block with the
+    token token_for makes (none: empty tokens)."""
 
     def one(lb: LocatedBlock[Located]) -> hdfs.LocatedBlockProto:
-        return located_block(pool, lb.block, lb.offset, lb.locations)
+        token = token_for(lb.block) if token_for is not None else None
+        return located_block(pool, lb.block, lb.offset, lb.locations, token=token)
 
     out = hdfs.LocatedBlocksProto(
         fileLength=lbs.file_length,
@@ -510,11 +523,31 @@ class ClientRpc:
     def _pool(self) -> str:
         return self.nn.blocks.namespace_info().block_pool_id
 
+    def _token(self, block: Block, caller: Caller, *modes: AccessMode) -> sec.TokenProto | None:
+        """A block token granting modes on block to the caller; None when tokens are off
+        (design §S.9)."""
+        tokens = self.nn.blocks.tokens
+        if tokens is None:
+            return None
+        return token_to_proto(tokens.token(caller.user, self._pool(), block.block_id, modes))
+
+    def _read_tokens(self, caller: Caller) -> TokenFor | None:
+        """READ tokens for a reader's located blocks; None when tokens are off."""
+        if self.nn.blocks.tokens is None:
+            return None
+
+        def token_for(block: Block) -> sec.TokenProto:
+            token = self._token(block, caller, AccessMode.READ)
+            assert token is not None
+            return token
+
+        return token_for
+
     def _locate(self, ns: Namespace, path: str, caller: Caller) -> hdfs.LocatedBlocksProto:
         """The LocatedBlocksProto of a whole file."""
         blocks = self.nn.blocks
         lbs = ns.block_locations(path, caller, 0, MAX_LENGTH, blocks.locations, blocks.is_complete)
-        return located_blocks(self._pool(), lbs)
+        return located_blocks(self._pool(), lbs, self._read_tokens(caller))
 
     def _nodes_named(self, names: list[str]) -> list[str]:
         """The uuids of DataNodes named by "host:xferPort" (favoredNodes)."""
@@ -581,8 +614,9 @@ class ClientRpc:
         await self.nn.write(ctx, plan)
         added, targets = got["added"], got["targets"]
         blocks.set_expected(added.block, targets)
+        token = self._token(added.block, caller, AccessMode.WRITE)
         return cn.AddBlockResponseProto(
-            block=located_block(self._pool(), added.block, added.offset, targets)
+            block=located_block(self._pool(), added.block, added.offset, targets, token=token)
         )
 
     async def get_additional_datanode(
@@ -613,8 +647,10 @@ class ClientRpc:
             if node is not None and sid in node.storages:
                 locs.append((node, node.storages[sid]))
         block = block_from(req.blk)
+        # HDFS's getAdditionalDatanode: COPY, for the TRANSFER_BLOCK to the new node
+        token = self._token(block, caller, AccessMode.COPY)
         return cn.GetAdditionalDatanodeResponseProto(
-            block=located_block(self._pool(), block, 0, locs + more)
+            block=located_block(self._pool(), block, 0, locs + more, token=token)
         )
 
     async def abandon_block(
@@ -642,7 +678,10 @@ class ClientRpc:
         ops = await self.nn.write(ctx, plan)
         gs = next(op.genstamp_v2 for op in ops if isinstance(op, SetGenstampV2Op))
         new = Block(block.block_id, block.num_bytes, gs)
-        return cn.UpdateBlockForPipelineResponseProto(block=located_block(self._pool(), new, 0, []))
+        token = self._token(new, self.nn.caller_of(ctx), AccessMode.WRITE)
+        return cn.UpdateBlockForPipelineResponseProto(
+            block=located_block(self._pool(), new, 0, [], token=token)
+        )
 
     async def update_pipeline(
         self, req: cn.UpdatePipelineRequestProto, ctx: CallContext
@@ -704,8 +743,10 @@ class ClientRpc:
         out = cn.AppendResponseProto()
         a = got["a"]
         if a.last_block is not None:
+            token = self._token(a.last_block, caller, AccessMode.WRITE)
+            locs = blocks.locations(a.last_block)
             out.block.CopyFrom(
-                located_block(self._pool(), a.last_block, a.offset, blocks.locations(a.last_block))
+                located_block(self._pool(), a.last_block, a.offset, locs, token=token)
             )
         if status is not None:
             out.stat.CopyFrom(file_status_proto(status, b""))
@@ -924,7 +965,10 @@ class ClientRpc:
             blocks.locations,
             blocks.is_complete,
         )
-        return cn.GetBlockLocationsResponseProto(locations=located_blocks(self._pool(), lbs))
+        tokens = self._read_tokens(self.nn.caller_of(ctx))
+        return cn.GetBlockLocationsResponseProto(
+            locations=located_blocks(self._pool(), lbs, tokens)
+        )
 
     async def get_located_file_info(
         self, req: cn.GetLocatedFileInfoRequestProto, ctx: CallContext

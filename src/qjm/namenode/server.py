@@ -40,6 +40,7 @@ from qjm.ipc import IpcServer
 from qjm.ipc.sasl import client_security
 from qjm.ipc.server import CallContext, ipc_limit_keys
 from qjm.namenode.audit import AUDIT_LOG, AuditLog
+from qjm.namenode.block_tokens import block_token_manager
 from qjm.namenode.errors import (
     HealthCheckFailedError,
     IllegalArgumentError,
@@ -181,6 +182,7 @@ class NameNode:
             lambda: self._ns,
             cfg.datanode,
             block_size=self.settings.block_size,
+            tokens=block_token_manager(cfg, name),
         )
         self.ha.listeners.append(self._blocks_follow_ha)
         self.blocks.excluded = read_hosts(self.settings.hosts_exclude)  # design §B.20
