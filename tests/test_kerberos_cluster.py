@@ -490,6 +490,62 @@ def test_with_privacy_no_name_crosses_the_wire_in_clear(
     assert name.encode() not in seen and b"wire-secret" not in seen
 
 
+SPARK_JOB = """
+import json, os, sys
+from qjm.spark.session import build_session, log4j2_config
+
+conf_dir, krb5_conf = sys.argv[1], sys.argv[2]
+java = (
+    f"-Dlog4j2.configurationFile={log4j2_config().as_uri()} "
+    f"-Djava.security.krb5.conf={krb5_conf} -Dsun.security.krb5.disableReferrals=true"
+)
+spark = build_session(
+    "local[2]",
+    "qjm-kerberos",
+    conf={
+        "spark.driver.extraJavaOptions": java,
+        # the hadoop-conf on the classpath: UGI reads Kerberos from its core-site.xml
+        "spark.driver.extraClassPath": conf_dir,
+        "spark.sql.shuffle.partitions": "2",
+    },
+)
+df = spark.range(50_000).selectExpr("id", "id * 7 AS x")
+df.write.mode("overwrite").parquet("hdfs://ns1/secure-spark/rows")
+back = spark.read.parquet("hdfs://ns1/secure-spark/rows")
+user = spark.sparkContext._jvm.org.apache.hadoop.security.UserGroupInformation.getCurrentUser()
+print(json.dumps({
+    "count": back.count(),
+    "sum": back.selectExpr("sum(x)").first()[0],
+    "auth": str(user.getAuthenticationMethod()),
+    "user": str(user.getUserName()),
+}))
+spark.stop()
+"""
+
+
+def test_spark_writes_and_reads_parquet_on_the_kerberos_cluster(cluster: dict[str, Any]) -> None:
+    """Spark (local mode) with the user's ticket: Parquet to hdfs://ns1 and back, through
+    Hadoop's own Kerberos login (without a ticket the same client is refused: the FsShell
+    test above)."""
+    kdc = cluster["kdc"]
+    env = {
+        **os.environ,
+        "KRB5CCNAME": f"FILE:{kdc['user_ccache']}",
+        "KRB5_CONFIG": kdc["krb5_conf"],
+    }
+    r = subprocess.run(
+        [sys.executable, "-c", SPARK_JOB, cluster["hadoop_conf"], kdc["krb5_conf"]],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["count"] == 50_000 and out["sum"] == 7 * sum(range(50_000)), out
+    assert out["auth"] == "KERBEROS" and out["user"] == kdc["user_principal"], out
+
+
 def test_started_again_the_cluster_is_still_kerberos_and_keeps_its_files(
     cluster: dict[str, Any],
 ) -> None:
