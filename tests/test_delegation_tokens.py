@@ -3,6 +3,8 @@ edit log round trip, the token storage file, and SASL DIGEST-MD5 with its layers
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 from qjm.editlog.framing import RawOp
@@ -263,3 +265,30 @@ def test_the_server_takes_only_what_it_offered() -> None:
     server, client = DigestServer(lambda u: b"x", LAYER_PRIVACY), _pair(LAYER_INTEGRITY)[1]
     with pytest.raises(DigestError, match="No common protection layer"):
         client.evaluate(server.challenge())
+
+
+# A transcript made by the JDK's own DIGEST-MD5 client (javax.security.sasl, as Hadoop's
+# client uses it) with qop auth-conf, for IDENT_BYTES and the password bytes 0..19: its
+# response to our challenge, our rspauth it accepted, a message it wrapped, and a message of
+# ours it unwrapped to "hello from qjm".
+JDK_RESPONSE = (
+    b'charset=utf-8,username="AA5hbGljZUBRSk0uVEVTVAVhbGljZQCKAYvP5WgAigGL8/HsAAEC",'
+    b'realm="default",nonce="N0nce",nc=00000001,'
+    b'cnonce="GFXNUJDayXFBa23Fo3pmdMjhOlocIsveIPjXvzOw",digest-uri="/default",maxbuf=65536,'
+    b'response=4a50e0c7a42347e53f56d8106caebbdb,qop=auth-conf,cipher="rc4"'
+)
+JDK_ACCEPTED_RSPAUTH = b"rspauth=4e1f241c2c3c0bc5cf42f03721866514"
+JDK_WRAPPED = bytes.fromhex("c093a528cdd1a98f5332f82f551594512eb3d02dbe2b0c68be000100000000")
+JDK_UNWRAPPED = bytes.fromhex("26446a859f70de659b63eca246a9653b415defab2e1c250a000100000000")
+
+
+def test_a_transcript_of_the_jdks_client_with_auth_conf() -> None:
+    server = DigestServer(lambda user: bytes(range(20)), LAYER_PRIVACY, nonce="N0nce")
+    assert server.challenge() == (
+        b'realm="default",nonce="N0nce",qop="auth-conf",charset=utf-8,cipher="rc4",'
+        b"algorithm=md5-sess"
+    )
+    assert server.evaluate(JDK_RESPONSE) == JDK_ACCEPTED_RSPAUTH
+    assert parse_identifier(base64.b64decode(server.username)) == IDENT
+    assert server.unwrap(JDK_WRAPPED) == b"hello from java"
+    assert server.wrap(b"hello from qjm") == JDK_UNWRAPPED
