@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +22,12 @@ from qjm.cluster.hadoop_conf import hadoop_jars
 from qjm.config import load_config
 from qjm.ipc import IpcClient, RemoteError, RpcConnectionError
 from qjm.ipc.login import logged_in
+from qjm.ipc.sasl import ClientSecurity, TokenCredential
+from qjm.namenode.delegation import parse_identifier
+from qjm.namenode.token_file import encode_token_file, ha_service
 from qjm.namenode.users import os_user
 from qjm.protocol.qjournal import QJOURNAL_PROTOCOL
+from qjm.security.gss import layers_of
 
 pytestmark = pytest.mark.slow
 
@@ -95,7 +100,7 @@ def test_the_genuine_client_without_a_ticket_is_refused(
     # Hadoop's own refusal: the server offers Kerberos alone and the client has no ticket
     assert (
         "org.apache.hadoop.security.AccessControlException: Client cannot authenticate "
-        "via:[KERBEROS]" in r.stderr
+        "via:[TOKEN, KERBEROS]" in r.stderr
     ), r.stderr[-2000:]
 
 
@@ -197,6 +202,259 @@ def wait_single_active_secure(
     """wait_single_active, asking the NameNodes with the admin's (NameNode principal's) ticket."""
     with logged_in(cfg.security, cluster["kdc"]["admin_ccache"]):
         return wait_single_active(cluster, 60, exclude=exclude)
+
+
+def fetch_token(cluster: dict[str, Any], ccache: str, renewer: str) -> TokenCredential:
+    """A delegation token from the active NameNode, asked for with ccache's Kerberos ticket,
+    named for the nameservice as an HA client names it."""
+    from qjm.hdfs.proto import Security_pb2 as sec
+    from qjm.namenode.protocols import CLIENT_PROTOCOL
+
+    cfg = load_config(cluster["config"])
+    active = wait_single_active_secure(cluster, cfg)
+
+    async def get() -> TokenCredential:
+        client = IpcClient(namenode_addresses(cluster)[active], CLIENT_PROTOCOL)
+        try:
+            response = await client.call(
+                "getDelegationToken",
+                sec.GetDelegationTokenRequestProto(renewer=renewer),
+                sec.GetDelegationTokenResponseProto,
+                timeout=20,
+            )
+        finally:
+            await client.close()
+        t = response.token
+        return TokenCredential(t.identifier, t.password, t.kind, ha_service(cfg.nameservice))
+
+    with logged_in(cfg.security, ccache):
+        return asyncio.run(get())
+
+
+def token_call(
+    cluster: dict[str, Any], security: Any, method: str, request: Any, response: Any
+) -> Any:
+    """One ClientProtocol call to the active NameNode as security (a token or a ticket);
+    the answer, or the RemoteError's "class: message"."""
+    from qjm.namenode.protocols import CLIENT_PROTOCOL
+
+    active = wait_single_active_secure(cluster, load_config(cluster["config"]))
+
+    async def call() -> Any:
+        client = IpcClient(namenode_addresses(cluster)[active], CLIENT_PROTOCOL, security=security)
+        try:
+            return await client.call(method, request, response, timeout=20)
+        except RemoteError as e:
+            return f"{e.class_name}: {e.message}"
+        finally:
+            await client.close()
+
+    return asyncio.run(call())
+
+
+def token_security(cluster: dict[str, Any], token: TokenCredential) -> ClientSecurity:
+    """Our IpcClient's login with a delegation token only (no Kerberos credentials)."""
+    cfg = load_config(cluster["config"])
+    owner = parse_identifier(token.identifier).owner
+    return ClientSecurity(
+        credentials=None,
+        principal=owner,
+        realm=cfg.security.realm,
+        server_principals={},
+        layers=layers_of(cfg.security.rpc_protection),
+        token=token,
+    )
+
+
+def graceful_failover(cluster: dict[str, Any]) -> tuple[str, str]:
+    """Move the active role to the standby through its ZKFC (the admin's ticket): (old, new)."""
+    from qjm.ha.ZKFCProtocol_pb2 import GracefulFailoverRequestProto, GracefulFailoverResponseProto
+
+    cfg = load_config(cluster["config"])
+    old = wait_single_active_secure(cluster, cfg)
+    target = next(name for name in namenode_addresses(cluster) if name != old)
+
+    async def fail_over() -> None:
+        zkfc = IpcClient(zkfc_of(cluster, target), "org.apache.hadoop.ha.ZKFCProtocol")
+        try:
+            await zkfc.call(
+                "gracefulFailover",
+                GracefulFailoverRequestProto(),
+                GracefulFailoverResponseProto,
+                timeout=60,
+            )
+        finally:
+            await zkfc.close()
+
+    with logged_in(cfg.security, cluster["kdc"]["admin_ccache"]):
+        asyncio.run(fail_over())
+    return old, wait_single_active_secure(cluster, cfg, exclude=(old,))
+
+
+def test_the_genuine_client_with_only_a_delegation_token_reads_through_a_failover(
+    cluster: dict[str, Any], shell: FsShellSession, tmp_path: Path
+) -> None:
+    local = tmp_path / "dt.txt"
+    local.write_text("read with a delegation token\n")
+    assert shell("-put", "-f", str(local), "/secure/dt.txt").returncode == 0
+    token = fetch_token(cluster, cluster["kdc"]["user_ccache"], os_user())
+    assert token.kind == "HDFS_DELEGATION_TOKEN"
+    ident = parse_identifier(token.identifier)
+    assert ident.owner == f"{os_user()}@{cluster['kdc']['realm']}" and ident.renewer == os_user()
+    assert ident.max_date - ident.issue_date == 7 * 86_400_000
+    token_file = tmp_path / "tokens"
+    token_file.write_bytes(encode_token_file([token]))
+    kdc = cluster["kdc"]
+    with_token = FsShellSession(
+        Path(cluster["hadoop_conf"]),
+        tmp_path / "jvm",
+        jvm_options=[f"-Djava.security.krb5.conf={kdc['krb5_conf']}"],
+        env={  # no ticket at all: only the token file
+            "KRB5CCNAME": f"FILE:{tmp_path / 'no-ticket'}",
+            "KRB5_CONFIG": kdc["krb5_conf"],
+            "HADOOP_TOKEN_FILE_LOCATION": str(token_file),
+        },
+    )
+    try:
+        r = with_token("-cat", "/secure/dt.txt")
+        assert r.returncode == 0 and r.stdout == "read with a delegation token\n", r.stderr
+        old, new = graceful_failover(cluster)
+        assert new != old
+        # the new active learned the token from the edit log, never from the client
+        r = with_token("-ls", "/secure")
+        assert r.returncode == 0 and "/secure/dt.txt" in r.stdout, r.stderr[-2000:]
+        r = with_token("-cat", "/secure/dt.txt")
+        assert r.returncode == 0 and r.stdout == "read with a delegation token\n", r.stderr
+    finally:
+        with_token.close()
+    # the audit log names the token's owner and how it authenticated
+    cfg = load_config(cluster["config"])
+    audit = (Path(cfg.namenode_named(new).name_dir) / "hdfs-audit.log").read_text()
+    assert f"ugi={ident.owner} (auth:TOKEN)" in audit
+
+
+def test_a_cancelled_or_forged_token_is_refused_and_a_token_gets_no_token(
+    cluster: dict[str, Any], tmp_path: Path
+) -> None:
+    from qjm.hdfs.proto import Security_pb2 as sec
+    from qjm.namenode.delegation import identifier_bytes
+    from qjm.namenode.proto.ClientNamenodeProtocol_pb2 import (
+        GetFileInfoRequestProto,
+        GetFileInfoResponseProto,
+    )
+
+    user = cluster["kdc"]["user_ccache"]
+    token = fetch_token(cluster, user, os_user())
+    as_token = token_security(cluster, token)
+    # a token-authenticated caller (our client, sealed with DIGEST-MD5) reads, but gets no
+    # token and renews none
+    status = token_call(
+        cluster,
+        as_token,
+        "getFileInfo",
+        GetFileInfoRequestProto(src="/"),
+        GetFileInfoResponseProto,
+    )
+    assert not isinstance(status, str) and status.HasField("fs"), status
+    said = token_call(
+        cluster,
+        as_token,
+        "getDelegationToken",
+        sec.GetDelegationTokenRequestProto(renewer=os_user()),
+        sec.GetDelegationTokenResponseProto,
+    )
+    assert said == (
+        "java.io.IOException: Delegation Token can be issued only with kerberos or web "
+        "authentication"
+    ), said
+    proto = sec.TokenProto(
+        identifier=token.identifier, password=token.password, kind=token.kind, service=""
+    )
+    said = token_call(
+        cluster,
+        as_token,
+        "renewDelegationToken",
+        sec.RenewDelegationTokenRequestProto(token=proto),
+        sec.RenewDelegationTokenResponseProto,
+    )
+    assert "can be renewed only with kerberos" in said, said
+    # its renewer renews it with a ticket; another user (the NameNode's) may not
+    cfg = load_config(cluster["config"])
+    with logged_in(cfg.security, user) as ticket:
+        renewed = token_call(
+            cluster,
+            ticket,
+            "renewDelegationToken",
+            sec.RenewDelegationTokenRequestProto(token=proto),
+            sec.RenewDelegationTokenResponseProto,
+        )
+    assert not isinstance(renewed, str), renewed
+    ident = parse_identifier(token.identifier)
+    assert renewed.newExpiryTime > ident.issue_date
+    with logged_in(cfg.security, cluster["kdc"]["admin_ccache"]) as admin:
+        said = token_call(
+            cluster,
+            admin,
+            "renewDelegationToken",
+            sec.RenewDelegationTokenRequestProto(token=proto),
+            sec.RenewDelegationTokenResponseProto,
+        )
+    assert said.startswith("org.apache.hadoop.security.AccessControlException: nn tries to "), said
+    # forged: the same password on an identifier naming the superuser as owner
+    forged = TokenCredential(
+        identifier_bytes(replace(ident, owner=f"nn/localhost@{cluster['kdc']['realm']}")),
+        token.password,
+        token.kind,
+        token.service,
+    )
+    # cancelled by its owner
+    with logged_in(cfg.security, user) as ticket:
+        cancelled = token_call(
+            cluster,
+            ticket,
+            "cancelDelegationToken",
+            sec.CancelDelegationTokenRequestProto(token=proto),
+            sec.CancelDelegationTokenResponseProto,
+        )
+    assert not isinstance(cancelled, str), cancelled
+    kdc = cluster["kdc"]
+    for name, bad in (("cancelled", token), ("forged", forged)):
+        path = tmp_path / name
+        path.write_bytes(encode_token_file([bad]))
+        env = {
+            **os.environ,
+            "KRB5CCNAME": f"FILE:{tmp_path / 'no-ticket'}",
+            "KRB5_CONFIG": kdc["krb5_conf"],
+            "HADOOP_TOKEN_FILE_LOCATION": str(path),
+        }
+        argv = [
+            "java",
+            "-XX:TieredStopAtLevel=1",
+            f"-Djava.security.krb5.conf={kdc['krb5_conf']}",
+            "-cp",
+            f"{cluster['hadoop_conf']}:{hadoop_jars()}/*",
+            "org.apache.hadoop.fs.FsShell",
+            "-ls",
+            "/secure",
+        ]
+        r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode != 0, (name, r.stdout)
+        # FsShell prints the message of Hadoop's InvalidToken
+        assert "ls: Token for real user: , can't be found in cache" in r.stderr, (
+            name,
+            r.stderr[-2000:],
+        )
+        said = token_call(
+            cluster,
+            token_security(cluster, bad),
+            "getFileInfo",
+            GetFileInfoRequestProto(src="/secure"),
+            GetFileInfoResponseProto,
+        )
+        assert said == (
+            "org.apache.hadoop.security.token.SecretManager$InvalidToken: Token for real user: "
+            ", can't be found in cache"
+        ), (name, said)
 
 
 def test_the_genuine_client_works_through_a_failover(
@@ -561,4 +819,4 @@ def test_started_again_the_cluster_is_still_kerberos_and_keeps_its_files(
     r = java(again, user, "-cat", "/secure-before.txt")
     assert r.returncode == 0 and r.stdout == "written before the failover\n", r.stderr[-2000:]
     r = java(again, str(directory / "no-ticket"), "-ls", "/")
-    assert "Client cannot authenticate via:[KERBEROS]" in r.stderr, r.stderr[-2000:]
+    assert "Client cannot authenticate via:[TOKEN, KERBEROS]" in r.stderr, r.stderr[-2000:]

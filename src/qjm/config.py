@@ -439,6 +439,11 @@ class SecuritySettings:
     block_access_token: bool | None = None
     block_key_update_interval_min: int = 600  # dfs.block.access.key.update.interval
     block_token_lifetime_min: int = 600  # dfs.block.access.token.lifetime
+    # Delegation tokens (design §S.10), HDFS's defaults: dfs.namenode.delegation.token.
+    # max-lifetime (7 days), .token.renew-interval (1 day), .key.update-interval (1 day)
+    delegation_token_max_lifetime_ms: int = 7 * 86_400_000
+    delegation_token_renew_interval_ms: int = 86_400_000
+    delegation_key_update_interval_ms: int = 86_400_000
 
     def __post_init__(self) -> None:
         """Refuse an unknown mode, or Kerberos without a realm, naming the key."""
@@ -452,6 +457,13 @@ class SecuritySettings:
             )
         if self.kerberos and not self.realm:
             raise ConfigError("security.realm: Kerberos needs the realm of the principals")
+        for key in (
+            "delegation_token_max_lifetime_ms",
+            "delegation_token_renew_interval_ms",
+            "delegation_key_update_interval_ms",
+        ):
+            if getattr(self, key) <= 0:
+                raise ConfigError(f"security.{key}: must be positive, not {getattr(self, key)}")
         names = [p.strip().lower() for p in self.rpc_protection.split(",") if p.strip()]
         bad = [n for n in names if n not in RPC_PROTECTIONS]
         if bad or not names:

@@ -52,6 +52,7 @@ from qjm.ipc.sasl import (
     unwrap_message,
     wrapped_request,
 )
+from qjm.security.digest import DigestClient
 from qjm.security.gss import GssapiClient, SaslError
 
 log = logging.getLogger(__name__)
@@ -99,7 +100,8 @@ class _ClientConnection(asyncio.Protocol):
         self.reader = FrameReader(client.max_data_length)
         self.closed = False
         self.lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.wrapper: GssapiClient | None = None  # integrity or privacy: wraps every frame
+        # integrity or privacy: wraps every frame
+        self.wrapper: GssapiClient | DigestClient | None = None
         self.inner: FrameReader | None = None  # the frames inside WRAP messages
 
     def send(self, data: bytes) -> None:
@@ -505,8 +507,16 @@ class IpcClient:
             state = RpcSaslProto.SaslState.Name(negotiate.state)
             raise SaslError(f"the server answered NEGOTIATE with {state}")
         auth, mechanism = security.mechanism(self.protocol, negotiate)
-        # The first token may ask the KDC for a service ticket: off the event loop.
-        token = await asyncio.to_thread(mechanism.evaluate, None)
+        if isinstance(mechanism, DigestClient):  # the challenge came with NEGOTIATE (§S.10)
+            token = mechanism.evaluate(auth.challenge)
+            auth = RpcSaslProto.SaslAuth(
+                method=auth.method,
+                mechanism=auth.mechanism,
+                protocol=auth.protocol,
+                serverId=auth.serverId,
+            )
+        else:  # the first token may ask the KDC for a service ticket: off the event loop
+            token = await asyncio.to_thread(mechanism.evaluate, None)
         message = RpcSaslProto(state=RpcSaslProto.INITIATE, token=token, auths=[auth])
         for _ in range(_SASL_MAX_MESSAGES):
             conn.transport.write(request_frame(message))
@@ -515,7 +525,7 @@ class IpcClient:
                 if reply.HasField("token") and not mechanism.complete:
                     mechanism.evaluate(reply.token)
                 if not mechanism.complete:
-                    raise SaslError("the server said SUCCESS before GSSAPI completed")
+                    raise SaslError("the server said SUCCESS before the mechanism completed")
                 if mechanism.wraps:  # integrity or privacy from now on (design §S.8)
                     conn.wrapper = mechanism
                     conn.inner = FrameReader(self.max_data_length)

@@ -1,13 +1,17 @@
-"""Kerberos on Hadoop IPC: the RpcSaslProto exchange on call id -33, both sides.
+"""Kerberos and delegation tokens on Hadoop IPC: the RpcSaslProto exchange on call id -33,
+both sides.
 
 After a preamble with auth protocol SASL (0xDF) the client sends NEGOTIATE; the server
-answers with the mechanisms it takes (KERBEROS/GSSAPI, its principal's service and host);
-the client sends INITIATE with its first GSSAPI token; CHALLENGE and RESPONSE carry the
+answers with the mechanisms it takes (TOKEN/DIGEST-MD5 with its first challenge where it
+honours delegation tokens, design §S.10; KERBEROS/GSSAPI, its principal's service and
+host); the client sends INITIATE with its first token; CHALLENGE and RESPONSE carry the
 rest; SUCCESS ends it. Then the connection context, and the calls (design §S.1).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,11 +25,16 @@ from qjm.ipc.proto.RpcHeader_pb2 import (
     RpcResponseHeaderProto,
     RpcSaslProto,
 )
+from qjm.security import digest
+from qjm.security.digest import DigestClient, DigestServer
 from qjm.security.gss import LAYER_AUTHENTICATION, GssapiClient, GssapiServer, SaslError
 from qjm.security.principal import KerberosName, PrincipalError, short_name
 
 KERBEROS = "KERBEROS"
 GSSAPI = "GSSAPI"
+TOKEN = "TOKEN"
+DIGEST_MD5 = "DIGEST-MD5"
+INVALID_TOKEN = "org.apache.hadoop.security.token.SecretManager$InvalidToken"
 ACCESS_CONTROL = "org.apache.hadoop.security.AccessControlException"
 AUTHORIZATION = "org.apache.hadoop.security.authorize.AuthorizationException"
 SASL_EXCEPTION = "javax.security.sasl.SaslException"
@@ -40,6 +49,12 @@ class SaslRefused(Exception):
         self.java_class = java_class
 
 
+# A server's delegation tokens (design §S.10): a token identifier's bytes -> (its owner, its
+# password); raises to refuse it (an exception with a java_class names Hadoop's class).
+TokenLookup = Callable[[bytes], tuple[str, bytes]]
+Mechanism = GssapiServer | DigestServer
+
+
 @dataclass(frozen=True)
 class ServerSecurity:
     """How an IpcServer authenticates callers (Kerberos) and which protocols each may use."""
@@ -50,14 +65,34 @@ class ServerSecurity:
     # (protocol, client principal) -> None to admit, else why not (design §S.3)
     admit: Callable[[str, str], str | None] = lambda _protocol, _principal: None
     layers: int = LAYER_AUTHENTICATION  # the security layers offered (design §S.8)
+    tokens: TokenLookup | None = None  # delegation tokens honoured here (design §S.10)
 
-    def negotiate(self) -> RpcSaslProto:
-        """The server's NEGOTIATE: the one mechanism it takes, with its principal's parts."""
+    @property
+    def methods(self) -> str:
+        """The methods it takes as Hadoop lists them, e.g. `[TOKEN, KERBEROS]`."""
+        return f"[{TOKEN}, {KERBEROS}]" if self.tokens is not None else f"[{KERBEROS}]"
+
+    def negotiate(self, challenge: bytes | None = None) -> RpcSaslProto:
+        """The server's NEGOTIATE: TOKEN first with its challenge where tokens are honoured,
+        then KERBEROS with its principal's parts (Hadoop's order)."""
         name = KerberosName.parse(self.principal)
-        auth = RpcSaslProto.SaslAuth(
-            method=KERBEROS, mechanism=GSSAPI, protocol=name.service, serverId=name.host or ""
+        auths = []
+        if challenge is not None:
+            auths.append(
+                RpcSaslProto.SaslAuth(
+                    method=TOKEN,
+                    mechanism=DIGEST_MD5,
+                    protocol=digest.PROTOCOL,
+                    serverId=digest.SERVER_ID,
+                    challenge=challenge,
+                )
+            )
+        auths.append(
+            RpcSaslProto.SaslAuth(
+                method=KERBEROS, mechanism=GSSAPI, protocol=name.service, serverId=name.host or ""
+            )
         )
-        return RpcSaslProto(state=RpcSaslProto.NEGOTIATE, auths=[auth])
+        return RpcSaslProto(state=RpcSaslProto.NEGOTIATE, auths=auths)
 
 
 class SaslServerExchange:
@@ -65,8 +100,10 @@ class SaslServerExchange:
 
     def __init__(self, security: ServerSecurity) -> None:
         self.security = security
-        self._mechanism: GssapiServer | None = None
-        self.principal = ""  # the authenticated client, once complete
+        self._mechanism: Mechanism | None = None
+        self._digest: DigestServer | None = None  # made with the NEGOTIATE's challenge
+        self.principal = ""  # the authenticated client (a token's owner), once complete
+        self.method = ""  # KERBEROS or TOKEN, once complete
         self.complete = False
         self._admitted: dict[str, str | None] = {}  # protocol -> refusal (None: admitted)
         self._messages = 0
@@ -80,35 +117,76 @@ class SaslServerExchange:
         if self.complete:
             raise SaslRefused(SASL_EXCEPTION, "SASL message after the exchange completed")
         if state == RpcSaslProto.NEGOTIATE and self._mechanism is None:
-            return self.security.negotiate()
+            challenge = None
+            if self.security.tokens is not None and self._digest is None:
+                self._digest = DigestServer(self._token_password, self.security.layers)
+                challenge = self._digest.challenge()
+            return self.security.negotiate(challenge)
         if state == RpcSaslProto.INITIATE and self._mechanism is None:
             if not message.auths:
                 raise SaslRefused(SASL_EXCEPTION, "SASL INITIATE names no mechanism")
             auth = message.auths[0]
-            if (auth.method, auth.mechanism) != (KERBEROS, GSSAPI):
+            if (auth.method, auth.mechanism) == (TOKEN, DIGEST_MD5) and self.security.tokens:
+                if self._digest is None:  # no NEGOTIATE before: challenge now
+                    self._digest = DigestServer(self._token_password, self.security.layers)
+                    self._mechanism = self._digest
+                    self.method = TOKEN
+                    return RpcSaslProto(
+                        state=RpcSaslProto.CHALLENGE, token=self._digest.challenge()
+                    )
+                self._mechanism = self._digest
+                self.method = TOKEN
+            elif (auth.method, auth.mechanism) == (KERBEROS, GSSAPI):
+                self._mechanism = GssapiServer(self.security.credentials, self.security.layers)
+                self.method = KERBEROS
+            else:
                 raise SaslRefused(
                     ACCESS_CONTROL,
-                    f"{auth.method} authentication is not enabled.  Available:[{KERBEROS}]",
+                    f"{auth.method} authentication is not enabled.  "
+                    f"Available:{self.security.methods}",
                 )
-            self._mechanism = GssapiServer(self.security.credentials, self.security.layers)
         elif state != RpcSaslProto.RESPONSE or self._mechanism is None:
             name = RpcSaslProto.SaslState.Name(state)
             raise SaslRefused(SASL_EXCEPTION, f"SASL message {name} out of order")
+        mechanism = self._mechanism
         try:
-            token = self._mechanism.evaluate(message.token)
+            if isinstance(mechanism, DigestServer):
+                token: bytes | None = mechanism.evaluate(message.token)
+            else:
+                token = mechanism.evaluate(message.token)
+        except SaslRefused:
+            raise
         except SaslError as e:
             raise SaslRefused(SASL_EXCEPTION, str(e)) from None
-        if not self._mechanism.complete:
+        except Exception as e:  # the token lookup's refusal, in Hadoop's class
+            java_class = getattr(e, "java_class", None)
+            if not isinstance(java_class, str):
+                raise
+            raise SaslRefused(java_class, str(e)) from None
+        if not mechanism.complete:
             return RpcSaslProto(state=RpcSaslProto.CHALLENGE, token=token or b"")
-        self.principal = self._mechanism.peer
+        if isinstance(mechanism, GssapiServer):
+            self.principal = mechanism.peer
         self.complete = True
         reply = RpcSaslProto(state=RpcSaslProto.SUCCESS)
         if token:
             reply.token = token
         return reply
 
+    def _token_password(self, username: str) -> bytes:
+        """DIGEST-MD5's password of a username (a base64 token identifier); notes its owner."""
+        lookup = self.security.tokens
+        assert lookup is not None
+        try:
+            identifier = base64.b64decode(username, validate=True)
+        except (binascii.Error, ValueError):
+            raise SaslRefused(INVALID_TOKEN, "Can't de-serialize tokenIdentifier") from None
+        owner, password = lookup(identifier)
+        self.principal = owner
+        return password
+
     @property
-    def wrapper(self) -> GssapiServer | None:
+    def wrapper(self) -> Mechanism | None:
         """The mechanism that wraps every later frame, None when the layer wraps nothing."""
         mechanism = self._mechanism
         if not self.complete or mechanism is None or not mechanism.wraps:
@@ -116,7 +194,8 @@ class SaslServerExchange:
         return mechanism
 
     def user(self, effective_user: str, protocol: str) -> str:
-        """The connection's user: the authenticated principal's short name, once admitted."""
+        """The connection's user: the authenticated principal's (or token owner's) short
+        name, once admitted."""
         principal, realm = self.principal, self.security.realm
         try:
             short = short_name(principal, realm)
@@ -138,8 +217,8 @@ class SaslServerExchange:
             self._admitted[protocol] = (
                 None
                 if reason is None
-                else f"User {self.principal} (auth:KERBEROS) is not authorized for protocol "
-                f"interface {protocol}: {reason}"
+                else f"User {self.principal} (auth:{self.method or KERBEROS}) is not authorized "
+                f"for protocol interface {protocol}: {reason}"
             )
         return self._admitted[protocol]
 
@@ -167,15 +246,27 @@ def request_frame(message: RpcSaslProto) -> bytes:
 
 
 @dataclass(frozen=True)
+class TokenCredential:
+    """A delegation token a client authenticates with (Hadoop's Token: design §S.10)."""
+
+    identifier: bytes
+    password: bytes
+    kind: str
+    service: str
+
+
+@dataclass(frozen=True)
 class ClientSecurity:
     """How an IpcClient authenticates: its credentials and the principal each server must have."""
 
-    credentials: Any  # gssapi initiator credentials
-    principal: str  # the client's own principal (sent as the effective user)
+    credentials: Any  # gssapi initiator credentials (None: a token only)
+    principal: str  # the client's own principal, or its token's owner (the effective user)
     realm: str
     # protocol name -> the servers' principal pattern (nn/_HOST@REALM)
     server_principals: dict[str, str]
     layers: int = LAYER_AUTHENTICATION  # the security layers it accepts (design §S.8)
+    # a delegation token, used first where the server takes TOKEN, as Hadoop's client does
+    token: TokenCredential | None = None
 
     @property
     def user(self) -> str:
@@ -196,10 +287,16 @@ class ClientSecurity:
             )
         return offered_name
 
-    def mechanism(self, protocol: str, negotiate: RpcSaslProto) -> tuple[Any, GssapiClient]:
-        """The chosen SaslAuth of a server's NEGOTIATE and a GSSAPI client for it."""
+    def mechanism(
+        self, protocol: str, negotiate: RpcSaslProto
+    ) -> tuple[Any, GssapiClient | DigestClient]:
+        """The chosen SaslAuth of a server's NEGOTIATE and a client mechanism for it: the
+        first offered it can use (TOKEN with a token, KERBEROS with credentials)."""
         for auth in negotiate.auths:
-            if (auth.method, auth.mechanism) == (KERBEROS, GSSAPI):
+            if (auth.method, auth.mechanism) == (TOKEN, DIGEST_MD5) and self.token is not None:
+                token = self.token
+                return auth, DigestClient(token.identifier, token.password, self.layers)
+            if (auth.method, auth.mechanism) == (KERBEROS, GSSAPI) and self.credentials:
                 principal = self.server_principal(protocol, auth)
                 return auth, GssapiClient(self.credentials, principal, self.layers)
         offered = ", ".join(a.method for a in negotiate.auths) or "none"
@@ -234,17 +331,19 @@ def server_security() -> ServerSecurity | None:
     return _process_server_security
 
 
-def wrapped_response(wrapper: GssapiServer, data: bytes) -> bytes:
+def wrapped_response(wrapper: Mechanism, data: bytes) -> bytes:
     """A server's frame carrying data (one or more whole frames) wrapped (design §S.8)."""
     return response_frame(RpcSaslProto(state=RpcSaslProto.WRAP, token=wrapper.wrap(data)))
 
 
-def wrapped_request(wrapper: GssapiClient, data: bytes) -> bytes:
+def wrapped_request(wrapper: GssapiClient | DigestClient, data: bytes) -> bytes:
     """A client's frame carrying data (one or more whole frames) wrapped (design §S.8)."""
     return request_frame(RpcSaslProto(state=RpcSaslProto.WRAP, token=wrapper.wrap(data)))
 
 
-def unwrap_message(wrapper: GssapiServer | GssapiClient, message: bytes) -> bytes:
+def unwrap_message(
+    wrapper: GssapiServer | GssapiClient | DigestServer | DigestClient, message: bytes
+) -> bytes:
     """The frames inside a WRAP message (the RpcSaslProto after the header); SaslError."""
     try:
         sasl = RpcSaslProto.FromString(message)

@@ -47,6 +47,7 @@ from qjm.ipc.proto.RpcHeader_pb2 import (
 from qjm.ipc.sasl import (
     AUTHORIZATION,
     SASL_EXCEPTION,
+    Mechanism,
     SaslRefused,
     SaslServerExchange,
     ServerSecurity,
@@ -55,7 +56,7 @@ from qjm.ipc.sasl import (
     unwrap_message,
     wrapped_response,
 )
-from qjm.security.gss import GssapiServer, SaslError
+from qjm.security.gss import SaslError
 
 log = logging.getLogger(__name__)
 
@@ -206,6 +207,7 @@ class CallContext:
     peer: str  # "host:port" of the caller
     state_id: int | None = None  # the client's last seen state id (request header field 8)
     principal: str = ""  # the authenticated Kerberos principal ("" under simple auth)
+    auth: str = "SIMPLE"  # how the connection authenticated: SIMPLE, KERBEROS or TOKEN
     # Set by a handler whose answer may be sent only while a condition still holds: called
     # just before the answer (or error) goes out, it returns None to send it, or the error
     # to send instead.
@@ -244,7 +246,8 @@ class _Connection(asyncio.Protocol):
         self.held = 0  # bytes of unfinished frames counted in the server's total
         self.sasl: SaslServerExchange | None = None  # a Kerberos server's exchange
         self.principal = ""  # its authenticated principal, once the context is set
-        self.wrapper: GssapiServer | None = None  # integrity or privacy: wraps every frame
+        self.auth = "SIMPLE"  # KERBEROS or TOKEN once a SASL exchange authenticated it
+        self.wrapper: Mechanism | None = None  # integrity or privacy: wraps every frame
         self.inner: FrameReader | None = None  # the frames inside WRAP messages
 
     # -- asyncio.Protocol ------------------------------------------------------------------
@@ -424,7 +427,7 @@ class _Connection(asyncio.Protocol):
             self.fatal(
                 UNKNOWN_CALL_ID,
                 ACCESS_CONTROL,
-                "SIMPLE authentication is not enabled.  Available:[KERBEROS]"
+                f"SIMPLE authentication is not enabled.  Available:{security.methods}"
                 if auth == AUTH_NONE
                 else f"auth protocol {auth:#x} is not supported; this server takes SASL (0xdf)",
                 FATAL_UNAUTHORIZED,
@@ -532,6 +535,7 @@ class _Connection(asyncio.Protocol):
             self.peer,
             state_id,
             self.principal,
+            self.auth,
         )
         self.inflight += 1
         starter = method.start
@@ -643,6 +647,7 @@ class _Connection(asyncio.Protocol):
                     self.fatal(call_id, e.java_class, str(e), FATAL_UNAUTHORIZED)
                     return
                 self.principal = self.sasl.principal
+                self.auth = self.sasl.method
             self.context_done = True
             self.client_id = header.clientId
             self.success_tail = _success_tail(self.client_id, 0)

@@ -176,7 +176,7 @@ def audited(
             audit_line(
                 allowed=allowed,
                 user=ctx.principal or ctx.user,
-                auth=auth,
+                auth=ctx.auth if getattr(ctx, "auth", "SIMPLE") != "SIMPLE" else auth,
                 ip=ip,
                 cmd=spec.cmd,
                 src=src,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from google.protobuf.message import Message
 
 from qjm.editlog.ops import AddOp, Block, Op, SetGenstampV2Op
+from qjm.editlog.ops.types import DelegationTokenIdentifier
 from qjm.hdfs.datanode_protocol import bad_block_from_proto, token_to_proto
 from qjm.hdfs.proto import Security_pb2 as sec
 from qjm.hdfs.proto import hdfs_pb2 as hdfs
@@ -17,6 +19,7 @@ from qjm.ipc.server import CallContext, Method
 from qjm.namenode import protocols
 from qjm.namenode.audit import AUDITED, audited
 from qjm.namenode.blocks.datanode_manager import AdminState, ReportType
+from qjm.namenode.delegation import TOKEN_KIND, identifier_bytes, renewer_short_name
 from qjm.namenode.errors import (
     AccessControlError,
     IllegalArgumentError,
@@ -1120,9 +1123,77 @@ class ClientRpc:
         await self._stat(ctx, req.src)
         return cn.GetEZForPathResponseProto()
 
+    # -- delegation tokens (design §S.10) ------------------------------------------------------
+
+    async def get_delegation_token(
+        self, req: sec.GetDelegationTokenRequestProto, ctx: CallContext
+    ) -> sec.GetDelegationTokenResponseProto:
+        """getDelegationToken: a token owned by the Kerberos caller, renewable by renewer."""
+        self.nn.check_write(ctx)
+        if ctx.auth == "SIMPLE":  # no secret manager runs without security: no token, as HDFS
+            return sec.GetDelegationTokenResponseProto()
+        if ctx.auth != "KERBEROS":
+            raise NamenodeError(
+                "Delegation Token can be issued only with kerberos or web authentication"
+            )
+        owner, renewer = ctx.principal or ctx.user, renewer_short_name(req.renewer)
+        when, policy, key = now_ms(), self.nn.token_policy, os.urandom(64)
+        issued: list[tuple[DelegationTokenIdentifier, bytes]] = []
+
+        def plan(ns: Namespace) -> list[Op]:
+            ops, ident, password = ns.tokens.plan_get(owner, renewer, "", when, policy, key)
+            issued.append((ident, password))
+            return ops
+
+        await self.nn.write(ctx, plan)
+        ident, password = issued[-1]
+        # the service is left to the client, as HDFS's (ha-hdfs:<nameservice> in HA)
+        token = sec.TokenProto(
+            identifier=identifier_bytes(ident), password=password, kind=TOKEN_KIND, service=""
+        )
+        return sec.GetDelegationTokenResponseProto(token=token)
+
+    async def renew_delegation_token(
+        self, req: sec.RenewDelegationTokenRequestProto, ctx: CallContext
+    ) -> sec.RenewDelegationTokenResponseProto:
+        """renewDelegationToken: only the token's renewer, authenticated by Kerberos."""
+        self.nn.check_write(ctx)
+        if ctx.auth not in ("KERBEROS", "SIMPLE"):
+            raise NamenodeError(
+                "Delegation Token can be renewed only with kerberos or web authentication"
+            )
+        renewer, when, policy = ctx.user, now_ms(), self.nn.token_policy
+        expiry: list[int] = []
+
+        def plan(ns: Namespace) -> list[Op]:
+            ops, new_expiry = ns.tokens.plan_renew(
+                req.token.identifier, req.token.password, renewer, when, policy
+            )
+            expiry.append(new_expiry)
+            return ops
+
+        await self.nn.write(ctx, plan)
+        return sec.RenewDelegationTokenResponseProto(newExpiryTime=expiry[-1])
+
+    async def cancel_delegation_token(
+        self, req: sec.CancelDelegationTokenRequestProto, ctx: CallContext
+    ) -> sec.CancelDelegationTokenResponseProto:
+        """cancelDelegationToken: the token's owner or its renewer."""
+        self.nn.check_write(ctx)
+        canceller, short = ctx.principal or ctx.user, ctx.user
+
+        def plan(ns: Namespace) -> list[Op]:
+            return ns.tokens.plan_cancel(req.token.identifier, canceller, short)
+
+        await self.nn.write(ctx, plan)
+        return sec.CancelDelegationTokenResponseProto()
+
     def handlers(self) -> dict[str, Handler]:
         """Each served method's handler by wire name."""
         return {
+            "getDelegationToken": self.get_delegation_token,
+            "renewDelegationToken": self.renew_delegation_token,
+            "cancelDelegationToken": self.cancel_delegation_token,
             "getFileInfo": self.get_file_info,
             "getListing": self.get_listing,
             "mkdirs": self.mkdirs,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from qjm.hdfs.proto import Security_pb2 as sec
 from qjm.ipc import MethodSpec, method_table
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 from qjm.namenode.proto import HAServiceProtocol_pb2 as ha
@@ -44,6 +45,22 @@ CLIENT_METHODS: dict[str, MethodSpec] = method_table(
         cn.ListCorruptFileBlocksResponseProto,
     ),
     MethodSpec("msync", cn.MsyncRequestProto, cn.MsyncResponseProto),
+    # delegation tokens (design §S.10)
+    MethodSpec(
+        "getDelegationToken",
+        sec.GetDelegationTokenRequestProto,
+        sec.GetDelegationTokenResponseProto,
+    ),
+    MethodSpec(
+        "renewDelegationToken",
+        sec.RenewDelegationTokenRequestProto,
+        sec.RenewDelegationTokenResponseProto,
+    ),
+    MethodSpec(
+        "cancelDelegationToken",
+        sec.CancelDelegationTokenRequestProto,
+        sec.CancelDelegationTokenResponseProto,
+    ),
     MethodSpec(
         "getHAServiceState",
         cn.HAServiceStateRequestProto,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 import os
@@ -37,10 +38,11 @@ from qjm.config import ClusterConfig, NameNodeConfig, format_address, parse_addr
 from qjm.editlog.ops import Op, OpEncodeError, decode_op, encode_body
 from qjm.errors import QjmError, describe_error
 from qjm.ipc import IpcServer
-from qjm.ipc.sasl import client_security
+from qjm.ipc.sasl import client_security, server_security
 from qjm.ipc.server import CallContext, ipc_limit_keys
 from qjm.namenode.audit import AUDIT_LOG, AuditLog
 from qjm.namenode.block_tokens import block_token_manager
+from qjm.namenode.delegation import TokenPolicy
 from qjm.namenode.errors import (
     HealthCheckFailedError,
     IllegalArgumentError,
@@ -121,6 +123,12 @@ class NameNode:
         self.conf: NameNodeConfig = cfg.namenode_named(name)
         self.name = name
         self.settings = cfg.namenode
+        sec = cfg.security
+        self.token_policy = TokenPolicy(  # delegation tokens (design §S.10)
+            max_lifetime_ms=sec.delegation_token_max_lifetime_ms,
+            renew_interval_ms=sec.delegation_token_renew_interval_ms,
+            key_update_interval_ms=sec.delegation_key_update_interval_ms,
+        )
         login = client_security()  # under Kerberos the superuser is the NameNode's principal
         self.superuser = user or (login.user if login is not None else os_user())
         self.uri: QJournalUri = parse_qjournal_uri(cfg.shared_edits_uri())
@@ -275,6 +283,15 @@ class NameNode:
             return self._ns.stat(path, Caller(self.superuser, (), True))
         except Exception:  # a path that no longer resolves: the line says perm=null
             return None
+
+    def token_password(self, identifier: bytes) -> tuple[str, bytes]:
+        """The owner and password of a live delegation token, for SASL DIGEST-MD5 (design
+        §S.10); a NameNode that is not active refuses (StandbyError: the client fails over),
+        as a standby may not know every token yet (HDFS's retrievePassword)."""
+        self.check_lease()
+        self.ha.check_active("READ")
+        ident, password = self.ns.tokens.password_of(identifier, time.time_ns() // 1_000_000)
+        return ident.owner, password
 
     def caller_named(self, user: str) -> Caller:
         """The Caller for a user name: the user's OS groups, and whether a superuser."""
@@ -1209,8 +1226,12 @@ class NameNode:
         from qjm.namenode.protocols import CLIENT_PROTOCOL, HA_SERVICE_PROTOCOL
 
         s = self.settings
+        security = server_security()  # under Kerberos it honours delegation tokens (§S.10)
+        if security is not None:
+            security = dataclasses.replace(security, tokens=self.token_password)
         server = IpcServer(
             name=f"namenode-{self.name}",
+            security=security,
             state_id=self.state_id,
             max_connections=s.ipc_max_connections,
             idle_timeout_s=s.ipc_idle_timeout_ms / 1000,

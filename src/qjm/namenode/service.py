@@ -13,6 +13,7 @@ from qjm.namenode.types import Caller, FileStatus, HAState
 if TYPE_CHECKING:
     from qjm.config import NameNodeSettings
     from qjm.namenode.block_service import NameNodeBlocks
+    from qjm.namenode.delegation import TokenPolicy
     from qjm.namenode.lease_manager import LeaseRecovery
     from qjm.namenode.namespace import Namespace
     from qjm.namenode.retry_cache import RetryCache
@@ -27,6 +28,7 @@ class NameNodeService(Protocol):
     retry_cache: RetryCache | None  # None when [namenode] retry_cache_enabled is false
     blocks: NameNodeBlocks  # block management beside the namespace (design §B.14)
     leases: LeaseRecovery  # leases and block recovery (design §B.16)
+    token_policy: TokenPolicy  # delegation token lifetimes (design §S.10)
 
     def caller_of(self, ctx: CallContext) -> Caller:
         """The Caller (user, groups, superuser) of an RPC."""

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dqjm/hdfs/proto/Security.proto\x12\rhadoop.common\"Q\n\nTokenProto\x12\x12\n\nidentifier\x18\x01 \x02(\x0c\x12\x10\n\x08password\x18\x02 \x02(\x0c\x12\x0c\n\x04kind\x18\x03 \x02(\t\x12\x0f\n\x07service\x18\x04 \x02(\t')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dqjm/hdfs/proto/Security.proto\x12\rhadoop.common\"Q\n\nTokenProto\x12\x12\n\nidentifier\x18\x01 \x02(\x0c\x12\x10\n\x08password\x18\x02 \x02(\x0c\x12\x0c\n\x04kind\x18\x03 \x02(\t\x12\x0f\n\x07service\x18\x04 \x02(\t\"1\n\x1eGetDelegationTokenRequestProto\x12\x0f\n\x07renewer\x18\x01 \x02(\t\"K\n\x1fGetDelegationTokenResponseProto\x12(\n\x05token\x18\x01 \x01(\x0b\x32\x19.hadoop.common.TokenProto\"L\n RenewDelegationTokenRequestProto\x12(\n\x05token\x18\x01 \x02(\x0b\x32\x19.hadoop.common.TokenProto\":\n!RenewDelegationTokenResponseProto\x12\x15\n\rnewExpiryTime\x18\x01 \x02(\x04\"M\n!CancelDelegationTokenRequestProto\x12(\n\x05token\x18\x01 \x02(\x0b\x32\x19.hadoop.common.TokenProto\"$\n\"CancelDelegationTokenResponseProto')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,4 +33,16 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_TOKENPROTO']._serialized_start=48
   _globals['_TOKENPROTO']._serialized_end=129
+  _globals['_GETDELEGATIONTOKENREQUESTPROTO']._serialized_start=131
+  _globals['_GETDELEGATIONTOKENREQUESTPROTO']._serialized_end=180
+  _globals['_GETDELEGATIONTOKENRESPONSEPROTO']._serialized_start=182
+  _globals['_GETDELEGATIONTOKENRESPONSEPROTO']._serialized_end=257
+  _globals['_RENEWDELEGATIONTOKENREQUESTPROTO']._serialized_start=259
+  _globals['_RENEWDELEGATIONTOKENREQUESTPROTO']._serialized_end=335
+  _globals['_RENEWDELEGATIONTOKENRESPONSEPROTO']._serialized_start=337
+  _globals['_RENEWDELEGATIONTOKENRESPONSEPROTO']._serialized_end=395
+  _globals['_CANCELDELEGATIONTOKENREQUESTPROTO']._serialized_start=397
+  _globals['_CANCELDELEGATIONTOKENREQUESTPROTO']._serialized_end=474
+  _globals['_CANCELDELEGATIONTOKENRESPONSEPROTO']._serialized_start=476
+  _globals['_CANCELDELEGATIONTOKENRESPONSEPROTO']._serialized_end=512
 # @@protoc_insertion_point(module_scope)

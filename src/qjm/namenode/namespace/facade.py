@@ -11,16 +11,19 @@ from qjm.editlog.ops import (
     AddOp,
     AllocateBlockIdOp,
     AppendOp,
+    CancelDelegationTokenOp,
     ClearNSQuotaOp,
     CloseOp,
     ConcatDeleteOp,
     DeleteOp,
+    GetDelegationTokenOp,
     MkdirOp,
     Op,
     ReassignLeaseOp,
     RemoveXAttrOp,
     RenameOldOp,
     RenameOp,
+    RenewDelegationTokenOp,
     SetAclOp,
     SetGenstampV1Op,
     SetGenstampV2Op,
@@ -36,7 +39,9 @@ from qjm.editlog.ops import (
     TimesOp,
     TruncateOp,
     UpdateBlocksOp,
+    UpdateMasterKeyOp,
 )
+from qjm.namenode.delegation import DelegationTokens
 from qjm.namenode.image.model import QUOTA_UNSET, ROOT_INODE_ID, ROOT_NS_QUOTA
 from qjm.namenode.inodes import (
     DIRECTORY,
@@ -83,6 +88,8 @@ class Namespace(ReadsMixin, RecoveryMixin, PlansMixin, ApplyMixin):
         self.n_bytes = 0
         self.block_ids = BlockIds()
         self.on_blocks_removed = None
+        # delegation tokens and master keys, which the edit log carries (design §S.10)
+        self.tokens = DelegationTokens()
         self._appliers: dict[type[Op], Callable[[Any], None]] = {
             MkdirOp: self._apply_mkdir,
             AddOp: self._apply_add,
@@ -113,7 +120,15 @@ class Namespace(ReadsMixin, RecoveryMixin, PlansMixin, ApplyMixin):
             SetAclOp: self._apply_set_acl,
             SetXAttrOp: self._apply_set_xattr,
             RemoveXAttrOp: self._apply_remove_xattr,
+            UpdateMasterKeyOp: self._apply_token_op,
+            GetDelegationTokenOp: self._apply_token_op,
+            RenewDelegationTokenOp: self._apply_token_op,
+            CancelDelegationTokenOp: self._apply_token_op,
         }
+
+    def _apply_token_op(self, op: Op) -> None:
+        """A delegation token or master key op changes the token state (design §S.10)."""
+        self.tokens.apply(op)
 
     def copy(self) -> Namespace:
         """An independent copy of the tree (fast: columns are copied whole).
@@ -130,6 +145,7 @@ class Namespace(ReadsMixin, RecoveryMixin, PlansMixin, ApplyMixin):
         c.limits = self.limits
         c.last_inode_id = self.last_inode_id
         c.block_ids = self.block_ids.copy()
+        c.tokens = self.tokens.copy()
         c.n_files, c.n_dirs, c.n_bytes = self.n_files, self.n_dirs, self.n_bytes
         return c
 
