@@ -59,11 +59,18 @@ def shell(
 
 
 def java(
-    cluster: dict[str, Any], ccache: str, *args: str, timeout: float = 120
+    cluster: dict[str, Any],
+    ccache: str,
+    *args: str,
+    timeout: float = 120,
+    token_file: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """The genuine FsShell with the cluster's hadoop-conf, its krb5.conf and ticket cache."""
+    """The genuine FsShell with the cluster's hadoop-conf, its krb5.conf and ticket cache
+    (and the delegation tokens of token_file, where given)."""
     kdc = cluster["kdc"]
     env = {**os.environ, "KRB5CCNAME": f"FILE:{ccache}", "KRB5_CONFIG": kdc["krb5_conf"]}
+    if token_file is not None:
+        env["HADOOP_TOKEN_FILE_LOCATION"] = str(token_file)
     argv = [
         "java",
         "-XX:TieredStopAtLevel=1",
@@ -752,7 +759,7 @@ SPARK_JOB = """
 import json, os, sys
 from qjm.spark.session import build_session, log4j2_config
 
-conf_dir, krb5_conf = sys.argv[1], sys.argv[2]
+conf_dir, krb5_conf, token_file, principal = sys.argv[1:5]
 java = (
     f"-Dlog4j2.configurationFile={log4j2_config().as_uri()} "
     f"-Djava.security.krb5.conf={krb5_conf} -Dsun.security.krb5.disableReferrals=true"
@@ -765,13 +772,27 @@ spark = build_session(
         # the hadoop-conf on the classpath: UGI reads Kerberos from its core-site.xml
         "spark.driver.extraClassPath": conf_dir,
         "spark.sql.shuffle.partitions": "2",
+        # the renewer Spark names for the tokens it gets (its YARN-side setting)
+        "spark.hadoop.yarn.resourcemanager.principal": principal,
     },
 )
 df = spark.range(50_000).selectExpr("id", "id * 7 AS x")
 df.write.mode("overwrite").parquet("hdfs://ns1/secure-spark/rows")
 back = spark.read.parquet("hdfs://ns1/secure-spark/rows")
-user = spark.sparkContext._jvm.org.apache.hadoop.security.UserGroupInformation.getCurrentUser()
+jvm, sc = spark.sparkContext._jvm, spark.sparkContext._jsc.sc()
+user = jvm.org.apache.hadoop.security.UserGroupInformation.getCurrentUser()
+# Spark's own delegation token manager gets the tokens a cluster job would ship
+creds = jvm.org.apache.hadoop.security.Credentials()
+manager = jvm.org.apache.spark.deploy.security.HadoopDelegationTokenManager(
+    sc.conf(), sc.hadoopConfiguration(), None
+)
+manager.obtainDelegationTokens(creds)
+creds.writeTokenStorageFile(
+    jvm.org.apache.hadoop.fs.Path("file://" + token_file), sc.hadoopConfiguration()
+)
+tokens = [f"{t.getKind()} {t.getService()}" for t in creds.getAllTokens().toArray()]
 print(json.dumps({
+    "tokens": tokens,
     "count": back.count(),
     "sum": back.selectExpr("sum(x)").first()[0],
     "auth": str(user.getAuthenticationMethod()),
@@ -781,10 +802,14 @@ spark.stop()
 """
 
 
-def test_spark_writes_and_reads_parquet_on_the_kerberos_cluster(cluster: dict[str, Any]) -> None:
+def test_spark_writes_and_reads_parquet_on_the_kerberos_cluster(
+    cluster: dict[str, Any], tmp_path: Path
+) -> None:
     """Spark (local mode) with the user's ticket: Parquet to hdfs://ns1 and back, through
     Hadoop's own Kerberos login (without a ticket the same client is refused: the FsShell
-    test above)."""
+    test above); Spark's token manager gets a delegation token, with which the genuine
+    client, holding no ticket, lists what Spark wrote."""
+    token_file = tmp_path / "spark.tokens"
     kdc = cluster["kdc"]
     env = {
         **os.environ,
@@ -792,7 +817,15 @@ def test_spark_writes_and_reads_parquet_on_the_kerberos_cluster(cluster: dict[st
         "KRB5_CONFIG": kdc["krb5_conf"],
     }
     r = subprocess.run(
-        [sys.executable, "-c", SPARK_JOB, cluster["hadoop_conf"], kdc["krb5_conf"]],
+        [
+            sys.executable,
+            "-c",
+            SPARK_JOB,
+            cluster["hadoop_conf"],
+            kdc["krb5_conf"],
+            str(token_file),
+            kdc["user_principal"],
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -802,6 +835,12 @@ def test_spark_writes_and_reads_parquet_on_the_kerberos_cluster(cluster: dict[st
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["count"] == 50_000 and out["sum"] == 7 * sum(range(50_000)), out
     assert out["auth"] == "KERBEROS" and out["user"] == kdc["user_principal"], out
+    assert out["tokens"] == ["HDFS_DELEGATION_TOKEN ha-hdfs:ns1"], out
+    r = java(
+        cluster, str(tmp_path / "no-ticket"), "-ls", "/secure-spark/rows", token_file=token_file
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "/secure-spark/rows/_SUCCESS" in r.stdout, r.stdout
 
 
 def test_started_again_the_cluster_is_still_kerberos_and_keeps_its_files(
