@@ -4,6 +4,7 @@ edit log round trip, the token storage file, and SASL DIGEST-MD5 with its layers
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,8 @@ from qjm.namenode.delegation import (
     token_password,
 )
 from qjm.namenode.errors import AccessControlError
+from qjm.namenode.image import NameSystemInfo, read_image, write_image
+from qjm.namenode.namespace import Namespace, load_namespace
 from qjm.namenode.token_file import decode_token_file, encode_token_file, ha_service
 from qjm.security.digest import (
     DigestClient,
@@ -105,6 +108,32 @@ def test_a_standby_that_replays_the_ops_through_the_edit_log_honours_the_token()
         assert again == op
         standby.apply(again)
     assert standby.password_of(identifier_bytes(ident), T0 + 5) == (ident, password)
+
+
+def test_the_image_keeps_the_keys_and_live_tokens_for_both_loaders(tmp_path: Path) -> None:
+    """A NameNode started from a checkpoint honours the tokens issued before it (its
+    SECRET_MANAGER section), by the fast loader and the general one alike."""
+    ns = Namespace(superuser="hdfs")
+    alice, alice_pw, ops = issue(ns.tokens)
+    bob, bob_pw, more = issue(ns.tokens, owner="bob@R", renewer="bob", now=T0 + 1000)
+    cancelled, _, last = issue(ns.tokens, owner="carol@R", renewer="carol", now=T0 + 2000)
+    (op,) = ns.tokens.plan_cancel(identifier_bytes(cancelled), "carol@R", "carol")
+    assert ns.tokens.apply(op)
+    path = tmp_path / "fsimage_0000000000000000042"
+    write_image(path, ns.to_image(42, NameSystemInfo(namespace_id=7, txid=0)))
+    slow = Namespace.from_image(read_image(path), superuser="hdfs").tokens
+    fast = load_namespace(path, superuser="hdfs")[0].tokens
+    for loaded in (slow, fast):
+        assert loaded.keys == ns.tokens.keys and loaded.tokens == ns.tokens.tokens
+        assert (loaded.current_key_id, loaded.sequence_number) == (1, 3)
+        assert loaded.password_of(identifier_bytes(alice), T0 + 5) == (alice, alice_pw)
+        assert loaded.password_of(identifier_bytes(bob), T0 + 5) == (bob, bob_pw)
+        with pytest.raises(InvalidTokenError, match="can't be found in cache"):
+            loaded.password_of(identifier_bytes(cancelled), T0 + 5)
+    # the next token after the restart continues the sequence, under the same key
+    nxt, _, _ = issue(fast, owner="dave@R", renewer="dave", now=T0 + 4000)
+    assert (nxt.sequence_number, nxt.master_key_id) == (4, 1)
+    assert len(ops) == 2 and len(more) == len(last) == 1  # one key for all of them
 
 
 def test_a_cancelled_an_unknown_and_an_expired_token_are_refused() -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from google.protobuf.message import DecodeError
 
 from qjm.editlog.ops.types import Block
+from qjm.namenode.delegation import DelegationTokens
 from qjm.namenode.errors import NamenodeError
 from qjm.namenode.image import fsimage_pb2 as pb
 from qjm.namenode.image import sections as sec
@@ -20,6 +21,7 @@ from qjm.namenode.image.format import (
     INODE_REFERENCE,
     LAYOUT_VERSION,
     NS_INFO,
+    SECRET_MANAGER,
     STRING_TABLE,
     ImageError,
     iter_delimited,
@@ -37,6 +39,7 @@ from qjm.namenode.image.model import (
     ImageContents,
     Inode,
     NameSystemInfo,
+    SecretManagerImage,
 )
 from qjm.namenode.image.reader import OLDEST_PROTOBUF_LAYOUT, load_image
 from qjm.namenode.inodes import DIRECTORY as K_DIR
@@ -108,11 +111,28 @@ def to_image(ns: Namespace, txid: int, ns_info: NameSystemInfo) -> ImageContents
         p = parent[s]
         if p != NO_SLOT:
             parents[i] = ids[p]
+    tokens = ns.tokens
     return ImageContents(
         ns_info=ns.block_ids.into(dataclasses.replace(ns_info, txid=txid)),
         inodes=inodes,
         parents=parents,
         last_inode_id=ns.last_inode_id,
+        secret_current_id=tokens.current_key_id,
+        token_sequence_number=tokens.sequence_number,
+        delegation_keys=sorted(tokens.keys.values(), key=lambda k: k.key_id),
+        delegation_tokens=sorted(tokens.tokens.items(), key=lambda t: t[0].sequence_number),
+    )
+
+
+def tokens_of(secrets: SecretManagerImage | None) -> DelegationTokens:
+    """The delegation token state an image's SECRET_MANAGER holds (design §S.10)."""
+    if secrets is None:
+        return DelegationTokens()
+    return DelegationTokens(
+        keys={k.key_id: k for k in secrets.keys},
+        tokens=dict(secrets.tokens),
+        current_key_id=secrets.current_id,
+        sequence_number=secrets.sequence_number,
     )
 
 
@@ -283,9 +303,9 @@ def _set_extra(extra: dict[int, dict[str, Any]], s: int, node: Inode) -> None:
 
 def load_store(
     path: str | os.PathLike[str], *, check_md5: bool = True
-) -> tuple[InodeStore, int, NameSystemInfo]:
-    """Start-up: the inode store, last inode id and NS_INFO of an image file, decoded
-    straight into columns.
+) -> tuple[InodeStore, int, NameSystemInfo, SecretManagerImage | None]:
+    """Start-up: the inode store, last inode id, NS_INFO and SECRET_MANAGER of an image
+    file, decoded straight into columns.
 
     The same result as store_from_image(read_image(path)) without making an Inode object per
     inode (about twice as fast at 1 M inodes). Images with snapshot references take the
@@ -315,13 +335,15 @@ def load_store(
     if filled is None:
         return _general(data)
     store, last_id = filled
-    return store, last_id, ns_info
+    raw_secrets = body(SECRET_MANAGER)
+    secrets = sec.decode_secret_manager(raw_secrets) if raw_secrets is not None else None
+    return store, last_id, ns_info, secrets
 
 
-def _general(data: bytes) -> tuple[InodeStore, int, NameSystemInfo]:
+def _general(data: bytes) -> tuple[InodeStore, int, NameSystemInfo, SecretManagerImage | None]:
     image = load_image(data)
     store, last_id = store_from_image(image)
-    return store, last_id, image.ns_info
+    return store, last_id, image.ns_info, image.secret_manager
 
 
 def _fill(

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from qjm.editlog.ops.types import AclEntry, Block, XAttr
+from qjm.editlog.ops.types import (
+    AclEntry,
+    Block,
+    DelegationKey,
+    DelegationTokenIdentifier,
+    XAttr,
+)
 
 ROOT_INODE_ID = 16385  # INodeId.ROOT_INODE_ID
 FILE, DIRECTORY, SYMLINK = "FILE", "DIRECTORY", "SYMLINK"
@@ -92,4 +98,18 @@ class ImageContents:
     snapshot_counter: int = 0
     secret_current_id: int = 0
     token_sequence_number: int = 0
+    # the delegation token master keys, and the live tokens with their renew dates (S.10)
+    delegation_keys: list[DelegationKey] = field(default_factory=list)
+    delegation_tokens: list[tuple[DelegationTokenIdentifier, int]] = field(default_factory=list)
     next_cache_directive_id: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SecretManagerImage:
+    """SECRET_MANAGER: the key and token counters, the master keys and the live tokens with
+    their renew dates (design §S.10)."""
+
+    current_id: int
+    sequence_number: int
+    keys: tuple[DelegationKey, ...] = ()
+    tokens: tuple[tuple[DelegationTokenIdentifier, int], ...] = ()

@@ -28,7 +28,14 @@ from qjm.namenode.image.format import (
     section_bytes,
 )
 from qjm.namenode.image.md5 import verify_md5
-from qjm.namenode.image.model import ROOT_INODE_ID, EcPolicy, ImageContents, Inode, NameSystemInfo
+from qjm.namenode.image.model import (
+    ROOT_INODE_ID,
+    EcPolicy,
+    ImageContents,
+    Inode,
+    NameSystemInfo,
+    SecretManagerImage,
+)
 
 # Protobuf images begin at layout -51 (PROTOBUF_FORMAT); their messages are read alike.
 OLDEST_PROTOBUF_LAYOUT = -51
@@ -49,7 +56,7 @@ class FsImage:
     references: list[Any] = field(default_factory=list)
     snapshots: sec.SnapshotInfo | None = None
     snapshot_diffs: list[sec.DiffEntry] = field(default_factory=list)
-    secret_manager: tuple[int, int, int, int] | None = None
+    secret_manager: SecretManagerImage | None = None
     cache_manager: tuple[int, int, int] | None = None
     parents: dict[int, int] = field(default_factory=dict)
     _paths: dict[int, str] | None = None
@@ -99,8 +106,10 @@ class FsImage:
             last_inode_id=self.last_inode_id,
             ec_policies=list(self.ec_policies),
             snapshot_counter=self.snapshots.counter if self.snapshots else 0,
-            secret_current_id=self.secret_manager[0] if self.secret_manager else 0,
-            token_sequence_number=self.secret_manager[1] if self.secret_manager else 0,
+            secret_current_id=self.secret_manager.current_id if self.secret_manager else 0,
+            token_sequence_number=self.secret_manager.sequence_number if self.secret_manager else 0,
+            delegation_keys=list(self.secret_manager.keys) if self.secret_manager else [],
+            delegation_tokens=list(self.secret_manager.tokens) if self.secret_manager else [],
             next_cache_directive_id=self.cache_manager[0] if self.cache_manager else 1,
         )
 

@@ -20,6 +20,8 @@ from qjm.editlog.ops.types import (
     XATTR_NAMESPACES,
     AclEntry,
     Block,
+    DelegationKey,
+    DelegationTokenIdentifier,
     XAttr,
 )
 from qjm.namenode.image import fsimage_pb2 as pb
@@ -46,7 +48,15 @@ from qjm.namenode.image.format import (
     summary_from_parts,
     unpack_permission,
 )
-from qjm.namenode.image.model import DIRECTORY, FILE, SYMLINK, EcPolicy, Inode, NameSystemInfo
+from qjm.namenode.image.model import (
+    DIRECTORY,
+    FILE,
+    SYMLINK,
+    EcPolicy,
+    Inode,
+    NameSystemInfo,
+    SecretManagerImage,
+)
 
 INODE_TYPES = {1: FILE, 2: DIRECTORY, 3: SYMLINK}
 STORAGE_TYPE_NAMES = {1: "DISK", 2: "SSD", 3: "ARCHIVE", 4: "RAM_DISK", 5: "PROVIDED"}
@@ -394,18 +404,30 @@ def iter_snapshot_diffs(buf: bytes) -> Iterator[DiffEntry]:
         yield DiffEntry(e.inodeId, kind, tuple(ids))
 
 
-def decode_secret_manager(buf: bytes) -> tuple[int, int, int, int]:
-    """(currentId, tokenSequenceNumber, numKeys, numTokens) of SECRET_MANAGER."""
+def decode_secret_manager(buf: bytes) -> SecretManagerImage:
+    """SECRET_MANAGER: its counters, then numKeys DelegationKeys and numTokens PersistTokens."""
     head, rest = _first(buf, SECRET_MANAGER)
     h: Any = parse(pb.SecretManagerSection, head, SECRET_MANAGER, "SecretManagerSection")
-    n = sum(1 for _ in rest)
-    if n != h.numKeys + h.numTokens:
+    bodies = list(rest)
+    if len(bodies) != h.numKeys + h.numTokens:
         raise ImageError(
-            f"section {SECRET_MANAGER} holds {n} keys and tokens, its header says "
+            f"section {SECRET_MANAGER} holds {len(bodies)} keys and tokens, its header says "
             f"{h.numKeys + h.numTokens}",
             SECRET_MANAGER,
         )
-    return h.currentId, h.tokenSequenceNumber, h.numKeys, h.numTokens
+    keys = []
+    for body in bodies[: h.numKeys]:
+        k: Any = parse(pb.SecretManagerSection.DelegationKey, body, SECRET_MANAGER, "key")
+        keys.append(DelegationKey(k.id, k.expiryDate, k.key if k.HasField("key") else None))
+    tokens = []
+    for body in bodies[h.numKeys :]:
+        t: Any = parse(pb.SecretManagerSection.PersistToken, body, SECRET_MANAGER, "token")
+        ident = DelegationTokenIdentifier(
+            t.owner, t.renewer, t.realUser, t.issueDate, t.maxDate, t.sequenceNumber,
+            t.masterKeyId,
+        )  # fmt: skip
+        tokens.append((ident, t.expiryDate))
+    return SecretManagerImage(h.currentId, h.tokenSequenceNumber, tuple(keys), tuple(tokens))
 
 
 def decode_cache_manager(buf: bytes) -> tuple[int, int, int]:

@@ -241,17 +241,37 @@ def encode_image(c: ImageContents) -> bytes:
         SNAPSHOT, delimited(pb.SnapshotSection(snapshotCounter=c.snapshot_counter, numSnapshots=0))
     )
     section(INODE_REFERENCE, b"")
-    section(
-        SECRET_MANAGER,
+    body = bytearray(
         delimited(
             pb.SecretManagerSection(
                 currentId=c.secret_current_id,
                 tokenSequenceNumber=c.token_sequence_number,
-                numKeys=0,
-                numTokens=0,
+                numKeys=len(c.delegation_keys),
+                numTokens=len(c.delegation_tokens),
             )
-        ),
+        )
     )
+    for key in c.delegation_keys:  # design §S.10: what a restarted NameNode honours
+        body += delimited(
+            pb.SecretManagerSection.DelegationKey(
+                id=key.key_id, expiryDate=key.expiry_date, key=key.key
+            )
+        )
+    for ident, renew_date in c.delegation_tokens:
+        body += delimited(
+            pb.SecretManagerSection.PersistToken(
+                version=0,
+                owner=ident.owner,
+                renewer=ident.renewer,
+                realUser=ident.realuser,
+                issueDate=ident.issue_date,
+                maxDate=ident.max_date,
+                sequenceNumber=ident.sequence_number,
+                masterKeyId=ident.master_key_id,
+                expiryDate=renew_date,
+            )
+        )
+    section(SECRET_MANAGER, bytes(body))
     section(
         CACHE_MANAGER,
         delimited(

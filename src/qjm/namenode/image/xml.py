@@ -196,7 +196,7 @@ def _section_xml(image: FsImage, name: str) -> Iterator[str]:
             yield s + "</diff>"
         yield "</SnapshotDiffSection>\n"
     elif name == "SECRET_MANAGER" and image.secret_manager is not None:
-        cur, seq, _, _ = image.secret_manager
+        cur, seq = image.secret_manager.current_id, image.secret_manager.sequence_number
         yield (
             "<SecretManagerSection>"
             + _o("currentId", cur)

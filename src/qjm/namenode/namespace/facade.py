@@ -205,10 +205,10 @@ class Namespace(ReadsMixin, RecoveryMixin, PlansMixin, ApplyMixin):
         permissions_enabled: bool = True,
     ) -> Namespace:
         """A namespace holding a decoded image's tree."""
-        from qjm.namenode.image_bridge import store_from_image
+        from qjm.namenode.image_bridge import store_from_image, tokens_of
 
         store, last_inode_id = store_from_image(image)
-        return cls.from_store(
+        ns = cls.from_store(
             store,
             last_inode_id=last_inode_id,
             superuser=superuser,
@@ -216,6 +216,8 @@ class Namespace(ReadsMixin, RecoveryMixin, PlansMixin, ApplyMixin):
             permissions_enabled=permissions_enabled,
             ns_info=image.ns_info,
         )
+        ns.tokens = tokens_of(image.secret_manager)  # design §S.10
+        return ns
 
 
 def load_namespace(
@@ -228,9 +230,9 @@ def load_namespace(
 ) -> tuple[Namespace, NameSystemInfo]:
     """Start-up: the namespace and NS_INFO of an image file, decoded straight into columns
     (the same result as Namespace.from_image(read_image(path)), about twice as fast)."""
-    from qjm.namenode.image_bridge import load_store
+    from qjm.namenode.image_bridge import load_store, tokens_of
 
-    store, last_inode_id, ns_info = load_store(path, check_md5=check_md5)
+    store, last_inode_id, ns_info, secrets = load_store(path, check_md5=check_md5)
     ns = Namespace.from_store(
         store,
         last_inode_id=last_inode_id,
@@ -239,4 +241,5 @@ def load_namespace(
         permissions_enabled=permissions_enabled,
         ns_info=ns_info,
     )
+    ns.tokens = tokens_of(secrets)  # design §S.10: tokens issued before the image live on
     return ns, ns_info
