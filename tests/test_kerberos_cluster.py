@@ -334,6 +334,30 @@ def test_the_genuine_client_with_only_a_delegation_token_reads_through_a_failove
         assert r.returncode == 0 and r.stdout == "read with a delegation token\n", r.stderr
     finally:
         with_token.close()
+    # hdfs-native, with the token file and no ticket, reads the file too: its DIGEST-MD5
+    # seals with 3des, the other cipher the NameNode offers (design §S.10)
+    reader = (
+        "import sys, hdfs_native\n"
+        "from qjm.cluster.hadoop_conf import read_site\n"
+        "d = sys.argv[1]\n"
+        "cfg = read_site(d + '/core-site.xml') | read_site(d + '/hdfs-site.xml')\n"
+        "c = hdfs_native.Client(cfg['fs.defaultFS'], config=cfg)\n"
+        "with c.read('/secure/dt.txt') as f:\n"
+        "    sys.stdout.write(bytes(f.read()).decode())\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", reader, cluster["hadoop_conf"]],
+        env={
+            **os.environ,
+            "KRB5CCNAME": f"FILE:{tmp_path / 'no-ticket'}",
+            "KRB5_CONFIG": kdc["krb5_conf"],
+            "HADOOP_TOKEN_FILE_LOCATION": str(token_file),
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0 and r.stdout == "read with a delegation token\n", r.stderr[-2000:]
     # the audit log names the token's owner and how it authenticated
     cfg = load_config(cluster["config"])
     audit = (Path(cfg.namenode_named(new).name_dir) / "hdfs-audit.log").read_text()

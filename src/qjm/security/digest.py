@@ -17,8 +17,8 @@ import hmac
 import secrets
 from collections.abc import Callable
 
-from cryptography.hazmat.decrepit.ciphers.algorithms import ARC4
-from cryptography.hazmat.primitives.ciphers import Cipher
+from cryptography.hazmat.decrepit.ciphers.algorithms import ARC4, TripleDES
+from cryptography.hazmat.primitives.ciphers import Cipher, modes
 
 from qjm.security.gss import LAYER_AUTHENTICATION, LAYER_INTEGRITY, LAYER_PRIVACY, SaslError
 
@@ -33,7 +33,8 @@ QOP_OF_LAYER = {
     LAYER_PRIVACY: "auth-conf",
 }
 LAYER_OF_QOP = {v: k for k, v in QOP_OF_LAYER.items()}
-CIPHER = "rc4"  # the one auth-conf cipher built (design §S.10)
+# auth-conf's ciphers, as offered (design §S.10): the JDK's client takes rc4, hdfs-native 3des
+CIPHERS = ("3des", "rc4")
 _CLIENT_SIGN = b"Digest session key to client-to-server signing key magic constant"
 _SERVER_SIGN = b"Digest session key to server-to-client signing key magic constant"
 _CLIENT_SEAL = b"Digest H(A1) to client-to-server sealing key magic constant"
@@ -136,12 +137,38 @@ class Rc4:
         return self._stream.update(data)
 
 
+def des_key(seven: bytes) -> bytes:
+    """A DES key of 8 bytes from 7 (56 bits, 7 to a byte, odd parity in the low bit), as the
+    JDK's DIGEST-MD5 makes its 3des keys."""
+    bits = int.from_bytes(seven, "big")
+    out = bytearray()
+    for i in range(7, -1, -1):  # eight 7-bit groups, the most significant first
+        b = ((bits >> (7 * i)) & 0x7F) << 1
+        out.append(b | (bin(b).count("1") % 2 == 0))
+    return bytes(out)
+
+
+class TripleDes:
+    """DIGEST-MD5's 3des, one direction: two-key EDE in CBC, the chain running on across
+    messages (as the JDK's), keyed by the first 14 bytes of Kc, the IV its last 8."""
+
+    def __init__(self, kc: bytes, *, encrypt: bool) -> None:
+        k1, k2 = des_key(kc[:7]), des_key(kc[7:14])
+        cipher = Cipher(TripleDES(k1 + k2 + k1), modes.CBC(kc[8:16]))
+        self._c = cipher.encryptor() if encrypt else cipher.decryptor()
+
+    def process(self, data: bytes) -> bytes:
+        """data (a whole number of 8-byte blocks) through the chain."""
+        return self._c.update(data)
+
+
 class DigestLayer:
     """The security layer of a completed exchange: wraps what one side sends, unwraps what
     the other sent (sequence numbers from 0 each way)."""
 
-    def __init__(self, layer: int, ha1: bytes, *, client: bool) -> None:
+    def __init__(self, layer: int, ha1: bytes, *, client: bool, cipher: str = "rc4") -> None:
         self.layer = layer
+        self.block = 8 if cipher == "3des" else 1  # auth-conf pads to the cipher's block
         send_sign, recv_sign = (
             (_CLIENT_SIGN, _SERVER_SIGN) if client else (_SERVER_SIGN, _CLIENT_SIGN)
         )
@@ -149,14 +176,20 @@ class DigestLayer:
         self._recv_key = _md5(ha1 + recv_sign)
         self._send_seq = 0
         self._recv_seq = 0
-        self._enc: Rc4 | None = None
-        self._dec: Rc4 | None = None
+        self._enc: Rc4 | TripleDes | None = None
+        self._dec: Rc4 | TripleDes | None = None
         if layer == LAYER_PRIVACY:
+            if cipher not in CIPHERS:
+                raise DigestError(f"DIGEST-MD5: cipher {cipher!r} is not one of {CIPHERS}")
             send_seal, recv_seal = (
                 (_CLIENT_SEAL, _SERVER_SEAL) if client else (_SERVER_SEAL, _CLIENT_SEAL)
             )
-            self._enc = Rc4(_md5(ha1[:16] + send_seal))
-            self._dec = Rc4(_md5(ha1[:16] + recv_seal))
+            send_kc, recv_kc = _md5(ha1[:16] + send_seal), _md5(ha1[:16] + recv_seal)
+            if cipher == "3des":
+                self._enc = TripleDes(send_kc, encrypt=True)
+                self._dec = TripleDes(recv_kc, encrypt=False)
+            else:
+                self._enc, self._dec = Rc4(send_kc), Rc4(recv_kc)
 
     @property
     def wraps(self) -> bool:
@@ -172,9 +205,10 @@ class DigestLayer:
         seq = self._send_seq.to_bytes(4, "big")
         mac = self._mac(self._send_key, seq, data)
         self._send_seq = (self._send_seq + 1) & 0xFFFFFFFF
-        body = data + mac
-        if self._enc is not None:
-            body = self._enc.process(body)
+        if self._enc is None:
+            return data + mac + _MESSAGE_TYPE + seq
+        pad = self.block - (len(data) + 10) % self.block if self.block > 1 else 0
+        body = self._enc.process(data + bytes([pad]) * pad + mac)
         return body + _MESSAGE_TYPE + seq
 
     def unwrap(self, data: bytes) -> bytes:
@@ -190,8 +224,17 @@ class DigestLayer:
                 f"{int.from_bytes(seq, 'big')} Expected: {self._recv_seq}"
             )
         if self._dec is not None:
+            if len(body) % self.block:
+                raise DigestError(
+                    f"DIGEST-MD5: an encrypted message of {len(body)} bytes, not whole blocks"
+                )
             body = self._dec.process(body)
         message, mac = body[:-10], body[-10:]
+        if self.block > 1 and self._dec is not None:
+            pad = message[-1] if message else 0
+            if not 1 <= pad <= self.block or pad > len(message):
+                raise DigestError("DIGEST-MD5: the padding of an encrypted message is wrong")
+            message = message[:-pad]
         if not hmac.compare_digest(mac, self._mac(self._recv_key, seq, message)):
             raise DigestError("DIGEST-MD5: the MAC of a wrapped message does not verify")
         self._recv_seq = (self._recv_seq + 1) & 0xFFFFFFFF
@@ -235,7 +278,7 @@ class DigestServer:
             "charset=utf-8",
         ]
         if "auth-conf" in qops:
-            parts.append(f'cipher="{CIPHER}"')
+            parts.append(f'cipher="{",".join(CIPHERS)}"')
         parts.append("algorithm=md5-sess")
         return ",".join(parts).encode()
 
@@ -268,10 +311,11 @@ class DigestServer:
         qop = d.get("qop", "auth")
         if qop not in self._qops():
             raise DigestError(f"DIGEST-MD5: Client selected unsupported protection: {qop}")
-        if qop == "auth-conf" and d.get("cipher") != CIPHER:
+        cipher = d.get("cipher", "")
+        if qop == "auth-conf" and cipher not in CIPHERS:
             raise DigestError(
-                f"DIGEST-MD5: Client selected unsupported cipher: {d.get('cipher')} "
-                f"(offered {CIPHER})"
+                f"DIGEST-MD5: Client selected unsupported cipher: {cipher} "
+                f"(offered {','.join(CIPHERS)})"
             )
         uri = d.get("digest-uri", "")
         if uri != DIGEST_URI:
@@ -289,7 +333,7 @@ class DigestServer:
             raise DigestError(f"DIGEST-MD5: {user} is not authorized to act as {authzid}")
         self.username = user
         self.layer = LAYER_OF_QOP[qop]
-        self._security = DigestLayer(self.layer, ha1, client=False)
+        self._security = DigestLayer(self.layer, ha1, client=False, cipher=cipher or "rc4")
         self.complete = True
         rspauth = response_value(ha1, self.nonce, nc, cnonce, qop, uri, initial=False)
         return f"rspauth={rspauth}".encode()
@@ -324,6 +368,7 @@ class DigestClient:
         self.layer = 0
         self._expect = ""
         self._ha1 = b""
+        self._cipher = ""
         self._security: DigestLayer | None = None
 
     def evaluate(self, challenge: bytes) -> bytes:
@@ -351,8 +396,13 @@ class DigestClient:
                 f"(offered {','.join(offered)})"
             )
         qop = QOP_OF_LAYER[layer]
-        if layer == LAYER_PRIVACY and CIPHER not in d.get("cipher", "").split(","):
-            raise DigestError(f"DIGEST-MD5: the server offers no cipher qjm has ({CIPHER})")
+        offered_ciphers = [c.strip() for c in d.get("cipher", "").split(",")]
+        # the JDK's order of preference: rc4 before 3des
+        self._cipher = next((c for c in ("rc4", "3des") if c in offered_ciphers), "")
+        if layer == LAYER_PRIVACY and not self._cipher:
+            raise DigestError(
+                f"DIGEST-MD5: the server offers no cipher qjm has ({','.join(CIPHERS)})"
+            )
         realm = d.get("realm", REALM)
         self._ha1 = hash_a1(self.user, realm, self._password, nonce, self.cnonce, "")
         nc = "00000001"
@@ -374,7 +424,7 @@ class DigestClient:
             f"qop={qop}",
         ]
         if layer == LAYER_PRIVACY:
-            parts.append(f'cipher="{CIPHER}"')
+            parts.append(f'cipher="{self._cipher}"')
         return ",".join(parts).encode()
 
     def _check_rspauth(self, message: bytes) -> bytes:
@@ -383,7 +433,9 @@ class DigestClient:
         got = parse_directives(message).get("rspauth", "")
         if not hmac.compare_digest(got.lower(), self._expect):
             raise DigestError("DIGEST-MD5: the server's rspauth does not match")
-        self._security = DigestLayer(self.layer, self._ha1, client=True)
+        self._security = DigestLayer(
+            self.layer, self._ha1, client=True, cipher=self._cipher or "rc4"
+        )
         self.complete = True
         return b""
 
