@@ -39,7 +39,8 @@ $(STAMP): pyproject.toml
 # Debian packages the tests need (ZooKeeper; a JDK: the JRE runs Hadoop's client and javac
 # builds the Java API judges; Chromium and its driver for the status page's browser test;
 # MIT Kerberos: a real KDC, kadmin.local and kinit for the Kerberos tests, and libkrb5-dev
-# to build the gssapi Python package); installed only when missing.
+# to build the gssapi and kerberos (pykerberos, kazoo's SASL) Python packages); installed
+# only when missing.
 debian:
 	@missing=""; for p in $(DEBIAN_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \

@@ -667,27 +667,57 @@ def test_fsck_runs_as_the_authenticated_user_not_the_claimed_one(cluster: dict[s
     assert code == 200 and "is HEALTHY" in body, body[-500:]
 
 
-def test_only_the_zkfcs_may_touch_the_ha_znodes(cluster: dict[str, Any]) -> None:
+def test_only_the_zkfcs_may_touch_the_ha_znodes(
+    cluster: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ZooKeeper's own Kerberos (design §S.11): the HA znodes are the NameNodes' SASL id's
+    alone; a client without SASL and one logged in with the user's ticket are refused."""
     from kazoo.client import KazooClient
     from kazoo.exceptions import NoAuthError
+    from kazoo.security import make_acl
+
+    from qjm.cluster.hadoop_conf import core_site
 
     cfg = load_config(cluster["config"])
     parent = f"{cfg.zookeeper.parent_znode}/{cfg.nameservice}"
-    assert cfg.zookeeper.acl.startswith("digest:zkfc:") and "world" not in cfg.zookeeper.acl
+    assert cfg.zookeeper.sasl and cfg.zookeeper.acl == "sasl:nn:rwcda"
+    assert core_site(cfg)["ha.zookeeper.acl"] == "sasl:nn:rwcda"
+    assert "ha.zookeeper.acl" in Path(cluster["hadoop_conf"], "core-site.xml").read_text()
+    kdc = cluster["kdc"]
+    monkeypatch.setenv("KRB5_CONFIG", kdc["krb5_conf"])
+    monkeypatch.setenv("KRB5CCNAME", f"FILE:{kdc['user_ccache']}")
+    monkeypatch.delenv("KRB5_CLIENT_KTNAME", raising=False)
+    user = KazooClient(
+        hosts=cluster["zookeeper"],
+        timeout=10,
+        sasl_options={"mechanism": "GSSAPI", "service": "zookeeper"},
+    )
     stranger = KazooClient(hosts=cluster["zookeeper"], timeout=10)
-    stranger.start(timeout=20)
+    for client in (user, stranger):
+        client.start(timeout=20)
     try:
-        for attempt in (
-            lambda: stranger.delete(f"{parent}/ActiveStandbyElectorLock"),
-            lambda: stranger.create(f"{parent}/ActiveStandbyElectorLock", b"mine", ephemeral=True),
-            lambda: stranger.set(f"{parent}/ActiveBreadCrumb", b"forged"),
-            lambda: stranger.get(f"{parent}/ActiveBreadCrumb"),
-        ):
-            with pytest.raises(NoAuthError):
-                attempt()
+        # the user's SASL login succeeded: a znode only the user's SASL id may read, it reads
+        probe = f"/sasl-probe-{os.getpid()}"
+        user.create(probe, b"mine", acl=[make_acl("sasl", os_user(), all=True)])
+        assert user.get(probe)[0] == b"mine"
+        with pytest.raises(NoAuthError):
+            stranger.get(probe)
+        user.delete(probe)
+        for client in (user, stranger):
+            for attempt in (
+                lambda c=client: c.delete(f"{parent}/ActiveStandbyElectorLock"),
+                lambda c=client: c.create(f"{parent}/ActiveStandbyElectorLock", b"mine"),
+                lambda c=client: c.set(f"{parent}/ActiveBreadCrumb", b"forged"),
+                lambda c=client: c.delete(f"{parent}/ActiveBreadCrumb"),
+                lambda c=client: c.get(f"{parent}/ActiveBreadCrumb"),
+            ):
+                with pytest.raises(NoAuthError):
+                    attempt()
+        assert user.exists(f"{parent}/ActiveStandbyElectorLock") is not None
     finally:
-        stranger.stop()
-        stranger.close()
+        for client in (user, stranger):
+            client.stop()
+            client.close()
     assert wait_single_active_secure(cluster, cfg)  # the election goes on
 
 

@@ -345,6 +345,11 @@ class ZooKeeperSettings:
     parent_znode: str = "/qjm-ha"  # ha.zookeeper.parent-znode
     acl: str = "world:anyone:rwcda"  # ha.zookeeper.acl
     auth: str = ""  # ha.zookeeper.auth: scheme:auth[,...]
+    # ZooKeeper's own Kerberos (design §S.11): the ZKFC logs in to ZooKeeper with SASL/GSSAPI
+    # as its NameNode's principal, from its keytab (HDFS: a JAAS `Client` section and
+    # zookeeper.sasl.client); needs [security] authentication = "kerberos"
+    sasl: bool = False
+    sasl_service: str = "zookeeper"  # zookeeper.sasl.client.username: the server's service
 
     def __post_init__(self) -> None:
         """Refuse values ZooKeeper would not take, naming the key."""

@@ -5,16 +5,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from qjm import runtime
 from qjm.config import ClusterConfig, load_config, parse_address
 from qjm.errors import ConfigError
-from qjm.ipc.login import daemon_login
+from qjm.ipc.login import daemon_login, role_principal, use_krb5_conf
 from qjm.ipc.sasl import client_security
 from qjm.logs import setup_logging
+from qjm.security.principal import KerberosName
 
 if TYPE_CHECKING:
     from qjm.ha.elector import ActiveNodeInfo, KazooStore
@@ -59,7 +61,31 @@ def _quorum(cfg: ClusterConfig) -> str:
     return cfg.zookeeper.quorum
 
 
-async def _store(cfg: ClusterConfig) -> KazooStore:
+def zookeeper_sasl_login(cfg: ClusterConfig, nn_host: str) -> dict[str, Any] | None:
+    """kazoo's sasl_options for a ZKFC that logs in to ZooKeeper with Kerberos as its
+    NameNode, from the NameNode's keytab (design §S.11); None where [zookeeper] sasl is off.
+
+    pure-sasl's GSSAPI (pykerberos) takes the process's default credentials, so this points
+    them at the keytab: MIT's client keytab (KRB5_CLIENT_KTNAME) fills a ticket cache of the
+    process's memory (KRB5CCNAME) and refreshes it before the ticket ends. The ZKFC's own
+    IPC login names its keytab and cache itself, so nothing else of the process uses these.
+    """
+    if not cfg.zookeeper.sasl:
+        return None
+    if not cfg.security.kerberos:
+        raise ConfigError(
+            f"{cfg.source}: zookeeper.sasl needs Kerberos ([security] authentication = "
+            '"kerberos"): the ZKFC logs in to ZooKeeper as its NameNode\'s principal'
+        )
+    principal, keytab = role_principal(cfg.security, "namenode", nn_host)
+    principal = str(KerberosName.parse(principal).in_realm(cfg.security.realm))
+    use_krb5_conf(cfg.security)
+    os.environ["KRB5_CLIENT_KTNAME"] = f"FILE:{os.path.abspath(keytab)}"
+    os.environ["KRB5CCNAME"] = f"MEMORY:qjm-zkfc-{os.getpid()}"
+    return {"mechanism": "GSSAPI", "service": cfg.zookeeper.sasl_service, "principal": principal}
+
+
+async def _store(cfg: ClusterConfig, nn_host: str) -> KazooStore:
     from qjm.ha.elector import KazooStore, parse_acl, parse_auth, resolve_indirection
 
     zk = cfg.zookeeper
@@ -69,7 +95,11 @@ async def _store(cfg: ClusterConfig) -> KazooStore:
     except Exception as e:
         raise ConfigError(f"{cfg.source}: zookeeper.acl / zookeeper.auth: {e}") from None
     store = KazooStore(
-        _quorum(cfg), session_timeout_s=zk.session_timeout_ms / 1000.0, auth=auth, acl=acl
+        _quorum(cfg),
+        session_timeout_s=zk.session_timeout_ms / 1000.0,
+        auth=auth,
+        acl=acl,
+        sasl_options=zookeeper_sasl_login(cfg, nn_host),
     )
     await store.start()
     return store
@@ -106,10 +136,13 @@ def run(args: argparse.Namespace) -> int:
     return runtime.run(_serve(cfg, args.nn_id, ready))
 
 
-async def _connect(cfg: ClusterConfig) -> KazooStore | None:
-    """A connected store, or None after saying on stderr that ZooKeeper is unreachable."""
+async def _connect(cfg: ClusterConfig, nn_id: str = "") -> KazooStore | None:
+    """A connected store (logged in as nn_id's NameNode, else the first one, where SASL is
+    on), or None after saying on stderr that ZooKeeper is unreachable."""
+    nn = cfg.namenode_named(nn_id) if nn_id else next(iter(cfg.namenodes.values()), None)
+    host = parse_address(nn.rpc_address, "rpc_address")[0] if nn is not None else "localhost"
     try:
-        return await _store(cfg)
+        return await _store(cfg, host)
     except ConfigError:
         raise
     except Exception as e:
@@ -167,7 +200,7 @@ async def _serve(cfg: ClusterConfig, nn_id: str, ready_file: Path | None) -> int
         cfg.zkfc_address_of(nn_id), f"namenodes.{nn_id}.zkfc_address"
     )
     z = cfg.zkfc
-    store = await _connect(cfg)
+    store = await _connect(cfg, nn_id)
     if store is None:
         return EXIT_CANNOT_CONNECT
     parent = f"{cfg.zookeeper.parent_znode.rstrip('/')}/{cfg.nameservice}"

@@ -73,6 +73,8 @@ def core_site(cfg: ClusterConfig) -> dict[str, str]:
     }
     if cfg.namenode.automatic_failover:
         props["ha.zookeeper.quorum"] = cfg.zookeeper.quorum
+        if cfg.zookeeper.sasl:  # as HDFS writes it (design §S.11)
+            props["ha.zookeeper.acl"] = cfg.zookeeper.acl
     if cfg.security.kerberos:
         props["hadoop.rpc.protection"] = cfg.security.rpc_protection
     return props

@@ -55,7 +55,7 @@ from qjm.ipc.login import logged_in
 from qjm.namenode.users import os_user
 from qjm.security.gss import SaslError
 from qjm.security.http import negotiate_headers
-from qjm.security.principal import canonical_host
+from qjm.security.principal import KerberosName, canonical_host
 
 T = TypeVar("T")
 
@@ -396,7 +396,10 @@ def cluster_up(
     if zk_ports:
         _check_free("ZooKeeper", *zk_ports)
     zk_base = plan.zookeeper_base
-    connect = ",".join(f"{HOST}:{zk_base + i}" for i in range(members)) if zk_base else ""
+    # under Kerberos clients name ZooKeeper by host name: a SASL client asks a ticket for
+    # zookeeper/<the quorum's host> (design §S.11)
+    zk_host = canonical_host(HOST) if kerberos else HOST
+    connect = ",".join(f"{zk_host}:{zk_base + i}" for i in range(members)) if zk_base else ""
     zk_settings = replace(zookeeper_settings or ZooKeeperSettings(), quorum=connect)
     zkfc = zkfc_settings or FailoverControllerSettings()
     if not zkfc.fencing_methods.strip():
@@ -418,15 +421,15 @@ def cluster_up(
     cluster: dict[str, Any] = {}
     started: list[Daemon] = []
     ensemble: Any = None  # ZooKeeperEnsemble
+    zk_kerberos: Any = None  # ZooKeeperKerberos: the server's principal and keytab
     kdc: Kdc | None = None
     try:
         if kerberos:
             kdc, security = _start_kdc(directory, rpc_protection)
             cfg = replace(cfg, security=security)
-            if zookeeper:  # only the ZKFCs may touch the HA znodes (design §S.6)
-                acl, auth_file = _zookeeper_secret(kdc.directory)
-                zk_acl = replace(cfg.zookeeper, acl=acl, auth=f"@{auth_file}")
-                cfg = replace(cfg, zookeeper=zk_acl)
+            if zookeeper:  # only the ZKFCs may touch the HA znodes (design §S.6, §S.11)
+                zk_kerberos = _zookeeper_principal(kdc)
+                cfg = replace(cfg, zookeeper=_zookeeper_sasl(cfg.zookeeper, security, kdc))
             cluster["kdc"] = {
                 "rpc": kdc.address,
                 "http": "",
@@ -443,7 +446,7 @@ def cluster_up(
             _admin_env.update(kdc.env(), KRB5CCNAME=f"FILE:{kdc.directory / ADMIN_CCACHE}")
         toml_path.write_text(dump_config(cfg))
         if zookeeper:
-            ensemble = _start_zookeeper(directory, members, plan.zookeeper_base)
+            ensemble = _start_zookeeper(directory, members, plan.zookeeper_base, zk_kerberos)
             for name, info in ensemble.describe().items():
                 cluster[name] = {
                     "rpc": info["client"],
@@ -531,21 +534,33 @@ USER_CCACHE = "user.ccache"  # tickets of the OS user's principal, what `kinit` 
 _admin_env: dict[str, str] = {}
 
 
-def _zookeeper_secret(directory: Path) -> tuple[str, Path]:
-    """A digest ACL for the HA znodes and the file (0600) holding its ZKFCs' credential."""
-    import base64
-    import hashlib
-    import secrets
+def zookeeper_sasl_acl(security: SecuritySettings) -> str:
+    """The HA znodes' ACL under ZooKeeper's Kerberos (design §S.11): every right to the
+    NameNodes' SASL id, their principal's first component (nn/_HOST@REALM: `nn`), as HDFS's
+    `ha.zookeeper.acl = sasl:nn:rwcda`."""
+    return f"sasl:{KerberosName.parse(security.namenode_principal).service}:rwcda"
 
-    path = directory / "zkfc-auth"
-    if path.exists():  # a cluster started again: its znodes carry the first credential's ACL
-        _, user, password = path.read_text().strip().split(":", 2)
-    else:
-        user, password = "zkfc", secrets.token_urlsafe(32)
-        path.touch(mode=0o600)
-        path.write_text(f"digest:{user}:{password}\n")
-    digest = base64.b64encode(hashlib.sha1(f"{user}:{password}".encode()).digest()).decode()
-    return f"digest:{user}:{digest}:rwcda", path
+
+def _zookeeper_sasl(
+    zk: ZooKeeperSettings, security: SecuritySettings, kdc: Kdc
+) -> ZooKeeperSettings:
+    """[zookeeper] of a Kerberos cluster: the ZKFCs log in with SASL and the HA znodes carry
+    the sasl ACL. A cluster made before with the digest ACL (design §S.6) keeps its
+    credential as auth, so its ZKFCs may still change the znodes that ACL guards."""
+    digest = kdc.directory / "zkfc-auth"
+    auth = f"@{digest}" if digest.exists() else ""
+    return replace(zk, sasl=True, acl=zookeeper_sasl_acl(security), auth=auth)
+
+
+def _zookeeper_principal(kdc: Kdc) -> Any:
+    """ZooKeeper's own principal, zookeeper/<host>, and its keytab (made the first time)."""
+    from qjm.cluster.zookeeper import ZooKeeperKerberos
+
+    name = f"zookeeper/{canonical_host(HOST)}"
+    keytab = _keytab_of(kdc, name)
+    if not keytab.exists():
+        keytab = kdc.add_principal(name)
+    return ZooKeeperKerberos(kdc.principal(name), keytab, kdc.krb5_conf)
 
 
 def _keytab_of(kdc: Kdc, name: str) -> Path:
@@ -608,11 +623,11 @@ def _start_kdc(directory: Path, rpc_protection: str) -> tuple[Kdc, SecuritySetti
     return kdc, security
 
 
-def _start_zookeeper(directory: Path, members: int, base: int | None) -> Any:
+def _start_zookeeper(directory: Path, members: int, base: int | None, kerberos: Any) -> Any:
     from qjm.cluster.zookeeper import ZooKeeperError, start_zookeeper
 
     try:
-        return start_zookeeper(directory / ZOOKEEPER_DIR, members, base)
+        return start_zookeeper(directory / ZOOKEEPER_DIR, members, base, kerberos=kerberos)
     except ZooKeeperError as e:
         raise LaunchError(str(e)) from None
 

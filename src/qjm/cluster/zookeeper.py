@@ -45,6 +45,53 @@ class ZooKeeperError(QjmError):
     """ZooKeeper could not be found, started, or stopped as asked."""
 
 
+SASL_PROVIDER = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
+
+
+@dataclass(frozen=True)
+class ZooKeeperKerberos:
+    """ZooKeeper's own Kerberos (design §S.11): the server's principal, its keytab and the
+    krb5.conf of the KDC that made them."""
+
+    principal: str  # zookeeper/<host>@REALM
+    keytab: Path
+    krb5_conf: Path
+
+
+def jaas_text(kerberos: ZooKeeperKerberos) -> str:
+    """The JAAS file's `Server` section: ZooKeeper accepts SASL/GSSAPI with its keytab."""
+    return (
+        "Server {\n"
+        "  com.sun.security.auth.module.Krb5LoginModule required\n"
+        "  useKeyTab=true\n"
+        f'  keyTab="{kerberos.keytab}"\n'
+        "  storeKey=true\n"
+        "  useTicketCache=false\n"
+        f'  principal="{kerberos.principal}";\n'
+        "};\n"
+    )
+
+
+def sasl_settings() -> dict[str, str]:
+    """zoo.cfg keys of a Kerberos ZooKeeper: the SASL provider, and SASL ids that are the
+    principal's first component (nn/host@REALM authenticates as `nn`, as HDFS's
+    `sasl:nn:rwcda` expects)."""
+    return {
+        "authProvider.1": SASL_PROVIDER,
+        "kerberos.removeHostFromPrincipal": "true",
+        "kerberos.removeRealmFromPrincipal": "true",
+    }
+
+
+def sasl_jvm_options(jaas: Path, kerberos: ZooKeeperKerberos) -> list[str]:
+    """The JVM flags that point the server at its JAAS file and at the KDC."""
+    return [
+        f"-Djava.security.auth.login.config={jaas}",
+        f"-Djava.security.krb5.conf={kerberos.krb5_conf}",
+        "-Dsun.security.krb5.disableReferrals=true",
+    ]
+
+
 @dataclass
 class ZooKeeperMember:
     """One ZooKeeper server: its id, ports, files and (while running) its process."""
@@ -371,9 +418,10 @@ def start_zookeeper(
     tick_ms: int = DEFAULT_TICK_MS,
     settings: dict[str, str] | None = None,
     ready_timeout: float = 30.0,
+    kerberos: ZooKeeperKerberos | None = None,
 ) -> ZooKeeperEnsemble:
     """Start a standalone ZooKeeper (or an ensemble of members) under directory; return once
-    it serves."""
+    it serves. With kerberos, clients may log in with SASL/GSSAPI (design §S.11)."""
     if members < 1 or (members > 1 and members % 2 == 0):
         raise ZooKeeperError(
             f"ZooKeeper with {members} members: run 1 (standalone) or an odd number (3, 5)"
@@ -384,9 +432,19 @@ def start_zookeeper(
             f"ZooKeeper base port {base_port}: {members} member(s) need ports {base_port}-"
             f"{base_port + needed - 1}, but ports run from 1 to 65535"
         )
+    directory = directory.resolve()
+    extra = dict(settings or {})
+    sasl_options: list[str] = []
+    if kerberos is not None:
+        jaas = directory / "conf" / "jaas.conf"
+        jaas.parent.mkdir(parents=True, exist_ok=True)
+        jaas.write_text(jaas_text(kerberos))
+        extra = {**sasl_settings(), **extra}
+        sasl_options = sasl_jvm_options(jaas, kerberos)
     argv_prefix = [
         find_java(java),
         *jvm_options,
+        *sasl_options,
         "-Dorg.slf4j.simpleLogger.showDateTime=true",
         "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
         "-cp",
@@ -394,7 +452,6 @@ def start_zookeeper(
         MAIN,
     ]
     base = _free_block(needed) if base_port is None else base_port
-    directory = directory.resolve()
     ms = []
     for i in range(members):
         name = f"zk{i + 1}"
@@ -413,7 +470,7 @@ def start_zookeeper(
         m.data_dir.mkdir(parents=True, exist_ok=True)
         (m.data_dir / "myid").write_text(f"{m.myid}\n")
         m.config.parent.mkdir(parents=True, exist_ok=True)
-        m.config.write_text(_config_text(m, ms, tick_ms, settings or {}))
+        m.config.write_text(_config_text(m, ms, tick_ms, extra))
     ensemble = ZooKeeperEnsemble(directory, ms, argv_prefix, ready_timeout)
     try:
         ensemble.start()

@@ -244,6 +244,7 @@ class KazooStore:
         auth: list[tuple[str, str]] | None = None,
         acl: list[Any] | None = None,
         op_retries: int = DEFAULT_ZK_OP_RETRIES,
+        sasl_options: dict[str, Any] | None = None,
     ) -> None:
         from kazoo.client import KazooClient
 
@@ -259,6 +260,7 @@ class KazooStore:
             timeout=session_timeout_s,
             auth_data=auth or None,
             default_acl=acl,
+            sasl_options=sasl_options,  # ZooKeeper's Kerberos (design §S.11)
             command_retry={"max_tries": op_retries, "delay": 0.1, "max_delay": 1.0},
             connection_retry=reconnect_policy(session_timeout_s),
         )
