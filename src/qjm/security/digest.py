@@ -17,8 +17,8 @@ import hmac
 import secrets
 from collections.abc import Callable
 
-from cryptography.hazmat.decrepit.ciphers.algorithms import ARC4
-from cryptography.hazmat.primitives.ciphers import Cipher
+from cryptography.hazmat.decrepit.ciphers.algorithms import ARC4, TripleDES
+from cryptography.hazmat.primitives.ciphers import Cipher, modes
 
 from qjm.security.gss import LAYER_AUTHENTICATION, LAYER_INTEGRITY, LAYER_PRIVACY, SaslError
 
@@ -33,7 +33,9 @@ QOP_OF_LAYER = {
     LAYER_PRIVACY: "auth-conf",
 }
 LAYER_OF_QOP = {v: k for k, v in QOP_OF_LAYER.items()}
-CIPHER = "rc4"  # the one auth-conf cipher built (design §S.10)
+CIPHER = "rc4"  # the auth-conf cipher IPC offers (design §S.10)
+CIPHER_3DES = "3des"  # also offered on data transfer, for hdfs-native (design §S.12)
+CIPHERS = (CIPHER, CIPHER_3DES)  # the ciphers built, our client's order of preference
 _CLIENT_SIGN = b"Digest session key to client-to-server signing key magic constant"
 _SERVER_SIGN = b"Digest session key to server-to-client signing key magic constant"
 _CLIENT_SEAL = b"Digest H(A1) to client-to-server sealing key magic constant"
@@ -136,12 +138,38 @@ class Rc4:
         return self._stream.update(data)
 
 
+def des_parity_key(seven: bytes) -> bytes:
+    """A DES key from 7 bytes as the JDK's DIGEST-MD5 makes one: the 56 bits, 7 to a byte
+    from the top, each byte's low bit set for odd parity."""
+    bits = int.from_bytes(seven, "big")
+    out = bytearray()
+    for i in range(8):
+        b = ((bits >> (7 * (7 - i))) & 0x7F) << 1
+        out.append(b | ((b.bit_count() & 1) ^ 1))
+    return bytes(out)
+
+
+class TripleDesCbc:
+    """DIGEST-MD5's 3des, one direction: DES-EDE2 in CBC, the chain running on across
+    messages (as the JDK's Cipher.update), keys and IV from the 16-byte sealing key."""
+
+    def __init__(self, key: bytes, *, encrypt: bool) -> None:
+        k1, k2 = des_parity_key(key[:7]), des_parity_key(key[7:14])
+        cipher = Cipher(TripleDES(k1 + k2 + k1), modes.CBC(key[8:16]))
+        self._stream = cipher.encryptor() if encrypt else cipher.decryptor()
+
+    def process(self, data: bytes) -> bytes:
+        """data (a whole number of 8-byte blocks) through the cipher."""
+        return self._stream.update(data)
+
+
 class DigestLayer:
     """The security layer of a completed exchange: wraps what one side sends, unwraps what
     the other sent (sequence numbers from 0 each way)."""
 
-    def __init__(self, layer: int, ha1: bytes, *, client: bool) -> None:
+    def __init__(self, layer: int, ha1: bytes, *, client: bool, cipher: str = CIPHER) -> None:
         self.layer = layer
+        self.cipher = cipher
         send_sign, recv_sign = (
             (_CLIENT_SIGN, _SERVER_SIGN) if client else (_SERVER_SIGN, _CLIENT_SIGN)
         )
@@ -149,14 +177,22 @@ class DigestLayer:
         self._recv_key = _md5(ha1 + recv_sign)
         self._send_seq = 0
         self._recv_seq = 0
-        self._enc: Rc4 | None = None
-        self._dec: Rc4 | None = None
+        self._enc: Rc4 | TripleDesCbc | None = None
+        self._dec: Rc4 | TripleDesCbc | None = None
+        self._block = 1
         if layer == LAYER_PRIVACY:
             send_seal, recv_seal = (
                 (_CLIENT_SEAL, _SERVER_SEAL) if client else (_SERVER_SEAL, _CLIENT_SEAL)
             )
-            self._enc = Rc4(_md5(ha1[:16] + send_seal))
-            self._dec = Rc4(_md5(ha1[:16] + recv_seal))
+            send_key, recv_key = _md5(ha1[:16] + send_seal), _md5(ha1[:16] + recv_seal)
+            if cipher == CIPHER_3DES:
+                self._enc = TripleDesCbc(send_key, encrypt=True)
+                self._dec = TripleDesCbc(recv_key, encrypt=False)
+                self._block = 8
+            elif cipher == CIPHER:
+                self._enc, self._dec = Rc4(send_key), Rc4(recv_key)
+            else:
+                raise DigestError(f"DIGEST-MD5: cipher {cipher} is not built")
 
     @property
     def wraps(self) -> bool:
@@ -172,7 +208,11 @@ class DigestLayer:
         seq = self._send_seq.to_bytes(4, "big")
         mac = self._mac(self._send_key, seq, data)
         self._send_seq = (self._send_seq + 1) & 0xFFFFFFFF
-        body = data + mac
+        if self._block > 1:  # 1..8 bytes, each the count, so the body fills whole blocks
+            pad = self._block - (len(data) + 10) % self._block
+            body = data + bytes([pad]) * pad + mac
+        else:
+            body = data + mac
         if self._enc is not None:
             body = self._enc.process(body)
         return body + _MESSAGE_TYPE + seq
@@ -190,8 +230,15 @@ class DigestLayer:
                 f"{int.from_bytes(seq, 'big')} Expected: {self._recv_seq}"
             )
         if self._dec is not None:
+            if len(body) % self._block:
+                raise DigestError(f"DIGEST-MD5: a sealed body of {len(body)} bytes")
             body = self._dec.process(body)
         message, mac = body[:-10], body[-10:]
+        if self._block > 1:
+            pad = message[-1] if message else 0
+            if not 1 <= pad <= self._block or message[-pad:] != bytes([pad]) * pad:
+                raise DigestError("DIGEST-MD5: a sealed message's padding does not verify")
+            message = message[:-pad]
         if not hmac.compare_digest(mac, self._mac(self._recv_key, seq, message)):
             raise DigestError("DIGEST-MD5: the MAC of a wrapped message does not verify")
         self._recv_seq = (self._recv_seq + 1) & 0xFFFFFFFF
@@ -206,9 +253,19 @@ class DigestServer:
     """
 
     def __init__(
-        self, password_of: Callable[[str], bytes], layers: int, nonce: str | None = None
+        self,
+        password_of: Callable[[str], bytes],
+        layers: int,
+        nonce: str | None = None,
+        *,
+        realm: str = REALM,
+        digest_uri: str = DIGEST_URI,
+        ciphers: tuple[str, ...] = (CIPHER,),
     ) -> None:
         self._password_of = password_of
+        self.ciphers = ciphers  # offered under auth-conf
+        self.realm = realm  # HDFS's data transfer uses "0" and "hdfs/0" (design §S.12)
+        self.digest_uri = digest_uri
         self.layers = layers
         self.nonce = nonce or base64.b64encode(secrets.token_bytes(30)).decode("ascii")
         self.complete = False
@@ -229,13 +286,13 @@ class DigestServer:
         self._challenged = True
         qops = self._qops()
         parts = [
-            f'realm="{REALM}"',
+            f'realm="{self.realm}"',
             f'nonce="{self.nonce}"',
             f'qop="{",".join(qops)}"',
             "charset=utf-8",
         ]
         if "auth-conf" in qops:
-            parts.append(f'cipher="{CIPHER}"')
+            parts.append(f'cipher="{",".join(self.ciphers)}"')
         parts.append("algorithm=md5-sess")
         return ",".join(parts).encode()
 
@@ -253,7 +310,7 @@ class DigestServer:
         if not user:
             raise DigestError("DIGEST-MD5: digest response format violation. Missing username.")
         realm = d.get("realm", "")
-        if realm not in (REALM, ""):
+        if realm not in (self.realm, ""):
             raise DigestError(
                 f"DIGEST-MD5: digest response format violation. Nonexistent realm: {realm}"
             )
@@ -268,16 +325,17 @@ class DigestServer:
         qop = d.get("qop", "auth")
         if qop not in self._qops():
             raise DigestError(f"DIGEST-MD5: Client selected unsupported protection: {qop}")
-        if qop == "auth-conf" and d.get("cipher") != CIPHER:
+        cipher = d.get("cipher", "") if qop == "auth-conf" else CIPHER
+        if cipher not in self.ciphers:
             raise DigestError(
                 f"DIGEST-MD5: Client selected unsupported cipher: {d.get('cipher')} "
-                f"(offered {CIPHER})"
+                f"(offered {','.join(self.ciphers)})"
             )
         uri = d.get("digest-uri", "")
-        if uri != DIGEST_URI:
+        if uri != self.digest_uri:
             raise DigestError(
                 "DIGEST-MD5: digest response format violation. Mismatched URI: "
-                f"{uri}; expecting: {DIGEST_URI}"
+                f"{uri}; expecting: {self.digest_uri}"
             )
         authzid = d.get("authzid", "")
         password = encode_credential(self._password_of(user))
@@ -289,10 +347,16 @@ class DigestServer:
             raise DigestError(f"DIGEST-MD5: {user} is not authorized to act as {authzid}")
         self.username = user
         self.layer = LAYER_OF_QOP[qop]
-        self._security = DigestLayer(self.layer, ha1, client=False)
+        self._security = DigestLayer(self.layer, ha1, client=False, cipher=cipher)
         self.complete = True
         rspauth = response_value(ha1, self.nonce, nc, cnonce, qop, uri, initial=False)
         return f"rspauth={rspauth}".encode()
+
+    @property
+    def security(self) -> DigestLayer:
+        """The completed exchange's layer."""
+        assert self._security is not None
+        return self._security
 
     @property
     def wraps(self) -> bool:
@@ -314,14 +378,22 @@ class DigestClient:
     """The client's side of one exchange with a token: evaluate(challenge), then the rspauth."""
 
     def __init__(
-        self, identifier: bytes, password: bytes, layers: int, cnonce: str | None = None
+        self,
+        identifier: bytes,
+        password: bytes,
+        layers: int,
+        cnonce: str | None = None,
+        *,
+        digest_uri: str = DIGEST_URI,
     ) -> None:
+        self.digest_uri = digest_uri
         self.user = encode_credential(identifier)
         self._password = encode_credential(password)
         self.layers = layers
         self.cnonce = cnonce or base64.b64encode(secrets.token_bytes(30)).decode("ascii")
         self.complete = False
         self.layer = 0
+        self.cipher = CIPHER
         self._expect = ""
         self._ha1 = b""
         self._security: DigestLayer | None = None
@@ -351,15 +423,19 @@ class DigestClient:
                 f"(offered {','.join(offered)})"
             )
         qop = QOP_OF_LAYER[layer]
-        if layer == LAYER_PRIVACY and CIPHER not in d.get("cipher", "").split(","):
-            raise DigestError(f"DIGEST-MD5: the server offers no cipher qjm has ({CIPHER})")
+        offered_ciphers = [c.strip() for c in d.get("cipher", "").split(",")]
+        cipher = next((c for c in CIPHERS if c in offered_ciphers), "")
+        if layer == LAYER_PRIVACY and not cipher:
+            raise DigestError(
+                f"DIGEST-MD5: the server offers no cipher qjm has ({','.join(CIPHERS)})"
+            )
+        self.cipher = cipher or CIPHER
         realm = d.get("realm", REALM)
         self._ha1 = hash_a1(self.user, realm, self._password, nonce, self.cnonce, "")
         nc = "00000001"
-        response = response_value(self._ha1, nonce, nc, self.cnonce, qop, DIGEST_URI, initial=True)
-        self._expect = response_value(
-            self._ha1, nonce, nc, self.cnonce, qop, DIGEST_URI, initial=False
-        )
+        uri = self.digest_uri
+        response = response_value(self._ha1, nonce, nc, self.cnonce, qop, uri, initial=True)
+        self._expect = response_value(self._ha1, nonce, nc, self.cnonce, qop, uri, initial=False)
         self.layer = layer
         parts = [
             "charset=utf-8",
@@ -368,13 +444,13 @@ class DigestClient:
             f'nonce="{_quote(nonce)}"',
             f"nc={nc}",
             f'cnonce="{_quote(self.cnonce)}"',
-            f'digest-uri="{DIGEST_URI}"',
+            f'digest-uri="{uri}"',
             f"maxbuf={MAX_BUFFER}",
             f"response={response}",
             f"qop={qop}",
         ]
         if layer == LAYER_PRIVACY:
-            parts.append(f'cipher="{CIPHER}"')
+            parts.append(f'cipher="{self.cipher}"')
         return ",".join(parts).encode()
 
     def _check_rspauth(self, message: bytes) -> bytes:
@@ -383,9 +459,15 @@ class DigestClient:
         got = parse_directives(message).get("rspauth", "")
         if not hmac.compare_digest(got.lower(), self._expect):
             raise DigestError("DIGEST-MD5: the server's rspauth does not match")
-        self._security = DigestLayer(self.layer, self._ha1, client=True)
+        self._security = DigestLayer(self.layer, self._ha1, client=True, cipher=self.cipher)
         self.complete = True
         return b""
+
+    @property
+    def security(self) -> DigestLayer:
+        """The completed exchange's layer."""
+        assert self._security is not None
+        return self._security
 
     @property
     def wraps(self) -> bool:
