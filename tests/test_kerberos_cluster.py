@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -535,6 +536,7 @@ def test_block_tokens_survive_a_failover_and_a_strangers_are_refused(
     its keys); an empty, a forged, another block's token, and a READ token used to append,
     are each refused ERROR_ACCESS_TOKEN and the replica is unchanged."""
     from qjm.datanode import transfer_client as tc
+    from qjm.datanode.sasl_streams import SaslTransferError
     from qjm.hdfs.proto import datatransfer_pb2 as dt
     from qjm.namenode.block_tokens import key_id_range
     from qjm.security.block_token import AccessMode, Token, decode_identifier
@@ -570,20 +572,31 @@ def test_block_tokens_survive_a_failover_and_a_strangers_are_refused(
     def token(t: Any) -> Token:
         return Token(t.identifier, t.password, t.kind, t.service)
 
+    # SASL on data transfer (design §S.12): the handshake takes the op's token too
+    protection = layers_of(cfg.security.data_transfer_protection)
+
     def read(t: Token | None) -> bytes:
-        return asyncio.run(tc.read_block(node, block, 0, len(payload), token=t, timeout_s=20))
+        return asyncio.run(
+            tc.read_block(
+                node, block, 0, len(payload), token=t, timeout_s=20, protection=protection
+            )
+        )
 
     good = token(lb.blockToken)
     assert read(good) == payload
     forged = Token(good.identifier, bytes([good.password[0] ^ 1]) + good.password[1:])
+    # no token, or a forged one, fails the SASL handshake before any op (design §S.12)
     for stranger, said in (
-        (None, "Unable to de-serialize block token identifier"),
-        (forged, "doesn't have the correct token password"),
-        (token(other.blockToken), "doesn't apply to block"),
+        (None, "Missing username"),  # the empty token: an empty username
+        (forged, "Mismatched response"),
     ):
-        with pytest.raises(tc.BlockReadError, match="ERROR_ACCESS_TOKEN") as err:
+        with pytest.raises(SaslTransferError, match="refused the SASL handshake") as serr:
             read(stranger)
-        assert said in str(err.value)
+        assert said in str(serr.value)
+    # a genuine token of another block passes the handshake; the op's check refuses it
+    with pytest.raises(tc.BlockReadError, match="ERROR_ACCESS_TOKEN") as err:
+        read(token(other.blockToken))
+    assert "doesn't apply to block" in str(err.value)
 
     async def append_with_a_read_token() -> None:
         await tc.PipelineWriter.open(
@@ -595,6 +608,7 @@ def test_block_tokens_survive_a_failover_and_a_strangers_are_refused(
             offset=len(payload),
             timeout_s=20,
             token=good,
+            protection=protection,
         )
 
     with pytest.raises(tc.BlockWriteError, match="doesn't have WRITE permission") as werr:
@@ -807,6 +821,85 @@ def test_with_privacy_no_name_crosses_the_wire_in_clear(
         seen = tap.seen()
     assert len(seen) > 1000  # the calls went through the tap
     assert name.encode() not in seen and b"wire-secret" not in seen
+
+
+def test_with_privacy_no_block_byte_crosses_the_data_transfer_wire_in_clear(
+    cluster: dict[str, Any], shell: FsShellSession, tmp_path: Path
+) -> None:
+    """Design §S.12: the genuine FsShell, its sockets sent through a recording SOCKS proxy
+    (Hadoop's SocksSocketFactory), writes and reads a file of random bytes; the proxy
+    carried its data transfer connections, and none of the file's bytes in clear."""
+    from wire_tap import SocksTap
+
+    cfg = load_config(cluster["config"])
+    assert cfg.security.data_transfer_protection == "privacy"
+    site = (Path(cluster["hadoop_conf"]) / "hdfs-site.xml").read_text()
+    assert "<name>dfs.data.transfer.protection</name><value>privacy</value>" in "".join(
+        site.split()
+    )
+    xfer_ports = {int(dn.transfer_address.rsplit(":", 1)[1]) for dn in cfg.datanodes.values()}
+    data = random.Random(12).randbytes(1_000_000)
+    (tmp_path / "secret.bin").write_bytes(data)
+    with SocksTap() as tap:
+        via = (
+            "-D",
+            "hadoop.rpc.socket.factory.class.default=org.apache.hadoop.net.SocksSocketFactory",
+            "-D",
+            f"hadoop.socks.server=127.0.0.1:{tap.port}",
+        )
+        r = shell(*via, "-put", "-f", str(tmp_path / "secret.bin"), "/secure/sasl-secret.bin")
+        assert r.returncode == 0, r.stderr[-2000:]
+        got = shell.run_bytes(*via, "-cat", "/secure/sasl-secret.bin")
+        assert got.returncode == 0, got.stderr[-2000:]
+        assert got.stdout == data
+        seen, destinations = tap.seen(), list(tap.destinations)
+    assert {port for _, port in destinations} & xfer_ports, destinations
+    assert len(seen) > 2 * len(data)  # the write and the read crossed the proxy
+    for at in range(0, len(data) - 16, 7919):
+        assert data[at : at + 16] not in seen, at
+
+
+def test_a_read_block_without_the_sasl_handshake_is_refused(
+    cluster: dict[str, Any], shell: FsShellSession, tmp_path: Path
+) -> None:
+    """Design §S.12: a DataNode with dfs.data.transfer.protection answers a READ_BLOCK sent
+    without the magic number (with a genuine token) with nothing and closes; the same read
+    after the handshake returns the bytes."""
+    from qjm.datanode import transfer_client as tc
+    from qjm.hdfs import datatransfer as codec
+    from qjm.hdfs.proto import datatransfer_pb2 as dt
+    from qjm.security.block_token import Token
+
+    cfg = load_config(cluster["config"])
+    payload = random.Random(13).randbytes(5000)
+    (tmp_path / "raw.bin").write_bytes(payload)
+    r = shell("-put", "-f", str(tmp_path / "raw.bin"), "/secure/raw.bin")
+    assert r.returncode == 0, r.stderr[-2000:]
+    lb = located(cluster, cfg, "/secure/raw.bin")
+    block, node = tc.block_from_proto(lb.b), lb.locs[0]
+    t = lb.blockToken
+    token = Token(t.identifier, t.password, t.kind, t.service)
+
+    async def raw_read() -> bytes:
+        reader, writer = await asyncio.open_connection(node.id.ipAddr, node.id.xferPort)
+        try:
+            op = dt.OpReadBlockProto(
+                header=tc.client_header(block, "raw", token), offset=0, len=len(payload)
+            )
+            writer.write(codec.encode_op(codec.Op.READ_BLOCK, op))
+            await writer.drain()
+            return await asyncio.wait_for(reader.read(), 20)
+        finally:
+            writer.close()
+
+    assert asyncio.run(raw_read()) == b""  # closed without a byte: no answer, no block
+    protection = layers_of(cfg.security.data_transfer_protection)
+    got = asyncio.run(
+        tc.read_block(
+            node, block, 0, len(payload), token=token, timeout_s=20, protection=protection
+        )
+    )
+    assert got == payload
 
 
 SPARK_JOB = """

@@ -440,6 +440,10 @@ class SecuritySettings:
     # hadoop.rpc.protection: authentication, integrity (each frame signed) or privacy (each
     # frame encrypted), or a comma-separated list a server offers (design §S.8)
     rpc_protection: str = "authentication"
+    # dfs.data.transfer.protection: SASL on the DataNodes' data transfer port with the same
+    # values; "" (unset) is none, block bytes in clear (design §S.12). Needs Kerberos and
+    # block tokens (the handshake's password is the block token's).
+    data_transfer_protection: str = ""
     # dfs.block.access.token.enable (design §S.9); unset: on under kerberos, off under simple
     block_access_token: bool | None = None
     block_key_update_interval_min: int = 600  # dfs.block.access.key.update.interval
@@ -476,6 +480,21 @@ class SecuritySettings:
                 f"security.rpc_protection: {self.rpc_protection!r} is not a list of "
                 + ", ".join(RPC_PROTECTIONS)
             )
+
+        if self.data_transfer_protection.strip():
+            names = [
+                p.strip().lower() for p in self.data_transfer_protection.split(",") if p.strip()
+            ]
+            if any(n not in RPC_PROTECTIONS for n in names):
+                raise ConfigError(
+                    f"security.data_transfer_protection: {self.data_transfer_protection!r} is "
+                    "not a list of " + ", ".join(RPC_PROTECTIONS)
+                )
+            if not self.kerberos or not self.block_tokens:
+                raise ConfigError(
+                    "security.data_transfer_protection needs authentication = kerberos and "
+                    "block access tokens (the SASL password is the block token's)"
+                )
 
     @property
     def kerberos(self) -> bool:

@@ -321,7 +321,8 @@ def cluster_up(
     and make the cluster take Kerberos callers only (design §S.4); False: an open cluster
     (refused for a cluster made with Kerberos); None: as the stopped cluster in directory was
     made, else open. rpc_protection: hadoop.rpc.protection of a Kerberos cluster
-    (authentication, integrity or privacy, design §S.8).
+    (authentication, integrity or privacy, design §S.8), and its dfs.data.transfer.protection
+    (design §S.12).
     """
     if journalnodes < 1:
         raise LaunchError("a cluster needs at least one JournalNode")
@@ -619,6 +620,8 @@ def _start_kdc(directory: Path, rpc_protection: str) -> tuple[Kdc, SecuritySetti
         journalnode_keytab=str(keytabs["journalnode"]),
         datanode_keytab=str(keytabs["datanode"]),
         rpc_protection=rpc_protection,  # privacy by default: every RPC frame encrypted (§S.8)
+        # and every data transfer byte under the same protection (§S.12)
+        data_transfer_protection=rpc_protection,
     )
     return kdc, security
 

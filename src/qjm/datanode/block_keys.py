@@ -16,6 +16,7 @@ from qjm.security.block_token import (
     Token,
     check_access,
     make_token,
+    retrieve_password,
     unexpired,
     wall_ms,
 )
@@ -82,6 +83,16 @@ class BlockPoolKeys:
             mode=mode,
             now_ms=self.clock_ms(),
         )
+
+    def password(self, identifier: bytes) -> bytes:
+        """The password of a block token identifier, recomputed from the key it names
+        (design §S.12); InvalidBlockTokenError or ValueError refuses it."""
+
+        def keys_of(pool_id: str) -> dict[int, BlockKey]:
+            pool = self._pools.get(pool_id)
+            return pool.keys if pool else {}
+
+        return retrieve_password(identifier, keys_of, self.clock_ms())
 
     def token(self, pool_id: str, block_id: int, modes: Iterable[AccessMode]) -> Token:
         """A token this DataNode signs for a copy to another DataNode (HDFS's DataTransfer),

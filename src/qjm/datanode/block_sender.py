@@ -14,6 +14,7 @@ import contextlib
 import logging
 
 from qjm.datanode.replica_store import ReplicaReader
+from qjm.datanode.sasl_streams import is_wrapped
 from qjm.hdfs import checksum
 from qjm.hdfs import datatransfer as codec
 
@@ -77,7 +78,8 @@ async def send_range(
     if start % bpc:
         raise ValueError(f"send_range start {start} is not a multiple of {bpc}")
     per_packet = chunks_per_packet(bpc, packet_data_bytes) * bpc
-    data_file = replica.data_file()
+    # no sendfile through a SASL layer: every byte is wrapped (design §S.12)
+    data_file = None if is_wrapped(writer) else replica.data_file()
     loop = asyncio.get_running_loop()
     seqno = 0
     pos = start

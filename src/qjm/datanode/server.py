@@ -66,6 +66,7 @@ from qjm.ipc.server import ipc_limit_keys
 from qjm.runtime import stop_on_signals, write_ready_file
 from qjm.security.block_token import AccessMode, ExportedKeys
 from qjm.security.http import server_middlewares
+from qjm.security.transfer_sasl import layers_of_protection
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +173,7 @@ class DataNode:
             on_block_received=self._block_received,
             name=dn.name,
             keys=self.block_keys,
+            protection=layers_of_protection(cfg.security.data_transfer_protection),
         )
         self.bpos = BPOfferService(
             namenode_addresses(cfg), self, self, settings_from_config(self.settings)
@@ -536,6 +538,7 @@ class DataNode:
                             client_name="",
                             timeout_s=timeout_s,
                             token=self.xceiver.dn_token(block, AccessMode.WRITE),
+                            protection=self.xceiver.protection,
                         )
                     finally:
                         await replica.close()

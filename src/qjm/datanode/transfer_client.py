@@ -14,6 +14,7 @@ import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from qjm.datanode import sasl_streams
 from qjm.datanode import transfer_io as tio
 from qjm.datanode.block_sender import PACKET_DATA_BYTES, chunks_per_packet, send_range
 from qjm.datanode.replica_store import ExtendedBlock, ReplicaReader
@@ -112,11 +113,24 @@ def write_block_op(
 
 
 async def connect(
-    node: hdfs_pb2.DatanodeInfoProto, timeout_s: float
+    node: hdfs_pb2.DatanodeInfoProto,
+    timeout_s: float,
+    *,
+    protection: int = 0,
+    token: Token | None = None,
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """An open connection to a DataNode's data transfer port."""
+    """An open connection to a DataNode's data transfer port; with protection (a SASL layer
+    mask, dfs.data.transfer.protection) after the SASL handshake with the op's block token,
+    its streams wrapped (design §S.12). SaslTransferError when the handshake fails."""
     host, port = tio.xfer_address(node)
-    return await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
+    if not protection:
+        return reader, writer
+    try:
+        return await sasl_streams.client_handshake(reader, writer, token, protection, timeout_s)
+    except BaseException:
+        await close_writer(writer)
+        raise
 
 
 async def close_writer(writer: asyncio.StreamWriter) -> None:
@@ -181,13 +195,16 @@ class PipelineWriter:
         timeout_s: float = 60.0,
         packet_data_bytes: int = PACKET_DATA_BYTES,
         token: Token | None = None,
+        protection: int = 0,
     ) -> PipelineWriter:
         """Connect to targets[0] and set the pipeline up; BlockWriteError names a bad node."""
         if not targets:
             raise ValueError("a pipeline needs at least one target")
         try:
-            reader, writer = await connect(targets[0], timeout_s)
-        except (OSError, TimeoutError) as exc:
+            reader, writer = await connect(
+                targets[0], timeout_s, protection=protection, token=token
+            )
+        except (OSError, TimeoutError, codec.DataTransferError) as exc:
             raise BlockWriteError(
                 f"cannot connect to {tio.xfer_name(targets[0])}: {exc}",
                 bad_node_index=0,
@@ -358,10 +375,16 @@ async def write_block(
     client_name: str = "qjm-client",
     timeout_s: float = 60.0,
     token: Token | None = None,
+    protection: int = 0,
 ) -> ExtendedBlock:
     """Write a whole new block through the pipeline of targets; the finalized block."""
     pipeline = await PipelineWriter.open(
-        targets, block, client_name=client_name, timeout_s=timeout_s, token=token
+        targets,
+        block,
+        client_name=client_name,
+        timeout_s=timeout_s,
+        token=token,
+        protection=protection,
     )
     try:
         await pipeline.write(data)
@@ -381,9 +404,10 @@ async def read_block(
     verify: bool = True,
     timeout_s: float = 60.0,
     token: Token | None = None,
+    protection: int = 0,
 ) -> bytes:
     """length bytes of block from offset, read from node with their sums verified."""
-    reader, writer = await connect(node, timeout_s)
+    reader, writer = await connect(node, timeout_s, protection=protection, token=token)
     try:
         op = dt.OpReadBlockProto(
             header=client_header(block, client_name, token),
@@ -448,9 +472,10 @@ async def block_checksum(
     *,
     timeout_s: float = 60.0,
     token: Token | None = None,
+    protection: int = 0,
 ) -> dt.OpBlockChecksumResponseProto:
     """The DataNode's MD5-of-CRC32C checksum of its replica of block."""
-    reader, writer = await connect(node, timeout_s)
+    reader, writer = await connect(node, timeout_s, protection=protection, token=token)
     try:
         op = dt.OpBlockChecksumProto(header=base_header(block, token))
         writer.write(codec.encode_op(codec.Op.BLOCK_CHECKSUM, op))
@@ -474,9 +499,10 @@ async def transfer_block(
     client_name: str = "qjm-client",
     timeout_s: float = 60.0,
     token: Token | None = None,
+    protection: int = 0,
 ) -> None:
     """Ask node to copy its replica of block to targets (TRANSFER_BLOCK)."""
-    reader, writer = await connect(node, timeout_s)
+    reader, writer = await connect(node, timeout_s, protection=protection, token=token)
     try:
         op = dt.OpTransferBlockProto(
             header=client_header(block, client_name, token),
@@ -503,14 +529,15 @@ async def send_replica(
     client_name: str,
     timeout_s: float = 60.0,
     token: Token | None = None,
+    protection: int = 0,
 ) -> None:
     """Copy an open replica to target (HDFS's DataTransfer): WRITE_BLOCK with a TRANSFER
     stage and the WRITE token the sender signed, the packets, and the target's close ack
-    when a client asked for it."""
+    when a client asked for it. With protection the handshake uses that token (§S.12)."""
     block = replica.block
     length = replica.visible_length
     stage = Stage.TRANSFER_FINALIZED if replica.finalized else Stage.TRANSFER_RBW
-    reader, writer = await connect(target, timeout_s)
+    reader, writer = await connect(target, timeout_s, protection=protection, token=token)
     try:
         op = write_block_op(
             ExtendedBlock(block.pool_id, block.block_id, block.generation_stamp, length),

@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from qjm.datanode import sasl_streams
 from qjm.datanode import transfer_client as tc
 from qjm.datanode import transfer_io as tio
 from qjm.datanode.block_keys import BlockPoolKeys
@@ -32,6 +33,7 @@ from qjm.datanode.write_behind import WriteBehind
 from qjm.errors import describe_error
 from qjm.hdfs import checksum
 from qjm.hdfs import datatransfer as codec
+from qjm.hdfs.datanode_protocol import token_from_proto
 from qjm.hdfs.proto import datatransfer_pb2 as dt
 from qjm.hdfs.proto import hdfs_pb2
 from qjm.security.block_token import AccessMode, InvalidBlockTokenError, Token
@@ -82,6 +84,7 @@ class XceiverMetrics:
     checksum_errors: int = 0
     bad_requests: int = 0
     token_refusals: int = 0  # ops refused ERROR_ACCESS_TOKEN (design §S.9)
+    sasl_refusals: int = 0  # connections refused at the SASL handshake (design §S.12)
     ops: dict[str, int] = field(default_factory=dict)
 
 
@@ -104,9 +107,14 @@ class DataXceiverServer:
         on_block_received: BlockReceivedHook | None = None,
         name: str = "datanode",
         keys: BlockPoolKeys | None = None,
+        protection: int = 0,
     ) -> None:
         self.store = store
         self.keys = keys  # None: block tokens off, nothing checked (design §S.9)
+        # SASL layers of dfs.data.transfer.protection; 0: none, no handshake (design §S.12)
+        self.protection = protection
+        if protection and keys is None:
+            raise ValueError("SASL on data transfer needs block tokens (design §S.12)")
         self.limits = limits or XceiverLimits()
         self.on_block_received = on_block_received
         self.name = name
@@ -171,7 +179,26 @@ class DataXceiverServer:
         self._tasks.add(task)
         writer.transport.set_write_buffer_limits(high=self.limits.stream_buffer_bytes)
         peer = writer.get_extra_info("peername")
+        raw_writer = writer
         try:
+            if self.protection:
+                assert self.keys is not None
+                try:
+                    reader, writer = await asyncio.wait_for(
+                        sasl_streams.server_handshake(
+                            reader, writer, self.keys.password, self.protection
+                        ),
+                        self.limits.idle_timeout_s,
+                    )
+                except sasl_streams.SaslTransferError as exc:
+                    self.metrics.sasl_refusals += 1
+                    log.warning(
+                        "%s: failed to complete the SASL data transfer handshake with %s: %s",
+                        self.name,
+                        peer,
+                        exc,
+                    )
+                    return
             first = True
             while True:
                 timeout_s = self.limits.idle_timeout_s if first else self.limits.keepalive_s
@@ -197,7 +224,7 @@ class DataXceiverServer:
         except Exception:
             log.exception("%s: data transfer with %s failed", self.name, peer)
         finally:
-            self._connections.discard(writer)
+            self._connections.discard(raw_writer)
             self._tasks.discard(task)
             await tc.close_writer(writer)
 
@@ -396,6 +423,7 @@ class DataXceiverServer:
                     client_name=op.header.clientName,
                     timeout_s=self.limits.idle_timeout_s,
                     token=self.dn_token(block, AccessMode.WRITE),
+                    protection=self.protection,
                 )
             except (OSError, TimeoutError, codec.DataTransferError) as exc:
                 raise _RequestError(
@@ -532,9 +560,15 @@ class DataXceiverServer:
         del mirror_op.targetStorageIds[:]
         mirror_op.targetStorageIds.extend(op.targetStorageIds[1:])
         try:
-            mreader, mwriter = await tc.connect(target, timeout_s)
+            # the mirror's handshake uses the client's token, as HDFS's DataXceiver
+            mreader, mwriter = await tc.connect(
+                target,
+                timeout_s,
+                protection=self.protection,
+                token=token_from_proto(op.header.baseHeader.token),
+            )
             mwriter.transport.set_write_buffer_limits(high=self.limits.stream_buffer_bytes)
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, codec.DataTransferError) as exc:
             await self._reply(
                 writer,
                 dt.ERROR,

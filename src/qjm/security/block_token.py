@@ -15,7 +15,7 @@ import hashlib
 import hmac
 import struct
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -258,6 +258,25 @@ def check_access(
             f"Block token with {ident} doesn't have the correct token password"
         )
     return ident
+
+
+def retrieve_password(
+    identifier: bytes, keys_of_pool: Callable[[str], Mapping[int, BlockKey]], now_ms: int
+) -> bytes:
+    """The password of a token identifier, recomputed from the key it names, as HDFS's
+    BlockTokenSecretManager.retrievePassword (the SASL handshake on data transfer, design
+    §S.12); InvalidBlockTokenError with HDFS's message for an expired token or unknown key,
+    ValueError for an identifier that does not parse."""
+    ident = decode_identifier(identifier)
+    if now_ms > ident.expiry_ms:
+        raise InvalidBlockTokenError(f"Block token with {ident} is expired.")
+    key = keys_of_pool(ident.pool_id or "").get(ident.key_id)
+    if key is None:
+        raise InvalidBlockTokenError(
+            f"Can't re-compute password for {ident}, since the required block key "
+            f"(keyID={ident.key_id}) doesn't exist."
+        )
+    return compute_password(key.secret, identifier)
 
 
 def unexpired(keys: Iterable[BlockKey], now_ms: int) -> dict[int, BlockKey]:

@@ -33,8 +33,9 @@ QOP_OF_LAYER = {
     LAYER_PRIVACY: "auth-conf",
 }
 LAYER_OF_QOP = {v: k for k, v in QOP_OF_LAYER.items()}
-# auth-conf's ciphers, as offered (design §S.10): the JDK's client takes rc4, hdfs-native 3des
-CIPHERS = ("3des", "rc4")
+CIPHER = "rc4"  # auth-conf's ciphers (design §S.10, §S.12): rc4, and ...
+CIPHER_3DES = "3des"  # ... 3des, hdfs-native's only one (the JDK's client picks it too)
+CIPHERS = (CIPHER, CIPHER_3DES)  # the ciphers built, our client's order of preference
 _CLIENT_SIGN = b"Digest session key to client-to-server signing key magic constant"
 _SERVER_SIGN = b"Digest session key to server-to-client signing key magic constant"
 _CLIENT_SEAL = b"Digest H(A1) to client-to-server sealing key magic constant"
@@ -137,38 +138,38 @@ class Rc4:
         return self._stream.update(data)
 
 
-def des_key(seven: bytes) -> bytes:
-    """A DES key of 8 bytes from 7 (56 bits, 7 to a byte, odd parity in the low bit), as the
-    JDK's DIGEST-MD5 makes its 3des keys."""
+def des_parity_key(seven: bytes) -> bytes:
+    """A DES key from 7 bytes as the JDK's DIGEST-MD5 makes one: the 56 bits, 7 to a byte
+    from the top, each byte's low bit set for odd parity."""
     bits = int.from_bytes(seven, "big")
     out = bytearray()
-    for i in range(7, -1, -1):  # eight 7-bit groups, the most significant first
-        b = ((bits >> (7 * i)) & 0x7F) << 1
-        out.append(b | (bin(b).count("1") % 2 == 0))
+    for i in range(8):
+        b = ((bits >> (7 * (7 - i))) & 0x7F) << 1
+        out.append(b | ((b.bit_count() & 1) ^ 1))
     return bytes(out)
 
 
-class TripleDes:
-    """DIGEST-MD5's 3des, one direction: two-key EDE in CBC, the chain running on across
-    messages (as the JDK's), keyed by the first 14 bytes of Kc, the IV its last 8."""
+class TripleDesCbc:
+    """DIGEST-MD5's 3des, one direction: DES-EDE2 in CBC, the chain running on across
+    messages (as the JDK's Cipher.update), keys and IV from the 16-byte sealing key."""
 
-    def __init__(self, kc: bytes, *, encrypt: bool) -> None:
-        k1, k2 = des_key(kc[:7]), des_key(kc[7:14])
-        cipher = Cipher(TripleDES(k1 + k2 + k1), modes.CBC(kc[8:16]))
-        self._c = cipher.encryptor() if encrypt else cipher.decryptor()
+    def __init__(self, key: bytes, *, encrypt: bool) -> None:
+        k1, k2 = des_parity_key(key[:7]), des_parity_key(key[7:14])
+        cipher = Cipher(TripleDES(k1 + k2 + k1), modes.CBC(key[8:16]))
+        self._stream = cipher.encryptor() if encrypt else cipher.decryptor()
 
     def process(self, data: bytes) -> bytes:
-        """data (a whole number of 8-byte blocks) through the chain."""
-        return self._c.update(data)
+        """data (a whole number of 8-byte blocks) through the cipher."""
+        return self._stream.update(data)
 
 
 class DigestLayer:
     """The security layer of a completed exchange: wraps what one side sends, unwraps what
     the other sent (sequence numbers from 0 each way)."""
 
-    def __init__(self, layer: int, ha1: bytes, *, client: bool, cipher: str = "rc4") -> None:
+    def __init__(self, layer: int, ha1: bytes, *, client: bool, cipher: str = CIPHER) -> None:
         self.layer = layer
-        self.block = 8 if cipher == "3des" else 1  # auth-conf pads to the cipher's block
+        self.cipher = cipher
         send_sign, recv_sign = (
             (_CLIENT_SIGN, _SERVER_SIGN) if client else (_SERVER_SIGN, _CLIENT_SIGN)
         )
@@ -176,20 +177,22 @@ class DigestLayer:
         self._recv_key = _md5(ha1 + recv_sign)
         self._send_seq = 0
         self._recv_seq = 0
-        self._enc: Rc4 | TripleDes | None = None
-        self._dec: Rc4 | TripleDes | None = None
+        self._enc: Rc4 | TripleDesCbc | None = None
+        self._dec: Rc4 | TripleDesCbc | None = None
+        self._block = 1
         if layer == LAYER_PRIVACY:
-            if cipher not in CIPHERS:
-                raise DigestError(f"DIGEST-MD5: cipher {cipher!r} is not one of {CIPHERS}")
             send_seal, recv_seal = (
                 (_CLIENT_SEAL, _SERVER_SEAL) if client else (_SERVER_SEAL, _CLIENT_SEAL)
             )
-            send_kc, recv_kc = _md5(ha1[:16] + send_seal), _md5(ha1[:16] + recv_seal)
-            if cipher == "3des":
-                self._enc = TripleDes(send_kc, encrypt=True)
-                self._dec = TripleDes(recv_kc, encrypt=False)
+            send_key, recv_key = _md5(ha1[:16] + send_seal), _md5(ha1[:16] + recv_seal)
+            if cipher == CIPHER_3DES:
+                self._enc = TripleDesCbc(send_key, encrypt=True)
+                self._dec = TripleDesCbc(recv_key, encrypt=False)
+                self._block = 8
+            elif cipher == CIPHER:
+                self._enc, self._dec = Rc4(send_key), Rc4(recv_key)
             else:
-                self._enc, self._dec = Rc4(send_kc), Rc4(recv_kc)
+                raise DigestError(f"DIGEST-MD5: cipher {cipher} is not built")
 
     @property
     def wraps(self) -> bool:
@@ -205,10 +208,13 @@ class DigestLayer:
         seq = self._send_seq.to_bytes(4, "big")
         mac = self._mac(self._send_key, seq, data)
         self._send_seq = (self._send_seq + 1) & 0xFFFFFFFF
-        if self._enc is None:
-            return data + mac + _MESSAGE_TYPE + seq
-        pad = self.block - (len(data) + 10) % self.block if self.block > 1 else 0
-        body = self._enc.process(data + bytes([pad]) * pad + mac)
+        if self._block > 1:  # 1..8 bytes, each the count, so the body fills whole blocks
+            pad = self._block - (len(data) + 10) % self._block
+            body = data + bytes([pad]) * pad + mac
+        else:
+            body = data + mac
+        if self._enc is not None:
+            body = self._enc.process(body)
         return body + _MESSAGE_TYPE + seq
 
     def unwrap(self, data: bytes) -> bytes:
@@ -224,16 +230,14 @@ class DigestLayer:
                 f"{int.from_bytes(seq, 'big')} Expected: {self._recv_seq}"
             )
         if self._dec is not None:
-            if len(body) % self.block:
-                raise DigestError(
-                    f"DIGEST-MD5: an encrypted message of {len(body)} bytes, not whole blocks"
-                )
+            if len(body) % self._block:
+                raise DigestError(f"DIGEST-MD5: a sealed body of {len(body)} bytes")
             body = self._dec.process(body)
         message, mac = body[:-10], body[-10:]
-        if self.block > 1 and self._dec is not None:
+        if self._block > 1:
             pad = message[-1] if message else 0
-            if not 1 <= pad <= self.block or pad > len(message):
-                raise DigestError("DIGEST-MD5: the padding of an encrypted message is wrong")
+            if not 1 <= pad <= self._block or message[-pad:] != bytes([pad]) * pad:
+                raise DigestError("DIGEST-MD5: a sealed message's padding does not verify")
             message = message[:-pad]
         if not hmac.compare_digest(mac, self._mac(self._recv_key, seq, message)):
             raise DigestError("DIGEST-MD5: the MAC of a wrapped message does not verify")
@@ -249,9 +253,19 @@ class DigestServer:
     """
 
     def __init__(
-        self, password_of: Callable[[str], bytes], layers: int, nonce: str | None = None
+        self,
+        password_of: Callable[[str], bytes],
+        layers: int,
+        nonce: str | None = None,
+        *,
+        realm: str = REALM,
+        digest_uri: str = DIGEST_URI,
+        ciphers: tuple[str, ...] = CIPHERS,
     ) -> None:
         self._password_of = password_of
+        self.ciphers = ciphers  # offered under auth-conf
+        self.realm = realm  # HDFS's data transfer uses "0" and "hdfs/0" (design §S.12)
+        self.digest_uri = digest_uri
         self.layers = layers
         self.nonce = nonce or base64.b64encode(secrets.token_bytes(30)).decode("ascii")
         self.complete = False
@@ -272,13 +286,13 @@ class DigestServer:
         self._challenged = True
         qops = self._qops()
         parts = [
-            f'realm="{REALM}"',
+            f'realm="{self.realm}"',
             f'nonce="{self.nonce}"',
             f'qop="{",".join(qops)}"',
             "charset=utf-8",
         ]
         if "auth-conf" in qops:
-            parts.append(f'cipher="{",".join(CIPHERS)}"')
+            parts.append(f'cipher="{",".join(self.ciphers)}"')
         parts.append("algorithm=md5-sess")
         return ",".join(parts).encode()
 
@@ -296,7 +310,7 @@ class DigestServer:
         if not user:
             raise DigestError("DIGEST-MD5: digest response format violation. Missing username.")
         realm = d.get("realm", "")
-        if realm not in (REALM, ""):
+        if realm not in (self.realm, ""):
             raise DigestError(
                 f"DIGEST-MD5: digest response format violation. Nonexistent realm: {realm}"
             )
@@ -311,17 +325,17 @@ class DigestServer:
         qop = d.get("qop", "auth")
         if qop not in self._qops():
             raise DigestError(f"DIGEST-MD5: Client selected unsupported protection: {qop}")
-        cipher = d.get("cipher", "")
-        if qop == "auth-conf" and cipher not in CIPHERS:
+        cipher = d.get("cipher", "") if qop == "auth-conf" else CIPHER
+        if cipher not in self.ciphers:
             raise DigestError(
-                f"DIGEST-MD5: Client selected unsupported cipher: {cipher} "
-                f"(offered {','.join(CIPHERS)})"
+                f"DIGEST-MD5: Client selected unsupported cipher: {d.get('cipher')} "
+                f"(offered {','.join(self.ciphers)})"
             )
         uri = d.get("digest-uri", "")
-        if uri != DIGEST_URI:
+        if uri != self.digest_uri:
             raise DigestError(
                 "DIGEST-MD5: digest response format violation. Mismatched URI: "
-                f"{uri}; expecting: {DIGEST_URI}"
+                f"{uri}; expecting: {self.digest_uri}"
             )
         authzid = d.get("authzid", "")
         password = encode_credential(self._password_of(user))
@@ -333,10 +347,16 @@ class DigestServer:
             raise DigestError(f"DIGEST-MD5: {user} is not authorized to act as {authzid}")
         self.username = user
         self.layer = LAYER_OF_QOP[qop]
-        self._security = DigestLayer(self.layer, ha1, client=False, cipher=cipher or "rc4")
+        self._security = DigestLayer(self.layer, ha1, client=False, cipher=cipher)
         self.complete = True
         rspauth = response_value(ha1, self.nonce, nc, cnonce, qop, uri, initial=False)
         return f"rspauth={rspauth}".encode()
+
+    @property
+    def security(self) -> DigestLayer:
+        """The completed exchange's layer."""
+        assert self._security is not None
+        return self._security
 
     @property
     def wraps(self) -> bool:
@@ -358,17 +378,24 @@ class DigestClient:
     """The client's side of one exchange with a token: evaluate(challenge), then the rspauth."""
 
     def __init__(
-        self, identifier: bytes, password: bytes, layers: int, cnonce: str | None = None
+        self,
+        identifier: bytes,
+        password: bytes,
+        layers: int,
+        cnonce: str | None = None,
+        *,
+        digest_uri: str = DIGEST_URI,
     ) -> None:
+        self.digest_uri = digest_uri
         self.user = encode_credential(identifier)
         self._password = encode_credential(password)
         self.layers = layers
         self.cnonce = cnonce or base64.b64encode(secrets.token_bytes(30)).decode("ascii")
         self.complete = False
         self.layer = 0
+        self.cipher = CIPHER
         self._expect = ""
         self._ha1 = b""
-        self._cipher = ""
         self._security: DigestLayer | None = None
 
     def evaluate(self, challenge: bytes) -> bytes:
@@ -397,19 +424,18 @@ class DigestClient:
             )
         qop = QOP_OF_LAYER[layer]
         offered_ciphers = [c.strip() for c in d.get("cipher", "").split(",")]
-        # the JDK's order of preference: rc4 before 3des
-        self._cipher = next((c for c in ("rc4", "3des") if c in offered_ciphers), "")
-        if layer == LAYER_PRIVACY and not self._cipher:
+        cipher = next((c for c in CIPHERS if c in offered_ciphers), "")
+        if layer == LAYER_PRIVACY and not cipher:
             raise DigestError(
                 f"DIGEST-MD5: the server offers no cipher qjm has ({','.join(CIPHERS)})"
             )
+        self.cipher = cipher or CIPHER
         realm = d.get("realm", REALM)
         self._ha1 = hash_a1(self.user, realm, self._password, nonce, self.cnonce, "")
         nc = "00000001"
-        response = response_value(self._ha1, nonce, nc, self.cnonce, qop, DIGEST_URI, initial=True)
-        self._expect = response_value(
-            self._ha1, nonce, nc, self.cnonce, qop, DIGEST_URI, initial=False
-        )
+        uri = self.digest_uri
+        response = response_value(self._ha1, nonce, nc, self.cnonce, qop, uri, initial=True)
+        self._expect = response_value(self._ha1, nonce, nc, self.cnonce, qop, uri, initial=False)
         self.layer = layer
         parts = [
             "charset=utf-8",
@@ -418,13 +444,13 @@ class DigestClient:
             f'nonce="{_quote(nonce)}"',
             f"nc={nc}",
             f'cnonce="{_quote(self.cnonce)}"',
-            f'digest-uri="{DIGEST_URI}"',
+            f'digest-uri="{uri}"',
             f"maxbuf={MAX_BUFFER}",
             f"response={response}",
             f"qop={qop}",
         ]
         if layer == LAYER_PRIVACY:
-            parts.append(f'cipher="{self._cipher}"')
+            parts.append(f'cipher="{self.cipher}"')
         return ",".join(parts).encode()
 
     def _check_rspauth(self, message: bytes) -> bytes:
@@ -433,11 +459,15 @@ class DigestClient:
         got = parse_directives(message).get("rspauth", "")
         if not hmac.compare_digest(got.lower(), self._expect):
             raise DigestError("DIGEST-MD5: the server's rspauth does not match")
-        self._security = DigestLayer(
-            self.layer, self._ha1, client=True, cipher=self._cipher or "rc4"
-        )
+        self._security = DigestLayer(self.layer, self._ha1, client=True, cipher=self.cipher)
         self.complete = True
         return b""
+
+    @property
+    def security(self) -> DigestLayer:
+        """The completed exchange's layer."""
+        assert self._security is not None
+        return self._security
 
     @property
     def wraps(self) -> bool:
