@@ -99,6 +99,8 @@ async def pair(zookeeper: str, fencing: str) -> AsyncIterator[Pair]:
         await p.zkfcs[0].recheck()  # the parent znode exists now
         p.zkfcs.append(await start_zkfc(zookeeper, ns, "nn2", servers[1], fencing))
         yield p
+        # the sampler must have looked at a number of instants, however loaded the machine
+        await wait_until_async("the sampler ran", lambda: p.samples > 10, timeout_s=30.0)
     finally:
         for z in p.zkfcs:
             await z.stop()
