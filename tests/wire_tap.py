@@ -1,18 +1,23 @@
-"""A TCP proxy on loopback that forwards to a server and keeps every byte both ways."""
+"""Recording proxies on loopback: every byte that crosses them, both ways, is kept.
+
+WireTap forwards each connection to one server; SocksTap is a SOCKS5 proxy, so a client
+that takes one (Hadoop's `hadoop.socks.server`) sends all its connections through it.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import socket
 import threading
+from collections.abc import Callable
 from types import TracebackType
+from typing import Self
 
 
-class WireTap:
-    """Listens on 127.0.0.1:port; each connection is forwarded to target and recorded."""
+class _Recorder:
+    """What both proxies share: the listener, the recorded bytes, the pumps and close."""
 
-    def __init__(self, target: tuple[str, int]) -> None:
-        self.target = target
+    def __init__(self) -> None:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self._lock = threading.Lock()
@@ -20,14 +25,17 @@ class WireTap:
         self._threads: list[threading.Thread] = []
         self._sockets: list[socket.socket] = []
         self._closed = False
-        accept = threading.Thread(target=self._accept, daemon=True)
-        accept.start()
-        self._threads.append(accept)
+        self._spawn(self._accept)
 
     def seen(self) -> bytes:
-        """Every byte that crossed the tap so far, both directions."""
+        """Every byte forwarded so far, both directions."""
         with self._lock:
             return bytes(self._seen)
+
+    def _spawn(self, target: Callable[..., None], *args: object) -> None:
+        t = threading.Thread(target=target, args=args, daemon=True)
+        t.start()
+        self._threads.append(t)
 
     def _accept(self) -> None:
         while not self._closed:
@@ -35,13 +43,21 @@ class WireTap:
                 client, _ = self._listener.accept()
             except OSError:
                 return
-            server = socket.create_connection(self.target, timeout=10)
-            server.settimeout(None)
-            self._sockets += [client, server]
-            for a, b in ((client, server), (server, client)):
-                t = threading.Thread(target=self._pump, args=(a, b), daemon=True)
-                t.start()
-                self._threads.append(t)
+            self._spawn(self._open, client)
+
+    def _open(self, client: socket.socket) -> None:
+        raise NotImplementedError
+
+    def _connect(self, target: tuple[str, int]) -> socket.socket:
+        server = socket.create_connection(target, timeout=10)
+        server.settimeout(None)
+        self._sockets.append(server)
+        return server
+
+    def _relay(self, client: socket.socket, server: socket.socket) -> None:
+        """Forward both ways until both sides close (the way back on a thread of its own)."""
+        self._spawn(self._pump, server, client)
+        self._pump(client, server)
 
     def _pump(self, source: socket.socket, sink: socket.socket) -> None:
         with contextlib.suppress(OSError):
@@ -60,10 +76,10 @@ class WireTap:
                 s.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked in accept or recv
             with contextlib.suppress(OSError):
                 s.close()
-        for t in self._threads:
+        for t in list(self._threads):
             t.join(timeout=5)
 
-    def __enter__(self) -> WireTap:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(
@@ -75,28 +91,27 @@ class WireTap:
         self.close()
 
 
-class SocksTap:
+class WireTap(_Recorder):
+    """Listens on 127.0.0.1:port; each connection is forwarded to target and recorded."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        super().__init__()
+
+    def _open(self, client: socket.socket) -> None:
+        self._sockets.append(client)
+        with contextlib.suppress(OSError):
+            self._relay(client, self._connect(self.target))
+
+
+class SocksTap(_Recorder):
     """A SOCKS5 proxy on loopback (no authentication, CONNECT only) that keeps every byte
     both ways and each destination asked for: Hadoop's SocksSocketFactory
     (`hadoop.socks.server`) sends a client's RPC and data transfer connections through it."""
 
     def __init__(self) -> None:
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self._listener.getsockname()[1]
-        self._lock = threading.Lock()
-        self._seen = bytearray()
         self.destinations: list[tuple[str, int]] = []
-        self._threads: list[threading.Thread] = []
-        self._sockets: list[socket.socket] = []
-        self._closed = False
-        accept = threading.Thread(target=self._accept, daemon=True)
-        accept.start()
-        self._threads.append(accept)
-
-    def seen(self) -> bytes:
-        """Every byte forwarded so far, both directions (not the SOCKS requests)."""
-        with self._lock:
-            return bytes(self._seen)
+        super().__init__()
 
     @staticmethod
     def _exactly(s: socket.socket, n: int) -> bytes:
@@ -107,16 +122,6 @@ class SocksTap:
                 raise OSError("SOCKS client closed")
             out += chunk
         return out
-
-    def _accept(self) -> None:
-        while not self._closed:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            t = threading.Thread(target=self._open, args=(client,), daemon=True)
-            t.start()
-            self._threads.append(t)
 
     def _open(self, client: socket.socket) -> None:
         self._sockets.append(client)
@@ -136,44 +141,8 @@ class SocksTap:
             port = int.from_bytes(self._exactly(client, 2), "big")
             if command != 1:
                 raise OSError(f"SOCKS command {command}")
-            server = socket.create_connection((host, port), timeout=10)
-            server.settimeout(None)
-            self._sockets.append(server)
+            server = self._connect((host, port))
             with self._lock:
                 self.destinations.append((host, port))
             client.sendall(b"\x05\x00\x00\x01" + socket.inet_aton("127.0.0.1") + b"\x00\x00")
-            t = threading.Thread(target=self._pump, args=(server, client), daemon=True)
-            t.start()
-            self._threads.append(t)
-            self._pump(client, server)
-
-    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            while chunk := source.recv(65536):
-                with self._lock:
-                    self._seen += chunk
-                sink.sendall(chunk)
-        with contextlib.suppress(OSError):
-            sink.shutdown(socket.SHUT_WR)
-
-    def close(self) -> None:
-        """Stop listening and cut every forwarded connection."""
-        self._closed = True
-        for s in (self._listener, *self._sockets):
-            with contextlib.suppress(OSError):
-                s.shutdown(socket.SHUT_RDWR)
-            with contextlib.suppress(OSError):
-                s.close()
-        for t in list(self._threads):
-            t.join(timeout=5)
-
-    def __enter__(self) -> SocksTap:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+            self._relay(client, server)

@@ -245,7 +245,32 @@ class DigestLayer:
         return message
 
 
-class DigestServer:
+class _Exchange:
+    """What both sides of an exchange share once it is complete: its layer."""
+
+    _security: DigestLayer | None = None
+
+    @property
+    def security(self) -> DigestLayer:
+        """The completed exchange's layer."""
+        assert self._security is not None
+        return self._security
+
+    @property
+    def wraps(self) -> bool:
+        """Whether every later message is wrapped (auth-int or auth-conf)."""
+        return self._security is not None and self._security.wraps
+
+    def wrap(self, data: bytes) -> bytes:
+        """data wrapped for the peer."""
+        return self.security.wrap(data)
+
+    def unwrap(self, data: bytes) -> bytes:
+        """The peer's wrapped data, checked."""
+        return self.security.unwrap(data)
+
+
+class DigestServer(_Exchange):
     """The server's side of one exchange: challenge(), then evaluate(the client's response).
 
     password_of(username) returns the raw token password of a username (the base64
@@ -352,29 +377,8 @@ class DigestServer:
         rspauth = response_value(ha1, self.nonce, nc, cnonce, qop, uri, initial=False)
         return f"rspauth={rspauth}".encode()
 
-    @property
-    def security(self) -> DigestLayer:
-        """The completed exchange's layer."""
-        assert self._security is not None
-        return self._security
 
-    @property
-    def wraps(self) -> bool:
-        """Whether every later message is wrapped (auth-int or auth-conf)."""
-        return self._security is not None and self._security.wraps
-
-    def wrap(self, data: bytes) -> bytes:
-        """data wrapped for the client."""
-        assert self._security is not None
-        return self._security.wrap(data)
-
-    def unwrap(self, data: bytes) -> bytes:
-        """The client's wrapped data, checked."""
-        assert self._security is not None
-        return self._security.unwrap(data)
-
-
-class DigestClient:
+class DigestClient(_Exchange):
     """The client's side of one exchange with a token: evaluate(challenge), then the rspauth."""
 
     def __init__(
@@ -462,24 +466,3 @@ class DigestClient:
         self._security = DigestLayer(self.layer, self._ha1, client=True, cipher=self.cipher)
         self.complete = True
         return b""
-
-    @property
-    def security(self) -> DigestLayer:
-        """The completed exchange's layer."""
-        assert self._security is not None
-        return self._security
-
-    @property
-    def wraps(self) -> bool:
-        """Whether every later message is wrapped (auth-int or auth-conf)."""
-        return self._security is not None and self._security.wraps
-
-    def wrap(self, data: bytes) -> bytes:
-        """data wrapped for the server."""
-        assert self._security is not None
-        return self._security.wrap(data)
-
-    def unwrap(self, data: bytes) -> bytes:
-        """The server's wrapped data, checked."""
-        assert self._security is not None
-        return self._security.unwrap(data)
