@@ -16,7 +16,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEBIAN_PACKAGES := zookeeper default-jdk-headless curl chromium chromium-driver krb5-kdc \
-	krb5-admin-server krb5-user libkrb5-dev
+	krb5-admin-server krb5-user libkrb5-dev gcc python3-dev
 # protoc for `make proto` only: grpcio-tools (it bundles protoc) in a throwaway venv, so
 # neither grpc nor protoc is a dependency of the project. Its output targets protobuf 7.x.
 PROTOC_VENV := build/protoc-venv
@@ -39,8 +39,8 @@ $(STAMP): pyproject.toml
 # Debian packages the tests need (ZooKeeper; a JDK: the JRE runs Hadoop's client and javac
 # builds the Java API judges; Chromium and its driver for the status page's browser test;
 # MIT Kerberos: a real KDC, kadmin.local and kinit for the Kerberos tests, and libkrb5-dev
-# to build the gssapi and kerberos (pykerberos, kazoo's SASL) Python packages); installed
-# only when missing.
+# to build the gssapi and kerberos (pykerberos, kazoo's SASL) Python packages, which gcc
+# and the Python headers compile: pykerberos ships no wheel); installed only when missing.
 debian:
 	@missing=""; for p in $(DEBIAN_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
