@@ -15,7 +15,7 @@ from qjm.security.block_token import (
     ExportedKeys,
     Token,
     check_access,
-    make_token,
+    issue_token,
     retrieve_password,
     unexpired,
     wall_ms,
@@ -100,12 +100,11 @@ class BlockPoolKeys:
         pool = self._pools.get(pool_id)
         if pool is None or pool.current is None:
             return Token(b"", b"", "", "")
-        ident = BlockTokenIdentifier(
-            expiry_ms=self.clock_ms() + pool.token_lifetime_ms,
-            key_id=pool.current.key_id,
+        return issue_token(
+            pool.current,
+            self.clock_ms() + pool.token_lifetime_ms,
             user_id=None,
             pool_id=pool_id,
             block_id=block_id,
-            modes=frozenset(modes),
+            modes=modes,
         )
-        return make_token(ident, pool.current)

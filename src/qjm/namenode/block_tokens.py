@@ -10,10 +10,9 @@ from qjm.config import ClusterConfig
 from qjm.security.block_token import (
     AccessMode,
     BlockKey,
-    BlockTokenIdentifier,
     ExportedKeys,
     Token,
-    make_token,
+    issue_token,
     unexpired,
     wall_ms,
 )
@@ -111,15 +110,14 @@ class BlockTokenSecretManager:
         self, user: str | None, pool_id: str, block_id: int, modes: Iterable[AccessMode]
     ) -> Token:
         """A token granting modes on the block to user, signed with the current key."""
-        ident = BlockTokenIdentifier(
-            expiry_ms=self.clock_ms() + self.token_lifetime_ms,
-            key_id=self.current.key_id,
+        return issue_token(
+            self.current,
+            self.clock_ms() + self.token_lifetime_ms,
             user_id=user,
             pool_id=pool_id,
             block_id=block_id,
-            modes=frozenset(modes),
+            modes=modes,
         )
-        return make_token(ident, self.current)
 
 
 def block_token_manager(cfg: ClusterConfig, name: str) -> BlockTokenSecretManager | None:

@@ -218,6 +218,27 @@ def make_token(ident: BlockTokenIdentifier, key: BlockKey) -> Token:
     return Token(data, compute_password(key.secret, data))
 
 
+def issue_token(
+    key: BlockKey,
+    expiry_ms: int,
+    *,
+    user_id: str | None,
+    pool_id: str,
+    block_id: int,
+    modes: Iterable[AccessMode],
+) -> Token:
+    """A token granting modes on the block to user_id until expiry_ms, signed with key."""
+    ident = BlockTokenIdentifier(
+        expiry_ms=expiry_ms,
+        key_id=key.key_id,
+        user_id=user_id,
+        pool_id=pool_id,
+        block_id=block_id,
+        modes=frozenset(modes),
+    )
+    return make_token(ident, key)
+
+
 def check_access(
     token: Token,
     keys: Mapping[int, BlockKey],
