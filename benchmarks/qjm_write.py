@@ -36,15 +36,19 @@ def qjm(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
     return done
 
 
-def format_journal(uri: str) -> None:
-    """Format the journal on every node."""
-    qjm("journal", "format", "--uri", uri, timeout=60)
+def format_journal(uri: str, config: str | None = None) -> None:
+    """Format the journal on every node (logged in as config's security says)."""
+    qjm("journal", "format", "--uri", uri, *_config(config), timeout=60)
 
 
-def measure(uri: str, writers: int, seconds: float) -> Sample:
+def _config(config: str | None) -> tuple[str, ...]:
+    return ("--config", config) if config else ()
+
+
+def measure(uri: str, writers: int, seconds: float, config: str | None = None) -> Sample:
     """One `qjm journal write --concurrency` run of seconds; its summary as a Sample."""
     done = qjm(
-        "journal", "write", "--uri", uri, "--concurrency", str(writers),
+        "journal", "write", "--uri", uri, *_config(config), "--concurrency", str(writers),
         "--duration", str(seconds), "--size", str(BODY), "--finalize",
         timeout=seconds + 120,
     )  # fmt: skip

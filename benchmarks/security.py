@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import BODY, load_average
-from benchmarks.qjm_write import SUMMARY
+from benchmarks import qjm_write
+from benchmarks.common import load_average
 from qjm import runtime
 from qjm.cluster.hadoop_conf import read_site
 from qjm.cluster.launcher import cluster_down, cluster_up
@@ -48,40 +48,15 @@ BLOCK_ROUNDS = 3  # each block rate is the median of this many files
 CALL_TIMEOUT_S = 30.0
 
 
-def _qjm(env: dict[str, str], *args: str, timeout: float) -> str:
-    """Run the qjm command with env; its stderr (raises with it on failure)."""
-    import subprocess
-    import sys
-
-    done = subprocess.run(
-        [sys.executable, "-m", "qjm", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"qjm {' '.join(args)} failed:\n{done.stderr[-2000:]}")
-    return done.stderr
-
-
-def journal_rates(cluster: dict[str, Any], env: dict[str, str]) -> dict[int, float]:
+def journal_rates(cluster: dict[str, Any]) -> dict[int, float]:
     """records/s of `qjm journal write` per writer count, on a journal of its own."""
     jns = [d["rpc"] for n, d in sorted(cluster.items()) if n.startswith("jn")]
     uri = f"qjournal://{';'.join(jns)}/bench"
-    conf = ("--uri", uri, "--config", cluster["config"])
-    _qjm(env, "journal", "format", *conf, timeout=60)
+    qjm_write.format_journal(uri, cluster["config"])
     rates = {}
     for writers in JOURNAL_WRITERS:
-        err = _qjm(
-            env, "journal", "write", *conf, "--concurrency", str(writers),
-            "--duration", str(JOURNAL_SECONDS), "--size", str(BODY), "--finalize",
-            timeout=JOURNAL_SECONDS + 120,
-        )  # fmt: skip
-        m = SUMMARY.match(err.strip().splitlines()[-1])
-        if not m:
-            raise RuntimeError(f"qjm journal write: unexpected summary {err[-300:]!r}")
-        rates[writers] = int(m.group(1)) / float(m.group(2))
+        sample = qjm_write.measure(uri, writers, JOURNAL_SECONDS, cluster["config"])
+        rates[writers] = sample.records / sample.seconds
     return rates
 
 
@@ -167,12 +142,13 @@ def measure_mode(root: Path, mode: str) -> dict[str, float]:
     )
     saved = {k: os.environ.get(k) for k in ("KRB5CCNAME", "KRB5_CONFIG")}
     try:
-        env = {**os.environ}
         kdc = cluster.get("kdc")
-        if kdc:  # the NameNodes' principal: the journal's only caller, and the superuser
-            env |= {"KRB5CCNAME": f"FILE:{kdc['admin_ccache']}", "KRB5_CONFIG": kdc["krb5_conf"]}
-            os.environ.update(KRB5CCNAME=env["KRB5CCNAME"], KRB5_CONFIG=env["KRB5_CONFIG"])
-        journal = journal_rates(cluster, env)
+        if kdc:  # the NameNodes' principal: the journal's only caller, and the superuser;
+            # the qjm commands and hdfs-native of this process read it from the environment
+            os.environ.update(
+                KRB5CCNAME=f"FILE:{kdc['admin_ccache']}", KRB5_CONFIG=kdc["krb5_conf"]
+            )
+        journal = journal_rates(cluster)
         settings = load_config(cluster["config"]).security
         with logged_in(settings, kdc["admin_ccache"] if kdc else ""):
             creates = runtime.run(_creates(cluster["nn1"]["rpc"]))
