@@ -37,6 +37,7 @@ from qjm.config import (
     DataNodeSettings,
     FailoverControllerSettings,
     NameNodeSettings,
+    ProxyUserConfig,
     ZooKeeperSettings,
     dump_config,
     load_config,
@@ -75,6 +76,7 @@ def auto_cluster(
     datanodes: int = 0,
     datanode_settings: DataNodeSettings | None = None,
     kerberos: bool = False,
+    proxyusers: dict[str, ProxyUserConfig] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """ZooKeeper + 3 JNs + 2 NNs + 2 ZKFCs (+ datanodes DataNodes) with short timeouts, one
     NameNode active; yields cluster.json's contents and always stops every daemon at exit.
@@ -103,6 +105,7 @@ def auto_cluster(
         datanodes=datanodes,
         datanode_settings=datanode_settings,
         kerberos=kerberos,
+        proxyusers=proxyusers,
     )
     try:
         yield cluster

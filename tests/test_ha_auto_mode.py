@@ -26,7 +26,7 @@ from qjm.ha.zkfc import ZKFailoverController, ZKFCClient, ZkfcSettings
 from qjm.ipc import IpcServer, RemoteError
 from qjm.namenode.client import HAAdminClient
 from qjm.namenode.types import HAState
-from qjm.namenode.users import os_user
+from qjm.security.users import os_user
 from qjm.testing.wait import wait_until
 
 ACCESS_DENIED = "org.apache.hadoop.security.AccessControlException"

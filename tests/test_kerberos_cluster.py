@@ -20,23 +20,26 @@ import pytest
 from ha_cluster import auto_cluster, namenode_addresses, wait_single_active
 from hadoop_clients import FsShellSession
 from qjm.cluster.hadoop_conf import hadoop_jars
-from qjm.config import load_config
+from qjm.config import ProxyUserConfig, load_config
 from qjm.ipc import IpcClient, RemoteError, RpcConnectionError
 from qjm.ipc.login import logged_in
 from qjm.ipc.sasl import ClientSecurity, TokenCredential
 from qjm.namenode.delegation import parse_identifier
 from qjm.namenode.token_file import encode_token_file, ha_service
-from qjm.namenode.users import os_user
 from qjm.protocol.qjournal import QJOURNAL_PROTOCOL
 from qjm.security.gss import layers_of
+from qjm.security.users import os_user
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """ZooKeeper, 3 JournalNodes, 2 NameNodes with ZKFCs and 2 DataNodes, all on Kerberos."""
-    with auto_cluster(tmp_path_factory.mktemp("krb") / "c", datanodes=2, kerberos=True) as c:
+    """ZooKeeper, 3 JournalNodes, 2 NameNodes with ZKFCs and 2 DataNodes, all on Kerberos;
+    the user may act for alice, from this host only (design §S.14)."""
+    proxies = {os_user(): ProxyUserConfig(os_user(), users="alice", hosts="127.0.0.1")}
+    directory = tmp_path_factory.mktemp("krb") / "c"
+    with auto_cluster(directory, datanodes=2, kerberos=True, proxyusers=proxies) as c:
         yield c
 
 
@@ -65,11 +68,14 @@ def java(
     *args: str,
     timeout: float = 120,
     token_file: Path | None = None,
+    proxy_user: str = "",
 ) -> subprocess.CompletedProcess[str]:
     """The genuine FsShell with the cluster's hadoop-conf, its krb5.conf and ticket cache
-    (and the delegation tokens of token_file, where given)."""
+    (and the delegation tokens of token_file, and acting for proxy_user, where given)."""
     kdc = cluster["kdc"]
     env = {**os.environ, "KRB5CCNAME": f"FILE:{ccache}", "KRB5_CONFIG": kdc["krb5_conf"]}
+    if proxy_user:
+        env["HADOOP_PROXY_USER"] = proxy_user
     if token_file is not None:
         env["HADOOP_TOKEN_FILE_LOCATION"] = str(token_file)
     argv = [
@@ -733,6 +739,57 @@ def test_the_audit_log_names_the_authenticated_principal(cluster: dict[str, Any]
     assert f"allowed=true\tugi={user} (auth:KERBEROS)\tip=/127.0.0.1\t" in created[0]
     refused = [line for line in lines if line.split("\t")[0].endswith("allowed=false")]
     assert all("(auth:KERBEROS)" in line for line in refused)
+
+
+def test_a_proxy_user_acts_for_whom_its_rule_names_and_no_one_else(
+    cluster: dict[str, Any], shell: FsShellSession, tmp_path: Path
+) -> None:
+    """The genuine client with HADOOP_PROXY_USER, as Hadoop's UGI reads it (design §S.14)."""
+    from qjm.hdfs.proto import Security_pb2 as sec
+
+    kdc, realm = cluster["kdc"], cluster["kdc"]["realm"]
+    user = f"{os_user()}@{realm}"
+    r = shell("-mkdir", "-p", "/proxied")
+    assert r.returncode == 0, r.stderr
+    r = shell("-chmod", "777", "/proxied")
+    assert r.returncode == 0, r.stderr
+    local = tmp_path / "for-alice.txt"
+    local.write_text("written for alice\n")
+    r = java(cluster, kdc["user_ccache"], "-put", str(local), "/proxied/a.txt", proxy_user="alice")
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = shell("-ls", "/proxied")  # as the user itself: the file is alice's
+    assert r.returncode == 0 and " alice " in r.stdout and "/proxied/a.txt" in r.stdout, r.stdout
+    r = shell("-cat", "/proxied/a.txt")
+    assert r.stdout == "written for alice\n", r.stderr
+    # mallory is named by no rule: Hadoop's own refusal, and nothing of hers is made
+    r = java(cluster, kdc["user_ccache"], "-mkdir", "/proxied/m", proxy_user="mallory")
+    assert r.returncode != 0
+    assert f"User: {user} is not allowed to impersonate mallory" in r.stderr, r.stderr[-2000:]
+    assert shell("-test", "-e", "/proxied/m").returncode != 0
+    # the audit log names both: the proxied user and the real one behind it
+    cfg = load_config(cluster["config"])
+    lines = [
+        line
+        for nn in cfg.namenodes.values()
+        if (Path(nn.name_dir) / "hdfs-audit.log").exists()
+        for line in (Path(nn.name_dir) / "hdfs-audit.log").read_text().splitlines()
+    ]
+    proxied = [line for line in lines if "src=/proxied/a.txt._COPYING_" in line]
+    assert proxied and f"ugi=alice (auth:PROXY) via {user} (auth:KERBEROS)" in proxied[0]
+    # a token the proxy asks for is alice's, with the user as its real user
+    with logged_in(cfg.security, kdc["user_ccache"]) as login:
+        assert login is not None
+        as_alice = replace(login, proxy_user="alice")
+        got = token_call(
+            cluster,
+            as_alice,
+            "getDelegationToken",
+            sec.GetDelegationTokenRequestProto(renewer=os_user()),
+            sec.GetDelegationTokenResponseProto,
+        )
+    assert not isinstance(got, str), got
+    ident = parse_identifier(got.token.identifier)
+    assert (ident.owner, ident.realuser) == ("alice", user)
 
 
 HDFS_NATIVE_SCRIPT = """

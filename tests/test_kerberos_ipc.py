@@ -10,6 +10,7 @@ import asyncio
 import os
 import socket
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from qjm.ipc.errors import RpcAuthenticationError
 from qjm.ipc.framing import build_frame, preamble
 from qjm.ipc.proto.IpcConnectionContext_pb2 import IpcConnectionContextProto, UserInformationProto
 from qjm.ipc.proto.RpcHeader_pb2 import RpcRequestHeaderProto
-from qjm.ipc.sasl import ClientSecurity, ServerSecurity
+from qjm.ipc.sasl import ClientSecurity, ProxyPolicy, ServerSecurity
 from qjm.security.gss import (
     LAYER_AUTHENTICATION,
     LAYER_INTEGRITY,
@@ -30,6 +31,7 @@ from qjm.security.gss import (
     initiator_credentials,
 )
 from qjm.security.policy import ServicePrincipals, admit, server_principals_by_protocol
+from qjm.security.proxy_users import ProxyRule
 
 REALM = "QJM.TEST"
 ECHO = "org.apache.hadoop.hdfs.protocol.ClientProtocol"  # any authenticated principal
@@ -323,5 +325,59 @@ async def test_a_plain_frame_on_a_sealed_connection_is_refused(kdc: Kdc) -> None
             await client.call("echo", StringValue(value="b"), StringValue, timeout=10)
         assert server.stats()["auth_failures"] == 1
         await client.close()
+    finally:
+        await server.stop()
+
+
+async def whoami_via(_request: StringValue, ctx: CallContext) -> StringValue:
+    """The caller's user and, for a proxy, its real user."""
+    return StringValue(value=f"{ctx.user} via {ctx.real_user}" if ctx.real_user else ctx.user)
+
+
+async def call_as(port: int, protocol: str, security: ClientSecurity) -> str:
+    """whoami over a fresh connection: the answer, or the refusal's text."""
+    client = IpcClient(f"127.0.0.1:{port}", protocol, security=security)
+    try:
+        return (await client.call("whoami", StringValue(), StringValue, timeout=10)).value
+    except (RpcConnectionError, RemoteError) as e:
+        return f"refused: {e}"
+    finally:
+        await client.close()
+
+
+async def test_a_proxy_acts_only_for_whom_and_from_where_its_rule_allows(kdc: Kdc) -> None:
+    server = await start_server(kdc, "nn/localhost")
+    server.register(ECHO, {"whoami": Method(StringValue, whoami_via)})
+    groups = {"dave": ("analysts",)}
+    rules = {"alice": ProxyRule.parse("bob", "analysts", "127.0.0.1")}
+    server.proxies = ProxyPolicy(rules, lambda user: groups.get(user, ()))
+    port = server.port
+    alice = client_security(kdc, "alice")
+    try:
+        as_bob = await call_as(port, ECHO, replace(alice, proxy_user="bob"))
+        assert as_bob == "bob via alice@QJM.TEST"
+        as_dave = await call_as(port, ECHO, replace(alice, proxy_user="dave"))  # by his group
+        assert as_dave == "dave via alice@QJM.TEST"
+        as_carol = await call_as(port, ECHO, replace(alice, proxy_user="carol"))
+        assert "AuthorizationException" in as_carol
+        assert "User: alice@QJM.TEST is not allowed to impersonate carol" in as_carol
+        # a principal with no rule acts for nobody, a NameNode's included
+        nn = client_security(kdc, "nn/localhost")
+        as_bob_by_nn = await call_as(port, ECHO, replace(nn, proxy_user="bob"))
+        assert "User: nn/localhost@QJM.TEST is not allowed to impersonate bob" in as_bob_by_nn
+        # a proxied user is held to the protocol rules as itself: no server protocol
+        to_nn = client_security(kdc, "alice", **{JOURNAL: "nn/_HOST"})
+        on_journal = await call_as(port, JOURNAL, replace(to_nn, proxy_user="bob"))
+        assert "bob (auth:PROXY) is not authorized for protocol interface" in on_journal
+        # the same rule from another host refuses the connection from here
+        server.proxies = ProxyPolicy(
+            {"alice": ProxyRule.parse("bob", "", "10.9.9.0/24")}, lambda user: ()
+        )
+        elsewhere = await call_as(port, ECHO, replace(alice, proxy_user="bob"))
+        assert "Unauthorized connection for super-user: alice@QJM.TEST from IP 127.0.0.1" in (
+            elsewhere
+        )
+        # without a proxy user, alice is still herself
+        assert await call_as(port, ECHO, alice) == "alice"
     finally:
         await server.stop()

@@ -29,6 +29,7 @@ name_dir = "/var/lib/qjm/nn1"
 
 from __future__ import annotations
 
+import ipaddress
 import tomllib
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
@@ -519,6 +520,18 @@ class NameNodeConfig:
 
 
 @dataclass(frozen=True)
+class ProxyUserConfig:
+    """Whom one real user may act for ([proxyusers.<user>]), as HDFS's
+    hadoop.proxyuser.<user>.users / .groups / .hosts (comma-separated, `*` for any;
+    design §S.14)."""
+
+    name: str
+    users: str = ""
+    groups: str = ""
+    hosts: str = ""
+
+
+@dataclass(frozen=True)
 class ClusterConfig:
     """A whole cluster's config."""
 
@@ -534,6 +547,7 @@ class ClusterConfig:
     datanode: DataNodeSettings = field(default_factory=DataNodeSettings)
     datanodes: dict[str, DataNodeConfig] = field(default_factory=dict)
     security: SecuritySettings = field(default_factory=SecuritySettings)
+    proxyusers: dict[str, ProxyUserConfig] = field(default_factory=dict)
     source: str = "<defaults>"
 
     def __post_init__(self) -> None:
@@ -608,6 +622,7 @@ _SECTIONS = {
     "datanode",
     "datanodes",
     "security",
+    "proxyusers",
 }
 
 
@@ -702,6 +717,22 @@ def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> ClusterCon
             if not Path(d).is_absolute():
                 raise ConfigError(f"datanodes.{name}.data_dirs: {d!r} is not an absolute path")
         dns[name] = dn
+    proxies: dict[str, ProxyUserConfig] = {}
+    tables = data.get("proxyusers", {})
+    if not isinstance(tables, dict):
+        raise ConfigError(f"{source}: [proxyusers] must hold one table per real user")
+    for name, table in tables.items():
+        proxy = _build(ProxyUserConfig, f"proxyusers.{name}", table, {"name": name})
+        for entry in (e.strip() for e in proxy.hosts.split(",")):
+            if "/" in entry:  # a network: the rest are addresses, host names or *
+                try:
+                    ipaddress.ip_network(entry, strict=False)
+                except ValueError:
+                    raise ConfigError(
+                        f"{source}: proxyusers.{name}.hosts: {entry!r} is not a network "
+                        "(address/prefix)"
+                    ) from None
+        proxies[name] = proxy
     try:
         return ClusterConfig(
             nameservice=nameservice,
@@ -716,6 +747,7 @@ def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> ClusterCon
             datanode=_build(DataNodeSettings, "datanode", data.get("datanode", {})),
             datanodes=dns,
             security=_build(SecuritySettings, "security", data.get("security", {})),
+            proxyusers=proxies,
             source=source,
         )
     except ConfigError as e:
@@ -802,4 +834,7 @@ def dump_config(cfg: ClusterConfig) -> str:
             f"{k} = {_toml_value(getattr(dn, k))}"
             for k in ("transfer_address", "ipc_address", "http_address", "data_dirs")
         ]
+    for proxy in cfg.proxyusers.values():
+        lines += ["", f"[proxyusers.{proxy.name}]"]
+        lines += [f"{k} = {_toml_value(getattr(proxy, k))}" for k in ("users", "groups", "hosts")]
     return "\n".join(lines) + "\n"

@@ -33,7 +33,9 @@ def run(args: argparse.Namespace) -> int:
     setup_logging(f"datanode-{args.id}", args.log_level)
     cfg = load_config(args.config)
     dn = cfg.datanode_named(args.id)
-    daemon_login(cfg.security, "datanode", parse_address(dn.ipc_address, "ipc_address")[0])
+    daemon_login(
+        cfg.security, "datanode", parse_address(dn.ipc_address, "ipc_address")[0], cfg.proxyusers
+    )
     node = DataNode(cfg, dn)
     ready = Path(args.ready_file) if args.ready_file else None
     runtime.run(serve_forever(node, ready))

@@ -53,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
         edits_dir, rpc, http = jn.edits_dir, jn.rpc_address, jn.http_address
         settings = cfg.journalnode
         peers = [o.rpc_address for o in cfg.journalnodes.values() if o.name != jn.name]
-        daemon_login(cfg.security, "journalnode", parse_address(rpc, "rpc_address")[0])
+        daemon_login(
+            cfg.security, "journalnode", parse_address(rpc, "rpc_address")[0], cfg.proxyusers
+        )
     else:
         if not args.edits_dir:
             raise ConfigError("give --edits-dir (or --config with --name)")

@@ -48,7 +48,9 @@ def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     nn = cfg.namenode_named(args.nn_id)  # a clear error before anything else
     # HDFS's NameNode logs in from its keytab for every action (design §S.1)
-    daemon_login(cfg.security, "namenode", parse_address(nn.rpc_address, "rpc_address")[0])
+    daemon_login(
+        cfg.security, "namenode", parse_address(nn.rpc_address, "rpc_address")[0], cfg.proxyusers
+    )
     setup_logging(f"namenode-{args.nn_id}", args.log_level)
     if args.action is None:
         from qjm.namenode.server import NameNode, serve_forever

@@ -116,7 +116,9 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("qjm zkfc needs --id <namenode> (which [namenodes.<id>] to control)")
     nn = cfg.namenode_named(args.nn_id)
     # HDFS's ZKFC logs in as its NameNode (design §S.1)
-    daemon_login(cfg.security, "namenode", parse_address(nn.rpc_address, "rpc_address")[0])
+    daemon_login(
+        cfg.security, "namenode", parse_address(nn.rpc_address, "rpc_address")[0], cfg.proxyusers
+    )
     from qjm.ha.fencing import FencingConfigError, parse_methods
 
     try:

@@ -77,6 +77,10 @@ def core_site(cfg: ClusterConfig) -> dict[str, str]:
             props["ha.zookeeper.acl"] = cfg.zookeeper.acl
     if cfg.security.kerberos:
         props["hadoop.rpc.protection"] = cfg.security.rpc_protection
+    for name, proxy in cfg.proxyusers.items():  # design §S.14
+        for key in ("users", "groups", "hosts"):
+            if getattr(proxy, key):
+                props[f"hadoop.proxyuser.{name}.{key}"] = getattr(proxy, key)
     return props
 
 

@@ -44,6 +44,7 @@ from qjm.config import (
     JournalNodeConfig,
     NameNodeConfig,
     NameNodeSettings,
+    ProxyUserConfig,
     SecuritySettings,
     ZooKeeperSettings,
     dump_config,
@@ -52,10 +53,10 @@ from qjm.config import (
 )
 from qjm.errors import ConfigError, QjmError
 from qjm.ipc.login import logged_in
-from qjm.namenode.users import os_user
 from qjm.security.gss import SaslError
 from qjm.security.http import negotiate_headers
 from qjm.security.principal import KerberosName, canonical_host
+from qjm.security.users import os_user
 
 T = TypeVar("T")
 
@@ -303,6 +304,7 @@ def cluster_up(
     datanode_dirs: int = 1,
     kerberos: bool | None = None,
     rpc_protection: str = "privacy",
+    proxyusers: dict[str, ProxyUserConfig] | None = None,
 ) -> dict[str, Any]:
     """Start the daemons, write cluster.toml and cluster.json, return once all answer.
 
@@ -322,7 +324,8 @@ def cluster_up(
     (refused for a cluster made with Kerberos); None: as the stopped cluster in directory was
     made, else open. rpc_protection: hadoop.rpc.protection of a Kerberos cluster
     (authentication, integrity or privacy, design §S.8), and its dfs.data.transfer.protection
-    (design §S.12).
+    (design §S.12). proxyusers: who may act for whom (design §S.14); None keeps the stopped
+    cluster's, else none.
     """
     if journalnodes < 1:
         raise LaunchError("a cluster needs at least one JournalNode")
@@ -350,6 +353,8 @@ def cluster_up(
             f"--zookeeper-members {zookeeper_members}: run 1 (standalone) or an odd number (3)"
         )
     directory = directory.resolve()
+    if proxyusers is None:
+        proxyusers = proxyusers_of_stopped(directory)
     directory.mkdir(parents=True, exist_ok=True)
     if (directory / CLUSTER_JSON).exists():
         running = [n for n, d in daemons_of(read_cluster(directory)).items() if pid_alive(d["pid"])]
@@ -416,6 +421,7 @@ def cluster_up(
         zkfc=zkfc if zookeeper else FailoverControllerSettings(),
         datanode=datanode_settings or DataNodeSettings(),
         datanodes=dns,
+        proxyusers=dict(proxyusers),
         source=str(directory / CLUSTER_TOML),
     )
     toml_path = directory / CLUSTER_TOML
@@ -567,6 +573,14 @@ def _zookeeper_principal(kdc: Kdc) -> Any:
 def _keytab_of(kdc: Kdc, name: str) -> Path:
     """Where kdc.add_principal(name) puts name's keytab."""
     return kdc.keytab_dir / f"{name.replace('/', '_').replace('@', '_')}.keytab"
+
+
+def proxyusers_of_stopped(directory: Path) -> dict[str, ProxyUserConfig]:
+    """The proxy users of the cluster.toml in directory, none where there is none to read."""
+    try:
+        return dict(load_config(directory / CLUSTER_TOML).proxyusers)
+    except ConfigError:
+        return {}
 
 
 def made_with_kerberos(directory: Path) -> bool:

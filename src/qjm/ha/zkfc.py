@@ -46,7 +46,7 @@ from qjm.ipc.server import ipc_limit_keys
 from qjm.namenode.client import HAAdminClient
 from qjm.namenode.errors import AccessControlError
 from qjm.namenode.types import HAState
-from qjm.namenode.users import os_groups, os_user
+from qjm.security.users import os_groups, os_user
 
 log = logging.getLogger(__name__)
 

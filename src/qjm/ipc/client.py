@@ -239,6 +239,7 @@ class IpcClient:
         reconnect_backoff_s: float = 0.1,
         call_ids: CallIds | None = None,
         security: ClientSecurity | None = None,
+        real_user: str = "",
     ) -> None:
         self.address = address
         self.protocol = protocol
@@ -246,8 +247,10 @@ class IpcClient:
         # Kerberos (design §S.1): the process's login unless given; the user is the principal
         self.security = security if security is not None else client_security()
         if self.security is not None:
-            user = self.security.principal
+            user = self.security.effective_user
         self.user = user if user is not None else _default_user()
+        # simple auth: the real user a proxy call claims besides user (design §S.14)
+        self.real_user = real_user if self.security is None else ""
         self.client_id = client_id if client_id is not None else os.urandom(16)
         self.max_data_length = max_data_length
         self.connect_timeout_s = connect_timeout_s
@@ -284,7 +287,8 @@ class IpcClient:
             retryCount=-1,
         )
         context = IpcConnectionContextProto(
-            userInfo=UserInformationProto(effectiveUser=self.user), protocol=self.protocol
+            userInfo=UserInformationProto(effectiveUser=self.user, realUser=self.real_user or None),
+            protocol=self.protocol,
         )
         return build_frame((header.SerializeToString(), context.SerializeToString()))
 

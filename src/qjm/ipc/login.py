@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import partial
 
-from qjm.config import SecuritySettings
+from qjm.config import ProxyUserConfig, SecuritySettings
 from qjm.errors import ConfigError
 from qjm.ipc.sasl import (
     ClientSecurity,
+    ProxyPolicy,
     ServerSecurity,
     client_security,
     set_client_security,
+    set_proxy_policy,
     set_server_security,
 )
 from qjm.security import http
@@ -30,6 +32,8 @@ from qjm.security.policy import (
     server_principals_by_protocol,
 )
 from qjm.security.principal import KerberosName, canonical_host, with_host
+from qjm.security.proxy_users import ProxyRule
+from qjm.security.users import os_groups
 
 ROLES = ("namenode", "journalnode", "datanode")
 
@@ -93,9 +97,12 @@ def client_login(
     if not settings.kerberos:
         return None
     use_krb5_conf(settings)
+    proxy_user = ""
     if role is None:
         credentials = initiator_credentials(ccache=ccache or None)
         principal = str(credentials.name)
+        # a user's command acts for HADOOP_PROXY_USER where set, as Hadoop's UGI (§S.14)
+        proxy_user = os.environ.get("HADOOP_PROXY_USER", "").strip()
     else:
         principal, keytab = role_principal(settings, role, host or "localhost")
         credentials = initiator_credentials(principal, keytab)
@@ -105,6 +112,7 @@ def client_login(
         realm=settings.realm,
         server_principals=server_principals_by_protocol(services_of(settings)),
         layers=layers_of(settings.rpc_protection),
+        proxy_user=proxy_user,
     )
 
 
@@ -121,8 +129,21 @@ def login(
     return security
 
 
-def daemon_login(settings: SecuritySettings, role: str, host: str) -> None:
-    """Log a daemon of role on host in: its IPC and HTTP servers and clients use Kerberos."""
+def proxy_rules(proxyusers: Mapping[str, ProxyUserConfig]) -> ProxyPolicy:
+    """The proxy users a daemon's servers admit, host names resolved now (design §S.14)."""
+    rules = {name: ProxyRule.parse(p.users, p.groups, p.hosts) for name, p in proxyusers.items()}
+    return ProxyPolicy(rules, os_groups)
+
+
+def daemon_login(
+    settings: SecuritySettings,
+    role: str,
+    host: str,
+    proxyusers: Mapping[str, ProxyUserConfig] | None = None,
+) -> None:
+    """Log a daemon of role on host in: its IPC and HTTP servers and clients use Kerberos,
+    and its IPC servers admit the configured proxy users."""
+    set_proxy_policy(proxy_rules(proxyusers or {}))
     set_server_security(server_security(settings, role, host))
     client = login(settings, role, host)
     if client is None:

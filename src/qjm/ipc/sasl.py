@@ -29,6 +29,7 @@ from qjm.security import digest
 from qjm.security.digest import DigestClient, DigestServer
 from qjm.security.gss import LAYER_AUTHENTICATION, GssapiClient, GssapiServer, SaslError
 from qjm.security.principal import KerberosName, PrincipalError, short_name
+from qjm.security.proxy_users import ProxyRule, authorize
 
 KERBEROS = "KERBEROS"
 GSSAPI = "GSSAPI"
@@ -95,6 +96,25 @@ class ServerSecurity:
         return RpcSaslProto(state=RpcSaslProto.NEGOTIATE, auths=auths)
 
 
+@dataclass(frozen=True)
+class ProxyPolicy:
+    """The proxy users a server admits (design §S.14) and where it learns a user's groups."""
+
+    rules: dict[str, ProxyRule]
+    groups_of: Callable[[str], tuple[str, ...]]
+
+    def refusal(self, real_name: str, real_short: str, effective: str, ip: str) -> str | None:
+        """None when real_name may act as effective from ip, else HDFS's refusal text."""
+        if not self.rules:  # no rule at all: nobody may, and no group lookup is needed
+            return f"User: {real_name} is not allowed to impersonate {effective}"
+        return authorize(
+            self.rules, real_name, real_short, effective, self.groups_of(effective), ip
+        )
+
+
+NO_PROXIES = ProxyPolicy({}, lambda _user: ())
+
+
 class SaslServerExchange:
     """One connection's exchange, server side: each client message in, the answer out."""
 
@@ -106,6 +126,7 @@ class SaslServerExchange:
         self.method = ""  # KERBEROS or TOKEN, once complete
         self.complete = False
         self._admitted: dict[str, str | None] = {}  # protocol -> refusal (None: admitted)
+        self._acting = ""  # the effective user a proxy connection acts as (design §S.14)
         self._messages = 0
 
     def receive(self, message: RpcSaslProto) -> RpcSaslProto:
@@ -193,32 +214,45 @@ class SaslServerExchange:
             return None
         return mechanism
 
-    def user(self, effective_user: str, protocol: str) -> str:
-        """The connection's user: the authenticated principal's (or token owner's) short
-        name, once admitted."""
+    def user(
+        self, effective_user: str, protocol: str, ip: str, proxies: ProxyPolicy = NO_PROXIES
+    ) -> tuple[str, str]:
+        """The connection's user and, for a proxy, its real user, once admitted: the
+        authenticated principal's (or token owner's) short name, or the effective user the
+        context names where a proxy rule lets the principal act for it (design §S.14)."""
         principal, realm = self.principal, self.security.realm
         try:
             short = short_name(principal, realm)
         except PrincipalError as e:
             raise SaslRefused(ACCESS_CONTROL, str(e)) from None
+        user, real_user = short, ""
         if effective_user and effective_user not in (principal, short):
-            raise SaslRefused(
-                AUTHORIZATION, f"User: {principal} is not allowed to impersonate {effective_user}"
-            )
+            if self.method == TOKEN:  # a token names its user: no acting for another
+                raise SaslRefused(
+                    ACCESS_CONTROL,
+                    f"Authenticated user ({principal} (auth:TOKEN)) doesn't match what the "
+                    f"client claims to be ({effective_user} (auth:SIMPLE))",
+                )
+            refusal = proxies.refusal(principal, short, effective_user, ip)
+            if refusal is not None:
+                raise SaslRefused(AUTHORIZATION, refusal)
+            user, real_user = effective_user, principal
+            self._acting = effective_user  # the protocol rules judge the proxied user
         refusal = self.refusal(protocol)
         if refusal is not None:
             raise SaslRefused(AUTHORIZATION, refusal)
-        return short
+        return user, real_user
 
     def refusal(self, protocol: str) -> str | None:
         """Why the authenticated principal may not use protocol, None if it may (cached)."""
         if protocol not in self._admitted:
-            reason = self.security.admit(protocol, self.principal)
+            acting = self._acting or self.principal
+            reason = self.security.admit(protocol, acting)
             self._admitted[protocol] = (
                 None
                 if reason is None
-                else f"User {self.principal} (auth:{self.method or KERBEROS}) is not authorized "
-                f"for protocol interface {protocol}: {reason}"
+                else f"User {acting} (auth:{'PROXY' if self._acting else self.method or KERBEROS})"
+                f" is not authorized for protocol interface {protocol}: {reason}"
             )
         return self._admitted[protocol]
 
@@ -267,6 +301,13 @@ class ClientSecurity:
     layers: int = LAYER_AUTHENTICATION  # the security layers it accepts (design §S.8)
     # a delegation token, used first where the server takes TOKEN, as Hadoop's client does
     token: TokenCredential | None = None
+    # the user it acts for as a proxy (HADOOP_PROXY_USER, design §S.14); "" acts as itself
+    proxy_user: str = ""
+
+    @property
+    def effective_user(self) -> str:
+        """The user its connection contexts name: the proxied user, else its principal."""
+        return self.proxy_user or self.principal
 
     @property
     def user(self) -> str:
@@ -318,6 +359,18 @@ def client_security() -> ClientSecurity | None:
 
 
 _process_server_security: ServerSecurity | None = None
+_process_proxies: ProxyPolicy = NO_PROXIES
+
+
+def set_proxy_policy(policy: ProxyPolicy) -> None:
+    """Make policy the proxy users every IpcServer of the process admits (design §S.14)."""
+    global _process_proxies
+    _process_proxies = policy
+
+
+def proxy_policy() -> ProxyPolicy:
+    """The proxy users this process's IpcServers admit (none unless configured)."""
+    return _process_proxies
 
 
 def set_server_security(security: ServerSecurity | None) -> None:

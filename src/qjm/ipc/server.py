@@ -48,9 +48,11 @@ from qjm.ipc.sasl import (
     AUTHORIZATION,
     SASL_EXCEPTION,
     Mechanism,
+    ProxyPolicy,
     SaslRefused,
     SaslServerExchange,
     ServerSecurity,
+    proxy_policy,
     response_frame,
     server_security,
     unwrap_message,
@@ -208,6 +210,9 @@ class CallContext:
     state_id: int | None = None  # the client's last seen state id (request header field 8)
     principal: str = ""  # the authenticated Kerberos principal ("" under simple auth)
     auth: str = "SIMPLE"  # how the connection authenticated: SIMPLE, KERBEROS or TOKEN
+    # a proxy call's real user, the one authenticated (its principal under Kerberos), acting
+    # as user; "" when the caller acts as itself (design §S.14)
+    real_user: str = ""
     # Set by a handler whose answer may be sent only while a condition still holds: called
     # just before the answer (or error) goes out, it returns None to send it, or the error
     # to send instead.
@@ -247,6 +252,7 @@ class _Connection(asyncio.Protocol):
         self.sasl: SaslServerExchange | None = None  # a Kerberos server's exchange
         self.principal = ""  # its authenticated principal, once the context is set
         self.auth = "SIMPLE"  # KERBEROS or TOKEN once a SASL exchange authenticated it
+        self.real_user = ""  # a proxy connection's real user (design §S.14)
         self.wrapper: Mechanism | None = None  # integrity or privacy: wraps every frame
         self.inner: FrameReader | None = None  # the frames inside WRAP messages
 
@@ -536,6 +542,7 @@ class _Connection(asyncio.Protocol):
             state_id,
             self.principal,
             self.auth,
+            real_user=self.real_user,
         )
         self.inflight += 1
         starter = method.start
@@ -631,7 +638,8 @@ class _Connection(asyncio.Protocol):
                     FATAL_DESERIALIZING_REQUEST,
                 )
                 return
-            user = context.userInfo.effectiveUser
+            user, real_user = context.userInfo.effectiveUser, ""
+            ip = self.peer.rpartition(":")[0].strip("[]")
             if self.server.security is not None:
                 if self.sasl is None or not self.sasl.complete:
                     self.fatal(
@@ -642,12 +650,24 @@ class _Connection(asyncio.Protocol):
                     )
                     return
                 try:
-                    user = self.sasl.user(user, context.protocol)
+                    user, real_user = self.sasl.user(
+                        user, context.protocol, ip, self.server.proxies
+                    )
                 except SaslRefused as e:
                     self.fatal(call_id, e.java_class, str(e), FATAL_UNAUTHORIZED)
                     return
-                self.principal = self.sasl.principal
+                # a proxy has no principal of its own: its real user's is real_user
+                self.principal = "" if real_user else self.sasl.principal
                 self.auth = self.sasl.method
+            elif context.userInfo.realUser and context.userInfo.realUser != user:
+                # simple auth: a claimed real user acting for another is still held to the
+                # proxy rules, as HDFS's server does (design §S.14)
+                real_user = context.userInfo.realUser
+                refusal = self.server.proxies.refusal(real_user, real_user, user, ip)
+                if refusal is not None:
+                    self.fatal(call_id, AUTHORIZATION, refusal, FATAL_UNAUTHORIZED)
+                    return
+            self.real_user = real_user
             self.context_done = True
             self.client_id = header.clientId
             self.success_tail = _success_tail(self.client_id, 0)
@@ -968,6 +988,7 @@ class IpcServer:
         self.state_id = state_id  # when given, every response header carries its value
         # Kerberos: callers authenticate over SASL (design §S.1); the process's login if unset
         self.security = security if security is not None else server_security()
+        self.proxies: ProxyPolicy = proxy_policy()  # the proxy users it admits (design §S.14)
         self._auth_failures = 0
         self.max_data_length = max_data_length
         self.error_mapper = error_mapper

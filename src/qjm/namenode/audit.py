@@ -79,15 +79,21 @@ def audit_line(
     src: str | None,
     dst: str | None,
     status: FileStatus | None,
+    real_user: str = "",
 ) -> str:
-    """One line of HDFS's audit log."""
+    """One line of HDFS's audit log; a proxy call's ugi names its real user (design §S.14)."""
     perm = (
         "null"
         if status is None
         else f"{status.owner}:{status.group}:{permission_text(status.permission)}"
     )
+    ugi = (
+        f"{user} (auth:PROXY) via {real_user} (auth:{auth})"
+        if real_user
+        else f"{user} (auth:{auth})"
+    )
     return (
-        f"allowed={'true' if allowed else 'false'}\tugi={user} (auth:{auth})\tip=/{ip}\t"
+        f"allowed={'true' if allowed else 'false'}\tugi={ugi}\tip=/{ip}\t"
         f"cmd={cmd}\tsrc={src if src is not None else 'null'}\t"
         f"dst={dst if dst is not None else 'null'}\tperm={perm}\tproto=rpc"
     )
@@ -182,6 +188,7 @@ def audited(
                 src=src,
                 dst=dst,
                 status=status,
+                real_user=getattr(ctx, "real_user", ""),
             )
         )
 

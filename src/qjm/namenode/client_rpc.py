@@ -1141,7 +1141,9 @@ class ClientRpc:
         issued: list[tuple[DelegationTokenIdentifier, bytes]] = []
 
         def plan(ns: Namespace) -> list[Op]:
-            ops, ident, password = ns.tokens.plan_get(owner, renewer, "", when, policy, key)
+            ops, ident, password = ns.tokens.plan_get(
+                owner, renewer, ctx.real_user, when, policy, key
+            )
             issued.append((ident, password))
             return ops
 

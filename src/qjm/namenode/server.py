@@ -66,9 +66,9 @@ from qjm.namenode.journal_check import (
 )
 from qjm.namenode.retry_cache import RetryCache
 from qjm.namenode.types import Caller, FileStatus, HAState
-from qjm.namenode.users import os_groups, os_user
 from qjm.protocol.errors import EpochError
 from qjm.runtime import stop_on_signals, write_ready_file
+from qjm.security.users import os_groups, os_user
 
 if TYPE_CHECKING:
     from qjm.hdfs.datanode_protocol import HAStatus, NamespaceInfo
