@@ -377,6 +377,12 @@ async def test_a_proxy_acts_only_for_whom_and_from_where_its_rule_allows(kdc: Kd
         assert "Unauthorized connection for super-user: alice@QJM.TEST from IP 127.0.0.1" in (
             elsewhere
         )
+        # a proxied principal counts by its short name; one of another realm maps to no one
+        server.proxies = ProxyPolicy({"alice": ProxyRule.parse("*", "", "*")}, lambda user: ())
+        as_bob_at = await call_as(port, ECHO, replace(alice, proxy_user="bob@QJM.TEST"))
+        assert as_bob_at == "bob via alice@QJM.TEST"
+        foreign = await call_as(port, ECHO, replace(alice, proxy_user="bob@ELSEWHERE"))
+        assert "No rules applied to bob@ELSEWHERE" in foreign
         # without a proxy user, alice is still herself
         assert await call_as(port, ECHO, alice) == "alice"
     finally:

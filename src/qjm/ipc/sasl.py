@@ -233,11 +233,15 @@ class SaslServerExchange:
                     f"Authenticated user ({principal} (auth:TOKEN)) doesn't match what the "
                     f"client claims to be ({effective_user} (auth:SIMPLE))",
                 )
-            refusal = proxies.refusal(principal, short, effective_user, ip)
+            try:  # the proxied user by its short name, as Hadoop's rules read it
+                effective = short_name(effective_user, realm)
+            except PrincipalError as e:
+                raise SaslRefused(ACCESS_CONTROL, str(e)) from None
+            refusal = proxies.refusal(principal, short, effective, ip)
             if refusal is not None:
                 raise SaslRefused(AUTHORIZATION, refusal)
-            user, real_user = effective_user, principal
-            self._acting = effective_user  # the protocol rules judge the proxied user
+            user, real_user = effective, principal
+            self._acting = effective  # the protocol rules judge the proxied user
         refusal = self.refusal(protocol)
         if refusal is not None:
             raise SaslRefused(AUTHORIZATION, refusal)
