@@ -21,6 +21,7 @@ from ha_cluster import auto_cluster, namenode_addresses, wait_single_active
 from hadoop_clients import FsShellSession
 from qjm.cluster.hadoop_conf import hadoop_jars
 from qjm.config import ProxyUserConfig, load_config
+from qjm.hdfs.transfer_sasl import TransferProtection
 from qjm.ipc import IpcClient, RemoteError, RpcConnectionError
 from qjm.ipc.login import logged_in
 from qjm.ipc.sasl import ClientSecurity, TokenCredential
@@ -562,7 +563,7 @@ def test_block_tokens_survive_a_failover_and_a_strangers_are_refused(
         return Token(t.identifier, t.password, t.kind, t.service)
 
     # SASL on data transfer (design §S.12): the handshake takes the op's token too
-    protection = layers_of(cfg.security.data_transfer_protection)
+    protection = TransferProtection.of(cfg.security.data_transfer_protection)
 
     def read(t: Token | None) -> bytes:
         return asyncio.run(
@@ -877,7 +878,11 @@ def test_with_privacy_no_block_byte_crosses_the_data_transfer_wire_in_clear(
     assert "<name>dfs.data.transfer.protection</name><value>privacy</value>" in "".join(
         site.split()
     )
+    assert "<name>dfs.encrypt.data.transfer.cipher.suites</name><value>AES/CTR/NoPadding" in (
+        "".join(site.split())
+    )
     xfer_ports = {int(dn.transfer_address.rsplit(":", 1)[1]) for dn in cfg.datanodes.values()}
+    aes_before = aes_connections(cluster)
     data = random.Random(12).randbytes(1_000_000)
     (tmp_path / "secret.bin").write_bytes(data)
     with SocksTap() as tap:
@@ -886,6 +891,10 @@ def test_with_privacy_no_block_byte_crosses_the_data_transfer_wire_in_clear(
             "hadoop.rpc.socket.factory.class.default=org.apache.hadoop.net.SocksSocketFactory",
             "-D",
             f"hadoop.socks.server=127.0.0.1:{tap.port}",
+            # a client context of its own: the JVM's default one may hold a data transfer
+            # connection an earlier command opened around the proxy, and reuse it
+            "-D",
+            "dfs.client.context=socks-tap",
         )
         r = shell(*via, "-put", "-f", str(tmp_path / "secret.bin"), "/secure/sasl-secret.bin")
         assert r.returncode == 0, r.stderr[-2000:]
@@ -894,9 +903,29 @@ def test_with_privacy_no_block_byte_crosses_the_data_transfer_wire_in_clear(
         assert got.stdout == data
         seen, destinations = tap.seen(), list(tap.destinations)
     assert {port for _, port in destinations} & xfer_ports, destinations
-    assert len(seen) > 2 * len(data)  # the write and the read crossed the proxy
+    assert len(seen) > 2 * len(data), destinations  # the write and the read crossed the proxy
     for at in range(0, len(data) - 16, 7919):
         assert data[at : at + 16] not in seen, at
+    # the genuine client offered AES/CTR/NoPadding and the streams switched to it: its
+    # keystream and ours agree, or the bytes read back would differ
+    assert aes_connections(cluster) >= aes_before + 2
+
+
+def aes_connections(cluster: dict[str, Any]) -> int:
+    """Data transfer connections the DataNodes switched to AES-CTR, from their /metrics."""
+    total = 0
+    for d in cluster.values():
+        if isinstance(d, dict) and d.get("kind") == "datanode":
+            port = str(d["http"]).rpartition(":")[2]
+            code, body = curl(
+                cluster, cluster["kdc"]["user_ccache"], f"http://localhost:{port}/metrics"
+            )
+            assert code == 200, body[:300]
+            line = next(
+                x for x in body.splitlines() if x.startswith("qjm_datanode_aes_connections_total ")
+            )
+            total += int(float(line.split()[1]))
+    return total
 
 
 def test_a_read_block_without_the_sasl_handshake_is_refused(
@@ -933,7 +962,7 @@ def test_a_read_block_without_the_sasl_handshake_is_refused(
             writer.close()
 
     assert asyncio.run(raw_read()) == b""  # closed without a byte: no answer, no block
-    protection = layers_of(cfg.security.data_transfer_protection)
+    protection = TransferProtection.of(cfg.security.data_transfer_protection)
     got = asyncio.run(
         tc.read_block(
             node, block, 0, len(payload), token=token, timeout_s=20, protection=protection

@@ -20,10 +20,10 @@ from qjm.datanode.replica_store import ExtendedBlock
 from qjm.datanode.xceiver import DataXceiverServer
 from qjm.errors import ConfigError
 from qjm.hdfs import datatransfer as codec
+from qjm.hdfs import transfer_sasl as ts
 from qjm.hdfs.proto import datatransfer_pb2 as dt
 from qjm.hdfs.proto import hdfs_pb2
 from qjm.namenode.block_tokens import BlockTokenSecretManager
-from qjm.security import transfer_sasl as ts
 from qjm.security.block_token import AccessMode, Token
 from qjm.security.digest import (
     DigestClient,
@@ -60,40 +60,43 @@ def _keys(nn: BlockTokenSecretManager) -> BlockPoolKeys:
 @pytest.mark.parametrize(
     "message",
     [
-        ts.EncryptorMessage(ts.SUCCESS, b""),
-        ts.EncryptorMessage(ts.SUCCESS, b'realm="0",nonce="x"'),
-        ts.EncryptorMessage(ts.ERROR, message="Block token with ... is expired."),
-        ts.EncryptorMessage(ts.ERROR, message="no such key", access_token_error=True),
-        ts.EncryptorMessage(ts.ERROR_UNKNOWN_KEY, message="unknown key"),
-        ts.EncryptorMessage(ts.SUCCESS, b"\x00" * 300),
+        ts.message(ts.SUCCESS, b""),
+        ts.message(ts.SUCCESS, b'realm="0",nonce="x"'),
+        ts.message(ts.ERROR, text="Block token with ... is expired."),
+        ts.message(ts.ERROR, text="no such key", access_token_error=True),
+        ts.message(ts.ERROR_UNKNOWN_KEY, text="unknown key"),
+        ts.message(ts.SUCCESS, b"\x00" * 300),
     ],
 )
 def test_messages_round_trip(message: ts.EncryptorMessage) -> None:
     wire = ts.delimited(message)
-    body = ts.encode_message(message)
+    body = message.SerializeToString()
     assert wire.endswith(body) and codec.decode_varint(wire[: len(wire) - len(body)], "x")
     assert ts.decode_message(body) == message
 
 
 def test_a_message_is_hdfss_proto() -> None:
-    """status 1 (varint), payload 2, message 3, accessTokenError 6, as datatransfer.proto;
-    cipher options (4) and handshake secrets (5) are noticed, unknown fields skipped."""
-    assert ts.encode_message(ts.EncryptorMessage(ts.SUCCESS, b"ab")) == b"\x08\x00\x12\x02ab"
-    assert ts.encode_message(ts.EncryptorMessage(ts.ERROR, message="m")) == b"\x08\x02\x1a\x01m"
-    got = ts.decode_message(b"\x08\x00\x22\x02\x08\x00\x2a\x00\x38\x05\x45abcd")
-    assert got.cipher_options == 1 and got.handshake_secret and got.payload is None
+    """status 1 (varint), payload 2, message 3, cipherOption 4, handshakeSecret 5,
+    accessTokenError 6, as datatransfer.proto; unknown fields skipped."""
+    assert ts.message(ts.SUCCESS, b"ab").SerializeToString() == b"\x08\x00\x12\x02ab"
+    assert ts.message(ts.ERROR, text="m").SerializeToString() == b"\x08\x02\x1a\x01m"
+    secret = b"\x0a\x01s\x12\x02bp"
+    got = ts.decode_message(
+        b"\x08\x00\x22\x02\x08\x02\x2a" + bytes([len(secret)]) + secret + b"\x38\x05\x45abcd"
+    )
+    assert ts.offers_aes(got) and got.HasField("handshakeSecret") and not got.HasField("payload")
 
 
 @pytest.mark.parametrize(
     ("data", "error"),
     [
-        (b"", "without a status"),
-        (b"\x12\x00", "without a status"),
-        (b"\x08\x07", "status 7"),
-        (b"\x08\x00\x12\x05ab", "runs past its end"),
-        (b"\x08", "varint runs past"),
-        (b"\x08\x00\x1a\x01\xff", "not UTF-8"),
-        (b"\x0b", "wire type 3"),
+        (b"", "without status"),
+        (b"\x12\x00", "without status"),
+        (b"\x08\x07", "without status"),  # no such status: proto2 keeps it aside
+        (b"\x08\x00\x22\x00", r"without cipherOption\[0\]\.suite"),
+        (b"\x08\x00\x12\x05ab", "Wire format was corrupt"),
+        (b"\x08", "Wire format was corrupt"),
+        (b"\x0b", "Wire format was corrupt"),
     ],
 )
 def test_malformed_messages_are_refused(data: bytes, error: str) -> None:
@@ -173,7 +176,7 @@ def test_a_javas_response_naming_the_user_as_authzid_is_taken() -> None:
     nn = _manager()
     token = nn.token("alice", POOL, 5, (AccessMode.READ,))
     server = ts.TransferSaslServer(_keys(nn).password, LAYER_PRIVACY)
-    challenge = parse_directives(server.first(ts.EncryptorMessage(ts.SUCCESS, b"")).payload or b"")
+    challenge = parse_directives(server.first(ts.message(ts.SUCCESS, b"")).payload or b"")
     user = base64.b64encode(token.identifier).decode()
     password = base64.b64encode(token.password).decode()
     nonce, cnonce = challenge["nonce"], "Q2xpZW50Tm9uY2U="
@@ -184,7 +187,7 @@ def test_a_javas_response_naming_the_user_as_authzid_is_taken() -> None:
         f'cnonce="{cnonce}",digest-uri="hdfs/0",maxbuf=65536,response={resp},qop=auth-conf,'
         f'cipher="rc4",authzid="{user}"'
     ).encode()
-    answer = server.second(ts.EncryptorMessage(ts.SUCCESS, payload))
+    answer = server.second(ts.message(ts.SUCCESS, payload))
     expect = response_value(ha1, nonce, "00000001", cnonce, "auth-conf", "hdfs/0", initial=False)
     assert answer.payload == f"rspauth={expect}".encode()
 
@@ -219,34 +222,98 @@ def test_a_bad_token_fails_the_handshake_with_hdfss_error(
     client = ts.TransferSaslClient(token, LAYER_PRIVACY)
     server = ts.TransferSaslServer(keys.password, LAYER_PRIVACY)
     client.opening()
-    response = client.respond(server.first(ts.EncryptorMessage(ts.SUCCESS, b"")))
+    response = client.respond(server.first(ts.message(ts.SUCCESS, b"")))
     with pytest.raises(ts.TransferSaslError, match=error) as err:
         server.second(response)
     reply = err.value.reply
     assert reply is not None and reply.status == ts.ERROR
-    assert reply.access_token_error is token_error and reply.payload is None
+    assert reply.accessTokenError is token_error and not reply.HasField("payload")
     with pytest.raises(ts.TransferSaslError, match="refused the SASL handshake .ERROR."):
-        client.finish(ts.decode_message(ts.encode_message(reply)))
+        client.finish(ts.decode_message(reply.SerializeToString()))
+
+
+def _with_secret() -> ts.EncryptorMessage:
+    m = ts.message(ts.SUCCESS, b"")
+    m.handshakeSecret.secret, m.handshakeSecret.bpid = b"s", POOL
+    return m
 
 
 def test_out_of_order_and_unwanted_steps_are_refused() -> None:
     nn = _manager()
     server = ts.TransferSaslServer(_keys(nn).password, LAYER_PRIVACY)
     with pytest.raises(ts.TransferSaslError, match="out of order"):
-        server.second(ts.EncryptorMessage(ts.SUCCESS, b"x=y"))
+        server.second(ts.message(ts.SUCCESS, b"x=y"))
     server = ts.TransferSaslServer(_keys(nn).password, LAYER_PRIVACY)
     with pytest.raises(ts.TransferSaslError, match="initial response is not expected"):
-        server.first(ts.EncryptorMessage(ts.SUCCESS, b"hello"))
+        server.first(ts.message(ts.SUCCESS, b"hello"))
     server = ts.TransferSaslServer(_keys(nn).password, LAYER_PRIVACY)
     with pytest.raises(ts.TransferSaslError, match="handshake secrets"):
-        server.first(ts.EncryptorMessage(ts.SUCCESS, b"", handshake_secret=True))
+        server.first(_with_secret())
     # a client that wants privacy from a DataNode offering integrity only
     token = nn.token("alice", POOL, 5, (AccessMode.READ,))
     client = ts.TransferSaslClient(token, LAYER_PRIVACY)
     server = ts.TransferSaslServer(_keys(nn).password, LAYER_INTEGRITY)
     client.opening()
     with pytest.raises(ts.TransferSaslError, match="No common protection layer"):
-        client.respond(server.first(ts.EncryptorMessage(ts.SUCCESS, b"")))
+        client.respond(server.first(ts.message(ts.SUCCESS, b"")))
+
+
+@pytest.mark.parametrize(
+    ("server_aes", "client_aes", "layers", "chosen"),
+    [
+        (16, True, LAYER_PRIVACY, True),
+        (32, True, LAYER_PRIVACY, True),
+        (16, False, LAYER_PRIVACY, False),  # hdfs-native: no offer, the SASL layer's 3des
+        (0, True, LAYER_PRIVACY, False),  # a DataNode without the suite
+        (16, True, LAYER_INTEGRITY, False),  # AES only under privacy
+    ],
+)
+def test_aes_is_chosen_only_under_privacy_where_both_sides_take_it(
+    server_aes: int, client_aes: bool, layers: int, chosen: bool
+) -> None:
+    nn = _manager()
+    token = nn.token("alice", POOL, 5, (AccessMode.READ,))
+    client = ts.TransferSaslClient(token, layers, aes=client_aes)
+    server = ts.TransferSaslServer(_keys(nn).password, layers, server_aes)
+    client.opening()
+    response = client.respond(server.first(ts.message(ts.SUCCESS, b"")))
+    assert ts.offers_aes(response) is (client_aes and layers == LAYER_PRIVACY)
+    rspauth = server.second(response)
+    client.finish(rspauth)
+    assert (server.cipher is not None) is chosen and client.cipher == server.cipher
+    if server.cipher is not None:
+        option = rspauth.cipherOption[0]
+        assert len(server.cipher.in_key) == server_aes and len(server.cipher.in_iv) == 16
+        assert option.inIv == server.cipher.in_iv  # IVs in clear, keys sealed
+        assert server.cipher.in_key not in option.inKey
+        assert server.cipher.out_key not in option.outKey
+        # the client's out stream is the server's in stream, and the other way round
+        assert client.cipher is not None
+        assert client.cipher.sides(False)[1] == server.cipher.sides(True)[0]
+
+
+def test_a_cipher_option_the_client_did_not_ask_for_or_tampered_is_refused() -> None:
+    nn = _manager()
+    token = nn.token("alice", POOL, 5, (AccessMode.READ,))
+    for case in ("unasked", "tampered", "two", "short iv"):
+        client = ts.TransferSaslClient(token, LAYER_PRIVACY, aes=case != "unasked")
+        server = ts.TransferSaslServer(_keys(nn).password, LAYER_PRIVACY, 16)
+        client.opening()
+        response = client.respond(server.first(ts.message(ts.SUCCESS, b"")))
+        response.cipherOption.add(suite=hdfs_pb2.AES_CTR_NOPADDING)  # the server chooses
+        rspauth = server.second(response)
+        option = rspauth.cipherOption[0]
+        if case == "tampered":
+            option.inKey = option.inKey[:3] + bytes([option.inKey[3] ^ 1]) + option.inKey[4:]
+        elif case == "two":
+            rspauth.cipherOption.add().CopyFrom(option)
+        elif case == "short iv":
+            option.outIv = option.outIv[:8]
+        with pytest.raises(ts.TransferSaslError) as err:
+            client.finish(rspauth)
+        assert client.cipher is None, case
+        want = {"unasked": "did not offer", "tampered": "MAC", "two": "did not offer"}
+        assert want.get(case, "IV") in str(err.value), (case, err.value)
 
 
 # --- the wrapped stream ----------------------------------------------------------------
@@ -263,7 +330,7 @@ def test_writes_are_wrapped_in_chunks_and_unwrap_in_order(size: int) -> None:
     out = b""
     for prefix, wrapped in zip(frames[::2], frames[1::2], strict=True):
         assert ts.wrapped_length(prefix) == len(wrapped) <= ts.WRAP_CHUNK + 16
-        assert data[:64] not in wrapped  # sealed
+        assert size < 16 or data[:64] not in wrapped  # sealed (a byte or two may recur by chance)
         out += ts.unwrap(server.layer, wrapped)
     assert out == data
 
@@ -303,7 +370,7 @@ def test_protection_needs_kerberos_and_block_tokens_and_reaches_hadoop_conf() ->
 
 
 class _Node:
-    def __init__(self, name: str, keys: BlockPoolKeys, protection: int) -> None:
+    def __init__(self, name: str, keys: BlockPoolKeys, protection: ts.TransferProtection) -> None:
         self.store = MemStore()
         self.server = DataXceiverServer(self.store, name=name, keys=keys, protection=protection)
 
@@ -320,10 +387,16 @@ class _Node:
         )
 
 
-@pytest.fixture
-async def secured() -> AsyncIterator[tuple[BlockTokenSecretManager, list[_Node]]]:
+SEALED = ts.TransferProtection(LAYER_PRIVACY)  # the SASL layer's 3des or rc4
+AES = ts.TransferProtection(LAYER_PRIVACY, 16)  # AES-CTR after the handshake
+
+
+@pytest.fixture(params=[SEALED, AES], ids=["sasl-layer", "aes-ctr"])
+async def secured(
+    request: pytest.FixtureRequest,
+) -> AsyncIterator[tuple[BlockTokenSecretManager, list[_Node]]]:
     nn = _manager()
-    nodes = [_Node(f"dn{i}", _keys(nn), LAYER_PRIVACY) for i in range(3)]
+    nodes = [_Node(f"dn{i}", _keys(nn), request.param) for i in range(3)]
     for node in nodes:
         await node.server.start()
     yield nn, nodes
@@ -347,21 +420,33 @@ async def test_every_op_and_copy_runs_sealed_and_no_block_byte_crosses_in_clear(
             ExtendedBlock(POOL, 61, 1001),
             data,
             token=write,
-            protection=LAYER_PRIVACY,
+            protection=a.server.protection,
         )
         read = nn.token("alice", POOL, 61, (AccessMode.READ,))
-        got = await tc.read_block(tapped, block, 0, len(data), token=read, protection=LAYER_PRIVACY)
+        got = await tc.read_block(
+            tapped, block, 0, len(data), token=read, protection=a.server.protection
+        )
         assert got == data
-        checksum = await tc.block_checksum(tapped, block, token=read, protection=LAYER_PRIVACY)
+        checksum = await tc.block_checksum(
+            tapped, block, token=read, protection=a.server.protection
+        )
         assert checksum.crcPerBlock > 0
         copy = nn.token("alice", POOL, 61, (AccessMode.COPY,))
-        await tc.transfer_block(tapped, block, [c.info()], token=copy, protection=LAYER_PRIVACY)
+        await tc.transfer_block(
+            tapped, block, [c.info()], token=copy, protection=a.server.protection
+        )
         seen = tap.seen()
     assert bytes(b.store.replicas[61].data) == data and bytes(c.store.replicas[61].data) == data
     assert len(seen) > 2 * len(data)  # the write and the read went through the tap
     for at in range(0, len(data) - 16, 4099):
         assert data[at : at + 16] not in seen
     assert a.server.metrics.sasl_refusals == 0
+    # AES-CTR where both sides take it: the client's write, read, checksum and transfer
+    # at a, and a's own connections to its mirror b and to c
+    aes = bool(a.server.protection.aes_key_bytes)
+    assert (a.server.metrics.aes_connections >= 4) is aes
+    assert (b.server.metrics.aes_connections >= 1) is aes
+    assert (c.server.metrics.aes_connections >= 1) is aes
 
 
 async def test_a_connection_without_the_handshake_is_refused_and_nothing_is_written(
@@ -394,7 +479,7 @@ async def test_a_forged_token_fails_the_handshake_and_the_client_says_why(
             ExtendedBlock(POOL, 63, 1001),
             data,
             token=token,
-            protection=LAYER_PRIVACY,
+            protection=a.server.protection,
         )
     assert err.value.bad_node_index == 0
     with pytest.raises(sasl_streams.SaslTransferError, match="keyID=.*doesn't exist"):
@@ -404,6 +489,6 @@ async def test_a_forged_token_fails_the_handshake_and_the_client_says_why(
             0,
             10,
             token=_manager(1).token("alice", POOL, 63, (AccessMode.READ,)),
-            protection=LAYER_PRIVACY,
+            protection=a.server.protection,
         )
     assert 63 not in a.store.replicas and a.server.metrics.sasl_refusals == 2

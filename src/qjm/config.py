@@ -445,6 +445,11 @@ class SecuritySettings:
     # values; "" (unset) is none, block bytes in clear (design §S.12). Needs Kerberos and
     # block tokens (the handshake's password is the block token's).
     data_transfer_protection: str = ""
+    # dfs.encrypt.data.transfer.cipher.suites: "AES/CTR/NoPadding" switches a privacy
+    # connection from the SASL layer's 3des to AES-CTR where the peer offers it too, with
+    # keys of dfs.encrypt.data.transfer.cipher.key.bitlength bits (design §S.12)
+    data_transfer_cipher_suites: str = ""
+    data_transfer_cipher_key_bits: int = 128
     # dfs.block.access.token.enable (design §S.9); unset: on under kerberos, off under simple
     block_access_token: bool | None = None
     block_key_update_interval_min: int = 600  # dfs.block.access.key.update.interval
@@ -496,6 +501,22 @@ class SecuritySettings:
                     "security.data_transfer_protection needs authentication = kerberos and "
                     "block access tokens (the SASL password is the block token's)"
                 )
+        suites = self.data_transfer_cipher_suites.strip()
+        if suites and suites != "AES/CTR/NoPadding":
+            raise ConfigError(
+                f"security.data_transfer_cipher_suites: {suites!r} is not a suite qjm has "
+                "(AES/CTR/NoPadding, as HDFS)"
+            )
+        if suites and "privacy" not in self.data_transfer_protection.lower():
+            raise ConfigError(
+                "security.data_transfer_cipher_suites needs data_transfer_protection to "
+                "include privacy (the keys travel sealed by the SASL layer)"
+            )
+        if self.data_transfer_cipher_key_bits not in (128, 192, 256):
+            raise ConfigError(
+                "security.data_transfer_cipher_key_bits: "
+                f"{self.data_transfer_cipher_key_bits} is not 128, 192 or 256"
+            )
 
     @property
     def kerberos(self) -> bool:

@@ -107,6 +107,11 @@ def hdfs_site(cfg: ClusterConfig) -> dict[str, str]:
     props["dfs.block.access.token.enable"] = str(sec.block_tokens).lower()  # design §S.9
     if sec.data_transfer_protection.strip():  # SASL on data transfer (design §S.12)
         props["dfs.data.transfer.protection"] = sec.data_transfer_protection
+    if sec.data_transfer_cipher_suites.strip():  # AES-CTR after the handshake (design §S.12)
+        props["dfs.encrypt.data.transfer.cipher.suites"] = sec.data_transfer_cipher_suites
+        props["dfs.encrypt.data.transfer.cipher.key.bitlength"] = str(
+            sec.data_transfer_cipher_key_bits
+        )
     if sec.kerberos:  # the principals clients expect of each server (design §S.4)
         for key, pattern in (
             ("dfs.namenode.kerberos.principal", sec.namenode_principal),

@@ -636,6 +636,8 @@ def _start_kdc(directory: Path, rpc_protection: str) -> tuple[Kdc, SecuritySetti
         rpc_protection=rpc_protection,  # privacy by default: every RPC frame encrypted (§S.8)
         # and every data transfer byte under the same protection (§S.12)
         data_transfer_protection=rpc_protection,
+        # under privacy block bytes switch to AES-CTR where the client offers it (§S.12)
+        data_transfer_cipher_suites="AES/CTR/NoPadding" if "privacy" in rpc_protection else "",
     )
     return kdc, security
 

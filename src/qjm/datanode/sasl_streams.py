@@ -1,6 +1,7 @@
 """SASL on a data transfer connection, the I/O edge (design §S.12): the handshake of either
 side on an asyncio connection, and the reader and writer every later byte then goes
-through. The rules and the framing are in qjm.security.transfer_sasl.
+through: the SASL layer's wrapped messages, or AES-CTR where the handshake chose it. The
+rules and the framing are in qjm.hdfs.transfer_sasl.
 """
 
 from __future__ import annotations
@@ -9,9 +10,11 @@ import asyncio
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
 from qjm.datanode import transfer_io as tio
 from qjm.hdfs import datatransfer as codec
-from qjm.security import transfer_sasl as ts
+from qjm.hdfs import transfer_sasl as ts
 from qjm.security.block_token import Token
 from qjm.security.digest import DigestLayer
 
@@ -98,14 +101,64 @@ class SaslStreamWriter(asyncio.StreamWriter):
         self.write(b"".join(data))
 
 
+class AesStreamReader(asyncio.StreamReader):
+    """The plain bytes of an AES-CTR connection: each read decrypts what arrived, in order
+    (HDFS's CryptoInputStream on the same keystream)."""
+
+    def __init__(self, inner: asyncio.StreamReader, key: bytes, iv: bytes) -> None:
+        super().__init__()
+        self._inner = inner
+        self._decrypt = Cipher(algorithms.AES(key), modes.CTR(iv)).decryptor()
+
+    async def readexactly(self, n: int) -> bytes:
+        """n plain bytes; IncompleteReadError (its partial bytes decrypted) at a close."""
+        try:
+            data = await self._inner.readexactly(n)
+        except asyncio.IncompleteReadError as exc:
+            raise asyncio.IncompleteReadError(self._decrypt.update(exc.partial), n) from None
+        return self._decrypt.update(data)
+
+    async def read(self, n: int = -1) -> bytes:
+        """Up to n plain bytes (none only when the peer closed)."""
+        return self._decrypt.update(await self._inner.read(n))
+
+
+class AesStreamWriter(asyncio.StreamWriter):
+    """Writes through AES-CTR (HDFS's CryptoOutputStream); the rest is the connection's."""
+
+    def __init__(self, inner: asyncio.StreamWriter, key: bytes, iv: bytes) -> None:
+        protocol: Any = getattr(inner, "_protocol")  # noqa: B009
+        loop: Any = getattr(inner, "_loop")  # noqa: B009
+        super().__init__(inner.transport, protocol, getattr(inner, "_reader"), loop)  # noqa: B009
+        self._inner = inner  # kept, so that it never closes the transport while in use
+        self._encrypt = Cipher(algorithms.AES(key), modes.CTR(iv)).encryptor()
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        """data, encrypted."""
+        if len(data):
+            self.transport.write(self._encrypt.update(data))
+
+    def writelines(self, data: Iterable[bytes | bytearray | memoryview]) -> None:
+        """The pieces, encrypted in order."""
+        for piece in data:
+            self.write(piece)
+
+
 def is_wrapped(writer: asyncio.StreamWriter) -> bool:
-    """Whether a writer sends through a SASL layer (so no sendfile around it)."""
-    return isinstance(writer, SaslStreamWriter)
+    """Whether a writer sends through a SASL layer or a cipher (so no sendfile around it)."""
+    return isinstance(writer, SaslStreamWriter | AesStreamWriter)
 
 
 def _streams(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, layer: DigestLayer
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    layer: DigestLayer,
+    cipher: ts.CipherKeys | None,
+    server: bool,
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    if cipher is not None:
+        (in_key, in_iv), (out_key, out_iv) = cipher.sides(server)
+        return AesStreamReader(reader, in_key, in_iv), AesStreamWriter(writer, out_key, out_iv)
     if not ts.wraps(layer):
         return reader, writer
     return SaslStreamReader(reader, layer), SaslStreamWriter(writer, layer)
@@ -120,12 +173,14 @@ async def client_handshake(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     token: Token | None,
-    layers: int,
+    protection: ts.TransferProtection,
     timeout_s: float,
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """The client's handshake with a block token (HDFS's SaslDataTransferClient); the
     streams every later byte goes through. SaslTransferError when it fails."""
-    client = ts.TransferSaslClient(token or Token(b"", b""), layers)
+    client = ts.TransferSaslClient(
+        token or Token(b"", b""), protection.layers, aes=bool(protection.aes_key_bytes)
+    )
     try:
         async with asyncio.timeout(timeout_s):
             writer.write(client.opening())
@@ -135,14 +190,14 @@ async def client_handshake(
             layer = client.finish(await _read(reader, "SASL rspauth"))
     except ts.TransferSaslError as exc:
         raise SaslTransferError(str(exc)) from None
-    return _streams(reader, writer, layer)
+    return _streams(reader, writer, layer, client.cipher, server=False)
 
 
 async def server_handshake(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     password_of: Callable[[bytes], bytes],
-    layers: int,
+    protection: ts.TransferProtection,
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """The DataNode's handshake; the streams every later byte goes through.
 
@@ -155,7 +210,7 @@ async def server_handshake(
             f"Received {magic.hex()} instead of {ts.MAGIC_BYTES.hex()} from client: no SASL "
             "data transfer protection handshake (dfs.data.transfer.protection is set)"
         )
-    server = ts.TransferSaslServer(password_of, layers)
+    server = ts.TransferSaslServer(password_of, protection.layers, protection.aes_key_bytes)
     try:
         writer.write(ts.delimited(server.first(await _read(reader, "SASL initial response"))))
         await writer.drain()
@@ -166,4 +221,4 @@ async def server_handshake(
             writer.write(ts.delimited(exc.reply))
             await writer.drain()
         raise SaslTransferError(str(exc)) from None
-    return _streams(reader, writer, server.layer)
+    return _streams(reader, writer, server.layer, server.cipher, server=True)

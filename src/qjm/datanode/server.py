@@ -60,13 +60,13 @@ from qjm.hdfs.datanode_protocol import (
 )
 from qjm.hdfs.proto import InterDatanodeProtocol_pb2 as idp
 from qjm.hdfs.proto import hdfs_pb2
+from qjm.hdfs.transfer_sasl import TransferProtection
 from qjm.ipc import IpcClient, IpcServer
 from qjm.ipc.metrics import rpc_families
 from qjm.ipc.server import ipc_limit_keys
 from qjm.runtime import stop_on_signals, write_ready_file
 from qjm.security.block_token import AccessMode, ExportedKeys
 from qjm.security.http import server_middlewares
-from qjm.security.transfer_sasl import layers_of_protection
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +173,11 @@ class DataNode:
             on_block_received=self._block_received,
             name=dn.name,
             keys=self.block_keys,
-            protection=layers_of_protection(cfg.security.data_transfer_protection),
+            protection=TransferProtection.of(
+                cfg.security.data_transfer_protection,
+                cfg.security.data_transfer_cipher_suites,
+                cfg.security.data_transfer_cipher_key_bits,
+            ),
         )
         self.bpos = BPOfferService(
             namenode_addresses(cfg), self, self, settings_from_config(self.settings)
@@ -820,6 +824,8 @@ class _DataNodeCollector(Collector):
             ("transfers_failed", node.counts["transfers_failed"], "DNA_TRANSFER sends that failed"),
             ("checksum_errors", m.checksum_errors, "Packets refused for a checksum mismatch"),
             ("block_token_refusals", m.token_refusals, "Ops refused for their block token"),
+            ("sasl_refusals", m.sasl_refusals, "Connections refused at the SASL handshake"),
+            ("aes_connections", m.aes_connections, "Data transfer streams switched to AES-CTR"),
             ("blocks_verified", scan["blocks_scanned"], "Replicas the block scanner checked"),
             ("scanner_bytes", scan["bytes_scanned"], "Bytes the block scanner checked"),
             ("scanner_corrupt", scan["corrupt_found"], "Corrupt replicas the scanner found"),

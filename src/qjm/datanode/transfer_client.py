@@ -23,6 +23,7 @@ from qjm.hdfs import datatransfer as codec
 from qjm.hdfs.datanode_protocol import token_to_proto
 from qjm.hdfs.proto import datatransfer_pb2 as dt
 from qjm.hdfs.proto import hdfs_pb2
+from qjm.hdfs.transfer_sasl import NO_PROTECTION, TransferProtection
 from qjm.security.block_token import Token
 
 Stage = dt.OpWriteBlockProto.BlockConstructionStage
@@ -116,7 +117,7 @@ async def connect(
     node: hdfs_pb2.DatanodeInfoProto,
     timeout_s: float,
     *,
-    protection: int = 0,
+    protection: TransferProtection = NO_PROTECTION,
     token: Token | None = None,
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """An open connection to a DataNode's data transfer port; with protection (a SASL layer
@@ -195,7 +196,7 @@ class PipelineWriter:
         timeout_s: float = 60.0,
         packet_data_bytes: int = PACKET_DATA_BYTES,
         token: Token | None = None,
-        protection: int = 0,
+        protection: TransferProtection = NO_PROTECTION,
     ) -> PipelineWriter:
         """Connect to targets[0] and set the pipeline up; BlockWriteError names a bad node."""
         if not targets:
@@ -375,7 +376,7 @@ async def write_block(
     client_name: str = "qjm-client",
     timeout_s: float = 60.0,
     token: Token | None = None,
-    protection: int = 0,
+    protection: TransferProtection = NO_PROTECTION,
 ) -> ExtendedBlock:
     """Write a whole new block through the pipeline of targets; the finalized block."""
     pipeline = await PipelineWriter.open(
@@ -404,7 +405,7 @@ async def read_block(
     verify: bool = True,
     timeout_s: float = 60.0,
     token: Token | None = None,
-    protection: int = 0,
+    protection: TransferProtection = NO_PROTECTION,
 ) -> bytes:
     """length bytes of block from offset, read from node with their sums verified."""
     reader, writer = await connect(node, timeout_s, protection=protection, token=token)
@@ -472,7 +473,7 @@ async def block_checksum(
     *,
     timeout_s: float = 60.0,
     token: Token | None = None,
-    protection: int = 0,
+    protection: TransferProtection = NO_PROTECTION,
 ) -> dt.OpBlockChecksumResponseProto:
     """The DataNode's MD5-of-CRC32C checksum of its replica of block."""
     reader, writer = await connect(node, timeout_s, protection=protection, token=token)
@@ -499,7 +500,7 @@ async def transfer_block(
     client_name: str = "qjm-client",
     timeout_s: float = 60.0,
     token: Token | None = None,
-    protection: int = 0,
+    protection: TransferProtection = NO_PROTECTION,
 ) -> None:
     """Ask node to copy its replica of block to targets (TRANSFER_BLOCK)."""
     reader, writer = await connect(node, timeout_s, protection=protection, token=token)
@@ -529,7 +530,7 @@ async def send_replica(
     client_name: str,
     timeout_s: float = 60.0,
     token: Token | None = None,
-    protection: int = 0,
+    protection: TransferProtection = NO_PROTECTION,
 ) -> None:
     """Copy an open replica to target (HDFS's DataTransfer): WRITE_BLOCK with a TRANSFER
     stage and the WRITE token the sender signed, the packets, and the target's close ack

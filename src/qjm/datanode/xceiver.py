@@ -36,6 +36,7 @@ from qjm.hdfs import datatransfer as codec
 from qjm.hdfs.datanode_protocol import token_from_proto
 from qjm.hdfs.proto import datatransfer_pb2 as dt
 from qjm.hdfs.proto import hdfs_pb2
+from qjm.hdfs.transfer_sasl import NO_PROTECTION, TransferProtection
 from qjm.security.block_token import AccessMode, InvalidBlockTokenError, Token
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,7 @@ class XceiverMetrics:
     bad_requests: int = 0
     token_refusals: int = 0  # ops refused ERROR_ACCESS_TOKEN (design §S.9)
     sasl_refusals: int = 0  # connections refused at the SASL handshake (design §S.12)
+    aes_connections: int = 0  # connections whose stream switched to AES-CTR (design §S.12)
     ops: dict[str, int] = field(default_factory=dict)
 
 
@@ -107,7 +109,7 @@ class DataXceiverServer:
         on_block_received: BlockReceivedHook | None = None,
         name: str = "datanode",
         keys: BlockPoolKeys | None = None,
-        protection: int = 0,
+        protection: TransferProtection = NO_PROTECTION,
     ) -> None:
         self.store = store
         self.keys = keys  # None: block tokens off, nothing checked (design §S.9)
@@ -190,6 +192,8 @@ class DataXceiverServer:
                         ),
                         self.limits.idle_timeout_s,
                     )
+                    if isinstance(writer, sasl_streams.AesStreamWriter):
+                        self.metrics.aes_connections += 1
                 except sasl_streams.SaslTransferError as exc:
                     self.metrics.sasl_refusals += 1
                     log.warning(

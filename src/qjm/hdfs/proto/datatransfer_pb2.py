@@ -26,7 +26,7 @@ from qjm.hdfs.proto import Security_pb2 as qjm_dot_hdfs_dot_proto_dot_Security__
 from qjm.hdfs.proto import hdfs_pb2 as qjm_dot_hdfs_dot_proto_dot_hdfs__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!qjm/hdfs/proto/datatransfer.proto\x12\x0bhadoop.hdfs\x1a\x1dqjm/hdfs/proto/Security.proto\x1a\x19qjm/hdfs/proto/hdfs.proto\"\xa7\x01\n\x0f\x42\x61seHeaderProto\x12.\n\x05\x62lock\x18\x01 \x02(\x0b\x32\x1f.hadoop.hdfs.ExtendedBlockProto\x12(\n\x05token\x18\x02 \x01(\x0b\x32\x19.hadoop.common.TokenProto\x12:\n\ttraceInfo\x18\x03 \x01(\x0b\x32\'.hadoop.hdfs.DataTransferTraceInfoProto\"T\n\x1a\x44\x61taTransferTraceInfoProto\x12\x0f\n\x07traceId\x18\x01 \x01(\x04\x12\x10\n\x08parentId\x18\x02 \x01(\x04\x12\x13\n\x0bspanContext\x18\x03 \x01(\x0c\"b\n\x1a\x43lientOperationHeaderProto\x12\x30\n\nbaseHeader\x18\x01 \x02(\x0b\x32\x1c.hadoop.hdfs.BaseHeaderProto\x12\x12\n\nclientName\x18\x02 \x02(\t\"=\n\x14\x43\x61\x63hingStrategyProto\x12\x12\n\ndropBehind\x18\x01 \x01(\x08\x12\x11\n\treadahead\x18\x02 \x01(\x03\"\xc1\x01\n\x10OpReadBlockProto\x12\x37\n\x06header\x18\x01 \x02(\x0b\x32\'.hadoop.hdfs.ClientOperationHeaderProto\x12\x0e\n\x06offset\x18\x02 \x02(\x04\x12\x0b\n\x03len\x18\x03 \x02(\x04\x12\x1b\n\rsendChecksums\x18\x04 \x01(\x08:\x04true\x12:\n\x0f\x63\x61\x63hingStrategy\x18\x05 \x01(\x0b\x32!.hadoop.hdfs.CachingStrategyProto\"W\n\rChecksumProto\x12,\n\x04type\x18\x01 \x02(\x0e\x32\x1e.hadoop.hdfs.ChecksumTypeProto\x12\x18\n\x10\x62ytesPerChecksum\x18\x02 \x02(\r\"\xc5\x07\n\x11OpWriteBlockProto\x12\x37\n\x06header\x18\x01 \x02(\x0b\x32\'.hadoop.hdfs.ClientOperationHeaderProto\x12/\n\x07targets\x18\x02 \x03(\x0b\x32\x1e.hadoop.hdfs.DatanodeInfoProto\x12.\n\x06source\x18\x03 \x01(\x0b\x32\x1e.hadoop.hdfs.DatanodeInfoProto\x12\x44\n\x05stage\x18\x04 \x02(\x0e\x32\x35.hadoop.hdfs.OpWriteBlockProto.BlockConstructionStage\x12\x14\n\x0cpipelineSize\x18\x05 \x02(\r\x12\x14\n\x0cminBytesRcvd\x18\x06 \x02(\x04\x12\x14\n\x0cmaxBytesRcvd\x18\x07 \x02(\x04\x12\x1d\n\x15latestGenerationStamp\x18\x08 \x02(\x04\x12\x35\n\x11requestedChecksum\x18\t \x02(\x0b\x32\x1a.hadoop.hdfs.ChecksumProto\x12:\n\x0f\x63\x61\x63hingStrategy\x18\n \x01(\x0b\x32!.hadoop.hdfs.CachingStrategyProto\x12\x38\n\x0bstorageType\x18\x0b \x01(\x0e\x32\x1d.hadoop.hdfs.StorageTypeProto:\x04\x44ISK\x12\x39\n\x12targetStorageTypes\x18\x0c \x03(\x0e\x32\x1d.hadoop.hdfs.StorageTypeProto\x12\x1f\n\x10\x61llowLazyPersist\x18\r \x01(\x08:\x05\x66\x61lse\x12\x16\n\x07pinning\x18\x0e \x01(\x08:\x05\x66\x61lse\x12\x16\n\x0etargetPinnings\x18\x0f \x03(\x08\x12\x11\n\tstorageId\x18\x10 \x01(\t\x12\x18\n\x10targetStorageIds\x18\x11 \x03(\t\"\x88\x02\n\x16\x42lockConstructionStage\x12\x19\n\x15PIPELINE_SETUP_APPEND\x10\x00\x12\"\n\x1ePIPELINE_SETUP_APPEND_RECOVERY\x10\x01\x12\x12\n\x0e\x44\x41TA_STREAMING\x10\x02\x12%\n!PIPELINE_SETUP_STREAMING_RECOVERY\x10\x03\x12\x12\n\x0ePIPELINE_CLOSE\x10\x04\x12\x1b\n\x17PIPELINE_CLOSE_RECOVERY\x10\x05\x12\x19\n\x15PIPELINE_SETUP_CREATE\x10\x06\x12\x10\n\x0cTRANSFER_RBW\x10\x07\x12\x16\n\x12TRANSFER_FINALIZED\x10\x08\"\xd5\x01\n\x14OpTransferBlockProto\x12\x37\n\x06header\x18\x01 \x02(\x0b\x32\'.hadoop.hdfs.ClientOperationHeaderProto\x12/\n\x07targets\x18\x02 \x03(\x0b\x32\x1e.hadoop.hdfs.DatanodeInfoProto\x12\x39\n\x12targetStorageTypes\x18\x03 \x03(\x0e\x32\x1d.hadoop.hdfs.StorageTypeProto\x12\x18\n\x10targetStorageIds\x18\x04 \x03(\t\"\xd1\x01\n\x13OpReplaceBlockProto\x12,\n\x06header\x18\x01 \x02(\x0b\x32\x1c.hadoop.hdfs.BaseHeaderProto\x12\x0f\n\x07\x64\x65lHint\x18\x02 \x02(\t\x12.\n\x06source\x18\x03 \x02(\x0b\x32\x1e.hadoop.hdfs.DatanodeInfoProto\x12\x38\n\x0bstorageType\x18\x04 \x01(\x0e\x32\x1d.hadoop.hdfs.StorageTypeProto:\x04\x44ISK\x12\x11\n\tstorageId\x18\x05 \x01(\t\"@\n\x10OpCopyBlockProto\x12,\n\x06header\x18\x01 \x02(\x0b\x32\x1c.hadoop.hdfs.BaseHeaderProto\"y\n\x19\x42lockChecksumOptionsProto\x12\x46\n\x11\x62lockChecksumType\x18\x01 \x01(\x0e\x32#.hadoop.hdfs.BlockChecksumTypeProto:\x06MD5CRC\x12\x14\n\x0cstripeLength\x18\x02 \x01(\x04\"\x8a\x01\n\x14OpBlockChecksumProto\x12,\n\x06header\x18\x01 \x02(\x0b\x32\x1c.hadoop.hdfs.BaseHeaderProto\x12\x44\n\x14\x62lockChecksumOptions\x18\x02 \x01(\x0b\x32&.hadoop.hdfs.BlockChecksumOptionsProto\"\x7f\n\x11PacketHeaderProto\x12\x15\n\roffsetInBlock\x18\x01 \x02(\x10\x12\r\n\x05seqno\x18\x02 \x02(\x10\x12\x19\n\x11lastPacketInBlock\x18\x03 \x02(\x08\x12\x0f\n\x07\x64\x61taLen\x18\x04 \x02(\x0f\x12\x18\n\tsyncBlock\x18\x05 \x01(\x08:\x05\x66\x61lse\"z\n\x10PipelineAckProto\x12\r\n\x05seqno\x18\x01 \x02(\x12\x12\"\n\x05reply\x18\x02 \x03(\x0e\x32\x13.hadoop.hdfs.Status\x12!\n\x16\x64ownstreamAckTimeNanos\x18\x03 \x01(\x04:\x01\x30\x12\x10\n\x04\x66lag\x18\x04 \x03(\rB\x02\x10\x01\"\\\n\x17ReadOpChecksumInfoProto\x12,\n\x08\x63hecksum\x18\x01 \x02(\x0b\x32\x1a.hadoop.hdfs.ChecksumProto\x12\x13\n\x0b\x63hunkOffset\x18\x02 \x02(\x04\"\x8c\x02\n\x14\x42lockOpResponseProto\x12#\n\x06status\x18\x01 \x02(\x0e\x32\x13.hadoop.hdfs.Status\x12\x14\n\x0c\x66irstBadLink\x18\x02 \x01(\t\x12\x43\n\x10\x63hecksumResponse\x18\x03 \x01(\x0b\x32).hadoop.hdfs.OpBlockChecksumResponseProto\x12@\n\x12readOpChecksumInfo\x18\x04 \x01(\x0b\x32$.hadoop.hdfs.ReadOpChecksumInfoProto\x12\x0f\n\x07message\x18\x05 \x01(\t\x12!\n\x19shortCircuitAccessVersion\x18\x06 \x01(\r\"<\n\x15\x43lientReadStatusProto\x12#\n\x06status\x18\x01 \x02(\x0e\x32\x13.hadoop.hdfs.Status\"9\n\x12\x44NTransferAckProto\x12#\n\x06status\x18\x01 \x02(\x0e\x32\x13.hadoop.hdfs.Status\"\xd6\x01\n\x1cOpBlockChecksumResponseProto\x12\x13\n\x0b\x62ytesPerCrc\x18\x01 \x02(\r\x12\x13\n\x0b\x63rcPerBlock\x18\x02 \x02(\x04\x12\x15\n\rblockChecksum\x18\x03 \x02(\x0c\x12/\n\x07\x63rcType\x18\x04 \x01(\x0e\x32\x1e.hadoop.hdfs.ChecksumTypeProto\x12\x44\n\x14\x62lockChecksumOptions\x18\x05 \x01(\x0b\x32&.hadoop.hdfs.BlockChecksumOptionsProto*7\n\x16\x42lockChecksumTypeProto\x12\n\n\x06MD5CRC\x10\x01\x12\x11\n\rCOMPOSITE_CRC\x10\x02*\x8c\x02\n\x06Status\x12\x0b\n\x07SUCCESS\x10\x00\x12\t\n\x05\x45RROR\x10\x01\x12\x12\n\x0e\x45RROR_CHECKSUM\x10\x02\x12\x11\n\rERROR_INVALID\x10\x03\x12\x10\n\x0c\x45RROR_EXISTS\x10\x04\x12\x16\n\x12\x45RROR_ACCESS_TOKEN\x10\x05\x12\x0f\n\x0b\x43HECKSUM_OK\x10\x06\x12\x15\n\x11\x45RROR_UNSUPPORTED\x10\x07\x12\x0f\n\x0bOOB_RESTART\x10\x08\x12\x11\n\rOOB_RESERVED1\x10\t\x12\x11\n\rOOB_RESERVED2\x10\n\x12\x11\n\rOOB_RESERVED3\x10\x0b\x12\x0f\n\x0bIN_PROGRESS\x10\x0c\x12\x16\n\x12\x45RROR_BLOCK_PINNED\x10\r')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!qjm/hdfs/proto/datatransfer.proto\x12\x0bhadoop.hdfs\x1a\x1dqjm/hdfs/proto/Security.proto\x1a\x19qjm/hdfs/proto/hdfs.proto\"\xfb\x02\n!DataTransferEncryptorMessageProto\x12Z\n\x06status\x18\x01 \x02(\x0e\x32J.hadoop.hdfs.DataTransferEncryptorMessageProto.DataTransferEncryptorStatus\x12\x0f\n\x07payload\x18\x02 \x01(\x0c\x12\x0f\n\x07message\x18\x03 \x01(\t\x12\x34\n\x0c\x63ipherOption\x18\x04 \x03(\x0b\x32\x1e.hadoop.hdfs.CipherOptionProto\x12:\n\x0fhandshakeSecret\x18\x05 \x01(\x0b\x32!.hadoop.hdfs.HandshakeSecretProto\x12\x18\n\x10\x61\x63\x63\x65ssTokenError\x18\x06 \x01(\x08\"L\n\x1b\x44\x61taTransferEncryptorStatus\x12\x0b\n\x07SUCCESS\x10\x00\x12\x15\n\x11\x45RROR_UNKNOWN_KEY\x10\x01\x12\t\n\x05\x45RROR\x10\x02\"4\n\x14HandshakeSecretProto\x12\x0e\n\x06secret\x18\x01 \x02(\x0c\x12\x0c\n\x04\x62pid\x18\x02 \x02(\t\"\xa7\x01\n\x0f\x42\x61seHeaderProto\x12.\n\x05\x62lock\x18\x01 \x02(\x0b\x32\x1f.hadoop.hdfs.ExtendedBlockProto\x12(\n\x05token\x18\x02 \x01(\x0b\x32\x19.hadoop.common.TokenProto\x12:\n\ttraceInfo\x18\x03 \x01(\x0b\x32\'.hadoop.hdfs.DataTransferTraceInfoProto\"T\n\x1a\x44\x61taTransferTraceInfoProto\x12\x0f\n\x07traceId\x18\x01 \x01(\x04\x12\x10\n\x08parentId\x18\x02 \x01(\x04\x12\x13\n\x0bspanContext\x18\x03 \x01(\x0c\"b\n\x1a\x43lientOperationHeaderProto\x12\x30\n\nbaseHeader\x18\x01 \x02(\x0b\x32\x1c.hadoop.hdfs.BaseHeaderProto\x12\x12\n\nclientName\x18\x02 \x02(\t\"=\n\x14\x43\x61\x63hingStrategyProto\x12\x12\n\ndropBehind\x18\x01 \x01(\x08\x12\x11\n\treadahead\x18\x02 \x01(\x03\"\xc1\x01\n\x10OpReadBlockProto\x12\x37\n\x06header\x18\x01 \x02(\x0b\x32\'.hadoop.hdfs.ClientOperationHeaderProto\x12\x0e\n\x06offset\x18\x02 \x02(\x04\x12\x0b\n\x03len\x18\x03 \x02(\x04\x12\x1b\n\rsendChecksums\x18\x04 \x01(\x08:\x04true\x12:\n\x0f\x63\x61\x63hingStrategy\x18\x05 \x01(\x0b\x32!.hadoop.hdfs.CachingStrategyProto\"W\n\rChecksumProto\x12,\n\x04type\x18\x01 \x02(\x0e\x32\x1e.hadoop.hdfs.ChecksumTypeProto\x12\x18\n\x10\x62ytesPerChecksum\x18\x02 \x02(\r\"\xc5\x07\n\x11OpWriteBlockProto\x12\x37\n\x06header\x18\x01 \x02(\x0b\x32\'.hadoop.hdfs.ClientOperationHeaderProto\x12/\n\x07targets\x18\x02 \x03(\x0b\x32\x1e.hadoop.hdfs.DatanodeInfoProto\x12.\n\x06source\x18\x03 \x01(\x0b\x32\x1e.hadoop.hdfs.DatanodeInfoProto\x12\x44\n\x05stage\x18\x04 \x02(\x0e\x32\x35.hadoop.hdfs.OpWriteBlockProto.BlockConstructionStage\x12\x14\n\x0cpipelineSize\x18\x05 \x02(\r\x12\x14\n\x0cminBytesRcvd\x18\x06 \x02(\x04\x12\x14\n\x0cmaxBytesRcvd\x18\x07 \x02(\x04\x12\x1d\n\x15latestGenerationStamp\x18\x08 \x02(\x04\x12\x35\n\x11requestedChecksum\x18\t \x02(\x0b\x32\x1a.hadoop.hdfs.ChecksumProto\x12:\n\x0f\x63\x61\x63hingStrategy\x18\n \x01(\x0b\x32!.hadoop.hdfs.CachingStrategyProto\x12\x38\n\x0bstorageType\x18\x0b \x01(\x0e\x32\x1d.hadoop.hdfs.StorageTypeProto:\x04\x44ISK\x12\x39\n\x12targetStorageTypes\x18\x0c \x03(\x0e\x32\x1d.hadoop.hdfs.StorageTypeProto\x12\x1f\n\x10\x61llowLazyPersist\x18\r \x01(\x08:\x05\x66\x61lse\x12\x16\n\x07pinning\x18\x0e \x01(\x08:\x05\x66\x61lse\x12\x16\n\x0etargetPinnings\x18\x0f \x03(\x08\x12\x11\n\tstorageId\x18\x10 \x01(\t\x12\x18\n\x10targetStorageIds\x18\x11 \x03(\t\"\x88\x02\n\x16\x42lockConstructionStage\x12\x19\n\x15PIPELINE_SETUP_APPEND\x10\x00\x12\"\n\x1ePIPELINE_SETUP_APPEND_RECOVERY\x10\x01\x12\x12\n\x0e\x44\x41TA_STREAMING\x10\x02\x12%\n!PIPELINE_SETUP_STREAMING_RECOVERY\x10\x03\x12\x12\n\x0ePIPELINE_CLOSE\x10\x04\x12\x1b\n\x17PIPELINE_CLOSE_RECOVERY\x10\x05\x12\x19\n\x15PIPELINE_SETUP_CREATE\x10\x06\x12\x10\n\x0cTRANSFER_RBW\x10\x07\x12\x16\n\x12TRANSFER_FINALIZED\x10\x08\"\xd5\x01\n\x14OpTransferBlockProto\x12\x37\n\x06header\x18\x01 \x02(\x0b\x32\'.hadoop.hdfs.ClientOperationHeaderProto\x12/\n\x07targets\x18\x02 \x03(\x0b\x32\x1e.hadoop.hdfs.DatanodeInfoProto\x12\x39\n\x12targetStorageTypes\x18\x03 \x03(\x0e\x32\x1d.hadoop.hdfs.StorageTypeProto\x12\x18\n\x10targetStorageIds\x18\x04 \x03(\t\"\xd1\x01\n\x13OpReplaceBlockProto\x12,\n\x06header\x18\x01 \x02(\x0b\x32\x1c.hadoop.hdfs.BaseHeaderProto\x12\x0f\n\x07\x64\x65lHint\x18\x02 \x02(\t\x12.\n\x06source\x18\x03 \x02(\x0b\x32\x1e.hadoop.hdfs.DatanodeInfoProto\x12\x38\n\x0bstorageType\x18\x04 \x01(\x0e\x32\x1d.hadoop.hdfs.StorageTypeProto:\x04\x44ISK\x12\x11\n\tstorageId\x18\x05 \x01(\t\"@\n\x10OpCopyBlockProto\x12,\n\x06header\x18\x01 \x02(\x0b\x32\x1c.hadoop.hdfs.BaseHeaderProto\"y\n\x19\x42lockChecksumOptionsProto\x12\x46\n\x11\x62lockChecksumType\x18\x01 \x01(\x0e\x32#.hadoop.hdfs.BlockChecksumTypeProto:\x06MD5CRC\x12\x14\n\x0cstripeLength\x18\x02 \x01(\x04\"\x8a\x01\n\x14OpBlockChecksumProto\x12,\n\x06header\x18\x01 \x02(\x0b\x32\x1c.hadoop.hdfs.BaseHeaderProto\x12\x44\n\x14\x62lockChecksumOptions\x18\x02 \x01(\x0b\x32&.hadoop.hdfs.BlockChecksumOptionsProto\"\x7f\n\x11PacketHeaderProto\x12\x15\n\roffsetInBlock\x18\x01 \x02(\x10\x12\r\n\x05seqno\x18\x02 \x02(\x10\x12\x19\n\x11lastPacketInBlock\x18\x03 \x02(\x08\x12\x0f\n\x07\x64\x61taLen\x18\x04 \x02(\x0f\x12\x18\n\tsyncBlock\x18\x05 \x01(\x08:\x05\x66\x61lse\"z\n\x10PipelineAckProto\x12\r\n\x05seqno\x18\x01 \x02(\x12\x12\"\n\x05reply\x18\x02 \x03(\x0e\x32\x13.hadoop.hdfs.Status\x12!\n\x16\x64ownstreamAckTimeNanos\x18\x03 \x01(\x04:\x01\x30\x12\x10\n\x04\x66lag\x18\x04 \x03(\rB\x02\x10\x01\"\\\n\x17ReadOpChecksumInfoProto\x12,\n\x08\x63hecksum\x18\x01 \x02(\x0b\x32\x1a.hadoop.hdfs.ChecksumProto\x12\x13\n\x0b\x63hunkOffset\x18\x02 \x02(\x04\"\x8c\x02\n\x14\x42lockOpResponseProto\x12#\n\x06status\x18\x01 \x02(\x0e\x32\x13.hadoop.hdfs.Status\x12\x14\n\x0c\x66irstBadLink\x18\x02 \x01(\t\x12\x43\n\x10\x63hecksumResponse\x18\x03 \x01(\x0b\x32).hadoop.hdfs.OpBlockChecksumResponseProto\x12@\n\x12readOpChecksumInfo\x18\x04 \x01(\x0b\x32$.hadoop.hdfs.ReadOpChecksumInfoProto\x12\x0f\n\x07message\x18\x05 \x01(\t\x12!\n\x19shortCircuitAccessVersion\x18\x06 \x01(\r\"<\n\x15\x43lientReadStatusProto\x12#\n\x06status\x18\x01 \x02(\x0e\x32\x13.hadoop.hdfs.Status\"9\n\x12\x44NTransferAckProto\x12#\n\x06status\x18\x01 \x02(\x0e\x32\x13.hadoop.hdfs.Status\"\xd6\x01\n\x1cOpBlockChecksumResponseProto\x12\x13\n\x0b\x62ytesPerCrc\x18\x01 \x02(\r\x12\x13\n\x0b\x63rcPerBlock\x18\x02 \x02(\x04\x12\x15\n\rblockChecksum\x18\x03 \x02(\x0c\x12/\n\x07\x63rcType\x18\x04 \x01(\x0e\x32\x1e.hadoop.hdfs.ChecksumTypeProto\x12\x44\n\x14\x62lockChecksumOptions\x18\x05 \x01(\x0b\x32&.hadoop.hdfs.BlockChecksumOptionsProto*7\n\x16\x42lockChecksumTypeProto\x12\n\n\x06MD5CRC\x10\x01\x12\x11\n\rCOMPOSITE_CRC\x10\x02*\x8c\x02\n\x06Status\x12\x0b\n\x07SUCCESS\x10\x00\x12\t\n\x05\x45RROR\x10\x01\x12\x12\n\x0e\x45RROR_CHECKSUM\x10\x02\x12\x11\n\rERROR_INVALID\x10\x03\x12\x10\n\x0c\x45RROR_EXISTS\x10\x04\x12\x16\n\x12\x45RROR_ACCESS_TOKEN\x10\x05\x12\x0f\n\x0b\x43HECKSUM_OK\x10\x06\x12\x15\n\x11\x45RROR_UNSUPPORTED\x10\x07\x12\x0f\n\x0bOOB_RESTART\x10\x08\x12\x11\n\rOOB_RESERVED1\x10\t\x12\x11\n\rOOB_RESERVED2\x10\n\x12\x11\n\rOOB_RESERVED3\x10\x0b\x12\x0f\n\x0bIN_PROGRESS\x10\x0c\x12\x16\n\x12\x45RROR_BLOCK_PINNED\x10\r')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,48 +35,54 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_PIPELINEACKPROTO'].fields_by_name['flag']._loaded_options = None
   _globals['_PIPELINEACKPROTO'].fields_by_name['flag']._serialized_options = b'\020\001'
-  _globals['_BLOCKCHECKSUMTYPEPROTO']._serialized_start=3494
-  _globals['_BLOCKCHECKSUMTYPEPROTO']._serialized_end=3549
-  _globals['_STATUS']._serialized_start=3552
-  _globals['_STATUS']._serialized_end=3820
-  _globals['_BASEHEADERPROTO']._serialized_start=109
-  _globals['_BASEHEADERPROTO']._serialized_end=276
-  _globals['_DATATRANSFERTRACEINFOPROTO']._serialized_start=278
-  _globals['_DATATRANSFERTRACEINFOPROTO']._serialized_end=362
-  _globals['_CLIENTOPERATIONHEADERPROTO']._serialized_start=364
-  _globals['_CLIENTOPERATIONHEADERPROTO']._serialized_end=462
-  _globals['_CACHINGSTRATEGYPROTO']._serialized_start=464
-  _globals['_CACHINGSTRATEGYPROTO']._serialized_end=525
-  _globals['_OPREADBLOCKPROTO']._serialized_start=528
-  _globals['_OPREADBLOCKPROTO']._serialized_end=721
-  _globals['_CHECKSUMPROTO']._serialized_start=723
-  _globals['_CHECKSUMPROTO']._serialized_end=810
-  _globals['_OPWRITEBLOCKPROTO']._serialized_start=813
-  _globals['_OPWRITEBLOCKPROTO']._serialized_end=1778
-  _globals['_OPWRITEBLOCKPROTO_BLOCKCONSTRUCTIONSTAGE']._serialized_start=1514
-  _globals['_OPWRITEBLOCKPROTO_BLOCKCONSTRUCTIONSTAGE']._serialized_end=1778
-  _globals['_OPTRANSFERBLOCKPROTO']._serialized_start=1781
-  _globals['_OPTRANSFERBLOCKPROTO']._serialized_end=1994
-  _globals['_OPREPLACEBLOCKPROTO']._serialized_start=1997
-  _globals['_OPREPLACEBLOCKPROTO']._serialized_end=2206
-  _globals['_OPCOPYBLOCKPROTO']._serialized_start=2208
-  _globals['_OPCOPYBLOCKPROTO']._serialized_end=2272
-  _globals['_BLOCKCHECKSUMOPTIONSPROTO']._serialized_start=2274
-  _globals['_BLOCKCHECKSUMOPTIONSPROTO']._serialized_end=2395
-  _globals['_OPBLOCKCHECKSUMPROTO']._serialized_start=2398
-  _globals['_OPBLOCKCHECKSUMPROTO']._serialized_end=2536
-  _globals['_PACKETHEADERPROTO']._serialized_start=2538
-  _globals['_PACKETHEADERPROTO']._serialized_end=2665
-  _globals['_PIPELINEACKPROTO']._serialized_start=2667
-  _globals['_PIPELINEACKPROTO']._serialized_end=2789
-  _globals['_READOPCHECKSUMINFOPROTO']._serialized_start=2791
-  _globals['_READOPCHECKSUMINFOPROTO']._serialized_end=2883
-  _globals['_BLOCKOPRESPONSEPROTO']._serialized_start=2886
-  _globals['_BLOCKOPRESPONSEPROTO']._serialized_end=3154
-  _globals['_CLIENTREADSTATUSPROTO']._serialized_start=3156
-  _globals['_CLIENTREADSTATUSPROTO']._serialized_end=3216
-  _globals['_DNTRANSFERACKPROTO']._serialized_start=3218
-  _globals['_DNTRANSFERACKPROTO']._serialized_end=3275
-  _globals['_OPBLOCKCHECKSUMRESPONSEPROTO']._serialized_start=3278
-  _globals['_OPBLOCKCHECKSUMRESPONSEPROTO']._serialized_end=3492
+  _globals['_BLOCKCHECKSUMTYPEPROTO']._serialized_start=3930
+  _globals['_BLOCKCHECKSUMTYPEPROTO']._serialized_end=3985
+  _globals['_STATUS']._serialized_start=3988
+  _globals['_STATUS']._serialized_end=4256
+  _globals['_DATATRANSFERENCRYPTORMESSAGEPROTO']._serialized_start=109
+  _globals['_DATATRANSFERENCRYPTORMESSAGEPROTO']._serialized_end=488
+  _globals['_DATATRANSFERENCRYPTORMESSAGEPROTO_DATATRANSFERENCRYPTORSTATUS']._serialized_start=412
+  _globals['_DATATRANSFERENCRYPTORMESSAGEPROTO_DATATRANSFERENCRYPTORSTATUS']._serialized_end=488
+  _globals['_HANDSHAKESECRETPROTO']._serialized_start=490
+  _globals['_HANDSHAKESECRETPROTO']._serialized_end=542
+  _globals['_BASEHEADERPROTO']._serialized_start=545
+  _globals['_BASEHEADERPROTO']._serialized_end=712
+  _globals['_DATATRANSFERTRACEINFOPROTO']._serialized_start=714
+  _globals['_DATATRANSFERTRACEINFOPROTO']._serialized_end=798
+  _globals['_CLIENTOPERATIONHEADERPROTO']._serialized_start=800
+  _globals['_CLIENTOPERATIONHEADERPROTO']._serialized_end=898
+  _globals['_CACHINGSTRATEGYPROTO']._serialized_start=900
+  _globals['_CACHINGSTRATEGYPROTO']._serialized_end=961
+  _globals['_OPREADBLOCKPROTO']._serialized_start=964
+  _globals['_OPREADBLOCKPROTO']._serialized_end=1157
+  _globals['_CHECKSUMPROTO']._serialized_start=1159
+  _globals['_CHECKSUMPROTO']._serialized_end=1246
+  _globals['_OPWRITEBLOCKPROTO']._serialized_start=1249
+  _globals['_OPWRITEBLOCKPROTO']._serialized_end=2214
+  _globals['_OPWRITEBLOCKPROTO_BLOCKCONSTRUCTIONSTAGE']._serialized_start=1950
+  _globals['_OPWRITEBLOCKPROTO_BLOCKCONSTRUCTIONSTAGE']._serialized_end=2214
+  _globals['_OPTRANSFERBLOCKPROTO']._serialized_start=2217
+  _globals['_OPTRANSFERBLOCKPROTO']._serialized_end=2430
+  _globals['_OPREPLACEBLOCKPROTO']._serialized_start=2433
+  _globals['_OPREPLACEBLOCKPROTO']._serialized_end=2642
+  _globals['_OPCOPYBLOCKPROTO']._serialized_start=2644
+  _globals['_OPCOPYBLOCKPROTO']._serialized_end=2708
+  _globals['_BLOCKCHECKSUMOPTIONSPROTO']._serialized_start=2710
+  _globals['_BLOCKCHECKSUMOPTIONSPROTO']._serialized_end=2831
+  _globals['_OPBLOCKCHECKSUMPROTO']._serialized_start=2834
+  _globals['_OPBLOCKCHECKSUMPROTO']._serialized_end=2972
+  _globals['_PACKETHEADERPROTO']._serialized_start=2974
+  _globals['_PACKETHEADERPROTO']._serialized_end=3101
+  _globals['_PIPELINEACKPROTO']._serialized_start=3103
+  _globals['_PIPELINEACKPROTO']._serialized_end=3225
+  _globals['_READOPCHECKSUMINFOPROTO']._serialized_start=3227
+  _globals['_READOPCHECKSUMINFOPROTO']._serialized_end=3319
+  _globals['_BLOCKOPRESPONSEPROTO']._serialized_start=3322
+  _globals['_BLOCKOPRESPONSEPROTO']._serialized_end=3590
+  _globals['_CLIENTREADSTATUSPROTO']._serialized_start=3592
+  _globals['_CLIENTREADSTATUSPROTO']._serialized_end=3652
+  _globals['_DNTRANSFERACKPROTO']._serialized_start=3654
+  _globals['_DNTRANSFERACKPROTO']._serialized_end=3711
+  _globals['_OPBLOCKCHECKSUMRESPONSEPROTO']._serialized_start=3714
+  _globals['_OPBLOCKCHECKSUMRESPONSEPROTO']._serialized_end=3928
 # @@protoc_insertion_point(module_scope)

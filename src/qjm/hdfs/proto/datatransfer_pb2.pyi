@@ -47,6 +47,38 @@ OOB_RESERVED3: Status
 IN_PROGRESS: Status
 ERROR_BLOCK_PINNED: Status
 
+class DataTransferEncryptorMessageProto(_message.Message):
+    __slots__ = ("status", "payload", "message", "cipherOption", "handshakeSecret", "accessTokenError")
+    class DataTransferEncryptorStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        SUCCESS: _ClassVar[DataTransferEncryptorMessageProto.DataTransferEncryptorStatus]
+        ERROR_UNKNOWN_KEY: _ClassVar[DataTransferEncryptorMessageProto.DataTransferEncryptorStatus]
+        ERROR: _ClassVar[DataTransferEncryptorMessageProto.DataTransferEncryptorStatus]
+    SUCCESS: DataTransferEncryptorMessageProto.DataTransferEncryptorStatus
+    ERROR_UNKNOWN_KEY: DataTransferEncryptorMessageProto.DataTransferEncryptorStatus
+    ERROR: DataTransferEncryptorMessageProto.DataTransferEncryptorStatus
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    CIPHEROPTION_FIELD_NUMBER: _ClassVar[int]
+    HANDSHAKESECRET_FIELD_NUMBER: _ClassVar[int]
+    ACCESSTOKENERROR_FIELD_NUMBER: _ClassVar[int]
+    status: DataTransferEncryptorMessageProto.DataTransferEncryptorStatus
+    payload: bytes
+    message: str
+    cipherOption: _containers.RepeatedCompositeFieldContainer[_hdfs_pb2.CipherOptionProto]
+    handshakeSecret: HandshakeSecretProto
+    accessTokenError: bool
+    def __init__(self, status: _Optional[_Union[DataTransferEncryptorMessageProto.DataTransferEncryptorStatus, str]] = ..., payload: _Optional[bytes] = ..., message: _Optional[str] = ..., cipherOption: _Optional[_Iterable[_Union[_hdfs_pb2.CipherOptionProto, _Mapping]]] = ..., handshakeSecret: _Optional[_Union[HandshakeSecretProto, _Mapping]] = ..., accessTokenError: _Optional[bool] = ...) -> None: ...
+
+class HandshakeSecretProto(_message.Message):
+    __slots__ = ("secret", "bpid")
+    SECRET_FIELD_NUMBER: _ClassVar[int]
+    BPID_FIELD_NUMBER: _ClassVar[int]
+    secret: bytes
+    bpid: str
+    def __init__(self, secret: _Optional[bytes] = ..., bpid: _Optional[str] = ...) -> None: ...
+
 class BaseHeaderProto(_message.Message):
     __slots__ = ("block", "token", "traceInfo")
     BLOCK_FIELD_NUMBER: _ClassVar[int]

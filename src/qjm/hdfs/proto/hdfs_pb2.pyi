@@ -27,6 +27,12 @@ class ChecksumTypeProto(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     CHECKSUM_NULL: _ClassVar[ChecksumTypeProto]
     CHECKSUM_CRC32: _ClassVar[ChecksumTypeProto]
     CHECKSUM_CRC32C: _ClassVar[ChecksumTypeProto]
+
+class CipherSuiteProto(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    UNKNOWN: _ClassVar[CipherSuiteProto]
+    AES_CTR_NOPADDING: _ClassVar[CipherSuiteProto]
+    SM4_CTR_NOPADDING: _ClassVar[CipherSuiteProto]
 DISK: StorageTypeProto
 SSD: StorageTypeProto
 ARCHIVE: StorageTypeProto
@@ -38,6 +44,9 @@ ENCRYPTION_ZONES: CryptoProtocolVersionProto
 CHECKSUM_NULL: ChecksumTypeProto
 CHECKSUM_CRC32: ChecksumTypeProto
 CHECKSUM_CRC32C: ChecksumTypeProto
+UNKNOWN: CipherSuiteProto
+AES_CTR_NOPADDING: CipherSuiteProto
+SM4_CTR_NOPADDING: CipherSuiteProto
 
 class ExtendedBlockProto(_message.Message):
     __slots__ = ("poolId", "blockId", "generationStamp", "numBytes")
@@ -380,3 +389,17 @@ class DirectoryListingProto(_message.Message):
     partialListing: _containers.RepeatedCompositeFieldContainer[HdfsFileStatusProto]
     remainingEntries: int
     def __init__(self, partialListing: _Optional[_Iterable[_Union[HdfsFileStatusProto, _Mapping]]] = ..., remainingEntries: _Optional[int] = ...) -> None: ...
+
+class CipherOptionProto(_message.Message):
+    __slots__ = ("suite", "inKey", "inIv", "outKey", "outIv")
+    SUITE_FIELD_NUMBER: _ClassVar[int]
+    INKEY_FIELD_NUMBER: _ClassVar[int]
+    INIV_FIELD_NUMBER: _ClassVar[int]
+    OUTKEY_FIELD_NUMBER: _ClassVar[int]
+    OUTIV_FIELD_NUMBER: _ClassVar[int]
+    suite: CipherSuiteProto
+    inKey: bytes
+    inIv: bytes
+    outKey: bytes
+    outIv: bytes
+    def __init__(self, suite: _Optional[_Union[CipherSuiteProto, str]] = ..., inKey: _Optional[bytes] = ..., inIv: _Optional[bytes] = ..., outKey: _Optional[bytes] = ..., outIv: _Optional[bytes] = ...) -> None: ...
