@@ -675,9 +675,10 @@ def test_only_the_zkfcs_may_touch_the_ha_znodes(
     cluster: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """ZooKeeper's own Kerberos (design §S.11): the HA znodes are the NameNodes' SASL id's
-    alone; a client without SASL and one logged in with the user's ticket are refused."""
+    alone, so a client logged in with the user's ticket is refused them; a client without
+    SASL gets no session at all, so it can neither touch them nor fill ZooKeeper."""
     from kazoo.client import KazooClient
-    from kazoo.exceptions import NoAuthError
+    from kazoo.exceptions import NoAuthError, SessionClosedRequireSaslError
     from kazoo.security import make_acl
 
     from qjm.cluster.hadoop_conf import core_site
@@ -696,32 +697,40 @@ def test_only_the_zkfcs_may_touch_the_ha_znodes(
         timeout=10,
         sasl_options={"mechanism": "GSSAPI", "service": "zookeeper"},
     )
-    stranger = KazooClient(hosts=cluster["zookeeper"], timeout=10)
-    for client in (user, stranger):
-        client.start(timeout=20)
+    user.start(timeout=20)
+    attempts = (
+        lambda c: c.delete(f"{parent}/ActiveStandbyElectorLock"),
+        lambda c: c.create(f"{parent}/ActiveStandbyElectorLock", b"mine"),
+        lambda c: c.set(f"{parent}/ActiveBreadCrumb", b"forged"),
+        lambda c: c.delete(f"{parent}/ActiveBreadCrumb"),
+        lambda c: c.get(f"{parent}/ActiveBreadCrumb"),
+    )
     try:
         # the user's SASL login succeeded: a znode only the user's SASL id may read, it reads
         probe = f"/sasl-probe-{os.getpid()}"
         user.create(probe, b"mine", acl=[make_acl("sasl", os_user(), all=True)])
         assert user.get(probe)[0] == b"mine"
-        with pytest.raises(NoAuthError):
-            stranger.get(probe)
         user.delete(probe)
-        for client in (user, stranger):
-            for attempt in (
-                lambda c=client: c.delete(f"{parent}/ActiveStandbyElectorLock"),
-                lambda c=client: c.create(f"{parent}/ActiveStandbyElectorLock", b"mine"),
-                lambda c=client: c.set(f"{parent}/ActiveBreadCrumb", b"forged"),
-                lambda c=client: c.delete(f"{parent}/ActiveBreadCrumb"),
-                lambda c=client: c.get(f"{parent}/ActiveBreadCrumb"),
-            ):
-                with pytest.raises(NoAuthError):
-                    attempt()
+        for attempt in attempts:
+            with pytest.raises(NoAuthError):
+                attempt(user)
         assert user.exists(f"{parent}/ActiveStandbyElectorLock") is not None
+        # a stranger: ZooKeeper closes a session that did not authenticate at its first
+        # request, whatever it asks (a junk znode at the root included)
+        for attempt in (*attempts, lambda c: c.create("/junk", b"x" * 1000)):
+            stranger = KazooClient(hosts=cluster["zookeeper"], timeout=10)
+            stranger.start(timeout=20)
+            try:
+                with pytest.raises(SessionClosedRequireSaslError):
+                    attempt(stranger)
+            finally:
+                stranger.stop()
+                stranger.close()
+        assert user.exists("/junk") is None
+        assert user.exists(f"{parent}/ActiveBreadCrumb") is not None
     finally:
-        for client in (user, stranger):
-            client.stop()
-            client.close()
+        user.stop()
+        user.close()
     assert wait_single_active_secure(cluster, cfg)  # the election goes on
 
 

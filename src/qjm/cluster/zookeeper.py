@@ -73,13 +73,16 @@ def jaas_text(kerberos: ZooKeeperKerberos) -> str:
 
 
 def sasl_settings() -> dict[str, str]:
-    """zoo.cfg keys of a Kerberos ZooKeeper: the SASL provider, and SASL ids that are the
+    """zoo.cfg keys of a Kerberos ZooKeeper: the SASL provider, SASL ids that are the
     principal's first component (nn/host@REALM authenticates as `nn`, as HDFS's
-    `sasl:nn:rwcda` expects)."""
+    `sasl:nn:rwcda` expects), and no request served to a session that did not authenticate
+    with SASL (design §S.11)."""
     return {
         "authProvider.1": SASL_PROVIDER,
         "kerberos.removeHostFromPrincipal": "true",
         "kerberos.removeRealmFromPrincipal": "true",
+        "enforce.auth.enabled": "true",
+        "enforce.auth.schemes": "sasl",
     }
 
 
