@@ -174,3 +174,27 @@ def test_cluster_up_is_secure_by_default_and_stays_so(tmp_path: Path) -> None:
         assert read_json((d / "cluster.json").read_text())["kdc"]["realm"] == kdc["realm"]
     finally:
         assert run_qjm("cluster", "down", "--dir", str(d)).returncode == 0
+
+
+@pytest.mark.slow
+def test_a_cluster_without_datanodes_says_it_keeps_metadata_only(tmp_path: Path) -> None:
+    """`cluster up` and the NameNode's status page and JSON name the metadata-only mode."""
+    import urllib.request
+
+    d = tmp_path / "c"
+    args = (
+        "cluster", "up", "--dir", str(d), "--journalnodes", "1", "--namenodes", "2",
+        "--no-zookeeper", "--datanodes", "0", "--base-port", str(free_port_block(8)),
+        "--insecure",
+    )  # fmt: skip
+    up = run_qjm(*args, timeout=180)
+    assert up.returncode == 0, up.stderr
+    try:
+        assert "data:         metadata only: no DataNode" in up.stdout, up.stdout
+        http = read_json((d / "cluster.json").read_text())["nn1"]["http"]
+        with urllib.request.urlopen(f"http://{http}/status", timeout=10) as r:
+            assert read_json(r.read().decode())["metadata_only"] is True
+        with urllib.request.urlopen(f"http://{http}/", timeout=10) as r:
+            assert "metadata only: no DataNode is configured" in r.read().decode()
+    finally:
+        assert run_qjm("cluster", "down", "--dir", str(d)).returncode == 0

@@ -453,3 +453,24 @@ async def test_many_clients_at_once(env: tuple[IpcServer, IpcClient, Gates]) -> 
         assert server.stats()["calls"] == 1000
     finally:
         await asyncio.gather(*(c.close() for c in clients))
+
+
+async def test_a_client_pointed_at_an_http_port_says_so() -> None:
+    """An HTTP server answers the RPC preamble with an HTTP error: the client names the
+    mistake instead of a frame length made of the letters "HTTP"."""
+    from aiohttp import web
+
+    runner = web.AppRunner(web.Application())
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    client = IpcClient(f"127.0.0.1:{port}", "org.apache.hadoop.hdfs.protocol.ClientProtocol")
+    try:
+        with pytest.raises(RpcConnectionError) as err:
+            await client.call("getFileInfo", StringValue(value="/"), StringValue, timeout=10)
+        text = str(err.value)
+        assert "answered in HTTP, not Hadoop RPC" in text and "1213486160" not in text, text
+    finally:
+        await client.close()
+        await runner.cleanup()

@@ -172,6 +172,13 @@ def run_up(args: argparse.Namespace) -> int:
             else f"manual: `qjm haadmin --config {cluster['config']} -failover ...`"
         )
         print(f"HA:           {shown} ({how})")
+        dns = [n for n, d in daemons.items() if d.get("kind") == "datanode"]
+        print(
+            f"data:         {len(dns)} DataNodes ({', '.join(dns)})"
+            if dns
+            else "data:         metadata only: no DataNode, so files keep names and no bytes "
+            "(`--datanodes 3` to store them)"
+        )
         for name in active:
             print(f"active:       {name} http://{daemons[name]['http']}/")
     if kdc := cluster.get("kdc"):

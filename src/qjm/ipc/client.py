@@ -83,6 +83,16 @@ def split_address(address: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def _oversized_reason(address: str, data: bytes, error: FrameTooLargeError) -> str:
+    """Why a response's frame was refused: an HTTP server's answer says so by name."""
+    if data.startswith(b"HTTP/") or b"\r\nHTTP/" in data[:64]:
+        return (
+            f"{address} answered in HTTP, not Hadoop RPC: it is an HTTP port; give the "
+            "daemon's RPC address (a NameNode's rpc_address, HDFS's port 8020 by default)"
+        )
+    return f"{address}: response {error}"
+
+
 def _default_user() -> str:
     try:
         return getpass.getuser()
@@ -125,7 +135,7 @@ class _ClientConnection(asyncio.Protocol):
         try:
             frames = self.reader.feed(data)
         except FrameTooLargeError as e:
-            self.fail(RpcConnectionError(f"{self.client.address}: response {e}"))
+            self.fail(RpcConnectionError(_oversized_reason(self.client.address, data, e)))
             return
         if self.wrapper is not None:
             frames = self._unwrapped(frames)

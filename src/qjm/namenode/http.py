@@ -161,6 +161,8 @@ async def status_dict(nn: NameNode, jn_rows: list[dict[str, Any]] | None) -> dic
         # DataNodes, the block map and safe mode (design §B.14)
         "block_management": nn.blocks.status(),
         "datanodes": nn.blocks.datanode_rows(),
+        # no DataNode configured: a namespace without bytes (cluster up --datanodes 0)
+        "metadata_only": not nn.cfg.datanodes,
         "fatal_error": nn.fatal_error,
         "last_transition_error": nn.last_transition_error,
         "uptime_s": round(time.time() - nn.started_at, 3),
@@ -397,6 +399,11 @@ async def status_page(request: web.Request) -> web.Response:
         f"{human_bytes(bm['remaining'])} remaining; {bm['blocks']} blocks"
         + (" &middot; safe mode" if bm["safe_mode"] else "")
     )
+    if st.get("metadata_only") and not st["datanodes"]:
+        dn_summary = (
+            "metadata only: no DataNode is configured, so files keep names and no bytes "
+            "(start the cluster with DataNodes: <code>qjm cluster up --datanodes 3</code>)"
+        )
     state = st["ha_state"]
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8">
