@@ -396,6 +396,13 @@ def test_analyze_a_running_cluster_with_namenodes(spark: Any, tmp_path: Path) ->
         made = sum(1 for t in mkdir_txids if t <= image_txid)
         assert summary["directories"] == summary["inodes"] == 1 + made
         assert summary["files"] == 0 and made >= 30
+        # the report names its checkpoint, its age, and where the NameNode was meanwhile
+        assert summary["image_txid"] == image_txid and 0 <= summary["image_age_s"] < 600
+        assert summary["namenode_txid"] >= last >= image_txid
+        report = (ns / "report.html").read_text()
+        assert f"txid {image_txid:,}, written" in report
+        behind = summary["namenode_txid"] - image_txid
+        assert (f"{behind:,} transactions behind" if behind else "the image is current") in report
         got = spark.read.parquet(str(ns / "inodes")).where("path LIKE '/spark/%'").count()
         assert got == made - 1
         fetched = list(download.glob("fsimage_*"))

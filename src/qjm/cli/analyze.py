@@ -220,8 +220,13 @@ def run_namespace(args: argparse.Namespace) -> int:
             raise AnalyzeError(f"{args.delimited}: no such file or directory")
         source = args.delimited
 
+    facts: dict[str, Any] = {}  # the image's txid and age, and where the NameNode is now
+
     def plan_image(cores: int) -> list[Any]:
         image = P.resolve_image(source, args.download_dir)  # fetched over HTTP when a URL
+        facts.update(P.image_facts(image, time.time()))
+        if source.startswith(("http://", "https://")):
+            facts.update(P.namenode_position(source))
         return P.plan_image(image, args.partitions, min_partitions=cores)
 
     # A local image is planned (every inode message found) while the JVM starts.
@@ -253,6 +258,7 @@ def run_namespace(args: argparse.Namespace) -> int:
             top=args.top,
             source=source,
             log=log,
+            image_facts=facts,
         )
 
     return _run(args, job)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import email.utils
 import fnmatch
 import hashlib
 import html
@@ -478,6 +479,8 @@ async def get_image(request: web.Request) -> web.StreamResponse:
         "X-Image-Txid": str(txid),
         "X-Image-File": path.name,
     }
+    with contextlib.suppress(OSError):  # when the checkpoint was written: its age
+        headers["Last-Modified"] = email.utils.formatdate(path.stat().st_mtime, usegmt=True)
     try:
         headers.update(_version_headers(nn))
     except (QjmError, OSError, AttributeError) as e:

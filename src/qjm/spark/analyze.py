@@ -180,6 +180,38 @@ def _namespace_plots(
     return plots
 
 
+def image_figures(summary: dict[str, Any]) -> dict[str, str]:
+    """The report's lines on its checkpoint: which image, how old, and how far behind the
+    NameNode it was read from (a report describes the checkpoint, not the live namespace)."""
+    if summary.get("image_txid") is None:
+        return {}
+    age = summary.get("image_age_s")
+    written = f", written {duration_text(age)} before the report" if age is not None else ""
+    out = {"image": f"{summary['image']} (txid {summary['image_txid']:,}{written})"}
+    now = summary.get("namenode_txid")
+    if now is not None:
+        behind = max(0, now - summary["image_txid"])
+        out["NameNode now"] = (
+            f"txid {now:,}, {summary['namenode_inodes']:,} inodes: this report is "
+            f"{behind:,} transactions behind it (the next checkpoint catches up)"
+            if behind
+            else f"txid {now:,}: the image is current"
+        )
+    return out
+
+
+def duration_text(seconds: float) -> str:
+    """A duration as a person reads it: 45 s, 12 min, 3 h 5 min, 2 days 4 h."""
+    s = int(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    if s < 86_400:
+        return f"{s // 3600} h {s % 3600 // 60} min"
+    return f"{s // 86_400} days {s % 86_400 // 3600} h"
+
+
 def namespace_job(
     spark: Any,
     inodes: Any,  # a DataFrame of IMAGE rows or a PartsTable of them
@@ -190,8 +222,10 @@ def namespace_job(
     top: int = TOP,
     source: str = "",
     log: Log = _quiet,
+    image_facts: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Summarise a namespace; write Parquet tables, report.html and summary.json in out."""
+    """Summarise a namespace; write Parquet tables, report.html and summary.json in out.
+    image_facts (plan.image_facts, plan.namenode_position) say which checkpoint it is."""
     from pyspark.sql import functions as F
 
     out.mkdir(parents=True, exist_ok=True)
@@ -250,6 +284,7 @@ def namespace_job(
     (s,) = rows["total"]
     summary: dict[str, Any] = {k: int(s[k] or 0) for k in SUMMARY_COUNTS}
     summary.update(source=source, small_file_bytes=small_file_bytes, as_of_ms=as_of)
+    summary.update(image_facts or {})
     count_cols = ["files", "directories", "bytes", "small_files"]
     depth_rows = sorted(
         ([r["depth"], *(r[c] for c in count_cols)] for r in rows["depth"]),
@@ -325,6 +360,7 @@ def namespace_job(
             "empty files": summary["empty_files"],
             "deepest path": summary["max_depth"],
             "ages as of": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(as_of / 1000)),
+            **image_figures(summary),
         },
     )
     report.parts += early_plots

@@ -7,8 +7,12 @@ the reader before it plans the partitions, so state kept on the reader would not
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import email.utils
 import hashlib
 import itertools
+import json
+import os
 import tempfile
 import urllib.error
 import urllib.parse
@@ -298,6 +302,7 @@ def fetch_image(url: str, download_dir: str | None = None, timeout_s: float = 60
             txid = int(resp.headers.get("X-Image-Txid", "0"))
             md5 = resp.headers.get("X-MD5-Digest")
             name = resp.headers.get("X-Image-File") or image_file_name(txid)
+            modified = resp.headers.get("Last-Modified")
             if parse_image_name(name) is None:
                 raise SourceError(f"{url} sent an image named {name!r}")
             path = target_dir / name
@@ -316,7 +321,37 @@ def fetch_image(url: str, download_dir: str | None = None, timeout_s: float = 60
             f"the image from {url} has MD5 {digest.hexdigest()}, the NameNode said {md5}"
         )
     write_md5_file(path, digest.hexdigest())
+    if modified:  # the copy is as old as the checkpoint it copies (its age in the report)
+        with contextlib.suppress(TypeError, ValueError, OSError):
+            written = email.utils.parsedate_to_datetime(modified).timestamp()
+            os.utime(path, (written, written))
     return path
+
+
+def image_facts(image: str, now_s: float) -> dict[str, Any]:
+    """What a namespace report says of its image: the txid it holds (from its file name)
+    and how long before now_s it was written (the checkpoint's age)."""
+    p = Path(image)
+    facts: dict[str, Any] = {"image": p.name, "image_txid": parse_image_name(p.name)}
+    with contextlib.suppress(OSError):
+        facts["image_age_s"] = max(0, round(now_s - p.stat().st_mtime))
+    return facts
+
+
+def namenode_position(url: str, timeout_s: float = 30.0) -> dict[str, Any]:
+    """Where the NameNode at url (http://host:port) is now: its last applied txid and its
+    inode count, from its /status; empty when it does not answer (the report says so)."""
+    parsed = urllib.parse.urlsplit(url)
+    status = urllib.parse.urlunsplit((parsed.scheme, parsed.netloc, "/status", "", ""))
+    try:
+        with urllib.request.urlopen(status, timeout=timeout_s) as resp:
+            body = json.loads(resp.read())
+        return {
+            "namenode_txid": int(body["last_applied_txid"]),
+            "namenode_inodes": int(body["inodes"]),
+        }
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
 
 
 def resolve_image(location: str, download_dir: str | None = None) -> str:
