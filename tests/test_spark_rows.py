@@ -585,3 +585,17 @@ def test_a_part_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
     with pytest.raises(ImageError, match="truncated"):
         write_part(str(tmp_path), 0, parts[0], failing, IMAGE.arrow())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["part-00001.parquet"]
+
+
+def test_a_segment_that_rolled_after_planning_is_read_under_its_new_name(tmp_path: Path) -> None:
+    """A JournalNode finalizes its open segment between the plan and the read: the part
+    reads edits_<start>-<end> instead; one that was also purged fails with why."""
+    open_segment = write_segment_file(tmp_path, 1, 3, in_progress=True)
+    (part,) = P.plan_edits(str(tmp_path))
+    assert part.end is None and part.path == str(open_segment)
+    open_segment.rename(tmp_path / finalized_name(1, 3))  # the roll
+    rows = batch_rows_of(list(P.read_edits_batches(part)))
+    assert [r["txid"] for r in rows] == [1, 2, 3]
+    (tmp_path / finalized_name(1, 3)).unlink()  # the purge
+    with pytest.raises(P.SourceError, match="it is gone"):
+        list(P.read_edits_batches(part))

@@ -172,10 +172,35 @@ def plan_edits(location: str, **kw: Any) -> list[EditsPart]:
     return plan_local_edits(location, **kw)
 
 
+def rolled_segment(path: Path, start: int) -> Path | None:
+    """The finalized segment an in-progress one starting at start became (edits_<start>-<end>
+    beside it), None when there is none (not rolled yet, or purged)."""
+    try:
+        segments = list_segments(path.parent)
+    except OSError:
+        return None
+    found = [s.path for s in segments if s.start == start and not s.in_progress]
+    return Path(found[0]) if found else None
+
+
 def _local_raw_ops(part: EditsPart) -> Iterator[RawOp]:
     assert part.path is not None
+    path = Path(part.path)
     try:
-        data = Path(part.path).read_bytes()
+        data = path.read_bytes()
+    except FileNotFoundError:
+        # an in-progress segment rolled between planning and reading: read it under its
+        # finalized name (the part's to_txid still bounds what is read)
+        rolled = rolled_segment(path, part.start) if part.end is None and part.start else None
+        if rolled is None:
+            raise SourceError(
+                f"cannot read edits file {part.path}: it is gone (finalized and purged, or "
+                "the directory changed); plan the read again"
+            ) from None
+        try:
+            data = rolled.read_bytes()
+        except OSError as e:
+            raise SourceError(f"cannot read edits file {rolled}: {e.strerror or e}") from None
     except OSError as e:
         raise SourceError(f"cannot read edits file {part.path}: {e.strerror or e}") from None
     if part.end is None and len(data) < HEADER_LEN:
