@@ -1,4 +1,5 @@
-"""What a namespace report says of its checkpoint: which image, how old, how far behind."""
+"""What the reports say: a namespace report's checkpoint (which image, how old, how far
+behind), charts left out when empty, and top lists that do not end in a cut through ties."""
 
 from __future__ import annotations
 
@@ -63,3 +64,36 @@ def test_image_facts_take_the_txid_from_the_name_and_the_age_from_the_file(
         "image_txid": 42,
         "image_age_s": 3600,
     }
+
+
+@pytest.mark.parametrize(
+    ("ops", "top", "kept", "tied"),
+    [
+        ([5, 4, 3], 5, [5, 4, 3], None),  # fewer rows than the list holds
+        ([9, 7, 7, 7, 2], 3, [9], 7),  # the run of 7s crosses the cut: left out
+        ([9, 8, 7, 6], 3, [9, 8, 7], 6),  # no tie at the cut: the rows as they are
+        ([2, 2, 2, 2], 3, [2, 2, 2], 2),  # everything ties: the first rows
+    ],
+)
+def test_a_top_list_does_not_end_in_a_cut_through_ties(
+    ops: list[int], top: int, kept: list[int], tied: int | None
+) -> None:
+    from qjm.spark.analyze import cut_at_tie
+
+    rows = [[f"/p{i}", n] for i, n in enumerate(ops)]
+    got, got_tied = cut_at_tie(rows, top, 1)
+    assert [r[1] for r in got] == kept and got_tied == (tied if len(ops) > top else None)
+
+
+def test_an_empty_chart_is_left_out() -> None:
+    from qjm.spark.analyze import _namespace_plots, has_data
+    from qjm.spark.report import Plot
+
+    assert not has_data(Plot("t", [], {}))
+    assert not has_data(Plot("t", ["a", "b"], {"bytes": [0, 0]}))
+    assert has_data(Plot("t", ["a"], {"x": [0], "y": [3]}))
+    # a metadata-only namespace: directories by depth, no file, no byte
+    depth = [[0, 0, 1, 0, 0], [1, 0, 40, 0, 0]]
+    owners = [["hdfs", 0, 41, 0, 0]]
+    titles = [p.title for p in _namespace_plots(depth, owners, [], [])]
+    assert titles == ["Files and directories by depth"]

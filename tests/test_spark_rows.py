@@ -599,3 +599,18 @@ def test_a_segment_that_rolled_after_planning_is_read_under_its_new_name(tmp_pat
     (tmp_path / finalized_name(1, 3)).unlink()  # the purge
     with pytest.raises(P.SourceError, match="it is gone"):
         list(P.read_edits_batches(part))
+
+
+def test_a_setTimes_op_places_no_row_at_the_time_it_sets() -> None:
+    """OP_TIMES carries times a caller chose (`-put -p`, distcp -pt): its timestamp column is
+    empty and the times are in `extra`, the same from both readers."""
+    from qjm.editlog.ops.namespace_ops import TimesOp
+
+    op = TimesOp(path="/a", mtime=0, atime=1_600_000_000_000)
+    row = R.edit_row(9, op, 1)
+    assert row["timestamp"] is None
+    assert row["extra"] == {"mtime": "0", "atime": "1600000000000"}
+    cols = R.EditColumns()
+    cols.add(9, op, 1)
+    assert batch_rows_of([cols.batch()]) == [row]
+    assert R.edit_row(3, mkdir(3)[1], 1)["timestamp"] == 3  # a logged time stays

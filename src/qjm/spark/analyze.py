@@ -177,7 +177,25 @@ def _namespace_plots(
                 kind="barh",
             )
         )
-    return plots
+    return [p for p in plots if has_data(p)]
+
+
+def has_data(plot: Plot) -> bool:
+    """Whether a plot shows anything: an empty chart (bytes of a metadata-only namespace,
+    ops over time when no op has a timestamp) is left out of the report."""
+    return bool(plot.labels) and any(v for values in plot.series.values() for v in values)
+
+
+def cut_at_tie(rows: list[list[Any]], top: int, key: int) -> tuple[list[list[Any]], Any]:
+    """The first top rows of rows (sorted by rows[i][key], descending; top + 1 given), less
+    the run of rows tied with the first row left out, so a top list does not end in an
+    arbitrary cut through hundreds of equals; and the tied value (None when no tie was cut).
+    Where every row ties, the first top rows are kept."""
+    if len(rows) <= top:
+        return rows, None
+    tied = rows[top][key]
+    kept = [r for r in rows[:top] if r[key] != tied]
+    return (kept, tied) if kept else (rows[:top], tied)
 
 
 def image_figures(summary: dict[str, Any]) -> dict[str, str]:
@@ -460,7 +478,14 @@ def ops_job(
     )
 
     log("writing the report ...")
-    hot_rows = _rows(hottest.orderBy(F.desc("ops"), "path").limit(top), ["path", "ops", "opcodes"])
+    hot_rows = _rows(
+        hottest.orderBy(F.desc("ops"), "path").limit(top + 1), ["path", "ops", "opcodes"]
+    )
+    hot_rows, tied = cut_at_tie(hot_rows, top, 1)
+    hot_note = "Paths named by the most ops (an op's path, or its source for a rename)."
+    if tied is not None:
+        more = hottest.where(F.col("ops") == tied).count() - sum(r[1] == tied for r in hot_rows)
+        hot_note += f" And {more:,} more paths with {tied:,} ops each."
     time_rows = _rows(over_time, ["time", "opcode", "count"])
     timed_totals: dict[str, int] = {}
     for _, op, n in time_rows:
@@ -489,7 +514,7 @@ def ops_job(
             "ops without a timestamp": summary["without_timestamp"],
         },
     )
-    report.parts += [
+    plots = [
         Plot(
             "Ops by type",
             [r[0] for r in count_rows],
@@ -502,13 +527,11 @@ def ops_job(
             series,
             stacked=True,
         ),
+    ]
+    report.parts += [
+        *(p for p in plots if has_data(p)),
         Table("Ops by type", ["opcode", "count"], count_rows),
-        Table(
-            "Hottest paths",
-            ["path", "ops", "op types"],
-            hot_rows,
-            note="Paths named by the most ops (an op's path, or its source for a rename).",
-        ),
+        Table("Hottest paths", ["path", "ops", "op types"], hot_rows, note=hot_note),
     ]
     write_report(report, out / "report.html")
     summary["seconds"] = round(time.monotonic() - t0, 3)

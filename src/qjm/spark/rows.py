@@ -33,6 +33,10 @@ BATCH_ROWS = 8192
 _PATH_FIELDS = ("path", "src", "trg", "snapshot_root")
 _DEST_FIELDS = ("dst",)
 _TIME_FIELDS = ("timestamp", "mtime", "time")
+# Ops whose times are what a caller set (setTimes: `-put -p`, distcp -pt), not when the op
+# was logged: their `timestamp` is empty and the times go to `extra`, so a report over
+# time places no op at a chosen date.
+_CALLER_TIMES = frozenset({"OP_TIMES"})
 _OWNER_FIELDS = ("username", "owner_name")
 _GROUP_FIELDS = ("groupname", "group_name")
 _MODE_FIELDS = ("mode",)
@@ -78,7 +82,8 @@ def edit_row(txid: int, op: Op, segment_start: int | None = None) -> dict[str, A
     row = _empty_edit_row(txid, op.opcode_name, segment_start)
     row["path"] = _first(d, _PATH_FIELDS)
     row["destination"] = _first(d, _DEST_FIELDS)
-    row["timestamp"] = _first(d, _TIME_FIELDS)
+    caller_times = op.opcode_name in _CALLER_TIMES
+    row["timestamp"] = None if caller_times else _first(d, _TIME_FIELDS)
     perm = d.get("permission_status")
     if perm is not None:
         row["owner"], row["group"] = perm["username"], perm["groupname"]
@@ -101,7 +106,9 @@ def edit_row(txid: int, op: Op, segment_start: int | None = None) -> dict[str, A
     row["extra"] = {
         k: _text(v)
         for k, v in d.items()
-        if k not in _COLUMN_FIELDS and k not in ("txid", "opcode") and v not in (None, [], "")
+        if (k not in _COLUMN_FIELDS or (caller_times and k in _TIME_FIELDS))
+        and k not in ("txid", "opcode")
+        and v not in (None, [], "")
     }
     return row
 
@@ -177,6 +184,7 @@ def _op_shape(cls: type) -> _OpShape:
     if shape is not None:
         return shape
     names = [f.name for f in dataclasses.fields(cls)]
+    caller_times = opcode_name(getattr(cls, "OPCODE", -1)) in _CALLER_TIMES
 
     def one(cands: Sequence[str]) -> str | None:
         return next((c for c in cands if c in names), None)
@@ -184,7 +192,7 @@ def _op_shape(cls: type) -> _OpShape:
     shape = _OpShape(
         path=one(_PATH_FIELDS),
         dest=one(_DEST_FIELDS),
-        time=one(_TIME_FIELDS),
+        time=None if caller_times else one(_TIME_FIELDS),
         owner=one(_OWNER_FIELDS),
         group=one(_GROUP_FIELDS),
         mode=one(_MODE_FIELDS),
@@ -193,7 +201,9 @@ def _op_shape(cls: type) -> _OpShape:
         blocks="blocks" in names,
         add_block="last_block" in names,
         new_length="new_length" in names,
-        extra=tuple(n for n in names if n not in _COLUMN_FIELDS),
+        extra=tuple(
+            n for n in names if n not in _COLUMN_FIELDS or (caller_times and n in _TIME_FIELDS)
+        ),
     )
     _SHAPES[cls] = shape
     return shape
