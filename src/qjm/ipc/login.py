@@ -21,7 +21,7 @@ from qjm.ipc.sasl import (
     set_client_security,
     set_server_security,
 )
-from qjm.security import http
+from qjm.security import http, tls
 from qjm.security.gss import SaslError, acceptor_credentials, initiator_credentials, layers_of
 from qjm.security.policy import (
     ServicePrincipals,
@@ -123,6 +123,7 @@ def login(
 
 def daemon_login(settings: SecuritySettings, role: str, host: str) -> None:
     """Log a daemon of role on host in: its IPC and HTTP servers and clients use Kerberos."""
+    tls.configure(settings)  # its HTTPS clients trust ssl_ca (design §S.13)
     set_server_security(server_security(settings, role, host))
     client = login(settings, role, host)
     if client is None:
@@ -158,6 +159,7 @@ def _http_login(settings: SecuritySettings, client: ClientSecurity) -> http.Http
 @contextlib.contextmanager
 def logged_in(settings: SecuritySettings, ccache: str) -> Iterator[ClientSecurity | None]:
     """This process's IpcClients as the ticket cache's principal while the block runs."""
+    tls.configure(settings)
     saved, conf = client_security(), os.environ.get("KRB5_CONFIG")
     saved_http = http.http_security()
     try:
@@ -173,6 +175,7 @@ def logged_in(settings: SecuritySettings, ccache: str) -> Iterator[ClientSecurit
 
 def user_login(settings: SecuritySettings) -> None:
     """Log a user's command in from the ticket cache; a clear error where it holds none."""
+    tls.configure(settings)  # its HTTPS clients trust ssl_ca (design §S.13)
     try:
         login(settings)
     except SaslError as e:
