@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import ssl
+import urllib.request
 from pathlib import Path
 
-from qjm.cluster.certs import make_certificates
-from qjm.config import SecuritySettings
+import pytest
+
+from qjm.cluster.certs import ClusterTls, make_certificates
+from qjm.config import JournalNodeSettings, SecuritySettings
+from qjm.journalnode.node import JournalNode
 from qjm.security import tls
 
 
@@ -53,3 +58,54 @@ def _handshake(server: ssl.SSLContext, client: ssl.SSLContext, host: str) -> boo
         if done == 2:
             return True
     return False
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> ClusterTls:
+    """One CA and server certificate for the module's nodes (keytool starts a JVM)."""
+    return make_certificates(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.mark.parametrize("policy", ["HTTP_AND_HTTPS", "HTTPS_ONLY"])
+async def test_a_journalnode_serves_the_ports_its_policy_names(
+    tmp_path: Path, certs: ClusterTls, policy: str
+) -> None:
+    """Both ports under HTTP_AND_HTTPS with clients left on http; the TLS port alone under
+    HTTPS_ONLY, reported as the node's fromURL and httpPort (design §S.13)."""
+    security = SecuritySettings(
+        http_policy=policy,
+        ssl_certificate=str(certs.certificate),
+        ssl_private_key=str(certs.private_key),
+        ssl_ca=str(certs.ca),
+    )
+    (tmp_path / "jn").mkdir()
+    node = JournalNode(
+        tmp_path / "jn",
+        ("127.0.0.1", 0),
+        ("127.0.0.1", 0),
+        JournalNodeSettings(sync_enabled=False),
+        https_address=("127.0.0.1", 0),
+        security=security,
+    )
+    await node.start()
+    try:
+        trusted = ssl.create_default_context(cafile=str(certs.ca))
+        url = f"https://localhost:{node.https_port}/status"
+        assert await asyncio.to_thread(_get, url, trusted) == 200
+        if policy == "HTTP_AND_HTTPS":
+            assert await asyncio.to_thread(_get, f"http://127.0.0.1:{node.http_port}/status") == 200
+            assert node.http_url() == f"http://127.0.0.1:{node.http_port}"
+            assert node.client_port() == node.http_port
+        else:
+            assert node.http_port == 0  # never bound
+            assert node.http_url() == f"https://127.0.0.1:{node.https_port}"
+            assert node.client_port() == node.https_port
+            status = await node.node_status()
+            assert status.http_address == f"127.0.0.1:{node.https_port}"
+    finally:
+        await node.stop()
+
+
+def _get(url: str, context: ssl.SSLContext | None = None) -> int:
+    with urllib.request.urlopen(url, timeout=10, context=context) as r:
+        return int(r.status)
