@@ -7,9 +7,11 @@ One open cluster (3 JournalNodes, 2 NameNodes in manual HA, 1 DataNode) made by
 from __future__ import annotations
 
 import json
+import os
 import socket
 import ssl
 import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -228,3 +230,59 @@ def test_hadoops_ssl_factory_reads_the_jmx_with_ssl_client_xml(
     refused = run_java(classes, "HttpsGet", bare, url)
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "SSLHandshakeException" in refused.stdout, refused.stdout
+
+
+def test_spnego_rides_on_tls_in_a_kerberos_cluster(tmp_path: Path) -> None:
+    """Kerberos + HTTPS_ONLY, the secure default of `qjm cluster up` (design §S.13): a
+    user's ticket reads /status through TLS, no ticket gets 401, a user's ticket may not
+    read edits, and the standby tails them with the NameNode's ticket over TLS."""
+    d = tmp_path / "secure"
+    info = cluster_up(
+        d,
+        journalnodes=3,
+        namenodes=2,
+        base_port=free_port_block(2 * 5 + 5),
+        kerberos=True,
+        https=True,
+    )
+    try:
+        ca, kdc = info["tls"]["ca"], info["kdc"]
+        env = {"KRB5_CONFIG": kdc["krb5_conf"], "KRB5CCNAME": f"FILE:{kdc['user_ccache']}"}
+
+        def get(url: str, *extra: str) -> tuple[int, str]:
+            argv = ["curl", "-s", "-o", "-", "-w", "\n%{http_code}", "--max-time", "30"]
+            r = subprocess.run(
+                [*argv, "--cacert", ca, *extra, url],
+                env={**os.environ, **env},
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            body, _, code = r.stdout.rpartition("\n")
+            return int(code or 0), body
+
+        nn1 = https_of(info, "nn1")
+        code, body = get(f"{nn1}/status", "--negotiate", "-u", ":")
+        assert code == 200 and json.loads(body)["ha_state"] == "active", body
+        assert get(f"{nn1}/status")[0] == 401  # TLS alone does not authenticate
+        jn1 = https_of(info, "jn1")
+        code, _ = get(f"{jn1}/getJournal?jid=ns1&segmentTxId=1", "--negotiate", "-u", ":")
+        assert code == 403  # only the NameNodes' and JournalNodes' principals read edits
+        r = subprocess.run(
+            [sys.executable, "-m", "qjm", "dfs", "--config", info["config"], "mkdir", "/s"],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert r.returncode == 0, r.stderr
+
+        def applied(name: str) -> int:
+            code, body = get(f"{https_of(info, name)}/status", "--negotiate", "-u", ":")
+            assert code == 200, body
+            return int(json.loads(body)["last_applied_txid"])
+
+        written = applied("nn1")
+        wait_until("nn2 tails over TLS with SPNEGO", lambda: applied("nn2") >= written, 60)
+    finally:
+        cluster_down(d)
