@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from qjm.cluster.certs import ClusterTls, make_certificates
-from qjm.config import JournalNodeSettings, SecuritySettings
+from qjm.cluster.launcher import https_mode
+from qjm.config import (
+    ClusterConfig,
+    JournalNodeSettings,
+    NameNodeConfig,
+    SecuritySettings,
+    dump_config,
+)
 from qjm.journalnode.node import JournalNode
 from qjm.security import tls
 
@@ -109,3 +116,22 @@ async def test_a_journalnode_serves_the_ports_its_policy_names(
 def _get(url: str, context: ssl.SSLContext | None = None) -> int:
     with urllib.request.urlopen(url, timeout=10, context=context) as r:
         return int(r.status)
+
+
+def test_a_stopped_cluster_starts_as_it_was_made(tmp_path: Path, certs: ClusterTls) -> None:
+    """https=None: HTTPS again where the stopped cluster's config serves it and its CA is
+    kept; plain where it was made (or last started) without (design §S.13)."""
+    assert https_mode(tmp_path, None) is False  # no cluster: plain, as the Python API's default
+    (tmp_path / "tls").mkdir()
+    (tmp_path / "tls" / "ca.pem").write_bytes(certs.ca.read_bytes())
+    nn = NameNodeConfig("nn1", "h:1", "h:2", "/n", https_address="h:3")
+    secure = SecuritySettings(
+        http_policy="HTTPS_ONLY", ssl_certificate="/s", ssl_private_key="/k", ssl_ca="/c"
+    )
+    toml = tmp_path / "cluster.toml"
+    toml.write_text(dump_config(ClusterConfig(namenodes={"nn1": nn}, security=secure)))
+    assert https_mode(tmp_path, None) is True
+    assert https_mode(tmp_path, False) is False  # asked: as asked
+    toml.write_text(dump_config(ClusterConfig(namenodes={"nn1": nn})))  # started --no-https
+    assert https_mode(tmp_path, None) is False
+    assert https_mode(tmp_path, True) is True

@@ -35,6 +35,7 @@ from qjm.cluster.process import (
     wait_ready,
 )
 from qjm.config import (
+    HTTP_ONLY,
     HTTPS_ONLY,
     JN_HTTP_PORT,
     JN_RPC_PORT,
@@ -633,8 +634,15 @@ def kerberos_mode(directory: Path, kerberos: bool | None) -> bool:
 
 
 def made_with_https(directory: Path) -> bool:
-    """Whether the cluster in directory was made with HTTPS (its CA is in DIR/tls)."""
-    return (directory / TLS_DIR / "ca.pem").exists()
+    """Whether the stopped cluster in directory serves HTTPS: its CA is in DIR/tls and its
+    cluster.toml's http_policy is not HTTP_ONLY (a config that does not load: no)."""
+    toml_path = directory / CLUSTER_TOML
+    if not ((directory / TLS_DIR / "ca.pem").exists() and toml_path.exists()):
+        return False
+    try:
+        return load_config(toml_path).security.http_policy != HTTP_ONLY
+    except ConfigError:
+        return False  # _ports_for names what is wrong with it
 
 
 def https_mode(directory: Path, https: bool | None) -> bool:
