@@ -87,6 +87,11 @@ def test_every_daemon_answers_over_tls_with_the_clusters_ca(cluster: dict[str, A
         assert st.get("name", st.get("rpc_address")), st
     assert status(cluster, "nn1")["ha_state"] == "active"
     assert status(cluster, "dn1")["name"] == "dn1"
+    # the DataNode registers its HTTPS port (DatanodeID's infoSecurePort) with the NameNodes
+    rows = wait_until(
+        "dn1 registers with nn1", lambda: status(cluster, "nn1")["datanodes"], timeout_s=60
+    )
+    assert [row["https_address"] for row in rows] == [cfg.datanodes["dn1"].https_address]
     assert "ns1" in status(cluster, "jn1")["journals"]
 
 
