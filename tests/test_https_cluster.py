@@ -291,3 +291,30 @@ def test_spnego_rides_on_tls_in_a_kerberos_cluster(tmp_path: Path) -> None:
         wait_until("nn2 tails over TLS with SPNEGO", lambda: applied("nn2") >= written, 60)
     finally:
         cluster_down(d)
+
+
+def test_spark_sources_read_edits_and_an_image_over_tls_with_ssl_ca(
+    cluster: dict[str, Any], tmp_path: Path
+) -> None:
+    """qjm-edits' executors fetch segments from the JournalNodes' HTTPS ports, trusting
+    the sslCa option's CA, and refuse them without it; qjm-image downloads over TLS."""
+    from qjm.spark.session import build_session
+
+    spark = build_session("local[1]", "qjm-https", conf={"spark.sql.shuffle.partitions": "1"})
+    try:
+        ca = cluster["tls"]["ca"]
+        edits = spark.read.format("qjm-edits")
+        # first without the CA: an executor's Python worker starts out trusting no one
+        with pytest.raises(Exception, match="certificate verify failed"):
+            edits.load(cluster["shared_edits"]).count()
+        rows = edits.option("sslCa", ca).load(cluster["shared_edits"]).collect()
+        assert any(r.opcode == "OP_START_LOG_SEGMENT" for r in rows), rows[:5]
+        image = (
+            spark.read.format("qjm-image")
+            .option("sslCa", ca)
+            .option("downloadDir", str(tmp_path))
+            .load(https_of(cluster, "nn1"))
+        )
+        assert image.filter("path = '/'").count() == 1
+    finally:
+        spark.stop()
