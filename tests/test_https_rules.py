@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from pathlib import Path
 from typing import Any
 
@@ -173,3 +174,10 @@ def test_a_missing_certificate_is_named(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="none.pem: no such file"):
         tls.server_context(security)
+
+
+def test_a_missing_ca_is_named_at_configure(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"security.ssl_ca: .*nope.pem: no such file"):
+        tls.configure(SecuritySettings(ssl_ca=str(tmp_path / "nope.pem")))
+    tls.configure(SecuritySettings())  # back to the system's CAs
+    assert tls.client_context().verify_mode == ssl.CERT_REQUIRED

@@ -283,7 +283,7 @@ class DataNode:
         if tls.serves_https(policy):
             where = format_address(self.https_host, self.https_port)
             try:
-                context = tls.server_context(self.cfg.security)
+                context = await asyncio.to_thread(tls.server_context, self.cfg.security)
                 self._https_server = await loop.create_server(
                     factory, self.https_host, self.https_port, reuse_address=True, ssl=context
                 )

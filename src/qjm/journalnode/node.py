@@ -624,7 +624,7 @@ class JournalNode:
                 if self.http_port == 0:
                     self.http_port = int(self._http_server.sockets[0].getsockname()[1])
             if tls.serves_https(policy):
-                context = tls.server_context(self.security)
+                context = await asyncio.to_thread(tls.server_context, self.security)
                 try:
                     self._https_server = await loop.create_server(
                         factory, self.https_host, self.https_port, reuse_address=True, ssl=context

@@ -1299,7 +1299,7 @@ class NameNode:
                 self.http_port = int(self._http_server.sockets[0].getsockname()[1])
         if tls.serves_https(policy):
             try:
-                context = tls.server_context(self.cfg.security)
+                context = await asyncio.to_thread(tls.server_context, self.cfg.security)
                 self._https_server = await loop.create_server(
                     runner.server, self.https_host, self.https_port, reuse_address=True, ssl=context
                 )

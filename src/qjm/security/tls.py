@@ -115,25 +115,33 @@ _client: ssl.SSLContext | None = None
 
 
 def configure(settings: SecuritySettings) -> None:
-    """Make this process's HTTPS clients trust settings.ssl_ca (read on first use)."""
+    """Make this process's HTTPS clients trust settings.ssl_ca, read now (at login, before
+    any event loop needs it): a CA that does not load is a ConfigError naming the key."""
     global _ca, _client
     with _lock:
-        if settings.ssl_ca != _ca:
-            _ca, _client = settings.ssl_ca, None
+        if settings.ssl_ca != _ca or (settings.ssl_ca and _client is None):
+            # the system's CAs are loaded on first use: a plain cluster never pays for them
+            _client = _client_context(settings.ssl_ca) if settings.ssl_ca else None
+            _ca = settings.ssl_ca
 
 
 def client_context() -> ssl.SSLContext:
-    """The process's one client SSLContext: verifies servers against ssl_ca and host names."""
+    """The process's one client SSLContext: verifies servers against ssl_ca and host names
+    (the system's CAs in a process never configured)."""
     global _client
     with _lock:
         if _client is None:
-            try:
-                _client = ssl.create_default_context(cafile=_ca or None)
-            except FileNotFoundError:
-                raise ConfigError(f"security.ssl_ca: {_ca}: no such file") from None
-            except (ssl.SSLError, OSError) as e:
-                raise ConfigError(f"security.ssl_ca: {_ca} is not a PEM CA ({e})") from None
+            _client = _client_context(_ca)
         return _client
+
+
+def _client_context(ca: str) -> ssl.SSLContext:
+    if ca and not os.path.isfile(ca):
+        raise ConfigError(f"security.ssl_ca: {ca}: no such file")
+    try:
+        return ssl.create_default_context(cafile=ca or None)
+    except (ssl.SSLError, OSError) as e:
+        raise ConfigError(f"security.ssl_ca: {ca} is not a PEM CA ({e})") from None
 
 
 def connector() -> Any:
