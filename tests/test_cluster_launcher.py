@@ -137,10 +137,10 @@ def test_cluster_up_refuses_a_busy_namenode_port_before_starting_anything(tmp_pa
 
 @pytest.mark.slow
 def test_cluster_up_is_secure_by_default_and_stays_so(tmp_path: Path) -> None:
-    """A new DIR gets a Kerberos cluster (design §S.4); started again it keeps it, and
-    --insecure cannot open it up."""
+    """A new DIR gets a Kerberos cluster (design §S.4) serving HTTPS only (§S.13); started
+    again it keeps both, with the same CA, and --insecure cannot open it up."""
     d = tmp_path / "secure"
-    base = free_port_block(2)
+    base = free_port_block(3)  # jn1's RPC and HTTP ports, then its HTTPS port
     args = (
         "cluster", "up", "--dir", str(d), "--journalnodes", "1", "--namenodes", "0",
         "--base-port", str(base),
@@ -151,7 +151,13 @@ def test_cluster_up_is_secure_by_default_and_stays_so(tmp_path: Path) -> None:
         cluster = read_json((d / "cluster.json").read_text())
         kdc = cluster["kdc"]
         assert pid_alive(kdc["pid"])
-        assert load_config(d / "cluster.toml").security.kerberos
+        security = load_config(d / "cluster.toml").security
+        assert security.kerberos and security.http_policy == "HTTPS_ONLY"
+        assert cluster["jn1"]["scheme"] == "https"
+        assert cluster["jn1"]["http"] == f"127.0.0.1:{base + 2}"
+        assert cluster["tls"]["ca"] == security.ssl_ca == str(d / "tls" / "ca.pem")
+        ca = Path(security.ssl_ca).read_bytes()
+        assert f"curl --cacert {security.ssl_ca}" in up.stdout
         assert f"kinit -kt {kdc['user_keytab']} {kdc['user_principal']}" in up.stdout
         assert f"export KRB5CCNAME=FILE:{kdc['user_ccache']}" in up.stdout
         # a stranger's plain connection to the JournalNode is refused as HDFS refuses it
@@ -171,7 +177,10 @@ def test_cluster_up_is_secure_by_default_and_stays_so(tmp_path: Path) -> None:
     again = run_qjm(*args, timeout=120)
     assert again.returncode == 0, again.stderr
     try:
-        assert read_json((d / "cluster.json").read_text())["kdc"]["realm"] == kdc["realm"]
+        again_cluster = read_json((d / "cluster.json").read_text())
+        assert again_cluster["kdc"]["realm"] == kdc["realm"]
+        assert again_cluster["jn1"]["scheme"] == "https"  # type: ignore[index]
+        assert (d / "tls" / "ca.pem").read_bytes() == ca  # the same CA, not a new one
     finally:
         assert run_qjm("cluster", "down", "--dir", str(d)).returncode == 0
 

@@ -68,6 +68,7 @@ def test_demo_once_fails_over_keeps_every_acknowledged_op_and_stops_everything(
     try:
         cluster = wait_cluster_json(directory / "cluster.json", proc, deadline)
         assert "kdc" in cluster, cluster  # secure by default (design §S.4)
+        assert cluster["tls"]["http_policy"] == "HTTPS_ONLY", cluster  # and HTTPS (§S.13)
         pids = {name: int(cluster[name]["pid"]) for name in (*DAEMONS, "kdc")}
         code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
     finally:
@@ -86,6 +87,10 @@ def test_demo_once_fails_over_keeps_every_acknowledged_op_and_stops_everything(
     assert code == 0, text
     assert re.search(r"Kerberos: realm \S+; every RPC encrypted", text), text
     assert "export KRB5CCNAME=FILE:" in text, text
+    # the status URLs it prints are HTTPS, with the cluster's CA for curl (design §S.13)
+    assert re.search(
+        r"curl --negotiate -u : --cacert \S+ca\.pem https://localhost:\d+/status", text
+    )
     failover = re.search(r"failover time: (\d+\.\d+) s", text)
     assert failover, text
     assert 0 < float(failover.group(1)) < 60, text

@@ -123,6 +123,7 @@ class JournalNodeConfig:
     rpc_address: str
     http_address: str
     edits_dir: str
+    https_address: str = ""  # dfs.journalnode.https-address; "" none (design §S.13)
 
 
 @dataclass(frozen=True)
@@ -331,6 +332,7 @@ class DataNodeConfig:
     ipc_address: str  # ClientDatanodeProtocol (dfs.datanode.ipc.address, 9867)
     http_address: str  # status and metrics (dfs.datanode.http.address, 9864)
     data_dirs: str  # dfs.datanode.data.dir
+    https_address: str = ""  # dfs.datanode.https.address; "" none (design §S.13)
 
     def dirs(self) -> list[str]:
         """The data directories, in order."""
@@ -419,6 +421,9 @@ class FailoverControllerSettings:
 
 AUTHENTICATIONS = ("simple", "kerberos")
 RPC_PROTECTIONS = ("authentication", "integrity", "privacy")
+# dfs.http.policy (design §S.13): which of a daemon's HTTP ports it serves
+HTTP_ONLY, HTTPS_ONLY, HTTP_AND_HTTPS = "HTTP_ONLY", "HTTPS_ONLY", "HTTP_AND_HTTPS"
+HTTP_POLICIES = (HTTP_ONLY, HTTPS_ONLY, HTTP_AND_HTTPS)
 
 
 @dataclass(frozen=True)
@@ -459,9 +464,29 @@ class SecuritySettings:
     delegation_token_max_lifetime_ms: int = 7 * 86_400_000
     delegation_token_renew_interval_ms: int = 86_400_000
     delegation_key_update_interval_ms: int = 86_400_000
+    # HTTPS (design §S.13): dfs.http.policy (HTTP_ONLY, HTTPS_ONLY or HTTP_AND_HTTPS); the
+    # PEM certificate chain and private key every daemon's HTTPS port presents (HDFS: the
+    # keystore of ssl-server.xml); the PEM CA our HTTP clients trust (HDFS: ssl-client.xml's
+    # truststore), "" for the system's
+    http_policy: str = HTTP_ONLY
+    ssl_certificate: str = ""
+    ssl_private_key: str = ""
+    ssl_ca: str = ""
 
     def __post_init__(self) -> None:
         """Refuse an unknown mode, or Kerberos without a realm, naming the key."""
+        if self.http_policy not in HTTP_POLICIES:
+            raise ConfigError(
+                f"security.http_policy: {self.http_policy!r} is not one of "
+                + ", ".join(HTTP_POLICIES)
+            )
+        if self.http_policy != HTTP_ONLY:
+            for key in ("ssl_certificate", "ssl_private_key"):
+                if not getattr(self, key):
+                    raise ConfigError(
+                        f"security.{key}: http_policy {self.http_policy} serves HTTPS and "
+                        "needs the PEM file of the servers' certificate and private key"
+                    )
         for key in ("block_key_update_interval_min", "block_token_lifetime_min"):
             if getattr(self, key) <= 0:
                 raise ConfigError(f"security.{key}: must be positive, got {getattr(self, key)}")
@@ -538,6 +563,7 @@ class NameNodeConfig:
     http_address: str
     name_dir: str
     zkfc_address: str = ""  # host:port of its ZKFC; "" is the RPC host and [zkfc] port
+    https_address: str = ""  # dfs.namenode.https-address.<ns>.<nn>; "" none (design §S.13)
 
 
 @dataclass(frozen=True)
@@ -580,6 +606,19 @@ class ClusterConfig:
                 f"zookeeper.session_timeout_ms ({session}): an active must lose its lease "
                 "before ZooKeeper hands its role to the other NameNode (docs/design.md §N.1)"
             )
+        if self.security.http_policy != HTTP_ONLY:  # each node needs its HTTPS port (§S.13)
+            nodes: list[tuple[str, Any]] = [
+                *((f"journalnodes.{n}", c) for n, c in self.journalnodes.items()),
+                *((f"namenodes.{n}", c) for n, c in self.namenodes.items()),
+                *((f"datanodes.{n}", c) for n, c in self.datanodes.items()),
+            ]
+            for section, node in nodes:
+                if not node.https_address:
+                    raise ConfigError(
+                        f"{section}.https_address: security.http_policy = "
+                        f"{self.security.http_policy} serves HTTPS and needs this node's "
+                        "host:port for it"
+                    )
 
     def active_lease_ms(self) -> int:
         """The active's lease (design §N.1): as set, else half the ZooKeeper session timeout."""
@@ -706,6 +745,8 @@ def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> ClusterCon
         jn = _build(JournalNodeConfig, f"journalnodes.{name}", table, {"name": name})
         parse_address(jn.rpc_address, f"journalnodes.{name}.rpc_address")
         parse_address(jn.http_address, f"journalnodes.{name}.http_address")
+        if jn.https_address:
+            parse_address(jn.https_address, f"journalnodes.{name}.https_address")
         if not Path(jn.edits_dir).is_absolute():
             raise ConfigError(
                 f"journalnodes.{name}.edits_dir: {jn.edits_dir!r} is not an absolute path"
@@ -719,6 +760,8 @@ def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> ClusterCon
         nn = _build(NameNodeConfig, f"namenodes.{name}", table, {"name": name})
         parse_address(nn.rpc_address, f"namenodes.{name}.rpc_address")
         parse_address(nn.http_address, f"namenodes.{name}.http_address")
+        if nn.https_address:
+            parse_address(nn.https_address, f"namenodes.{name}.https_address")
         if nn.zkfc_address:
             parse_address(nn.zkfc_address, f"namenodes.{name}.zkfc_address")
         if not Path(nn.name_dir).is_absolute():
@@ -730,7 +773,9 @@ def config_from_dict(data: dict[str, Any], source: str = "<dict>") -> ClusterCon
         raise ConfigError(f"{source}: [datanodes] must hold one table per DataNode")
     for name, table in tables.items():
         dn = _build(DataNodeConfig, f"datanodes.{name}", table, {"name": name})
-        for key in ("transfer_address", "ipc_address", "http_address"):
+        for key in ("transfer_address", "ipc_address", "http_address", "https_address"):
+            if key == "https_address" and not dn.https_address:
+                continue
             parse_address(getattr(dn, key), f"datanodes.{name}.{key}")
         if not dn.dirs():
             raise ConfigError(f"datanodes.{name}.data_dirs names no directory")
@@ -825,6 +870,8 @@ def dump_config(cfg: ClusterConfig) -> str:
             f"{k} = {_toml_value(getattr(jn, k))}"
             for k in ("rpc_address", "http_address", "edits_dir")
         ]
+        if jn.https_address:
+            lines.append(f"https_address = {_toml_value(jn.https_address)}")
     lines += ["", "[qjournal]"]
     lines += [
         f"{f.name} = {_toml_value(getattr(cfg.qjournal, f.name))}" for f in fields(cfg.qjournal)
@@ -841,6 +888,8 @@ def dump_config(cfg: ClusterConfig) -> str:
         ]
         if nn.zkfc_address:
             lines.append(f"zkfc_address = {_toml_value(nn.zkfc_address)}")
+        if nn.https_address:
+            lines.append(f"https_address = {_toml_value(nn.https_address)}")
     for section in ("zookeeper", "zkfc", "datanode", "security"):
         settings = getattr(cfg, section)
         lines += ["", f"[{section}]"]
@@ -855,6 +904,8 @@ def dump_config(cfg: ClusterConfig) -> str:
             f"{k} = {_toml_value(getattr(dn, k))}"
             for k in ("transfer_address", "ipc_address", "http_address", "data_dirs")
         ]
+        if dn.https_address:
+            lines.append(f"https_address = {_toml_value(dn.https_address)}")
     for proxy in cfg.proxyusers.values():
         lines += ["", f"[proxyusers.{proxy.name}]"]
         lines += [f"{k} = {_toml_value(getattr(proxy, k))}" for k in ("users", "groups", "hosts")]

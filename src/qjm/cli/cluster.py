@@ -17,6 +17,7 @@ from qjm.cluster.launcher import (
     MAX_NAMENODES,
     cluster_down,
     cluster_up,
+    daemon_url,
     daemons_of,
     datanode_liveness,
     datanode_status,
@@ -29,6 +30,7 @@ from qjm.cluster.zookeeper import server_mode
 from qjm.config import load_config
 from qjm.ipc.login import logged_in
 from qjm.protocol.status import problem_lines
+from qjm.security import tls
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -92,6 +94,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="an open cluster as HDFS's default: no KDC, every caller is the user it claims "
         "(anyone on this machine can act as the superuser)",
     )
+    up.add_argument(
+        "--https",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve every daemon's HTTP port over TLS only (dfs.http.policy HTTPS_ONLY) with a "
+        "certificate of the cluster's own CA in DIR/tls; the default with Kerberos for a new "
+        "DIR, --no-https plain HTTP",
+    )
     up.add_argument("--json", action="store_true", help="print cluster.json")
     up.set_defaults(func=run_up)
 
@@ -138,6 +148,7 @@ def run_up(args: argparse.Namespace) -> int:
         zookeeper_members=args.zookeeper_members,
         datanodes=args.datanodes,
         kerberos=up_kerberos(args.dir, kerberos=args.kerberos, insecure=args.insecure),
+        https=up_https(args.dir, https=args.https, insecure=args.insecure),
     )
     if args.json:
         print(json.dumps(cluster, indent=2))
@@ -180,7 +191,7 @@ def run_up(args: argparse.Namespace) -> int:
             "(`--datanodes 3` to store them)"
         )
         for name in active:
-            print(f"active:       {name} http://{daemons[name]['http']}/")
+            print(f"active:       {name} {daemon_url(daemons[name])}/")
     if kdc := cluster.get("kdc"):
         print(f"kerberos:     realm {kdc['realm']}, KDC {kdc['rpc']}; you are logged in as")
         print(f"              {kdc.get('user_principal', 'your user')}; to use the cluster:")
@@ -191,6 +202,9 @@ def run_up(args: argparse.Namespace) -> int:
             print("              (again when the ticket expires, after 24 hours)")
         print(f"              Java clients: -Djava.security.krb5.conf={kdc['krb5_conf']}")
         print("              (an open cluster: `qjm cluster up --insecure` in another --dir)")
+    if tls_info := cluster.get("tls"):
+        print(f"https:        {tls_info['http_policy']}; the cluster's CA is {tls_info['ca']}")
+        print(f"              e.g. curl --cacert {tls_info['ca']} <URL above>/status")
     return 0
 
 
@@ -204,8 +218,18 @@ def up_kerberos(directory: Path, *, kerberos: bool, insecure: bool) -> bool | No
     return None if (directory / CLUSTER_JSON).exists() else True
 
 
+def up_https(directory: Path, *, https: bool | None, insecure: bool) -> bool | None:
+    """The launcher's https argument for cluster up's flags: HTTPS_ONLY by default with
+    Kerberos (design §S.13), a stopped cluster as it was made, --insecure plain HTTP."""
+    if https is not None:
+        return https
+    if insecure:
+        return False
+    return None if (directory / CLUSTER_JSON).exists() else True
+
+
 def _url(d: dict[str, Any]) -> str:
-    return f"http://{d['http']}/" if d.get("http") else "-"
+    return f"{daemon_url(d)}/" if d.get("http") else "-"
 
 
 def _role(d: dict[str, Any]) -> str:
@@ -226,6 +250,8 @@ def cluster_status(directory: Path) -> dict[str, Any]:
     """Process, HA and journal state of every daemon of a cluster."""
     cluster = read_cluster(directory.resolve())
     kdc = cluster.get("kdc")
+    if cluster.get("tls"):  # its DataNodes' /status over HTTPS, trusting its CA (§S.13)
+        tls.configure(load_config(cluster["config"]).security)
     if not kdc:
         return _cluster_status(cluster)
     with logged_in(load_config(cluster["config"]).security, kdc["admin_ccache"]):
@@ -249,7 +275,7 @@ def _cluster_status(cluster: dict[str, Any]) -> dict[str, Any]:
     for d in daemons.values():
         if d.get("kind") != "datanode":
             continue
-        shown = datanode_status(d["http"]) if d["running"] else {}
+        shown = datanode_status(daemon_url(d)) if d["running"] else {}
         volumes = shown.get("volumes") or []
         d["namenode_view"] = live.get(d.get("transfer", ""), "unknown" if active else "no active")
         d["capacity"] = sum(v.get("capacity") or 0 for v in volumes)

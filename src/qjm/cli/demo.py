@@ -816,9 +816,11 @@ def print_next_steps(
     def url(e: dict[str, Any], path: str = "") -> str:
         # SPNEGO: a browser or curl asks for a ticket to HTTP/localhost, every port's principal
         host = e["http"].replace("127.0.0.1", "localhost") if kdc else e["http"]
-        return f"http://{host}/{path}"
+        return f"{e.get('scheme') or 'http'}://{host}/{path}"
 
     curl = "curl --negotiate -u : " if kdc else "curl "
+    if tls_info := cluster.get("tls"):  # HTTPS: trust the cluster's own CA (design §S.13)
+        curl += f"--cacert {_shown(Path(tls_info['ca']))} "
     for name, e in nns.items():
         note = " (killed)" if out is not None and name == out.killed else ""
         rows.append((f"status page of {name}", f"{url(e)}{note}"))
@@ -937,6 +939,7 @@ def run(
             base_port=base_port,
             datanodes=DEFAULT_DATANODES,
             kerberos=not insecure,
+            https=not insecure,  # secure by default: HTTPS_ONLY too (design §S.13)
         )
         jvm_options = log_in_as_user(cluster)
         if kdc := cluster.get("kdc"):

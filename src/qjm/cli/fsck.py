@@ -21,6 +21,7 @@ from qjm.ipc.login import user_login
 from qjm.namenode import fsck as report
 from qjm.namenode.client import NameNodeClient
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
+from qjm.security import tls
 from qjm.security.http import client_middlewares
 
 FLAGS = {  # command-line flag -> the servlet's query key (DFSck's)
@@ -85,7 +86,8 @@ def run_fsck(args: argparse.Namespace) -> int:
     user_login(cfg.security)
     if not cfg.namenodes:
         raise ConfigError(f"{args.config} configures no [namenodes.*]")
-    http_of = {nn.rpc_address: nn.http_address for nn in cfg.namenodes.values()}
+    # each NameNode's URL, https under HTTPS_ONLY (design §S.13)
+    http_of = {nn.rpc_address: tls.node_url(cfg.security, nn) for nn in cfg.namenodes.values()}
     user = args.user or getpass.getuser()
     flags = {k: bool(getattr(args, k)) for k in FLAGS}
 
@@ -93,13 +95,15 @@ def run_fsck(args: argparse.Namespace) -> int:
         async with NameNodeClient(list(http_of), user=user, timeout=30.0) as client:
             await client.call("msync", cn.MsyncRequestProto())  # finds the active
             active = client.current
-        url = f"http://{http_of[active]}/fsck?{fsck_query(args.path, user, flags)}"
+        url = f"{http_of[active]}/fsck?{fsck_query(args.path, user, flags)}"
         print(f"Connecting to namenode via {url}", file=sys.stderr)
         last = ""
         timeout = aiohttp.ClientTimeout(total=args.timeout)
         try:
             async with (
-                aiohttp.ClientSession(timeout=timeout, middlewares=client_middlewares()) as s,
+                aiohttp.ClientSession(
+                    timeout=timeout, middlewares=client_middlewares(), connector=tls.connector()
+                ) as s,
                 s.get(url) as resp,
             ):
                 if resp.status != 200:

@@ -11,6 +11,7 @@ from qjm.config import (
     JN_HTTP_PORT,
     JN_RPC_PORT,
     JournalNodeSettings,
+    SecuritySettings,
     check_sync_interval,
     load_config,
     parse_address,
@@ -44,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     """Start the JournalNode and serve until SIGTERM."""
     setup_logging(f"journalnode{'-' + args.name if args.name else ''}", args.log_level)
     settings = JournalNodeSettings()
+    security = SecuritySettings()
+    https: tuple[str, int] | None = None
     peers: list[str] = []
     if args.config:
         if not args.name:
@@ -52,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
         jn = cfg.journalnode_named(args.name)
         edits_dir, rpc, http = jn.edits_dir, jn.rpc_address, jn.http_address
         settings = cfg.journalnode
+        security = cfg.security
+        if jn.https_address:
+            https = parse_address(jn.https_address, f"journalnodes.{jn.name}.https_address")
         peers = [o.rpc_address for o in cfg.journalnodes.values() if o.name != jn.name]
         daemon_login(
             cfg.security, "journalnode", parse_address(rpc, "rpc_address")[0], cfg.proxyusers
@@ -73,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
         parse_address(http, "--http-address", JN_HTTP_PORT),
         settings,
         peers=peers,
+        https_address=https,
+        security=security,
     )
     ready = Path(args.ready_file) if args.ready_file else None
     runtime.run(serve_forever(node, ready))

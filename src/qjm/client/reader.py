@@ -35,6 +35,7 @@ from qjm.editlog.segments import txid_run
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.qjournal import journal_id
 from qjm.protocol.urls import get_journal_url
+from qjm.security import tls
 from qjm.security.http import client_middlewares
 
 log = logging.getLogger("qjm.client.reader")
@@ -124,13 +125,17 @@ class QuorumJournalReader:
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=None, connect=t, sock_read=t),
                 middlewares=client_middlewares(),  # SPNEGO under Kerberos (design §S.5)
+                connector=tls.connector(),  # https verified against ssl_ca (design §S.13)
             )
         return self._session
 
-    def _base_url(self, client: JournalNodeClient, http_port: int) -> str:
+    def _base_url(self, client: JournalNodeClient, http_port: int, from_url: str = "") -> str:
+        """The node's RPC host and reported HTTP port, in the scheme of its fromURL (https
+        under HTTPS_ONLY, design §S.13), as HDFS's IPCLoggerChannel."""
         host, _ = parse_address(client.address, "JournalNode address")
         host = f"[{host}]" if ":" in host else host
-        return f"http://{host}:{http_port}"
+        scheme = "https" if from_url.startswith("https://") else "http"
+        return f"{scheme}://{host}:{http_port}"
 
     # -- manifests and streams ----------------------------------------------------------------
     async def _ask_all(
@@ -183,7 +188,7 @@ class QuorumJournalReader:
                 seg.in_progress,
                 tuple(
                     get_journal_url(
-                        self._base_url(c, answers[c].http_port),
+                        self._base_url(c, answers[c].http_port, answers[c].from_url),
                         self.uri.jid,
                         seg.start,
                         in_progress_ok=seg.in_progress,

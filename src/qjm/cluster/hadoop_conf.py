@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from qjm.config import ClusterConfig
+from qjm.cluster.certs import ClusterTls
+from qjm.config import HTTP_ONLY, ClusterConfig
 from qjm.security.principal import KerberosName
 
 HADOOP_CONF = "hadoop-conf"
@@ -104,6 +105,17 @@ def hdfs_site(cfg: ClusterConfig) -> dict[str, str]:
         **FAST_FAILOVER,
     }
     sec = cfg.security
+    if sec.http_policy != HTTP_ONLY:  # HTTPS on the HTTP ports (design §S.13)
+        props["dfs.http.policy"] = sec.http_policy
+        for name, nn in cfg.namenodes.items():
+            props[f"dfs.namenode.https-address.{ns}.{name}"] = nn.https_address
+        # per-daemon keys in HDFS; a client config names the first node's
+        for key, nodes in (
+            ("dfs.journalnode.https-address", list(cfg.journalnodes.values())),
+            ("dfs.datanode.https.address", list(cfg.datanodes.values())),
+        ):
+            if nodes and nodes[0].https_address:
+                props[key] = nodes[0].https_address
     props["dfs.block.access.token.enable"] = str(sec.block_tokens).lower()  # design §S.9
     if sec.data_transfer_protection.strip():  # SASL on data transfer (design §S.12)
         props["dfs.data.transfer.protection"] = sec.data_transfer_protection
@@ -150,8 +162,18 @@ def read_site(path: Path) -> dict[str, str]:
     return out
 
 
-def write_hadoop_conf(directory: Path, cfg: ClusterConfig) -> Path:
-    """Write DIR/hadoop-conf/{core-site.xml, hdfs-site.xml, log4j*.properties}; return the dir."""
+def ssl_client(certs: ClusterTls) -> dict[str, str]:
+    """ssl-client.xml's properties: the truststore Hadoop's SSLFactory (Mode.CLIENT) trusts."""
+    return {
+        "ssl.client.truststore.location": str(certs.truststore),
+        "ssl.client.truststore.password": certs.truststore_password(),
+        "ssl.client.truststore.type": "pkcs12",
+    }
+
+
+def write_hadoop_conf(directory: Path, cfg: ClusterConfig, certs: ClusterTls | None = None) -> Path:
+    """Write DIR/hadoop-conf/{core-site.xml, hdfs-site.xml, log4j*.properties} and, for an
+    HTTPS cluster, ssl-client.xml; return the dir."""
     conf = directory / HADOOP_CONF
     conf.mkdir(parents=True, exist_ok=True)
     files = {
@@ -160,6 +182,10 @@ def write_hadoop_conf(directory: Path, cfg: ClusterConfig) -> Path:
         "log4j.properties": LOG4J_PROPERTIES,
         "log4j2.properties": LOG4J2_PROPERTIES,
     }
+    if certs is not None:
+        files["ssl-client.xml"] = render_site(ssl_client(certs))
+    else:
+        (conf / "ssl-client.xml").unlink(missing_ok=True)
     for name, text in files.items():
         tmp = conf / f".{name}.tmp"
         tmp.write_text(text)

@@ -15,11 +15,13 @@ import random
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+from qjm.cluster.certs import TLS_DIR, ClusterTls, make_certificates
 from qjm.cluster.hadoop_conf import write_hadoop_conf
 from qjm.cluster.kdc import Kdc
 from qjm.cluster.process import (
@@ -33,6 +35,8 @@ from qjm.cluster.process import (
     wait_ready,
 )
 from qjm.config import (
+    HTTP_ONLY,
+    HTTPS_ONLY,
     JN_HTTP_PORT,
     JN_RPC_PORT,
     NN_HTTP_PORT,
@@ -53,6 +57,7 @@ from qjm.config import (
 )
 from qjm.errors import ConfigError, QjmError
 from qjm.ipc.login import logged_in
+from qjm.security import tls
 from qjm.security.gss import SaslError
 from qjm.security.http import negotiate_headers
 from qjm.security.principal import KerberosName, canonical_host
@@ -262,16 +267,20 @@ async def datanode_liveness(address: str, rpc_timeout_s: float = 5.0) -> dict[st
     return out
 
 
-def datanode_status(http: str, timeout: float = 2.0) -> dict[str, Any]:
-    """A DataNode's /status JSON, or {} when it does not answer."""
-    import urllib.request
+def daemon_url(entry: dict[str, Any]) -> str:
+    """The base URL of a cluster.json daemon's HTTP server (https under HTTPS_ONLY, §S.13)."""
+    return f"{entry.get('scheme') or 'http'}://{entry['http']}"
 
+
+def datanode_status(http: str, timeout: float = 2.0) -> dict[str, Any]:
+    """A DataNode's /status JSON (http is host:port or a base URL), or {} when it does not
+    answer."""
+    url = tls.base_url(http)
     try:
-        headers = negotiate_headers(http.rpartition(":")[0])
-        request = urllib.request.Request(f"http://{http}/status", headers=headers)
-        with urllib.request.urlopen(request, timeout=timeout) as r:
+        host = urllib.parse.urlsplit(url).hostname or "localhost"
+        with tls.urlopen(f"{url}/status", timeout, negotiate_headers(host)) as r:
             data = json.loads(r.read())
-    except (OSError, ValueError, SaslError):
+    except (OSError, ValueError, SaslError, ConfigError):
         return {}
     return data if isinstance(data, dict) else {}
 
@@ -305,6 +314,7 @@ def cluster_up(
     kerberos: bool | None = None,
     rpc_protection: str = "privacy",
     proxyusers: dict[str, ProxyUserConfig] | None = None,
+    https: bool | None = None,
 ) -> dict[str, Any]:
     """Start the daemons, write cluster.toml and cluster.json, return once all answer.
 
@@ -326,6 +336,10 @@ def cluster_up(
     (authentication, integrity or privacy, design §S.8), and its dfs.data.transfer.protection
     (design §S.12). proxyusers: who may act for whom (design §S.14); None keeps the stopped
     cluster's, else none.
+    https True: every daemon serves its HTTP port over TLS only
+    (dfs.http.policy HTTPS_ONLY) with a certificate of the cluster's own CA in DIR/tls, and
+    hadoop-conf tells Java clients to trust it (design §S.13); None: as the stopped cluster
+    in directory was made, else plain HTTP.
     """
     if journalnodes < 1:
         raise LaunchError("a cluster needs at least one JournalNode")
@@ -364,27 +378,43 @@ def cluster_up(
                 f"stop it first with `qjm cluster down --dir {directory}`"
             )
     kerberos = kerberos_mode(directory, kerberos)
+    https = https_mode(directory, https)
     members = zookeeper_members if zookeeper else 0
     plan = _ports_for(directory, journalnodes, namenodes, members, base_port, datanodes)
+    # the HTTPS port of each node (design §S.13): only the one a client uses listens
+    secure = _https_ports(directory, plan, base_port) if https else {}
+
+    def https_of(name: str) -> str:
+        return f"{HOST}:{secure[name]}" if name in secure else ""
+
     jns: dict[str, JournalNodeConfig] = {}
     nns: dict[str, NameNodeConfig] = {}
     for i, (rpc, http) in enumerate(plan.journalnodes, start=1):
         name = f"jn{i}"
-        _check_free(name, rpc, http)
+        _check_free(name, rpc, *([secure[name]] if https else [http]))
         jns[name] = JournalNodeConfig(
-            name, f"{HOST}:{rpc}", f"{HOST}:{http}", str(directory / "data" / name)
+            name,
+            f"{HOST}:{rpc}",
+            f"{HOST}:{http}",
+            str(directory / "data" / name),
+            https_address=https_of(name),
         )
     for i, (rpc, http) in enumerate(plan.namenodes, start=1):
         name = f"nn{i}"
-        _check_free(name, rpc, http)
+        _check_free(name, rpc, *([secure[name]] if https else [http]))
         zkfc_address = f"{HOST}:{plan.zkfcs[i - 1]}" if plan.zkfcs else ""
         nns[name] = NameNodeConfig(
-            name, f"{HOST}:{rpc}", f"{HOST}:{http}", str(directory / "data" / name), zkfc_address
+            name,
+            f"{HOST}:{rpc}",
+            f"{HOST}:{http}",
+            str(directory / "data" / name),
+            zkfc_address,
+            https_address=https_of(name),
         )
     dns: dict[str, DataNodeConfig] = {}
     for i, (transfer, ipc, http) in enumerate(plan.datanodes, start=1):
         name = f"dn{i}"
-        _check_free(name, transfer, ipc, http)
+        _check_free(name, transfer, ipc, *([secure[name]] if https else [http]))
         dns[name] = DataNodeConfig(
             name,
             f"{HOST}:{transfer}",
@@ -395,6 +425,7 @@ def cluster_up(
             else ",".join(
                 str(directory / "data" / name / f"d{j}") for j in range(1, datanode_dirs + 1)
             ),
+            https_address=https_of(name),
         )
     for i, port in enumerate(plan.zkfcs, start=1):
         _check_free(f"zkfc{i} (the failover controller of nn{i})", port)
@@ -430,9 +461,16 @@ def cluster_up(
     ensemble: Any = None  # ZooKeeperEnsemble
     zk_kerberos: Any = None  # ZooKeeperKerberos: the server's principal and keytab
     kdc: Kdc | None = None
+    certs: ClusterTls | None = None
     try:
+        if https:  # a CA and a server certificate in DIR/tls, kept across restarts (§S.13)
+            certs = make_certificates(directory)
+            cfg = replace(cfg, security=_https_security(cfg.security, certs))
+            tls.configure(cfg.security)  # this process's status requests trust the CA
         if kerberos:
             kdc, security = _start_kdc(directory, rpc_protection)
+            if certs is not None:
+                security = _https_security(security, certs)
             cfg = replace(cfg, security=security)
             if zookeeper:  # only the ZKFCs may touch the HA znodes (design §S.6, §S.11)
                 zk_kerberos = _zookeeper_principal(kdc)
@@ -528,9 +566,15 @@ def cluster_up(
     cluster["config"] = str(toml_path)
     cluster["zookeeper"] = connect if zookeeper else ""
     cluster["automatic_failover"] = zookeeper
+    if certs is not None:
+        cluster["tls"] = {
+            "http_policy": cfg.security.http_policy,
+            "ca": str(certs.ca),
+            "truststore": str(certs.truststore),
+        }
     if nns:
         cluster["nameservice"] = nameservice
-        cluster["hadoop_conf"] = str(write_hadoop_conf(directory, cfg))
+        cluster["hadoop_conf"] = str(write_hadoop_conf(directory, cfg, certs))
     _write_json(directory / CLUSTER_JSON, cluster)
     return cluster
 
@@ -602,6 +646,74 @@ def kerberos_mode(directory: Path, kerberos: bool | None) -> bool:
             "--insecure, or make an open cluster in another directory"
         )
     return made if kerberos is None else kerberos
+
+
+def made_with_https(directory: Path) -> bool:
+    """Whether the stopped cluster in directory serves HTTPS: its CA is in DIR/tls and its
+    cluster.toml's http_policy is not HTTP_ONLY (a config that does not load: no)."""
+    toml_path = directory / CLUSTER_TOML
+    if not ((directory / TLS_DIR / "ca.pem").exists() and toml_path.exists()):
+        return False
+    try:
+        return load_config(toml_path).security.http_policy != HTTP_ONLY
+    except ConfigError:
+        return False  # _ports_for names what is wrong with it
+
+
+def https_mode(directory: Path, https: bool | None) -> bool:
+    """Whether the cluster in directory serves HTTPS: as asked, else as it was made."""
+    return made_with_https(directory) if https is None else https
+
+
+def _https_security(security: SecuritySettings, certs: ClusterTls) -> SecuritySettings:
+    """[security] of an HTTPS cluster: HTTPS_ONLY with the cluster's certificate and CA."""
+    return replace(
+        security,
+        http_policy=HTTPS_ONLY,
+        ssl_certificate=str(certs.certificate),
+        ssl_private_key=str(certs.private_key),
+        ssl_ca=str(certs.ca),
+    )
+
+
+def _https_ports(directory: Path, plan: PortPlan, base_port: int | None) -> dict[str, int]:
+    """Each node's HTTPS port: the stopped cluster's, else HDFS's default beside each HTTP
+    port (9871, 8481, 9865: the HTTP port + 1), else with base_port the ports after the
+    plan's."""
+    names = (
+        [f"jn{i}" for i in range(1, len(plan.journalnodes) + 1)]
+        + [f"nn{i}" for i in range(1, len(plan.namenodes) + 1)]
+        + [f"dn{i}" for i in range(1, len(plan.datanodes) + 1)]
+    )
+    old: dict[str, int] = {}
+    toml_path = directory / CLUSTER_TOML
+    if toml_path.exists() and (directory / "data").is_dir():
+        try:
+            cfg = load_config(toml_path)
+        except ConfigError as e:
+            raise LaunchError(
+                f"the stopped cluster in {directory} has a broken config: {e}"
+            ) from None
+        addresses = {n.name: n.https_address for n in cfg.journalnodes.values()}
+        addresses |= {n.name: n.https_address for n in cfg.namenodes.values()}
+        addresses |= {n.name: n.https_address for n in cfg.datanodes.values()}
+        for name, address in addresses.items():
+            if address:
+                old[name] = parse_address(address, "https_address")[1]
+    if base_port is None:
+        http = [h for _, h in plan.journalnodes + plan.namenodes] + [h for *_, h in plan.datanodes]
+        fresh = [h + 1 for h in http]
+    else:
+        used = [p for pair in plan.journalnodes + plan.namenodes for p in pair]
+        used += [p for triple in plan.datanodes for p in triple] + plan.zkfcs
+        used += plan.zookeeper_ports()
+        first = max(used) + 1
+        fresh = list(range(first, first + len(names)))
+        if fresh and fresh[-1] > 65535:
+            raise LaunchError(
+                f"--base-port {base_port}: the HTTPS ports would run past 65535; pick a lower one"
+            )
+    return {name: old.get(name, port) for name, port in zip(names, fresh, strict=True)}
 
 
 def _start_kdc(directory: Path, rpc_protection: str) -> tuple[Kdc, SecuritySettings]:
@@ -785,13 +897,16 @@ def _check_free(name: str, *ports: int) -> None:
 
 
 def _entry(d: Daemon, ready: dict[str, Any], kind: str) -> dict[str, Any]:
-    return {
+    entry = {
         "rpc": ready["rpc"],
-        "http": ready.get("http", ""),
+        "http": ready.get("http", ""),  # the address clients use: HTTPS's under HTTPS_ONLY
         "pid": d.pid,
         "log": str(d.log),
         "kind": kind,
     }
+    if ready.get("scheme"):
+        entry["scheme"] = ready["scheme"]
+    return entry
 
 
 def _formatted(name_dir: Path) -> bool:

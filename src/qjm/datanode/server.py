@@ -40,7 +40,7 @@ from qjm.datanode.layout import BlockPoolInfo
 from qjm.datanode.replica import ReplicaState
 from qjm.datanode.storage import DataStorage
 from qjm.datanode.xceiver import DataXceiverServer, XceiverLimits
-from qjm.errors import QjmError, describe_error
+from qjm.errors import ConfigError, QjmError, describe_error
 from qjm.hdfs import block_report as br
 from qjm.hdfs import datanode_protocol as wire
 from qjm.hdfs.datanode_protocol import (
@@ -65,6 +65,7 @@ from qjm.ipc import IpcClient, IpcServer
 from qjm.ipc.metrics import rpc_families
 from qjm.ipc.server import ipc_limit_keys
 from qjm.runtime import stop_on_signals, write_ready_file
+from qjm.security import tls
 from qjm.security.block_token import AccessMode, ExportedKeys
 from qjm.security.http import server_middlewares
 
@@ -156,6 +157,13 @@ class DataNode:
         self.http_host, self.http_port = parse_address(
             dn.http_address, f"datanodes.{dn.name}.http_address"
         )
+        # dfs.http.policy (design §S.13): the HTTPS port, served under HTTPS_ONLY and both
+        self.https_host, self.https_port = (
+            parse_address(dn.https_address, f"datanodes.{dn.name}.https_address")
+            if dn.https_address
+            else (self.http_host, 0)
+        )
+        self._https_server: asyncio.Server | None = None
         self.storage = DataStorage([Path(d) for d in dn.dirs()])
         self.disk = DiskPool(disk_threads)
         self.dataset: FsDataset | None = None
@@ -214,7 +222,10 @@ class DataNode:
         try:
             _check_bindable(self.transfer_host, self.transfer_port, "data transfer")
             _check_bindable(self.ipc_host, self.ipc_port, "IPC")
-            _check_bindable(self.http_host, self.http_port, "HTTP")
+            if tls.serves_http(self.cfg.security.http_policy):
+                _check_bindable(self.http_host, self.http_port, "HTTP")
+            if tls.serves_https(self.cfg.security.http_policy):
+                _check_bindable(self.https_host, self.https_port, "HTTPS")
             await self._listen()
         except BaseException:
             await self.stop()
@@ -225,7 +236,7 @@ class DataNode:
             self.dn.name,
             format_address(self.transfer_host, self.transfer_port),
             format_address(self.ipc_host, self.ipc_port),
-            format_address(self.http_host, self.http_port),
+            self.http_url(),
             ",".join(self.dn.dirs()),
             ",".join(self.bpos.actors),
         )
@@ -261,16 +272,45 @@ class DataNode:
         self._http = runner
         factory = runner.server
         assert factory is not None
-        try:
-            self._http_server = await asyncio.get_running_loop().create_server(
-                factory, self.http_host, self.http_port, reuse_address=True
-            )
-        except OSError as e:
-            raise DataNodeStartupError(
-                f"cannot listen for HTTP on {format_address(self.http_host, self.http_port)}: "
-                f"{e.strerror or e}"
-            ) from None
-        self.http_port = int(self._http_server.sockets[0].getsockname()[1])
+        policy, loop = self.cfg.security.http_policy, asyncio.get_running_loop()
+        if tls.serves_http(policy):
+            try:
+                self._http_server = await loop.create_server(
+                    factory, self.http_host, self.http_port, reuse_address=True
+                )
+            except OSError as e:
+                raise DataNodeStartupError(
+                    f"cannot listen for HTTP on {format_address(self.http_host, self.http_port)}: "
+                    f"{e.strerror or e}"
+                ) from None
+            self.http_port = int(self._http_server.sockets[0].getsockname()[1])
+        if tls.serves_https(policy):
+            where = format_address(self.https_host, self.https_port)
+            try:
+                context = await asyncio.to_thread(tls.server_context, self.cfg.security)
+                self._https_server = await loop.create_server(
+                    factory, self.https_host, self.https_port, reuse_address=True, ssl=context
+                )
+            except ConfigError as e:
+                raise DataNodeStartupError(str(e)) from None
+            except OSError as e:
+                raise DataNodeStartupError(
+                    f"cannot listen for HTTPS on {where}: {e.strerror or e}"
+                ) from None
+            self.https_port = int(self._https_server.sockets[0].getsockname()[1])
+
+    def client_http_address(self) -> str:
+        """host:port clients reach the HTTP server at: the HTTPS port under HTTPS_ONLY."""
+        return tls.client_address(
+            self.cfg.security.http_policy,
+            format_address(self.http_host, self.http_port),
+            format_address(self.https_host, self.https_port),
+        )
+
+    def http_url(self) -> str:
+        """Base URL clients use (https under HTTPS_ONLY, design §S.13)."""
+        address = self.client_http_address()
+        return tls.client_url(self.cfg.security.http_policy, address, address)
 
     async def stop(self) -> None:
         """Stop the actors and listeners, let running disk calls end, release the storage."""
@@ -289,9 +329,10 @@ class DataNode:
         if self.ipc is not None:
             await self.ipc.stop()
             self.ipc = None
-        if self._http_server is not None:
-            self._http_server.close()
-            self._http_server = None
+        for srv in (self._http_server, self._https_server):
+            if srv is not None:
+                srv.close()
+        self._http_server = self._https_server = None
         if self._http is not None:
             await self._http.cleanup()
             self._http = None
@@ -319,6 +360,10 @@ class DataNode:
             xfer_port=self.transfer_port,
             info_port=self.http_port,
             ipc_port=self.ipc_port,
+            # dfs.datanode.https.address's port where it serves HTTPS (design §S.13)
+            info_secure_port=(
+                self.https_port if tls.serves_https(self.cfg.security.http_policy) else 0
+            ),
         )
 
     async def init_block_pool(self, namespace: NamespaceInfo) -> StorageInfo:
@@ -971,7 +1016,8 @@ async def serve_forever(node: DataNode, ready_file: Path | None = None) -> None:
             ready_file,
             {
                 "rpc": format_address(node.ipc_host, node.ipc_port),
-                "http": format_address(node.http_host, node.http_port),
+                "http": node.client_http_address(),  # what clients use (design §S.13)
+                "scheme": tls.http_scheme(node.cfg.security.http_policy),
                 "transfer": format_address(node.transfer_host, node.transfer_port),
             },
         )

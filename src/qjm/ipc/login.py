@@ -23,7 +23,7 @@ from qjm.ipc.sasl import (
     set_proxy_policy,
     set_server_security,
 )
-from qjm.security import http
+from qjm.security import http, tls
 from qjm.security.gss import SaslError, acceptor_credentials, initiator_credentials, layers_of
 from qjm.security.policy import (
     ServicePrincipals,
@@ -143,6 +143,7 @@ def daemon_login(
 ) -> None:
     """Log a daemon of role on host in: its IPC and HTTP servers and clients use Kerberos,
     and its IPC servers admit the configured proxy users."""
+    tls.configure(settings)  # its HTTPS clients trust ssl_ca (design §S.13)
     set_proxy_policy(proxy_rules(proxyusers or {}))
     set_server_security(server_security(settings, role, host))
     client = login(settings, role, host)
@@ -179,6 +180,7 @@ def _http_login(settings: SecuritySettings, client: ClientSecurity) -> http.Http
 @contextlib.contextmanager
 def logged_in(settings: SecuritySettings, ccache: str) -> Iterator[ClientSecurity | None]:
     """This process's IpcClients as the ticket cache's principal while the block runs."""
+    tls.configure(settings)
     saved, conf = client_security(), os.environ.get("KRB5_CONFIG")
     saved_http = http.http_security()
     try:
@@ -194,6 +196,7 @@ def logged_in(settings: SecuritySettings, ccache: str) -> Iterator[ClientSecurit
 
 def user_login(settings: SecuritySettings) -> None:
     """Log a user's command in from the ticket cache; a clear error where it holds none."""
+    tls.configure(settings)  # its HTTPS clients trust ssl_ca (design §S.13)
     try:
         login(settings)
     except SaslError as e:

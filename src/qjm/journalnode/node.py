@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from qjm import __version__
-from qjm.config import JournalNodeSettings, format_address
+from qjm.config import JournalNodeSettings, SecuritySettings, format_address
 from qjm.errors import QjmError, describe_error
 from qjm.fileutil import FileLockError, lock_file
 from qjm.ipc import IpcServer
@@ -38,6 +38,7 @@ from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.errors import JournalError, JournalNotFormattedError, StorageError
 from qjm.protocol.identity import check_journal_id
 from qjm.runtime import stop_on_signals, write_ready_file
+from qjm.security import tls
 
 log = logging.getLogger("qjm.journalnode")
 T = TypeVar("T")
@@ -264,11 +265,18 @@ class JournalNode:
         settings: JournalNodeSettings | None = None,
         faults: FaultInjector | None = None,
         peers: list[str] | None = None,
+        *,
+        https_address: tuple[str, int] | None = None,
+        security: SecuritySettings | None = None,
     ) -> None:
         self.edits_dir = Path(edits_dir)
         self.node_id = uuid.uuid4().hex  # per process: one node named twice in a URI shows
         self.rpc_host, self.rpc_port = rpc_address
         self.http_host, self.http_port = http_address
+        # dfs.http.policy (design §S.13): which of the two ports serve, which clients use
+        self.security = security or SecuritySettings()
+        self.https_host, self.https_port = https_address or (self.http_host, 0)
+        self._https_server: asyncio.Server | None = None
         self.settings = settings or JournalNodeSettings()
         self.faults = faults
         self._journals: dict[str, _Open] = {}
@@ -474,7 +482,7 @@ class JournalNode:
         """Status of the node and every journal in its edits dir."""
         st = pb.NodeStatusProto(
             rpc_address=format_address(self.rpc_host, self.rpc_port),
-            http_address=format_address(self.http_host, self.http_port),
+            http_address=self.client_address(),
             version=__version__,
             node_id=self.node_id,
         )
@@ -519,10 +527,23 @@ class JournalNode:
         server = self._http.server if self._http is not None else None
         return list(server.connections) if server is not None else []
 
+    def client_address(self) -> str:
+        """host:port clients reach the HTTP server at: the HTTPS port under HTTPS_ONLY."""
+        return tls.client_address(
+            self.security.http_policy,
+            format_address(self.http_host, self.http_port),
+            format_address(self.https_host, self.https_port),
+        )
+
+    def client_port(self) -> int:
+        """The port of client_address (what getJournalState reports as httpPort, as HDFS)."""
+        return self.https_port if self.security.http_policy == tls.HTTPS_ONLY else self.http_port
+
     def http_url(self) -> str:
-        """Base URL of the HTTP server, for from_url and links."""
-        host = self.http_host if self.http_host not in ("0.0.0.0", "::") else "127.0.0.1"
-        return f"http://{format_address(host, self.http_port)}"
+        """Base URL clients use (https under HTTPS_ONLY), for from_url and links."""
+        return tls.client_url(
+            self.security.http_policy, self.client_address(), self.client_address()
+        )
 
     # -- lifecycle -----------------------------------------------------------------------------
     def _lock_node(self) -> None:
@@ -554,7 +575,11 @@ class JournalNode:
         await self.open_storage()
         try:
             _check_bindable(self.rpc_host, self.rpc_port, "RPC")
-            _check_bindable(self.http_host, self.http_port, "HTTP")
+            policy = self.security.http_policy
+            if tls.serves_http(policy):
+                _check_bindable(self.http_host, self.http_port, "HTTP")
+            if tls.serves_https(policy):
+                _check_bindable(self.https_host, self.https_port, "HTTPS")
             server = IpcServer(
                 name="journalnode",
                 max_data_length=self.settings.ipc_maximum_data_length,
@@ -584,20 +609,33 @@ class JournalNode:
             )
             await runner.setup()
             self._http = runner
-            try:
-                self._http_server = await asyncio.get_running_loop().create_server(
-                    capped_factory(runner, self.settings.http_max_connections),
-                    self.http_host,
-                    self.http_port,
-                    reuse_address=True,
-                )
-            except OSError as e:
-                where = format_address(self.http_host, self.http_port)
-                raise JournalNodeStartupError(
-                    f"cannot listen for HTTP on {where}: {e.strerror or e}"
-                ) from None
-            if self.http_port == 0:
-                self.http_port = int(self._http_server.sockets[0].getsockname()[1])
+            factory = capped_factory(runner, self.settings.http_max_connections)
+            loop = asyncio.get_running_loop()
+            if tls.serves_http(policy):
+                try:
+                    self._http_server = await loop.create_server(
+                        factory, self.http_host, self.http_port, reuse_address=True
+                    )
+                except OSError as e:
+                    where = format_address(self.http_host, self.http_port)
+                    raise JournalNodeStartupError(
+                        f"cannot listen for HTTP on {where}: {e.strerror or e}"
+                    ) from None
+                if self.http_port == 0:
+                    self.http_port = int(self._http_server.sockets[0].getsockname()[1])
+            if tls.serves_https(policy):
+                context = await asyncio.to_thread(tls.server_context, self.security)
+                try:
+                    self._https_server = await loop.create_server(
+                        factory, self.https_host, self.https_port, reuse_address=True, ssl=context
+                    )
+                except OSError as e:
+                    where = format_address(self.https_host, self.https_port)
+                    raise JournalNodeStartupError(
+                        f"cannot listen for HTTPS on {where}: {e.strerror or e}"
+                    ) from None
+                if self.https_port == 0:
+                    self.https_port = int(self._https_server.sockets[0].getsockname()[1])
         except BaseException:
             await self.stop()
             raise
@@ -607,7 +645,7 @@ class JournalNode:
         log.info(
             "JournalNode started: rpc=%s http=%s edits_dir=%s journals=%s",
             format_address(self.rpc_host, self.rpc_port),
-            format_address(self.http_host, self.http_port),
+            self.http_url(),
             self.edits_dir,
             ",".join(sorted(self._journals)) or "-",
         )
@@ -622,9 +660,10 @@ class JournalNode:
         if self._ipc is not None:
             await self._ipc.stop()
             self._ipc = None
-        if self._http_server is not None:
-            self._http_server.close()
-            self._http_server = None
+        for srv in (self._http_server, self._https_server):
+            if srv is not None:
+                srv.close()
+        self._http_server = self._https_server = None
         if self._http is not None:
             await self._http.cleanup()
             self._http = None
@@ -653,7 +692,8 @@ async def serve_forever(node: JournalNode, ready_file: Path | None = None) -> No
             ready_file,
             {
                 "rpc": format_address(node.rpc_host, node.rpc_port),
-                "http": format_address(node.http_host, node.http_port),
+                "http": node.client_address(),  # what clients use (§S.13)
+                "scheme": tls.http_scheme(node.security.http_policy),
             },
         )
     await stop.wait()

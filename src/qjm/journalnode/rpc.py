@@ -229,7 +229,7 @@ class JournalNodeHandlers:
         )
         return pb.GetJournalStateResponseProto(
             last_promised_epoch=epoch,
-            http_port=self.node.http_port,
+            http_port=self.node.client_port(),
             from_url=self.node.http_url(),
             node_id=self.node.node_id,
             last_writer_epoch=writer,
@@ -302,7 +302,7 @@ class JournalNodeHandlers:
 
         def manifest(j: Journal) -> pb.GetEditLogManifestResponseProto:
             resp = pb.GetEditLogManifestResponseProto(
-                http_port=self.node.http_port,
+                http_port=self.node.client_port(),
                 from_url=self.node.http_url(),
                 last_writer_epoch=j.last_writer_epoch,
                 last_promised_epoch=j.last_promised_epoch,

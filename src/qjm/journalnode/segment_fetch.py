@@ -22,6 +22,7 @@ from qjm.editlog.framing import HEADER_LEN, MAX_OP_SIZE, read_header
 from qjm.errors import EditLogError, describe_error
 from qjm.protocol.errors import InvalidRequestError, StorageError
 from qjm.protocol.urls import JID_PARAM, SEGMENT_TXID_PARAM
+from qjm.security import tls
 from qjm.security.gss import SaslError
 from qjm.security.http import negotiate_headers
 
@@ -89,10 +90,13 @@ class SegmentFetcher:
         """Download url into dest (fsynced) within limits; return the bytes written."""
         parts = urllib.parse.urlsplit(url)
         deadline = time.monotonic() + limits.deadline_seconds
-        conn_cls = (
-            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        )
-        conn = conn_cls(parts.netloc, timeout=limits.deadline_seconds)
+        conn: http.client.HTTPConnection
+        if parts.scheme == "https":  # verified against [security] ssl_ca (design §S.13)
+            conn = http.client.HTTPSConnection(
+                parts.netloc, timeout=limits.deadline_seconds, context=tls.client_context()
+            )
+        else:
+            conn = http.client.HTTPConnection(parts.netloc, timeout=limits.deadline_seconds)
         with self._lock:
             if self.cancelled.is_set():
                 raise FetchError(f"download of {url} cancelled: the JournalNode is stopping")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from qjm.config import parse_address
+from qjm.config import format_address, parse_address
 from qjm.editlog.file_names import finalized_name
 from qjm.editlog.segments import scan_file
 from qjm.errors import QjmError
@@ -30,6 +30,7 @@ from qjm.protocol.qjournal import STATUS_PROTOCOL
 from qjm.protocol.qjournal_client import QJournalClient
 from qjm.protocol.quorum import majority_of
 from qjm.protocol.urls import get_journal_url
+from qjm.security import tls
 
 if TYPE_CHECKING:
     from qjm.journalnode.node import JournalNode
@@ -240,6 +241,8 @@ class JournalNodeSyncer:
         answers = await asyncio.gather(*(self._peer_status(p) for p in self.peers))
         statuses = {p: st for p, st in zip(self.peers, answers, strict=True) if st is not None}
         by_jid: dict[str, dict[str, tuple[pb.JournalStatusProto, str]]] = {}
+        # a peer reports the HTTP address clients use; its scheme follows the policy (§S.13)
+        scheme = tls.http_scheme(self.node.security.http_policy)
         for peer, status in statuses.items():
             host, _ = parse_address(peer, "peer")
             _, http_port = parse_address(status.http_address, "peer http address")
@@ -247,7 +250,7 @@ class JournalNodeSyncer:
                 if journal.is_formatted:
                     by_jid.setdefault(journal.jid, {})[peer] = (
                         journal,
-                        f"http://{host}:{http_port}",
+                        f"{scheme}://{format_address(host, http_port)}",
                     )
         installed = 0
         for jid, peers in sorted(by_jid.items()):

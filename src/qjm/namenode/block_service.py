@@ -237,14 +237,28 @@ def to_registration(reg: DatanodeRegistration) -> dmod.DatanodeRegistration:
     """The block manager's view of a DataNode's registration."""
     d = reg.datanode
     return dmod.DatanodeRegistration(
-        d.datanode_uuid, d.ip_addr, d.host_name, d.xfer_port, d.info_port, d.ipc_port
+        d.datanode_uuid,
+        d.ip_addr,
+        d.host_name,
+        d.xfer_port,
+        d.info_port,
+        d.ipc_port,
+        info_secure_port=d.info_secure_port,
     )
 
 
 def datanode_id(node: DatanodeDescriptor) -> DatanodeId:
     """The wire DatanodeId of a registered node."""
     r = node.reg
-    return DatanodeId(r.ip, r.hostname, r.uuid, r.xfer_port, r.info_port, r.ipc_port)
+    return DatanodeId(
+        r.ip,
+        r.hostname,
+        r.uuid,
+        r.xfer_port,
+        r.info_port,
+        r.ipc_port,
+        info_secure_port=r.info_secure_port,
+    )
 
 
 def _enum_by_name(kind: type[StorageType] | type[StorageState], name: str, default: int) -> int:
@@ -712,6 +726,7 @@ class NameNodeBlocks:
                     "transfer_address": f"{r.ip}:{r.xfer_port}",
                     "ipc_address": f"{r.ip}:{r.ipc_port}",
                     "http_address": f"{r.ip}:{r.info_port}",
+                    "https_address": f"{r.ip}:{r.info_secure_port}" if r.info_secure_port else "",
                     "state": "dead" if self.dm.is_dead(node) else "live",
                     "admin_state": node.admin_state.value,
                     "stale": self.dm.is_stale(node),

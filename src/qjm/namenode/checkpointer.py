@@ -21,6 +21,7 @@ from qjm.config import ClusterConfig, format_address, parse_address
 from qjm.errors import QjmError
 from qjm.namenode.image import read_md5_file
 from qjm.namenode.types import HAState
+from qjm.security import tls
 from qjm.security.http import client_middlewares
 
 if TYPE_CHECKING:
@@ -36,7 +37,10 @@ class CheckpointError(QjmError):
 
 
 def http_base(address: str) -> str:
-    """http://host:port for a configured http_address (0.0.0.0 means this host)."""
+    """http://host:port for a configured http_address (0.0.0.0 means this host); a URL
+    (https://host:port, design §S.13) is kept as it is."""
+    if "://" in address:
+        return address.rstrip("/")
     host, port = parse_address(address, "http_address")
     if host in ("0.0.0.0", "::"):
         host = "127.0.0.1"
@@ -200,10 +204,10 @@ class StandbyCheckpointer:
         others = [c for n, c in self.nn.cfg.namenodes.items() if n != self.nn.name]
         timeout = aiohttp.ClientTimeout(total=UPLOAD_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
         async with aiohttp.ClientSession(
-            timeout=timeout, middlewares=client_middlewares()
+            timeout=timeout, middlewares=client_middlewares(), connector=tls.connector()
         ) as session:
             for other in others:
-                url = f"{http_base(other.http_address)}/imagetransfer"
+                url = f"{tls.node_url(self.nn.cfg.security, other)}/imagetransfer"
                 try:
                     async with session.put(
                         url,
@@ -261,14 +265,17 @@ class FetchedImage:
 
 
 async def fetch_image(http_address: str, txid: int | str = "latest") -> FetchedImage:
-    """GET an image (and its name dir's VERSION fields) from a NameNode; checks the md5."""
+    """GET an image (and its name dir's VERSION fields) from a NameNode at host:port or a
+    base URL (https://host:port under HTTPS_ONLY); checks the md5."""
     import hashlib
 
     url = f"{http_base(http_address)}/imagetransfer"
     timeout = aiohttp.ClientTimeout(total=UPLOAD_TIMEOUT_S, connect=CONNECT_TIMEOUT_S)
     try:
         async with (
-            aiohttp.ClientSession(timeout=timeout, middlewares=client_middlewares()) as session,
+            aiohttp.ClientSession(
+                timeout=timeout, middlewares=client_middlewares(), connector=tls.connector()
+            ) as session,
             session.get(url, params={"getimage": "1", "txid": str(txid)}) as resp,
         ):
             if resp.status != 200:
@@ -310,7 +317,7 @@ async def bootstrap_standby(cfg: ClusterConfig, name: str, force: bool = False) 
     image: FetchedImage | None = None
     for other in others:
         try:
-            image = await fetch_image(other.http_address)
+            image = await fetch_image(tls.node_url(cfg.security, other))
             break
         except CheckpointError as e:
             problems.append(f"{other.name}: {e}")

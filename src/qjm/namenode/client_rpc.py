@@ -165,7 +165,7 @@ def datanode_info(node: DatanodeDescriptor, num_blocks: int = 0) -> hdfs.Datanod
             xferPort=r.xfer_port,
             infoPort=r.info_port,
             ipcPort=r.ipc_port,
-            infoSecurePort=0,
+            infoSecurePort=r.info_secure_port,  # design §S.13
         ),
         capacity=capacity,
         dfsUsed=used,

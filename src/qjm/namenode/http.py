@@ -131,6 +131,7 @@ async def status_dict(nn: NameNode, jn_rows: list[dict[str, Any]] | None) -> dic
         "state_since": nn.ha.since,
         "rpc_address": nn.rpc_address(),
         "http_address": nn.http_address(),
+        "https_address": nn.https_address() if nn.cfg.security.http_policy != "HTTP_ONLY" else "",
         "name_dir": nn.conf.name_dir,
         "last_applied_txid": nn.last_txid(),
         "last_synced_txid": nn.synced_txid(),

@@ -36,7 +36,7 @@ from qjm.client.reader import QuorumJournalReader
 from qjm.client.uri import QJournalUri, parse_qjournal_uri
 from qjm.config import ClusterConfig, NameNodeConfig, format_address, parse_address
 from qjm.editlog.ops import Op, OpEncodeError, decode_op, encode_body
-from qjm.errors import QjmError, describe_error
+from qjm.errors import ConfigError, QjmError, describe_error
 from qjm.ipc import IpcServer
 from qjm.ipc.sasl import client_security, server_security
 from qjm.ipc.server import CallContext, ipc_limit_keys
@@ -68,6 +68,7 @@ from qjm.namenode.retry_cache import RetryCache
 from qjm.namenode.types import Caller, FileStatus, HAState
 from qjm.protocol.errors import EpochError
 from qjm.runtime import stop_on_signals, write_ready_file
+from qjm.security import tls
 from qjm.security.users import os_groups, os_user
 
 if TYPE_CHECKING:
@@ -134,6 +135,13 @@ class NameNode:
         self.uri: QJournalUri = parse_qjournal_uri(cfg.shared_edits_uri())
         self.rpc_host, self.rpc_port = parse_address(self.conf.rpc_address, "rpc_address")
         self.http_host, self.http_port = parse_address(self.conf.http_address, "http_address")
+        # dfs.http.policy (design §S.13): the HTTPS port, served under HTTPS_ONLY and both
+        self.https_host, self.https_port = (
+            parse_address(self.conf.https_address, "https_address")
+            if self.conf.https_address
+            else (self.http_host, 0)
+        )
+        self._https_server: asyncio.Server | None = None
         self.ha = HAStateMachine(name)
         self.storage: NNStorage | None = None
         self.audit: AuditLog | None = None  # the audit log, while serving (design §S.7)
@@ -1170,10 +1178,20 @@ class NameNode:
         """host:port the HTTP server listens on."""
         return format_address(self.http_host, self.http_port)
 
+    def https_address(self) -> str:
+        """host:port the HTTPS server listens on (design §S.13)."""
+        return format_address(self.https_host, self.https_port)
+
+    def client_http_address(self) -> str:
+        """host:port clients reach the HTTP server at: the HTTPS port under HTTPS_ONLY."""
+        return tls.client_address(
+            self.cfg.security.http_policy, self.http_address(), self.https_address()
+        )
+
     def http_url(self) -> str:
-        """Base URL of the HTTP server."""
-        host = self.http_host if self.http_host not in ("0.0.0.0", "::") else "127.0.0.1"
-        return f"http://{format_address(host, self.http_port)}"
+        """Base URL clients use (https under HTTPS_ONLY)."""
+        address = self.client_http_address()
+        return tls.client_url(self.cfg.security.http_policy, address, address)
 
     def _open_storage(self) -> NNStorage:
         from qjm.namenode.storage import NNStorage
@@ -1212,7 +1230,7 @@ class NameNode:
             "NameNode %s started: rpc=%s http=%s name_dir=%s state=%s txid=%d",
             self.name,
             self.rpc_address(),
-            self.http_address(),
+            self.http_url(),
             self.conf.name_dir,
             self.ha.state.name,
             self.applied_txid,
@@ -1266,17 +1284,34 @@ class NameNode:
         await runner.setup()
         self._http = runner
         assert runner.server is not None
-        try:
-            self._http_server = await asyncio.get_running_loop().create_server(
-                runner.server, self.http_host, self.http_port, reuse_address=True
-            )
-        except OSError as e:
-            raise NameNodeStartupError(
-                f"NameNode {self.name}: cannot listen for HTTP on {self.http_address()}: "
-                f"{e.strerror or e}"
-            ) from None
-        if self.http_port == 0:
-            self.http_port = int(self._http_server.sockets[0].getsockname()[1])
+        policy, loop = self.cfg.security.http_policy, asyncio.get_running_loop()
+        if tls.serves_http(policy):
+            try:
+                self._http_server = await loop.create_server(
+                    runner.server, self.http_host, self.http_port, reuse_address=True
+                )
+            except OSError as e:
+                raise NameNodeStartupError(
+                    f"NameNode {self.name}: cannot listen for HTTP on {self.http_address()}: "
+                    f"{e.strerror or e}"
+                ) from None
+            if self.http_port == 0:
+                self.http_port = int(self._http_server.sockets[0].getsockname()[1])
+        if tls.serves_https(policy):
+            try:
+                context = await asyncio.to_thread(tls.server_context, self.cfg.security)
+                self._https_server = await loop.create_server(
+                    runner.server, self.https_host, self.https_port, reuse_address=True, ssl=context
+                )
+            except ConfigError as e:
+                raise NameNodeStartupError(f"NameNode {self.name}: {e}") from None
+            except OSError as e:
+                raise NameNodeStartupError(
+                    f"NameNode {self.name}: cannot listen for HTTPS on {self.https_address()}: "
+                    f"{e.strerror or e}"
+                ) from None
+            if self.https_port == 0:
+                self.https_port = int(self._https_server.sockets[0].getsockname()[1])
 
     def ipc_stats(self) -> dict[str, int]:
         """The RPC server's counters (empty before start)."""
@@ -1321,9 +1356,10 @@ class NameNode:
         for task in list(self._tasks):
             with contextlib.suppress(BaseException):
                 await task
-        if self._http_server is not None:
-            self._http_server.close()
-            self._http_server = None
+        for srv in (self._http_server, self._https_server):
+            if srv is not None:
+                srv.close()
+        self._http_server = self._https_server = None
         if self._http is not None:
             await self._http.cleanup()
             self._http = None
@@ -1347,7 +1383,13 @@ async def serve_forever(nn: NameNode, ready_file: Path | None = None) -> int:
     stop = stop_on_signals()
     if ready_file is not None:
         write_ready_file(
-            ready_file, {"rpc": nn.rpc_address(), "http": nn.http_address(), "name": nn.name}
+            ready_file,
+            {
+                "rpc": nn.rpc_address(),
+                "http": nn.client_http_address(),  # what clients use (design §S.13)
+                "scheme": tls.http_scheme(nn.cfg.security.http_policy),
+                "name": nn.name,
+            },
         )
     stopping = asyncio.ensure_future(stop.wait())
     failing = asyncio.ensure_future(nn.failed.wait())

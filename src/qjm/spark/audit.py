@@ -26,6 +26,7 @@ from qjm.errors import EditLogError, QjmError
 from qjm.protocol import qjournal_pb2 as pb
 from qjm.protocol.qjournal import journal_id
 from qjm.protocol.urls import get_journal_url
+from qjm.security import tls
 
 OK, DIFFERS, CORRUPT, UNREADABLE, MISSING = "ok", "differs", "corrupt", "unreadable", "missing"
 
@@ -53,10 +54,12 @@ class CopyResult:
     detail: str = ""
 
 
-def _base_url(address: str, http_port: int) -> str:
+def _base_url(address: str, http_port: int, from_url: str = "") -> str:
+    """The node's RPC host and HTTP port in its fromURL's scheme (https under HTTPS_ONLY)."""
     host, _ = parse_address(address, "JournalNode address")
     host = f"[{host}]" if ":" in host else host
-    return f"http://{host}:{http_port}"
+    scheme = "https" if from_url.startswith("https://") else "http"
+    return f"{scheme}://{host}:{http_port}"
 
 
 async def _node_manifests(
@@ -95,7 +98,7 @@ def plan_audit(
         )
     held: dict[tuple[int, int], dict[str, str]] = {}
     for address, a in up.items():
-        base = _base_url(address, a.http_port)
+        base = _base_url(address, a.http_port, a.from_url)
         for log in a.manifest.logs:
             if log.is_in_progress:
                 continue
@@ -139,7 +142,7 @@ def audit_segment(plan: SegmentCopies) -> list[CopyResult]:
         t = plan.http_timeout_s
         timeout = aiohttp.ClientTimeout(total=None, connect=t, sock_read=t)
         out: dict[str, list[bytes] | CopyResult] = {}
-        async with aiohttp.ClientSession(timeout=timeout) as session:
+        async with aiohttp.ClientSession(timeout=timeout, connector=tls.connector()) as session:
             for node, url in plan.copies:
                 if url is None:
                     out[node] = CopyResult(node, MISSING, detail="no such finalized segment")

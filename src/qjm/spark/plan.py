@@ -57,6 +57,7 @@ from qjm.namenode.image.sections import (
     read_summary_from_file,
 )
 from qjm.namenode.image.views import permission_string
+from qjm.security import tls
 from qjm.spark import rows as R
 from qjm.spark.schemas import IMAGE
 
@@ -222,7 +223,7 @@ async def _remote_ops(part: EditsPart) -> list[RawOp]:
     assert part.remote is not None
     t = part.http_timeout_s
     timeout = aiohttp.ClientTimeout(total=None, connect=t, sock_read=t)
-    async with aiohttp.ClientSession(timeout=timeout) as session:
+    async with aiohttp.ClientSession(timeout=timeout, connector=tls.connector()) as session:
         return [op async for op in read_segment(session, part.remote, part.from_txid, part.to_txid)]
 
 
@@ -323,7 +324,7 @@ def fetch_image(url: str, download_dir: str | None = None, timeout_s: float = 60
     target_dir = Path(download_dir or tempfile.mkdtemp(prefix="qjm-image-"))
     target_dir.mkdir(parents=True, exist_ok=True)
     try:
-        with urllib.request.urlopen(url, timeout=timeout_s) as resp:
+        with tls.urlopen(url, timeout_s) as resp:
             txid = int(resp.headers.get("X-Image-Txid", "0"))
             md5 = resp.headers.get("X-MD5-Digest")
             name = resp.headers.get("X-Image-File") or image_file_name(txid)

@@ -27,6 +27,8 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from qjm.config import SecuritySettings
+from qjm.security import tls
 from qjm.spark import plan as P
 from qjm.spark.rows import to_batches
 from qjm.spark.schemas import AUDIT, EDITS, IMAGE, Schema
@@ -76,6 +78,13 @@ def _bool_option(options: Mapping[str, str], key: str, default: bool) -> bool:
     raise P.SourceError(f"option {key} must be true or false, got {v!r}")
 
 
+def _trust(ca: str | None) -> None:
+    """Make this process's HTTPS clients trust the sslCa option's PEM CA (design §S.13): the
+    driver plans and each executor reads, so both call it."""
+    if ca:
+        tls.configure(SecuritySettings(ssl_ca=ca))
+
+
 def _fixed(schema: StructType, ours: Schema, source: str) -> None:
     """Refuse a user-given schema that is not the source's own (its columns are fixed)."""
     if schema is not None and [f.name for f in schema.fields] != ours.names:
@@ -91,8 +100,9 @@ def _fixed(schema: StructType, ours: Schema, source: str) -> None:
 class EditsDataSource(DataSource):
     """A row per edit-log op, from a directory of segments, an edits file or a qjournal URI.
 
-    Options: fromTxid, toTxid, inProgress (true), strict (true); streaming: startingTxid
-    (a txid or `latest`, default 1), maxTxidsPerBatch.
+    Options: fromTxid, toTxid, inProgress (true), strict (true), sslCa (the PEM CA of
+    JournalNodes serving HTTPS, design §S.13); streaming: startingTxid (a txid or
+    `latest`, default 1), maxTxidsPerBatch.
     """
 
     @classmethod
@@ -128,9 +138,11 @@ class EditsReader(DataSourceReader):
         self.to_txid = _int_option(options, "toTxid", None)
         self.in_progress = _bool_option(options, "inProgress", True)
         self.strict = _bool_option(options, "strict", True)
+        self.ssl_ca = _option(options, "sslCa")
 
     def partitions(self) -> Sequence[InputPartition]:
         """One partition per segment."""
+        _trust(self.ssl_ca)
         parts = P.plan_edits(
             self.location,
             in_progress=self.in_progress,
@@ -142,6 +154,7 @@ class EditsReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The rows of one segment."""
+        _trust(self.ssl_ca)
         return _read_edits(partition.value)
 
 
@@ -151,6 +164,7 @@ class EditsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, options: dict[str, str]) -> None:
         self.location = _location(options, "qjm-edits")
         self.strict = _bool_option(options, "strict", True)
+        self.ssl_ca = _option(options, "sslCa")
         self.max_txids = _int_option(options, "maxTxidsPerBatch", None)
         start = (_option(options, "startingTxid", "1") or "1").strip().lower()
         if start != "latest":
@@ -198,6 +212,7 @@ class EditsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         first, stop = int(start["txid"]), int(end["txid"])
         if stop <= first:
             return []
+        _trust(self.ssl_ca)
         parts = P.plan_edits(
             self.location,
             in_progress=True,
@@ -209,6 +224,7 @@ class EditsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The rows of one segment within the batch's txids."""
+        _trust(self.ssl_ca)
         return _read_edits(partition.value)
 
     def commit(self, end: dict[str, int]) -> None:
@@ -223,7 +239,8 @@ class ImageDataSource(DataSource):
 
     Load an image file, a name dir (its newest image) or a NameNode's HTTP address
     (http://host:9870: its latest checkpoint over /imagetransfer, saved in downloadDir,
-    default a new temp dir; on a cluster, give a downloadDir every executor can read).
+    default a new temp dir; on a cluster, give a downloadDir every executor can read;
+    https://host:9871 with sslCa, the PEM CA to trust, design §S.13).
     Options: numPartitions (default: one per bytesPerPartition, 32 MiB, of the section, and
     at least minPartitions, 1), bytesPerPartition, minPartitions, checkMd5 (true: the .md5
     file, when there is one, must match).
@@ -254,9 +271,11 @@ class ImageReader(DataSourceReader):
         self.min_partitions = _int_option(options, "minPartitions", 1) or 1
         self.check_md5 = _bool_option(options, "checkMd5", True)
         self.download_dir = _option(options, "downloadDir")
+        self.ssl_ca = _option(options, "sslCa")
 
     def partitions(self) -> Sequence[InputPartition]:
         """Ranges of whole inode messages."""
+        _trust(self.ssl_ca)
         image = P.resolve_image(self.location, self.download_dir)
         parts = P.plan_image(
             image,
@@ -348,11 +367,13 @@ class AuditReader(DataSourceReader):
         self.location = _location(options, "qjm-journal-audit")
         if not P.is_qjournal(self.location):
             raise P.SourceError(f"qjm-journal-audit reads a qjournal:// URI, not {self.location!r}")
+        self.ssl_ca = _option(options, "sslCa")
 
     def partitions(self) -> Sequence[InputPartition]:
         """A partition per segment."""
         from qjm.spark.audit import plan_audit
 
+        _trust(self.ssl_ca)
         plans, down = plan_audit(self.location)
         parts = [Part(p) for p in plans]
         if down:
@@ -361,6 +382,7 @@ class AuditReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The rows of one segment's copies (or of the nodes that did not answer)."""
+        _trust(self.ssl_ca)
         value = partition.value
         if isinstance(value, dict):
             rows: Iterator[dict[str, Any]] = iter(

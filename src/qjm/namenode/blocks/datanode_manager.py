@@ -63,6 +63,7 @@ class DatanodeRegistration:
     xfer_port: int
     info_port: int
     ipc_port: int
+    info_secure_port: int = 0  # its HTTPS port where it serves one (design §S.13)
 
     @property
     def xfer_addr(self) -> tuple[str, int]:

@@ -498,7 +498,7 @@ class DataRun:
         total = 0
         for d in c.daemons.values():
             if d.get("kind") == "datanode":
-                url = f"http://{d['http']}/status"
+                url = f"{d.get('scheme') or 'http'}://{d['http']}/status"
                 with (
                     contextlib.suppress(OSError, ValueError, KeyError),
                     urllib.request.urlopen(url, timeout=10) as r,

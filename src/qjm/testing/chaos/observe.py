@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import urllib.request
 from typing import Any
 
 from google.protobuf.message import Message
@@ -16,6 +15,7 @@ from qjm.ipc.proto.RpcHeader_pb2 import RPC_PROTOCOL_BUFFER, RpcRequestHeaderPro
 from qjm.namenode import protocols
 from qjm.namenode.client import NameNodeClient
 from qjm.namenode.types import FileStatus
+from qjm.security import tls
 
 
 async def walk(client: NameNodeClient, top: str) -> dict[str, FileStatus]:
@@ -81,7 +81,7 @@ class ObserverClient(NameNodeClient):
 
 
 def namenode_status(http_address: str, timeout_s: float = 5.0) -> dict[str, Any]:
-    """A NameNode's /status JSON (blocking)."""
-    with urllib.request.urlopen(f"http://{http_address}/status", timeout=timeout_s) as r:
+    """A NameNode's /status JSON (blocking); http_address is host:port or a base URL."""
+    with tls.urlopen(f"{tls.base_url(http_address)}/status", timeout_s) as r:
         data: dict[str, Any] = json.loads(r.read())
     return data
