@@ -409,3 +409,10 @@ def test_analyze_a_running_cluster_with_namenodes(spark: Any, tmp_path: Path) ->
         assert [f.name for f in fetched if not f.name.endswith(".md5")] == [
             f"fsimage_{image_txid:019d}"
         ]
+
+
+def test_an_empty_edits_directory_reads_as_no_rows(spark: Any, tmp_path: Path) -> None:
+    """No segment planned: Spark still reads its one empty partition, which gives nothing."""
+    empty = tmp_path / "edits"
+    empty.mkdir()
+    assert spark.read.format("qjm-edits").load(str(empty)).count() == 0

@@ -125,8 +125,14 @@ class EditsDataSource(DataSource):
         return EditsStreamReader(dict(self.options))
 
 
-def _read_edits(part: P.EditsPart) -> Iterator[pa.RecordBatch]:
-    return P.read_edits_batches(part)
+def _read_edits(part: P.EditsPart | None) -> Iterator[pa.RecordBatch]:
+    return iter(()) if part is None else P.read_edits_batches(part)
+
+
+def _value(partition: InputPartition | None) -> Any:
+    """A partition's plan part; None for the one empty partition Spark reads when a plan has
+    none (an empty journal or directory: no rows, not an error)."""
+    return None if partition is None else getattr(partition, "value", None)
 
 
 class EditsReader(DataSourceReader):
@@ -155,7 +161,7 @@ class EditsReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The rows of one segment."""
         _trust(self.ssl_ca)
-        return _read_edits(partition.value)
+        return _read_edits(_value(partition))
 
 
 class EditsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -225,7 +231,7 @@ class EditsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The rows of one segment within the batch's txids."""
         _trust(self.ssl_ca)
-        return _read_edits(partition.value)
+        return _read_edits(_value(partition))
 
     def commit(self, end: dict[str, int]) -> None:
         """Nothing to release: the journal keeps its segments."""
@@ -288,7 +294,8 @@ class ImageReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The rows of one range."""
-        return P.read_inode_batches(partition.value)
+        value = _value(partition)
+        return iter(()) if value is None else P.read_inode_batches(value)
 
 
 # --- qjm-oiv-delimited --------------------------------------------------------------------
@@ -334,7 +341,8 @@ class DelimitedReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The rows of one range."""
-        return P.read_text_batches(partition.value)
+        value = _value(partition)
+        return iter(()) if value is None else P.read_text_batches(value)
 
 
 # --- qjm-journal-audit ---------------------------------------------------------------------
@@ -383,7 +391,9 @@ class AuditReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The rows of one segment's copies (or of the nodes that did not answer)."""
         _trust(self.ssl_ca)
-        value = partition.value
+        value = _value(partition)
+        if value is None:
+            return iter(())
         if isinstance(value, dict):
             rows: Iterator[dict[str, Any]] = iter(
                 {"node": node, "status": "unreachable", "ops": 0, "detail": err}
