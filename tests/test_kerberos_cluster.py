@@ -734,14 +734,19 @@ def test_only_the_zkfcs_may_touch_the_ha_znodes(
     assert wait_single_active_secure(cluster, cfg)  # the election goes on
 
 
-def test_the_audit_log_names_the_authenticated_principal(cluster: dict[str, Any]) -> None:
-    cfg = load_config(cluster["config"])
-    lines = [
+def audit_lines(cfg: Any) -> list[str]:
+    """Every line of every NameNode's audit log."""
+    return [
         line
         for nn in cfg.namenodes.values()
         if (Path(nn.name_dir) / "hdfs-audit.log").exists()
         for line in (Path(nn.name_dir) / "hdfs-audit.log").read_text().splitlines()
     ]
+
+
+def test_the_audit_log_names_the_authenticated_principal(cluster: dict[str, Any]) -> None:
+    cfg = load_config(cluster["config"])
+    lines = audit_lines(cfg)
     user = f"{os_user()}@{cluster['kdc']['realm']}"
     # FsShell's -put creates NAME._COPYING_ and renames it
     created = [line for line in lines if "\tcmd=create\tsrc=/secure/hello.txt._COPYING_\t" in line]
@@ -778,12 +783,7 @@ def test_a_proxy_user_acts_for_whom_its_rule_names_and_no_one_else(
     assert shell("-test", "-e", "/proxied/m").returncode != 0
     # the audit log names both: the proxied user and the real one behind it
     cfg = load_config(cluster["config"])
-    lines = [
-        line
-        for nn in cfg.namenodes.values()
-        if (Path(nn.name_dir) / "hdfs-audit.log").exists()
-        for line in (Path(nn.name_dir) / "hdfs-audit.log").read_text().splitlines()
-    ]
+    lines = audit_lines(cfg)
     proxied = [line for line in lines if "src=/proxied/a.txt._COPYING_" in line]
     assert proxied and f"ugi=alice (auth:PROXY) via {user} (auth:KERBEROS)" in proxied[0]
     # a token the proxy asks for is alice's, with the user as its real user
