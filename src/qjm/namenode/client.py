@@ -253,6 +253,76 @@ class NameNodeClient:
         )
         return bool(r.result)
 
+    # -- what a DataNode's WebHDFS calls to write and read a file (design §W) ------------
+
+    async def create_file(
+        self,
+        path: str,
+        permission: int,
+        *,
+        overwrite: bool,
+        replication: int,
+        block_size: int,
+    ) -> int:
+        """Create path open for writing by this client, its mode as given (no umask); its
+        file id."""
+        flags = cn.CREATE | (cn.OVERWRITE if overwrite else 0)
+        r = await self.call(
+            "create",
+            cn.CreateRequestProto(
+                src=path,
+                masked=hdfs.FsPermissionProto(perm=permission),
+                clientName=self.client_name,
+                createFlag=flags,
+                createParent=True,
+                replication=replication,
+                blockSize=block_size,
+            ),
+        )
+        if r.HasField("fs"):
+            return int(r.fs.fileId)
+        status = await self.stat(path)
+        if status is None:
+            raise RpcError(f"create {path}: the NameNode answered no status and has no such file")
+        return status.file_id
+
+    async def append_file(self, path: str) -> int:
+        """Reopen path for this client to append in a new block (CreateFlag.NEW_BLOCK); its
+        file id."""
+        req = cn.AppendRequestProto(src=path, clientName=self.client_name, flag=cn.NEW_BLOCK)
+        r = await self.call("append", req)
+        return int(r.stat.fileId)
+
+    async def add_block(
+        self, path: str, previous: hdfs.ExtendedBlockProto | None, file_id: int
+    ) -> hdfs.LocatedBlockProto:
+        """addBlock: the file's next block and the pipeline to write it through."""
+        req = cn.AddBlockRequestProto(src=path, clientName=self.client_name, fileId=file_id)
+        if previous is not None:
+            req.previous.CopyFrom(previous)
+        r = await self.call("addBlock", req)
+        return r.block  # type: ignore[no-any-return]
+
+    async def complete_file(
+        self, path: str, last: hdfs.ExtendedBlockProto | None, file_id: int
+    ) -> bool:
+        """complete with the last block written: true once the file is closed."""
+        req = cn.CompleteRequestProto(src=path, clientName=self.client_name, fileId=file_id)
+        if last is not None:
+            req.last.CopyFrom(last)
+        r = await self.call("complete", req)
+        return bool(r.result)
+
+    async def block_locations(
+        self, path: str, offset: int, length: int
+    ) -> hdfs.LocatedBlocksProto | None:
+        """getBlockLocations of a range of path; None when there is no such file."""
+        r = await self.call(
+            "getBlockLocations",
+            cn.GetBlockLocationsRequestProto(src=path, offset=offset, length=length),
+        )
+        return r.locations if r.HasField("locations") else None
+
     async def touch(self, path: str) -> FileStatus:
         """An empty file at path (create + complete), or a missing one's times set to now."""
         existing = await self.stat(path)
