@@ -13,8 +13,10 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from nn_fakes import FakeNameNode
+from qjm.ipc.sasl import NO_PROXIES, ProxyPolicy, set_proxy_policy
 from qjm.namenode.audit import AuditLog
 from qjm.namenode.webhdfs import add_routes
+from qjm.security.proxy_users import ProxyRule
 
 
 @pytest.fixture
@@ -117,3 +119,30 @@ async def test_every_call_is_audited_as_webhdfs(
     assert lines[0].startswith("allowed=true\tugi=hdfs (auth:SIMPLE)\tip=/127.0.0.1\t")
     assert lines[1].startswith("allowed=true\tugi=carol (auth:SIMPLE)")
     assert lines[2].startswith("allowed=false\tugi=dr.who (auth:SIMPLE)")
+
+
+async def test_doas_is_a_proxy_request_held_to_the_proxy_user_rules(
+    client: TestClient[Any, Any], nn: FakeNameNode, tmp_path: Path
+) -> None:
+    await call(client, "PUT", "/home?op=MKDIRS&permission=777&user.name=hdfs")
+    rules = {"gateway": ProxyRule.parse("bob", "", "127.0.0.1", resolve=False)}
+    set_proxy_policy(ProxyPolicy(rules, lambda _user: ()))
+    try:
+        status, body = await call(client, "PUT", "/home/b?op=MKDIRS&user.name=gateway&doas=bob")
+        assert status == 200
+        _, body = await call(client, "GET", "/home/b?op=GETFILESTATUS")
+        assert body["FileStatus"]["owner"] == "bob"  # made as bob, not as the gateway
+        status, body = await call(client, "PUT", "/home/c?op=MKDIRS&user.name=gateway&doas=carol")
+        e = body["RemoteException"]
+        assert status == 403 and e["exception"] == "AuthorizationException"
+        assert e["message"] == "User: gateway is not allowed to impersonate carol"
+        status, body = await call(client, "PUT", "/home/d?op=MKDIRS&user.name=mallory&doas=bob")
+        assert status == 403 and "mallory is not allowed" in body["RemoteException"]["message"]
+    finally:
+        set_proxy_policy(NO_PROXIES)
+    assert nn.audit is not None
+    nn.audit.close()
+    lines = (tmp_path / "hdfs-audit.log").read_text().splitlines()
+    assert any(
+        "ugi=bob (auth:PROXY) via gateway (auth:SIMPLE)" in x and "src=/home/b" in x for x in lines
+    )

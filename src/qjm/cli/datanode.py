@@ -38,9 +38,9 @@ def run(args: argparse.Namespace) -> int:
     )
     from qjm.namenode.client import NameNodeClient
 
-    def namespace_calls(addresses: list[str], user: str) -> NameNodeClient:
-        """WebHDFS's ClientProtocol calls as user (design §W)."""
-        return NameNodeClient(addresses, user=user)
+    def namespace_calls(addresses: list[str], user: str, real_user: str) -> NameNodeClient:
+        """WebHDFS's ClientProtocol calls as user, a proxy of real_user if set (design §W)."""
+        return NameNodeClient(addresses, user=user, real_user=real_user)
 
     node = DataNode(cfg, dn, namespace_factory=namespace_calls)
     ready = Path(args.ready_file) if args.ready_file else None

@@ -27,6 +27,7 @@ from qjm.hdfs.datanode_protocol import token_from_proto
 from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.hdfs.transfer_sasl import TransferProtection
 from qjm.ipc import RemoteError, RpcError
+from qjm.ipc.sasl import client_security
 from qjm.security.block_token import Token
 
 log = logging.getLogger("qjm.datanode.webhdfs")
@@ -71,8 +72,9 @@ class NamespaceCalls(Protocol):
         """Close its connections."""
 
 
-# (the NameNodes' RPC addresses, the user) -> that user's namespace calls
-NamespaceFactory = Callable[[list[str], str], NamespaceCalls]
+# (the NameNodes' RPC addresses, the user, its real user when a proxy, else "") -> that
+# user's namespace calls
+NamespaceFactory = Callable[[list[str], str, str], NamespaceCalls]
 
 
 def _json(body: dict[str, Any], status: int = 200) -> web.Response:
@@ -128,11 +130,11 @@ class DataNodeWebHdfs:
             f"neither nameservice {self.cfg.nameservice} nor its NameNodes",
         )
 
-    def _client(self, namenodes: list[str], user: str) -> NamespaceCalls:
-        key = f"{user}\x00{','.join(namenodes)}"
+    def _client(self, namenodes: list[str], user: str, real_user: str) -> NamespaceCalls:
+        key = f"{user}\x00{real_user}\x00{','.join(namenodes)}"
         client = self._clients.get(key)
         if client is None:
-            client = self._clients[key] = self.factory(namenodes, user)
+            client = self._clients[key] = self.factory(namenodes, user, real_user)
         return client
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
@@ -143,9 +145,18 @@ class DataNodeWebHdfs:
                 raise wj.WebHdfsError(
                     wj.ILLEGAL_ARGUMENT, f"op {op} is answered by the NameNode, not a DataNode"
                 )
+            if client_security() is not None:  # it would call the NameNode as itself
+                raise wj.WebHdfsError(
+                    wj.UNSUPPORTED,
+                    "a DataNode's WebHDFS needs a delegation token on a Kerberos cluster, "
+                    "which WebHDFS does not issue yet",
+                )
             path = wj.path_of(request.raw_path)
             user = request.get("user") or request.query.get("user.name", "") or wj.DEFAULT_USER
-            ns = self._client(self._namenodes(request.query), user)
+            # a proxy (doas=): the NameNode's proxy user rules judge the real user (§S.14)
+            doas = request.query.get("doas", "")
+            real_user = user if doas and doas != user else ""
+            ns = self._client(self._namenodes(request.query), doas or user, real_user)
             if op == "OPEN":
                 return await self._open(request, ns, path)
             if op == "GETFILECHECKSUM":

@@ -53,6 +53,7 @@ class NameNodeClient:
         addresses: list[str],
         *,
         user: str | None = None,
+        real_user: str = "",
         timeout: float = 30.0,
         max_rounds: int = 5,
         backoff_s: float = 0.1,
@@ -63,6 +64,7 @@ class NameNodeClient:
             raise ValueError("NameNodeClient needs at least one NameNode address")
         self.addresses = list(addresses)
         self.user = user
+        self.real_user = real_user  # a proxy's real user under simple auth (design §S.14)
         self.timeout = timeout
         self.max_rounds = max(1, max_rounds)
         self.backoff_s = backoff_s
@@ -87,6 +89,7 @@ class NameNodeClient:
                 address,
                 protocols.CLIENT_PROTOCOL,
                 user=self.user,
+                real_user=self.real_user,
                 client_id=self.client_id,
                 call_ids=self.call_ids,
                 connect_timeout_s=self._connect_timeout_s,

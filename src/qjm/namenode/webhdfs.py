@@ -13,6 +13,7 @@ import logging
 import os
 import random
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -20,6 +21,7 @@ from google.protobuf.message import Message
 
 from qjm.hdfs import webhdfs_json as wj
 from qjm.hdfs.proto import hdfs_pb2 as hdfs
+from qjm.ipc.sasl import proxy_policy, server_security
 from qjm.ipc.server import CallContext
 from qjm.namenode.client_rpc import MAX_LENGTH, client_methods
 from qjm.namenode.errors import NamenodeError, PathNotFoundError
@@ -35,6 +37,10 @@ DIR_PERMISSION = 0o755  # HDFS's PermissionParam defaults
 FILE_PERMISSION = 0o644
 MAX_REPLICATION = 512  # dfs.replication.max
 JSON_TYPE = "application/json"
+KERBEROS_DATA_OPS = (
+    "{op} is not served on a Kerberos cluster: its DataNode redirect would need a delegation "
+    "token, which WebHDFS does not issue yet"
+)
 
 
 def json_response(body: dict[str, Any], status: int = 200) -> web.Response:
@@ -58,24 +64,25 @@ class WebHdfs:
 
     # -- plumbing -------------------------------------------------------------------------
 
-    def _context(self, request: web.Request, method: str, user: str) -> CallContext:
+    def _context(self, request: web.Request, method: str, caller: Caller) -> CallContext:
         self.calls += 1
         peer = request.remote or "?"
-        principal = request.get("principal", "")
         return CallContext(
             protocol=PROTOCOL,
             method=method,
-            user=user,
+            user=caller.user,
             client_id=self.client_id,
             call_id=self.calls,
             retry_count=0,
             peer=f"{peer}:0",
-            principal=principal,
-            auth="KERBEROS" if principal else "SIMPLE",
+            principal=caller.principal,
+            auth="KERBEROS" if request.get("principal") else "SIMPLE",
+            real_user=caller.real_user,
         )
 
-    async def _call(self, request: web.Request, user: str, method: str, req: Message) -> Any:
-        """Run one ClientProtocol handler as user; its answer once it may be sent (§N.1)."""
+    async def _call(self, request: web.Request, user: Caller, method: str, req: Message) -> Any:
+        """Run one ClientProtocol handler as the caller; its answer once it may be sent
+        (§N.1)."""
         ctx = self._context(request, method, user)
         answer = await self.handlers[method](req, ctx)
         if ctx.answer_check is not None:
@@ -85,35 +92,37 @@ class WebHdfs:
         return answer
 
     @staticmethod
-    def user_of(request: web.Request) -> str:
-        """The caller: SPNEGO's user under Kerberos, else user.name= (HDFS's dr.who without).
-        doas= (a proxy request) is refused: design §W."""
+    def caller_of(request: web.Request) -> Caller:
+        """Who calls: SPNEGO's user under Kerberos, else user.name= (HDFS's dr.who without);
+        with doas= a proxy acting for that user, if the proxy user rules admit it (§S.14)."""
         query = request.query
-        if "doas" in query:
-            raise wj.WebHdfsError(wj.UNSUPPORTED, "doas= (proxy users) is not served by WebHDFS")
         spnego = request.get("user")
         if spnego:
             name = query.get("user.name")
             if name and name != spnego:
                 raise wj.WebHdfsError(
-                    wj.SECURITY,
-                    f"Usernames not matched: name={name} != expected={spnego}",
+                    wj.SECURITY, f"Usernames not matched: name={name} != expected={spnego}"
                 )
-            return str(spnego)
-        name = query.get("user.name", "").strip()
-        if not name:
-            return wj.DEFAULT_USER
-        if len(name) > 256 or any(c in name for c in "/\x00\n\t "):
-            raise wj.ParamError("user.name", name, "not a user name")
-        return name
+            real = str(spnego)
+        else:
+            real = _user_name(query, "user.name") or wj.DEFAULT_USER
+        doas = _user_name(query, "doas")
+        if not doas or doas == real:
+            return Caller(real, "", str(request.get("principal", "")))
+        principal = str(request.get("principal", "")) or real
+        ip = request.remote or ""
+        refusal = proxy_policy().refusal(principal, real, doas, ip)
+        if refusal is not None:
+            raise wj.WebHdfsError(AUTHORIZATION, refusal)
+        return Caller(doas, real, "")
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """Any /webhdfs/v1 request: its op's answer, or HDFS's RemoteException JSON."""
         try:
             op = wj.op_of(request.method, request.query)
             path = wj.path_of(request.raw_path)
-            user = self.user_of(request)
-            return await self._dispatch(request, op, path, user)
+            caller = self.caller_of(request)
+            return await self._dispatch(request, op, path, caller)
         except wj.WebHdfsError as e:
             return error_response(e.java_class, str(e))
         except NamenodeError as e:
@@ -123,7 +132,7 @@ class WebHdfs:
             return error_response("java.lang.RuntimeException", f"{type(e).__name__}: {e}")
 
     async def _dispatch(
-        self, request: web.Request, op: str, path: str, user: str
+        self, request: web.Request, op: str, path: str, user: Caller
     ) -> web.StreamResponse:
         if op == "GETFILESTATUS":
             r = await self._call(request, user, "getFileInfo", cn.GetFileInfoRequestProto(src=path))
@@ -138,12 +147,16 @@ class WebHdfs:
             )
             return json_response(wj.content_summary_body(r.summary))
         if op == "GETHOMEDIRECTORY":
-            return json_response(wj.home_directory_body(user))
+            return json_response(wj.home_directory_body(user.user))
         if op == "GETSERVERDEFAULTS":
             r = await self._call(
                 request, user, "getServerDefaults", cn.GetServerDefaultsRequestProto()
             )
             return json_response(wj.server_defaults_body(r.serverDefaults))
+        if op in ("OPEN", "GETFILECHECKSUM", "CREATE", "APPEND") and server_security() is not None:
+            # HDFS's redirect carries a delegation token the DataNode acts with; qjm issues
+            # none over HTTP yet, and the DataNode must not act as itself (design §W)
+            raise wj.WebHdfsError(wj.UNSUPPORTED, KERBEROS_DATA_OPS.format(op=op))
         if op in ("OPEN", "GETFILECHECKSUM"):
             return await self._redirect_read(request, user, path, op)
         if op in ("CREATE", "APPEND"):
@@ -154,7 +167,9 @@ class WebHdfs:
             )
         return await self._namespace_op(request, user, path, op)
 
-    async def _list(self, request: web.Request, user: str, path: str, batch: bool) -> web.Response:
+    async def _list(
+        self, request: web.Request, user: Caller, path: str, batch: bool
+    ) -> web.Response:
         """LISTSTATUS (every page, as HDFS's NameNode gathers them) or one LISTSTATUS_BATCH
         page after startAfter; a file lists itself."""
         after = request.query.get("startAfter", "").encode("utf-8", errors="surrogateescape")
@@ -173,7 +188,7 @@ class WebHdfs:
             after = page[-1].path
 
     async def _namespace_op(
-        self, request: web.Request, user: str, path: str, op: str
+        self, request: web.Request, user: Caller, path: str, op: str
     ) -> web.Response:
         q = request.query
         req: Message
@@ -240,14 +255,17 @@ class WebHdfs:
     # -- redirects to a DataNode ------------------------------------------------------------
 
     def _location(
-        self, node: DatanodeDescriptor, op: str, path: str, user: str, params: Mapping[str, str]
+        self, node: DatanodeDescriptor, op: str, path: str, user: Caller, params: Mapping[str, str]
     ) -> str:
         """http://<DataNode>/webhdfs/v1<path>?op=..&user.name=..&namenoderpcaddress=..&.."""
         reg = node.reg
         params = {**params, "namenoderpcaddress": self.nn.cfg.nameservice}
+        name = user.user
+        if user.real_user:  # a proxy: the real user, acting for doas=, as HDFS's redirect
+            name, params["doas"] = user.real_user, user.user
         quoted = wj.quote_path(path)
         return f"http://{reg.ip}:{reg.info_port}{wj.PREFIX}{quoted}?" + wj.redirect_query(
-            op, user, params
+            op, name, params
         )
 
     def _any_datanode(self, request: web.Request) -> DatanodeDescriptor:
@@ -264,7 +282,7 @@ class WebHdfs:
         return chosen[0].node
 
     async def _redirect_read(
-        self, request: web.Request, user: str, path: str, op: str
+        self, request: web.Request, user: Caller, path: str, op: str
     ) -> web.Response:
         """OPEN and GETFILECHECKSUM: 307 to a DataNode holding the block at offset (the last
         block for a checksum; any live one for an empty file), as HDFS's chooseDatanode; the
@@ -301,7 +319,7 @@ class WebHdfs:
         return _redirect(self._location(node, op, path, user, params))
 
     async def _redirect_write(
-        self, request: web.Request, user: str, path: str, op: str
+        self, request: web.Request, user: Caller, path: str, op: str
     ) -> web.Response:
         """CREATE (PUT) and APPEND (POST): 307 to a DataNode that writes the body's bytes
         through the NameNode as the caller. The parameters are checked here first."""
@@ -336,6 +354,25 @@ class WebHdfs:
 
 
 MAX_U64 = (1 << 64) - 1
+AUTHORIZATION = "org.apache.hadoop.security.authorize.AuthorizationException"
+
+
+@dataclass(frozen=True)
+class Caller:
+    """A WebHDFS caller: the user it acts as, its real user when a proxy, its principal."""
+
+    user: str
+    real_user: str = ""
+    principal: str = ""
+
+
+def _user_name(query: Mapping[str, str], name: str) -> str:
+    """A user name parameter ("" when absent); one with a slash, whitespace or NUL, or
+    over 256 characters, is refused."""
+    value = query.get(name, "").strip()
+    if len(value) > 256 or any(c in value for c in "/\x00\n\t\r "):
+        raise wj.ParamError(name, value, "not a user name")
+    return value
 
 
 def _redirect(location: str) -> web.Response:
