@@ -116,6 +116,9 @@ def test_curl_as_in_hdfs_docs(cluster: HACluster, tmp_path: Path) -> None:
 
     status, _, body = curl("-L", f"{base}/docs/d/f?op=OPEN&user.name={me}")
     assert status == 200 and body == data
+    status, _, body = curl(f"{base}/docs/d/f?op=OPEN&offset=7&noredirect=true&user.name={me}")
+    to = urllib.parse.urlsplit(json_of(body)["Location"])
+    assert status == 200 and urllib.parse.parse_qs(to.query)["offset"] == ["7"]
     status, _, body = curl("-L", f"{base}/docs/d/f?op=OPEN&offset=1000&length=5000&user.name={me}")
     assert status == 200 and body == data[1000:6000]
     # /docs/d is 750: HDFS's static web user dr.who (no user.name) may not go through it
@@ -280,6 +283,7 @@ def small_file(cluster: HACluster, tmp_path_factory: pytest.TempPathFactory) -> 
         ("PUT", "/a/%2e%2e/b?op=MKDIRS", 400, "org.apache.hadoop.fs.InvalidPathException", "'..'"),
         ("GET", "/%ff%fe?op=GETFILESTATUS", 400, "java.lang.IllegalArgumentException", "not valid UTF-8"),
         ("PUT", "/bad?op=RENAME", 400, "java.lang.IllegalArgumentException", '"destination"'),
+        ("PUT", "/bad?op=RENAME&destination=/x%ff", 400, "java.lang.IllegalArgumentException", "not valid UTF-8"),
         ("PUT", "/bad?op=SETPERMISSION&permission=rwx", 400, "java.lang.IllegalArgumentException", "octal"),
         ("DELETE", "/bad?op=DELETE&recursive=maybe", 400, "java.lang.IllegalArgumentException", '"recursive"'),
         ("GET", "/nowhere?op=LISTSTATUS", 404, "java.io.FileNotFoundException", "/nowhere"),

@@ -183,3 +183,15 @@ def test_redirect_query_sorts_params_after_op_and_user() -> None:
     q = wj.redirect_query("OPEN", "al ice", {"offset": "5", "namenoderpcaddress": "ns1"})
     assert q == "op=OPEN&user.name=al%20ice&namenoderpcaddress=ns1&offset=5"
     assert wj.quote_path("/a b/c%") == "/a%20b/c%25"
+
+
+def test_query_of_decodes_strictly_and_keeps_the_first_value() -> None:
+    q = wj.query_of("/webhdfs/v1/x?op=RENAME&destination=/a%20b+c&op=DELETE&flag")
+    assert q == {"op": "RENAME", "destination": "/a b c", "flag": ""}
+    assert wj.query_of("/webhdfs/v1/x") == {}
+    with pytest.raises(wj.ParamError, match='"destination": not valid UTF-8'):
+        wj.query_of("/webhdfs/v1/x?op=RENAME&destination=/a%ff")
+    with pytest.raises(wj.ParamError, match='"owner": holds a NUL'):
+        wj.query_of("/webhdfs/v1/x?owner=a%00b")
+    with pytest.raises(wj.WebHdfsError, match="parameter name"):
+        wj.query_of("/webhdfs/v1/x?%c3%28=1")

@@ -35,6 +35,15 @@ READ_PIECE = 4 << 20  # bytes one READ_BLOCK asks for while streaming an OPEN
 BODY_CHUNK = 1 << 20  # bytes of a request body read at a time
 COMPLETE_WAIT_S = 30.0  # how long complete may answer false (replicas not yet reported)
 JSON_TYPE = "application/json"
+_QUERY: web.RequestKey[dict[str, str]] = web.RequestKey("webhdfs_query", dict)
+
+
+def query_of(request: web.Request) -> dict[str, str]:
+    """The request's parameters, strictly UTF-8 (parsed once, kept on the request)."""
+    query = request.get(_QUERY)
+    if query is None:
+        query = request[_QUERY] = wj.query_of(request.raw_path)
+    return query
 
 
 class NamespaceCalls(Protocol):
@@ -140,7 +149,7 @@ class DataNodeWebHdfs:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """Any /webhdfs/v1 request a NameNode redirected here."""
         try:
-            op = wj.op_of(request.method, request.query)
+            op = wj.op_of(request.method, query_of(request))
             if op not in ("OPEN", "CREATE", "APPEND", "GETFILECHECKSUM"):
                 raise wj.WebHdfsError(
                     wj.ILLEGAL_ARGUMENT, f"op {op} is answered by the NameNode, not a DataNode"
@@ -152,11 +161,11 @@ class DataNodeWebHdfs:
                     "which WebHDFS does not issue yet",
                 )
             path = wj.path_of(request.raw_path)
-            user = request.get("user") or request.query.get("user.name", "") or wj.DEFAULT_USER
+            user = request.get("user") or query_of(request).get("user.name", "") or wj.DEFAULT_USER
             # a proxy (doas=): the NameNode's proxy user rules judge the real user (§S.14)
-            doas = request.query.get("doas", "")
+            doas = query_of(request).get("doas", "")
             real_user = user if doas and doas != user else ""
-            ns = self._client(self._namenodes(request.query), doas or user, real_user)
+            ns = self._client(self._namenodes(query_of(request)), doas or user, real_user)
             if op == "OPEN":
                 return await self._open(request, ns, path)
             if op == "GETFILECHECKSUM":
@@ -178,7 +187,7 @@ class DataNodeWebHdfs:
         self, request: web.Request, ns: NamespaceCalls, path: str
     ) -> web.StreamResponse:
         """OPEN: 200 and the bytes of [offset, offset+length) (to the end without length)."""
-        q = request.query
+        q = query_of(request)
         offset = wj.long_param(q, "offset", 0)
         length = wj.long_param(q, "length", wj.LONG_MAX)
         lbs = await ns.block_locations(path, offset, length)
@@ -287,7 +296,7 @@ class DataNodeWebHdfs:
     ) -> web.Response:
         """CREATE (201, Location hdfs://<nameservice><path>) or APPEND (200): the body's bytes
         into the file, block by block through addBlock's pipelines, then complete."""
-        q = request.query
+        q = query_of(request)
         previous: hdfs.ExtendedBlockProto | None = None
         if op == "CREATE":
             defaults = None

@@ -267,6 +267,29 @@ def path_of(raw_path: str) -> str:
     return path if path.startswith("/") else "/" + path
 
 
+def query_of(raw_path: str) -> dict[str, str]:
+    """A request's query parameters, decoded as UTF-8 (an IllegalArgumentException naming
+    the parameter when one is not); a parameter given twice keeps its first value."""
+    raw = raw_path.split("?", 1)[1] if "?" in raw_path else ""
+    out: dict[str, str] = {}
+    for part in raw.split("&"):
+        if not part:
+            continue
+        name_raw, _, value_raw = part.partition("=")
+        try:
+            name = urllib.parse.unquote_plus(name_raw, errors="strict")
+        except UnicodeDecodeError:
+            raise WebHdfsError(ILLEGAL_ARGUMENT, "a parameter name is not valid UTF-8") from None
+        try:
+            value = urllib.parse.unquote_plus(value_raw, errors="strict")
+        except UnicodeDecodeError:
+            raise ParamError(name, value_raw, "not valid UTF-8") from None
+        if "\x00" in value:
+            raise ParamError(name, value_raw, "holds a NUL character")
+        out.setdefault(name, value)
+    return out
+
+
 def long_param(
     query: Mapping[str, str], name: str, default: int, *, low: int = 0, high: int = LONG_MAX
 ) -> int:

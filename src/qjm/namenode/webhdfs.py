@@ -37,6 +37,17 @@ DIR_PERMISSION = 0o755  # HDFS's PermissionParam defaults
 FILE_PERMISSION = 0o644
 MAX_REPLICATION = 512  # dfs.replication.max
 JSON_TYPE = "application/json"
+_QUERY: web.RequestKey[dict[str, str]] = web.RequestKey("webhdfs_query", dict)
+
+
+def query_of(request: web.Request) -> dict[str, str]:
+    """The request's parameters, strictly UTF-8 (parsed once, kept on the request)."""
+    query = request.get(_QUERY)
+    if query is None:
+        query = request[_QUERY] = wj.query_of(request.raw_path)
+    return query
+
+
 KERBEROS_DATA_OPS = (
     "{op} is not served on a Kerberos cluster: its DataNode redirect would need a delegation "
     "token, which WebHDFS does not issue yet"
@@ -95,7 +106,7 @@ class WebHdfs:
     def caller_of(request: web.Request) -> Caller:
         """Who calls: SPNEGO's user under Kerberos, else user.name= (HDFS's dr.who without);
         with doas= a proxy acting for that user, if the proxy user rules admit it (§S.14)."""
-        query = request.query
+        query = query_of(request)
         spnego = request.get("user")
         if spnego:
             name = query.get("user.name")
@@ -119,7 +130,7 @@ class WebHdfs:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """Any /webhdfs/v1 request: its op's answer, or HDFS's RemoteException JSON."""
         try:
-            op = wj.op_of(request.method, request.query)
+            op = wj.op_of(request.method, query_of(request))
             path = wj.path_of(request.raw_path)
             caller = self.caller_of(request)
             return await self._dispatch(request, op, path, caller)
@@ -172,7 +183,7 @@ class WebHdfs:
     ) -> web.Response:
         """LISTSTATUS (every page, as HDFS's NameNode gathers them) or one LISTSTATUS_BATCH
         page after startAfter; a file lists itself."""
-        after = request.query.get("startAfter", "").encode("utf-8", errors="surrogateescape")
+        after = query_of(request).get("startAfter", "").encode("utf-8", errors="surrogateescape")
         entries: list[hdfs.HdfsFileStatusProto] = []
         while True:
             req = cn.GetListingRequestProto(src=path, startAfter=after, needLocation=False)
@@ -190,7 +201,7 @@ class WebHdfs:
     async def _namespace_op(
         self, request: web.Request, user: Caller, path: str, op: str
     ) -> web.Response:
-        q = request.query
+        q = query_of(request)
         req: Message
         if op == "MKDIRS":
             perm = wj.permission_param(q, "permission", DIR_PERMISSION)
@@ -287,7 +298,7 @@ class WebHdfs:
         """OPEN and GETFILECHECKSUM: 307 to a DataNode holding the block at offset (the last
         block for a checksum; any live one for an empty file), as HDFS's chooseDatanode; the
         read is audited (cmd=open) here, as HDFS's."""
-        q = request.query
+        q = query_of(request)
         offset = wj.long_param(q, "offset", 0)
         length = wj.long_param(q, "length", MAX_LENGTH)
         info = await self._call(request, user, "getFileInfo", cn.GetFileInfoRequestProto(src=path))
@@ -316,7 +327,10 @@ class WebHdfs:
             params = {"offset": str(offset)}
             if "length" in q:
                 params["length"] = str(length)
-        return _redirect(self._location(node, op, path, user, params))
+        location = self._location(node, op, path, user, params)
+        if wj.bool_param(q, "noredirect", False):
+            return json_response({"Location": location})
+        return _redirect(location)
 
     async def _redirect_write(
         self, request: web.Request, user: Caller, path: str, op: str
@@ -325,7 +339,7 @@ class WebHdfs:
         through the NameNode as the caller. The parameters are checked here first."""
         self.nn.check_lease()
         self.nn.ha.check_active("WRITE")  # a standby sends the client to the active first
-        q = request.query
+        q = query_of(request)
         params: dict[str, str] = {}
         if op == "CREATE":
             params["overwrite"] = str(wj.bool_param(q, "overwrite", False)).lower()
