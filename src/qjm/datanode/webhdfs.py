@@ -211,10 +211,18 @@ class DataNodeWebHdfs:
         pieces = self._pieces(blocks, offset, end)
         first = await anext(pieces, b"")
         await response.prepare(request)
-        if first:
-            await response.write(first)
-        async for piece in pieces:
-            await response.write(piece)
+        try:
+            if first:
+                await response.write(first)
+            async for piece in pieces:
+                await response.write(piece)
+        except (wj.WebHdfsError, RpcError, QjmError, TimeoutError) as e:
+            # the status is sent: end the connection short of Content-Length, which the
+            # client sees as a failed read (a client that went away ends it the same way)
+            log.warning("WebHDFS OPEN %s stopped mid-answer: %s", path, describe_error(e))
+            if request.transport is not None:
+                request.transport.close()
+            return response
         await response.write_eof()
         return response
 
