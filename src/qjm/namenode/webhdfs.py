@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from google.protobuf.message import Message
 
+from qjm.errors import QjmError, describe_error
 from qjm.hdfs import webhdfs_json as wj
 from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.ipc.sasl import proxy_policy, server_security
@@ -75,7 +76,7 @@ class WebHdfs:
 
     # -- plumbing -------------------------------------------------------------------------
 
-    def _context(self, request: web.Request, method: str, caller: Caller) -> CallContext:
+    def _context(self, request: web.Request, method: str, caller: WebCaller) -> CallContext:
         self.calls += 1
         peer = request.remote or "?"
         return CallContext(
@@ -91,7 +92,7 @@ class WebHdfs:
             real_user=caller.real_user,
         )
 
-    async def _call(self, request: web.Request, user: Caller, method: str, req: Message) -> Any:
+    async def _call(self, request: web.Request, user: WebCaller, method: str, req: Message) -> Any:
         """Run one ClientProtocol handler as the caller; its answer once it may be sent
         (§N.1)."""
         ctx = self._context(request, method, user)
@@ -103,7 +104,7 @@ class WebHdfs:
         return answer
 
     @staticmethod
-    def caller_of(request: web.Request) -> Caller:
+    def caller_of(request: web.Request) -> WebCaller:
         """Who calls: SPNEGO's user under Kerberos, else user.name= (HDFS's dr.who without);
         with doas= a proxy acting for that user, if the proxy user rules admit it (§S.14)."""
         query = query_of(request)
@@ -119,13 +120,13 @@ class WebHdfs:
             real = _user_name(query, "user.name") or wj.DEFAULT_USER
         doas = _user_name(query, "doas")
         if not doas or doas == real:
-            return Caller(real, "", str(request.get("principal", "")))
+            return WebCaller(real, "", str(request.get("principal", "")))
         principal = str(request.get("principal", "")) or real
         ip = request.remote or ""
         refusal = proxy_policy().refusal(principal, real, doas, ip)
         if refusal is not None:
             raise wj.WebHdfsError(AUTHORIZATION, refusal)
-        return Caller(doas, real, "")
+        return WebCaller(doas, real, "")
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """Any /webhdfs/v1 request: its op's answer, or HDFS's RemoteException JSON."""
@@ -138,12 +139,14 @@ class WebHdfs:
             return error_response(e.java_class, str(e))
         except NamenodeError as e:
             return error_response(e.java_class, str(e))
+        except QjmError as e:  # the journal or a lease: an IOException, as HDFS's
+            return error_response(wj.IO_EXCEPTION, describe_error(e))
         except Exception as e:  # a bug: HDFS's 500 RuntimeException, never a bare traceback
             log.exception("WebHDFS %s %s failed", request.method, request.path_qs[:200])
             return error_response("java.lang.RuntimeException", f"{type(e).__name__}: {e}")
 
     async def _dispatch(
-        self, request: web.Request, op: str, path: str, user: Caller
+        self, request: web.Request, op: str, path: str, user: WebCaller
     ) -> web.StreamResponse:
         if op == "GETFILESTATUS":
             r = await self._call(request, user, "getFileInfo", cn.GetFileInfoRequestProto(src=path))
@@ -179,7 +182,7 @@ class WebHdfs:
         return await self._namespace_op(request, user, path, op)
 
     async def _list(
-        self, request: web.Request, user: Caller, path: str, batch: bool
+        self, request: web.Request, user: WebCaller, path: str, batch: bool
     ) -> web.Response:
         """LISTSTATUS (every page, as HDFS's NameNode gathers them) or one LISTSTATUS_BATCH
         page after startAfter; a file lists itself."""
@@ -199,7 +202,7 @@ class WebHdfs:
             after = page[-1].path
 
     async def _namespace_op(
-        self, request: web.Request, user: Caller, path: str, op: str
+        self, request: web.Request, user: WebCaller, path: str, op: str
     ) -> web.Response:
         q = query_of(request)
         req: Message
@@ -266,7 +269,12 @@ class WebHdfs:
     # -- redirects to a DataNode ------------------------------------------------------------
 
     def _location(
-        self, node: DatanodeDescriptor, op: str, path: str, user: Caller, params: Mapping[str, str]
+        self,
+        node: DatanodeDescriptor,
+        op: str,
+        path: str,
+        user: WebCaller,
+        params: Mapping[str, str],
     ) -> str:
         """http://<DataNode>/webhdfs/v1<path>?op=..&user.name=..&namenoderpcaddress=..&.."""
         reg = node.reg
@@ -293,7 +301,7 @@ class WebHdfs:
         return chosen[0].node
 
     async def _redirect_read(
-        self, request: web.Request, user: Caller, path: str, op: str
+        self, request: web.Request, user: WebCaller, path: str, op: str
     ) -> web.Response:
         """OPEN and GETFILECHECKSUM: 307 to a DataNode holding the block at offset (the last
         block for a checksum; any live one for an empty file), as HDFS's chooseDatanode; the
@@ -333,7 +341,7 @@ class WebHdfs:
         return _redirect(location)
 
     async def _redirect_write(
-        self, request: web.Request, user: Caller, path: str, op: str
+        self, request: web.Request, user: WebCaller, path: str, op: str
     ) -> web.Response:
         """CREATE (PUT) and APPEND (POST): 307 to a DataNode that writes the body's bytes
         through the NameNode as the caller. The parameters are checked here first."""
@@ -372,7 +380,7 @@ AUTHORIZATION = "org.apache.hadoop.security.authorize.AuthorizationException"
 
 
 @dataclass(frozen=True)
-class Caller:
+class WebCaller:
     """A WebHDFS caller: the user it acts as, its real user when a proxy, its principal."""
 
     user: str
