@@ -16,7 +16,14 @@ from typing import Any
 
 import pytest
 
-from hadoop_clients import FsShellSession, HACluster, check, jaxrs_media_types, user
+from hadoop_clients import (
+    FsShellSession,
+    HACluster,
+    block_locations,
+    check,
+    jaxrs_media_types,
+    user,
+)
 from qjm.testing.wait import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # JVMs on a loaded machine
@@ -346,3 +353,41 @@ def test_standby_answers_standby_exception_and_the_java_client_fails_over(
         assert status == 403 and remote(body)[0] == "org.apache.hadoop.ipc.StandbyException"
     finally:
         cluster.failover("nn2", "nn1")
+
+
+def test_a_dead_datanode_is_left_out_of_a_webhdfs_write_and_read(
+    cluster: HACluster, tmp_path: Path
+) -> None:
+    """Last in the module: it kills a DataNode. The NameNode does not know yet, so the new
+    block's pipeline names it; the writing DataNode abandons that block and asks for one
+    without it, and a read skips the dead replica."""
+    me, base = user(), http(cluster)
+    before = os.urandom(200_000)
+    (tmp_path / "before").write_bytes(before)
+    url = f"{base}/dead/before?op=CREATE&user.name={me}"
+    assert curl("-L", "-X", "PUT", "-T", str(tmp_path / "before"), url)[0] == 201
+
+    def on_both() -> bool:  # both DataNodes hold /dead/before's block
+        [b] = block_locations(cluster.info["nn1"]["rpc"], "/dead/before").blocks
+        return len(b.locs) == 2
+
+    wait_until("/dead/before on both DataNodes", on_both, timeout_s=30)
+    status, headers, _ = curl("-X", "PUT", f"{base}/dead/after?op=CREATE&user.name={me}")
+    assert status == 307
+    writer = urllib.parse.urlsplit(headers["location"]).netloc
+    [other] = [dn for dn in ("dn1", "dn2") if cluster.info[dn]["http"] != writer]
+    [writer_name] = [dn for dn in ("dn1", "dn2") if cluster.info[dn]["http"] == writer]
+    cluster.kill9(other)
+
+    after = os.urandom(300_000)
+    (tmp_path / "after").write_bytes(after)
+    status, _, body = curl("-X", "PUT", "-T", str(tmp_path / "after"), headers["location"])
+    assert status == 201, body
+    log = (cluster.dir / "logs" / f"{writer_name}.log").read_text()
+    assert "WebHDFS write of /dead/after: pipeline setup failed (try 1 of 3)" in log
+    dn = f"http://{writer}/webhdfs/v1"
+    for path, data in (("/dead/after", after), ("/dead/before", before)):
+        status, _, body = curl(f"{dn}{path}?op=OPEN&namenoderpcaddress=ns1&user.name={me}")
+        assert status == 200 and body == data, path
+    [block] = block_locations(cluster.info["nn1"]["rpc"], "/dead/after").blocks
+    assert [loc.id.infoPort for loc in block.locs] == [int(writer.rsplit(":", 1)[1])]

@@ -33,6 +33,7 @@ from qjm.security.block_token import Token
 log = logging.getLogger("qjm.datanode.webhdfs")
 READ_PIECE = 4 << 20  # bytes one READ_BLOCK asks for while streaming an OPEN
 BODY_CHUNK = 1 << 20  # bytes of a request body read at a time
+PIPELINE_TRIES = 3  # pipelines set up for one block before a write gives up
 COMPLETE_WAIT_S = 30.0  # how long complete may answer false (replicas not yet reported)
 JSON_TYPE = "application/json"
 _QUERY: web.RequestKey[dict[str, str]] = web.RequestKey("webhdfs_query", dict)
@@ -63,9 +64,16 @@ class NamespaceCalls(Protocol):
         """append into a new block; the file id."""
 
     async def add_block(
-        self, path: str, previous: hdfs.ExtendedBlockProto | None, file_id: int
+        self,
+        path: str,
+        previous: hdfs.ExtendedBlockProto | None,
+        file_id: int,
+        excluded: list[hdfs.DatanodeInfoProto] | None = None,
     ) -> hdfs.LocatedBlockProto:
         """addBlock."""
+
+    async def abandon_block(self, path: str, block: hdfs.ExtendedBlockProto, file_id: int) -> None:
+        """abandonBlock."""
 
     async def complete_file(
         self, path: str, last: hdfs.ExtendedBlockProto | None, file_id: int
@@ -364,17 +372,9 @@ class DataNodeWebHdfs:
                 view = memoryview(chunk)
                 while view:
                     if pipeline is None:
-                        lb = await ns.add_block(path, previous, file_id)
                         if not block_size:  # an append: the file's own block size
                             block_size = await self._file_block_size(ns, path)
-                        pipeline = await tc.PipelineWriter.open(
-                            list(lb.locs),
-                            tc.block_from_proto(lb.b),
-                            client_name=ns.client_name,
-                            timeout_s=self.timeout_s,
-                            token=_token(lb.blockToken),
-                            protection=self.protection,
-                        )
+                        pipeline = await self._new_pipeline(ns, path, previous, file_id)
                         in_block = 0
                     n = min(len(view), block_size - in_block)
                     await pipeline.write(bytes(view[:n]))
@@ -390,6 +390,44 @@ class DataNodeWebHdfs:
             if pipeline is not None:
                 await pipeline.abort()
         return previous
+
+    async def _new_pipeline(
+        self,
+        ns: NamespaceCalls,
+        path: str,
+        previous: hdfs.ExtendedBlockProto | None,
+        file_id: int,
+    ) -> tc.PipelineWriter:
+        """The next block's pipeline. One whose setup fails is abandoned and a block asked
+        for again without the bad DataNode, as HDFS's DataStreamer does, PIPELINE_TRIES
+        times at most."""
+        excluded: list[hdfs.DatanodeInfoProto] = []
+        for attempt in range(PIPELINE_TRIES):
+            lb = await ns.add_block(path, previous, file_id, excluded)
+            try:
+                return await tc.PipelineWriter.open(
+                    list(lb.locs),
+                    tc.block_from_proto(lb.b),
+                    client_name=ns.client_name,
+                    timeout_s=self.timeout_s,
+                    token=_token(lb.blockToken),
+                    protection=self.protection,
+                )
+            except tc.BlockWriteError as e:
+                await ns.abandon_block(path, lb.b, file_id)
+                bad = e.bad_node_index if e.bad_node_index is not None else 0
+                if bad < len(lb.locs):
+                    excluded.append(lb.locs[bad])
+                log.warning(
+                    "WebHDFS write of %s: pipeline setup failed (try %d of %d): %s",
+                    path,
+                    attempt + 1,
+                    PIPELINE_TRIES,
+                    e,
+                )
+                if attempt + 1 == PIPELINE_TRIES:
+                    raise
+        raise AssertionError("unreachable")
 
     @staticmethod
     async def _file_block_size(ns: NamespaceCalls, path: str) -> int:

@@ -297,14 +297,28 @@ class NameNodeClient:
         return int(r.stat.fileId)
 
     async def add_block(
-        self, path: str, previous: hdfs.ExtendedBlockProto | None, file_id: int
+        self,
+        path: str,
+        previous: hdfs.ExtendedBlockProto | None,
+        file_id: int,
+        excluded: list[hdfs.DatanodeInfoProto] | None = None,
     ) -> hdfs.LocatedBlockProto:
-        """addBlock: the file's next block and the pipeline to write it through."""
-        req = cn.AddBlockRequestProto(src=path, clientName=self.client_name, fileId=file_id)
+        """addBlock: the file's next block and the pipeline to write it through, on none of
+        the excluded DataNodes."""
+        req = cn.AddBlockRequestProto(
+            src=path, clientName=self.client_name, fileId=file_id, excludeNodes=excluded or []
+        )
         if previous is not None:
             req.previous.CopyFrom(previous)
         r = await self.call("addBlock", req)
         return r.block  # type: ignore[no-any-return]
+
+    async def abandon_block(self, path: str, block: hdfs.ExtendedBlockProto, file_id: int) -> None:
+        """abandonBlock: drop the file's last block, whose pipeline could not be set up."""
+        req = cn.AbandonBlockRequestProto(
+            b=block, src=path, holder=self.client_name, fileId=file_id
+        )
+        await self.call("abandonBlock", req)
 
     async def complete_file(
         self, path: str, last: hdfs.ExtendedBlockProto | None, file_id: int
