@@ -233,6 +233,10 @@ def test_fsshell_webhdfs_on_the_active(
     web_sum = check(fs("-checksum", f"{web}/java/d/big")).split("\t")[1:]
     rpc_sum = check(fs("-checksum", "hdfs://ns1/java/d/big")).split("\t")[1:]
     assert web_sum == rpc_sum and web_sum[0] == "MD5-of-2048MD5-of-512CRC32C"  # 4 blocks
+    check(fs("-touchz", f"{web}/java/empty"))
+    web_sum = check(fs("-checksum", f"{web}/java/empty")).split("\t")[1:]
+    assert web_sum == check(fs("-checksum", "hdfs://ns1/java/empty")).split("\t")[1:]
+    assert web_sum[0] == "MD5-of-0MD5-of-0CRC32"
     out = check(fs("-rm", "-r", f"{web}/java"))
     assert "Deleted" in out
     assert fs("-test", "-e", "hdfs://ns1/java").returncode == 1

@@ -195,3 +195,9 @@ def test_query_of_decodes_strictly_and_keeps_the_first_value() -> None:
         wj.query_of("/webhdfs/v1/x?owner=a%00b")
     with pytest.raises(wj.WebHdfsError, match="parameter name"):
         wj.query_of("/webhdfs/v1/x?%c3%28=1")
+
+
+def test_an_empty_files_checksum_is_hdfs_crc32_variant() -> None:
+    name, raw = wj.file_checksum([])
+    assert name == "MD5-of-0MD5-of-0CRC32"  # what the hdfs:// client prints for one
+    assert raw.hex() == "00000000000000000000000070bc8f4b72a86921468bf8e8441dce51"

@@ -215,7 +215,8 @@ def file_checksum(blocks: Sequence[BlockSum]) -> tuple[str, bytes]:
     """HDFS's MD5MD5CRC32C file checksum of a file's block checksums: its algorithm name and
     its bytes (bytesPerCRC, crcPerBlock, MD5 of the block MD5s), as FileChecksumHelper makes
     them: crcPerBlock is the first block's when there are several, else 0; the MD5 is of the
-    client's whole output buffer (32 bytes, doubled as it fills), zeros after the MD5s."""
+    client's whole output buffer (32 bytes, doubled as it fills), zeros after the MD5s; an
+    empty file's is MD5-of-0MD5-of-0CRC32."""
     bpc = blocks[0].bytes_per_crc if blocks else 0
     crc_per_block = blocks[0].crc_per_block if len(blocks) > 1 else 0
     md5s = b"".join(b.md5 for b in blocks)
@@ -223,7 +224,8 @@ def file_checksum(blocks: Sequence[BlockSum]) -> tuple[str, bytes]:
     while capacity < len(md5s):
         capacity *= 2
     digest = hashlib.md5(md5s + bytes(capacity - len(md5s)), usedforsecurity=False).digest()
-    name = f"MD5-of-{crc_per_block}MD5-of-{bpc}CRC32C"
+    # a file without blocks gets HDFS's CRC32 (gzip) variant: no block named a CRC type
+    name = f"MD5-of-{crc_per_block}MD5-of-{bpc}{'CRC32C' if blocks else 'CRC32'}"
     return name, struct.pack(">IQ", bpc, crc_per_block) + digest
 
 
