@@ -233,6 +233,11 @@ def test_fsshell_webhdfs_on_the_active(
     web_sum = check(fs("-checksum", f"{web}/java/d/big")).split("\t")[1:]
     rpc_sum = check(fs("-checksum", "hdfs://ns1/java/d/big")).split("\t")[1:]
     assert web_sum == rpc_sum and web_sum[0] == "MD5-of-2048MD5-of-512CRC32C"  # 4 blocks
+    tail = tmp_path / "tail"
+    tail.write_bytes(b"appended by WebHdfsFileSystem")
+    check(fs("-appendToFile", str(tail), f"{web}/java/d/big"))
+    r = fs.run_bytes("-cat", "hdfs://ns1/java/d/big", timeout=120)
+    assert r.returncode == 0 and r.stdout == data + tail.read_bytes()
     check(fs("-touchz", f"{web}/java/empty"))
     web_sum = check(fs("-checksum", f"{web}/java/empty")).split("\t")[1:]
     assert web_sum == check(fs("-checksum", "hdfs://ns1/java/empty")).split("\t")[1:]
