@@ -66,6 +66,11 @@ def java_program(source: str, workdir: Path) -> Path:
     """Compile a Java class against Hadoop's client jars (javac, from the JDK `make` brings);
     the directory to put on the classpath."""
     [name] = [w.split()[2] for w in source.splitlines() if w.startswith("public class ")]
+    return _compile(name, source, workdir)
+
+
+def _compile(name: str, source: str, workdir: Path) -> Path:
+    """javac source (its public class name) into workdir/java-<name>; that directory."""
     classes = workdir / f"java-{name}"
     classes.mkdir(parents=True, exist_ok=True)
     (classes / f"{name}.java").write_text(source)
@@ -132,6 +137,7 @@ public class FsShellBatch {
       try {
         Configuration conf = new Configuration();
         conf.setBoolean("fs.hdfs.impl.disable.cache", true);
+        conf.setBoolean("fs.webhdfs.impl.disable.cache", true);
         rc = ToolRunner.run(conf, new FsShell(), args);
       } catch (Throwable t) {
         t.printStackTrace(System.err);
@@ -167,9 +173,11 @@ class FsShellSession:
         *,
         jvm_options: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
+        classpath: Sequence[Path] = (),
     ) -> None:
         """jvm_options and env: a Kerberos client's krb5.conf and ticket cache, say (env
-        replaces the simple user's HADOOP_USER_NAME)."""
+        replaces the simple user's HADOOP_USER_NAME); classpath: more class directories
+        (ahead of the jars)."""
         if FsShellSession._classes is None:
             FsShellSession._classes = java_program(FSSHELL_BATCH_JAVA, workdir)
         java_calls.append(("FsShellBatch",))
@@ -180,7 +188,9 @@ class FsShellSession:
                 "-XX:+UseSerialGC",
                 *jvm_options,
                 "-cp",
-                f"{conf_dir}:{FsShellSession._classes}:{JARS}/*",
+                ":".join(
+                    [str(conf_dir), str(FsShellSession._classes), *map(str, classpath), f"{JARS}/*"]
+                ),
                 "FsShellBatch",
             ],
             stdin=subprocess.PIPE,
@@ -394,3 +404,55 @@ def refusal_of_get_file_info(address: str, path: str = "/") -> str:
         return ""
 
     return asyncio.run(call())
+
+
+# WebHdfsFileSystem reads each JSON answer's Content-Type with JAX-RS's MediaType.valueOf,
+# which needs a JAX-RS runtime; the shaded Hadoop client in pyspark's jars relocates the
+# JAX-RS API but ships no runtime, so the client fails on every JSON answer ("Response
+# decoding failure: ClassNotFoundException ... RuntimeDelegateImpl") against any WebHDFS
+# server that names its Content-Type, HDFS's own included. This class stands in for
+# Jersey's, under the relocated name the API looks for, and parses media types only.
+JAXRS_MEDIA_TYPES_JAVA = """\
+package org.apache.hadoop.shaded.org.glassfish.jersey.internal;
+
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.hadoop.shaded.javax.ws.rs.core.Application;
+import org.apache.hadoop.shaded.javax.ws.rs.core.Link;
+import org.apache.hadoop.shaded.javax.ws.rs.core.MediaType;
+import org.apache.hadoop.shaded.javax.ws.rs.core.Response;
+import org.apache.hadoop.shaded.javax.ws.rs.core.UriBuilder;
+import org.apache.hadoop.shaded.javax.ws.rs.core.Variant;
+import org.apache.hadoop.shaded.javax.ws.rs.ext.RuntimeDelegate;
+
+public class RuntimeDelegateImpl extends RuntimeDelegate {
+  static final HeaderDelegate<MediaType> MEDIA = new HeaderDelegate<MediaType>() {
+    public MediaType fromString(String value) {
+      String[] parts = value.split(";");
+      String[] kind = parts[0].trim().split("/", 2);
+      Map<String, String> params = new HashMap<>();
+      for (int i = 1; i < parts.length; i++) {
+        String[] kv = parts[i].trim().split("=", 2);
+        if (kv.length == 2) { params.put(kv[0].trim(), kv[1].trim()); }
+      }
+      return new MediaType(kind[0], kind.length > 1 ? kind[1] : "*", params);
+    }
+    public String toString(MediaType m) { return m.getType() + "/" + m.getSubtype(); }
+  };
+  @SuppressWarnings("unchecked")
+  public <T> HeaderDelegate<T> createHeaderDelegate(Class<T> type) {
+    if (type == MediaType.class) { return (HeaderDelegate<T>) MEDIA; }
+    throw new IllegalArgumentException("no header delegate for " + type);
+  }
+  public UriBuilder createUriBuilder() { throw new UnsupportedOperationException(); }
+  public Response.ResponseBuilder createResponseBuilder() { throw new UnsupportedOperationException(); }
+  public Variant.VariantListBuilder createVariantListBuilder() { throw new UnsupportedOperationException(); }
+  public <T> T createEndpoint(Application a, Class<T> t) { throw new UnsupportedOperationException(); }
+  public Link.Builder createLinkBuilder() { throw new UnsupportedOperationException(); }
+}
+"""
+
+
+def jaxrs_media_types(workdir: Path) -> Path:
+    """The class directory of JAXRS_MEDIA_TYPES_JAVA, for a WebHDFS client's classpath."""
+    return _compile("RuntimeDelegateImpl", JAXRS_MEDIA_TYPES_JAVA, workdir)

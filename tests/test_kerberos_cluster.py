@@ -671,6 +671,30 @@ def test_fsck_runs_as_the_authenticated_user_not_the_claimed_one(cluster: dict[s
     assert code == 200 and "is HEALTHY" in body, body[-500:]
 
 
+def test_webhdfs_serves_the_spnego_user_and_refuses_data_ops_without_tokens(
+    cluster: dict[str, Any],
+) -> None:
+    """WebHDFS (design §W): the namespace ops run as the SPNEGO-authenticated user, whatever
+    user.name claims; OPEN and CREATE, whose DataNode redirect needs a delegation token
+    qjm does not issue over HTTP, are refused by name."""
+    user = cluster["kdc"]["user_ccache"]
+    base = f"http://{http_of(cluster, 'namenode')}/webhdfs/v1"
+    code, body = curl(cluster, None, f"{base}/?op=LISTSTATUS")
+    assert code == 401
+    code, body = curl(cluster, user, "-X", "PUT", f"{base}/krb-web?op=MKDIRS")
+    assert (code, json.loads(body)) == (200, {"boolean": True}), body
+    code, body = curl(cluster, user, f"{base}/krb-web?op=GETFILESTATUS")
+    assert code == 200 and json.loads(body)["FileStatus"]["owner"] == os_user(), body
+    code, body = curl(cluster, user, f"{base}/?op=LISTSTATUS&user.name=nn")
+    assert code == 403 and "Usernames not matched" in body, body
+    code, body = curl(cluster, user, f"{base}/krb-web?op=OPEN")
+    assert code == 400 and "UnsupportedOperationException" in body and "delegation" in body
+    code, body = curl(cluster, user, "-X", "PUT", f"{base}/krb-web/f?op=CREATE")
+    assert code == 400 and "UnsupportedOperationException" in body
+    code, body = curl(cluster, user, "-X", "DELETE", f"{base}/krb-web?op=DELETE")
+    assert (code, json.loads(body)) == (200, {"boolean": True}), body
+
+
 def test_only_the_zkfcs_may_touch_the_ha_znodes(
     cluster: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -36,7 +36,13 @@ def run(args: argparse.Namespace) -> int:
     daemon_login(
         cfg.security, "datanode", parse_address(dn.ipc_address, "ipc_address")[0], cfg.proxyusers
     )
-    node = DataNode(cfg, dn)
+    from qjm.namenode.client import NameNodeClient
+
+    def namespace_calls(addresses: list[str], user: str, real_user: str) -> NameNodeClient:
+        """WebHDFS's ClientProtocol calls as user, a proxy of real_user if set (design §W)."""
+        return NameNodeClient(addresses, user=user, real_user=real_user)
+
+    node = DataNode(cfg, dn, namespace_factory=namespace_calls)
     ready = Path(args.ready_file) if args.ready_file else None
     runtime.run(serve_forever(node, ready))
     return 0

@@ -39,6 +39,8 @@ from qjm.datanode.fs_replicas import DiskPool, FsReplicaStore
 from qjm.datanode.layout import BlockPoolInfo
 from qjm.datanode.replica import ReplicaState
 from qjm.datanode.storage import DataStorage
+from qjm.datanode.webhdfs import DataNodeWebHdfs, NamespaceFactory
+from qjm.datanode.webhdfs import add_routes as add_webhdfs_routes
 from qjm.datanode.xceiver import DataXceiverServer, XceiverLimits
 from qjm.errors import ConfigError, QjmError, describe_error
 from qjm.hdfs import block_report as br
@@ -144,7 +146,15 @@ class _PoolStore:
 class DataNode:
     """One DataNode: storage, the transfer, IPC and HTTP servers, and its NameNode actors."""
 
-    def __init__(self, cfg: ClusterConfig, dn: DataNodeConfig, *, disk_threads: int = 16) -> None:
+    def __init__(
+        self,
+        cfg: ClusterConfig,
+        dn: DataNodeConfig,
+        *,
+        disk_threads: int = 16,
+        namespace_factory: NamespaceFactory | None = None,
+    ) -> None:
+        """namespace_factory: the ClientProtocol calls WebHDFS makes (none: no WebHDFS)."""
         self.cfg = cfg
         self.dn = dn
         self.settings = cfg.datanode
@@ -189,6 +199,16 @@ class DataNode:
         )
         self.bpos = BPOfferService(
             namenode_addresses(cfg), self, self, settings_from_config(self.settings)
+        )
+        self.webhdfs = (
+            None
+            if namespace_factory is None
+            else DataNodeWebHdfs(
+                cfg,
+                namespace_factory,
+                self.xceiver.protection,
+                self.settings.socket_timeout_ms / 1000,
+            )
         )
         self.ipc: IpcServer | None = None
         self._http: web.AppRunner | None = None
@@ -336,6 +356,8 @@ class DataNode:
         if self._http is not None:
             await self._http.cleanup()
             self._http = None
+        if self.webhdfs is not None:
+            await self.webhdfs.close()
         await asyncio.get_running_loop().run_in_executor(None, self.disk.shutdown)
         if self.dataset is not None:
             self.dataset.close()  # stops writers, releases the directory locks
@@ -1004,6 +1026,8 @@ def make_app(node: DataNode) -> web.Application:
     app.router.add_get("/status", status_json)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/", status_page)
+    if node.webhdfs is not None:
+        add_webhdfs_routes(app, node.webhdfs)  # design §W
     return app
 
 

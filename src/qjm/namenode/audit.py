@@ -80,8 +80,10 @@ def audit_line(
     dst: str | None,
     status: FileStatus | None,
     real_user: str = "",
+    proto: str = "rpc",
 ) -> str:
-    """One line of HDFS's audit log; a proxy call's ugi names its real user (design §S.14)."""
+    """One line of HDFS's audit log; a proxy call's ugi names its real user (design §S.14);
+    proto is rpc, or webhdfs for a call that came over WebHDFS (design §W)."""
     perm = (
         "null"
         if status is None
@@ -95,7 +97,7 @@ def audit_line(
     return (
         f"allowed={'true' if allowed else 'false'}\tugi={ugi}\tip=/{ip}\t"
         f"cmd={cmd}\tsrc={src if src is not None else 'null'}\t"
-        f"dst={dst if dst is not None else 'null'}\tperm={perm}\tproto=rpc"
+        f"dst={dst if dst is not None else 'null'}\tperm={perm}\tproto={proto}"
     )
 
 
@@ -189,6 +191,7 @@ def audited(
                 dst=dst,
                 status=status,
                 real_user=getattr(ctx, "real_user", ""),
+                proto="webhdfs" if getattr(ctx, "protocol", "") == "webhdfs" else "rpc",
             )
         )
 

@@ -53,6 +53,7 @@ class NameNodeClient:
         addresses: list[str],
         *,
         user: str | None = None,
+        real_user: str = "",
         timeout: float = 30.0,
         max_rounds: int = 5,
         backoff_s: float = 0.1,
@@ -63,6 +64,7 @@ class NameNodeClient:
             raise ValueError("NameNodeClient needs at least one NameNode address")
         self.addresses = list(addresses)
         self.user = user
+        self.real_user = real_user  # a proxy's real user under simple auth (design §S.14)
         self.timeout = timeout
         self.max_rounds = max(1, max_rounds)
         self.backoff_s = backoff_s
@@ -87,6 +89,7 @@ class NameNodeClient:
                 address,
                 protocols.CLIENT_PROTOCOL,
                 user=self.user,
+                real_user=self.real_user,
                 client_id=self.client_id,
                 call_ids=self.call_ids,
                 connect_timeout_s=self._connect_timeout_s,
@@ -252,6 +255,90 @@ class NameNodeClient:
             cn.CompleteRequestProto(src=path, clientName=self.client_name, fileId=file_id),
         )
         return bool(r.result)
+
+    # -- what a DataNode's WebHDFS calls to write and read a file (design §W) ------------
+
+    async def create_file(
+        self,
+        path: str,
+        permission: int,
+        *,
+        overwrite: bool,
+        replication: int,
+        block_size: int,
+    ) -> int:
+        """Create path open for writing by this client, its mode as given (no umask); its
+        file id."""
+        flags = cn.CREATE | (cn.OVERWRITE if overwrite else 0)
+        r = await self.call(
+            "create",
+            cn.CreateRequestProto(
+                src=path,
+                masked=hdfs.FsPermissionProto(perm=permission),
+                clientName=self.client_name,
+                createFlag=flags,
+                createParent=True,
+                replication=replication,
+                blockSize=block_size,
+            ),
+        )
+        if r.HasField("fs"):
+            return int(r.fs.fileId)
+        status = await self.stat(path)
+        if status is None:
+            raise RpcError(f"create {path}: the NameNode answered no status and has no such file")
+        return status.file_id
+
+    async def append_file(self, path: str) -> int:
+        """Reopen path for this client to append in a new block (CreateFlag.NEW_BLOCK); its
+        file id."""
+        req = cn.AppendRequestProto(src=path, clientName=self.client_name, flag=cn.NEW_BLOCK)
+        r = await self.call("append", req)
+        return int(r.stat.fileId)
+
+    async def add_block(
+        self,
+        path: str,
+        previous: hdfs.ExtendedBlockProto | None,
+        file_id: int,
+        excluded: list[hdfs.DatanodeInfoProto] | None = None,
+    ) -> hdfs.LocatedBlockProto:
+        """addBlock: the file's next block and the pipeline to write it through, on none of
+        the excluded DataNodes."""
+        req = cn.AddBlockRequestProto(
+            src=path, clientName=self.client_name, fileId=file_id, excludeNodes=excluded or []
+        )
+        if previous is not None:
+            req.previous.CopyFrom(previous)
+        r = await self.call("addBlock", req)
+        return r.block  # type: ignore[no-any-return]
+
+    async def abandon_block(self, path: str, block: hdfs.ExtendedBlockProto, file_id: int) -> None:
+        """abandonBlock: drop the file's last block, whose pipeline could not be set up."""
+        req = cn.AbandonBlockRequestProto(
+            b=block, src=path, holder=self.client_name, fileId=file_id
+        )
+        await self.call("abandonBlock", req)
+
+    async def complete_file(
+        self, path: str, last: hdfs.ExtendedBlockProto | None, file_id: int
+    ) -> bool:
+        """complete with the last block written: true once the file is closed."""
+        req = cn.CompleteRequestProto(src=path, clientName=self.client_name, fileId=file_id)
+        if last is not None:
+            req.last.CopyFrom(last)
+        r = await self.call("complete", req)
+        return bool(r.result)
+
+    async def block_locations(
+        self, path: str, offset: int, length: int
+    ) -> hdfs.LocatedBlocksProto | None:
+        """getBlockLocations of a range of path; None when there is no such file."""
+        r = await self.call(
+            "getBlockLocations",
+            cn.GetBlockLocationsRequestProto(src=path, offset=offset, length=length),
+        )
+        return r.locations if r.HasField("locations") else None
 
     async def touch(self, path: str) -> FileStatus:
         """An empty file at path (create + complete), or a missing one's times set to now."""

@@ -44,6 +44,7 @@ from qjm.namenode.image import (
 )
 from qjm.namenode.storage import UPLOAD_SUFFIX
 from qjm.namenode.types import HAState
+from qjm.namenode.webhdfs import add_routes as add_webhdfs_routes
 from qjm.protocol.status import describe_segments
 from qjm.security.http import server_middlewares
 
@@ -691,4 +692,5 @@ def make_app(nn: NameNode) -> web.Application:
     app.router.add_get("/", status_page)
     app.router.add_get(IMAGE_TRANSFER_PATH, get_image)
     app.router.add_put(IMAGE_TRANSFER_PATH, put_image)
+    add_webhdfs_routes(app, nn)  # /webhdfs/v1 (design §W)
     return app
