@@ -1,26 +1,41 @@
-"""`qjm dfsadmin -report | -refreshNodes`: HDFS's DFSAdmin report of capacity, block health
-and DataNodes, and the exclude list read again by every NameNode.
+"""`qjm dfsadmin`: HDFS's DFSAdmin commands against the cluster's NameNodes.
 
-It asks the active NameNode over HDFS's client protocol (getFsStats, setSafeMode GET,
-getDatanodeReport) and prints what `hdfs dfsadmin -report` prints, so scripts written for
-HDFS read it (design §B.17).
+-report and -refreshNodes (design §B.17); -safemode, -saveNamespace, -rollEdits, the quota
+commands and -metasave (design §N.11). Each goes over HDFS's client protocol and prints
+what `hdfs dfsadmin` prints, so scripts written for HDFS read it; a refusal prints
+`<command>: <the NameNode's message>` on stderr and exits 255, as DFSAdmin's -1.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import getpass
 import sys
+from collections.abc import Awaitable, Callable
 
 from qjm import runtime
 from qjm.cli.dfs import namenode_addresses
 from qjm.errors import QjmError
 from qjm.hdfs.proto import hdfs_pb2 as hdfs
+from qjm.ipc import RemoteError
 from qjm.namenode.client import NameNodeClient
 from qjm.namenode.fsck import java_date
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 
 _PREFIXES = "KMGTPE"
+SAFEMODE_ACTIONS = ("enter", "leave", "get", "wait", "forceExit")
+_SAFEMODE_WIRE = {
+    "enter": cn.SAFEMODE_ENTER,
+    "leave": cn.SAFEMODE_LEAVE,
+    "get": cn.SAFEMODE_GET,
+    "wait": cn.SAFEMODE_GET,
+    "forceExit": cn.SAFEMODE_FORCE_EXIT,
+}
+SAFEMODE_WAIT_POLL_S = 1.0  # how often -safemode wait asks again (HDFS: 5 s)
+QUOTA_DONT_SET = (1 << 63) - 1  # HdfsConstants.QUOTA_DONT_SET (Long.MAX_VALUE)
+QUOTA_RESET = -1  # HdfsConstants.QUOTA_RESET
+_BINARY_PREFIXES = {"k": 10, "m": 20, "g": 30, "t": 40, "p": 50, "e": 60}
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,6 +58,44 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "-refreshNodes",
         action="store_true",
         help="every NameNode reads its exclude list again (decommission starts or stops)",
+    )
+    what.add_argument(
+        "-safemode",
+        choices=SAFEMODE_ACTIONS,
+        metavar="enter|leave|get|wait|forceExit",
+        help="the active NameNode's safe mode",
+    )
+    what.add_argument(
+        "-saveNamespace",
+        action="store_true",
+        help="save an image of the namespace now (the active must be in safe mode)",
+    )
+    what.add_argument(
+        "-rollEdits", action="store_true", help="finalize the open edit log segment, start anew"
+    )
+    what.add_argument(
+        "-setQuota",
+        nargs="+",
+        metavar="ARG",
+        help="<quota> <dirname>...: the most names under each directory",
+    )
+    what.add_argument(
+        "-clrQuota", nargs="+", metavar="DIR", help="<dirname>...: remove the name quota"
+    )
+    what.add_argument(
+        "-setSpaceQuota",
+        nargs="+",
+        metavar="ARG",
+        help="<quota> <dirname>...: the most bytes (replicas counted) under each directory; "
+        "the quota may end in k, m, g, t, p, e",
+    )
+    what.add_argument(
+        "-clrSpaceQuota", nargs="+", metavar="DIR", help="<dirname>...: remove the space quota"
+    )
+    what.add_argument(
+        "-metasave",
+        metavar="FILENAME",
+        help="each NameNode writes its block and DataNode state to FILENAME in its log directory",
     )
     p.add_argument("-live", action="store_true", help="with -report: live DataNodes only")
     p.add_argument("-dead", action="store_true", help="with -report: dead DataNodes only")
@@ -152,6 +205,22 @@ def run_dfsadmin(args: argparse.Namespace) -> int:
     user = args.user or getpass.getuser()
     if args.refreshNodes:
         return runtime.run(_refresh_nodes(addresses, user, args.timeout))
+    if args.metasave is not None:
+        return runtime.run(_metasave(addresses, user, args.timeout, args.metasave))
+    for flag in ("setQuota", "clrQuota", "setSpaceQuota", "clrSpaceQuota"):
+        if getattr(args, flag) is not None:
+            return runtime.run(_quota(addresses, user, args.timeout, flag, getattr(args, flag)))
+    admin = _ADMIN.get(
+        "safemode"
+        if args.safemode
+        else "saveNamespace"
+        if args.saveNamespace
+        else "rollEdits"
+        if args.rollEdits
+        else ""
+    )
+    if admin is not None:
+        return runtime.run(_on_active(addresses, user, args.timeout, admin, args))
     chosen = [k for k in ("live", "dead", "decommissioning") if getattr(args, k)]
     sections = chosen or ["live", "dead", "decommissioning"]
     kinds: dict[str, tuple[cn.DatanodeReportTypeProto, str]] = {
@@ -196,3 +265,141 @@ async def _refresh_nodes(addresses: list[str], user: str, call_timeout_s: float)
         else:
             print(f"Refresh nodes successful for {address}")
     return 1 if failed else 0
+
+
+def safemode_text(on: bool) -> str:
+    """DFSAdmin's answer to -safemode: 'Safe mode is ON' or 'Safe mode is OFF'."""
+    return f"Safe mode is {'ON' if on else 'OFF'}"
+
+
+def roll_edits_text(txid: int) -> str:
+    """DFSAdmin's answer to -rollEdits."""
+    return f"Successfully rolled edit logs.\nNew segment starts at txid {txid}"
+
+
+def metasave_text(filename: str, address: str) -> str:
+    """DFSAdmin's line for one NameNode's -metasave."""
+    return f"Created metasave file {filename} in the log directory of namenode {address}"
+
+
+def parse_quota(text: str, *, space: bool) -> int:
+    """A quota argument: a positive count, or for a space quota bytes with an optional binary
+    prefix (10g, 512m) as Hadoop's TraditionalBinaryPrefix.string2long; ValueError naming
+    the value as DFSAdmin does otherwise."""
+    body, shift = text.strip(), 0
+    if space and body[-1:].lower() in _BINARY_PREFIXES:
+        body, shift = body[:-1], _BINARY_PREFIXES[body[-1].lower()]
+    try:
+        value = int(body, 10) << shift
+    except ValueError:
+        raise ValueError(f'"{text}" is not a valid value for a quota.') from None
+    if value <= 0 or value >= QUOTA_DONT_SET:
+        raise ValueError(f'"{text}" is not a valid value for a quota.')
+    return value
+
+
+def quota_requests(flag: str, argv: list[str]) -> list[cn.SetQuotaRequestProto]:
+    """The setQuota calls of one quota command (-setQuota N dirs..., -clrQuota dirs..., ...);
+    ValueError naming what is missing or wrong."""
+    sets = flag in ("setQuota", "setSpaceQuota")
+    space = flag in ("setSpaceQuota", "clrSpaceQuota")
+    if sets and len(argv) < 2:
+        raise ValueError(f"-{flag} needs <quota> <dirname>...<dirname>")
+    value = parse_quota(argv[0], space=space) if sets else QUOTA_RESET
+    paths = argv[1:] if sets else argv
+    ns_quota, ds_quota = (QUOTA_DONT_SET, value) if space else (value, QUOTA_DONT_SET)
+    return [
+        cn.SetQuotaRequestProto(
+            path=p,
+            namespaceQuota=ns_quota & ((1 << 64) - 1),
+            storagespaceQuota=ds_quota & ((1 << 64) - 1),
+        )
+        for p in paths
+    ]
+
+
+def _first_line(e: QjmError) -> str:
+    """What DFSAdmin shows of a refusal: the remote message's first line."""
+    message = e.message if isinstance(e, RemoteError) else str(e)
+    return message.split("\n", 1)[0]
+
+
+async def _quota(
+    addresses: list[str], user: str, call_timeout_s: float, flag: str, argv: list[str]
+) -> int:
+    """One quota command: setQuota for each directory; 255 when any was refused."""
+    try:
+        requests = quota_requests(flag, argv)
+    except ValueError as e:
+        print(f"{flag}: {e}", file=sys.stderr)
+        return 255
+    failed = 0
+    async with NameNodeClient(addresses, user=user, timeout=call_timeout_s) as client:
+        for req in requests:
+            try:
+                await client.call("setQuota", req)
+            except RemoteError as e:
+                failed += 1
+                print(f"{flag}: {_first_line(e)}", file=sys.stderr)
+    return 255 if failed else 0
+
+
+async def _safemode(client: NameNodeClient, args: argparse.Namespace) -> str:
+    action = args.safemode
+    wire = _SAFEMODE_WIRE[action]
+    r = await client.call("setSafeMode", cn.SetSafeModeRequestProto(action=wire, checked=True))
+    on = bool(r.result)
+    while action == "wait" and on:  # as DFSAdmin's waitExitSafeMode: until it is off
+        await asyncio.sleep(SAFEMODE_WAIT_POLL_S)
+        r = await client.call("setSafeMode", cn.SetSafeModeRequestProto(action=wire, checked=True))
+        on = bool(r.result)
+    return safemode_text(on)
+
+
+async def _save_namespace(client: NameNodeClient, args: argparse.Namespace) -> str:
+    r = await client.call("saveNamespace", cn.SaveNamespaceRequestProto())
+    return "Save namespace successful" if r.saved else "No extra checkpoint has been made"
+
+
+async def _roll_edits(client: NameNodeClient, args: argparse.Namespace) -> str:
+    r = await client.call("rollEdits", cn.RollEditsRequestProto())
+    return roll_edits_text(int(r.newSegmentTxId))
+
+
+_ADMIN = {"safemode": _safemode, "saveNamespace": _save_namespace, "rollEdits": _roll_edits}
+
+
+async def _on_active(
+    addresses: list[str],
+    user: str,
+    call_timeout_s: float,
+    command: Callable[[NameNodeClient, argparse.Namespace], Awaitable[str]],
+    args: argparse.Namespace,
+) -> int:
+    """A command the active NameNode answers; its text, or `<cmd>: <refusal>` and 255."""
+    name = next(k for k, v in _ADMIN.items() if v is command)
+    async with NameNodeClient(addresses, user=user, timeout=call_timeout_s) as client:
+        try:
+            text = await command(client, args)
+        except RemoteError as e:
+            print(f"{name}: {_first_line(e)}", file=sys.stderr)
+            return 255
+    print(text)
+    return 0
+
+
+async def _metasave(addresses: list[str], user: str, call_timeout_s: float, filename: str) -> int:
+    """metaSave on every NameNode, as DFSAdmin in HA; 255 when one refused."""
+    failed = 0
+    for address in addresses:
+        try:
+            async with NameNodeClient(
+                [address], user=user, timeout=call_timeout_s, max_rounds=1
+            ) as c:
+                await c.call("metaSave", cn.MetaSaveRequestProto(filename=filename))
+        except QjmError as e:
+            failed += 1
+            print(f"metasave: {address}: {_first_line(e)}", file=sys.stderr)
+        else:
+            print(metasave_text(filename, address))
+    return 255 if failed else 0
