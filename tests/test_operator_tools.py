@@ -452,3 +452,37 @@ def test_the_metasave_file_counts_what_the_namenode_holds() -> None:
     assert "Metasave: Blocks waiting for reconstruction: 1" in lines
     assert "Metasave: Number of datanodes: 2" in lines
     assert sum(1 for line in lines if line.startswith("10.0.0.")) == 2
+
+
+@pytest.mark.parametrize(
+    ("acl", "user", "admitted"),
+    [
+        ("", "alice", False),
+        ("*", "anyone", True),
+        ("alice,bob", "bob", True),
+        ("alice,bob", "carol", False),
+        (" admins", "carol", True),  # a leading space: groups only
+        (" admins", "admins", False),  # a group's name is no user's
+        ("alice ops,admins", "dave", True),
+        ("alice ops", "dave", False),
+    ],
+)
+def test_the_administrators_acl_reads_as_hadoops(acl: str, user: str, admitted: bool) -> None:
+    from qjm.security.http import AdminAcl
+
+    groups = {"carol": ("staff", "admins"), "dave": ("admins",)}
+    assert AdminAcl.parse(acl).admits(user, lambda u: groups.get(u, ())) is admitted
+
+
+def test_the_administrators_keys_come_from_the_toml(tmp_path: Path) -> None:
+    from qjm.config import load_config
+
+    toml = tmp_path / "c.toml"
+    toml.write_text(
+        '[security]\ncluster_administrators = "ops hdfsadmins"\n'
+        "instrumentation_requires_admin = true\n"
+    )
+    cfg = load_config(toml)
+    props = {k: v for k, v, _ in conf_properties(cfg)}
+    assert props["dfs.cluster.administrators"] == "ops hdfsadmins"
+    assert props["hadoop.security.instrumentation.requires.admin"] == "true"

@@ -21,6 +21,7 @@ from xml.sax.saxutils import escape
 from aiohttp import web
 
 from qjm.logs import LOG_DIR_ENV, log_dir
+from qjm.security.http import http_security
 
 Bean = dict[str, Any]
 BeanSource = Callable[[], Awaitable[list[Bean]]]
@@ -207,10 +208,31 @@ async def serve_logs(request: web.Request) -> web.StreamResponse:
     return resp
 
 
+def refusal(request: web.Request, *, instrumentation: bool) -> web.Response | None:
+    """403 unless the caller may read the path, as HttpServer2: without Kerberos everyone;
+    under it /logs/ needs an administrator (dfs.cluster.administrators), and /jmx and /conf
+    one too only with instrumentation_requires_admin (design §N.11)."""
+    security = http_security()[0]
+    if security is None:
+        return None
+    if instrumentation and not security.instrumentation_requires_admin:
+        return None
+    user = str(request.get("user", ""))
+    if user and security.administrator(user):
+        return None
+    return web.Response(
+        status=403,
+        text=f"User {user or '(unauthenticated)'} is unauthorized to access this page.\n",
+    )
+
+
 def add_operator_routes(app: web.Application, beans: BeanSource, conf: ConfSource) -> None:
     """Add /jmx, /conf and /logs/ to a daemon's application (design §N.11)."""
 
     async def jmx(request: web.Request) -> web.Response:
+        refused = refusal(request, instrumentation=True)
+        if refused is not None:
+            return refused
         status, body = select_beans(await beans(), request.query)
         return web.Response(
             status=status,
@@ -220,7 +242,10 @@ def add_operator_routes(app: web.Application, beans: BeanSource, conf: ConfSourc
         )
 
     async def conf_handler(request: web.Request) -> web.Response:
-        return conf_response(conf(), request.query)
+        return refusal(request, instrumentation=True) or conf_response(conf(), request.query)
+
+    async def logs(request: web.Request) -> web.StreamResponse:
+        return refusal(request, instrumentation=False) or await serve_logs(request)
 
     async def logs_root(request: web.Request) -> web.Response:
         raise web.HTTPFound("/logs/")
@@ -228,4 +253,4 @@ def add_operator_routes(app: web.Application, beans: BeanSource, conf: ConfSourc
     app.router.add_get("/jmx", jmx)
     app.router.add_get("/conf", conf_handler)
     app.router.add_get("/logs", logs_root)
-    app.router.add_get("/logs/{path:.*}", serve_logs)
+    app.router.add_get("/logs/{path:.*}", logs)

@@ -130,6 +130,10 @@ def server_site(cfg: ClusterConfig) -> dict[str, str]:
         "dfs.journalnode.sync.interval": str(jn.sync_interval_ms),
         "dfs.journalnode.edit-cache-size.bytes": str(jn.edit_cache_size_bytes),
         "hadoop.security.authorization": str(cfg.security.kerberos).lower(),
+        "dfs.cluster.administrators": cfg.security.cluster_administrators,
+        "hadoop.security.instrumentation.requires.admin": str(
+            cfg.security.instrumentation_requires_admin
+        ).lower(),
     }
     if nn.hosts_exclude:
         props["dfs.hosts.exclude"] = nn.hosts_exclude
