@@ -345,11 +345,18 @@ def _admin_state_text(d: dict[str, Any]) -> str:
 
 
 def jmx_ids(nn: NameNode) -> dict[str, Any]:
-    """What the beans need beside status_dict: the name dir's ids and the host."""
-    info = nn.datanode_namespace_info()
+    """What the beans need beside status_dict: the name dir's ids (None while it is not
+    open) and the host."""
+    cluster_id = block_pool_id = None
+    if nn.storage is not None:
+        try:
+            info = nn.datanode_namespace_info()
+            cluster_id, block_pool_id = info.storage.cluster_id, info.block_pool_id
+        except (QjmError, OSError) as e:
+            log.warning("NameNode %s: /jmx cannot read the name dir's VERSION: %s", nn.name, e)
     return {
-        "cluster_id": info.storage.cluster_id,
-        "block_pool_id": info.block_pool_id,
+        "cluster_id": cluster_id,
+        "block_pool_id": block_pool_id,
         "security_enabled": nn.cfg.security.kerberos,
         "hostname": socket.gethostname(),
         "started_at": nn.started_at,
