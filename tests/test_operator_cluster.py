@@ -100,6 +100,15 @@ def test_every_daemon_serves_hdfs_beans_that_agree_with_its_status(
         )
 
     wait_until("nn1's beans equal its /status", namenode_agrees, timeout_s=20)
+    for name, d in daemons_of(cluster).items():  # Hadoop IPC's bean, after its /status
+        if d.get("kind") not in ("namenode", "journalnode"):
+            continue
+        calls = get_json(d["http"], "/status")["rpc"]["calls"]
+        port = d["rpc"].rsplit(":", 1)[1]
+        kind = {"namenode": "NameNode", "journalnode": "JournalNode"}[d["kind"]]
+        query = f"?qry=Hadoop:service={kind},name=RpcActivityForPort{port}"
+        [bean] = beans_of(d["http"], query).values()
+        assert bean["RpcQueueTimeNumOps"] >= calls > 0 and bean["ReceivedBytes"] > 0, (name, bean)
     standby = beans_of(cluster["nn2"]["http"], "?qry=Hadoop:service=NameNode,name=NameNodeStatus")
     assert [b["State"] for b in standby.values()] == ["standby"]
 

@@ -24,7 +24,14 @@ from qjm.cli.dfsadmin import (
 from qjm.cli.getconf import getconf, journal_hosts, namenode_addresses
 from qjm.config import ClusterConfig, DataNodeConfig, JournalNodeConfig, NameNodeConfig
 from qjm.datanode.server import jmx_beans as dn_beans
-from qjm.hdfs.servlets import bean_matches, conf_json, conf_xml, log_file, select_beans
+from qjm.hdfs.servlets import (
+    bean_matches,
+    conf_json,
+    conf_xml,
+    log_file,
+    rpc_activity_bean,
+    select_beans,
+)
 from qjm.hdfs.site_conf import REDACTED, conf_properties, core_site, hdfs_site, redact
 from qjm.journalnode.http import jmx_beans as jn_beans
 from qjm.journalnode.journal import JournalCounters
@@ -486,3 +493,13 @@ def test_the_administrators_keys_come_from_the_toml(tmp_path: Path) -> None:
     props = {k: v for k, v, _ in conf_properties(cfg)}
     assert props["dfs.cluster.administrators"] == "ops hdfsadmins"
     assert props["hadoop.security.instrumentation.requires.admin"] == "true"
+
+
+def test_the_rpc_activity_bean_reads_the_ipc_servers_counters() -> None:
+    stats = {"bytes_in": 10, "bytes_out": 20, "calls": 3, "auth_failures": 1, "connections": 2}
+    bean = rpc_activity_bean("JournalNode", 8485, stats, "h")
+    assert bean is not None
+    assert bean["name"] == "Hadoop:service=JournalNode,name=RpcActivityForPort8485"
+    assert (bean["ReceivedBytes"], bean["SentBytes"], bean["RpcQueueTimeNumOps"]) == (10, 20, 3)
+    assert (bean["RpcAuthenticationFailures"], bean["NumOpenConnections"]) == (1, 2)
+    assert rpc_activity_bean("NameNode", 8020, {}, "h") is None  # not started: no bean

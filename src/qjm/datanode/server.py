@@ -61,7 +61,7 @@ from qjm.hdfs.datanode_protocol import (
 )
 from qjm.hdfs.proto import InterDatanodeProtocol_pb2 as idp
 from qjm.hdfs.proto import hdfs_pb2
-from qjm.hdfs.servlets import add_operator_routes
+from qjm.hdfs.servlets import add_operator_routes, rpc_activity_bean
 from qjm.hdfs.site_conf import conf_properties
 from qjm.hdfs.transfer_sasl import TransferProtection
 from qjm.ipc import IpcClient, IpcServer
@@ -1049,7 +1049,10 @@ def make_app(node: DataNode) -> web.Application:
     app.router.add_get("/", status_page)
 
     async def beans() -> list[dict[str, Any]]:
-        return jmx_beans(node.status(), node.datanode_id().host_name)
+        host = node.datanode_id().host_name
+        stats = node.ipc.stats() if node.ipc is not None else {}
+        rpc = rpc_activity_bean("DataNode", node.ipc_port, stats, host)
+        return jmx_beans(node.status(), host) + ([rpc] if rpc else [])
 
     add_operator_routes(  # /jmx, /conf, /logs/ (design §N.11)
         app, beans, lambda: conf_properties(node.cfg, "datanode", node.dn.name)

@@ -90,6 +90,27 @@ def select_beans(beans: list[Bean], query: Mapping[str, str]) -> tuple[int, dict
     return 200, {"beans": [b for b in beans if bean_matches(b["name"], pattern)]}
 
 
+def rpc_activity_bean(
+    service: str, port: int, stats: Mapping[str, int], hostname: str
+) -> Bean | None:
+    """Hadoop IPC's RpcActivityForPort<port> bean from an IPC server's counters (None before
+    it started): the counts qjm keeps, no latency figures (design §N.11)."""
+    if not stats:
+        return None
+    return {
+        "name": f"Hadoop:service={service},name=RpcActivityForPort{port}",
+        "modelerType": f"RpcActivityForPort{port}",
+        "tag.port": str(port),
+        "tag.Context": "rpc",
+        "tag.Hostname": hostname,
+        "ReceivedBytes": stats["bytes_in"],
+        "SentBytes": stats["bytes_out"],
+        "RpcQueueTimeNumOps": stats["calls"],
+        "RpcAuthenticationFailures": stats["auth_failures"],
+        "NumOpenConnections": stats["connections"],
+    }
+
+
 def conf_xml(props: list[tuple[str, str, str]]) -> str:
     """A configuration as Hadoop's Configuration.writeXml writes it (final, source)."""
     body = "".join(

@@ -16,7 +16,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from qjm.errors import QjmError
-from qjm.hdfs.servlets import add_operator_routes
+from qjm.hdfs.servlets import add_operator_routes, rpc_activity_bean
 from qjm.protocol.errors import (
     InvalidRequestError,
     JournalNotFormattedError,
@@ -166,7 +166,9 @@ async def journalnode_beans(node: JournalNode) -> list[dict[str, Any]]:
     """Every bean /jmx serves."""
     st = node_status_dict(await node.node_status())
     counters = {j.jid: j.counters for j in node.journals()}
-    return jmx_beans(st, counters, socket.gethostname())
+    host = socket.gethostname()
+    rpc = rpc_activity_bean("JournalNode", node.rpc_port, node.ipc_stats(), host)
+    return jmx_beans(st, counters, host) + ([rpc] if rpc else [])
 
 
 async def status_page(request: web.Request) -> web.Response:

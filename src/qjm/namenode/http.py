@@ -34,7 +34,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from qjm import __version__
 from qjm.editlog.file_names import image_file_name
 from qjm.errors import QjmError
-from qjm.hdfs.servlets import add_operator_routes
+from qjm.hdfs.servlets import add_operator_routes, rpc_activity_bean
 from qjm.hdfs.site_conf import conf_properties
 from qjm.namenode.fsck_servlet import serve_fsck
 from qjm.namenode.image import (
@@ -365,7 +365,10 @@ def jmx_ids(nn: NameNode) -> dict[str, Any]:
 
 async def namenode_beans(nn: NameNode) -> list[dict[str, Any]]:
     """Every bean /jmx serves."""
-    return jmx_beans(await status_dict(nn, None), jmx_ids(nn))
+    st = await status_dict(nn, None)
+    ids = jmx_ids(nn)
+    rpc = rpc_activity_bean("NameNode", nn.rpc_port, st["rpc"], ids["hostname"])
+    return jmx_beans(st, ids) + ([rpc] if rpc else [])
 
 
 def human_bytes(n: int) -> str:
