@@ -204,33 +204,51 @@ def dfsadmin(cluster: dict[str, Any], *args: str) -> subprocess.CompletedProcess
 
 
 def test_dfsadmin_safemode_savenamespace_and_rolledits(cluster: dict[str, Any]) -> None:
+    nns = {nn: cluster[nn]["rpc"] for nn in ("nn1", "nn2")}
+
+    def each(text: str, joiner: str) -> str:  # DFSAdmin's HA lines, one per NameNode
+        return "".join(f"{text} {joiner} {address}\n" for address in nns.values())
+
     r = dfsadmin(cluster, "-safemode", "get")
-    assert (r.returncode, r.stdout) == (0, "Safe mode is OFF\n"), r.stderr
+    assert (r.returncode, r.stdout) == (0, each("Safe mode is OFF", "in")), r.stderr
     r = dfsadmin(cluster, "-saveNamespace")
-    assert r.returncode == 255 and r.stdout == ""
-    assert r.stderr == (
+    assert r.returncode == 255 and r.stdout == each("Save namespace failed", "for")
+    assert r.stderr == 2 * (
         "saveNamespace: Safe mode should be turned ON in order to create namespace image.\n"
     )
-    assert dfsadmin(cluster, "-safemode", "enter").stdout == "Safe mode is ON\n"
+    r = dfsadmin(cluster, "-safemode", "enter")
+    assert r.stdout == each("Safe mode is ON", "in"), r.stderr
     try:
-        assert get_json(cluster["nn1"]["http"], "/status")["block_management"]["safe_mode"]
+        for nn in nns:  # the standby too: it would stay in safe mode if it became active
+            assert get_json(cluster[nn]["http"], "/status")["block_management"]["safe_mode"]
         r = run_qjm("dfs", "--config", cluster["config"], "mkdir", "/refused")
         assert r.returncode != 0 and "safe mode" in r.stderr, r.stderr
-        name_dir = Path(get_json(cluster["nn1"]["http"], "/status")["name_dir"]) / "current"
-        before = {p.name for p in name_dir.glob("fsimage_*") if not p.name.endswith(".md5")}
+
+        def images(nn: str) -> set[str]:
+            name_dir = Path(get_json(cluster[nn]["http"], "/status")["name_dir"]) / "current"
+            return {p.name for p in name_dir.glob("fsimage_*") if not p.name.endswith(".md5")}
+
+        before = {nn: images(nn) for nn in nns}
+        applied = get_json(cluster["nn2"]["http"], "/status")["last_applied_txid"]
         r = dfsadmin(cluster, "-saveNamespace")
-        assert (r.returncode, r.stdout) == (0, "Save namespace successful\n"), r.stderr
-        after = {p.name for p in name_dir.glob("fsimage_*") if not p.name.endswith(".md5")}
-        [new] = after - before
+        assert (r.returncode, r.stdout) == (0, each("Save namespace successful", "for")), r.stderr
+        [new] = images("nn1") - before["nn1"]
         image_txid = int(new.split("_")[1])
         st = get_json(cluster["nn1"]["http"], "/status")
         assert st["image_txid"] == image_txid <= st["last_applied_txid"]
-        # the image ends a finalized segment: the journal holds one ending at its txid
+        # the active's image ends a finalized segment: the journal holds one ending there
         jn = get_json(cluster["jn1"]["http"], "/status")["journals"]["ns1"]
         assert any(s["end"] == image_txid and not s["in_progress"] for s in jn["segments"]), jn
+        # the standby saved what it applied, in its own name dir
+        standby = get_json(cluster["nn2"]["http"], "/status")
+        assert standby["image_txid"] >= applied
+        assert standby["image_txid"] in {int(n.split("_")[1]) for n in images("nn2")}
     finally:
-        assert dfsadmin(cluster, "-safemode", "leave").stdout == "Safe mode is OFF\n"
-    assert dfsadmin(cluster, "-safemode", "wait").stdout == "Safe mode is OFF\n"
+        r = dfsadmin(cluster, "-safemode", "leave")
+        assert r.stdout == each("Safe mode is OFF", "in"), r.stderr
+    assert dfsadmin(cluster, "-safemode", "wait").stdout == each("Safe mode is OFF", "in")
+    one = run_qjm("dfsadmin", "--namenodes", nns["nn1"], "-safemode", "get")
+    assert one.stdout == "Safe mode is OFF\n"  # one NameNode named: HDFS's plain line
 
     r = dfsadmin(cluster, "-rollEdits")
     assert r.returncode == 0, r.stderr

@@ -19,7 +19,9 @@ from qjm.cli.dfsadmin import (
     parse_quota,
     quota_requests,
     roll_edits_text,
+    safemode_line,
     safemode_text,
+    save_namespace_line,
 )
 from qjm.cli.getconf import getconf, journal_hosts, namenode_addresses
 from qjm.config import ClusterConfig, DataNodeConfig, JournalNodeConfig, NameNodeConfig
@@ -358,6 +360,10 @@ def test_logs_serves_nothing_outside_the_log_directory(
 def test_dfsadmins_texts_are_hdfs() -> None:
     assert safemode_text(True) == "Safe mode is ON"
     assert safemode_text(False) == "Safe mode is OFF"
+    assert safemode_line(True, "h:8020") == "Safe mode is ON in h:8020"
+    assert safemode_line(False, None) == "Safe mode is OFF"
+    assert save_namespace_line(True, "h:8020") == "Save namespace successful for h:8020"
+    assert save_namespace_line(False, None) == "No extra checkpoint has been made"
     assert roll_edits_text(17) == "Successfully rolled edit logs.\nNew segment starts at txid 17"
     assert (
         metasave_text("m.txt", "h:8020")

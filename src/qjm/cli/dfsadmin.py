@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import getpass
 import sys
-from collections.abc import Awaitable, Callable
 
 from qjm import runtime
 from qjm.cli.dfs import namenode_addresses
@@ -63,12 +62,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "-safemode",
         choices=SAFEMODE_ACTIONS,
         metavar="enter|leave|get|wait|forceExit",
-        help="the active NameNode's safe mode",
+        help="each NameNode's safe mode",
     )
     what.add_argument(
         "-saveNamespace",
         action="store_true",
-        help="save an image of the namespace now (the active must be in safe mode)",
+        help="each NameNode saves an image of its namespace now (in safe mode)",
     )
     what.add_argument(
         "-rollEdits", action="store_true", help="finalize the open edit log segment, start anew"
@@ -210,17 +209,11 @@ def run_dfsadmin(args: argparse.Namespace) -> int:
     for flag in ("setQuota", "clrQuota", "setSpaceQuota", "clrSpaceQuota"):
         if getattr(args, flag) is not None:
             return runtime.run(_quota(addresses, user, args.timeout, flag, getattr(args, flag)))
-    admin = _ADMIN.get(
-        "safemode"
-        if args.safemode
-        else "saveNamespace"
-        if args.saveNamespace
-        else "rollEdits"
-        if args.rollEdits
-        else ""
-    )
-    if admin is not None:
-        return runtime.run(_on_active(addresses, user, args.timeout, admin, args))
+    if args.safemode or args.saveNamespace:
+        name = "safemode" if args.safemode else "saveNamespace"
+        return runtime.run(_on_each(addresses, user, args.timeout, name, args))
+    if args.rollEdits:
+        return runtime.run(_roll_edits(addresses, user, args.timeout))
     chosen = [k for k in ("live", "dead", "decommissioning") if getattr(args, k)]
     sections = chosen or ["live", "dead", "decommissioning"]
     kinds: dict[str, tuple[cn.DatanodeReportTypeProto, str]] = {
@@ -344,47 +337,71 @@ async def _quota(
     return 255 if failed else 0
 
 
-async def _safemode(client: NameNodeClient, args: argparse.Namespace) -> str:
+async def _safemode(client: NameNodeClient, args: argparse.Namespace) -> bool:
+    """One NameNode's safe mode after the action (unchecked, as DFSAdmin's in HA)."""
     action = args.safemode
-    wire = _SAFEMODE_WIRE[action]
-    r = await client.call("setSafeMode", cn.SetSafeModeRequestProto(action=wire, checked=True))
-    on = bool(r.result)
+    req = cn.SetSafeModeRequestProto(action=_SAFEMODE_WIRE[action], checked=False)
+    on = bool((await client.call("setSafeMode", req)).result)
     while action == "wait" and on:  # as DFSAdmin's waitExitSafeMode: until it is off
         await asyncio.sleep(SAFEMODE_WAIT_POLL_S)
-        r = await client.call("setSafeMode", cn.SetSafeModeRequestProto(action=wire, checked=True))
-        on = bool(r.result)
-    return safemode_text(on)
+        on = bool((await client.call("setSafeMode", req)).result)
+    return on
 
 
-async def _save_namespace(client: NameNodeClient, args: argparse.Namespace) -> str:
+def safemode_line(on: bool, address: str | None) -> str:
+    """DFSAdmin's line: 'Safe mode is ON', or in HA 'Safe mode is ON in <NameNode>'."""
+    return safemode_text(on) + (f" in {address}" if address else "")
+
+
+def save_namespace_line(saved: bool, address: str | None) -> str:
+    """DFSAdmin's line for one NameNode's saveNamespace (in HA it names the NameNode)."""
+    text = "Save namespace successful" if saved else "No extra checkpoint has been made"
+    return text + (f" for {address}" if address else "")
+
+
+async def _save_namespace(client: NameNodeClient, args: argparse.Namespace) -> bool:
     r = await client.call("saveNamespace", cn.SaveNamespaceRequestProto())
-    return "Save namespace successful" if r.saved else "No extra checkpoint has been made"
+    return bool(r.saved)
 
 
-async def _roll_edits(client: NameNodeClient, args: argparse.Namespace) -> str:
-    r = await client.call("rollEdits", cn.RollEditsRequestProto())
-    return roll_edits_text(int(r.newSegmentTxId))
-
-
-_ADMIN = {"safemode": _safemode, "saveNamespace": _save_namespace, "rollEdits": _roll_edits}
-
-
-async def _on_active(
+async def _on_each(
     addresses: list[str],
     user: str,
     call_timeout_s: float,
-    command: Callable[[NameNodeClient, argparse.Namespace], Awaitable[str]],
+    name: str,
     args: argparse.Namespace,
 ) -> int:
-    """A command the active NameNode answers; its text, or `<cmd>: <refusal>` and 255."""
-    name = next(k for k, v in _ADMIN.items() if v is command)
+    """-safemode or -saveNamespace on every NameNode in turn, as DFSAdmin in HA (one line
+    each, naming it); with one NameNode HDFS's plain line. 255 when one refused."""
+    command = _safemode if name == "safemode" else _save_namespace
+    line = safemode_line if name == "safemode" else save_namespace_line
+    several = len(addresses) > 1
+    failed = 0
+    for address in addresses:
+        try:
+            async with NameNodeClient(
+                [address], user=user, timeout=call_timeout_s, max_rounds=1
+            ) as c:
+                result = await command(c, args)
+        except QjmError as e:
+            failed += 1
+            if name == "saveNamespace" and several:
+                print(f"Save namespace failed for {address}")
+            print(f"{name}: {_first_line(e)}", file=sys.stderr)
+        else:
+            print(line(result, address if several else None))
+    return 255 if failed else 0
+
+
+async def _roll_edits(addresses: list[str], user: str, call_timeout_s: float) -> int:
+    """rollEdits on the active NameNode; its text, or `rollEdits: <refusal>` and 255."""
     async with NameNodeClient(addresses, user=user, timeout=call_timeout_s) as client:
         try:
-            text = await command(client, args)
+            r = await client.call("rollEdits", cn.RollEditsRequestProto())
         except RemoteError as e:
-            print(f"{name}: {_first_line(e)}", file=sys.stderr)
+            print(f"rollEdits: {_first_line(e)}", file=sys.stderr)
             return 255
-    print(text)
+    print(roll_edits_text(int(r.newSegmentTxId)))
     return 0
 
 

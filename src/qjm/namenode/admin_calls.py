@@ -12,9 +12,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from qjm.errors import QjmError
 from qjm.ipc.server import CallContext
 from qjm.logs import LOG_DIR_ENV, log_dir
 from qjm.namenode.errors import AccessControlError, NamenodeError
+from qjm.namenode.types import HAState
 
 if TYPE_CHECKING:
     from qjm.namenode.server import NameNode
@@ -52,13 +54,24 @@ async def roll_edits(nn: NameNode, ctx: CallContext) -> int:
 
 
 async def save_namespace(nn: NameNode, ctx: CallContext) -> int:
-    """saveNamespace (superuser, active, in safe mode): as HDFS's FSImage.saveNamespace, end
-    the open segment, save an image of the namespace at its last txid into the name dir and
-    go on in a new segment; returns the image's txid."""
-    nn.check_write(ctx)
+    """saveNamespace (superuser, in safe mode, any HA state as HDFS's): on the active, as
+    FSImage.saveNamespace, end the open segment, save an image of the namespace at its last
+    txid into the name dir and go on in a new segment; on a standby, a checkpoint of what it
+    applied (kept in its own name dir). Returns the image's txid."""
     check_superuser(nn, ctx)
     if not nn.blocks.safe_mode.is_on:
         raise AdminCallError(NOT_IN_SAFE_MODE)
+    if nn.ha_state == HAState.STANDBY:
+        cp = nn.checkpointer
+        if cp is None:
+            raise AdminCallError(f"NameNode {nn.name} has no checkpointer")
+        try:
+            txid = await cp.save()
+        except QjmError as e:
+            raise AdminCallError(f"saveNamespace on NameNode {nn.name}: {e}") from None
+        log.info("NameNode %s: saveNamespace by %s: image at txid %d", nn.name, ctx.user, txid)
+        return txid
+    nn.check_write(ctx)
     el, storage = nn.edit_log, nn.storage
     if el is None or storage is None:
         raise AdminCallError(f"NameNode {nn.name} has no edit log or name dir open")

@@ -388,8 +388,8 @@ class ClientRpc:
     async def save_namespace(
         self, req: cn.SaveNamespaceRequestProto, ctx: CallContext
     ) -> cn.SaveNamespaceResponseProto:
-        """saveNamespace (superuser, active, in safe mode): an image now (design §N.11); a
-        time window or txn gap is not honoured, the image is always saved."""
+        """saveNamespace (superuser, in safe mode): an image now, on the active or a standby
+        (design §N.11); a time window or txn gap is not honoured, the image is always saved."""
         await self.nn.save_namespace(ctx)
         return cn.SaveNamespaceResponseProto(saved=True)
 
@@ -1075,12 +1075,13 @@ class ClientRpc:
         self, req: cn.SetSafeModeRequestProto, ctx: CallContext
     ) -> cn.SetSafeModeResponseProto:
         """setSafeMode: GET answers whether it is on; ENTER and LEAVE (superuser) change it.
-        A checked call (dfsadmin's) is for the active only, as HDFS's (design §N.11)."""
+        As HDFS's: a checked call is for the active only; an unchecked one (dfsadmin's, to
+        each NameNode in turn) is answered in any state, so a standby enters safe mode too
+        and keeps it when it becomes active (design §N.11)."""
         sm = self.nn.blocks.safe_mode
         if req.checked:
             self.nn.check_write(ctx)
         if req.action in (_SAFEMODE_ENTER, _SAFEMODE_LEAVE, _SAFEMODE_FORCE_EXIT):
-            self.nn.check_write(ctx)
             caller = self.nn.caller_of(ctx)
             if not caller.superuser:
                 raise AccessControlError(
