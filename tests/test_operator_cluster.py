@@ -243,6 +243,17 @@ def test_dfsadmin_safemode_savenamespace_and_rolledits(cluster: dict[str, Any]) 
         standby = get_json(cluster["nn2"]["http"], "/status")
         assert standby["image_txid"] >= applied
         assert standby["image_txid"] in {int(n.split("_")[1]) for n in images("nn2")}
+        # a standby told to enter safe mode keeps it when it becomes active, as HDFS's
+        failover = ["haadmin", "--config", cluster["config"], "-failover"]
+        assert run_qjm(*failover, "nn1", "nn2").returncode == 0
+        try:
+            st = get_json(cluster["nn2"]["http"], "/status")
+            assert st["ha_state"] == "active" and st["block_management"]["safe_mode"], st
+            r = run_qjm("dfs", "--config", cluster["config"], "mkdir", "/refused")
+            assert r.returncode != 0 and "safe mode" in r.stderr, r.stderr
+        finally:
+            r = run_qjm(*failover, "nn2", "nn1")
+            assert r.returncode == 0, r.stderr
     finally:
         r = dfsadmin(cluster, "-safemode", "leave")
         assert r.stdout == each("Safe mode is OFF", "in"), r.stderr
