@@ -264,6 +264,7 @@ def test_the_datanode_beans_sum_its_volumes_and_counters() -> None:
     assert set(json.loads(info["VolumeInfo"])) == {"/d1", "/d2"}
     assert (dataset["Capacity"], dataset["DfsUsed"], dataset["Remaining"]) == (300, 30, 230)
     assert dataset["NumFailedVolumes"] == 1
+    assert dataset["StorageInfo"] == "FSDataset{dirpath='[/d1, /d2]'}"
     assert activity["name"] == "Hadoop:service=DataNode,name=DataNodeActivity-dnhost-9866"
     assert activity["HeartbeatsNumOps"] == 7 and activity["BlocksReplicated"] == 3
     numbers_are_numbers([dataset, activity])

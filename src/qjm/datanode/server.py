@@ -964,7 +964,8 @@ def jmx_beans(st: dict[str, Any], hostname: str) -> list[dict[str, Any]]:
             "Remaining": sum(v["remaining"] for v in volumes),
             "NumFailedVolumes": len(st["failed_volumes"]),
             "FailedStorageLocations": [f["path"] for f in st["failed_volumes"]],
-            "StorageInfo": f"FSDataset{{dirpath='{[v['path'] for v in volumes]}'}}",
+            # FsDatasetImpl.getStorageInfo: the volumes as a Java list prints them
+            "StorageInfo": "FSDataset{dirpath='[" + ", ".join(v["path"] for v in volumes) + "]'}",
         },
         {
             "name": activity_bean_name(hostname, transfer_port),
