@@ -84,7 +84,10 @@ async def save_namespace(nn: NameNode, ctx: CallContext) -> int:
     if txid == new_start:
         txid = new_start - 1
     snapshot = nn.ns.copy()
-    await el.sync(int(el.last_txid))  # never an image of edits the quorum may not hold
+    try:
+        await el.sync(int(el.last_txid))  # never an image of edits the quorum may not hold
+    except Exception as e:  # the edit log's own failure handling has run: name it, save nothing
+        raise AdminCallError(f"saveNamespace: the edit log did not sync: {e}") from None
     loop = asyncio.get_running_loop()
     started = time.monotonic()
     if not any(t == txid for t, _ in storage.images()):
