@@ -42,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser(
         "dfsadmin",
         help="cluster reports and administration (as hdfs dfsadmin)",
-        description="hdfs dfsadmin's commands against the active NameNode.",
+        description="hdfs dfsadmin's commands against the cluster's NameNodes.",
     )
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--config", help="cluster TOML file (its [namenodes.*])")
