@@ -431,6 +431,11 @@ def test_getconf_answers_as_hdfs_getconf() -> None:
     assert getconf(props, getconf_args(journalNodes=True)) == (0, "j1 j2\n", "")
     assert getconf(props, getconf_args(secondaryNameNodes=True)) == (0, "0.0.0.0 0.0.0.0\n", "")
     assert getconf(props, getconf_args(confKey="dfs.replication")) == (0, "3\n", "")
+    assert getconf(props, getconf_args(confKey="dfs.namenode.name.dir.ns1.nn2")) == (
+        0,
+        "/nn/nn2\n",
+        "",
+    )
     assert getconf(props, getconf_args(confKey="no.such.key")) == (
         255,
         "",

@@ -203,11 +203,17 @@ def conf_properties(
     a key, as Hadoop's Configuration; secrets redacted."""
     server_resource = cfg.source if cfg.source != "<defaults>" else "programmatically"
     out: dict[str, tuple[str, str]] = {}
+    # without a daemon: each NameNode's own keys suffixed by nameservice and id, as HDFS's
+    # HA configuration writes them (dfs.namenode.name.dir.ns1.nn1)
+    per_namenode = {
+        f"dfs.namenode.name.dir.{cfg.nameservice}.{n}": nn.name_dir
+        for n, nn in cfg.namenodes.items()
+    }
     for resource, props in (
         ("core-site.xml", core_site(cfg)),
         ("hdfs-site.xml", hdfs_site(cfg)),
         (server_resource, server_site(cfg)),
-        (server_resource, daemon_site(cfg, role, name or "") if role else {}),
+        (server_resource, daemon_site(cfg, role, name or "") if role else per_namenode),
     ):
         for key, value in props.items():
             out[key] = (value, resource)
