@@ -644,6 +644,28 @@ def test_every_http_port_asks_for_spnego_and_serves_a_ticket_holder(
     assert code == 200 and body.lstrip().startswith("{"), body[:500]
 
 
+@pytest.mark.parametrize("kind", ["namenode", "journalnode", "datanode"])
+def test_logs_are_for_the_administrators_and_jmx_and_conf_for_any_ticket(
+    cluster: dict[str, Any], kind: str
+) -> None:
+    """design §N.11: the launcher names its user in dfs.cluster.administrators; the
+    NameNode's principal (short name nn) is not one; /jmx and /conf need only a ticket."""
+    address = http_of(cluster, kind)
+    user, other = cluster["kdc"]["user_ccache"], cluster["kdc"]["admin_ccache"]
+    code, body = curl(cluster, user, f"http://{address}/logs/")
+    assert code == 200 and ".log" in body, body[:300]
+    code, body = curl(cluster, other, f"http://{address}/logs/")
+    assert code == 403 and "User nn is unauthorized to access this page." in body, body[:300]
+    assert curl(cluster, None, f"http://{address}/logs/")[0] == 401
+    for ccache in (user, other):
+        code, body = curl(cluster, ccache, f"http://{address}/jmx?qry=Hadoop:*")
+        assert code == 200 and json.loads(body)["beans"], body[:300]
+        code, body = curl(cluster, ccache, f"http://{address}/conf?format=json")
+        keys = {p["key"]: p["value"] for p in json.loads(body)["properties"]}
+        assert code == 200 and keys["hadoop.security.authentication"] == "kerberos"
+        assert keys["dfs.cluster.administrators"] == os_user()
+
+
 def test_a_user_cannot_read_edits_or_forge_an_image(
     cluster: dict[str, Any], tmp_path: Path
 ) -> None:

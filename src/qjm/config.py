@@ -472,6 +472,12 @@ class SecuritySettings:
     ssl_certificate: str = ""
     ssl_private_key: str = ""
     ssl_ca: str = ""
+    # dfs.cluster.administrators: who may read /logs/ under Kerberos (and /jmx and /conf with
+    # instrumentation_requires_admin), as Hadoop's ACL "user1,user2 group1,group2"; "*" is
+    # everyone, "" no one (design §N.11)
+    cluster_administrators: str = ""
+    # hadoop.security.instrumentation.requires.admin: /jmx and /conf for administrators only
+    instrumentation_requires_admin: bool = False
 
     def __post_init__(self) -> None:
         """Refuse an unknown mode, or Kerberos without a realm, naming the key."""

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from pathlib import Path
 
 REPEAT_INTERVAL_SECONDS = 10.0
 MAX_TRACKED_MESSAGES = 1000
@@ -87,3 +89,15 @@ def setup_logging(daemon: str, level: str = "INFO") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+
+
+LOG_DIR_ENV = "QJM_LOG_DIR"  # HDFS's HADOOP_LOG_DIR (the hadoop.log.dir property)
+
+
+def log_dir() -> Path | None:
+    """This daemon's log directory: QJM_LOG_DIR when set (the launcher sets it), else None.
+
+    HDFS serves it as /logs and writes `dfsadmin -metasave` files there (design §N.11).
+    """
+    value = os.environ.get(LOG_DIR_ENV, "").strip()
+    return Path(value) if value else None

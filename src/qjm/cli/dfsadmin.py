@@ -1,14 +1,15 @@
-"""`qjm dfsadmin -report | -refreshNodes`: HDFS's DFSAdmin report of capacity, block health
-and DataNodes, and the exclude list read again by every NameNode.
+"""`qjm dfsadmin`: HDFS's DFSAdmin commands against the cluster's NameNodes.
 
-It asks the active NameNode over HDFS's client protocol (getFsStats, setSafeMode GET,
-getDatanodeReport) and prints what `hdfs dfsadmin -report` prints, so scripts written for
-HDFS read it (design §B.17).
+-report and -refreshNodes (design §B.17); -safemode, -saveNamespace, -rollEdits, the quota
+commands and -metasave (design §N.11). Each goes over HDFS's client protocol and prints
+what `hdfs dfsadmin` prints, so scripts written for HDFS read it; a refusal prints
+`<command>: <the NameNode's message>` on stderr and exits 255, as DFSAdmin's -1.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import getpass
 import sys
 
@@ -16,11 +17,24 @@ from qjm import runtime
 from qjm.cli.dfs import namenode_addresses
 from qjm.errors import QjmError
 from qjm.hdfs.proto import hdfs_pb2 as hdfs
+from qjm.ipc import RemoteError
 from qjm.namenode.client import NameNodeClient
 from qjm.namenode.fsck import java_date
 from qjm.namenode.proto import ClientNamenodeProtocol_pb2 as cn
 
 _PREFIXES = "KMGTPE"
+SAFEMODE_ACTIONS = ("enter", "leave", "get", "wait", "forceExit")
+_SAFEMODE_WIRE = {
+    "enter": cn.SAFEMODE_ENTER,
+    "leave": cn.SAFEMODE_LEAVE,
+    "get": cn.SAFEMODE_GET,
+    "wait": cn.SAFEMODE_GET,
+    "forceExit": cn.SAFEMODE_FORCE_EXIT,
+}
+SAFEMODE_WAIT_POLL_S = 1.0  # how often -safemode wait asks again (HDFS: 5 s)
+QUOTA_DONT_SET = (1 << 63) - 1  # HdfsConstants.QUOTA_DONT_SET (Long.MAX_VALUE)
+QUOTA_RESET = -1  # HdfsConstants.QUOTA_RESET
+_BINARY_PREFIXES = {"k": 10, "m": 20, "g": 30, "t": 40, "p": 50, "e": 60}
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser(
         "dfsadmin",
         help="cluster reports and administration (as hdfs dfsadmin)",
-        description="hdfs dfsadmin's commands against the active NameNode.",
+        description="hdfs dfsadmin's commands against the cluster's NameNodes.",
     )
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--config", help="cluster TOML file (its [namenodes.*])")
@@ -43,6 +57,44 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "-refreshNodes",
         action="store_true",
         help="every NameNode reads its exclude list again (decommission starts or stops)",
+    )
+    what.add_argument(
+        "-safemode",
+        choices=SAFEMODE_ACTIONS,
+        metavar="enter|leave|get|wait|forceExit",
+        help="each NameNode's safe mode",
+    )
+    what.add_argument(
+        "-saveNamespace",
+        action="store_true",
+        help="each NameNode saves an image of its namespace now (in safe mode)",
+    )
+    what.add_argument(
+        "-rollEdits", action="store_true", help="finalize the open edit log segment, start anew"
+    )
+    what.add_argument(
+        "-setQuota",
+        nargs="+",
+        metavar="ARG",
+        help="<quota> <dirname>...: the most names under each directory",
+    )
+    what.add_argument(
+        "-clrQuota", nargs="+", metavar="DIR", help="<dirname>...: remove the name quota"
+    )
+    what.add_argument(
+        "-setSpaceQuota",
+        nargs="+",
+        metavar="ARG",
+        help="<quota> <dirname>...: the most bytes (replicas counted) under each directory; "
+        "the quota may end in k, m, g, t, p, e",
+    )
+    what.add_argument(
+        "-clrSpaceQuota", nargs="+", metavar="DIR", help="<dirname>...: remove the space quota"
+    )
+    what.add_argument(
+        "-metasave",
+        metavar="FILENAME",
+        help="each NameNode writes its block and DataNode state to FILENAME in its log directory",
     )
     p.add_argument("-live", action="store_true", help="with -report: live DataNodes only")
     p.add_argument("-dead", action="store_true", help="with -report: dead DataNodes only")
@@ -152,6 +204,16 @@ def run_dfsadmin(args: argparse.Namespace) -> int:
     user = args.user or getpass.getuser()
     if args.refreshNodes:
         return runtime.run(_refresh_nodes(addresses, user, args.timeout))
+    if args.metasave is not None:
+        return runtime.run(_metasave(addresses, user, args.timeout, args.metasave))
+    for flag in ("setQuota", "clrQuota", "setSpaceQuota", "clrSpaceQuota"):
+        if getattr(args, flag) is not None:
+            return runtime.run(_quota(addresses, user, args.timeout, flag, getattr(args, flag)))
+    if args.safemode or args.saveNamespace:
+        name = "safemode" if args.safemode else "saveNamespace"
+        return runtime.run(_on_each(addresses, user, args.timeout, name, args))
+    if args.rollEdits:
+        return runtime.run(_roll_edits(addresses, user, args.timeout))
     chosen = [k for k in ("live", "dead", "decommissioning") if getattr(args, k)]
     sections = chosen or ["live", "dead", "decommissioning"]
     kinds: dict[str, tuple[cn.DatanodeReportTypeProto, str]] = {
@@ -196,3 +258,165 @@ async def _refresh_nodes(addresses: list[str], user: str, call_timeout_s: float)
         else:
             print(f"Refresh nodes successful for {address}")
     return 1 if failed else 0
+
+
+def safemode_text(on: bool) -> str:
+    """DFSAdmin's answer to -safemode: 'Safe mode is ON' or 'Safe mode is OFF'."""
+    return f"Safe mode is {'ON' if on else 'OFF'}"
+
+
+def roll_edits_text(txid: int) -> str:
+    """DFSAdmin's answer to -rollEdits."""
+    return f"Successfully rolled edit logs.\nNew segment starts at txid {txid}"
+
+
+def metasave_text(filename: str, address: str) -> str:
+    """DFSAdmin's line for one NameNode's -metasave."""
+    return f"Created metasave file {filename} in the log directory of namenode {address}"
+
+
+def parse_quota(text: str, *, space: bool) -> int:
+    """A quota argument: a positive count, or for a space quota bytes with an optional binary
+    prefix (10g, 512m) as Hadoop's TraditionalBinaryPrefix.string2long; ValueError naming
+    the value as DFSAdmin does otherwise."""
+    body, shift = text.strip(), 0
+    if space and body[-1:].lower() in _BINARY_PREFIXES:
+        body, shift = body[:-1], _BINARY_PREFIXES[body[-1].lower()]
+    try:
+        value = int(body, 10) << shift
+    except ValueError:
+        raise ValueError(f'"{text}" is not a valid value for a quota.') from None
+    if value <= 0 or value >= QUOTA_DONT_SET:
+        raise ValueError(f'"{text}" is not a valid value for a quota.')
+    return value
+
+
+def quota_requests(flag: str, argv: list[str]) -> list[cn.SetQuotaRequestProto]:
+    """The setQuota calls of one quota command (-setQuota N dirs..., -clrQuota dirs..., ...);
+    ValueError naming what is missing or wrong."""
+    sets = flag in ("setQuota", "setSpaceQuota")
+    space = flag in ("setSpaceQuota", "clrSpaceQuota")
+    if sets and len(argv) < 2:
+        raise ValueError(f"-{flag} needs <quota> <dirname>...<dirname>")
+    value = parse_quota(argv[0], space=space) if sets else QUOTA_RESET
+    paths = argv[1:] if sets else argv
+    ns_quota, ds_quota = (QUOTA_DONT_SET, value) if space else (value, QUOTA_DONT_SET)
+    return [
+        cn.SetQuotaRequestProto(
+            path=p,
+            namespaceQuota=ns_quota & ((1 << 64) - 1),
+            storagespaceQuota=ds_quota & ((1 << 64) - 1),
+        )
+        for p in paths
+    ]
+
+
+def _first_line(e: QjmError) -> str:
+    """What DFSAdmin shows of a refusal: the remote message's first line."""
+    message = e.message if isinstance(e, RemoteError) else str(e)
+    return message.split("\n", 1)[0]
+
+
+async def _quota(
+    addresses: list[str], user: str, call_timeout_s: float, flag: str, argv: list[str]
+) -> int:
+    """One quota command: setQuota for each directory; 255 when any was refused."""
+    try:
+        requests = quota_requests(flag, argv)
+    except ValueError as e:
+        print(f"{flag}: {e}", file=sys.stderr)
+        return 255
+    failed = 0
+    async with NameNodeClient(addresses, user=user, timeout=call_timeout_s) as client:
+        for req in requests:
+            try:
+                await client.call("setQuota", req)
+            except RemoteError as e:
+                failed += 1
+                print(f"{flag}: {_first_line(e)}", file=sys.stderr)
+    return 255 if failed else 0
+
+
+async def _safemode(client: NameNodeClient, args: argparse.Namespace) -> bool:
+    """One NameNode's safe mode after the action (unchecked, as DFSAdmin's in HA)."""
+    action = args.safemode
+    req = cn.SetSafeModeRequestProto(action=_SAFEMODE_WIRE[action], checked=False)
+    on = bool((await client.call("setSafeMode", req)).result)
+    while action == "wait" and on:  # as DFSAdmin's waitExitSafeMode: until it is off
+        await asyncio.sleep(SAFEMODE_WAIT_POLL_S)
+        on = bool((await client.call("setSafeMode", req)).result)
+    return on
+
+
+def safemode_line(on: bool, address: str | None) -> str:
+    """DFSAdmin's line: 'Safe mode is ON', or in HA 'Safe mode is ON in <NameNode>'."""
+    return safemode_text(on) + (f" in {address}" if address else "")
+
+
+def save_namespace_line(saved: bool, address: str | None) -> str:
+    """DFSAdmin's line for one NameNode's saveNamespace (in HA it names the NameNode)."""
+    text = "Save namespace successful" if saved else "No extra checkpoint has been made"
+    return text + (f" for {address}" if address else "")
+
+
+async def _save_namespace(client: NameNodeClient, args: argparse.Namespace) -> bool:
+    r = await client.call("saveNamespace", cn.SaveNamespaceRequestProto())
+    return bool(r.saved)
+
+
+async def _on_each(
+    addresses: list[str],
+    user: str,
+    call_timeout_s: float,
+    name: str,
+    args: argparse.Namespace,
+) -> int:
+    """-safemode or -saveNamespace on every NameNode in turn, as DFSAdmin in HA (one line
+    each, naming it); with one NameNode HDFS's plain line. 255 when one refused."""
+    command = _safemode if name == "safemode" else _save_namespace
+    line = safemode_line if name == "safemode" else save_namespace_line
+    several = len(addresses) > 1
+    failed = 0
+    for address in addresses:
+        try:
+            async with NameNodeClient(
+                [address], user=user, timeout=call_timeout_s, max_rounds=1
+            ) as c:
+                result = await command(c, args)
+        except QjmError as e:
+            failed += 1
+            if name == "saveNamespace" and several:
+                print(f"Save namespace failed for {address}")
+            print(f"{name}: {_first_line(e)}", file=sys.stderr)
+        else:
+            print(line(result, address if several else None))
+    return 255 if failed else 0
+
+
+async def _roll_edits(addresses: list[str], user: str, call_timeout_s: float) -> int:
+    """rollEdits on the active NameNode; its text, or `rollEdits: <refusal>` and 255."""
+    async with NameNodeClient(addresses, user=user, timeout=call_timeout_s) as client:
+        try:
+            r = await client.call("rollEdits", cn.RollEditsRequestProto())
+        except RemoteError as e:
+            print(f"rollEdits: {_first_line(e)}", file=sys.stderr)
+            return 255
+    print(roll_edits_text(int(r.newSegmentTxId)))
+    return 0
+
+
+async def _metasave(addresses: list[str], user: str, call_timeout_s: float, filename: str) -> int:
+    """metaSave on every NameNode, as DFSAdmin in HA; 255 when one refused."""
+    failed = 0
+    for address in addresses:
+        try:
+            async with NameNodeClient(
+                [address], user=user, timeout=call_timeout_s, max_rounds=1
+            ) as c:
+                await c.call("metaSave", cn.MetaSaveRequestProto(filename=filename))
+        except QjmError as e:
+            failed += 1
+            print(f"metasave: {address}: {_first_line(e)}", file=sys.stderr)
+        else:
+            print(metasave_text(filename, address))
+    return 255 if failed else 0

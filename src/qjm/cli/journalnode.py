@@ -82,6 +82,10 @@ def run(args: argparse.Namespace) -> int:
         https_address=https,
         security=security,
     )
+    if args.config:  # /conf shows the cluster's configuration (design §N.11)
+        from qjm.hdfs.site_conf import conf_properties
+
+        node.conf_source = lambda: conf_properties(cfg, "journalnode", jn.name)
     ready = Path(args.ready_file) if args.ready_file else None
     runtime.run(serve_forever(node, ready))
     return 0

@@ -24,6 +24,7 @@ COMMANDS = [
     "qjm.cli.dfs",
     "qjm.cli.fsck",
     "qjm.cli.dfsadmin",
+    "qjm.cli.getconf",
     "qjm.cli.haadmin",
     "qjm.cli.zkfc",
     "qjm.cli.analyze",

@@ -15,31 +15,35 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from qjm.cluster.certs import ClusterTls
-from qjm.config import HTTP_ONLY, ClusterConfig
-from qjm.security.principal import KerberosName
+from qjm.config import ClusterConfig
+
+# The properties moved to qjm.hdfs.site_conf, where the daemons' /conf reads them too.
+from qjm.hdfs.site_conf import (
+    FAST_FAILOVER,
+    FAST_IPC,
+    PROXY_PROVIDER,
+    core_site,
+    hdfs_site,
+)
+
+__all__ = [
+    "FAST_FAILOVER",
+    "FAST_IPC",
+    "HADOOP_CONF",
+    "LOG4J2_PROPERTIES",
+    "LOG4J_PROPERTIES",
+    "PROXY_PROVIDER",
+    "client_properties",
+    "core_site",
+    "fsshell_argv",
+    "hadoop_jars",
+    "hdfs_site",
+    "read_site",
+    "render_site",
+    "write_hadoop_conf",
+]
 
 HADOOP_CONF = "hadoop-conf"
-PROXY_PROVIDER = "org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider"
-
-# Client-side retry settings: a refused connection fails at once and the client moves to the
-# next NameNode after 100 ms .. 1 s, and keeps trying long enough (20 failovers, ~15 s) to
-# ride out an operator's manual failover.
-FAST_FAILOVER = {
-    "dfs.client.failover.sleep.base.millis": "100",
-    "dfs.client.failover.sleep.max.millis": "1000",
-    "dfs.client.failover.max.attempts": "20",
-    "dfs.client.failover.connection.retries": "0",
-    "dfs.client.failover.connection.retries.on.timeouts": "0",
-    "dfs.client.retry.policy.enabled": "false",
-}
-FAST_IPC = {
-    "ipc.client.connect.max.retries": "1",
-    "ipc.client.connect.retry.interval": "100",
-    "ipc.client.connect.max.retries.on.timeouts": "1",
-    "ipc.client.connect.timeout": "2000",
-    "ipc.client.rpc-timeout.ms": "30000",
-}
-
 LOG4J_PROPERTIES = """\
 # Keeps Hadoop clients (FsShell) quiet: errors only, on stderr.
 log4j.rootLogger=ERROR, stderr
@@ -60,78 +64,6 @@ appender.stderr.layout.pattern = %d{HH:mm:ss.SSS} %p %c{1}: %m%n
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = stderr
 """
-
-
-def core_site(cfg: ClusterConfig) -> dict[str, str]:
-    """core-site.xml's properties: the default file system is the nameservice (and, with
-    automatic failover, the ZooKeeper quorum, where HDFS keeps ha.zookeeper.quorum)."""
-    props = {
-        "fs.defaultFS": f"hdfs://{cfg.nameservice}",
-        "hadoop.security.authentication": cfg.security.authentication,
-        "fs.trash.interval": "0",
-        "fs.permissions.umask-mode": f"{cfg.namenode.umask:03o}",
-        **FAST_IPC,
-    }
-    if cfg.namenode.automatic_failover:
-        props["ha.zookeeper.quorum"] = cfg.zookeeper.quorum
-        if cfg.zookeeper.sasl:  # as HDFS writes it (design §S.11)
-            props["ha.zookeeper.acl"] = cfg.zookeeper.acl
-    if cfg.security.kerberos:
-        props["hadoop.rpc.protection"] = cfg.security.rpc_protection
-    for name, proxy in cfg.proxyusers.items():  # design §S.14
-        for key in ("users", "groups", "hosts"):
-            if getattr(proxy, key):
-                props[f"hadoop.proxyuser.{name}.{key}"] = getattr(proxy, key)
-    return props
-
-
-def hdfs_site(cfg: ClusterConfig) -> dict[str, str]:
-    """hdfs-site.xml's properties: the nameservice, its NameNodes and the failover proxy."""
-    ns = cfg.nameservice
-    props = {
-        "dfs.nameservices": ns,
-        f"dfs.ha.namenodes.{ns}": ",".join(cfg.namenodes),
-    }
-    for name, nn in cfg.namenodes.items():
-        props[f"dfs.namenode.rpc-address.{ns}.{name}"] = nn.rpc_address
-        props[f"dfs.namenode.http-address.{ns}.{name}"] = nn.http_address
-    props |= {
-        f"dfs.client.failover.proxy.provider.{ns}": PROXY_PROVIDER,
-        "dfs.ha.automatic-failover.enabled": str(cfg.namenode.automatic_failover).lower(),
-        "dfs.namenode.shared.edits.dir": cfg.shared_edits_uri(),
-        "dfs.replication": str(cfg.namenode.default_replication),
-        "dfs.blocksize": str(cfg.namenode.block_size),
-        "dfs.permissions.superusergroup": cfg.namenode.superuser_group,
-        **FAST_FAILOVER,
-    }
-    sec = cfg.security
-    if sec.http_policy != HTTP_ONLY:  # HTTPS on the HTTP ports (design §S.13)
-        props["dfs.http.policy"] = sec.http_policy
-        for name, nn in cfg.namenodes.items():
-            props[f"dfs.namenode.https-address.{ns}.{name}"] = nn.https_address
-        # per-daemon keys in HDFS; a client config names the first node's
-        for key, nodes in (
-            ("dfs.journalnode.https-address", list(cfg.journalnodes.values())),
-            ("dfs.datanode.https.address", list(cfg.datanodes.values())),
-        ):
-            if nodes and nodes[0].https_address:
-                props[key] = nodes[0].https_address
-    props["dfs.block.access.token.enable"] = str(sec.block_tokens).lower()  # design §S.9
-    if sec.data_transfer_protection.strip():  # SASL on data transfer (design §S.12)
-        props["dfs.data.transfer.protection"] = sec.data_transfer_protection
-    if sec.data_transfer_cipher_suites.strip():  # AES-CTR after the handshake (design §S.12)
-        props["dfs.encrypt.data.transfer.cipher.suites"] = sec.data_transfer_cipher_suites
-        props["dfs.encrypt.data.transfer.cipher.key.bitlength"] = str(
-            sec.data_transfer_cipher_key_bits
-        )
-    if sec.kerberos:  # the principals clients expect of each server (design §S.4)
-        for key, pattern in (
-            ("dfs.namenode.kerberos.principal", sec.namenode_principal),
-            ("dfs.journalnode.kerberos.principal", sec.journalnode_principal),
-            ("dfs.datanode.kerberos.principal", sec.datanode_principal),
-        ):
-            props[key] = str(KerberosName.parse(pattern).in_realm(sec.realm))
-    return props
 
 
 def client_properties(cfg: ClusterConfig) -> dict[str, str]:

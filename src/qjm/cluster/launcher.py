@@ -750,6 +750,8 @@ def _start_kdc(directory: Path, rpc_protection: str) -> tuple[Kdc, SecuritySetti
         data_transfer_protection=rpc_protection,
         # under privacy block bytes switch to AES-CTR where the client offers it (§S.12)
         data_transfer_cipher_suites="AES/CTR/NoPadding" if "privacy" in rpc_protection else "",
+        # the user who made the cluster reads the daemons' /logs/ (design §N.11)
+        cluster_administrators=user,
     )
     return kdc, security
 

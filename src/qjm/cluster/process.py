@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from qjm.errors import QjmError
+from qjm.logs import LOG_DIR_ENV
 
 
 class LaunchError(QjmError):
@@ -66,6 +67,8 @@ def spawn(name: str, argv: list[str], log: Path, ready_file: Path) -> Daemon:
         proc = subprocess.Popen(
             [sys.executable, "-m", "qjm", *argv, "--ready-file", str(ready_file)],
             stdin=subprocess.DEVNULL,
+            # the daemon serves its log directory as /logs/ (design §N.11)
+            env={**os.environ, LOG_DIR_ENV: str(log.parent)},
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -1,7 +1,8 @@
 """The DataNode daemon: HDFS's DataNode class (design §B.13).
 
 Three listeners on one event loop: the DataTransferProtocol server (DataXceiverServer), the
-ClientDatanodeProtocol IPC server and an HTTP server (/status, /metrics, /). The data
+ClientDatanodeProtocol IPC server and an HTTP server (/status, /metrics, /, and /jmx, /conf
+and /logs/ as every daemon's, design §N.11). The data
 directories are locked at start; the block pool is loaded when the first NameNode answers
 versionRequest (BPOfferService). Every blocking disk call (loading the pool, writing and
 reading replicas, deleting, space reports) runs on one bounded thread pool (DiskPool).
@@ -62,6 +63,8 @@ from qjm.hdfs.datanode_protocol import (
 )
 from qjm.hdfs.proto import InterDatanodeProtocol_pb2 as idp
 from qjm.hdfs.proto import hdfs_pb2
+from qjm.hdfs.servlets import add_operator_routes, rpc_activity_bean
+from qjm.hdfs.site_conf import conf_properties
 from qjm.hdfs.transfer_sasl import TransferProtection
 from qjm.ipc import IpcClient, IpcServer
 from qjm.ipc.metrics import rpc_families
@@ -967,6 +970,92 @@ class _DataNodeCollector(Collector):
             yield from rpc_families("qjm_datanode", node.ipc.stats())
 
 
+# ---- JMX (design §N.11) ------------------------------------------------------------------
+
+JMX_DN_INFO = "Hadoop:service=DataNode,name=DataNodeInfo"
+JMX_FS_DATASET = "Hadoop:service=DataNode,name=FSDatasetState"
+
+
+def activity_bean_name(hostname: str, transfer_port: int) -> str:
+    """DataNodeMetrics' ObjectName: DataNodeActivity-<host>-<transfer port>."""
+    return f"Hadoop:service=DataNode,name=DataNodeActivity-{hostname}-{transfer_port}"
+
+
+def jmx_beans(st: dict[str, Any], hostname: str) -> list[dict[str, Any]]:
+    """HDFS's DataNodeInfo, FSDatasetState and DataNodeActivity beans from a DataNode's
+    status(): only the figures it keeps (design §N.11)."""
+
+    def port(address: object) -> str:
+        return str(address).rsplit(":", 1)[-1]
+
+    transfer_port = int(port(st["transfer_address"]))
+    volumes = [v for v in st["volumes"] if not v["failed"]]
+    pool = st["block_pool_id"]
+    namenodes = {
+        str(a["address"]).rsplit(":", 1)[0]: pool for a in st["namenodes"].values() if pool
+    }
+    volume_info = {
+        v["path"]: {
+            "usedSpace": v["used"],
+            "freeSpace": v["remaining"],
+            "storageType": "DISK",
+        }
+        for v in volumes
+    }
+    actors = list(st["namenodes"].values())
+
+    def total(key: str) -> int:
+        return sum(int(a["counters"].get(key, 0)) for a in actors)
+
+    x, counts, scan = st["xceiver"], st["counts"], st["scanner"]
+    return [
+        {
+            "name": JMX_DN_INFO,
+            "modelerType": "org.apache.hadoop.hdfs.server.datanode.DataNode",
+            "Version": st["version"],
+            "SoftwareVersion": st["version"],
+            "RpcPort": port(st["ipc_address"]),
+            "HttpPort": port(st["http_address"]),
+            "DataPort": str(transfer_port),
+            "DatanodeHostname": hostname,
+            "ClusterId": st["cluster_id"],
+            "NamenodeAddresses": json.dumps(namenodes),
+            "VolumeInfo": json.dumps(volume_info),
+            "XceiverCount": x["active_connections"],
+        },
+        {
+            "name": JMX_FS_DATASET,
+            "modelerType": "org.apache.hadoop.hdfs.server.datanode.fsdataset.impl.FsDatasetImpl",
+            "Capacity": sum(v["capacity"] for v in volumes),
+            "DfsUsed": sum(v["used"] for v in volumes),
+            "Remaining": sum(v["remaining"] for v in volumes),
+            "NumFailedVolumes": len(st["failed_volumes"]),
+            "FailedStorageLocations": [f["path"] for f in st["failed_volumes"]],
+            # FsDatasetImpl.getStorageInfo: the volumes as a Java list prints them
+            "StorageInfo": "FSDataset{dirpath='[" + ", ".join(v["path"] for v in volumes) + "]'}",
+        },
+        {
+            "name": activity_bean_name(hostname, transfer_port),
+            "modelerType": f"DataNodeActivity-{hostname}-{transfer_port}",
+            "tag.Context": "dfs",
+            "tag.Hostname": hostname,
+            "BytesWritten": x["bytes_written"],
+            "BytesRead": x["bytes_read"],
+            "BlocksWritten": x["blocks_written"],
+            "BlocksRead": x["blocks_read"],
+            "BlocksReplicated": counts["blocks_transferred"],
+            "BlocksRemoved": counts["blocks_deleted"],
+            "BlocksVerified": scan["blocks_scanned"],
+            "BlockVerificationFailures": scan["corrupt_found"],
+            "VolumeFailures": len(st["failed_volumes"]),
+            "DataNodeActiveXceiversCount": x["active_connections"],
+            "HeartbeatsNumOps": total("heartbeats"),
+            "BlockReportsNumOps": total("full_reports"),
+            "IncrementalBlockReportsNumOps": total("incremental_reports"),
+        },
+    ]
+
+
 # ---- HTTP -------------------------------------------------------------------------------
 
 NODE_KEY = web.AppKey("datanode", DataNode)
@@ -1026,6 +1115,16 @@ def make_app(node: DataNode) -> web.Application:
     app.router.add_get("/status", status_json)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/", status_page)
+
+    async def beans() -> list[dict[str, Any]]:
+        host = node.datanode_id().host_name
+        stats = node.ipc.stats() if node.ipc is not None else {}
+        rpc = rpc_activity_bean("DataNode", node.ipc_port, stats, host)
+        return jmx_beans(node.status(), host) + ([rpc] if rpc else [])
+
+    add_operator_routes(  # /jmx, /conf, /logs/ (design §N.11)
+        app, beans, lambda: conf_properties(node.cfg, "datanode", node.dn.name)
+    )
     if node.webhdfs is not None:
         add_webhdfs_routes(app, node.webhdfs)  # design §W
     return app

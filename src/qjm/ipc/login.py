@@ -164,6 +164,10 @@ def daemon_login(
         credentials=credentials,
         realm=settings.realm,
         admit=partial(_admit_http, services=services),
+        administrator=partial(
+            http.AdminAcl.parse(settings.cluster_administrators).admits, groups=os_groups
+        ),
+        instrumentation_requires_admin=settings.instrumentation_requires_admin,
     )
     http.set_http_security(server, _http_login(settings, client))
 

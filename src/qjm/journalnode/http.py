@@ -1,4 +1,5 @@
-"""The JournalNode's HTTP server: /getJournal, /status, /metrics and a status page."""
+"""The JournalNode's HTTP server: /getJournal, /status, /metrics, a status page, and /jmx,
+/conf and /logs/ as every daemon's (design §N.11)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ import html
 import json
 import logging
 import os
+import socket
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from qjm.errors import QjmError
+from qjm.hdfs.servlets import add_operator_routes, rpc_activity_bean
 from qjm.protocol.errors import (
     InvalidRequestError,
     JournalNotFormattedError,
@@ -24,6 +27,7 @@ from qjm.protocol.urls import GET_JOURNAL_PATH, parse_get_journal_query
 from qjm.security.http import server_middlewares
 
 if TYPE_CHECKING:
+    from qjm.journalnode.journal import JournalCounters
     from qjm.journalnode.node import JournalNode
 
 CHUNK = 1 << 20
@@ -98,6 +102,75 @@ async def metrics(request: web.Request) -> web.Response:
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
+JMX_JN_INFO = "Hadoop:service=JournalNode,name=JournalNodeInfo"
+
+
+def journal_bean_name(jid: str) -> str:
+    """The ObjectName of one journal's metrics bean, as HDFS's JournalMetrics."""
+    return f"Hadoop:service=JournalNode,name=Journal-{jid}"
+
+
+def jmx_beans(
+    st: dict[str, Any], counters: dict[str, JournalCounters], hostname: str
+) -> list[dict[str, Any]]:
+    """HDFS's Journal-<jid> beans (one per open journal) and JournalNodeInfo, from a
+    node_status_dict and each open journal's counters (design §N.11)."""
+    beans: list[dict[str, Any]] = []
+    statuses = st["journals"]
+    for jid in sorted(statuses):
+        j = statuses[jid]
+        c = counters.get(jid)
+        if c is None or not j["formatted"]:
+            continue
+        committed = j["committed_txid"] if j["committed_txid"] is not None else 0
+        beans.append(
+            {
+                "name": journal_bean_name(jid),
+                "modelerType": f"Journal-{jid}",
+                "tag.Context": "dfs",
+                "tag.Hostname": hostname,
+                "BatchesWritten": c.batches_written,
+                "TxnsWritten": c.txns_written,
+                "BytesWritten": c.bytes_written,
+                "BatchesWrittenWhileLagging": c.batches_written_while_lagging,
+                "TxnsServedViaRpc": c.txns_served_via_rpc,
+                "BytesServedViaRpc": c.bytes_served_via_rpc,
+                "RpcEmptyResponses": c.rpc_empty_responses,
+                "RpcRequestCacheMissAmountNumMisses": c.rpc_cache_misses,
+                "NumEditLogsSynced": c.segments_synced,
+                "LastWriterEpoch": j["last_writer_epoch"],
+                "LastPromisedEpoch": j["last_promised_epoch"],
+                "LastWrittenTxId": j["highest_written_txid"],
+                "CurrentLagTxns": max(committed - j["highest_written_txid"], 0),
+                "LastJournalTimestamp": int(c.last_journal_timestamp * 1000),
+            }
+        )
+    journals_status = {
+        jid: {"Formatted": str(j["formatted"]).lower()} for jid, j in statuses.items()
+    }
+    cluster_ids = sorted({j["cluster_id"] for j in statuses.values() if j.get("cluster_id")})
+    beans.append(
+        {
+            "name": JMX_JN_INFO,
+            "modelerType": "org.apache.hadoop.hdfs.qjournal.server.JournalNode",
+            "JournalsStatus": json.dumps(journals_status),
+            "ClusterIds": cluster_ids,
+            "Version": st["version"],
+            "HostAndPort": st["rpc_address"],
+        }
+    )
+    return beans
+
+
+async def journalnode_beans(node: JournalNode) -> list[dict[str, Any]]:
+    """Every bean /jmx serves."""
+    st = node_status_dict(await node.node_status())
+    counters = {j.jid: j.counters for j in node.journals()}
+    host = socket.gethostname()
+    rpc = rpc_activity_bean("JournalNode", node.rpc_port, node.ipc_stats(), host)
+    return jmx_beans(st, counters, host) + ([rpc] if rpc else [])
+
+
 async def status_page(request: web.Request) -> web.Response:
     """A small human status page that refreshes itself."""
     node: JournalNode = request.app[NODE_KEY]  # type: ignore[assignment]
@@ -154,6 +227,11 @@ def make_app(node: JournalNode) -> web.Application:
     app.router.add_get("/status", status_json)
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/", status_page)
+    add_operator_routes(  # /jmx, /conf, /logs/ (design §N.11)
+        app,
+        lambda: journalnode_beans(node),
+        lambda: node.conf_source(),
+    )
     return app
 
 

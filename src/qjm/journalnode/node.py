@@ -309,10 +309,26 @@ class JournalNode:
         self._sync_task: asyncio.Task[None] | None = None
         # accept_recovery's downloads, off the journals' threads (a few at a time).
         self._fetch_pool = ThreadPoolExecutor(FETCH_THREADS, thread_name_prefix="segment-fetch")
+        # What /conf shows (design §N.11): the cluster's configuration when started from one,
+        # else this node's own settings under their HDFS keys.
+        self.conf_source: Callable[[], list[tuple[str, str, str]]] = self._own_conf
         # Called with each journal as it opens (an in-process transport swaps its fetcher).
         self.on_journal_open: Callable[[Journal], None] = lambda journal: None
 
     # -- journals ------------------------------------------------------------------------------
+    def _own_conf(self) -> list[tuple[str, str, str]]:
+        """This node's own keys, as /conf shows them without a cluster configuration."""
+        s = self.settings
+        props = {
+            "dfs.journalnode.edits.dir": str(self.edits_dir),
+            "dfs.journalnode.rpc-address": f"{self.rpc_host}:{self.rpc_port}",
+            "dfs.journalnode.http-address": f"{self.http_host}:{self.http_port}",
+            "dfs.journalnode.enable.sync": str(s.sync_enabled).lower(),
+            "dfs.journalnode.sync.interval": str(s.sync_interval_ms),
+            "dfs.journalnode.edit-cache-size.bytes": str(s.edit_cache_size_bytes),
+        }
+        return [(k, v, "programmatically") for k, v in sorted(props.items())]
+
     def journals(self) -> list[Journal]:
         """The journals open now."""
         return [o.journal for o in list(self._journals.values())]

@@ -734,6 +734,7 @@ class NameNodeBlocks:
                     "used": node.dfs_used(),
                     "remaining": node.remaining(),
                     "blocks": blocks,
+                    "xceivers": node.xceiver_count,
                     "last_heartbeat_s_ago": round(max(0.0, now - node.last_update), 3),
                 }
             )

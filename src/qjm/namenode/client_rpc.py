@@ -379,6 +379,27 @@ class ClientRpc:
         await self.nn.refresh_nodes()
         return cn.RefreshNodesResponseProto()
 
+    async def roll_edits(
+        self, req: cn.RollEditsRequestProto, ctx: CallContext
+    ) -> cn.RollEditsResponseProto:
+        """rollEdits (superuser, active): the new segment's first txid (design §N.11)."""
+        return cn.RollEditsResponseProto(newSegmentTxId=await self.nn.roll_edits(ctx))
+
+    async def save_namespace(
+        self, req: cn.SaveNamespaceRequestProto, ctx: CallContext
+    ) -> cn.SaveNamespaceResponseProto:
+        """saveNamespace (superuser, in safe mode): an image now, on the active or a standby
+        (design §N.11); a time window or txn gap is not honoured, the image is always saved."""
+        await self.nn.save_namespace(ctx)
+        return cn.SaveNamespaceResponseProto(saved=True)
+
+    async def meta_save(
+        self, req: cn.MetaSaveRequestProto, ctx: CallContext
+    ) -> cn.MetaSaveResponseProto:
+        """metaSave (superuser): a file in the NameNode's log directory (design §N.11)."""
+        await self.nn.meta_save(ctx, req.filename)
+        return cn.MetaSaveResponseProto()
+
     async def list_corrupt_file_blocks(
         self, req: cn.ListCorruptFileBlocksRequestProto, ctx: CallContext
     ) -> cn.ListCorruptFileBlocksResponseProto:
@@ -1053,10 +1074,14 @@ class ClientRpc:
     async def set_safe_mode(
         self, req: cn.SetSafeModeRequestProto, ctx: CallContext
     ) -> cn.SetSafeModeResponseProto:
-        """setSafeMode: GET answers whether it is on; ENTER and LEAVE (superuser) change it."""
+        """setSafeMode: GET answers whether it is on; ENTER and LEAVE (superuser) change it.
+        As HDFS's: a checked call is for the active only; an unchecked one (dfsadmin's, to
+        each NameNode in turn) is answered in any state, so a standby enters safe mode too
+        and keeps it when it becomes active (design §N.11)."""
         sm = self.nn.blocks.safe_mode
-        if req.action in (_SAFEMODE_ENTER, _SAFEMODE_LEAVE, _SAFEMODE_FORCE_EXIT):
+        if req.checked:
             self.nn.check_write(ctx)
+        if req.action in (_SAFEMODE_ENTER, _SAFEMODE_LEAVE, _SAFEMODE_FORCE_EXIT):
             caller = self.nn.caller_of(ctx)
             if not caller.superuser:
                 raise AccessControlError(
@@ -1215,6 +1240,9 @@ class ClientRpc:
             "reportBadBlocks": self.report_bad_blocks,
             "listCorruptFileBlocks": self.list_corrupt_file_blocks,
             "refreshNodes": self.refresh_nodes,
+            "rollEdits": self.roll_edits,
+            "saveNamespace": self.save_namespace,
+            "metaSave": self.meta_save,
             "recoverLease": self.recover_lease,
             "msync": self.msync,
             "getHAServiceState": self.get_ha_service_state,

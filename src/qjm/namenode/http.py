@@ -1,8 +1,9 @@
 """The NameNode's HTTP server: /status, /metrics, /jmx, /isActive, /fsck, a status page and
 /imagetransfer.
 
-GET /jmx[?qry=PATTERN] -> HDFS's JMX JSON ({"beans": [...]}) with the NameNodeStatus and
-FSNamesystemState beans (the fields monitoring tools read; PATTERN as a glob over bean names).
+GET /jmx[?qry=PATTERN|get=BEAN::ATTR] -> HDFS's JMX JSON ({"beans": [...]}) with the
+NameNodeStatus, FSNamesystem, FSNamesystemState and NameNodeInfo beans; /conf and /logs/ as
+every daemon's (qjm.hdfs.servlets, design §N.11).
 
 GET /imagetransfer?getimage=1&txid=N|latest -> image bytes, with headers X-MD5-Digest,
 X-Image-Txid and the VERSION fields X-Namespace-Id, X-Cluster-Id, X-Block-Pool-Id, X-CTime.
@@ -17,12 +18,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
-import fnmatch
 import hashlib
 import html
 import json
 import logging
 import os
+import socket
 import tempfile
 import time
 from pathlib import Path
@@ -34,6 +35,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from qjm import __version__
 from qjm.editlog.file_names import image_file_name
 from qjm.errors import QjmError
+from qjm.hdfs.servlets import add_operator_routes, rpc_activity_bean
+from qjm.hdfs.site_conf import conf_properties
 from qjm.namenode.fsck_servlet import serve_fsck
 from qjm.namenode.image import (
     ImageError,
@@ -192,47 +195,185 @@ async def metrics(request: web.Request) -> web.Response:
 
 
 JMX_FS_STATE = "Hadoop:service=NameNode,name=FSNamesystemState"
+JMX_FS = "Hadoop:service=NameNode,name=FSNamesystem"
 JMX_NN_STATUS = "Hadoop:service=NameNode,name=NameNodeStatus"
+JMX_NN_INFO = "Hadoop:service=NameNode,name=NameNodeInfo"
+FS_NAMESYSTEM_CLASS = "org.apache.hadoop.hdfs.server.namenode.FSNamesystem"
+_DECOMMISSIONING = "DECOMMISSION_INPROGRESS"
 
 
-def jmx_beans(st: dict[str, Any]) -> list[dict[str, Any]]:
-    """HDFS's NameNodeStatus and FSNamesystemState beans from a status_dict."""
+def _pct(part: int, whole: int) -> float:
+    """HDFS's DFSUtilClient.getPercentUsed: part of whole in percent (100 when whole is 0)."""
+    return part * 100.0 / whole if whole > 0 else 100.0
+
+
+def jmx_beans(st: dict[str, Any], ids: dict[str, Any]) -> list[dict[str, Any]]:
+    """HDFS's NameNodeStatus, FSNamesystem, FSNamesystemState and NameNodeInfo beans from a
+    status_dict and the name dir's ids (cluster_id, block_pool_id, security, host); only
+    attributes qjm keeps a figure for (design §N.11)."""
     bm = st["block_management"]
+    dns = st["datanodes"]
+    live = [d for d in dns if d["state"] == "live"]
+    dead = [d for d in dns if d["state"] != "live"]
+    decom_live = sum(1 for d in live if d.get("admin_state") == "DECOMMISSIONED")
+    decom_dead = sum(1 for d in dead if d.get("admin_state") == "DECOMMISSIONED")
+    decommissioning = sum(1 for d in live if d.get("admin_state") == _DECOMMISSIONING)
+    stale = sum(1 for d in live if d["stale"])
+    load = sum(int(d.get("xceivers", 0)) for d in live)
+    ha_state = st["ha_state"]
+    fs_state = "safeMode" if bm["safe_mode"] else "Operational"
+    applied = st["last_applied_txid"]
+    since_checkpoint = max(0, applied - int(st["image_txid"] or 0))
+    capacity, used, remaining = bm["capacity"], bm["used"], bm["remaining"]
+    non_dfs = max(0, capacity - used - remaining)
+    counts = {
+        "CapacityTotal": capacity,
+        "CapacityUsed": used,
+        "CapacityRemaining": remaining,
+        "TotalLoad": load,
+        "BlocksTotal": bm["blocks"],
+        "FilesTotal": st["inodes"],
+        "UnderReplicatedBlocks": bm["under_replicated_blocks"],
+        "PendingDeletionBlocks": bm["pending_deletion_blocks"],
+        "NumLiveDataNodes": len(live),
+        "NumDeadDataNodes": len(dead),
+        "NumDecomLiveDataNodes": decom_live,
+        "NumDecomDeadDataNodes": decom_dead,
+        "NumDecommissioningDataNodes": decommissioning,
+        "NumStaleDataNodes": stale,
+    }
+    live_nodes = {
+        f"{d['hostname']}:{str(d['transfer_address']).rsplit(':', 1)[-1]}": {
+            "infoAddr": d["http_address"],
+            "xferaddr": d["transfer_address"],
+            "lastContact": int(d["last_heartbeat_s_ago"]),
+            "usedSpace": d["used"],
+            "adminState": _admin_state_text(d),
+            "nonDfsUsedSpace": max(0, d["capacity"] - d["used"] - d["remaining"]),
+            "capacity": d["capacity"],
+            "numBlocks": d["blocks"],
+            "used": d["used"],
+            "remaining": d["remaining"],
+            "blockPoolUsed": d["used"],
+            "blockPoolUsedPercent": _pct(d["used"], d["capacity"]),
+        }
+        for d in live
+    }
+    dead_nodes = {
+        f"{d['hostname']}:{str(d['transfer_address']).rsplit(':', 1)[-1]}": {
+            "lastContact": int(d["last_heartbeat_s_ago"]),
+            "decommissioned": d.get("admin_state") == "DECOMMISSIONED",
+            "adminState": _admin_state_text(d),
+            "xferaddr": d["transfer_address"],
+        }
+        for d in dead
+    }
+    decom_nodes = {
+        f"{d['hostname']}:{str(d['transfer_address']).rsplit(':', 1)[-1]}": {
+            "xferaddr": d["transfer_address"],
+        }
+        for d in live
+        if d.get("admin_state") == _DECOMMISSIONING
+    }
     return [
         {
             "name": JMX_NN_STATUS,
             "modelerType": "org.apache.hadoop.hdfs.server.namenode.NameNode",
             "NNRole": "NameNode",
             "HostAndPort": st["rpc_address"],
-            "State": st["ha_state"],
+            "SecurityEnabled": bool(ids["security_enabled"]),
+            "State": ha_state,
             "LastHATransitionTime": int(st["state_since"] * 1000),
         },
         {
+            "name": JMX_FS,
+            "modelerType": "FSNamesystem",
+            "tag.Context": "dfs",
+            "tag.HAState": ha_state,
+            "tag.Hostname": ids["hostname"],
+            "MissingBlocks": bm["missing_blocks"],
+            "CorruptBlocks": bm["corrupt_blocks"],
+            "TransactionsSinceLastCheckpoint": since_checkpoint,
+            "LastWrittenTransactionId": applied,
+            "CapacityUsedNonDFS": non_dfs,
+            "PostponedMisreplicatedBlocks": bm["postponed_misreplicated_blocks"],
+            "PendingDataNodeMessageCount": bm["pending_datanode_messages"],
+            **counts,
+        },
+        {
             "name": JMX_FS_STATE,
-            "modelerType": "org.apache.hadoop.hdfs.server.namenode.FSNamesystem",
-            "FSState": "safeMode" if bm["safe_mode"] else "Operational",
-            "CapacityTotal": bm["capacity"],
-            "CapacityUsed": bm["used"],
-            "CapacityRemaining": bm["remaining"],
-            "BlocksTotal": bm["blocks"],
-            "FilesTotal": st["inodes"],
-            "UnderReplicatedBlocks": bm["under_replicated_blocks"],
-            "PendingDeletionBlocks": bm["pending_deletion_blocks"],
-            "NumLiveDataNodes": bm["live_datanodes"],
-            "NumDeadDataNodes": bm["dead_datanodes"],
-            "NumStaleDataNodes": sum(
-                1 for d in st["datanodes"] if d["stale"] and d["state"] == "live"
+            "modelerType": FS_NAMESYSTEM_CLASS,
+            "FSState": fs_state,
+            **counts,
+        },
+        {
+            "name": JMX_NN_INFO,
+            "modelerType": FS_NAMESYSTEM_CLASS,
+            "Version": st["version"],
+            "SoftwareVersion": st["version"],
+            "Used": used,
+            "Free": remaining,
+            "Total": capacity,
+            "NonDfsUsedSpace": non_dfs,
+            "PercentUsed": _pct(used, capacity),
+            "PercentRemaining": remaining * 100.0 / capacity if capacity > 0 else 0.0,
+            "BlockPoolUsedSpace": used,
+            "TotalBlocks": bm["blocks"],
+            "TotalFiles": st["inodes"],
+            "NumberOfMissingBlocks": bm["missing_blocks"],
+            "Safemode": bm["safe_mode_tip"] if bm["safe_mode"] else "",
+            "ClusterId": ids["cluster_id"],
+            "BlockPoolId": ids["block_pool_id"],
+            "NNStartedTimeInMillis": int(ids["started_at"] * 1000),
+            "LiveNodes": json.dumps(live_nodes),
+            "DeadNodes": json.dumps(dead_nodes),
+            "DecomNodes": json.dumps(decom_nodes),
+            "NameDirStatuses": json.dumps(
+                {"active": {st["name_dir"]: "IMAGE_AND_EDITS"}, "failed": {}}
+            ),
+            "JournalTransactionInfo": json.dumps(
+                {
+                    "LastAppliedOrWrittenTxId": str(applied),
+                    "MostRecentCheckpointTxId": str(st["image_txid"]),
+                }
             ),
         },
     ]
 
 
-async def jmx(request: web.Request) -> web.Response:
-    """GET /jmx[?qry=PATTERN]: the beans whose name matches PATTERN (all without one)."""
-    st = await status_dict(_nn(request), None)
-    pattern = request.query.get("qry", "*")
-    beans = [b for b in jmx_beans(st) if fnmatch.fnmatchcase(b["name"], pattern)]
-    return web.json_response({"beans": beans}, dumps=lambda o: json.dumps(o, indent=2))
+def _admin_state_text(d: dict[str, Any]) -> str:
+    """AdminStates' text as NameNodeInfo's node maps write it."""
+    return {
+        "DECOMMISSION_INPROGRESS": "Decommission In Progress",
+        "DECOMMISSIONED": "Decommissioned",
+    }.get(str(d.get("admin_state", "NORMAL")), "In Service")
+
+
+def jmx_ids(nn: NameNode) -> dict[str, Any]:
+    """What the beans need beside status_dict: the name dir's ids (None while it is not
+    open) and the host."""
+    cluster_id = block_pool_id = None
+    if nn.storage is not None:
+        try:
+            info = nn.datanode_namespace_info()
+            cluster_id, block_pool_id = info.storage.cluster_id, info.block_pool_id
+        except (QjmError, OSError) as e:
+            log.warning("NameNode %s: /jmx cannot read the name dir's VERSION: %s", nn.name, e)
+    return {
+        "cluster_id": cluster_id,
+        "block_pool_id": block_pool_id,
+        "security_enabled": nn.cfg.security.kerberos,
+        "hostname": socket.gethostname(),
+        "started_at": nn.started_at,
+    }
+
+
+async def namenode_beans(nn: NameNode) -> list[dict[str, Any]]:
+    """Every bean /jmx serves."""
+    st = await status_dict(nn, None)
+    ids = jmx_ids(nn)
+    rpc = rpc_activity_bean("NameNode", nn.rpc_port, st["rpc"], ids["hostname"])
+    return jmx_beans(st, ids) + ([rpc] if rpc else [])
 
 
 def human_bytes(n: int) -> str:
@@ -686,11 +827,15 @@ def make_app(nn: NameNode) -> web.Application:
     app[_JN_CACHE] = JournalStatusCache(nn)
     app.router.add_get("/status", status_json)
     app.router.add_get("/metrics", metrics)
-    app.router.add_get("/jmx", jmx)
     app.router.add_get("/fsck", fsck)
     app.router.add_get("/isActive", is_active)
     app.router.add_get("/", status_page)
     app.router.add_get(IMAGE_TRANSFER_PATH, get_image)
     app.router.add_put(IMAGE_TRANSFER_PATH, put_image)
     add_webhdfs_routes(app, nn)  # /webhdfs/v1 (design §W)
+    add_operator_routes(  # /jmx, /conf, /logs/ (design §N.11)
+        app,
+        lambda: namenode_beans(nn),
+        lambda: conf_properties(nn.cfg, "namenode", nn.name),
+    )
     return app

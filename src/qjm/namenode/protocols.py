@@ -39,6 +39,10 @@ CLIENT_METHODS: dict[str, MethodSpec] = method_table(
     MethodSpec("renewLease", cn.RenewLeaseRequestProto, cn.RenewLeaseResponseProto),
     MethodSpec("reportBadBlocks", cn.ReportBadBlocksRequestProto, cn.ReportBadBlocksResponseProto),
     MethodSpec("refreshNodes", cn.RefreshNodesRequestProto, cn.RefreshNodesResponseProto),
+    # dfsadmin's administration calls (design §N.11)
+    MethodSpec("saveNamespace", cn.SaveNamespaceRequestProto, cn.SaveNamespaceResponseProto),
+    MethodSpec("rollEdits", cn.RollEditsRequestProto, cn.RollEditsResponseProto),
+    MethodSpec("metaSave", cn.MetaSaveRequestProto, cn.MetaSaveResponseProto),
     MethodSpec(
         "listCorruptFileBlocks",
         cn.ListCorruptFileBlocksRequestProto,

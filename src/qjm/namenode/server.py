@@ -482,6 +482,24 @@ class NameNode:
                 describe_error(e),
             )
 
+    async def roll_edits(self, ctx: CallContext) -> int:
+        """rollEdits: finalize the open segment; the new one's first txid (design §N.11)."""
+        from qjm.namenode.admin_calls import roll_edits
+
+        return await roll_edits(self, ctx)
+
+    async def save_namespace(self, ctx: CallContext) -> int:
+        """saveNamespace: an image of the namespace in safe mode; its txid (design §N.11)."""
+        from qjm.namenode.admin_calls import save_namespace
+
+        return await save_namespace(self, ctx)
+
+    async def meta_save(self, ctx: CallContext, filename: str) -> str:
+        """metaSave: the block and DataNode state into the log directory; the path."""
+        from qjm.namenode.admin_calls import meta_save
+
+        return str(await meta_save(self, ctx, filename))
+
     async def msync(self, ctx: CallContext) -> None:
         """Return once everything applied here is synced (StandbyError unless active)."""
         self.ha.check_active("msync")

@@ -54,6 +54,18 @@ class NameNodeService(Protocol):
         """Read the exclude list again and apply it: (started, stopped) decommissions."""
         ...
 
+    async def roll_edits(self, ctx: CallContext) -> int:
+        """rollEdits: finalize the open segment; the new one's first txid (design §N.11)."""
+        ...
+
+    async def save_namespace(self, ctx: CallContext) -> int:
+        """saveNamespace: an image of the namespace in safe mode; its txid (design §N.11)."""
+        ...
+
+    async def meta_save(self, ctx: CallContext, filename: str) -> str:
+        """metaSave: the block and DataNode state into the log directory; the path."""
+        ...
+
     def check_write(self, ctx: CallContext) -> None:
         """Raise StandbyError unless this NameNode takes writes now (HDFS's checkOperation)."""
         ...

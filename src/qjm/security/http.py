@@ -28,6 +28,34 @@ _MAX_HEADER = 64 * 1024  # a Kerberos token with a big PAC is a few KiB
 
 
 @dataclass(frozen=True)
+class AdminAcl:
+    """Hadoop's AccessControlList as dfs.cluster.administrators writes it: "users groups",
+    each comma-separated; "*" admits everyone (design §N.11)."""
+
+    users: frozenset[str]
+    groups: frozenset[str]
+    everyone: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> AdminAcl:
+        """The ACL of a "user1,user2 group1,group2" string ("" admits no one)."""
+        if text.strip() == "*":
+            return cls(frozenset(), frozenset(), True)
+        users, _, groups = text.partition(" ")
+
+        def names(part: str) -> frozenset[str]:
+            return frozenset(n.strip() for n in part.split(",") if n.strip())
+
+        return cls(names(users), names(groups))
+
+    def admits(self, user: str, groups: Callable[[str], tuple[str, ...]]) -> bool:
+        """Whether user (short name) is an administrator, by name or by one of its groups."""
+        if self.everyone or user in self.users:
+            return True
+        return bool(self.groups) and any(g in self.groups for g in groups(user))
+
+
+@dataclass(frozen=True)
 class HttpSecurity:
     """A server's SPNEGO side: its HTTP principal's key and whom each path admits."""
 
@@ -36,6 +64,9 @@ class HttpSecurity:
     realm: str
     # (path, client principal) -> None to admit, else why not
     admit: Callable[[str, str], str | None] = lambda _path, _principal: None
+    # who may read /logs/ (and /jmx, /conf when instrumentation_requires_admin), by user
+    administrator: Callable[[str], bool] = lambda _user: False
+    instrumentation_requires_admin: bool = False
 
 
 def accept(credentials: Any, header: str) -> tuple[str, bytes | None]:

@@ -261,6 +261,40 @@ class RefreshNodesResponseProto(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class SaveNamespaceRequestProto(_message.Message):
+    __slots__ = ("timeWindow", "txGap")
+    TIMEWINDOW_FIELD_NUMBER: _ClassVar[int]
+    TXGAP_FIELD_NUMBER: _ClassVar[int]
+    timeWindow: int
+    txGap: int
+    def __init__(self, timeWindow: _Optional[int] = ..., txGap: _Optional[int] = ...) -> None: ...
+
+class SaveNamespaceResponseProto(_message.Message):
+    __slots__ = ("saved",)
+    SAVED_FIELD_NUMBER: _ClassVar[int]
+    saved: bool
+    def __init__(self, saved: _Optional[bool] = ...) -> None: ...
+
+class RollEditsRequestProto(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class RollEditsResponseProto(_message.Message):
+    __slots__ = ("newSegmentTxId",)
+    NEWSEGMENTTXID_FIELD_NUMBER: _ClassVar[int]
+    newSegmentTxId: int
+    def __init__(self, newSegmentTxId: _Optional[int] = ...) -> None: ...
+
+class MetaSaveRequestProto(_message.Message):
+    __slots__ = ("filename",)
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    filename: str
+    def __init__(self, filename: _Optional[str] = ...) -> None: ...
+
+class MetaSaveResponseProto(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
 class ListCorruptFileBlocksRequestProto(_message.Message):
     __slots__ = ("path", "cookie")
     PATH_FIELD_NUMBER: _ClassVar[int]
