@@ -875,10 +875,13 @@ def hdfs_native(cluster: dict[str, Any], ccache: str) -> subprocess.CompletedPro
 def test_hdfs_native_with_a_ticket_writes_and_reads_and_without_one_is_refused(
     cluster: dict[str, Any], tmp_path: Path
 ) -> None:
+    aes_before = aes_connections(cluster)
     r = hdfs_native(cluster, cluster["kdc"]["user_ccache"])
     assert r.returncode == 0 and r.stdout.strip() == "written by hdfs-native with a ticket", (
         r.stderr[-2000:]
     )
+    # hdfs-native offers AES/CTR/NoPadding from hadoop-conf too: its streams switched
+    assert aes_connections(cluster) >= aes_before + 2
     r = hdfs_native(cluster, str(tmp_path / "no-ticket"))
     assert r.returncode != 0
     assert "credentials" in r.stderr.lower() or "gss" in r.stderr.lower(), r.stderr[-2000:]
