@@ -16,6 +16,7 @@ from xml.sax.saxutils import escape
 
 from qjm.cluster.certs import ClusterTls
 from qjm.config import HTTP_ONLY, ClusterConfig
+from qjm.config_site import site_properties
 from qjm.security.principal import KerberosName
 
 HADOOP_CONF = "hadoop-conf"
@@ -82,11 +83,13 @@ def core_site(cfg: ClusterConfig) -> dict[str, str]:
         for key in ("users", "groups", "hosts"):
             if getattr(proxy, key):
                 props[f"hadoop.proxyuser.{name}.{key}"] = getattr(proxy, key)
-    return props
+    # the rest of the cluster config, so daemons can run from these files (design §A.6)
+    return props | {k: v for k, v in site_properties(cfg)[0].items() if k not in props}
 
 
 def hdfs_site(cfg: ClusterConfig) -> dict[str, str]:
-    """hdfs-site.xml's properties: the nameservice, its NameNodes and the failover proxy."""
+    """hdfs-site.xml's properties: the nameservice, its NameNodes and the failover proxy,
+    and every node and setting of cfg (read back by qjm.config_site)."""
     ns = cfg.nameservice
     props = {
         "dfs.nameservices": ns,
@@ -131,7 +134,8 @@ def hdfs_site(cfg: ClusterConfig) -> dict[str, str]:
             ("dfs.datanode.kerberos.principal", sec.datanode_principal),
         ):
             props[key] = str(KerberosName.parse(pattern).in_realm(sec.realm))
-    return props
+    # the rest of the cluster config, so daemons can run from these files (design §A.6)
+    return props | {k: v for k, v in site_properties(cfg)[1].items() if k not in props}
 
 
 def client_properties(cfg: ClusterConfig) -> dict[str, str]:
