@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qjm import runtime
-from qjm.config import ClusterConfig, load_config, parse_address
+from qjm.cli.common import add_config_arg
+from qjm.config import ClusterConfig, parse_address
+from qjm.config_site import load_cluster_config
 from qjm.errors import ConfigError
 from qjm.ipc.login import daemon_login, role_principal, use_krb5_conf
 from qjm.ipc.sasl import client_security
@@ -44,7 +46,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         ),
     )
     p.add_argument("action", nargs="?", choices=("format-zk",), help="what to do (default: run)")
-    p.add_argument("--config", required=True, help="cluster TOML file")
+    add_config_arg(p)
     p.add_argument("--id", dest="nn_id", help="which [namenodes.<id>] to control (to run)")
     p.add_argument("--force", action="store_true", help="format-zk: clear an existing znode")
     p.add_argument("--ready-file", help="write {pid, zkfc, namenode} JSON here once running")
@@ -107,7 +109,7 @@ async def _store(cfg: ClusterConfig, nn_host: str) -> KazooStore:
 
 def run(args: argparse.Namespace) -> int:
     """Run the ZKFC until SIGTERM, or format ZooKeeper."""
-    cfg = load_config(args.config)
+    cfg = load_cluster_config(args.config)
     _quorum(cfg)
     if args.action == "format-zk":
         logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # errors are reported below
