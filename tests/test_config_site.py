@@ -634,3 +634,18 @@ def test_daemons_run_from_the_hadoop_conf_a_cluster_wrote(
         for daemon in daemons:
             stop_pid(daemon.pid)
             daemon.process.wait(timeout=10)
+
+
+def test_the_zkfc_names_the_hdfs_key_it_lacks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from qjm.cli.main import main
+    from qjm.config_site import key_name
+
+    conf = site(tmp_path, {})
+    assert main(["zkfc", "--config", str(conf), "--id", "nn1"]) == 1
+    assert f"{conf}: ha.zookeeper.quorum is not set" in capsys.readouterr().err
+    cfg = load_site_config(conf)
+    assert key_name(cfg, "zkfc.fencing_methods") == "dfs.ha.fencing.methods"
+    assert key_name(cfg, "zookeeper.sasl") == "qjm.zookeeper.sasl"
+    assert key_name(replace(cfg, source="c.toml"), "zookeeper.sasl") == "zookeeper.sasl"

@@ -872,6 +872,16 @@ def load_cluster_config(path: str | Path) -> ClusterConfig:
     return load_site_config(path) if is_site_dir(path) else load_config(path)
 
 
+def key_name(cfg: ClusterConfig, path: str) -> str:
+    """How the operator sets a shared setting's TOML path (zkfc.fencing_methods): its HDFS
+    key, or qjm.<path>, where cfg came from a Hadoop conf dir; else the path itself."""
+    if not is_site_dir(cfg.source):
+        return path
+    section, _, name = path.partition(".")
+    s = _BY_FIELD.get((section, name))
+    return s.key if s is not None else f"qjm.{path}"
+
+
 def unused_keys(directory: str | Path) -> list[str]:
     """The keys of a Hadoop conf dir qjm does not read (client-only keys left out)."""
     return site_to_dict(read_site(directory))[2]
