@@ -394,7 +394,13 @@ def test_a_broken_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"core-site.xml is not a Hadoop configuration file"):
         load_site_config(conf)
     with pytest.raises(ConfigError, match=r"holds no hdfs-site.xml"):
-        load_site_config(tmp_path)
+        load_cluster_config(tmp_path)  # a directory is a Hadoop conf dir, or nothing
+    (conf / "core-site.xml").write_text(
+        '<configuration xmlns:xi="http://www.w3.org/2001/XInclude">'
+        '<xi:include href="more.xml"/></configuration>'
+    )
+    with pytest.raises(ConfigError, match=r"core-site.xml: <xi:include> is not read by qjm"):
+        load_site_config(conf)
 
 
 def test_keys_qjm_does_not_use_are_listed_once(

@@ -358,6 +358,12 @@ def read_site_file(path: Path) -> dict[str, str]:
         raise ConfigError(f"{path} is not a Hadoop configuration file: {e}") from None
     if root.tag != "configuration":
         raise ConfigError(f"{path}: the root element is <{root.tag}>, not <configuration>")
+    for element in root.iter():
+        if element.tag.rpartition("}")[2] == "include":  # XInclude (xi:include)
+            raise ConfigError(
+                f"{path}: <xi:include> is not read by qjm; put the included properties in "
+                "the file itself"
+            )
     out: dict[str, str] = {}
     for prop in root.iter("property"):
         name = prop.findtext("name", prop.get("name"))
@@ -869,7 +875,8 @@ def load_site_config(directory: str | Path) -> ClusterConfig:
 def load_cluster_config(path: str | Path) -> ClusterConfig:
     """The cluster config at path: a Hadoop conf dir (or one of its *-site.xml files),
     else a cluster TOML file."""
-    return load_site_config(path) if is_site_dir(path) else load_config(path)
+    p = Path(path)
+    return load_site_config(p) if p.is_dir() or is_site_dir(p) else load_config(p)
 
 
 def key_name(cfg: ClusterConfig, path: str) -> str:
