@@ -234,6 +234,9 @@ def test_an_edited_cluster_toml_is_told_from_the_launchers(tmp_path: Path) -> No
     assert _same_nodes(replace(cfg, namenode=NameNodeSettings(roll_txns=7)), edited) is edited
     with pytest.raises(LaunchError, match="to name journalnodes none; the launcher runs jn1"):
         _same_nodes(cfg, replace(edited, journalnodes={}))
+    with pytest.raises(LaunchError, match="edited to security.authentication = 'simple'; this"):
+        kerberos = replace(cfg.security, authentication="kerberos", realm="R")
+        _same_nodes(replace(cfg, security=kerberos), edited)
     toml.write_text(toml.read_text() + "bogus = 1\n")
     with pytest.raises(LaunchError, match="was edited since the launcher wrote it and does not"):
         edited_config(tmp_path)

@@ -675,7 +675,16 @@ def changed_keys(launcher: ClusterConfig, edited: ClusterConfig) -> list[str]:
 
 
 def _same_nodes(launcher: ClusterConfig, edited: ClusterConfig) -> ClusterConfig:
-    """edited, where it names the nodes the launcher runs (it starts them by these names)."""
+    """edited, where it names the nodes the launcher runs (it starts them by these names)
+    and keeps the cluster's security mode (a Kerberos or HTTPS cluster stays so, §S.4)."""
+    for key in ("authentication", "http_policy"):
+        ours, theirs = getattr(launcher.security, key), getattr(edited.security, key)
+        if ours != theirs:
+            raise LaunchError(
+                f"{edited.source} was edited to security.{key} = {theirs!r}; this cluster "
+                f"starts with {ours!r} (its KDC or CA decides; make a cluster of the other "
+                "kind in a new --dir)"
+            )
     for kind in ("journalnodes", "namenodes", "datanodes"):
         ours, theirs = list(getattr(launcher, kind)), list(getattr(edited, kind))
         if ours != theirs:
