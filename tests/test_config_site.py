@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import pwd
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -231,7 +233,8 @@ def test_variables_are_substituted_as_hadoop_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("QJM_TEST_DATA", "/mnt/data")
-    monkeypatch.setenv("HADOOP_USER_NAME", "hdfs")
+    monkeypatch.setenv("HADOOP_USER_NAME", "hdfs")  # not the JVM's user.name
+    user = pwd.getpwuid(os.getuid()).pw_name
     monkeypatch.delenv("QJM_TEST_UNSET", raising=False)
     cfg = load_site_config(
         site(
@@ -244,9 +247,9 @@ def test_variables_are_substituted_as_hadoop_does(
             },
         )
     )
-    assert cfg.namenodes["nn1"].name_dir == "/mnt/data/nn-hdfs"
+    assert cfg.namenodes["nn1"].name_dir == f"/mnt/data/nn-{user}"
     assert cfg.journalnodes["jn1"].edits_dir == "/fallback/jn"
-    assert cfg.datanodes["dn1"].data_dirs == "/tmp/hadoop-hdfs/dfs/data"  # HDFS's default
+    assert cfg.datanodes["dn1"].data_dirs == f"/tmp/hadoop-{user}/dfs/data"  # HDFS's default
 
 
 def test_a_self_referring_variable_is_named(tmp_path: Path) -> None:

@@ -16,9 +16,9 @@ qjm.datanodes (default: one, dn1). A setting qjm has and HDFS lacks is
 
 from __future__ import annotations
 
-import getpass
 import logging
 import os
+import pwd
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import MISSING, dataclass, fields
@@ -395,8 +395,8 @@ def read_site(directory: str | Path) -> Site:
 
 def _system_property(name: str) -> str | None:
     """The Java system properties a Hadoop config uses in ${...}, as a JVM would set them."""
-    if name == "user.name":
-        return os.environ.get("HADOOP_USER_NAME") or getpass.getuser()
+    if name == "user.name":  # the JVM's: the OS account, whatever HADOOP_USER_NAME says
+        return pwd.getpwuid(os.getuid()).pw_name
     if name == "user.home":
         return str(Path.home())
     if name == "user.dir":
