@@ -295,6 +295,12 @@ def test_a_self_referring_variable_is_named(tmp_path: Path) -> None:
         ({"dfs.replication": "three"}, {}, r"hdfs-site.xml: dfs.replication: 'three' is not a "),
         ({"dfs.replication": "0"}, {}, r"hdfs-site.xml: dfs.replication must be 1-32767, got 0"),
         ({"dfs.blocksize": "12q"}, {}, r"dfs.blocksize: '12q' is not a size"),
+        ({"dfs.replication": "1_0"}, {}, r"dfs.replication: '1_0' is not a number"),
+        (
+            {},
+            {"fs.permissions.umask-mode": "u=rwx,g=rx,o="},
+            r"core-site.xml: fs.permissions.umask-mode: 'u=rwx,g=rx,o=' is not an octal mode",
+        ),
         ({"dfs.heartbeat.interval": "1500ms0"}, {}, r"dfs.heartbeat.interval: .* not a duration"),
         (
             {"dfs.namenode.checkpoint.period": "1500ms"},

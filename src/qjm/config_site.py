@@ -480,7 +480,9 @@ class _Reader:
         """An int of kind from text, naming key on error."""
         t = text.strip()
         try:
-            if kind == "int":
+            if kind == "int":  # as Java's Long.parseLong: no 1_000, no 0x
+                if not re.fullmatch(r"[-+]?\d+", t):
+                    raise ValueError
                 return int(t)
             if kind == "bytes":
                 m = re.fullmatch(r"(\d+)\s*([kmgtpe]?)b?", t.lower())
@@ -488,6 +490,8 @@ class _Reader:
                     raise ValueError
                 return int(m.group(1)) * _SIZES.get(m.group(2), 1)
             if kind == "octal":
+                if not re.fullmatch(r"[0-7]{1,4}", t):
+                    raise ValueError
                 return int(t, 8)
             if kind == "thousandths":
                 frac = Fraction(t) * 1000
