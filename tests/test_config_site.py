@@ -664,3 +664,14 @@ def test_the_zkfc_names_the_hdfs_key_it_lacks(
     assert key_name(cfg, "zkfc.fencing_methods") == "dfs.ha.fencing.methods"
     assert key_name(cfg, "zookeeper.sasl") == "qjm.zookeeper.sasl"
     assert key_name(replace(cfg, source="c.toml"), "zookeeper.sasl") == "zookeeper.sasl"
+
+
+def test_an_unknown_node_is_named_by_the_key_that_lists_the_nodes(tmp_path: Path) -> None:
+    conf = site(tmp_path, {})
+    cfg = load_site_config(conf)
+    with pytest.raises(ConfigError, match=rf"{conf}: dfs.ha.namenodes.ns1 names no namenode nn3"):
+        cfg.namenode_named("nn3")
+    with pytest.raises(ConfigError, match=r"shared.edits.dir \(jn1, jn2, ... in its order\) names"):
+        cfg.journalnode_named("j1")
+    with pytest.raises(ConfigError, match=r"qjm.datanodes names no datanode dn2 \(known: dn1\)"):
+        cfg.datanode_named("dn2")
