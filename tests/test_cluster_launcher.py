@@ -207,3 +207,61 @@ def test_a_cluster_without_datanodes_says_it_keeps_metadata_only(tmp_path: Path)
             assert "metadata only: no DataNode is configured" in r.read().decode()
     finally:
         assert run_qjm("cluster", "down", "--dir", str(d)).returncode == 0
+
+
+def test_an_edited_cluster_toml_is_told_from_the_launchers(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from qjm.cluster.launcher import (
+        LaunchError,
+        _same_nodes,
+        changed_keys,
+        edited_config,
+        write_config,
+    )
+    from qjm.config import ClusterConfig, JournalNodeConfig, NameNodeSettings
+
+    jn = JournalNodeConfig("jn1", "127.0.0.1:1", "127.0.0.1:2", str(tmp_path / "jn1"))
+    cfg = ClusterConfig(journalnodes={"jn1": jn})
+    assert edited_config(tmp_path) is None  # nothing written yet
+    write_config(tmp_path, cfg)
+    assert edited_config(tmp_path) is None  # as the launcher wrote it
+    toml = tmp_path / "cluster.toml"
+    toml.write_text(toml.read_text().replace("checkpoint_txns = 1000000", "checkpoint_txns = 5"))
+    edited = edited_config(tmp_path)
+    assert edited is not None and edited.namenode.checkpoint_txns == 5
+    assert changed_keys(cfg, edited) == ["namenode.checkpoint_txns"]
+    assert _same_nodes(replace(cfg, namenode=NameNodeSettings(roll_txns=7)), edited) is edited
+    with pytest.raises(LaunchError, match="to name journalnodes none; the launcher runs jn1"):
+        _same_nodes(cfg, replace(edited, journalnodes={}))
+    with pytest.raises(LaunchError, match="edited to security.authentication = 'simple'; this"):
+        kerberos = replace(cfg.security, authentication="kerberos", realm="R")
+        _same_nodes(replace(cfg, security=kerberos), edited)
+    toml.write_text(toml.read_text() + "bogus = 1\n")
+    with pytest.raises(LaunchError, match="was edited since the launcher wrote it and does not"):
+        edited_config(tmp_path)
+
+
+@pytest.mark.slow
+def test_cluster_up_starts_from_an_edited_cluster_toml(tmp_path: Path) -> None:
+    d = tmp_path / "cluster"
+    base = free_port_block(6)
+    argv = ["cluster", "up", "--dir", str(d), "--journalnodes", "3", "--namenodes", "0"]
+    argv += ["--base-port", str(base), "--insecure"]
+    up = run_qjm(*argv)
+    down = run_qjm("cluster", "down", "--dir", str(d))
+    assert up.returncode == 0 and down.returncode == 0, up.stderr + down.stderr
+    toml = d / "cluster.toml"
+    text = toml.read_text().replace("sync_interval_ms = 120000", "sync_interval_ms = 5000")
+    toml.write_text(text)
+    try:
+        again = run_qjm(*argv)
+        assert again.returncode == 0, again.stderr
+        assert "the launcher's would differ in journalnode.sync_interval_ms" in again.stdout
+        assert toml.read_text() == text  # kept as edited
+        assert load_config(toml).journalnode.sync_interval_ms == 5000
+        cluster = read_json((d / "cluster.json").read_text())
+        assert cluster["config_edited"] == ["journalnode.sync_interval_ms"]
+    finally:
+        down = run_qjm("cluster", "down", "--dir", str(d))
+    assert down.returncode == 0, down.stderr

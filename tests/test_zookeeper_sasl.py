@@ -5,6 +5,7 @@ judged in test_kerberos_cluster)."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -95,7 +96,10 @@ def _cfg(sasl: bool, kerberos: bool) -> ClusterConfig:
 
 def test_hadoop_conf_carries_the_acl_as_hdfs_writes_it() -> None:
     assert core_site(_cfg(sasl=True, kerberos=True))["ha.zookeeper.acl"] == "sasl:nn:rwcda"
-    assert "ha.zookeeper.acl" not in core_site(_cfg(sasl=False, kerberos=True))
+    # the files carry the whole config (design §A.6): an ACL set without SASL too
+    assert core_site(_cfg(sasl=False, kerberos=True))["ha.zookeeper.acl"] == "sasl:nn:rwcda"
+    plain = replace(_cfg(sasl=False, kerberos=True), zookeeper=ZooKeeperSettings("localhost:2181"))
+    assert "ha.zookeeper.acl" not in core_site(plain)  # the default world:anyone:rwcda
 
 
 def test_the_zkfc_logs_in_to_zookeeper_from_its_namenodes_keytab(

@@ -637,15 +637,25 @@ class ClusterConfig:
         hosts = ";".join(jn.rpc_address for jn in self.journalnodes.values())
         return f"qjournal://{hosts}/{self.journal_id}"
 
+    def _no_node(self, kind: str, name: str, known: str) -> str:
+        """The error for a node name not in the config, in the terms of its source: a TOML
+        section, or a Hadoop conf dir's key (design §A.6)."""
+        if not Path(self.source).is_dir():
+            return f"{self.source}: no [{kind}.{name}] section (known: {known})"
+        where = {
+            "journalnodes": "dfs.namenode.shared.edits.dir (jn1, jn2, ... in its order)",
+            "namenodes": f"dfs.ha.namenodes.{self.nameservice}",
+            "datanodes": "qjm.datanodes",
+        }[kind]
+        return f"{self.source}: {where} names no {kind[:-1]} {name} (known: {known})"
+
     def journalnode_named(self, name: str) -> JournalNodeConfig:
         """The JournalNode called name, or an error listing the known ones."""
         try:
             return self.journalnodes[name]
         except KeyError:
             known = ", ".join(self.journalnodes) or "none"
-            raise ConfigError(
-                f"{self.source}: no [journalnodes.{name}] section (known: {known})"
-            ) from None
+            raise ConfigError(self._no_node("journalnodes", name, known)) from None
 
     def namenode_named(self, name: str) -> NameNodeConfig:
         """The NameNode called name, or an error listing the known ones."""
@@ -653,9 +663,7 @@ class ClusterConfig:
             return self.namenodes[name]
         except KeyError:
             known = ", ".join(self.namenodes) or "none"
-            raise ConfigError(
-                f"{self.source}: no [namenodes.{name}] section (known: {known})"
-            ) from None
+            raise ConfigError(self._no_node("namenodes", name, known)) from None
 
     def datanode_named(self, name: str) -> DataNodeConfig:
         """The DataNode called name, or an error listing the known ones."""
@@ -663,9 +671,7 @@ class ClusterConfig:
             return self.datanodes[name]
         except KeyError:
             known = ", ".join(self.datanodes) or "none"
-            raise ConfigError(
-                f"{self.source}: no [datanodes.{name}] section (known: {known})"
-            ) from None
+            raise ConfigError(self._no_node("datanodes", name, known)) from None
 
     def zkfc_address_of(self, name: str) -> str:
         """host:port of the ZKFC of NameNode name (its zkfc_address, else RPC host, zkfc.port)."""

@@ -171,6 +171,10 @@ def run_up(args: argparse.Namespace) -> int:
     print()
     print(f"shared edits: {cluster['shared_edits']}")
     print(f"config:       {cluster['config']}")
+    edited = cluster.get("config_edited")
+    if edited:  # the operator's edits were kept (design §A.6)
+        shown = ", ".join(edited[:8]) + (f" and {len(edited) - 8} more" if len(edited) > 8 else "")
+        print(f"              started from it as edited; the launcher's would differ in {shown}")
     if cluster.get("zookeeper"):
         print(f"zookeeper:    {cluster['zookeeper']}")
     if "hadoop_conf" in cluster:

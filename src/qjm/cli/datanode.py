@@ -6,7 +6,9 @@ import argparse
 from pathlib import Path
 
 from qjm import runtime
-from qjm.config import load_config, parse_address
+from qjm.cli.common import add_config_arg
+from qjm.config import parse_address
+from qjm.config_site import load_cluster_config
 from qjm.ipc.login import daemon_login
 from qjm.logs import setup_logging
 
@@ -19,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         description="Run the DataNode [datanodes.<id>] of --config: it stores block replicas "
         "and reports to every NameNode of the config.",
     )
-    p.add_argument("--config", required=True, help="cluster TOML file")
+    add_config_arg(p)
     p.add_argument("--id", required=True, help="which [datanodes.<id>] of --config to run")
     p.add_argument("--ready-file", help="write {pid, rpc, http, transfer} JSON here once serving")
     p.add_argument("--log-level", default="INFO")
@@ -31,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from qjm.datanode.server import DataNode, serve_forever
 
     setup_logging(f"datanode-{args.id}", args.log_level)
-    cfg = load_config(args.config)
+    cfg = load_cluster_config(args.config)
     dn = cfg.datanode_named(args.id)
     daemon_login(
         cfg.security, "datanode", parse_address(dn.ipc_address, "ipc_address")[0], cfg.proxyusers

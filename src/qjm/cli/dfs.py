@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 from qjm import runtime
-from qjm.config import load_config
+from qjm.config_site import load_cluster_config
 from qjm.errors import ConfigError
 from qjm.ipc import RemoteError, RpcError
 from qjm.ipc.login import user_login
@@ -35,7 +35,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "the NameNodes to the active one.",
     )
     where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--config", help="cluster TOML file (its [namenodes.*])")
+    where.add_argument("--config", help="cluster TOML file, or Hadoop conf dir (hdfs-site.xml)")
     where.add_argument("--namenodes", help="comma-separated NameNode RPC addresses")
     p.add_argument("--user", help="the user to act as (default: this OS user)")
     p.add_argument("--timeout", type=float, default=30.0, help="per-call timeout in seconds")
@@ -107,7 +107,7 @@ def namenode_addresses(args: argparse.Namespace) -> list[str]:
         if not addresses:
             raise ConfigError("--namenodes names no address")
         return addresses
-    cfg = load_config(args.config)
+    cfg = load_cluster_config(args.config)
     user_login(cfg.security)
     if not cfg.namenodes:
         raise ConfigError(f"{args.config} configures no [namenodes.*]")

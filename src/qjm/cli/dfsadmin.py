@@ -45,7 +45,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         description="hdfs dfsadmin's commands against the cluster's NameNodes.",
     )
     where = p.add_mutually_exclusive_group(required=True)
-    where.add_argument("--config", help="cluster TOML file (its [namenodes.*])")
+    where.add_argument("--config", help="cluster TOML file, or Hadoop conf dir (hdfs-site.xml)")
     where.add_argument("--namenodes", help="comma-separated NameNode RPC addresses")
     p.add_argument("--user", help="the user to act as (default: this OS user)")
     p.add_argument("--timeout", type=float, default=30.0, help="per-call timeout in seconds")

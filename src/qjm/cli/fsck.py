@@ -15,7 +15,8 @@ import urllib.parse
 import aiohttp
 
 from qjm import runtime
-from qjm.config import load_config
+from qjm.cli.common import add_config_arg
+from qjm.config_site import load_cluster_config
 from qjm.errors import ConfigError, QjmError
 from qjm.ipc.login import user_login
 from qjm.namenode import fsck as report
@@ -44,7 +45,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "over- and mis-replicated, corrupt and missing blocks. Exit 0 when HEALTHY, "
         "1 when CORRUPT.",
     )
-    p.add_argument("--config", required=True, help="cluster TOML file (its [namenodes.*])")
+    add_config_arg(p, "with its NameNodes")
     p.add_argument("--user", help="the user to ask as (default: this OS user)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds for the whole report")
     p.add_argument("path", nargs="?", default="/")
@@ -82,7 +83,7 @@ def exit_code(last_line: str) -> int:
 
 def run_fsck(args: argparse.Namespace) -> int:
     """Ask the active NameNode for the report, print it, and exit as DFSck does."""
-    cfg = load_config(args.config)
+    cfg = load_cluster_config(args.config)
     user_login(cfg.security)
     if not cfg.namenodes:
         raise ConfigError(f"{args.config} configures no [namenodes.*]")

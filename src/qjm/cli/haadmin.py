@@ -10,7 +10,9 @@ import argparse
 import sys
 
 from qjm import runtime
-from qjm.config import ClusterConfig, load_config
+from qjm.cli.common import add_config_arg
+from qjm.config import ClusterConfig
+from qjm.config_site import load_cluster_config
 from qjm.errors import ConfigError
 from qjm.ha.haadmin import (
     FailoverFailedError,
@@ -38,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="NameNode HA administration (as hdfs haadmin)",
         description="Query and change the HA state of the NameNodes named in the config.",
     )
-    p.add_argument("--config", required=True, help="cluster TOML file with [namenodes.*]")
+    add_config_arg(p, "with its NameNodes")
     p.add_argument(
         "--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="per-call timeout in seconds"
     )
@@ -97,7 +99,7 @@ def _say(message: str) -> None:
 def run_haadmin(args: argparse.Namespace) -> int:
     """Run one haadmin action; 0 ok, 1 failure (one line on stderr); with automatic
     failover, 255 for what it refuses or a failed -failover (HDFS's -1)."""
-    cfg = load_config(args.config)
+    cfg = load_cluster_config(args.config)
     user_login(cfg.security)
     targets = _targets(cfg)
     timeout = args.timeout

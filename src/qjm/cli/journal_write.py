@@ -30,7 +30,8 @@ from qjm.client.logger_channel import RpcClient
 from qjm.client.output_stream import QuorumOutputStream
 from qjm.client.quorum_journal_manager import QuorumJournalManager
 from qjm.client.uri import QJournalUri
-from qjm.config import QJournalSettings, load_config
+from qjm.config import QJournalSettings
+from qjm.config_site import load_cluster_config
 from qjm.editlog.framing import (
     MAX_OP_SIZE,
     OP_END_LOG_SEGMENT,
@@ -49,7 +50,7 @@ MAX_BATCH_BYTES = MAX_MESSAGE_BYTES - 1024 * 1024
 def qjournal_settings(args: argparse.Namespace) -> QJournalSettings:
     """The [qjournal] settings of --config, or HDFS's defaults."""
     if getattr(args, "config", None):
-        return load_config(args.config).qjournal
+        return load_cluster_config(args.config).qjournal
     return QJournalSettings()
 
 

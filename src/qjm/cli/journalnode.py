@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,9 +14,9 @@ from qjm.config import (
     JournalNodeSettings,
     SecuritySettings,
     check_sync_interval,
-    load_config,
     parse_address,
 )
+from qjm.config_site import load_cluster_config
 from qjm.errors import ConfigError
 from qjm.ipc.login import daemon_login
 from qjm.journalnode.node import JournalNode, serve_forever
@@ -29,8 +30,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="run a JournalNode",
         description="Run a JournalNode: from --config and --name, or from the flags.",
     )
-    p.add_argument("--config", help="cluster TOML file")
-    p.add_argument("--name", help="which [journalnodes.<name>] of --config to run")
+    p.add_argument("--config", help="cluster TOML file, or Hadoop conf dir holding hdfs-site.xml")
+    p.add_argument(
+        "--name",
+        help="which [journalnodes.<name>] of --config to run (of a Hadoop conf dir: jn1, "
+        "jn2, ... in dfs.namenode.shared.edits.dir's order; then --config defaults to "
+        "$HADOOP_CONF_DIR)",
+    )
     p.add_argument("--edits-dir", help="absolute directory for journal storage")
     p.add_argument("--rpc-address", default=f"0.0.0.0:{JN_RPC_PORT}", help="host:port for RPC")
     p.add_argument("--http-address", default=f"0.0.0.0:{JN_HTTP_PORT}", help="host:port for HTTP")
@@ -48,10 +54,12 @@ def run(args: argparse.Namespace) -> int:
     security = SecuritySettings()
     https: tuple[str, int] | None = None
     peers: list[str] = []
+    if args.name and not args.config:  # an HDFS operator's conf dir (design §A.6)
+        args.config = os.environ.get("HADOOP_CONF_DIR") or None
     if args.config:
         if not args.name:
             raise ConfigError("--config needs --name to pick the JournalNode to run")
-        cfg = load_config(args.config)
+        cfg = load_cluster_config(args.config)
         jn = cfg.journalnode_named(args.name)
         edits_dir, rpc, http = jn.edits_dir, jn.rpc_address, jn.http_address
         settings = cfg.journalnode

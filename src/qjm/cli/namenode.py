@@ -6,7 +6,9 @@ import argparse
 from pathlib import Path
 
 from qjm import runtime
-from qjm.config import load_config, parse_address
+from qjm.cli.common import add_config_arg
+from qjm.config import parse_address
+from qjm.config_site import load_cluster_config
 from qjm.ipc.login import daemon_login
 from qjm.logs import setup_logging
 
@@ -29,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         ),
     )
     p.add_argument("action", nargs="?", choices=ACTIONS, help="what to do (default: run)")
-    p.add_argument("--config", required=True, help="cluster TOML file")
+    add_config_arg(p)
     p.add_argument("--id", required=True, dest="nn_id", help="which [namenodes.<id>] to use")
     p.add_argument("--force", action="store_true", help="format over existing data")
     p.add_argument(
@@ -45,7 +47,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     """Run the NameNode until SIGTERM, or do one action."""
-    cfg = load_config(args.config)
+    cfg = load_cluster_config(args.config)
     nn = cfg.namenode_named(args.nn_id)  # a clear error before anything else
     # HDFS's NameNode logs in from its keytab for every action (design §S.1)
     daemon_login(

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qjm import runtime
-from qjm.config import ClusterConfig, load_config, parse_address
+from qjm.cli.common import add_config_arg
+from qjm.config import ClusterConfig, parse_address
+from qjm.config_site import key_name, load_cluster_config
 from qjm.errors import ConfigError
 from qjm.ipc.login import daemon_login, role_principal, use_krb5_conf
 from qjm.ipc.sasl import client_security
@@ -44,7 +46,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         ),
     )
     p.add_argument("action", nargs="?", choices=("format-zk",), help="what to do (default: run)")
-    p.add_argument("--config", required=True, help="cluster TOML file")
+    add_config_arg(p)
     p.add_argument("--id", dest="nn_id", help="which [namenodes.<id>] to control (to run)")
     p.add_argument("--force", action="store_true", help="format-zk: clear an existing znode")
     p.add_argument("--ready-file", help="write {pid, zkfc, namenode} JSON here once running")
@@ -55,8 +57,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def _quorum(cfg: ClusterConfig) -> str:
     if not cfg.zookeeper.quorum.strip():
         raise ConfigError(
-            f"{cfg.source}: zookeeper.quorum is not set (host:port[,host:port...] of the "
-            "ZooKeeper servers, HDFS's ha.zookeeper.quorum)"
+            f"{cfg.source}: {key_name(cfg, 'zookeeper.quorum')} is not set "
+            "(host:port[,host:port...] of the ZooKeeper servers, HDFS's ha.zookeeper.quorum)"
         )
     return cfg.zookeeper.quorum
 
@@ -74,8 +76,9 @@ def zookeeper_sasl_login(cfg: ClusterConfig, nn_host: str) -> dict[str, Any] | N
         return None
     if not cfg.security.kerberos:
         raise ConfigError(
-            f"{cfg.source}: zookeeper.sasl needs Kerberos ([security] authentication = "
-            '"kerberos"): the ZKFC logs in to ZooKeeper as its NameNode\'s principal'
+            f"{cfg.source}: {key_name(cfg, 'zookeeper.sasl')} needs Kerberos ([security] "
+            'authentication = "kerberos"): the ZKFC logs in to ZooKeeper as its '
+            "NameNode's principal"
         )
     principal, keytab = role_principal(cfg.security, "namenode", nn_host)
     principal = str(KerberosName.parse(principal).in_realm(cfg.security.realm))
@@ -93,7 +96,8 @@ async def _store(cfg: ClusterConfig, nn_host: str) -> KazooStore:
         acl = parse_acl(resolve_indirection(zk.acl, "zookeeper.acl"))
         auth = parse_auth(resolve_indirection(zk.auth, "zookeeper.auth"))
     except Exception as e:
-        raise ConfigError(f"{cfg.source}: zookeeper.acl / zookeeper.auth: {e}") from None
+        keys = f"{key_name(cfg, 'zookeeper.acl')} / {key_name(cfg, 'zookeeper.auth')}"
+        raise ConfigError(f"{cfg.source}: {keys}: {e}") from None
     store = KazooStore(
         _quorum(cfg),
         session_timeout_s=zk.session_timeout_ms / 1000.0,
@@ -107,7 +111,7 @@ async def _store(cfg: ClusterConfig, nn_host: str) -> KazooStore:
 
 def run(args: argparse.Namespace) -> int:
     """Run the ZKFC until SIGTERM, or format ZooKeeper."""
-    cfg = load_config(args.config)
+    cfg = load_cluster_config(args.config)
     _quorum(cfg)
     if args.action == "format-zk":
         logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # errors are reported below
@@ -124,12 +128,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         methods = parse_methods(cfg.zkfc.fencing_methods)
     except FencingConfigError as e:
-        raise ConfigError(f"{cfg.source}: zkfc.fencing_methods: {e}") from None
+        raise ConfigError(f"{cfg.source}: {key_name(cfg, 'zkfc.fencing_methods')}: {e}") from None
     if not methods:
         print(
-            f"qjm zkfc: error: {cfg.source}: zkfc.fencing_methods is empty; automatic failover "
-            "needs a way to fence the old active (shell(cmd) or sshfence, one per line; "
-            "shell(true) when the graceful transition to standby is enough)",
+            f"qjm zkfc: error: {cfg.source}: {key_name(cfg, 'zkfc.fencing_methods')} is empty; "
+            "automatic failover needs a way to fence the old active (shell(cmd) or sshfence, "
+            "one per line; shell(true) when the graceful transition to standby is enough)",
             file=sys.stderr,
         )
         return EXIT_NO_FENCER

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import hashlib
 import json
 import os
 import random
 import subprocess
 import sys
 import time
+import tomllib
 import urllib.parse
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
@@ -68,6 +70,7 @@ T = TypeVar("T")
 HOST = "127.0.0.1"
 CLUSTER_JSON = "cluster.json"
 CLUSTER_TOML = "cluster.toml"
+CONFIG_STAMP = ".cluster.toml.sha256"  # the digest of the cluster.toml the launcher wrote
 ZOOKEEPER_DIR = "zookeeper"
 PORT_STEP = 10  # default ports: jn1 8485/8480, jn2 8495/8490, ...; nn1 8020/9870, nn2 8030/9880
 ZKFC_PORT = 8019  # HDFS's dfs.ha.zkfc.port; zkfc2 8029 (stepped like the NameNodes)
@@ -489,7 +492,12 @@ def cluster_up(
                 "user_keytab": str(_keytab_of(kdc, os_user())),
             }
             _admin_env.update(kdc.env(), KRB5CCNAME=f"FILE:{kdc.directory / ADMIN_CCACHE}")
-        toml_path.write_text(dump_config(cfg))
+        edited = edited_config(directory)
+        if edited is None:
+            write_config(directory, cfg)
+        else:  # the operator's edits since the launcher wrote it win (design §A.6)
+            cluster["config_edited"] = changed_keys(cfg, edited)
+            cfg = _same_nodes(cfg, edited)
         if zookeeper:
             ensemble = _start_zookeeper(directory, members, plan.zookeeper_base, zk_kerberos)
             for name, info in ensemble.describe().items():
@@ -617,6 +625,75 @@ def _zookeeper_principal(kdc: Kdc) -> Any:
 def _keytab_of(kdc: Kdc, name: str) -> Path:
     """Where kdc.add_principal(name) puts name's keytab."""
     return kdc.keytab_dir / f"{name.replace('/', '_').replace('@', '_')}.keytab"
+
+
+def _stamp_of(text: bytes) -> str:
+    return hashlib.sha256(text).hexdigest()
+
+
+def write_config(directory: Path, cfg: ClusterConfig) -> None:
+    """Write DIR/cluster.toml, and beside it the digest that tells a later edit of it."""
+    text = dump_config(cfg).encode()
+    (directory / CLUSTER_TOML).write_bytes(text)
+    (directory / CONFIG_STAMP).write_text(_stamp_of(text) + "\n")
+
+
+def edited_config(directory: Path) -> ClusterConfig | None:
+    """The stopped cluster's cluster.toml where an operator edited it since the launcher
+    wrote it (its digest differs from the one written with it), else None."""
+    toml_path, stamp = directory / CLUSTER_TOML, directory / CONFIG_STAMP
+    try:
+        text, written = toml_path.read_bytes(), stamp.read_text().strip()
+    except OSError:
+        return None  # none yet, or written before the digest was kept: the launcher's
+    if _stamp_of(text) == written:
+        return None
+    try:
+        return load_config(toml_path)
+    except ConfigError as e:
+        raise LaunchError(
+            f"{toml_path} was edited since the launcher wrote it and does not load: {e}; "
+            f"fix it, or remove it (and {stamp}) to have the launcher write it again"
+        ) from None
+
+
+def _flat(cfg: ClusterConfig) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for section, table in tomllib.loads(dump_config(cfg)).items():
+        for key, value in table.items():
+            if isinstance(value, dict):  # [journalnodes.jn1] and the like
+                out |= {f"{section}.{key}.{k}": v for k, v in value.items()}
+            else:
+                out[f"{section}.{key}"] = value
+    return out
+
+
+def changed_keys(launcher: ClusterConfig, edited: ClusterConfig) -> list[str]:
+    """The keys in which an edited cluster.toml differs from what the launcher would write."""
+    a, b = _flat(launcher), _flat(edited)
+    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+
+
+def _same_nodes(launcher: ClusterConfig, edited: ClusterConfig) -> ClusterConfig:
+    """edited, where it names the nodes the launcher runs (it starts them by these names)
+    and keeps the cluster's security mode (a Kerberos or HTTPS cluster stays so, §S.4)."""
+    for key in ("authentication", "http_policy"):
+        ours, theirs = getattr(launcher.security, key), getattr(edited.security, key)
+        if ours != theirs:
+            raise LaunchError(
+                f"{edited.source} was edited to security.{key} = {theirs!r}; this cluster "
+                f"starts with {ours!r} (its KDC or CA decides; make a cluster of the other "
+                "kind in a new --dir)"
+            )
+    for kind in ("journalnodes", "namenodes", "datanodes"):
+        ours, theirs = list(getattr(launcher, kind)), list(getattr(edited, kind))
+        if ours != theirs:
+            raise LaunchError(
+                f"{edited.source} was edited to name {kind} {', '.join(theirs) or 'none'}; "
+                f"the launcher runs {', '.join(ours) or 'none'} (change the counts with "
+                "cluster up's flags, or use a new --dir)"
+            )
+    return edited
 
 
 def proxyusers_of_stopped(directory: Path) -> dict[str, ProxyUserConfig]:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from qjm.config import HTTP_ONLY, ClusterConfig
+from qjm.config_site import site_properties
 from qjm.security.principal import KerberosName
 
 PROXY_PROVIDER = "org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider"
@@ -50,11 +51,13 @@ def core_site(cfg: ClusterConfig) -> dict[str, str]:
         for key in ("users", "groups", "hosts"):
             if getattr(proxy, key):
                 props[f"hadoop.proxyuser.{name}.{key}"] = getattr(proxy, key)
-    return props
+    # the rest of the cluster config, so daemons can run from these files (design §A.6)
+    return props | {k: v for k, v in site_properties(cfg)[0].items() if k not in props}
 
 
 def hdfs_site(cfg: ClusterConfig) -> dict[str, str]:
-    """hdfs-site.xml's properties: the nameservice, its NameNodes and the failover proxy."""
+    """hdfs-site.xml's properties: the nameservice, its NameNodes and the failover proxy,
+    and every node and setting of cfg (read back by qjm.config_site)."""
     ns = cfg.nameservice
     props = {
         "dfs.nameservices": ns,
@@ -99,7 +102,8 @@ def hdfs_site(cfg: ClusterConfig) -> dict[str, str]:
             ("dfs.datanode.kerberos.principal", sec.datanode_principal),
         ):
             props[key] = str(KerberosName.parse(pattern).in_realm(sec.realm))
-    return props
+    # the rest of the cluster config, so daemons can run from these files (design §A.6)
+    return props | {k: v for k, v in site_properties(cfg)[1].items() if k not in props}
 
 
 def _ms_to_s(ms: int) -> str:
