@@ -57,10 +57,10 @@ def load_properties(config: str | None, hadoop_conf_dir: str | None) -> dict[str
     """The configuration as HDFS keys: the TOML's mapping, then HADOOP_CONF_DIR's files."""
     props: dict[str, str] = {}
     if config:
-        from qjm.config import load_config
+        from qjm.config_site import load_cluster_config
         from qjm.hdfs.site_conf import conf_properties
 
-        props.update((k, v) for k, v, _ in conf_properties(load_config(config)))
+        props.update((k, v) for k, v, _ in conf_properties(load_cluster_config(config)))
     if hadoop_conf_dir:
         from qjm.cluster.hadoop_conf import read_site
 

@@ -224,12 +224,15 @@ def conf_properties(
         f"dfs.namenode.name.dir.{cfg.nameservice}.{n}": nn.name_dir
         for n, nn in cfg.namenodes.items()
     }
-    for resource, props in (
-        ("core-site.xml", core_site(cfg)),
-        ("hdfs-site.xml", hdfs_site(cfg)),
-        (server_resource, server_site(cfg)),
-        (server_resource, daemon_site(cfg, role, name or "") if role else per_namenode),
+    for resource, props, overrides in (
+        ("core-site.xml", core_site(cfg), True),
+        ("hdfs-site.xml", hdfs_site(cfg), True),
+        # the servers' settings hadoop-conf does not already carry (it carries every setting
+        # off its default, design §A.6, in the form the daemons read back)
+        (server_resource, server_site(cfg), False),
+        (server_resource, daemon_site(cfg, role, name or "") if role else per_namenode, True),
     ):
         for key, value in props.items():
-            out[key] = (value, resource)
+            if overrides or key not in out:
+                out[key] = (value, resource)
     return [(k, redact(k, v), r) for k, (v, r) in sorted(out.items())]
