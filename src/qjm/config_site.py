@@ -261,6 +261,13 @@ SETTINGS: tuple[Setting, ...] = (
         "ms:ms",
     ),
     _s("dfs.http.policy", "security", "http_policy", "str"),
+    _s("dfs.cluster.administrators", "security", "cluster_administrators", "str"),
+    _s(
+        "hadoop.security.instrumentation.requires.admin",
+        "security",
+        "instrumentation_requires_admin",
+        "bool",
+    ),
 )
 _BY_FIELD = {(s.section, s.field): s for s in SETTINGS}
 
@@ -911,27 +918,29 @@ def _write_number(value: int, kind: str) -> str:
     return str(value)
 
 
-def site_properties(cfg: ClusterConfig) -> tuple[dict[str, str], dict[str, str]]:
-    """core-site.xml's and hdfs-site.xml's properties that read back into cfg: every node,
-    every setting off its default (by its HDFS key, else qjm.<section>.<field>)."""
-    ns = cfg.nameservice
+def settings_properties(
+    cfg: ClusterConfig, with_defaults: bool = False
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The shared settings of cfg as core-site.xml's and hdfs-site.xml's properties: those
+    off their defaults (all of them with_defaults), by HDFS key, else qjm.<section>.<field>."""
     core: dict[str, str] = {}
-    hdfs: dict[str, str] = {"dfs.nameservices": ns}
-    if cfg.journalnodes:
-        hdfs[SHARED_EDITS] = cfg.shared_edits_uri()
+    hdfs: dict[str, str] = {}
     realm = cfg.security.realm
     for section, cls in SECTIONS.items():
         settings = getattr(cfg, section)
         for f in fields(cls):
             value = getattr(settings, f.name)
-            if f.default is not MISSING and value == f.default:
+            if not with_defaults and f.default is not MISSING and value == f.default:
                 continue
             s = _BY_FIELD.get((section, f.name))
             if section == "zookeeper" and not cfg.namenode.automatic_failover:
                 s = None  # ha.zookeeper.* only with automatic failover, as HDFS's files
             if s is None:
-                text = str(value).lower() if isinstance(value, bool) else str(value)
-                hdfs[f"qjm.{section}.{f.name}"] = text
+                if value is not None:
+                    text = str(value).lower() if isinstance(value, bool) else str(value)
+                    hdfs[f"qjm.{section}.{f.name}"] = text
+                continue
+            if value is None:  # unset: its default follows other settings
                 continue
             if isinstance(value, bool):
                 text = str(value).lower()
@@ -943,6 +952,20 @@ def site_properties(cfg: ClusterConfig) -> tuple[dict[str, str], dict[str, str]]
                 text = str(value)
             target = core if s.key.startswith(("fs.", "hadoop.", "ha.", "ipc.")) else hdfs
             target[s.key] = text
+    return core, hdfs
+
+
+def site_properties(cfg: ClusterConfig) -> tuple[dict[str, str], dict[str, str]]:
+    """core-site.xml's and hdfs-site.xml's properties that read back into cfg: every node,
+    every setting off its default (by its HDFS key, else qjm.<section>.<field>)."""
+    ns = cfg.nameservice
+    core: dict[str, str] = {}
+    hdfs: dict[str, str] = {"dfs.nameservices": ns}
+    if cfg.journalnodes:
+        hdfs[SHARED_EDITS] = cfg.shared_edits_uri()
+    settings_core, settings_hdfs = settings_properties(cfg)
+    core |= settings_core
+    hdfs |= settings_hdfs
     hdfs[f"dfs.ha.namenodes.{ns}"] = ",".join(cfg.namenodes)
     for name, nn in cfg.namenodes.items():
         for base, fname in NN_KEYS:

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from qjm.config import HTTP_ONLY, ClusterConfig
-from qjm.config_site import site_properties
+from qjm.config_site import SETTINGS, settings_properties, site_properties
 from qjm.security.principal import KerberosName
 
 PROXY_PROVIDER = "org.apache.hadoop.hdfs.server.namenode.ha.ConfiguredFailoverProxyProvider"
@@ -112,50 +112,17 @@ def _ms_to_s(ms: int) -> str:
 
 def server_site(cfg: ClusterConfig) -> dict[str, str]:
     """The servers' cluster-wide settings under their HDFS keys (what an HDFS operator puts
-    in every server's hdfs-site.xml); the launcher's client files leave them out."""
-    nn, dn, jn = cfg.namenode, cfg.datanode, cfg.journalnode
+    in every server's hdfs-site.xml), defaults included, in the form qjm.config_site reads
+    back (design §A.6); principals only under Kerberos, no empty values."""
+    core, hdfs = settings_properties(cfg, with_defaults=True)
+    principals = {s.key for s in SETTINGS if s.kind == "principal"}
     props = {
-        "dfs.namenode.checkpoint.txns": str(nn.checkpoint_txns),
-        "dfs.namenode.checkpoint.period": str(nn.checkpoint_period_s),
-        "dfs.namenode.checkpoint.check.period": str(nn.checkpoint_check_period_s),
-        "dfs.namenode.num.checkpoints.retained": str(nn.images_retained),
-        "dfs.ha.log-roll.period": str(nn.roll_period_s),
-        "dfs.ha.tail-edits.period": _ms_to_s(nn.tail_wait_ms),
-        "dfs.permissions.enabled": str(nn.permissions_enabled).lower(),
-        "dfs.ls.limit": str(nn.listing_limit),
-        "dfs.namenode.fs-limits.max-component-length": str(nn.max_component_length),
-        "dfs.namenode.fs-limits.max-directory-items": str(nn.max_directory_items),
-        "dfs.namenode.enable.retrycache": str(nn.retry_cache_enabled).lower(),
-        "dfs.namenode.retrycache.expirytime.millis": str(nn.retry_cache_expiry_ms),
-        "dfs.namenode.lease-recheck-interval-ms": str(nn.lease_recheck_ms),
-        "dfs.namenode.lease-hard-limit-sec": _ms_to_s(nn.lease_hard_limit_ms),
-        "dfs.namenode.redundancy.interval.seconds": _ms_to_s(nn.redundancy_interval_ms),
-        "dfs.namenode.replication.min": str(dn.min_replication),
-        "dfs.namenode.safemode.threshold-pct": f"{dn.safemode_threshold_pct / 1000:g}",
-        "dfs.namenode.safemode.extension": str(dn.safemode_extension_ms),
-        "dfs.heartbeat.interval": _ms_to_s(dn.heartbeat_interval_ms),
-        "dfs.namenode.heartbeat.recheck-interval": str(dn.heartbeat_recheck_ms),
-        "dfs.blockreport.intervalMsec": str(dn.block_report_interval_ms),
-        "dfs.bytes-per-checksum": str(dn.bytes_per_checksum),
-        "dfs.datanode.max.transfer.threads": str(dn.max_transfer_threads),
-        "dfs.datanode.du.reserved": str(dn.du_reserved_bytes),
-        "dfs.datanode.failed.volumes.tolerated": str(dn.failed_volumes_tolerated),
-        "dfs.block.scanner.volume.bytes.per.second": str(dn.scan_bytes_per_second),
-        "dfs.journalnode.enable.sync": str(jn.sync_enabled).lower(),
-        "dfs.journalnode.sync.interval": str(jn.sync_interval_ms),
-        "dfs.journalnode.edit-cache-size.bytes": str(jn.edit_cache_size_bytes),
-        "hadoop.security.authorization": str(cfg.security.kerberos).lower(),
-        "dfs.cluster.administrators": cfg.security.cluster_administrators,
-        "hadoop.security.instrumentation.requires.admin": str(
-            cfg.security.instrumentation_requires_admin
-        ).lower(),
+        k: v
+        for k, v in (core | hdfs).items()
+        if v and not k.startswith("qjm.") and (cfg.security.kerberos or k not in principals)
     }
-    if nn.hosts_exclude:
-        props["dfs.hosts.exclude"] = nn.hosts_exclude
-    if cfg.security.kerberos:
-        props["dfs.web.authentication.kerberos.principal"] = str(
-            KerberosName.parse(cfg.security.http_principal).in_realm(cfg.security.realm)
-        )
+    props["dfs.ha.tail-edits.period"] = _ms_to_s(cfg.namenode.tail_wait_ms)
+    props["hadoop.security.authorization"] = str(cfg.security.kerberos).lower()
     return props
 
 
