@@ -26,6 +26,7 @@ from qjm.hdfs import webhdfs_json as wj
 from qjm.hdfs.datanode_protocol import token_from_proto
 from qjm.hdfs.proto import hdfs_pb2 as hdfs
 from qjm.hdfs.transfer_sasl import TransferProtection
+from qjm.hdfs.webhdfs_http import JSON_TYPE, query_of
 from qjm.ipc import RemoteError, RpcError
 from qjm.ipc.sasl import client_security
 from qjm.security.block_token import Token
@@ -35,16 +36,6 @@ READ_PIECE = 4 << 20  # bytes one READ_BLOCK asks for while streaming an OPEN
 BODY_CHUNK = 1 << 20  # bytes of a request body read at a time
 PIPELINE_TRIES = 3  # pipelines set up for one block before a write gives up
 COMPLETE_WAIT_S = 30.0  # how long complete may answer false (replicas not yet reported)
-JSON_TYPE = "application/json"
-_QUERY: web.RequestKey[dict[str, str]] = web.RequestKey("webhdfs_query", dict)
-
-
-def query_of(request: web.Request) -> dict[str, str]:
-    """The request's parameters, strictly UTF-8 (parsed once, kept on the request)."""
-    query = request.get(_QUERY)
-    if query is None:
-        query = request[_QUERY] = wj.query_of(request.raw_path)
-    return query
 
 
 class NamespaceCalls(Protocol):

@@ -22,6 +22,7 @@ from google.protobuf.message import Message
 from qjm.errors import QjmError, describe_error
 from qjm.hdfs import webhdfs_json as wj
 from qjm.hdfs.proto import hdfs_pb2 as hdfs
+from qjm.hdfs.webhdfs_http import JSON_TYPE, query_of
 from qjm.ipc.sasl import proxy_policy, server_security
 from qjm.ipc.server import CallContext
 from qjm.namenode.client_rpc import MAX_LENGTH, client_methods
@@ -37,16 +38,6 @@ PROTOCOL = "webhdfs"  # CallContext.protocol of a WebHDFS call: its audit line's
 DIR_PERMISSION = 0o755  # HDFS's PermissionParam defaults
 FILE_PERMISSION = 0o644
 MAX_REPLICATION = 512  # dfs.replication.max
-JSON_TYPE = "application/json"
-_QUERY: web.RequestKey[dict[str, str]] = web.RequestKey("webhdfs_query", dict)
-
-
-def query_of(request: web.Request) -> dict[str, str]:
-    """The request's parameters, strictly UTF-8 (parsed once, kept on the request)."""
-    query = request.get(_QUERY)
-    if query is None:
-        query = request[_QUERY] = wj.query_of(request.raw_path)
-    return query
 
 
 KERBEROS_DATA_OPS = (
